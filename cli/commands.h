@@ -1,0 +1,17 @@
+// Subcommands of the `specplan` CLI. Each Register* adds one subcommand to the app; its callback
+// sets *exit_code (0 ok, 1 bad input or failure) and prints errors to stderr.
+#ifndef SPECPLAN_CLI_COMMANDS_H_
+#define SPECPLAN_CLI_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+
+namespace specplan::cli {
+
+void RegisterEstimateCommand(CLI::App& app, int* exit_code);  // estimate_command.cc
+void RegisterProfilesCommand(CLI::App& app, int* exit_code);  // profiles_command.cc
+void RegisterPlanCommand(CLI::App& app, int* exit_code);      // plan_command.cc
+void RegisterMergeCommand(CLI::App& app, int* exit_code);     // merge_command.cc
+
+}  // namespace specplan::cli
+
+#endif  // SPECPLAN_CLI_COMMANDS_H_

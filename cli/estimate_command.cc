@@ -1,0 +1,136 @@
+// specplan estimate: roofline terms and predicted verification latency for one (s, c) point.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/latency_models.h"
+#include "costmodel/profile.h"
+#include "costmodel/roofline.h"
+
+namespace specplan::cli {
+namespace {
+
+struct EstimateArgs {
+  std::string model;
+  std::string gpu;
+  int64_t s = 1;
+  int64_t c = 0;
+  std::string profile;
+  std::string dtype = "bf16";
+  std::string drafter = "parallel";
+  int gamma = 16;
+  double t_net_ms = 0, t_head_ms = 0, t_light_ms = 0, t_aux_ms = 0;
+  bool json = false;
+};
+
+int RunEstimate(const EstimateArgs& a) {
+  using namespace specplan::costmodel;
+  auto dtype = ParseDType(a.dtype);
+  if (!dtype.ok()) {
+    std::cerr << "specplan estimate: --" << dtype.status().message() << "\n";
+    return 1;
+  }
+  auto drafter_cls = ParseDrafterClass(a.drafter);
+  if (!drafter_cls.ok()) {
+    std::cerr << "specplan estimate: --" << drafter_cls.status().message() << "\n";
+    return 1;
+  }
+  auto resolved = ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype);
+  if (!resolved.ok()) {
+    std::cerr << "specplan estimate: " << resolved.status().message() << "\n";
+    return 1;
+  }
+  const RooflineEstimate e = EstimateRoofline(resolved->model_spec, resolved->gpu_spec, a.s, a.c);
+  const double predicted = resolved->model->VerifySeconds(a.s, a.c);
+  DrafterCost drafter;
+  drafter.cls = *drafter_cls;
+  drafter.gamma = a.gamma;
+  drafter.t_net_s = a.t_net_ms * 1e-3;
+  drafter.t_head_s = a.t_head_ms * 1e-3;
+  drafter.t_light_s = a.t_light_ms * 1e-3;
+  const CycleCost cycle(resolved->model.get(), drafter, a.t_aux_ms * 1e-3, a.c);
+  const int64_t n = a.s - 1;
+
+  if (a.json) {
+    nlohmann::json j = RooflineEstimateToJson(e);
+    j["model"] = resolved->model_spec.name;
+    j["gpu"] = resolved->gpu_spec.name;
+    j["dtype"] = DTypeName(resolved->model_spec.dtype);
+    j["s"] = a.s;
+    j["c"] = a.c;
+    j["predicted_s"] = predicted;
+    j["latency_model"] = resolved->model->Kind();
+    j["profile"] = resolved->profile_path.empty() ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(resolved->profile_path);
+    j["cycle"] = {{"n", n},
+                  {"drafter", DrafterClassName(drafter.cls)},
+                  {"draft_s", cycle.DraftSeconds()},
+                  {"aux_s", cycle.AuxSeconds()},
+                  {"verify_s", cycle.VerifySeconds(n)},
+                  {"cycle_s", cycle.Seconds(n)}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  const RooflineTerms& t = e.terms;
+  std::cout << absl::StrFormat(
+      "model %s on %s (%s), s = %d new tokens over c = %d cached\n"
+      "  FLOPs  %.4g  (attention %.4g = proj %.4g + scores %.4g, FFN %.4g, LM head %.4g)\n"
+      "  bytes  %.4g  (weights %.4g, KV cache %.4g, activations %.4g)\n"
+      "  roofline  compute %.4f ms, memory %.4f ms -> %.4f ms (%s-bound)\n"
+      "  predicted %.4f ms (%s%s%s)\n"
+      "  cycle C(n=%d) = draft %.4f + aux %.4f + verify %.4f = %.4f ms\n",
+      resolved->model_spec.name, resolved->gpu_spec.name, DTypeName(resolved->model_spec.dtype),
+      a.s, a.c, t.total_flops(), t.attention_flops(), t.attn_proj_flops, t.attn_score_flops,
+      t.ffn_flops, t.lm_head_flops, t.total_bytes(), t.weight_bytes, t.kv_bytes,
+      t.activation_bytes, e.compute_s * 1e3, e.memory_s * 1e3, e.seconds * 1e3, BoundName(e.bound),
+      predicted * 1e3, resolved->model->Kind(), resolved->profile_path.empty() ? "" : ", profile ",
+      resolved->profile_path, n, cycle.DraftSeconds() * 1e3, cycle.AuxSeconds() * 1e3,
+      cycle.VerifySeconds(n) * 1e3, cycle.Seconds(n) * 1e3);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<EstimateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "estimate", "Roofline FLOPs/bytes and predicted latency of one verification pass");
+  cmd->add_option("--model", args->model,
+                  "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json")
+      ->required();
+  cmd->add_option("--gpu", args->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec")
+      ->required();
+  cmd->add_option("--s", args->s, "Tokens verified in the pass (draft nodes + 1 root)")
+      ->required()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--c", args->c, "Cached context tokens")
+      ->required()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cmd->add_option("--profile", args->profile,
+                  "Calibrated profile JSON (default: the bundled calib/<gpu>/<model>-<dtype>.json "
+                  "when present, else the bare roofline)");
+  cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
+      ->capture_default_str();
+  cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")
+      ->capture_default_str();
+  cmd->add_option("--gamma", args->gamma, "Drafted positions per cycle")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--t-net-ms", args->t_net_ms, "Draft network forward, ms (per step for ar)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--t-head-ms", args->t_head_ms, "Draft LM head, ms (per step for ar)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--t-light-ms", args->t_light_ms, "Light causal-correction step, ms (causal)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--t-aux-ms", args->t_aux_ms, "Tree construction/sampling overhead, ms")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->callback([args, exit_code] { *exit_code = RunEstimate(*args); });
+}
+
+}  // namespace specplan::cli

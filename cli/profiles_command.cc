@@ -1,0 +1,77 @@
+// specplan profiles: list bundled calibrated profiles, or validate one file.
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "costmodel/profile.h"
+
+namespace specplan::cli {
+namespace {
+
+struct ProfilesArgs {
+  std::string dir;
+  std::string check;
+};
+
+void PrintProfileLine(const std::string& path, const costmodel::Profile& p) {
+  std::string stats;
+  for (const auto& [kind, s] : p.heldout) {
+    stats += absl::StrFormat(" %s=%.2f%%", kind, s.mape * 100);
+  }
+  std::cout << absl::StrFormat("%-12s %-16s %-5s default=%-9s timer=%-11s held-out MAPE:%s  %s\n",
+                               p.gpu, p.model, costmodel::DTypeName(p.dtype), p.default_model,
+                               p.timer, stats, path);
+}
+
+int RunProfiles(const ProfilesArgs& a) {
+  namespace fs = std::filesystem;
+  if (!a.check.empty()) {
+    auto p = costmodel::LoadProfile(a.check);
+    if (!p.ok()) {
+      std::cerr << "specplan profiles: " << p.status().message() << "\n";
+      return 1;
+    }
+    PrintProfileLine(a.check, *p);
+    return 0;
+  }
+  const std::string dir = a.dir.empty() ? costmodel::DefaultCalibDir() : a.dir;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    std::cerr << "specplan profiles: --dir " << dir << ": not a directory\n";
+    return 1;
+  }
+  std::vector<std::string> paths;
+  for (const auto& entry : fs::recursive_directory_iterator(dir, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") {
+      paths.push_back(entry.path().string());
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  int bad = 0;
+  for (const std::string& path : paths) {
+    auto p = costmodel::LoadProfile(path);
+    if (!p.ok()) {
+      std::cerr << "invalid: " << p.status().message() << "\n";
+      ++bad;
+      continue;
+    }
+    PrintProfileLine(path, *p);
+  }
+  if (paths.empty()) std::cout << "no profiles under " << dir << "\n";
+  return bad == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void RegisterProfilesCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<ProfilesArgs>();
+  CLI::App* cmd = app.add_subcommand("profiles", "List calibrated latency profiles, or check one");
+  cmd->add_option("--dir", args->dir, "Profiles directory (default: the bundled calib/)");
+  cmd->add_option("--check", args->check, "Validate one profile file and print its summary");
+  cmd->callback([args, exit_code] { *exit_code = RunProfiles(*args); });
+}
+
+}  // namespace specplan::cli

@@ -1,0 +1,44 @@
+#include "costmodel/cycle_cost.h"
+
+#include "absl/strings/str_cat.h"
+#include "util/check.h"
+
+namespace specplan::costmodel {
+
+absl::StatusOr<DrafterClass> ParseDrafterClass(const std::string& name) {
+  if (name == "ar" || name == "autoregressive") return DrafterClass::kAutoregressive;
+  if (name == "parallel" || name == "parallel_block") return DrafterClass::kParallelBlock;
+  if (name == "causal" || name == "parallel_causal") return DrafterClass::kParallelCausal;
+  return absl::InvalidArgumentError(
+      absl::StrCat("drafter class: unknown value '", name, "' (known: ar, parallel, causal)"));
+}
+
+const char* DrafterClassName(DrafterClass cls) {
+  switch (cls) {
+    case DrafterClass::kAutoregressive: return "ar";
+    case DrafterClass::kParallelBlock: return "parallel";
+    case DrafterClass::kParallelCausal: return "causal";
+  }
+  return "?";
+}
+
+double DrafterCost::DraftSeconds() const {
+  switch (cls) {
+    case DrafterClass::kAutoregressive: return gamma * (t_net_s + t_head_s);
+    case DrafterClass::kParallelBlock: return t_net_s + t_head_s;
+    case DrafterClass::kParallelCausal: return t_net_s + t_head_s + gamma * t_light_s;
+  }
+  return 0.0;
+}
+
+CycleCost::CycleCost(const LatencyModel* verify, DrafterCost drafter, double t_aux_s, int64_t c)
+    : verify_(verify),
+      draft_s_(drafter.DraftSeconds()),
+      aux_s_(t_aux_s),
+      fixed_s_(draft_s_ + t_aux_s),
+      c_(c) {
+  SPECPLAN_CHECK(verify != nullptr);
+  SPECPLAN_CHECK(c >= 0);
+}
+
+}  // namespace specplan::costmodel

@@ -1,0 +1,59 @@
+// Cycle cost of one speculative step (bastion.txt eq. 7, domino.txt §4):
+//   C(n) = T_draft + T_aux + T_verify(n + 1, c)
+// where n is the number of draft nodes (the root/bonus token makes s = n + 1).
+#ifndef SPECPLAN_COSTMODEL_CYCLE_COST_H_
+#define SPECPLAN_COSTMODEL_CYCLE_COST_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "costmodel/latency_model.h"
+
+namespace specplan::costmodel {
+
+// How a drafter spends time producing a block of gamma positions (domino.txt §4).
+enum class DrafterClass {
+  kAutoregressive,   // gamma sequential steps: gamma * (t_net + t_head)
+  kParallelBlock,    // one block pass:         t_net + t_head
+  kParallelCausal,   // block pass + light causal correction: t_net + t_head + gamma * t_light
+};
+
+absl::StatusOr<DrafterClass> ParseDrafterClass(const std::string& name);  // "ar", "parallel", "causal"
+const char* DrafterClassName(DrafterClass cls);
+
+struct DrafterCost {
+  DrafterClass cls = DrafterClass::kParallelBlock;
+  int gamma = 16;          // positions drafted per cycle
+  double t_net_s = 0.0;    // seconds, one draft-network forward (per step for AR, per block else)
+  double t_head_s = 0.0;   // seconds, one draft LM-head projection (per step for AR, per block else)
+  double t_light_s = 0.0;  // seconds, one light causal-correction step (kParallelCausal only)
+
+  // T_draft in seconds for this class.
+  double DraftSeconds() const;
+};
+
+// C(n) for a fixed context length. Holds a non-owning pointer to the latency model, which must
+// outlive it. Cheap to copy; evaluating is one virtual call.
+class CycleCost {
+ public:
+  CycleCost(const LatencyModel* verify, DrafterCost drafter, double t_aux_s, int64_t c);
+
+  // Seconds for a cycle that verifies n draft nodes (n >= 0).
+  double Seconds(int64_t n) const { return fixed_s_ + verify_->VerifySeconds(n + 1, c_); }
+  double DraftSeconds() const { return draft_s_; }
+  double AuxSeconds() const { return aux_s_; }
+  double VerifySeconds(int64_t n) const { return verify_->VerifySeconds(n + 1, c_); }
+  int64_t context() const { return c_; }
+
+ private:
+  const LatencyModel* verify_;
+  double draft_s_;
+  double aux_s_;
+  double fixed_s_;
+  int64_t c_;
+};
+
+}  // namespace specplan::costmodel
+
+#endif  // SPECPLAN_COSTMODEL_CYCLE_COST_H_

@@ -1,0 +1,232 @@
+#include "costmodel/fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include <Eigen/Dense>
+
+#include "absl/strings/str_cat.h"
+#include "util/check.h"
+
+namespace specplan::costmodel {
+
+absl::Status ValidateSamples(const std::vector<LatencySample>& samples) {
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const LatencySample& x = samples[i];
+    if (x.s < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("samples[", i, "].s = ", x.s, ": must be >= 1"));
+    }
+    if (x.c < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("samples[", i, "].c = ", x.c, ": must be >= 0"));
+    }
+    if (!std::isfinite(x.seconds) || x.seconds <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("samples[", i, "].seconds = ", x.seconds, ": must be finite and > 0"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+FitStats Evaluate(const LatencyModel& model, const std::vector<LatencySample>& samples) {
+  FitStats st;
+  double se = 0, ape = 0;
+  for (const LatencySample& x : samples) {
+    const double err = model.VerifySeconds(x.s, x.c) - x.seconds;
+    se += err * err;
+    ape += std::abs(err) / x.seconds;
+    st.max_abs_s = std::max(st.max_abs_s, std::abs(err));
+  }
+  st.n = static_cast<int64_t>(samples.size());
+  if (st.n > 0) {
+    st.rmse_s = std::sqrt(se / st.n);
+    st.mape = ape / st.n;
+  }
+  return st;
+}
+
+void SplitHoldout(const std::vector<LatencySample>& samples, double heldout_fraction, uint64_t seed,
+                  std::vector<LatencySample>* fit, std::vector<LatencySample>* heldout) {
+  fit->clear();
+  heldout->clear();
+  std::vector<size_t> idx(samples.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(idx.begin(), idx.end(), rng);
+  size_t n_held = static_cast<size_t>(std::lround(heldout_fraction * samples.size()));
+  if (heldout_fraction > 0 && samples.size() >= 2) n_held = std::max<size_t>(n_held, 1);
+  n_held = std::min(n_held, samples.size() > 0 ? samples.size() - 1 : 0);
+  std::vector<bool> is_held(samples.size(), false);
+  for (size_t k = 0; k < n_held; ++k) is_held[idx[k]] = true;
+  for (size_t i = 0; i < samples.size(); ++i) (is_held[i] ? heldout : fit)->push_back(samples[i]);
+}
+
+std::vector<double> SolveNonNegativeLeastSquares(const std::vector<std::vector<double>>& a,
+                                                 const std::vector<double>& y) {
+  SPECPLAN_CHECK(!a.empty() && a.size() == y.size());
+  const int cols = static_cast<int>(a[0].size());
+  SPECPLAN_CHECK(cols >= 1 && cols <= 8);
+  const int rows = static_cast<int>(a.size());
+  Eigen::MatrixXd A(rows, cols);
+  Eigen::VectorXd Y(rows);
+  for (int r = 0; r < rows; ++r) {
+    for (int k = 0; k < cols; ++k) A(r, k) = a[r][k];
+    Y(r) = y[r];
+  }
+  // Scale columns so the solve is well conditioned whatever the units.
+  Eigen::VectorXd scale(cols);
+  for (int k = 0; k < cols; ++k) {
+    const double norm = A.col(k).norm();
+    scale(k) = norm > 0 ? norm : 1.0;
+    A.col(k) /= scale(k);
+  }
+  std::vector<double> best(cols, 0.0);
+  double best_err = Y.squaredNorm();  // all-zero solution
+  for (unsigned mask = 1; mask < (1u << cols); ++mask) {
+    std::vector<int> active;
+    for (int k = 0; k < cols; ++k) {
+      if (mask & (1u << k)) active.push_back(k);
+    }
+    Eigen::MatrixXd sub(rows, active.size());
+    for (size_t j = 0; j < active.size(); ++j) sub.col(j) = A.col(active[j]);
+    Eigen::VectorXd x = sub.completeOrthogonalDecomposition().solve(Y);
+    if ((x.array() < 0).any() || !x.allFinite()) continue;
+    const double err = (sub * x - Y).squaredNorm();
+    if (err < best_err * (1 - 1e-12)) {
+      best_err = err;
+      std::fill(best.begin(), best.end(), 0.0);
+      for (size_t j = 0; j < active.size(); ++j) best[active[j]] = x(j) / scale(active[j]);
+    }
+  }
+  return best;
+}
+
+absl::StatusOr<LinearCoefficients> FitLinear(const RooflineLatency& roofline,
+                                             const std::vector<LatencySample>& samples) {
+  if (auto st = ValidateSamples(samples); !st.ok()) return st;
+  if (samples.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("samples: linear calibration needs >= 2 samples, got ", samples.size()));
+  }
+  const int n = static_cast<int>(samples.size());
+  Eigen::MatrixXd A(n, 2);
+  Eigen::VectorXd y(n);
+  for (int i = 0; i < n; ++i) {
+    A(i, 0) = roofline.VerifySeconds(samples[i].s, samples[i].c);
+    A(i, 1) = 1.0;
+    y(i) = samples[i].seconds;
+  }
+  const double r_min = A.col(0).minCoeff(), r_max = A.col(0).maxCoeff();
+  if (!(r_max > r_min * (1 + 1e-12))) {
+    return absl::InvalidArgumentError(
+        "samples: linear calibration needs samples at different (s, c) points");
+  }
+  Eigen::VectorXd x = A.colPivHouseholderQr().solve(y);
+  return LinearCoefficients{x(0), x(1)};
+}
+
+absl::StatusOr<PerTermCoefficients> FitPerTerm(const RooflineLatency& roofline,
+                                               const std::vector<LatencySample>& samples) {
+  if (auto st = ValidateSamples(samples); !st.ok()) return st;
+  if (samples.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("samples: per-term calibration needs >= 2 samples, got ", samples.size()));
+  }
+  const size_t n = samples.size();
+  std::vector<PerTermFeatures> f(n);
+  std::vector<bool> compute_bound(n);
+  for (size_t i = 0; i < n; ++i) {
+    const RooflineEstimate e = roofline.Estimate(samples[i].s, samples[i].c);
+    f[i] = ComputePerTermFeatures(e, roofline.gpu());
+    compute_bound[i] = e.bound == Bound::kCompute;
+  }
+  PerTermCoefficients coef;
+  double best_sse = std::numeric_limits<double>::infinity();
+  PerTermCoefficients best = coef;
+  for (int iter = 0; iter < 50; ++iter) {
+    std::vector<std::vector<double>> am, ac;
+    std::vector<double> ym, yc;
+    for (size_t i = 0; i < n; ++i) {
+      if (compute_bound[i]) {
+        ac.push_back({f[i].compute_s, 1.0});
+        yc.push_back(samples[i].seconds);
+      } else {
+        am.push_back({f[i].weights_s, f[i].kv_attention_s});
+        ym.push_back(samples[i].seconds);
+      }
+    }
+    if (!am.empty()) {
+      const std::vector<double> x = SolveNonNegativeLeastSquares(am, ym);
+      coef.weights = x[0];
+      coef.kv_attention = x[1];
+    }
+    if (ac.size() >= 2) {
+      const std::vector<double> x = SolveNonNegativeLeastSquares(ac, yc);
+      coef.compute = x[0];
+      coef.compute_overhead_s = x[1];
+    } else if (ac.size() == 1) {
+      coef.compute = yc[0] / ac[0][0];
+      coef.compute_overhead_s = 0;
+    } else {
+      coef.compute = coef.kv_attention;
+      coef.compute_overhead_s = 0;
+    }
+    if (am.empty()) {
+      // Everything compute-bound: the memory branch must not win anywhere in the sample range.
+      coef.weights = 0;
+      coef.kv_attention = 0;
+    }
+    double sse = 0;
+    bool changed = false;
+    for (size_t i = 0; i < n; ++i) {
+      const double err = coef.Predict(f[i]) - samples[i].seconds;
+      sse += err * err;
+      const bool cb = coef.compute * f[i].compute_s + coef.compute_overhead_s >
+                      coef.weights * f[i].weights_s + coef.kv_attention * f[i].kv_attention_s;
+      if (cb != compute_bound[i]) changed = true;
+      compute_bound[i] = cb;
+    }
+    if (sse < best_sse) {
+      best_sse = sse;
+      best = coef;
+    }
+    if (!changed) break;
+  }
+  return best;
+}
+
+absl::StatusOr<LatencyTable> BuildTable(const std::vector<LatencySample>& samples) {
+  if (auto st = ValidateSamples(samples); !st.ok()) return st;
+  if (samples.empty()) return absl::InvalidArgumentError("samples: empty");
+  std::set<int64_t> ss, cs;
+  std::map<std::pair<int64_t, int64_t>, std::vector<double>> cells;
+  for (const LatencySample& x : samples) {
+    ss.insert(x.s);
+    cs.insert(x.c);
+    cells[{x.c, x.s}].push_back(x.seconds);
+  }
+  LatencyTable t;
+  t.s_grid.assign(ss.begin(), ss.end());
+  t.c_grid.assign(cs.begin(), cs.end());
+  t.seconds.assign(t.c_grid.size(), std::vector<double>(t.s_grid.size()));
+  for (size_t ci = 0; ci < t.c_grid.size(); ++ci) {
+    for (size_t si = 0; si < t.s_grid.size(); ++si) {
+      auto it = cells.find({t.c_grid[ci], t.s_grid[si]});
+      if (it == cells.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("samples: no measurement at (s = ",
+                                                       t.s_grid[si], ", c = ", t.c_grid[ci],
+                                                       "); a table needs a full grid"));
+      }
+      std::vector<double>& v = it->second;
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      t.seconds[ci][si] = v[v.size() / 2];
+    }
+  }
+  return t;
+}
+
+}  // namespace specplan::costmodel

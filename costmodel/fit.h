@@ -1,0 +1,57 @@
+// Fitting latency models to measured verification passes, and scoring them on held-out samples.
+#ifndef SPECPLAN_COSTMODEL_FIT_H_
+#define SPECPLAN_COSTMODEL_FIT_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodel/latency_models.h"
+
+namespace specplan::costmodel {
+
+struct LatencySample {
+  int64_t s = 1;       // tokens verified in the pass
+  int64_t c = 0;       // cached context tokens
+  double seconds = 0;  // measured latency of the pass
+};
+
+// Checks s >= 1, c >= 0, seconds finite and > 0; errors name samples[i].field and the value.
+absl::Status ValidateSamples(const std::vector<LatencySample>& samples);
+
+struct FitStats {
+  int64_t n = 0;          // samples scored
+  double rmse_s = 0;      // seconds, root mean squared error
+  double mape = 0;        // mean absolute percentage error, as a fraction (0.023 = 2.3 %)
+  double max_abs_s = 0;   // seconds, worst absolute error
+};
+FitStats Evaluate(const LatencyModel& model, const std::vector<LatencySample>& samples);
+
+// Deterministic split: shuffles indices with `seed`, puts round(fraction * n) samples (at least one
+// when n >= 2 and fraction > 0) into *heldout and the rest into *fit.
+void SplitHoldout(const std::vector<LatencySample>& samples, double heldout_fraction, uint64_t seed,
+                  std::vector<LatencySample>* fit, std::vector<LatencySample>* heldout);
+
+// Least squares a * R + b against the bare roofline R. Needs >= 2 samples with distinct R.
+absl::StatusOr<LinearCoefficients> FitLinear(const RooflineLatency& roofline,
+                                             const std::vector<LatencySample>& samples);
+
+// Fits PerTermCoefficients with every coefficient >= 0: alternates between assigning each sample
+// to the branch (compute or memory) that bounds it and non-negative least squares per branch.
+// Needs >= 2 samples. With no compute-bound samples the compute branch keeps the memory branch's
+// efficiency (compute = kv_attention multiplier, overhead 0).
+absl::StatusOr<PerTermCoefficients> FitPerTerm(const RooflineLatency& roofline,
+                                               const std::vector<LatencySample>& samples);
+
+// Builds a table from samples on a full (s, c) grid (median of repeats per cell). Errors if a grid
+// cell has no sample, naming the missing (s, c).
+absl::StatusOr<LatencyTable> BuildTable(const std::vector<LatencySample>& samples);
+
+// Non-negative least squares min ||A x - y|| s.t. x >= 0 for a handful of columns (<= 8): exact, by
+// enumerating active sets. A is [rows][cols] row-major.
+std::vector<double> SolveNonNegativeLeastSquares(const std::vector<std::vector<double>>& a,
+                                                 const std::vector<double>& y);
+
+}  // namespace specplan::costmodel
+
+#endif  // SPECPLAN_COSTMODEL_FIT_H_

@@ -1,0 +1,99 @@
+// Small helpers to read fields out of nlohmann::json with errors that name the field and value.
+#ifndef SPECPLAN_COSTMODEL_JSON_UTIL_H_
+#define SPECPLAN_COSTMODEL_JSON_UTIL_H_
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+namespace specplan::json_util {
+
+inline std::string Field(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : absl::StrCat(prefix, ".", key);
+}
+
+inline absl::StatusOr<const nlohmann::json*> Get(const nlohmann::json& obj, const std::string& key,
+                                                 const std::string& prefix = "") {
+  if (!obj.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix.empty() ? "document" : prefix, ": expected a JSON object"));
+  }
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(Field(prefix, key), ": missing"));
+  }
+  return &*it;
+}
+
+inline absl::StatusOr<double> GetNumber(const nlohmann::json& obj, const std::string& key,
+                                        const std::string& prefix = "") {
+  auto v = Get(obj, key, prefix);
+  if (!v.ok()) return v.status();
+  if (!(*v)->is_number()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Field(prefix, key), " = ", (*v)->dump(), ": expected a number"));
+  }
+  double d = (*v)->get<double>();
+  if (!std::isfinite(d)) {
+    return absl::InvalidArgumentError(absl::StrCat(Field(prefix, key), " = ", d, ": not finite"));
+  }
+  return d;
+}
+
+inline absl::StatusOr<int64_t> GetInt(const nlohmann::json& obj, const std::string& key,
+                                      const std::string& prefix = "") {
+  auto v = Get(obj, key, prefix);
+  if (!v.ok()) return v.status();
+  if (!(*v)->is_number_integer()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Field(prefix, key), " = ", (*v)->dump(), ": expected an integer"));
+  }
+  return (*v)->get<int64_t>();
+}
+
+inline absl::StatusOr<std::string> GetString(const nlohmann::json& obj, const std::string& key,
+                                             const std::string& prefix = "") {
+  auto v = Get(obj, key, prefix);
+  if (!v.ok()) return v.status();
+  if (!(*v)->is_string()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Field(prefix, key), " = ", (*v)->dump(), ": expected a string"));
+  }
+  return (*v)->get<std::string>();
+}
+
+inline absl::StatusOr<bool> GetBool(const nlohmann::json& obj, const std::string& key,
+                                    const std::string& prefix = "") {
+  auto v = Get(obj, key, prefix);
+  if (!v.ok()) return v.status();
+  if (!(*v)->is_boolean()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Field(prefix, key), " = ", (*v)->dump(), ": expected true or false"));
+  }
+  return (*v)->get<bool>();
+}
+
+// Reads and parses a whole JSON file; errors name the path and the parse position.
+inline absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON: ", e.what()));
+  }
+}
+
+}  // namespace specplan::json_util
+
+#endif  // SPECPLAN_COSTMODEL_JSON_UTIL_H_

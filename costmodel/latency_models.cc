@@ -1,0 +1,133 @@
+#include "costmodel/latency_models.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "util/check.h"
+
+namespace specplan::costmodel {
+
+PerTermFeatures ComputePerTermFeatures(const RooflineEstimate& e, const GpuSpec& gpu) {
+  PerTermFeatures f;
+  f.compute_s = e.terms.total_flops() / gpu.peak_flops;
+  f.weights_s = e.terms.weight_bytes / gpu.mem_bw;
+  f.kv_attention_s = (e.terms.kv_bytes + e.terms.activation_bytes) / gpu.mem_bw;
+  return f;
+}
+
+double PerTermCoefficients::Predict(const PerTermFeatures& f) const {
+  const double compute_branch = compute * f.compute_s + compute_overhead_s;
+  const double memory_branch = weights * f.weights_s + kv_attention * f.kv_attention_s;
+  return std::max(compute_branch, memory_branch);
+}
+
+double PerTermLatency::VerifySeconds(int64_t s, int64_t c) const {
+  return coef_.Predict(ComputePerTermFeatures(roofline_.Estimate(s, c), roofline_.gpu()));
+}
+
+absl::Status ValidateLatencyTable(const LatencyTable& t) {
+  auto check_grid = [](const std::vector<int64_t>& g, const char* name,
+                       int64_t min_value) -> absl::Status {
+    if (g.empty()) return absl::InvalidArgumentError(absl::StrCat(name, ": empty grid"));
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (g[i] < min_value) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, "[", i, "] = ", g[i], ": must be >= ", min_value));
+      }
+      if (i > 0 && g[i] <= g[i - 1]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, "[", i, "] = ", g[i], ": grid must be strictly increasing"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  if (auto st = check_grid(t.s_grid, "s", 1); !st.ok()) return st;
+  if (auto st = check_grid(t.c_grid, "c", 0); !st.ok()) return st;
+  if (t.seconds.size() != t.c_grid.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("seconds: ", t.seconds.size(),
+                                                   " rows, expected one per c (", t.c_grid.size(),
+                                                   ")"));
+  }
+  for (size_t ci = 0; ci < t.seconds.size(); ++ci) {
+    if (t.seconds[ci].size() != t.s_grid.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("seconds[", ci, "]: ", t.seconds[ci].size(),
+                                                     " entries, expected one per s (",
+                                                     t.s_grid.size(), ")"));
+    }
+    for (size_t si = 0; si < t.s_grid.size(); ++si) {
+      const double v = t.seconds[ci][si];
+      if (!std::isfinite(v) || v <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("seconds[", ci, "][", si, "] = ", v, ": must be finite and > 0"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+// Index i and weight w such that x lies between grid[i] and grid[i + 1] (w = 0 at grid[i]).
+// Requires grid.front() <= x <= grid.back().
+void Bracket(const std::vector<int64_t>& grid, double x, size_t* i, double* w) {
+  if (grid.size() == 1) {
+    *i = 0;
+    *w = 0;
+    return;
+  }
+  size_t hi = std::upper_bound(grid.begin(), grid.end(), x,
+                               [](double v, int64_t g) { return v < static_cast<double>(g); }) -
+              grid.begin();
+  hi = std::clamp<size_t>(hi, 1, grid.size() - 1);
+  *i = hi - 1;
+  *w = (x - grid[*i]) / static_cast<double>(grid[hi] - grid[*i]);
+}
+}  // namespace
+
+double TableLatency::Interpolate(double s, double c) const {
+  size_t si, ci;
+  double ws, wc;
+  Bracket(table_.s_grid, s, &si, &ws);
+  Bracket(table_.c_grid, c, &ci, &wc);
+  const size_t si1 = std::min(si + 1, table_.s_grid.size() - 1);
+  const size_t ci1 = std::min(ci + 1, table_.c_grid.size() - 1);
+  const auto& T = table_.seconds;
+  const double lo = (1 - ws) * T[ci][si] + ws * T[ci][si1];
+  const double hi = (1 - ws) * T[ci1][si] + ws * T[ci1][si1];
+  return (1 - wc) * lo + wc * hi;
+}
+
+double TableLatency::VerifySeconds(int64_t s, int64_t c) const {
+  const int64_t sc = std::clamp(s, table_.s_grid.front(), table_.s_grid.back());
+  const int64_t cc = std::clamp(c, table_.c_grid.front(), table_.c_grid.back());
+  const double inside = Interpolate(static_cast<double>(sc), static_cast<double>(cc));
+  if (sc == s && cc == c) return inside;
+  return inside * roofline_.VerifySeconds(s, c) / roofline_.VerifySeconds(sc, cc);
+}
+
+EmaCorrectedLatency::EmaCorrectedLatency(std::shared_ptr<const LatencyModel> base, double alpha,
+                                         double initial_bias)
+    : base_(std::move(base)), alpha_(alpha), bias_(initial_bias) {
+  SPECPLAN_CHECK(base_ != nullptr);
+  SPECPLAN_CHECK(alpha > 0 && alpha <= 1, "alpha must be in (0, 1]");
+  SPECPLAN_CHECK(initial_bias > 0);
+}
+
+std::string EmaCorrectedLatency::Kind() const {
+  const std::string base = base_->Kind();
+  return base == "roofline" ? "ema" : absl::StrCat("ema+", base);
+}
+
+bool EmaCorrectedLatency::Observe(int64_t s, int64_t c, double observed_s) {
+  if (!std::isfinite(observed_s) || observed_s <= 0 || s < 1 || c < 0) return false;
+  const double ratio = observed_s / base_->VerifySeconds(s, c);
+  if (!std::isfinite(ratio)) return false;
+  double old = bias_.load(std::memory_order_relaxed);
+  while (!bias_.compare_exchange_weak(old, (1 - alpha_) * old + alpha_ * ratio,
+                                      std::memory_order_relaxed)) {
+  }
+  observations_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace specplan::costmodel

@@ -1,0 +1,144 @@
+// The latency models behind LatencyModel::VerifySeconds(s, c):
+//   roofline    bare max(FLOPs/peak, bytes/bandwidth)                    (bastion.txt App. F)
+//   linear      a * R(s, c) + b, R = bare roofline                       (bastion.txt §2.4, H.4 "Static")
+//   per_term    max(k_c * F + b_c, k_w * W + k_kv * KVA): compute, weight-streaming and KV/attention
+//               traffic each with its own efficiency, all >= 0
+//   table       measured grid over (s, c), bilinear inside, roofline-scaled outside
+//   ema         multiplicative bias on any base, updated online            (bastion.txt H.4 EMA, EMA+Calib)
+#ifndef SPECPLAN_COSTMODEL_LATENCY_MODELS_H_
+#define SPECPLAN_COSTMODEL_LATENCY_MODELS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/latency_model.h"
+#include "costmodel/model_spec.h"
+#include "costmodel/roofline.h"
+
+namespace specplan::costmodel {
+
+class RooflineLatency : public LatencyModel {
+ public:
+  RooflineLatency(ModelSpec model, GpuSpec gpu) : model_(std::move(model)), gpu_(std::move(gpu)) {}
+  double VerifySeconds(int64_t s, int64_t c) const override { return Estimate(s, c).seconds; }
+  std::string Kind() const override { return "roofline"; }
+  RooflineEstimate Estimate(int64_t s, int64_t c) const {
+    return EstimateRoofline(model_, gpu_, s, c);
+  }
+  const ModelSpec& model() const { return model_; }
+  const GpuSpec& gpu() const { return gpu_; }
+
+ private:
+  ModelSpec model_;
+  GpuSpec gpu_;
+};
+
+// T = a * R(s, c) + b.
+struct LinearCoefficients {
+  double a = 1.0;    // dimensionless slope on the bare roofline
+  double b_s = 0.0;  // seconds, fixed overhead
+};
+
+class LinearCalibratedLatency : public LatencyModel {
+ public:
+  LinearCalibratedLatency(RooflineLatency roofline, LinearCoefficients coef)
+      : roofline_(std::move(roofline)), coef_(coef) {}
+  double VerifySeconds(int64_t s, int64_t c) const override {
+    return coef_.a * roofline_.VerifySeconds(s, c) + coef_.b_s;
+  }
+  std::string Kind() const override { return "linear"; }
+  const LinearCoefficients& coefficients() const { return coef_; }
+
+ private:
+  RooflineLatency roofline_;
+  LinearCoefficients coef_;
+};
+
+// Per-term features of one pass, in seconds at peak: F = FLOPs / peak_flops,
+// W = weight bytes / mem_bw, KVA = (KV-cache + activation bytes) / mem_bw.
+struct PerTermFeatures {
+  double compute_s = 0;
+  double weights_s = 0;
+  double kv_attention_s = 0;
+};
+PerTermFeatures ComputePerTermFeatures(const RooflineEstimate& e, const GpuSpec& gpu);
+
+// T = max(compute * F + compute_overhead_s, weights * W + kv_attention * KVA); all >= 0.
+// Each multiplier is 1 / achieved fraction of peak for that term.
+struct PerTermCoefficients {
+  double compute = 1.0;
+  double compute_overhead_s = 0.0;  // seconds, launch/scheduling overhead of the compute branch
+  double weights = 1.0;
+  double kv_attention = 1.0;
+
+  double Predict(const PerTermFeatures& f) const;
+};
+
+class PerTermLatency : public LatencyModel {
+ public:
+  PerTermLatency(RooflineLatency roofline, PerTermCoefficients coef)
+      : roofline_(std::move(roofline)), coef_(coef) {}
+  double VerifySeconds(int64_t s, int64_t c) const override;
+  std::string Kind() const override { return "per_term"; }
+  const PerTermCoefficients& coefficients() const { return coef_; }
+
+ private:
+  RooflineLatency roofline_;
+  PerTermCoefficients coef_;
+};
+
+// Measured grid: seconds[ci][si] at (s_grid[si], c_grid[ci]); grids strictly increasing.
+struct LatencyTable {
+  std::vector<int64_t> s_grid;
+  std::vector<int64_t> c_grid;
+  std::vector<std::vector<double>> seconds;  // [c_grid.size()][s_grid.size()]
+};
+absl::Status ValidateLatencyTable(const LatencyTable& table);  // names the bad field
+
+// Bilinear interpolation inside the grid; outside, the nearest grid value scaled by the bare
+// roofline's ratio R(s, c) / R(s_clamped, c_clamped), so extrapolation follows the physics.
+class TableLatency : public LatencyModel {
+ public:
+  TableLatency(RooflineLatency roofline, LatencyTable table)
+      : roofline_(std::move(roofline)), table_(std::move(table)) {}
+  double VerifySeconds(int64_t s, int64_t c) const override;
+  std::string Kind() const override { return "table"; }
+  const LatencyTable& table() const { return table_; }
+
+ private:
+  double Interpolate(double s, double c) const;
+  RooflineLatency roofline_;
+  LatencyTable table_;
+};
+
+// Online residual correction (bastion.txt H.4): bias <- (1 - alpha) bias + alpha * obs / base(s, c);
+// predicts bias * base(s, c). Over the bare roofline this is "EMA"; over a calibrated model it is
+// "EMA+Calib". Observe() may run concurrently with VerifySeconds() (the bias is atomic).
+class EmaCorrectedLatency : public LatencyModel {
+ public:
+  EmaCorrectedLatency(std::shared_ptr<const LatencyModel> base, double alpha, double initial_bias = 1);
+  double VerifySeconds(int64_t s, int64_t c) const override {
+    return bias_.load(std::memory_order_relaxed) * base_->VerifySeconds(s, c);
+  }
+  std::string Kind() const override;  // "ema" over roofline, else "ema+<base kind>"
+  // Folds in one observed pass; ignores non-finite or non-positive observations (returns false).
+  bool Observe(int64_t s, int64_t c, double observed_s);
+  double bias() const { return bias_.load(std::memory_order_relaxed); }
+  double alpha() const { return alpha_; }
+  int64_t observations() const { return observations_.load(std::memory_order_relaxed); }
+
+ private:
+  std::shared_ptr<const LatencyModel> base_;
+  double alpha_;
+  std::atomic<double> bias_;
+  std::atomic<int64_t> observations_{0};
+};
+
+}  // namespace specplan::costmodel
+
+#endif  // SPECPLAN_COSTMODEL_LATENCY_MODELS_H_

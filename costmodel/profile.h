@@ -1,0 +1,112 @@
+// Calibrated latency profile of one (gpu, model, dtype): a versioned JSON file under calib/.
+//
+// Format (version 1), every key required unless marked optional:
+// {
+//   "format": "specplan.profile", "version": 1,
+//   "gpu": "h100-sxm", "model": "qwen3-8b", "dtype": "bf16",
+//   "gpu_spec": {GpuSpec}, "model_spec": {ModelSpec},
+//   "device_name": str, "timer": "cupti" | "cuda_events" | "host_clock" | "external",
+//   "software": {str: str},                       // driver, CUDA, LibTorch versions (free-form)
+//   "created_utc": str,
+//   "default_model": "roofline" | "linear" | "per_term" | "table",
+//   "models": {"linear": {"a", "b_s"},            // each optional
+//              "per_term": {"compute", "compute_overhead_s", "weights", "kv_attention"},
+//              "table": {"s": [int], "c": [int], "seconds": [[float] per c]}},
+//   "heldout": {"<kind>": {"n", "rmse_s", "mape", "max_abs_s"}},   // scores on held-out samples
+//   "samples": [{"s", "c", "seconds", "heldout": bool}]
+// }
+#ifndef SPECPLAN_COSTMODEL_PROFILE_H_
+#define SPECPLAN_COSTMODEL_PROFILE_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "absl/status/statusor.h"
+#include "costmodel/fit.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/latency_models.h"
+#include "costmodel/model_spec.h"
+
+namespace specplan::costmodel {
+
+inline constexpr int kProfileVersion = 1;
+
+struct ProfileSample {
+  LatencySample sample;
+  bool heldout = false;  // true: scored, not fitted
+};
+
+struct Profile {
+  std::string gpu;    // registry name (or the user spec's name)
+  std::string model;  // registry name (or the config's name)
+  DType dtype = DType::kBFloat16;
+  GpuSpec gpu_spec;
+  ModelSpec model_spec;
+  std::string device_name;  // what the driver called the device
+  std::string timer = "external";
+  std::map<std::string, std::string> software;
+  std::string created_utc;
+  std::string default_model = "roofline";
+  std::optional<LinearCoefficients> linear;
+  std::optional<PerTermCoefficients> per_term;
+  std::optional<LatencyTable> table;
+  std::map<std::string, FitStats> heldout;
+  std::vector<ProfileSample> samples;
+};
+
+// Fits every calibrated model on the fit split, scores all (roofline included) on the held-out
+// split and picks default_model = the lowest held-out MAPE. Needs >= 3 valid samples.
+struct FitOptions {
+  double heldout_fraction = 0.25;
+  uint64_t seed = 1;
+};
+absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
+                                   const std::vector<LatencySample>& samples,
+                                   const FitOptions& options = {});
+
+nlohmann::json ProfileToJson(const Profile& profile);
+// Validates everything; errors name the field path and value (e.g. "models.linear.a = nan").
+absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j);
+
+absl::StatusOr<Profile> LoadProfile(const std::string& path);
+// Atomic replace: writes <path>.tmp.<pid>, fsyncs, renames over path, fsyncs the directory. On any
+// error the previous file at `path` is untouched. Creates parent directories.
+absl::Status SaveProfile(const Profile& profile, const std::string& path);
+
+// The latency model a profile describes. kind "" = profile.default_model; also "roofline",
+// "linear", "per_term", "table". NOT_FOUND if the profile lacks that model.
+absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& profile,
+                                                               const std::string& kind = "");
+
+// Directory of bundled profiles: $SPECPLAN_CALIB_DIR if set, else the repository's calib/.
+std::string DefaultCalibDir();
+// calib/<gpu>/<model>-<dtype>.json under `calib_dir`.
+std::string BundledProfilePath(const std::string& calib_dir, const std::string& gpu,
+                               const std::string& model, DType dtype);
+
+// What a CLI --model/--gpu/--profile triple resolves to.
+struct ResolvedLatencyModel {
+  std::unique_ptr<LatencyModel> model;
+  ModelSpec model_spec;
+  GpuSpec gpu_spec;
+  std::string profile_path;  // empty when no profile was used (bare roofline)
+};
+// With profile_path set, loads it (and checks it matches model/gpu when those are given).
+// Otherwise uses the bundled profile for (gpu, model, dtype) when one exists, else the bare roofline.
+absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& model,
+                                                         const std::string& gpu,
+                                                         const std::string& profile_path,
+                                                         DType dtype = DType::kBFloat16);
+// Convenience for callers that only need the model.
+absl::StatusOr<std::unique_ptr<LatencyModel>> LoadLatencyModel(const std::string& model,
+                                                               const std::string& gpu,
+                                                               const std::string& profile_path);
+
+}  // namespace specplan::costmodel
+
+#endif  // SPECPLAN_COSTMODEL_PROFILE_H_

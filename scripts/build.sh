@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Configures and builds specplan into build/ (override with BUILD_DIR). Extra args go to cmake.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${BUILD_DIR:-$root/build}"
+export CCACHE_DIR="${CCACHE_DIR:-$root/.cache/ccache}"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
+cmake --build "$build" -j"$(nproc)"

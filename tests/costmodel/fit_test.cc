@@ -1,0 +1,165 @@
+#include "costmodel/fit.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace specplan::costmodel {
+namespace {
+
+using ::testing::HasSubstr;
+
+RooflineLatency H100Qwen8b() { return RooflineLatency(*LookupModel("qwen3-8b"), *LookupGpu("h100")); }
+
+std::vector<LatencySample> Synthetic(const LatencyModel& truth, double noise, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> eps(0.0, noise);
+  std::vector<LatencySample> out;
+  for (int64_t c : {64, 256, 1024, 4096}) {
+    for (int64_t s : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}) {
+      out.push_back({s, c, truth.VerifySeconds(s, c) * (1 + eps(rng))});
+    }
+  }
+  return out;
+}
+
+TEST(Fit, LinearRecoversKnownCoefficients) {
+  const RooflineLatency r = H100Qwen8b();
+  const LinearCalibratedLatency truth(r, {1.7, 2.5e-3});
+  const auto samples = Synthetic(truth, 0.01, 7);
+  auto coef = FitLinear(r, samples);
+  ASSERT_TRUE(coef.ok()) << coef.status();
+  EXPECT_NEAR(coef->a, 1.7, 0.03);
+  EXPECT_NEAR(coef->b_s, 2.5e-3, 0.15e-3);
+}
+
+TEST(Fit, PerTermRecoversKnownCoefficients) {
+  const RooflineLatency r = H100Qwen8b();
+  PerTermCoefficients want;
+  want.compute = 1.6;
+  want.compute_overhead_s = 1.0e-3;
+  want.weights = 1.35;
+  want.kv_attention = 2.0;
+  const PerTermLatency truth(r, want);
+  const auto samples = Synthetic(truth, 0.005, 11);
+  auto got = FitPerTerm(r, samples);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_NEAR(got->compute, want.compute, 0.05 * want.compute);
+  EXPECT_NEAR(got->weights, want.weights, 0.05 * want.weights);
+  EXPECT_NEAR(got->kv_attention, want.kv_attention, 0.25 * want.kv_attention);
+  const FitStats st = Evaluate(PerTermLatency(r, *got), Synthetic(truth, 0.0, 12));
+  EXPECT_LT(st.mape, 0.01);
+}
+
+TEST(Fit, PerTermBeatsLinearOnPerTermData) {
+  const RooflineLatency r = H100Qwen8b();
+  const PerTermLatency truth(r, {2.0, 0.5e-3, 1.3, 3.0});
+  const auto samples = Synthetic(truth, 0.01, 3);
+  auto lin = FitLinear(r, samples);
+  auto pt = FitPerTerm(r, samples);
+  ASSERT_TRUE(lin.ok() && pt.ok());
+  const auto clean = Synthetic(truth, 0.0, 4);
+  EXPECT_LT(Evaluate(PerTermLatency(r, *pt), clean).mape,
+            Evaluate(LinearCalibratedLatency(r, *lin), clean).mape);
+}
+
+TEST(Fit, CalibrationCutsErrorVersusBareRoofline) {
+  const RooflineLatency r = H100Qwen8b();
+  const LinearCalibratedLatency truth(r, {1.5, 3e-3});
+  const auto samples = Synthetic(truth, 0.01, 5);
+  auto lin = FitLinear(r, samples);
+  ASSERT_TRUE(lin.ok());
+  EXPECT_LT(Evaluate(LinearCalibratedLatency(r, *lin), samples).rmse_s,
+            0.2 * Evaluate(r, samples).rmse_s);
+}
+
+TEST(Fit, NonNegativeLeastSquaresMatchesBruteForce) {
+  // y = 2 x0 - 1 x1 exactly; the constrained optimum sets x1 = 0.
+  std::vector<std::vector<double>> a;
+  std::vector<double> y;
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int i = 0; i < 40; ++i) {
+    const double x0 = u(rng), x1 = u(rng);
+    a.push_back({x0, x1});
+    y.push_back(2 * x0 - 1 * x1);
+  }
+  const auto x = SolveNonNegativeLeastSquares(a, y);
+  EXPECT_GE(x[0], 0);
+  EXPECT_EQ(x[1], 0);
+  // Brute force over a fine grid of non-negative x0 with x1 = 0 and small x1 > 0.
+  auto sse = [&](double b0, double b1) {
+    double e = 0;
+    for (size_t i = 0; i < y.size(); ++i) e += std::pow(a[i][0] * b0 + a[i][1] * b1 - y[i], 2);
+    return e;
+  };
+  const double best = sse(x[0], x[1]);
+  for (double b0 = 0; b0 <= 3; b0 += 0.01) {
+    for (double b1 = 0; b1 <= 0.5; b1 += 0.01) EXPECT_GE(sse(b0, b1), best - 1e-9);
+  }
+  // Unconstrained problems are solved exactly.
+  std::vector<double> y2;
+  for (auto& row : a) y2.push_back(0.5 * row[0] + 3 * row[1]);
+  const auto x2 = SolveNonNegativeLeastSquares(a, y2);
+  EXPECT_NEAR(x2[0], 0.5, 1e-9);
+  EXPECT_NEAR(x2[1], 3, 1e-9);
+}
+
+TEST(Fit, TableInterpolatesAndExtrapolatesWithRoofline) {
+  const RooflineLatency r = H100Qwen8b();
+  std::vector<LatencySample> samples = {{1, 0, 1.0},  {1, 0, 3.0},  {1, 0, 2.0},  // median 2
+                                        {9, 0, 4.0},  {1, 100, 6.0}, {9, 100, 10.0}};
+  auto table = BuildTable(samples);
+  ASSERT_TRUE(table.ok()) << table.status();
+  const TableLatency t(r, *table);
+  EXPECT_DOUBLE_EQ(t.VerifySeconds(1, 0), 2.0);
+  EXPECT_DOUBLE_EQ(t.VerifySeconds(9, 100), 10.0);
+  EXPECT_DOUBLE_EQ(t.VerifySeconds(5, 0), 3.0);    // halfway in s
+  EXPECT_DOUBLE_EQ(t.VerifySeconds(5, 50), 5.5);   // bilinear centre: (2+4+6+10)/4
+  // Outside: nearest value times the roofline ratio.
+  EXPECT_DOUBLE_EQ(t.VerifySeconds(9, 400), 10.0 * r.VerifySeconds(9, 400) / r.VerifySeconds(9, 100));
+
+  samples.pop_back();
+  EXPECT_THAT(BuildTable(samples).status().message(), HasSubstr("s = 9, c = 100"));
+}
+
+TEST(Fit, RejectsBadSamples) {
+  const RooflineLatency r = H100Qwen8b();
+  EXPECT_THAT(FitLinear(r, {{1, 0, 1e-3}, {0, 0, 1e-3}}).status().message(),
+              HasSubstr("samples[1].s = 0"));
+  EXPECT_THAT(FitLinear(r, {{1, 0, 1e-3}, {2, 0, std::nan("")}}).status().message(),
+              HasSubstr("samples[1].seconds = nan"));
+  EXPECT_THAT(FitPerTerm(r, {{1, -1, 1e-3}, {2, 0, 1e-3}}).status().message(),
+              HasSubstr("samples[0].c = -1"));
+  EXPECT_FALSE(FitLinear(r, {{4, 8, 1e-3}}).ok());
+  EXPECT_FALSE(FitLinear(r, {{4, 8, 1e-3}, {4, 8, 2e-3}}).ok());  // no spread in R
+}
+
+TEST(Fit, HoldoutSplitIsDeterministicAndDisjoint) {
+  std::vector<LatencySample> s;
+  for (int i = 1; i <= 20; ++i) s.push_back({i, 0, i * 1e-3});
+  std::vector<LatencySample> f1, h1, f2, h2;
+  SplitHoldout(s, 0.25, 9, &f1, &h1);
+  SplitHoldout(s, 0.25, 9, &f2, &h2);
+  EXPECT_EQ(h1.size(), 5u);
+  EXPECT_EQ(f1.size(), 15u);
+  ASSERT_EQ(h1.size(), h2.size());
+  for (size_t i = 0; i < h1.size(); ++i) EXPECT_EQ(h1[i].s, h2[i].s);
+  for (const auto& h : h1) {
+    for (const auto& f : f1) EXPECT_NE(h.s, f.s);
+  }
+}
+
+TEST(Fit, EvaluateComputesRmseAndMape) {
+  const RooflineLatency r = H100Qwen8b();
+  const double t1 = r.VerifySeconds(1, 0), t2 = r.VerifySeconds(8, 0);
+  const FitStats st = Evaluate(r, {{1, 0, t1 * 2}, {8, 0, t2}});  // predictions t1, t2
+  EXPECT_EQ(st.n, 2);
+  EXPECT_NEAR(st.mape, 0.25, 1e-12);  // (0.5 + 0) / 2
+  EXPECT_NEAR(st.rmse_s, std::sqrt(t1 * t1 / 2), 1e-15);
+  EXPECT_NEAR(st.max_abs_s, t1, 1e-15);
+}
+
+}  // namespace
+}  // namespace specplan::costmodel

@@ -1,0 +1,194 @@
+#include "costmodel/profile.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+namespace specplan::costmodel {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::vector<LatencySample> GridSamples() {
+  const RooflineLatency r(*LookupModel("qwen3-4b"), *LookupGpu("a100"));
+  const PerTermLatency truth(r, {1.8, 0.8e-3, 1.4, 2.5});
+  std::mt19937_64 rng(42);
+  std::normal_distribution<double> eps(0, 0.01);
+  std::vector<LatencySample> out;
+  for (int64_t c : {64, 256, 1024}) {
+    for (int64_t s : {1, 4, 16, 64, 256, 1024}) {
+      for (int rep = 0; rep < 2; ++rep) out.push_back({s, c, truth.VerifySeconds(s, c) * (1 + eps(rng))});
+    }
+  }
+  return out;
+}
+
+Profile Fitted() {
+  auto p = FitProfile(*LookupModel("qwen3-4b"), *LookupGpu("a100"), GridSamples());
+  EXPECT_TRUE(p.ok()) << p.status();
+  p->device_name = "synthetic";
+  p->timer = "external";
+  p->software["generator"] = "profile_test";
+  return *p;
+}
+
+fs::path TempDir() {
+  fs::path dir = fs::temp_directory_path() /
+                 ("specplan_profile_test_" + std::to_string(::getpid()) + "_" +
+                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(Profile, FitScoresEveryModelAndPicksACalibratedDefault) {
+  const Profile p = Fitted();
+  ASSERT_TRUE(p.linear && p.per_term && p.table);
+  for (const char* kind : {"roofline", "linear", "per_term", "table"}) {
+    ASSERT_TRUE(p.heldout.count(kind)) << kind;
+    EXPECT_TRUE(std::isfinite(p.heldout.at(kind).mape)) << kind;
+    EXPECT_GT(p.heldout.at(kind).n, 0);
+  }
+  EXPECT_NE(p.default_model, "roofline");
+  EXPECT_LT(p.heldout.at("per_term").mape, 0.03);
+  EXPECT_LT(p.heldout.at("per_term").mape, p.heldout.at("roofline").mape);
+  int held = 0;
+  for (const auto& s : p.samples) held += s.heldout;
+  EXPECT_EQ(held, p.heldout.at("roofline").n);
+}
+
+TEST(Profile, JsonRoundTripIsLossless) {
+  const Profile p = Fitted();
+  const nlohmann::json j = ProfileToJson(p);
+  auto back = ProfileFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ProfileToJson(*back), j);
+  for (const char* kind : {"roofline", "linear", "per_term", "table"}) {
+    auto a = MakeLatencyModel(p, kind);
+    auto b = MakeLatencyModel(*back, kind);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_DOUBLE_EQ((*a)->VerifySeconds(33, 700), (*b)->VerifySeconds(33, 700)) << kind;
+    EXPECT_EQ((*a)->Kind(), kind);
+  }
+}
+
+TEST(Profile, SaveLoadAndAtomicReplace) {
+  const fs::path dir = TempDir();
+  const std::string path = (dir / "a100-80g" / "qwen3-4b-bf16.json").string();
+  Profile p = Fitted();
+  ASSERT_TRUE(SaveProfile(p, path).ok());
+  auto loaded = LoadProfile(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(ProfileToJson(*loaded), ProfileToJson(p));
+
+  p.device_name = "second";
+  ASSERT_TRUE(SaveProfile(p, path).ok());
+  EXPECT_EQ(LoadProfile(path)->device_name, "second");
+  // No temporary files are left behind.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir / "a100-80g")) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+
+  // A failing write (parent "directory" is a regular file) leaves the old profile intact.
+  const std::string blocker = (dir / "blocker").string();
+  std::ofstream(blocker) << "x";
+  EXPECT_FALSE(SaveProfile(p, blocker + "/p.json").ok());
+  EXPECT_EQ(LoadProfile(path)->device_name, "second");
+  fs::remove_all(dir);
+}
+
+struct Corruption {
+  const char* name;
+  std::function<void(nlohmann::json&)> mutate;
+  const char* expect;  // substring of the error
+};
+
+TEST(Profile, EveryMalformedClassIsRejectedWithTheField) {
+  const nlohmann::json good = ProfileToJson(Fitted());
+  ASSERT_TRUE(ProfileFromJson(good).ok());
+  const std::vector<Corruption> cases = {
+      {"not an object", [](nlohmann::json& j) { j = nlohmann::json::array(); }, "expected a JSON object"},
+      {"wrong format", [](nlohmann::json& j) { j["format"] = "other"; }, "format = 'other'"},
+      {"wrong version", [](nlohmann::json& j) { j["version"] = 99; }, "version = 99"},
+      {"missing gpu", [](nlohmann::json& j) { j.erase("gpu"); }, "gpu: missing"},
+      {"bad dtype", [](nlohmann::json& j) { j["dtype"] = "int4"; }, "int4"},
+      {"dtype mismatch", [](nlohmann::json& j) { j["dtype"] = "fp32"; }, "model_spec.dtype"},
+      {"gpu_spec negative", [](nlohmann::json& j) { j["gpu_spec"]["mem_bw"] = -1; }, "gpu_spec.mem_bw = -1"},
+      {"model_spec zero", [](nlohmann::json& j) { j["model_spec"]["layers"] = 0; }, "model_spec.layers = 0"},
+      {"model_spec type", [](nlohmann::json& j) { j["model_spec"]["vocab"] = "big"; }, "model_spec.vocab"},
+      {"unknown timer", [](nlohmann::json& j) { j["timer"] = "sundial"; }, "timer = 'sundial'"},
+      {"software type", [](nlohmann::json& j) { j["software"]["cuda"] = 13; }, "software.cuda"},
+      {"linear nan", [](nlohmann::json& j) { j["models"]["linear"]["a"] = nullptr; }, "models.linear.a"},
+      {"linear slope", [](nlohmann::json& j) { j["models"]["linear"]["a"] = -2.0; }, "models.linear.a = -2"},
+      {"per_term negative", [](nlohmann::json& j) { j["models"]["per_term"]["weights"] = -0.5; },
+       "models.per_term.weights = -0.5"},
+      {"per_term missing", [](nlohmann::json& j) { j["models"]["per_term"].erase("compute"); },
+       "models.per_term.compute: missing"},
+      {"unknown model", [](nlohmann::json& j) { j["models"]["magic"] = nlohmann::json::object(); }, "models.magic"},
+      {"table ragged", [](nlohmann::json& j) { j["models"]["table"]["seconds"][1].erase(0); },
+       "models.table.seconds[1]"},
+      {"table grid order", [](nlohmann::json& j) { j["models"]["table"]["s"][1] = 1; }, "models.table.s[1] = 1"},
+      {"table zero", [](nlohmann::json& j) { j["models"]["table"]["seconds"][0][0] = 0.0; },
+       "models.table.seconds[0][0] = 0"},
+      {"default unknown", [](nlohmann::json& j) { j["default_model"] = "oracle"; }, "default_model = 'oracle'"},
+      {"default absent", [](nlohmann::json& j) { j["default_model"] = "linear"; j["models"].erase("linear"); },
+       "models.linear is missing"},
+      {"heldout negative", [](nlohmann::json& j) { j["heldout"]["linear"]["mape"] = -1; }, "heldout.linear.mape = -1"},
+      {"sample s", [](nlohmann::json& j) { j["samples"][3]["s"] = 0; }, "samples[3].s = 0"},
+      {"sample seconds null", [](nlohmann::json& j) { j["samples"][2]["seconds"] = nullptr; }, "samples[2].seconds"},
+      {"sample float s", [](nlohmann::json& j) { j["samples"][0]["s"] = 1.5; }, "samples[0].s"},
+      {"samples type", [](nlohmann::json& j) { j["samples"] = 5; }, "samples: expected an array"},
+  };
+  for (const Corruption& c : cases) {
+    nlohmann::json j = good;
+    c.mutate(j);
+    auto p = ProfileFromJson(j);
+    ASSERT_FALSE(p.ok()) << c.name;
+    EXPECT_THAT(std::string(p.status().message()), HasSubstr(c.expect)) << c.name;
+  }
+}
+
+TEST(Profile, UnreadableFilesAreErrorsNotCrashes) {
+  const fs::path dir = TempDir();
+  EXPECT_FALSE(LoadProfile((dir / "absent.json").string()).ok());
+  std::ofstream(dir / "trunc.json") << "{\"format\": \"specplan.pro";
+  auto p = LoadProfile((dir / "trunc.json").string());
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("not valid JSON"));
+  fs::remove_all(dir);
+}
+
+TEST(Profile, ResolvePrefersExplicitThenBundledThenRoofline) {
+  const fs::path dir = TempDir();
+  setenv("SPECPLAN_CALIB_DIR", dir.c_str(), 1);
+  auto bare = ResolveLatencyModel("qwen3-4b", "a100", "");
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_EQ(bare->model->Kind(), "roofline");
+  EXPECT_TRUE(bare->profile_path.empty());
+
+  const Profile p = Fitted();
+  const std::string bundled = BundledProfilePath(dir.string(), "a100-80g", "qwen3-4b", DType::kBFloat16);
+  ASSERT_TRUE(SaveProfile(p, bundled).ok());
+  auto found = ResolveLatencyModel("qwen3-4b", "a100", "");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->profile_path, bundled);
+  EXPECT_EQ(found->model->Kind(), p.default_model);
+
+  auto explicit_ok = ResolveLatencyModel("qwen3-4b", "a100-80g", bundled);
+  ASSERT_TRUE(explicit_ok.ok()) << explicit_ok.status();
+  auto mismatch = ResolveLatencyModel("qwen3-8b", "a100", bundled);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_THAT(std::string(mismatch.status().message()), HasSubstr("qwen3-4b"));
+  unsetenv("SPECPLAN_CALIB_DIR");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace specplan::costmodel
