@@ -1,0 +1,157 @@
+// specplan merge: union of two drafters' trees under one shared root (merged-tree dual drafting)
+// and the verifier inputs of the merged tree.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/commands.h"
+#include "planner/merge.h"
+#include "planner/tree_json.h"
+#include "planner/tree_outputs.h"
+
+namespace specplan::cli {
+namespace {
+
+struct MergeArgs {
+  std::string a;
+  std::string b;
+  bool dedup = false;
+  int n_max = -1;  // < 0: no budget
+  int64_t c = 0;   // cached tokens: positions are c + depth
+  bool json = false;
+};
+
+absl::StatusOr<planner::Tree> ReadTreeFile(const std::string& flag, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(flag, " ", path, ": cannot open file"));
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<planner::Tree> tree = planner::ParseTreeJson(text.str());
+  if (!tree.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": ", tree.status().message()));
+  }
+  return tree;
+}
+
+const char* SourceName(planner::MergeSource s) {
+  switch (s) {
+    case planner::MergeSource::kA:
+      return "a";
+    case planner::MergeSource::kB:
+      return "b";
+    case planner::MergeSource::kBoth:
+      return "both";
+  }
+  return "?";
+}
+
+std::vector<std::string> MaskRows(const planner::TreeOutputs& out) {
+  std::vector<std::string> rows(out.size, std::string(out.size, '0'));
+  for (int i = 0; i < out.size; ++i) {
+    for (int j = 0; j <= i; ++j) {
+      if (out.MaskBit(i, j)) rows[i][j] = '1';
+    }
+  }
+  return rows;
+}
+
+std::vector<std::vector<int32_t>> RetrieveRows(const planner::TreeOutputs& out) {
+  std::vector<std::vector<int32_t>> rows(out.num_leaves);
+  for (int r = 0; r < out.num_leaves; ++r) {
+    const int32_t* row = out.retrieve.data() + static_cast<size_t>(r) * out.retrieve_width;
+    rows[r].assign(row, row + out.retrieve_width);
+  }
+  return rows;
+}
+
+int RunMerge(const MergeArgs& args) {
+  absl::StatusOr<planner::Tree> a = ReadTreeFile("--a", args.a);
+  if (!a.ok()) {
+    std::cerr << "specplan merge: " << a.status().message() << "\n";
+    return 1;
+  }
+  absl::StatusOr<planner::Tree> b = ReadTreeFile("--b", args.b);
+  if (!b.ok()) {
+    std::cerr << "specplan merge: " << b.status().message() << "\n";
+    return 1;
+  }
+  planner::MergeOptions options;
+  options.dedup = args.dedup;
+  options.n_max = args.n_max;
+  absl::StatusOr<planner::MergedTree> merged = planner::MergeTrees(*a, *b, options);
+  if (!merged.ok()) {
+    std::cerr << "specplan merge: " << merged.status().message() << "\n";
+    return 1;
+  }
+  planner::TreeOutputs out;
+  planner::TreeOutputOptions out_options;
+  out_options.position_offset = args.c;
+  planner::ComputeTreeOutputs(merged->tree, out_options, &out);
+  const std::vector<std::string> mask = MaskRows(out);
+  const std::vector<std::vector<int32_t>> retrieve = RetrieveRows(out);
+  std::vector<std::string> sources;
+  for (planner::MergeSource s : merged->source) sources.push_back(SourceName(s));
+
+  if (args.json) {
+    nlohmann::json j = planner::TreeToJson(merged->tree);
+    j["positions"] = out.positions;
+    j["retrieve"] = retrieve;
+    j["mask"] = mask;
+    j["phi_a"] = merged->phi_a;
+    j["phi_b"] = merged->phi_b;
+    j["source"] = sources;
+    j["num_draft"] = merged->tree.num_draft();
+    j["dedup"] = args.dedup;
+    j["n_max"] = args.n_max < 0 ? nlohmann::json(nullptr) : nlohmann::json(args.n_max);
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "merged tree: " << merged->tree.size() << " nodes (" << a->num_draft()
+            << " draft from a, " << b->num_draft() << " from b"
+            << (args.dedup ? ", shared prefixes merged" : "")
+            << (args.n_max >= 0 ? absl::StrCat(", budget n_max = ", args.n_max) : "") << ")\n";
+  std::cout << "tokens:    " << absl::StrJoin(merged->tree.tokens, " ") << "\n";
+  std::cout << "parents:   " << absl::StrJoin(merged->tree.parents, " ") << "\n";
+  std::cout << "depths:    " << absl::StrJoin(merged->tree.depths, " ") << "\n";
+  std::cout << "positions: " << absl::StrJoin(out.positions, " ") << "\n";
+  std::cout << "source:    " << absl::StrJoin(sources, " ") << "\n";
+  std::cout << "phi_a:     " << absl::StrJoin(merged->phi_a, " ") << "\n";
+  std::cout << "phi_b:     " << absl::StrJoin(merged->phi_b, " ") << "\n";
+  std::cout << "mask:\n";
+  for (const std::string& row : mask) std::cout << "  " << row << "\n";
+  std::cout << "retrieve:\n";
+  for (const std::vector<int32_t>& row : retrieve) {
+    std::cout << "  " << absl::StrJoin(row, " ") << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterMergeCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<MergeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "merge",
+      "Merge two drafters' trees (same root token) into one tree verified in a single pass");
+  cmd->add_option("--a", args->a, "Tree A JSON: {\"tokens\": [...], \"parents\": [...]}")
+      ->required();
+  cmd->add_option("--b", args->b, "Tree B JSON, same root token as A")->required();
+  cmd->add_flag("--dedup", args->dedup,
+                "Prefix sharing: merge nodes whose root-to-node token paths are equal");
+  cmd->add_option("--n-max", args->n_max,
+                  "Keep at most N draft nodes, best-first by path score (needs path_probs)")
+      ->check(CLI::Range(0, planner::kMaxTreeNodes));
+  cmd->add_option("--c", args->c, "Cached context tokens: positions are c + depth")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd->add_flag("--json", args->json, "Print JSON instead of text");
+  cmd->callback([args, exit_code]() { *exit_code = RunMerge(*args); });
+}
+
+}  // namespace specplan::cli

@@ -1,0 +1,228 @@
+// specplan plan: best-first draft tree from drafter marginals, with the hardware-aware budget
+// controller (bastion.txt Alg. 1) or a fixed budget.
+//
+//   specplan plan --marginals FILE --model M --gpu G --c C (--n-max N | --budget N)
+//                 [--profile FILE] [--scan] [--json] [--repeat R]
+//
+// --n-max: controller mode (first decrease of S(n), or the full argmax with --scan) over
+// n = 0..N draft nodes. --budget: exactly min(N, lattice size) draft nodes.
+// JSON output fields: n (draft nodes, root excluded), tokens, parents (-1 for the root), depths,
+// path_probs (rho, 1 for the root), expected_accepted (Â, root included), positions (absolute:
+// c + depth), retrieve (one row per leaf, -1 padded), cycle_s, speedup, l_ar_s, and in controller
+// and scan modes `curve` (one entry per evaluated n: n, expected_accepted, cycle_s, speedup).
+// With --repeat R the same input is planned R times and `plan_us` is the mean microseconds per
+// plan including validation and all outputs (positions, packed mask, retrieve).
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/profile.h"
+#include "planner/best_first.h"
+#include "planner/marginals.h"
+#include "planner/tree_outputs.h"
+
+namespace specplan::cli {
+namespace {
+
+struct PlanArgs {
+  std::string marginals;
+  std::string model;
+  std::string gpu;
+  std::string profile;
+  std::string dtype = "bf16";
+  int64_t c = 0;
+  int n_max = -1;
+  int budget = -1;
+  bool scan = false;
+  bool json = false;
+  int repeat = 1;
+  std::string drafter = "parallel";
+  double t_draft_ms = 0;
+  double t_aux_ms = 0;
+};
+
+nlohmann::json JsonOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nullptr; }
+
+int RunPlan(const PlanArgs& a) {
+  using namespace specplan::planner;
+  const char* kCmd = "specplan plan: ";
+  auto marginals = LoadMarginalsFile(a.marginals);
+  if (!marginals.ok()) {
+    std::cerr << kCmd << "--marginals " << marginals.status().message() << "\n";
+    return 1;
+  }
+  BestFirstOptions options;
+  if (a.budget >= 0) {
+    options.mode = BudgetMode::kFixed;
+    options.n_max = a.budget;
+  } else {
+    options.mode = a.scan ? BudgetMode::kScan : BudgetMode::kController;
+    options.n_max = a.n_max;
+  }
+  auto drafter_cls = costmodel::ParseDrafterClass(a.drafter);
+  if (!drafter_cls.ok()) {
+    std::cerr << kCmd << "--" << drafter_cls.status().message() << "\n";
+    return 1;
+  }
+  auto dtype = costmodel::ParseDType(a.dtype);
+  if (!dtype.ok()) {
+    std::cerr << kCmd << "--" << dtype.status().message() << "\n";
+    return 1;
+  }
+  // The cost is required by the controller; in fixed mode it only fills cycle_s / speedup.
+  std::unique_ptr<costmodel::LatencyModel> latency;
+  std::string latency_kind;
+  std::unique_ptr<costmodel::CycleCost> cost;
+  const bool want_cost = options.mode != BudgetMode::kFixed || !a.model.empty() || !a.gpu.empty() ||
+                         !a.profile.empty();
+  if (want_cost) {
+    auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype);
+    if (!resolved.ok()) {
+      std::cerr << kCmd << resolved.status().message() << "\n";
+      return 1;
+    }
+    latency = std::move(resolved->model);
+    latency_kind = latency->Kind();
+    costmodel::DrafterCost drafter;
+    drafter.cls = *drafter_cls;
+    drafter.gamma = marginals->gamma;
+    drafter.t_net_s = a.t_draft_ms * 1e-3;
+    cost = std::make_unique<costmodel::CycleCost>(latency.get(), drafter, a.t_aux_ms * 1e-3, a.c);
+  }
+
+  BestFirstPlanner planner;
+  BestFirstPlan plan;
+  TreeOutputs outputs;
+  TreeOutputOptions out_options;
+  out_options.position_offset = a.c;
+  double plan_us = 0;
+  const int repeat = std::max(1, a.repeat);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < repeat; ++r) {
+    absl::Status st = planner.Plan(*marginals, options, cost.get(), &plan);
+    if (!st.ok()) {
+      std::cerr << kCmd << st.message() << "\n";
+      return 1;
+    }
+    ComputeTreeOutputs(plan.tree, out_options, &outputs);
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  plan_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / repeat;
+
+  const char* mode_name = options.mode == BudgetMode::kFixed        ? "fixed"
+                          : options.mode == BudgetMode::kController ? "controller"
+                                                                    : "scan";
+  if (a.json) {
+    nlohmann::json j;
+    j["mode"] = mode_name;
+    j["n_max"] = options.n_max;
+    j["n"] = plan.n;
+    j["tokens"] = plan.tree.tokens;
+    j["parents"] = plan.tree.parents;
+    j["depths"] = plan.tree.depths;
+    j["path_probs"] = plan.tree.path_probs;
+    j["expected_accepted"] = plan.expected_accepted;
+    j["positions"] = outputs.positions;
+    nlohmann::json retrieve = nlohmann::json::array();
+    for (int l = 0; l < outputs.num_leaves; ++l) {
+      const auto* row = outputs.retrieve.data() + static_cast<size_t>(l) * outputs.retrieve_width;
+      retrieve.push_back(std::vector<int32_t>(row, row + outputs.retrieve_width));
+    }
+    j["retrieve"] = std::move(retrieve);
+    j["cycle_s"] = JsonOrNull(plan.cycle_s);
+    j["speedup"] = JsonOrNull(plan.speedup);
+    j["l_ar_s"] = JsonOrNull(plan.l_ar_s);
+    j["lattice_exhausted"] = plan.lattice_exhausted;
+    j["c"] = a.c;
+    if (cost) j["latency_model"] = latency_kind;
+    if (options.mode != BudgetMode::kFixed) {
+      nlohmann::json curve = nlohmann::json::array();
+      for (const auto& p : plan.curve) {
+        curve.push_back({{"n", p.n},
+                         {"expected_accepted", p.expected_accepted},
+                         {"cycle_s", p.cycle_s},
+                         {"speedup", p.speedup}});
+      }
+      j["curve"] = std::move(curve);
+    }
+    if (a.repeat > 1) {
+      j["repeat"] = a.repeat;
+      j["plan_us"] = plan_us;
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << absl::StrFormat(
+      "plan (%s, n_max %d): n* = %d draft nodes (s = %d), depth %d, %d leaves\n"
+      "  expected accepted %.4f tokens (root included)\n",
+      mode_name, options.n_max, plan.n, plan.n + 1, outputs.max_depth, outputs.num_leaves,
+      plan.expected_accepted);
+  if (cost) {
+    std::cout << absl::StrFormat(
+        "  cycle %.4f ms, L_AR %.4f ms, estimated speedup %.3fx (%s latency model)\n",
+        plan.cycle_s * 1e3, plan.l_ar_s * 1e3, plan.speedup, latency_kind);
+  }
+  if (options.mode != BudgetMode::kFixed) {
+    std::cout << absl::StrFormat("  evaluated n = 0..%d\n",
+                                 plan.curve.empty() ? 0 : plan.curve.back().n);
+  }
+  if (a.repeat > 1) {
+    std::cout << absl::StrFormat("  %.2f us per plan (mean of %d, all outputs)\n", plan_us,
+                                 a.repeat);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterPlanCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "Best-first draft tree from drafter marginals with the budget controller");
+  cmd->add_option("--marginals", args->marginals,
+                  "Marginals JSON: {\"root_token\", \"tokens\": [[K]]*gamma, \"probs\": "
+                  "[[K]]*gamma}")
+      ->required();
+  cmd->add_option("--model", args->model,
+                  "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json");
+  cmd->add_option("--gpu", args->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
+  cmd->add_option("--c", args->c, "Cached context tokens")
+      ->required()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  auto* n_max =
+      cmd->add_option("--n-max", args->n_max, "Controller mode: search n = 0..N draft nodes")
+          ->check(CLI::Range(0, 8191));
+  auto* budget = cmd->add_option("--budget", args->budget,
+                                 "Fixed mode: exactly min(N, lattice size) draft nodes")
+                     ->check(CLI::Range(0, 8191));
+  n_max->excludes(budget);
+  auto* group = cmd->add_option_group("budget", "one of --n-max / --budget");
+  group->add_option(n_max);
+  group->add_option(budget);
+  group->require_option(1);
+  cmd->add_option("--profile", args->profile,
+                  "Calibrated profile JSON (default: bundled profile when present, else roofline)");
+  cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
+      ->capture_default_str();
+  cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")
+      ->capture_default_str();
+  cmd->add_option("--t-draft-ms", args->t_draft_ms,
+                  "Draft network time, ms (per step for ar, per block otherwise)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--t-aux-ms", args->t_aux_ms, "Tree construction/sampling overhead, ms")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--scan", args->scan,
+                "Evaluate every n <= N and take the argmax (stepped / measured costs)");
+  cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->add_option("--repeat", args->repeat, "Plan R times in-process and report plan_us")
+      ->check(CLI::Range(1, 10000000));
+  cmd->callback([args, exit_code] { *exit_code = RunPlan(*args); });
+}
+
+}  // namespace specplan::cli

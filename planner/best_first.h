@@ -1,0 +1,270 @@
+// Best-first draft-tree construction with the hardware-aware budget controller
+// (bastion.txt §2.3-2.4, Proposition 2.3/2.4, Algorithm 1).
+//
+// Lattice: a node at depth d (root: d = 0) has up to k children, the k candidates of row d of the
+// marginals, with rho(child) = rho(parent) * q_d(x). Because rho(child) <= rho(parent), popping the
+// frontier's largest rho (lazy frontier: on pop, push the node's first child and its next sibling)
+// adds nodes in globally non-increasing rho, so every prefix T_n of the pop order maximises
+// Â(T) = sum of rho over T among prefix-closed trees with n draft nodes (Prop. 2.3).
+//
+// Conventions (the CLI contract follows them):
+//   n                  draft nodes, root excluded; the tree has n + 1 nodes and is verified as
+//                      s = n + 1 tokens.
+//   expected_accepted  Â(n) = 1 + sum of rho over the n draft nodes (the root counts 1: the
+//                      pending bonus token is always accepted).
+//   cycle_s            C(n) = T_draft + T_aux + T_verify(n + 1, c)   (costmodel::CycleCost)
+//   speedup            S(n) = Â(n) * L_AR / C(n), L_AR = T_verify(1, c) unless overridden.
+// n = 0 (root only) is part of the curve: S(0) = L_AR / C(0). It is <= 1 when drafting costs time,
+// and the controller returns n* = 0 when S(1) < S(0) ("do not draft a tree"; a caller would then
+// fall back to a plain AR step). Prop. 2.4's unimodality carries over to n = 0 because Â stays
+// concave there (Â(1) - Â(0) = rho(first node) >= every later increment).
+//
+// Tie-breaking among equal rho: smaller depth first, then smaller parent index, then smaller rank.
+// The tree is returned in pop order, so node indices follow non-increasing rho and T_n is the
+// first n + 1 entries of the arrays.
+#ifndef SPECPLAN_PLANNER_BEST_FIRST_H_
+#define SPECPLAN_PLANNER_BEST_FIRST_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "costmodel/cycle_cost.h"
+#include "planner/marginals.h"
+#include "planner/tree.h"
+
+namespace specplan::planner {
+
+enum class BudgetMode {
+  kFixed,       // exactly min(n_max, lattice size) draft nodes; cost optional
+  kController,  // stop at the first n with S(n + 1) < S(n) (exact when C is convex, Prop. 2.4)
+  kScan,        // evaluate every n in 0..n_max and take the argmax (stepped / measured costs)
+};
+
+struct BestFirstOptions {
+  BudgetMode mode = BudgetMode::kController;
+  int n_max = 64;       // draft nodes: the budget in kFixed, the upper end of the search otherwise;
+                        // 0 <= n_max < kMaxTreeNodes
+  double l_ar_s = 0.0;  // seconds, L_AR; <= 0 means cost->VerifySeconds(0) = T_verify(1, c)
+  bool validate = true;  // run ValidateMarginals first (about a microsecond at gamma=16, k=8)
+};
+
+struct CurvePoint {
+  int n = 0;                     // draft nodes
+  double expected_accepted = 0;  // Â(n), root included
+  double cycle_s = 0;            // C(n), seconds
+  double speedup = 0;            // S(n)
+};
+
+// Result of one planning call. Caller-owned and reusable: vectors keep their capacity.
+struct BestFirstPlan {
+  Tree tree;                       // [n + 1] the selected tree T_{n*}, in pop order
+  int n = 0;                       // n*: draft nodes in `tree` (root excluded)
+  double expected_accepted = 1.0;  // Â(n*), root included
+  double cycle_s = std::numeric_limits<double>::quiet_NaN();  // C(n*), NaN without a cost
+  double speedup = std::numeric_limits<double>::quiet_NaN();  // S(n*), NaN without a cost
+  double l_ar_s = std::numeric_limits<double>::quiet_NaN();   // L_AR used, seconds
+  bool lattice_exhausted = false;  // the frontier ran empty before the budget / stop rule
+  // [evaluated n] one point per evaluated n, starting at n = 0, in increasing n. kController:
+  // n = 0 .. n* + 1 (the point that decreased) or up to the stop; kScan: 0 .. n_max; kFixed:
+  // empty. With a cost in kFixed only the summary fields are filled.
+  std::vector<CurvePoint> curve;
+};
+
+namespace internal {
+
+// One frontier entry: child `rank` of tree node `parent`, at `depth`, with path score `rho`.
+// 16 bytes so the heap stays compact (depth <= kMaxMarginalsGamma, rank < kMaxMarginalsK).
+struct FrontierEntry {
+  double rho;
+  int32_t parent;
+  uint16_t depth;
+  uint16_t rank;
+};
+
+// Heap order: true when a has LOWER priority than b.
+inline bool FrontierLess(const FrontierEntry& a, const FrontierEntry& b) {
+  if (a.rho != b.rho) return a.rho < b.rho;
+  if (a.depth != b.depth) return a.depth > b.depth;
+  if (a.parent != b.parent) return a.parent > b.parent;
+  return a.rank > b.rank;
+}
+// Function object form so std heap algorithms inline the comparison.
+struct FrontierLessFn {
+  bool operator()(const FrontierEntry& a, const FrontierEntry& b) const {
+    return FrontierLess(a, b);
+  }
+};
+
+struct EngineWorkspace {
+  std::vector<FrontierEntry> heap;  // [<= 2 n_max + 1]
+  std::vector<int32_t> handles;     // [tree size] lattice handle per tree node
+  std::vector<int32_t> missing;     // tree nodes whose children were needed but are unknown
+
+  void Reserve(int n_max) {
+    heap.reserve(2 * static_cast<size_t>(n_max) + 2);
+    handles.reserve(static_cast<size_t>(n_max) + 2);
+    missing.reserve(static_cast<size_t>(n_max) + 2);
+  }
+};
+
+struct BudgetSpec {
+  BudgetMode mode = BudgetMode::kFixed;
+  int n_max = 0;
+  const costmodel::CycleCost* cost = nullptr;  // required unless kFixed
+  double l_ar_s = 0;                           // resolved L_AR (> 0 when cost is set)
+};
+
+// The best-first engine, shared by marginals and path-conditioned planning. `Lattice` provides:
+//   int NumChildren(int32_t h)            // children of handle h; -1 = unknown (not yet provided)
+//   double ChildProb(int32_t h, int r)    // q of child r, non-increasing in r
+//   int32_t ChildToken(int32_t h, int r)
+//   int32_t Child(int32_t h, int r)       // handle of child r (may create it)
+// Nodes whose children are needed (to push the first child) but unknown are appended to
+// ws->missing and treated as leaves. Fills plan->tree with every popped node (pop order; call
+// TruncateToSelected to keep T_{n*}), the summary fields for n* and the curve.
+template <class Lattice>
+void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, const BudgetSpec& spec,
+                     EngineWorkspace* ws, BestFirstPlan* plan) {
+  Tree& tree = plan->tree;
+  tree.ResetRoot(root_token);
+  plan->curve.clear();
+  plan->lattice_exhausted = false;
+  plan->l_ar_s = spec.cost ? spec.l_ar_s : std::numeric_limits<double>::quiet_NaN();
+  ws->handles.clear();
+  ws->handles.push_back(root_handle);
+  ws->heap.clear();
+  ws->missing.clear();
+  auto& heap = ws->heap;
+  const bool evaluate = spec.cost != nullptr && spec.mode != BudgetMode::kFixed;
+
+  auto push_first_child = [&](int32_t node, double rho) {
+    const int32_t h = ws->handles[node];
+    const int nc = lat.NumChildren(h);
+    if (nc < 0) {
+      ws->missing.push_back(node);
+      return;
+    }
+    if (nc == 0) return;
+    heap.push_back(
+        {rho * lat.ChildProb(h, 0), node, static_cast<uint16_t>(tree.depths[node] + 1), 0});
+    std::push_heap(heap.begin(), heap.end(), FrontierLessFn{});
+  };
+
+  double a_hat = 1.0;
+  double best_s = -std::numeric_limits<double>::infinity();
+  int best_n = 0;
+  double prev_s = 0;
+  if (evaluate) {
+    const double c0 = spec.cost->Seconds(0);
+    prev_s = best_s = spec.l_ar_s / c0;
+    plan->curve.push_back({0, 1.0, c0, prev_s});
+  }
+  if (spec.n_max > 0) push_first_child(0, 1.0);
+
+  int n = 0;
+  while (n < spec.n_max) {
+    if (heap.empty()) {
+      plan->lattice_exhausted = true;
+      break;
+    }
+    std::pop_heap(heap.begin(), heap.end(), FrontierLessFn{});
+    const FrontierEntry e = heap.back();
+    heap.pop_back();
+    const int32_t ph = ws->handles[e.parent];
+    const int32_t node = tree.AddNode(e.parent, lat.ChildToken(ph, e.rank), e.rho);
+    ws->handles.push_back(lat.Child(ph, e.rank));
+    ++n;
+    a_hat += e.rho;
+    if (evaluate) {
+      const double c = spec.cost->Seconds(n);
+      const double s = a_hat * spec.l_ar_s / c;
+      plan->curve.push_back({n, a_hat, c, s});
+      if (spec.mode == BudgetMode::kController) {
+        if (s < prev_s) break;  // first decrease: n - 1 is the answer
+        prev_s = s;
+        best_n = n;
+      } else if (s > best_s) {
+        best_s = s;
+        best_n = n;
+      }
+    } else {
+      best_n = n;
+    }
+    if (n == spec.n_max) break;
+    // Next sibling (same parent, next rank), then the first child of the new node.
+    if (e.rank + 1 < lat.NumChildren(ph)) {
+      heap.push_back({tree.path_probs[e.parent] * lat.ChildProb(ph, e.rank + 1), e.parent, e.depth,
+                      static_cast<uint16_t>(e.rank + 1)});
+      std::push_heap(heap.begin(), heap.end(), FrontierLessFn{});
+    }
+    push_first_child(node, e.rho);
+  }
+
+  plan->n = best_n;
+  if (evaluate) {
+    const CurvePoint& p = plan->curve[best_n];
+    plan->expected_accepted = p.expected_accepted;
+    plan->cycle_s = p.cycle_s;
+    plan->speedup = p.speedup;
+  } else {
+    double a = 1.0;
+    for (int i = 1; i <= best_n; ++i) a += tree.path_probs[i];
+    plan->expected_accepted = a;
+    if (spec.cost != nullptr) {
+      plan->cycle_s = spec.cost->Seconds(best_n);
+      plan->speedup = a * spec.l_ar_s / plan->cycle_s;
+    } else {
+      plan->cycle_s = plan->speedup = std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+}
+
+// Cuts plan->tree to T_{n*}, the first plan->n + 1 nodes of the pop order (ExpandBestFirst leaves
+// every popped node in the tree so that callers can still refer to them).
+inline void TruncateToSelected(BestFirstPlan* plan) {
+  const size_t keep = static_cast<size_t>(plan->n) + 1;
+  Tree& tree = plan->tree;
+  tree.tokens.resize(keep);
+  tree.parents.resize(keep);
+  tree.depths.resize(keep);
+  tree.path_probs.resize(keep);
+}
+
+// Checks options against the cost and resolves L_AR into *spec.
+absl::Status MakeBudgetSpec(const BestFirstOptions& options, const costmodel::CycleCost* cost,
+                            BudgetSpec* spec);
+
+}  // namespace internal
+
+// Plans best-first trees over marginals. Owns a reusable workspace: after the first call at a given
+// n_max (or Reserve), Plan does not allocate, provided the caller reuses the same BestFirstPlan.
+// Not thread-safe; use one planner per thread.
+class BestFirstPlanner {
+ public:
+  BestFirstPlanner() = default;
+  // Pre-sizes the workspace for budgets up to n_max draft nodes.
+  void Reserve(int n_max) { ws_.Reserve(n_max); }
+
+  // Plans with `options`. `cost` may be null only in BudgetMode::kFixed (then cycle_s/speedup are
+  // NaN); it is not retained. Errors: invalid marginals (field named), n_max out of range, missing
+  // cost, non-positive L_AR.
+  absl::Status Plan(const Marginals& marginals, const BestFirstOptions& options,
+                    const costmodel::CycleCost* cost, BestFirstPlan* plan);
+
+  // Fixed budget shorthand: exactly min(budget, lattice size) draft nodes, no cost.
+  absl::Status PlanFixed(const Marginals& marginals, int budget, BestFirstPlan* plan);
+
+ private:
+  internal::EngineWorkspace ws_;
+};
+
+// Number of nodes in the marginals lattice, root excluded (sum_{d=1..gamma} k^d), saturated at cap.
+int64_t LatticeSize(int gamma, int k, int64_t cap = int64_t{1} << 40);
+
+}  // namespace specplan::planner
+
+#endif  // SPECPLAN_PLANNER_BEST_FIRST_H_

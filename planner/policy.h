@@ -1,0 +1,312 @@
+// Tree policies for autoregressive (path-conditioned) drafters: the shared expand/observe
+// interface.
+//
+// A policy builds one draft tree per decoding step, level by level. It never calls a model itself:
+// the caller (a LibTorch draft model in runtime/, or a remote engine over a gRPC stream) drives it:
+//
+//   policy.Begin(root_token);                      // root = pending bonus token (DESIGN.md "Tree")
+//   while (!policy.PendingExpansions().empty()) {  // one draft-model forward per depth level
+//     fill `dists` with q(. | path(u)) for every pending node u (top-k, descending prob);
+//     SPECPLAN_RETURN_IF_ERROR(policy.Provide(dists));
+//   }
+//   verify policy.tree() with the target; SPECPLAN_RETURN_IF_ERROR(policy.ObserveAcceptance(L));
+//
+// RunPolicy() below is that loop for an in-process drafter callback.
+//
+// Conventions: node indices are indices into the tree under construction (tree()); they stay valid
+// for the whole step except where a policy documents a final rewrite (Eagle2Policy reindexes its
+// tree once, when it becomes final). Path probability rho(i) = product of the draft probabilities
+// on the root-to-i path (rho(root) = 1), stored in Tree::path_probs.
+//
+// Threading: a policy object is single-threaded; use one per request.
+#ifndef SPECPLAN_PLANNER_POLICY_H_
+#define SPECPLAN_PLANNER_POLICY_H_
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "planner/tree.h"
+#include "util/check.h"
+#include "util/status_macros.h"
+
+namespace specplan::planner {
+
+// Documented limit on the row length k accepted in NodeDistributions.
+inline constexpr int32_t kMaxCandidatesPerNode = 4096;
+// Slack allowed on a row's probability sum (float softmax + top-k rounding).
+inline constexpr double kProbSumTolerance = 1e-3;
+
+// The drafter's answer for one level: the top-k next-token distribution of each pending node.
+// Plain struct, row-major, so it maps 1:1 onto a wire message.
+struct NodeDistributions {
+  int32_t k = 0;               // candidates per node (row length), in [1, kMaxCandidatesPerNode]
+  std::vector<int32_t> nodes;  // [num_nodes] tree indices; must equal PendingExpansions(), in order
+  std::vector<int32_t> tokens;  // [num_nodes][k] candidate token ids, >= 0; -1 = padding (trailing)
+  std::vector<float> probs;     // [num_nodes][k] q(token | path(node)); each row non-increasing,
+                                // in [0, 1], summing to <= 1 (+kProbSumTolerance); padding has 0
+
+  int num_nodes() const { return static_cast<int>(nodes.size()); }
+  // Sizes tokens/probs to nodes.size() rows of k, filled with padding (-1, 0). Keeps capacity.
+  void ResizeRows(int32_t row_len) {
+    k = row_len;
+    tokens.assign(nodes.size() * static_cast<size_t>(row_len), -1);
+    probs.assign(nodes.size() * static_cast<size_t>(row_len), 0.0f);
+  }
+  int32_t token(int row, int j) const { return tokens[static_cast<size_t>(row) * k + j]; }
+  float prob(int row, int j) const { return probs[static_cast<size_t>(row) * k + j]; }
+  void Set(int row, int j, int32_t tok, float p) {
+    tokens[static_cast<size_t>(row) * k + j] = tok;
+    probs[static_cast<size_t>(row) * k + j] = p;
+  }
+};
+
+// Checks `dists` against the pending list `expected_nodes` (shapes, ranges, sorted rows, trailing
+// padding, row sums). The error names the field, index and value, e.g.
+// "probs[3][1] = 1.2: must be in [0, 1]". Tokens within a row are not checked for duplicates.
+inline absl::Status ValidateNodeDistributions(const NodeDistributions& d,
+                                              const std::vector<int32_t>& expected_nodes) {
+  if (d.k < 1 || d.k > kMaxCandidatesPerNode) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("k = ", d.k, ": must be in [1, ", kMaxCandidatesPerNode, "]"));
+  }
+  if (d.nodes.size() != expected_nodes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("nodes: length ", d.nodes.size(),
+                                                   " does not match the ", expected_nodes.size(),
+                                                   " pending expansions"));
+  }
+  for (size_t i = 0; i < d.nodes.size(); ++i) {
+    if (d.nodes[i] != expected_nodes[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "nodes[", i, "] = ", d.nodes[i], ": expected pending node ", expected_nodes[i]));
+    }
+  }
+  const size_t want = d.nodes.size() * static_cast<size_t>(d.k);
+  if (d.tokens.size() != want) {
+    return absl::InvalidArgumentError(absl::StrCat("tokens: length ", d.tokens.size(),
+                                                   " does not match nodes (", d.nodes.size(),
+                                                   ") x k (", d.k, ") = ", want));
+  }
+  if (d.probs.size() != want) {
+    return absl::InvalidArgumentError(absl::StrCat("probs: length ", d.probs.size(),
+                                                   " does not match nodes (", d.nodes.size(),
+                                                   ") x k (", d.k, ") = ", want));
+  }
+  for (int r = 0; r < d.num_nodes(); ++r) {
+    double sum = 0.0;
+    bool padding = false;
+    for (int j = 0; j < d.k; ++j) {
+      const int32_t t = d.token(r, j);
+      const float p = d.prob(r, j);
+      if (!(p >= 0.0f && p <= 1.0f)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("probs[", r, "][", j, "] = ", p, ": must be in [0, 1]"));
+      }
+      if (t < -1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tokens[", r, "][", j, "] = ", t, ": must be >= 0 (or -1 for padding)"));
+      }
+      if (t == -1) {
+        padding = true;
+        if (p != 0.0f) {
+          return absl::InvalidArgumentError(absl::StrCat("probs[", r, "][", j, "] = ", p,
+                                                         ": padding (tokens[", r, "][", j,
+                                                         "] = -1) must have probability 0"));
+        }
+      } else if (padding) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tokens[", r, "][", j, "] = ", t, ": follows padding (padding must be trailing)"));
+      }
+      if (j > 0 && p > d.prob(r, j - 1)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "probs[", r, "][", j, "] = ", p, ": exceeds probs[", r, "][", j - 1,
+            "] = ", d.prob(r, j - 1), " (rows must be sorted by descending probability)"));
+      }
+      sum += p;
+    }
+    if (sum > 1.0 + kProbSumTolerance) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("probs[", r, "]: row sums to ", sum, ", must be <= 1"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Per-policy counters, accumulated over steps (llama.cpp-style strategy state). Benchmarks and
+// traces read the same struct. A step is "finished" when its tree becomes final.
+struct PolicyStats {
+  int64_t steps = 0;           // finished steps (trees that became final)
+  int64_t forwards = 0;        // accepted Provide() calls = drafter forwards (one per depth level)
+  int64_t expansions = 0;      // node rows requested over those forwards (sum of |pending|)
+  int64_t drafted_nodes = 0;   // nodes created from drafter output, incl. ones a rerank dropped
+  int64_t tree_nodes = 0;      // draft nodes in the final trees (root excluded) = verified - steps
+  int64_t observed_steps = 0;  // ObserveAcceptance() calls
+  int64_t accepted = 0;        // sum of accepted draft lengths (root and bonus excluded)
+  // Last finished step.
+  int32_t last_tree_nodes = 0;  // draft nodes in the last final tree
+  int32_t last_depth = 0;       // max depth of the last final tree (0 = root only)
+  int32_t last_forwards = 0;    // drafter forwards of the last step
+  int32_t last_accepted = 0;    // accepted length of the last observed step
+
+  // Mean accepted draft length per observed step (0 when none).
+  double mean_accepted() const {
+    return observed_steps == 0 ? 0.0 : static_cast<double>(accepted) / observed_steps;
+  }
+};
+
+class TreePolicy {
+ public:
+  virtual ~TreePolicy() = default;
+
+  // Starts a new decoding step with a tree holding only the root (`root_token` >= 0, the pending
+  // bonus token). Abandons any unfinished step. May finish immediately (no pending expansions).
+  virtual void Begin(int32_t root_token) = 0;
+  // Nodes whose top-k distributions the drafter must supply next, in the order rows are expected.
+  // Empty => the tree is final (or Begin was not called). One call = one draft forward (a level).
+  virtual const std::vector<int32_t>& PendingExpansions() const = 0;
+  // The drafter's answer for PendingExpansions(). Validated first (ValidateNodeDistributions);
+  // on error nothing changes and the same expansions stay pending. FailedPrecondition when nothing
+  // is pending.
+  virtual absl::Status Provide(const NodeDistributions& dists) = 0;
+  // The tree under construction; the final tree once PendingExpansions() is empty. Valid until the
+  // next Begin(); the reference stays valid for the policy's lifetime.
+  virtual const Tree& tree() const = 0;
+  // After verification of the final tree: accepted draft length (root and bonus excluded), in
+  // [0, depth of the final tree]. Feeds history-adaptive policies. Once per finished step;
+  // FailedPrecondition otherwise, InvalidArgument for an out-of-range length.
+  virtual absl::Status ObserveAcceptance(int accepted_length) = 0;
+  // Short identifier with the main parameters, e.g. "linear_chain(K=8)".
+  virtual std::string Name() const = 0;
+  virtual const PolicyStats& stats() const = 0;
+  virtual void ResetStats() = 0;
+};
+
+// In-process drafter: on entry dists.nodes holds the pending node indices into `tree` (k = 0,
+// tokens/probs empty); it must set k and fill tokens/probs (e.g. via ResizeRows + Set).
+using DrafterFn = std::function<absl::Status(const Tree& tree, NodeDistributions& dists)>;
+
+// Runs one step: Begin, then drafter/Provide until the tree is final. Returns &policy.tree().
+// `workspace` (optional) is reused across calls so the loop does not allocate after warm-up.
+// Errors from the drafter or from Provide are returned as is (the step is left unfinished).
+inline absl::StatusOr<const Tree*> RunPolicy(TreePolicy& policy, int32_t root_token,
+                                             const DrafterFn& drafter,
+                                             NodeDistributions* workspace = nullptr) {
+  NodeDistributions local;
+  NodeDistributions& d = workspace != nullptr ? *workspace : local;
+  policy.Begin(root_token);
+  while (!policy.PendingExpansions().empty()) {
+    const std::vector<int32_t>& pending = policy.PendingExpansions();
+    d.nodes.assign(pending.begin(), pending.end());
+    d.k = 0;
+    d.tokens.clear();
+    d.probs.clear();
+    SPECPLAN_RETURN_IF_ERROR(drafter(policy.tree(), d));
+    SPECPLAN_RETURN_IF_ERROR(policy.Provide(d));
+  }
+  return &policy.tree();
+}
+
+// Shared bookkeeping for level-by-level policies: the Begin/Provide/Observe state machine,
+// validation and counters. Subclasses implement the three hooks.
+class LevelPolicyBase : public TreePolicy {
+ public:
+  void Begin(int32_t root_token) final {
+    SPECPLAN_CHECK(root_token >= 0, "root token ids must be >= 0");
+    tree_.ResetRoot(root_token);
+    pending_.clear();
+    step_forwards_ = 0;
+    step_drafted_ = 0;
+    phase_ = Phase::kDrafting;
+    OnBegin(pending_);
+    if (pending_.empty()) Finish();
+  }
+  const std::vector<int32_t>& PendingExpansions() const final { return pending_; }
+  absl::Status Provide(const NodeDistributions& dists) final {
+    if (phase_ != Phase::kDrafting) {
+      return absl::FailedPreconditionError(
+          "Provide: no expansions are pending (call Begin; the tree may be final)");
+    }
+    SPECPLAN_RETURN_IF_ERROR(ValidateNodeDistributions(dists, pending_));
+    ++stats_.forwards;
+    ++step_forwards_;
+    stats_.expansions += static_cast<int64_t>(pending_.size());
+    next_pending_.clear();
+    OnLevel(dists, next_pending_);
+    pending_.swap(next_pending_);
+    if (pending_.empty()) Finish();
+    return absl::OkStatus();
+  }
+  const Tree& tree() const final { return tree_; }
+  absl::Status ObserveAcceptance(int accepted_length) final {
+    if (phase_ != Phase::kFinal) {
+      return absl::FailedPreconditionError(
+          phase_ == Phase::kObserved
+              ? "ObserveAcceptance: already observed for this step"
+              : "ObserveAcceptance: the step's tree is not final (call Begin and Provide first)");
+    }
+    if (accepted_length < 0 || accepted_length > stats_.last_depth) {
+      return absl::InvalidArgumentError(absl::StrCat("accepted_length = ", accepted_length,
+                                                     ": must be in [0, ", stats_.last_depth,
+                                                     "] (depth of the final tree)"));
+    }
+    phase_ = Phase::kObserved;
+    ++stats_.observed_steps;
+    stats_.accepted += accepted_length;
+    stats_.last_accepted = accepted_length;
+    OnAcceptance(accepted_length);
+    return absl::OkStatus();
+  }
+  const PolicyStats& stats() const final { return stats_; }
+  void ResetStats() final { stats_ = PolicyStats(); }
+
+ protected:
+  // tree_ holds only the root; push the first level's expansions into `pending` (ascending index
+  // order is conventional). Leaving it empty finishes the step with a root-only tree.
+  virtual void OnBegin(std::vector<int32_t>& pending) = 0;
+  // `dists` is validated and matches the current pending list row for row. Grow tree_ and push the
+  // next level's expansions into `next` (empty => final).
+  virtual void OnLevel(const NodeDistributions& dists, std::vector<int32_t>& next) = 0;
+  // Called once when the tree becomes final, before counters are updated (e.g. a rerank that
+  // rewrites tree_). Must leave a valid tree in tree_.
+  virtual void OnFinish() {}
+  virtual void OnAcceptance(int /*accepted_length*/) {}
+
+  // Counts nodes created from drafter output this step (PolicyStats::drafted_nodes).
+  void CountDrafted(int n) { step_drafted_ += n; }
+
+  Tree tree_;
+
+ private:
+  enum class Phase { kIdle, kDrafting, kFinal, kObserved };
+
+  void Finish() {
+    OnFinish();
+    int32_t depth = 0;
+    for (int32_t d : tree_.depths) depth = d > depth ? d : depth;
+    ++stats_.steps;
+    stats_.drafted_nodes += step_drafted_;
+    stats_.tree_nodes += tree_.num_draft();
+    stats_.last_tree_nodes = tree_.num_draft();
+    stats_.last_depth = depth;
+    stats_.last_forwards = step_forwards_;
+    step_drafted_ = 0;
+    phase_ = Phase::kFinal;
+  }
+
+  Phase phase_ = Phase::kIdle;
+  std::vector<int32_t> pending_;
+  std::vector<int32_t> next_pending_;
+  PolicyStats stats_;
+  int32_t step_forwards_ = 0;
+  int64_t step_drafted_ = 0;
+};
+
+}  // namespace specplan::planner
+
+#endif  // SPECPLAN_PLANNER_POLICY_H_

@@ -1,0 +1,326 @@
+#include "planner/linear_chain.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "planner/dynatree.h"
+#include "planner/eagle2.h"
+#include "planner/fixed_tree.h"
+#include "planner/policy.h"
+#include "planner/tree.h"
+
+namespace specplan::planner {
+namespace {
+
+// Deterministic fake drafter (a seam fake): the row of node u depends only on the token path
+// root..u, through a hash. Tokens in a row are distinct; probs are sorted, sum to < 1, and are
+// optionally quantized to multiples of 1/levels (to create ties).
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t PathHash(const Tree& tree, int node, uint64_t seed) {
+  uint64_t h = Mix(seed);
+  for (int v = node; v >= 0; v = tree.parents[v]) h = Mix(h ^ Mix(tree.tokens[v] + 0x1234));
+  return h;
+}
+
+double Unit(uint64_t h) { return static_cast<double>((h >> 11) + 1) / 9007199254740993.0; }
+
+struct HashDrafter {
+  int k = 4;
+  int vocab = 1009;  // prime, so (base + j * stride) % vocab is distinct for j < vocab
+  uint64_t seed = 1;
+  int levels = 0;  // > 0: quantize probs down to multiples of 1/levels
+
+  // Row of `node`: k (token, prob) pairs sorted by descending prob.
+  void Row(const Tree& tree, int node, std::vector<int32_t>& tokens,
+           std::vector<float>& probs) const {
+    const uint64_t h = PathHash(tree, node, seed);
+    tokens.clear();
+    probs.clear();
+    std::vector<double> w(k);
+    double total = 0;
+    for (int j = 0; j < k; ++j) {
+      // Skewed weights so confidences spread over (0, 1).
+      const double u = Unit(Mix(h + 17 * j + 1));
+      w[j] = u * u * u;
+      total += w[j];
+    }
+    std::sort(w.begin(), w.end(), std::greater<double>());
+    const double mass = 0.6 + 0.39 * Unit(Mix(h + 999));
+    const int base = static_cast<int>(h % vocab);
+    for (int j = 0; j < k; ++j) {
+      tokens.push_back((base + j * 37) % vocab);
+      double p = w[j] / total * mass;
+      if (levels > 0) p = std::floor(p * levels) / levels;
+      probs.push_back(static_cast<float>(p));
+    }
+  }
+
+  absl::Status operator()(const Tree& tree, NodeDistributions& d) const {
+    d.ResizeRows(k);
+    std::vector<int32_t> t;
+    std::vector<float> p;
+    for (int r = 0; r < d.num_nodes(); ++r) {
+      Row(tree, d.nodes[r], t, p);
+      for (int j = 0; j < k; ++j) d.Set(r, j, t[j], p[j]);
+    }
+    return absl::OkStatus();
+  }
+};
+
+// Scripted drafter: row_fn(tree, node) gives the (token, prob) row (descending), padded to k.
+using Row = std::vector<std::pair<int32_t, float>>;
+DrafterFn Scripted(int k, std::function<Row(const Tree&, int)> row_fn) {
+  return [k, row_fn](const Tree& tree, NodeDistributions& d) {
+    d.ResizeRows(k);
+    for (int r = 0; r < d.num_nodes(); ++r) {
+      const Row row = row_fn(tree, d.nodes[r]);
+      for (size_t j = 0; j < row.size() && static_cast<int>(j) < k; ++j) {
+        d.Set(r, static_cast<int>(j), row[j].first, row[j].second);
+      }
+    }
+    return absl::OkStatus();
+  };
+}
+
+// Product of draft probs recomputed along the path must equal path_probs (up to rounding).
+void ExpectPathProbsConsistent(const Tree& tree) {
+  for (int i = 1; i < tree.size(); ++i) {
+    EXPECT_LE(tree.path_probs[i], tree.path_probs[tree.parents[i]]) << "node " << i;
+  }
+}
+
+std::unique_ptr<LinearChainPolicy> MakeChain(int k) {
+  LinearChainOptions o;
+  o.k = k;
+  auto p = LinearChainPolicy::Create(o);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *std::move(p);
+}
+
+TEST(LinearChainTest, BuildsGreedyTopOneChain) {
+  for (int k_chain : {1, 3, 8}) {
+    auto policy = MakeChain(k_chain);
+    HashDrafter drafter;
+    drafter.k = 4;
+    auto tree = RunPolicy(*policy, 42, drafter);
+    ASSERT_TRUE(tree.ok()) << tree.status();
+    const Tree& t = **tree;
+    ASSERT_TRUE(ValidateTree(t).ok()) << ValidateTree(t);
+    ASSERT_EQ(t.num_draft(), k_chain);
+    EXPECT_EQ(t.tokens[0], 42);
+    std::vector<int32_t> row_t;
+    std::vector<float> row_p;
+    double rho = 1.0;
+    for (int i = 1; i < t.size(); ++i) {
+      EXPECT_EQ(t.parents[i], i - 1);
+      EXPECT_EQ(t.depths[i], i);
+      drafter.Row(t, i - 1, row_t, row_p);  // the parent's distribution
+      EXPECT_EQ(t.tokens[i], row_t[0]) << "node " << i << " is not the top-1 candidate";
+      rho *= row_p[0];
+      EXPECT_DOUBLE_EQ(t.path_probs[i], rho);
+    }
+    EXPECT_EQ(policy->stats().forwards, k_chain);
+    EXPECT_EQ(policy->stats().expansions, k_chain);
+    EXPECT_EQ(policy->stats().drafted_nodes, k_chain);
+    EXPECT_EQ(policy->stats().last_depth, k_chain);
+  }
+}
+
+TEST(LinearChainTest, StopsWhenARowHasNoCandidate) {
+  auto policy = MakeChain(6);
+  // Depth-2 node gets an all-padding row: the chain ends at depth 2.
+  auto drafter = Scripted(3, [](const Tree& t, int u) -> Row {
+    if (t.depths[u] == 2) return {};
+    return {{7 + t.depths[u], 0.5f}, {100, 0.25f}};
+  });
+  auto tree = RunPolicy(*policy, 1, drafter);
+  ASSERT_TRUE(tree.ok()) << tree.status();
+  EXPECT_EQ((*tree)->num_draft(), 2);
+  EXPECT_EQ((*tree)->tokens, (std::vector<int32_t>{1, 7, 8}));
+  EXPECT_DOUBLE_EQ((*tree)->path_probs[2], 0.25);
+  EXPECT_EQ(policy->stats().forwards, 3);  // the third forward returned nothing
+}
+
+TEST(LinearChainTest, CountersAccumulateAcrossSteps) {
+  auto policy = MakeChain(5);
+  HashDrafter drafter;
+  NodeDistributions ws;
+  const int accepted[] = {2, 5, 0};
+  for (int step = 0; step < 3; ++step) {
+    auto tree = RunPolicy(*policy, step, drafter, &ws);
+    ASSERT_TRUE(tree.ok());
+    ASSERT_TRUE(policy->ObserveAcceptance(accepted[step]).ok());
+  }
+  const PolicyStats& s = policy->stats();
+  EXPECT_EQ(s.steps, 3);
+  EXPECT_EQ(s.forwards, 15);
+  EXPECT_EQ(s.tree_nodes, 15);
+  EXPECT_EQ(s.drafted_nodes, 15);
+  EXPECT_EQ(s.observed_steps, 3);
+  EXPECT_EQ(s.accepted, 7);
+  EXPECT_EQ(s.last_accepted, 0);
+  EXPECT_DOUBLE_EQ(s.mean_accepted(), 7.0 / 3.0);
+  policy->ResetStats();
+  EXPECT_EQ(policy->stats().steps, 0);
+}
+
+TEST(LinearChainTest, RejectsBadOptions) {
+  LinearChainOptions o;
+  o.k = 0;
+  auto p = LinearChainPolicy::Create(o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("k = 0"), absl::string_view::npos) << p.status();
+  EXPECT_EQ(MakeChain(8)->Name(), "linear_chain(K=8)");
+}
+
+// ---- Shared interface behaviour (policy.h), exercised through the simplest policy. ----
+
+NodeDistributions GoodRow(int node) {
+  NodeDistributions d;
+  d.nodes = {node};
+  d.ResizeRows(3);
+  d.Set(0, 0, 5, 0.5f);
+  d.Set(0, 1, 6, 0.3f);
+  d.Set(0, 2, 7, 0.1f);
+  return d;
+}
+
+void ExpectError(TreePolicy& policy, const NodeDistributions& d, const std::string& needle) {
+  const absl::Status s = policy.Provide(d);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find(needle), absl::string_view::npos)
+      << "message '" << s.message() << "' lacks '" << needle << "'";
+}
+
+TEST(PolicyTest, ProvideValidatesAndNamesTheField) {
+  auto policy = MakeChain(2);
+  policy->Begin(3);
+  ASSERT_EQ(policy->PendingExpansions(), std::vector<int32_t>{0});
+
+  NodeDistributions d = GoodRow(0);
+  d.k = 0;
+  ExpectError(*policy, d, "k = 0");
+  d = GoodRow(1);
+  ExpectError(*policy, d, "nodes[0] = 1: expected pending node 0");
+  d = GoodRow(0);
+  d.nodes.push_back(0);
+  ExpectError(*policy, d, "nodes: length 2");
+  d = GoodRow(0);
+  d.tokens.pop_back();
+  ExpectError(*policy, d, "tokens: length 2");
+  d = GoodRow(0);
+  d.probs.push_back(0);
+  ExpectError(*policy, d, "probs: length 4");
+  d = GoodRow(0);
+  d.Set(0, 1, 6, 1.5f);
+  ExpectError(*policy, d, "probs[0][1] = 1.5: must be in [0, 1]");
+  d = GoodRow(0);
+  d.Set(0, 2, 7, std::nanf(""));
+  ExpectError(*policy, d, "probs[0][2] = nan");
+  d = GoodRow(0);
+  d.Set(0, 2, 7, 0.4f);
+  ExpectError(*policy, d, "probs[0][2] = 0.4: exceeds probs[0][1] = 0.3");
+  d = GoodRow(0);
+  d.Set(0, 1, -2, 0.3f);
+  ExpectError(*policy, d, "tokens[0][1] = -2");
+  d = GoodRow(0);
+  d.Set(0, 1, -1, 0.0f);
+  d.Set(0, 2, 9, 0.0f);
+  ExpectError(*policy, d, "tokens[0][2] = 9: follows padding");
+  d = GoodRow(0);
+  d.Set(0, 2, -1, 0.1f);
+  ExpectError(*policy, d, "padding (tokens[0][2] = -1) must have probability 0");
+  d = GoodRow(0);
+  d.Set(0, 0, 5, 0.6f);
+  d.Set(0, 1, 6, 0.5f);
+  ExpectError(*policy, d, "probs[0]: row sums to");
+
+  // Nothing changed: the root is still pending and a good answer is accepted.
+  EXPECT_EQ(policy->tree().size(), 1);
+  EXPECT_EQ(policy->stats().forwards, 0);
+  ASSERT_EQ(policy->PendingExpansions(), std::vector<int32_t>{0});
+  ASSERT_TRUE(policy->Provide(GoodRow(0)).ok());
+  EXPECT_EQ(policy->tree().tokens, (std::vector<int32_t>{3, 5}));
+  EXPECT_EQ(policy->PendingExpansions(), std::vector<int32_t>{1});
+}
+
+TEST(PolicyTest, StateMachineRejectsOutOfOrderCalls) {
+  auto policy = MakeChain(2);
+  EXPECT_TRUE(policy->PendingExpansions().empty());
+  EXPECT_EQ(policy->Provide(GoodRow(0)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(policy->ObserveAcceptance(0).code(), absl::StatusCode::kFailedPrecondition);
+  policy->Begin(3);
+  EXPECT_EQ(policy->ObserveAcceptance(0).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(policy->Provide(GoodRow(0)).ok());
+  ASSERT_TRUE(policy->Provide(GoodRow(1)).ok());
+  EXPECT_TRUE(policy->PendingExpansions().empty());
+  EXPECT_EQ(policy->Provide(GoodRow(2)).code(), absl::StatusCode::kFailedPrecondition);
+  const absl::Status too_long = policy->ObserveAcceptance(3);
+  EXPECT_EQ(too_long.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(too_long.message().find("accepted_length = 3: must be in [0, 2]"),
+            absl::string_view::npos)
+      << too_long;
+  EXPECT_EQ(policy->ObserveAcceptance(-1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(policy->ObserveAcceptance(2).ok());
+  EXPECT_EQ(policy->ObserveAcceptance(2).code(), absl::StatusCode::kFailedPrecondition);
+  // A new step may begin while one is unfinished; the old one is abandoned.
+  policy->Begin(4);
+  ASSERT_TRUE(policy->Provide(GoodRow(0)).ok());
+  policy->Begin(5);
+  EXPECT_EQ(policy->tree().size(), 1);
+  EXPECT_EQ(policy->stats().steps, 1);
+}
+
+TEST(PolicyTest, RunPolicyPropagatesDrafterAndValidationErrors) {
+  auto policy = MakeChain(3);
+  DrafterFn failing = [](const Tree&, NodeDistributions&) {
+    return absl::UnavailableError("draft model down");
+  };
+  auto r = RunPolicy(*policy, 1, failing);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  DrafterFn bad = [](const Tree&, NodeDistributions& d) {
+    d.ResizeRows(1);
+    d.Set(0, 0, 1, 2.0f);
+    return absl::OkStatus();
+  };
+  r = RunPolicy(*policy, 1, bad);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(policy->stats().steps, 0);
+}
+
+TEST(PolicyTest, EveryPolicyBuildsValidTreesThroughTheLoop) {
+  std::vector<std::unique_ptr<TreePolicy>> policies;
+  policies.push_back(MakeChain(4));
+  policies.push_back(*FixedTreePolicy::Create(FixedTreeOptions()));
+  policies.push_back(*Eagle2Policy::Create(Eagle2Options()));
+  policies.push_back(*DynaTreePolicy::Create(DynaTreeOptions()));
+  NodeDistributions ws;
+  for (auto& policy : policies) {
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      HashDrafter drafter;
+      drafter.seed = seed;
+      drafter.k = 1 + static_cast<int>(seed % 5);
+      auto tree = RunPolicy(*policy, static_cast<int32_t>(seed), drafter, &ws);
+      ASSERT_TRUE(tree.ok()) << policy->Name() << ": " << tree.status();
+      EXPECT_TRUE(ValidateTree(**tree).ok()) << policy->Name() << ": " << ValidateTree(**tree);
+      ExpectPathProbsConsistent(**tree);
+      ASSERT_TRUE(policy->ObserveAcceptance(policy->stats().last_depth).ok());
+    }
+    EXPECT_EQ(policy->stats().steps, 5) << policy->Name();
+  }
+}
+
+}  // namespace
+}  // namespace specplan::planner
