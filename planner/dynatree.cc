@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "util/status_macros.h"
 
 namespace specplan::planner {
 namespace {

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "util/check.h"
+#include "util/status_macros.h"
 
 namespace specplan::planner {
 namespace {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "util/status_macros.h"
 
 namespace specplan::planner {
 

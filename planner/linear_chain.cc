@@ -1,6 +1,7 @@
 #include "planner/linear_chain.h"
 
 #include "absl/strings/str_cat.h"
+#include "util/status_macros.h"
 
 namespace specplan::planner {
 

@@ -15,10 +15,12 @@ namespace {
 
 using json = nlohmann::json;
 
-// Reads json[key] as an array of int32. `required` false: a missing key leaves *out empty.
-absl::Status ReadIntArray(const json& obj, const char* key, bool required,
-                          std::vector<int32_t>* out) {
-  out->clear();
+// Looks up obj[key] and checks that it is an array of at most kMaxTreeNodes entries; `elements`
+// names the element type in the error ("integers", "numbers"). Sets *array to the array, or to
+// nullptr when the key is missing and not `required`.
+absl::Status FindBoundedArray(const json& obj, const char* key, bool required, const char* elements,
+                              const json** array) {
+  *array = nullptr;
   auto it = obj.find(key);
   if (it == obj.end()) {
     if (required) return absl::InvalidArgumentError(absl::StrCat(key, ": missing"));
@@ -26,15 +28,26 @@ absl::Status ReadIntArray(const json& obj, const char* key, bool required,
   }
   if (!it->is_array()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(key, " = ", it->dump(), ": must be an array of integers"));
+        absl::StrCat(key, " = ", it->dump(), ": must be an array of ", elements));
   }
   if (it->size() > static_cast<size_t>(kMaxTreeNodes)) {
     return absl::InvalidArgumentError(
         absl::StrCat(key, ": ", it->size(), " entries exceeds the limit of ", kMaxTreeNodes));
   }
-  out->reserve(it->size());
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& v = (*it)[i];
+  *array = &*it;
+  return absl::OkStatus();
+}
+
+// Reads json[key] as an array of int32. `required` false: a missing key leaves *out empty.
+absl::Status ReadIntArray(const json& obj, const char* key, bool required,
+                          std::vector<int32_t>* out) {
+  out->clear();
+  const json* array = nullptr;
+  SPECPLAN_RETURN_IF_ERROR(FindBoundedArray(obj, key, required, "integers", &array));
+  if (array == nullptr) return absl::OkStatus();
+  out->reserve(array->size());
+  for (size_t i = 0; i < array->size(); ++i) {
+    const json& v = (*array)[i];
     bool in_range = false;
     int64_t value = 0;
     if (v.is_number_unsigned()) {
@@ -58,21 +71,15 @@ absl::Status ReadIntArray(const json& obj, const char* key, bool required,
   return absl::OkStatus();
 }
 
+// Reads json[key] as an array of numbers. A missing key leaves *out empty.
 absl::Status ReadProbArray(const json& obj, const char* key, std::vector<double>* out) {
   out->clear();
-  auto it = obj.find(key);
-  if (it == obj.end()) return absl::OkStatus();
-  if (!it->is_array()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(key, " = ", it->dump(), ": must be an array of numbers"));
-  }
-  if (it->size() > static_cast<size_t>(kMaxTreeNodes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(key, ": ", it->size(), " entries exceeds the limit of ", kMaxTreeNodes));
-  }
-  out->reserve(it->size());
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& v = (*it)[i];
+  const json* array = nullptr;
+  SPECPLAN_RETURN_IF_ERROR(FindBoundedArray(obj, key, /*required=*/false, "numbers", &array));
+  if (array == nullptr) return absl::OkStatus();
+  out->reserve(array->size());
+  for (size_t i = 0; i < array->size(); ++i) {
+    const json& v = (*array)[i];
     if (!v.is_number()) {
       return absl::InvalidArgumentError(
           absl::StrCat(key, "[", i, "] = ", v.dump(), ": must be a number"));

@@ -12,10 +12,12 @@
 
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_model.h"
+#include "tests/planner/random_marginals.h"
 
 namespace specplan::planner {
 namespace {
 
+using planner::testing::RandomMarginalsWith;
 using ::testing::HasSubstr;
 
 // Fake verification latency: any function of s (context ignored).
@@ -29,31 +31,18 @@ class FakeLatency : public costmodel::LatencyModel {
   std::function<double(int64_t)> f_;
 };
 
+// Tokens of position d are a random permutation of 10d .. 10d+k-1; with `zero_frac` > 0 about
+// that fraction of the probabilities are 0.
 Marginals RandomMarginals(std::mt19937& rng, int gamma, int k, double zero_frac = 0.0) {
-  Marginals m;
-  m.root_token = 3;
-  m.gamma = gamma;
-  m.k = k;
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  for (int d = 0; d < gamma; ++d) {
-    std::vector<double> row(k);
-    double sum = 0;
-    for (auto& x : row) {
-      x = u(rng) < zero_frac ? 0.0 : u(rng);
-      sum += x;
-    }
-    const double total = 0.3 + 0.7 * u(rng);
-    for (auto& x : row) x = sum > 0 ? x / sum * total : 0.0;
-    std::sort(row.begin(), row.end(), std::greater<double>());
-    std::vector<int32_t> toks(k);
-    std::iota(toks.begin(), toks.end(), 10 * d);
-    std::shuffle(toks.begin(), toks.end(), rng);
-    for (int r = 0; r < k; ++r) {
-      m.tokens.push_back(toks[r]);
-      m.probs.push_back(static_cast<float>(row[r]));
-    }
-  }
-  return m;
+  return RandomMarginalsWith(
+      rng, /*root_token=*/3, gamma, k, [&] { return u(rng) < zero_frac ? 0.0 : u(rng); },
+      [&](int d) {
+        std::vector<int32_t> toks(k);
+        std::iota(toks.begin(), toks.end(), 10 * d);
+        std::shuffle(toks.begin(), toks.end(), rng);
+        return toks;
+      });
 }
 
 // Explicit lattice: node 0 = root, parent/rho per node. Brute force over all subsets.

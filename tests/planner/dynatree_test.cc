@@ -12,92 +12,12 @@
 #include "gtest/gtest.h"
 #include "planner/policy.h"
 #include "planner/tree.h"
+#include "tests/planner/fake_drafter.h"
 
 namespace specplan::planner {
 namespace {
 
-// Deterministic fake drafter (a seam fake): the row of node u depends only on the token path
-// root..u, through a hash. Tokens in a row are distinct; probs are sorted, sum to < 1, and are
-// optionally quantized to multiples of 1/levels (to create ties).
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t PathHash(const Tree& tree, int node, uint64_t seed) {
-  uint64_t h = Mix(seed);
-  for (int v = node; v >= 0; v = tree.parents[v]) h = Mix(h ^ Mix(tree.tokens[v] + 0x1234));
-  return h;
-}
-
-double Unit(uint64_t h) { return static_cast<double>((h >> 11) + 1) / 9007199254740993.0; }
-
-struct HashDrafter {
-  int k = 4;
-  int vocab = 1009;  // prime, so (base + j * stride) % vocab is distinct for j < vocab
-  uint64_t seed = 1;
-  int levels = 0;  // > 0: quantize probs down to multiples of 1/levels
-
-  // Row of `node`: k (token, prob) pairs sorted by descending prob.
-  void Row(const Tree& tree, int node, std::vector<int32_t>& tokens,
-           std::vector<float>& probs) const {
-    const uint64_t h = PathHash(tree, node, seed);
-    tokens.clear();
-    probs.clear();
-    std::vector<double> w(k);
-    double total = 0;
-    for (int j = 0; j < k; ++j) {
-      // Skewed weights so confidences spread over (0, 1).
-      const double u = Unit(Mix(h + 17 * j + 1));
-      w[j] = u * u * u;
-      total += w[j];
-    }
-    std::sort(w.begin(), w.end(), std::greater<double>());
-    const double mass = 0.6 + 0.39 * Unit(Mix(h + 999));
-    const int base = static_cast<int>(h % vocab);
-    for (int j = 0; j < k; ++j) {
-      tokens.push_back((base + j * 37) % vocab);
-      double p = w[j] / total * mass;
-      if (levels > 0) p = std::floor(p * levels) / levels;
-      probs.push_back(static_cast<float>(p));
-    }
-  }
-
-  absl::Status operator()(const Tree& tree, NodeDistributions& d) const {
-    d.ResizeRows(k);
-    std::vector<int32_t> t;
-    std::vector<float> p;
-    for (int r = 0; r < d.num_nodes(); ++r) {
-      Row(tree, d.nodes[r], t, p);
-      for (int j = 0; j < k; ++j) d.Set(r, j, t[j], p[j]);
-    }
-    return absl::OkStatus();
-  }
-};
-
-// Scripted drafter: row_fn(tree, node) gives the (token, prob) row (descending), padded to k.
-using Row = std::vector<std::pair<int32_t, float>>;
-DrafterFn Scripted(int k, std::function<Row(const Tree&, int)> row_fn) {
-  return [k, row_fn](const Tree& tree, NodeDistributions& d) {
-    d.ResizeRows(k);
-    for (int r = 0; r < d.num_nodes(); ++r) {
-      const Row row = row_fn(tree, d.nodes[r]);
-      for (size_t j = 0; j < row.size() && static_cast<int>(j) < k; ++j) {
-        d.Set(r, static_cast<int>(j), row[j].first, row[j].second);
-      }
-    }
-    return absl::OkStatus();
-  };
-}
-
-// Product of draft probs recomputed along the path must equal path_probs (up to rounding).
-void ExpectPathProbsConsistent(const Tree& tree) {
-  for (int i = 1; i < tree.size(); ++i) {
-    EXPECT_LE(tree.path_probs[i], tree.path_probs[tree.parents[i]]) << "node " << i;
-  }
-}
+namespace fake = planner::testing;
 
 std::unique_ptr<DynaTreePolicy> MakeDyna(const DynaTreeOptions& o) {
   auto p = DynaTreePolicy::Create(o);
@@ -117,8 +37,8 @@ DynaTreeOptions Quiet() {
 
 // Every node gets the same row: `probs` (descending), tokens 100 * depth + j.
 DrafterFn Uniform(std::vector<float> probs) {
-  return Scripted(static_cast<int>(probs.size()), [probs](const Tree& t, int u) -> Row {
-    Row row;
+  return fake::Scripted(static_cast<int>(probs.size()), [probs](const Tree& t, int u) -> fake::Row {
+    fake::Row row;
     for (size_t j = 0; j < probs.size(); ++j) {
       row.push_back({100 * t.depths[u] + static_cast<int32_t>(j), probs[j]});
     }
@@ -128,7 +48,7 @@ DrafterFn Uniform(std::vector<float> probs) {
 
 // Reference: Algorithm 1 DRAFTTREE (seeds/dynatree.txt App. B), node by node from a FIFO queue,
 // with the parameters the policy used for the step.
-Tree ReferenceAlgorithm1(const HashDrafter& drafter, int32_t root, const DynaTreeOptions& o,
+Tree ReferenceAlgorithm1(const fake::HashDrafter& drafter, int32_t root, const DynaTreeOptions& o,
                          int32_t d0, double tau_h, double tau_l) {
   Tree t;
   t.ResetRoot(root);
@@ -301,7 +221,7 @@ TEST(DynaTreeTest, NodeBudgetIsNeverExceeded) {
       w.rho_stop = 1e-5;
       w.rho_deep = 1e-4;
       auto p = MakeDyna(w);
-      HashDrafter drafter;
+      fake::HashDrafter drafter;
       drafter.k = 5;
       drafter.seed = seed;
       auto t = RunPolicy(*p, 1, drafter);
@@ -353,7 +273,7 @@ TEST(DynaTreeTest, MatchesAlgorithm1ReferenceOverGrid) {
                 o.eta_l = 0.1;
                 auto policy = MakeDyna(o);
                 ASSERT_NE(policy, nullptr);
-                HashDrafter drafter;
+                fake::HashDrafter drafter;
                 drafter.k = 1 + cases % 5;
                 drafter.seed = 500 + cases;
                 drafter.levels = cases % 3 == 0 ? 16 : 0;
@@ -368,7 +288,7 @@ TEST(DynaTreeTest, MatchesAlgorithm1ReferenceOverGrid) {
                   ASSERT_EQ((*tree)->parents, want.parents);
                   ASSERT_EQ((*tree)->path_probs, want.path_probs);
                   ASSERT_LE((*tree)->num_draft(), n_max);
-                  ExpectPathProbsConsistent(**tree);
+                  fake::ExpectPathProbsConsistent(**tree);
                   const int len = step == 0 ? policy->stats().last_depth : 0;
                   ASSERT_TRUE(policy->ObserveAcceptance(len).ok());
                 }
@@ -483,7 +403,7 @@ TEST(DynaTreeTest, HistoryAdaptationMovesInTheRightDirection) {
 
 TEST(DynaTreeTest, CountersAndDefaults) {
   auto policy = MakeDyna(DynaTreeOptions());
-  HashDrafter drafter;
+  fake::HashDrafter drafter;
   drafter.k = 8;
   NodeDistributions ws;
   int64_t nodes = 0, expansions = 0;

@@ -12,92 +12,12 @@
 #include "gtest/gtest.h"
 #include "planner/policy.h"
 #include "planner/tree.h"
+#include "tests/planner/fake_drafter.h"
 
 namespace specplan::planner {
 namespace {
 
-// Deterministic fake drafter (a seam fake): the row of node u depends only on the token path
-// root..u, through a hash. Tokens in a row are distinct; probs are sorted, sum to < 1, and are
-// optionally quantized to multiples of 1/levels (to create ties).
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t PathHash(const Tree& tree, int node, uint64_t seed) {
-  uint64_t h = Mix(seed);
-  for (int v = node; v >= 0; v = tree.parents[v]) h = Mix(h ^ Mix(tree.tokens[v] + 0x1234));
-  return h;
-}
-
-double Unit(uint64_t h) { return static_cast<double>((h >> 11) + 1) / 9007199254740993.0; }
-
-struct HashDrafter {
-  int k = 4;
-  int vocab = 1009;  // prime, so (base + j * stride) % vocab is distinct for j < vocab
-  uint64_t seed = 1;
-  int levels = 0;  // > 0: quantize probs down to multiples of 1/levels
-
-  // Row of `node`: k (token, prob) pairs sorted by descending prob.
-  void Row(const Tree& tree, int node, std::vector<int32_t>& tokens,
-           std::vector<float>& probs) const {
-    const uint64_t h = PathHash(tree, node, seed);
-    tokens.clear();
-    probs.clear();
-    std::vector<double> w(k);
-    double total = 0;
-    for (int j = 0; j < k; ++j) {
-      // Skewed weights so confidences spread over (0, 1).
-      const double u = Unit(Mix(h + 17 * j + 1));
-      w[j] = u * u * u;
-      total += w[j];
-    }
-    std::sort(w.begin(), w.end(), std::greater<double>());
-    const double mass = 0.6 + 0.39 * Unit(Mix(h + 999));
-    const int base = static_cast<int>(h % vocab);
-    for (int j = 0; j < k; ++j) {
-      tokens.push_back((base + j * 37) % vocab);
-      double p = w[j] / total * mass;
-      if (levels > 0) p = std::floor(p * levels) / levels;
-      probs.push_back(static_cast<float>(p));
-    }
-  }
-
-  absl::Status operator()(const Tree& tree, NodeDistributions& d) const {
-    d.ResizeRows(k);
-    std::vector<int32_t> t;
-    std::vector<float> p;
-    for (int r = 0; r < d.num_nodes(); ++r) {
-      Row(tree, d.nodes[r], t, p);
-      for (int j = 0; j < k; ++j) d.Set(r, j, t[j], p[j]);
-    }
-    return absl::OkStatus();
-  }
-};
-
-// Scripted drafter: row_fn(tree, node) gives the (token, prob) row (descending), padded to k.
-using Row = std::vector<std::pair<int32_t, float>>;
-DrafterFn Scripted(int k, std::function<Row(const Tree&, int)> row_fn) {
-  return [k, row_fn](const Tree& tree, NodeDistributions& d) {
-    d.ResizeRows(k);
-    for (int r = 0; r < d.num_nodes(); ++r) {
-      const Row row = row_fn(tree, d.nodes[r]);
-      for (size_t j = 0; j < row.size() && static_cast<int>(j) < k; ++j) {
-        d.Set(r, static_cast<int>(j), row[j].first, row[j].second);
-      }
-    }
-    return absl::OkStatus();
-  };
-}
-
-// Product of draft probs recomputed along the path must equal path_probs (up to rounding).
-void ExpectPathProbsConsistent(const Tree& tree) {
-  for (int i = 1; i < tree.size(); ++i) {
-    EXPECT_LE(tree.path_probs[i], tree.path_probs[tree.parents[i]]) << "node " << i;
-  }
-}
+namespace fake = planner::testing;
 
 std::unique_ptr<FixedTreePolicy> MakeFixed(int depth, int branch, double tau, int max_nodes) {
   FixedTreeOptions o;
@@ -111,8 +31,8 @@ std::unique_ptr<FixedTreePolicy> MakeFixed(int depth, int branch, double tau, in
 }
 
 // Reference: the definition, node by node from a FIFO queue.
-Tree ReferenceFixedTree(const HashDrafter& drafter, int32_t root, int depth, int branch, double tau,
-                        int max_nodes) {
+Tree ReferenceFixedTree(const fake::HashDrafter& drafter, int32_t root, int depth, int branch,
+                        double tau, int max_nodes) {
   Tree t;
   t.ResetRoot(root);
   std::deque<int> queue = {0};
@@ -139,7 +59,7 @@ TEST(FixedTreeTest, FullTreeSizes) {
   for (const Case& c : {Case{3, 2, 2 + 4 + 8}, Case{2, 3, 3 + 9}, Case{1, 4, 4}, Case{4, 1, 4},
                         Case{4, 3, 3 + 9 + 27 + 81}}) {
     auto policy = MakeFixed(c.depth, c.branch, 0.0, 1000);
-    HashDrafter drafter;
+    fake::HashDrafter drafter;
     drafter.k = 4;
     auto tree = RunPolicy(*policy, 0, drafter);
     ASSERT_TRUE(tree.ok()) << tree.status();
@@ -156,7 +76,7 @@ TEST(FixedTreeTest, FullTreeSizes) {
 
 TEST(FixedTreeTest, TauPrunesOnTheChildsOwnDraftProb) {
   auto policy = MakeFixed(2, 3, 0.25, 100);
-  auto drafter = Scripted(3, [](const Tree& t, int u) -> Row {
+  auto drafter = fake::Scripted(3, [](const Tree& t, int u) -> fake::Row {
     return {{10 * t.depths[u] + 1, 0.5f}, {10 * t.depths[u] + 2, 0.3f}, {99, 0.2f}};
   });
   auto tree = RunPolicy(*policy, 0, drafter);
@@ -172,7 +92,7 @@ TEST(FixedTreeTest, TauPrunesOnTheChildsOwnDraftProb) {
 
 TEST(FixedTreeTest, BudgetIsFilledInBfsOrder) {
   auto policy = MakeFixed(3, 2, 0.0, 5);
-  HashDrafter drafter;
+  fake::HashDrafter drafter;
   auto tree = RunPolicy(*policy, 0, drafter);
   ASSERT_TRUE(tree.ok());
   EXPECT_EQ((*tree)->num_draft(), 5);
@@ -188,7 +108,7 @@ TEST(FixedTreeTest, MatchesReferenceOverGrid) {
         for (int max_nodes : {1, 7, 40, 2000}) {
           for (int k : {1, 3, 6}) {
             auto policy = MakeFixed(depth, branch, tau, max_nodes);
-            HashDrafter drafter;
+            fake::HashDrafter drafter;
             drafter.k = k;
             drafter.seed = 1000 + cases;
             drafter.levels = cases % 2 == 0 ? 0 : 20;
@@ -200,7 +120,7 @@ TEST(FixedTreeTest, MatchesReferenceOverGrid) {
             ASSERT_EQ((*tree)->parents, want.parents);
             ASSERT_EQ((*tree)->path_probs, want.path_probs);
             EXPECT_LE((*tree)->num_draft(), max_nodes);
-            ExpectPathProbsConsistent(**tree);
+            fake::ExpectPathProbsConsistent(**tree);
             ++cases;
           }
         }
@@ -211,7 +131,7 @@ TEST(FixedTreeTest, MatchesReferenceOverGrid) {
 
 TEST(FixedTreeTest, ReusesBuffersAcrossSteps) {
   auto policy = MakeFixed(3, 3, 0.0, 30);
-  HashDrafter drafter;
+  fake::HashDrafter drafter;
   NodeDistributions ws;
   ASSERT_TRUE(RunPolicy(*policy, 0, drafter, &ws).ok());
   const int32_t* tokens = policy->tree().tokens.data();

@@ -14,92 +14,12 @@
 #include "planner/fixed_tree.h"
 #include "planner/policy.h"
 #include "planner/tree.h"
+#include "tests/planner/fake_drafter.h"
 
 namespace specplan::planner {
 namespace {
 
-// Deterministic fake drafter (a seam fake): the row of node u depends only on the token path
-// root..u, through a hash. Tokens in a row are distinct; probs are sorted, sum to < 1, and are
-// optionally quantized to multiples of 1/levels (to create ties).
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t PathHash(const Tree& tree, int node, uint64_t seed) {
-  uint64_t h = Mix(seed);
-  for (int v = node; v >= 0; v = tree.parents[v]) h = Mix(h ^ Mix(tree.tokens[v] + 0x1234));
-  return h;
-}
-
-double Unit(uint64_t h) { return static_cast<double>((h >> 11) + 1) / 9007199254740993.0; }
-
-struct HashDrafter {
-  int k = 4;
-  int vocab = 1009;  // prime, so (base + j * stride) % vocab is distinct for j < vocab
-  uint64_t seed = 1;
-  int levels = 0;  // > 0: quantize probs down to multiples of 1/levels
-
-  // Row of `node`: k (token, prob) pairs sorted by descending prob.
-  void Row(const Tree& tree, int node, std::vector<int32_t>& tokens,
-           std::vector<float>& probs) const {
-    const uint64_t h = PathHash(tree, node, seed);
-    tokens.clear();
-    probs.clear();
-    std::vector<double> w(k);
-    double total = 0;
-    for (int j = 0; j < k; ++j) {
-      // Skewed weights so confidences spread over (0, 1).
-      const double u = Unit(Mix(h + 17 * j + 1));
-      w[j] = u * u * u;
-      total += w[j];
-    }
-    std::sort(w.begin(), w.end(), std::greater<double>());
-    const double mass = 0.6 + 0.39 * Unit(Mix(h + 999));
-    const int base = static_cast<int>(h % vocab);
-    for (int j = 0; j < k; ++j) {
-      tokens.push_back((base + j * 37) % vocab);
-      double p = w[j] / total * mass;
-      if (levels > 0) p = std::floor(p * levels) / levels;
-      probs.push_back(static_cast<float>(p));
-    }
-  }
-
-  absl::Status operator()(const Tree& tree, NodeDistributions& d) const {
-    d.ResizeRows(k);
-    std::vector<int32_t> t;
-    std::vector<float> p;
-    for (int r = 0; r < d.num_nodes(); ++r) {
-      Row(tree, d.nodes[r], t, p);
-      for (int j = 0; j < k; ++j) d.Set(r, j, t[j], p[j]);
-    }
-    return absl::OkStatus();
-  }
-};
-
-// Scripted drafter: row_fn(tree, node) gives the (token, prob) row (descending), padded to k.
-using Row = std::vector<std::pair<int32_t, float>>;
-DrafterFn Scripted(int k, std::function<Row(const Tree&, int)> row_fn) {
-  return [k, row_fn](const Tree& tree, NodeDistributions& d) {
-    d.ResizeRows(k);
-    for (int r = 0; r < d.num_nodes(); ++r) {
-      const Row row = row_fn(tree, d.nodes[r]);
-      for (size_t j = 0; j < row.size() && static_cast<int>(j) < k; ++j) {
-        d.Set(r, static_cast<int>(j), row[j].first, row[j].second);
-      }
-    }
-    return absl::OkStatus();
-  };
-}
-
-// Product of draft probs recomputed along the path must equal path_probs (up to rounding).
-void ExpectPathProbsConsistent(const Tree& tree) {
-  for (int i = 1; i < tree.size(); ++i) {
-    EXPECT_LE(tree.path_probs[i], tree.path_probs[tree.parents[i]]) << "node " << i;
-  }
-}
+namespace fake = planner::testing;
 
 std::unique_ptr<LinearChainPolicy> MakeChain(int k) {
   LinearChainOptions o;
@@ -112,7 +32,7 @@ std::unique_ptr<LinearChainPolicy> MakeChain(int k) {
 TEST(LinearChainTest, BuildsGreedyTopOneChain) {
   for (int k_chain : {1, 3, 8}) {
     auto policy = MakeChain(k_chain);
-    HashDrafter drafter;
+    fake::HashDrafter drafter;
     drafter.k = 4;
     auto tree = RunPolicy(*policy, 42, drafter);
     ASSERT_TRUE(tree.ok()) << tree.status();
@@ -141,7 +61,7 @@ TEST(LinearChainTest, BuildsGreedyTopOneChain) {
 TEST(LinearChainTest, StopsWhenARowHasNoCandidate) {
   auto policy = MakeChain(6);
   // Depth-2 node gets an all-padding row: the chain ends at depth 2.
-  auto drafter = Scripted(3, [](const Tree& t, int u) -> Row {
+  auto drafter = fake::Scripted(3, [](const Tree& t, int u) -> fake::Row {
     if (t.depths[u] == 2) return {};
     return {{7 + t.depths[u], 0.5f}, {100, 0.25f}};
   });
@@ -155,7 +75,7 @@ TEST(LinearChainTest, StopsWhenARowHasNoCandidate) {
 
 TEST(LinearChainTest, CountersAccumulateAcrossSteps) {
   auto policy = MakeChain(5);
-  HashDrafter drafter;
+  fake::HashDrafter drafter;
   NodeDistributions ws;
   const int accepted[] = {2, 5, 0};
   for (int step = 0; step < 3; ++step) {
@@ -309,13 +229,13 @@ TEST(PolicyTest, EveryPolicyBuildsValidTreesThroughTheLoop) {
   NodeDistributions ws;
   for (auto& policy : policies) {
     for (uint64_t seed = 1; seed <= 5; ++seed) {
-      HashDrafter drafter;
+      fake::HashDrafter drafter;
       drafter.seed = seed;
       drafter.k = 1 + static_cast<int>(seed % 5);
       auto tree = RunPolicy(*policy, static_cast<int32_t>(seed), drafter, &ws);
       ASSERT_TRUE(tree.ok()) << policy->Name() << ": " << tree.status();
       EXPECT_TRUE(ValidateTree(**tree).ok()) << policy->Name() << ": " << ValidateTree(**tree);
-      ExpectPathProbsConsistent(**tree);
+      fake::ExpectPathProbsConsistent(**tree);
       ASSERT_TRUE(policy->ObserveAcceptance(policy->stats().last_depth).ok());
     }
     EXPECT_EQ(policy->stats().steps, 5) << policy->Name();

@@ -11,10 +11,12 @@
 
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_model.h"
+#include "tests/planner/random_marginals.h"
 
 namespace specplan::planner {
 namespace {
 
+using planner::testing::RandomMarginalsWith;
 using ::testing::HasSubstr;
 
 class LinearLatency : public costmodel::LatencyModel {
@@ -27,25 +29,16 @@ class LinearLatency : public costmodel::LatencyModel {
   double a_, b_, q_;
 };
 
+// Tokens of position d are 1000d + 7r + 3 for rank r.
 Marginals RandomMarginals(std::mt19937& rng, int gamma, int k) {
-  Marginals m;
-  m.root_token = 1;
-  m.gamma = gamma;
-  m.k = k;
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  for (int d = 0; d < gamma; ++d) {
-    std::vector<double> row(k);
-    double sum = 0;
-    for (auto& x : row) sum += (x = u(rng));
-    const double total = 0.3 + 0.7 * u(rng);
-    for (auto& x : row) x = x / sum * total;
-    std::sort(row.begin(), row.end(), std::greater<double>());
-    for (int r = 0; r < k; ++r) {
-      m.tokens.push_back(1000 * d + 7 * r + 3);
-      m.probs.push_back(static_cast<float>(row[r]));
-    }
-  }
-  return m;
+  return RandomMarginalsWith(
+      rng, /*root_token=*/1, gamma, k, [&] { return u(rng); },
+      [k](int d) {
+        std::vector<int32_t> toks(k);
+        for (int r = 0; r < k; ++r) toks[r] = 1000 * d + 7 * r + 3;
+        return toks;
+      });
 }
 
 // Path-independent: q(. | path(u)) = row depth(u) of the marginals. Records request depths.
