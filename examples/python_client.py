@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Minimal engine-side client of specplan-server: asks for a draft-tree plan each decoding step.
+
+Uses Debian's python3-grpcio and python3-grpc-tools; the stubs are generated at run time from
+proto/specplan/v1/planner.proto into a temporary directory (no build step needed).
+
+    specplan-server --listen 127.0.0.1:50051 &          # build-*/service/specplan-server
+    /usr/bin/python3 examples/python_client.py --server 127.0.0.1:50051
+    /usr/bin/python3 examples/python_client.py --marginals my_marginals.json --gpu h100 \
+        --model qwen3-8b --context 2048 --n-max 256 --json
+
+--marginals takes the JSON form of planner/marginals.h:
+    {"root_token": int, "tokens": [[int] * k] * gamma, "probs": [[float] * k] * gamma}
+Without it, a deterministic example (gamma=16, K=8) is built inline. With --profile GPU/MODEL the
+server's calibrated profile is used instead of the bare roofline of --gpu/--model.
+Exit status: 0 on success, 1 on an RPC error (the server's message names the bad field).
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROTO_ROOT = os.path.join(REPO, "proto")
+PROTO_FILE = os.path.join("specplan", "v1", "planner.proto")
+
+
+def load_stubs():
+    """Generates planner_pb2 / planner_pb2_grpc into a temp dir and imports them."""
+    from grpc_tools import protoc  # python3-grpc-tools
+
+    out = tempfile.mkdtemp(prefix="specplan_stubs_")
+    rc = protoc.main(["grpc_tools.protoc", "-I" + PROTO_ROOT, "--python_out=" + out,
+                      "--grpc_python_out=" + out, os.path.join(PROTO_ROOT, PROTO_FILE)])
+    if rc != 0:
+        sys.exit("python_client: protoc failed on %s (rc %d)" % (PROTO_FILE, rc))
+    sys.path.insert(0, out)
+    from specplan.v1 import planner_pb2, planner_pb2_grpc  # noqa: E402 (generated just now)
+    return planner_pb2, planner_pb2_grpc
+
+
+def example_marginals(gamma=16, k=8, root_token=1):
+    """Deterministic drafter marginals: row d decays geometrically, confidence drops with depth."""
+    tokens, probs = [], []
+    for d in range(gamma):
+        mass = 0.9 * (0.93 ** d)  # row sum < mass <= 0.9
+        row = [mass * 0.7 * (0.3 ** r) for r in range(k)]
+        tokens.append([1000 + 37 * d + 11 * r for r in range(k)])
+        probs.append(row)
+    return {"root_token": root_token, "tokens": tokens, "probs": probs}
+
+
+def to_wire(pb, m):
+    gamma, k = len(m["tokens"]), len(m["tokens"][0]) if m["tokens"] else 0
+    msg = pb.Marginals(root_token=m["root_token"], gamma=gamma, k=k)
+    for row in m["tokens"]:
+        msg.tokens.extend(row)
+    for row in m["probs"]:
+        msg.probs.extend(row)
+    return msg
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--server", default="127.0.0.1:50051", help="HOST:PORT of specplan-server")
+    ap.add_argument("--marginals", help="marginals JSON file (default: built-in example)")
+    ap.add_argument("--gpu", default="h100", help="GPU registry name (inline roofline)")
+    ap.add_argument("--model", default="qwen3-8b", help="target model registry name")
+    ap.add_argument("--profile", help="GPU/MODEL of a profile held by the server")
+    ap.add_argument("--context", type=int, default=1024, help="cached tokens c")
+    ap.add_argument("--n-max", type=int, default=256, help="budget: largest tree searched")
+    ap.add_argument("--mode", choices=["controller", "scan", "fixed"], default="controller")
+    ap.add_argument("--steps", type=int, default=3, help="decoding steps to simulate")
+    ap.add_argument("--timeout", type=float, default=5.0, help="per-call deadline, seconds")
+    ap.add_argument("--json", action="store_true", help="print the last plan as JSON")
+    args = ap.parse_args()
+
+    import grpc  # python3-grpcio
+
+    pb, pb_grpc = load_stubs()
+    if args.marginals:
+        with open(args.marginals) as f:
+            marginals = json.load(f)
+    else:
+        marginals = example_marginals()
+
+    cost = pb.CostSpec(context_tokens=args.context)
+    if args.profile:
+        gpu, _, model = args.profile.partition("/")
+        cost.profile.gpu, cost.profile.model = gpu, model
+    else:
+        cost.inline_model.gpu, cost.inline_model.model = args.gpu, args.model
+    mode = {"controller": pb.BUDGET_MODE_CONTROLLER, "scan": pb.BUDGET_MODE_SCAN,
+            "fixed": pb.BUDGET_MODE_FIXED}[args.mode]
+
+    channel = grpc.insecure_channel(args.server)
+    stub = pb_grpc.PlannerStub(channel)
+    resp = None
+    for step in range(args.steps):
+        # An engine would put this step's drafter output here; the root is the pending bonus token.
+        marginals["root_token"] = marginals["root_token"] + (1 if step else 0)
+        cost.context_tokens = args.context + step
+        req = pb.PlanTreeRequest(marginals=to_wire(pb, marginals), cost=cost, mode=mode,
+                                 n_max=args.n_max)
+        try:
+            resp = stub.PlanTree(req, timeout=args.timeout,
+                                 metadata=[("x-request-id", "py-step-%d" % step)])
+        except grpc.RpcError as e:
+            print("PlanTree failed: %s: %s" % (e.code().name, e.details()), file=sys.stderr)
+            return 1
+        p = resp.plan
+        speedup = "n/a" if math.isnan(p.speedup) else "%.3fx" % p.speedup
+        print("step %d: n* = %d draft nodes, depth %d, %d leaves, expected accepted %.3f, "
+              "speedup %s (%s), server %.1f us"
+              % (step, p.n, resp.outputs.max_depth, resp.outputs.num_leaves, p.expected_accepted,
+                 speedup, resp.latency_model or "no cost", resp.plan_us))
+
+    o, t = resp.outputs, resp.plan.tree
+    retrieve = [list(o.retrieve[i * o.retrieve_width:(i + 1) * o.retrieve_width])
+                for i in range(o.num_leaves)]
+    plan = {"n": resp.plan.n, "tokens": list(t.tokens), "parents": list(t.parents),
+            "depths": list(t.depths), "positions": list(o.positions), "retrieve": retrieve,
+            "mask_words": o.mask_words, "mask_packed": list(o.mask_packed),
+            "expected_accepted": resp.plan.expected_accepted,
+            "speedup": None if math.isnan(resp.plan.speedup) else resp.plan.speedup,
+            "cycle_s": None if math.isnan(resp.plan.cycle_s) else resp.plan.cycle_s,
+            "latency_model": resp.latency_model, "profile_id": resp.profile_id}
+    if args.json:
+        print(json.dumps(plan, indent=2))
+    else:
+        show = min(12, len(t.tokens))
+        print("tokens[:%d]    %s" % (show, list(t.tokens[:show])))
+        print("parents[:%d]   %s" % (show, list(t.parents[:show])))
+        print("positions[:%d] %s" % (show, list(o.positions[:show])))
+        print("retrieve[0]    %s" % (retrieve[0] if retrieve else []))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,632 @@
+#include "service/planner_service.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "costmodel/latency_models.h"
+#include "costmodel/roofline.h"
+#include "planner/merge.h"
+#include "service/plan_session.h"
+#include "util/status_macros.h"
+
+namespace specplan::service {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+absl::Status Invalid(std::string msg) { return absl::InvalidArgumentError(std::move(msg)); }
+
+double MicrosSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+// Planning scratch reused by every call on one gRPC thread (no per-call planner allocation).
+struct PlanScratch {
+  planner::Marginals marginals;
+  planner::BestFirstPlanner planner;
+  planner::BestFirstPlan plan;
+  planner::TreeOutputs outputs;
+};
+PlanScratch& ThreadPlanScratch() {
+  thread_local PlanScratch scratch;
+  return scratch;
+}
+
+struct MergeScratch {
+  planner::Tree a, b;
+  planner::MergeWorkspace workspace;
+  planner::MergedTree merged;
+  planner::TreeOutputs outputs;
+};
+MergeScratch& ThreadMergeScratch() {
+  thread_local MergeScratch scratch;
+  return scratch;
+}
+
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+void FillInfo(const ProfileStore::Entry& e, v1::ProfileInfo* info) {
+  const costmodel::Profile& p = e.profile;
+  info->set_id(e.id);
+  info->set_gpu(p.gpu);
+  info->set_model(p.model);
+  info->set_dtype(costmodel::DTypeName(p.dtype));
+  info->set_default_model(p.default_model);
+  for (const auto& [kind, model] : e.models) info->add_latency_models(kind);
+  info->set_device_name(p.device_name);
+  info->set_timer(p.timer);
+  info->set_created_utc(p.created_utc);
+  info->set_path(e.path);
+}
+
+void FillFeedback(const AcceptanceSnapshot& a, const CorrectionSnapshot& c,
+                  v1::AcceptanceStats* acceptance, v1::LatencyCorrection* correction) {
+  acceptance->set_steps(a.steps);
+  acceptance->set_accepted_tokens(a.accepted_tokens);
+  acceptance->set_draft_nodes(a.draft_nodes);
+  acceptance->set_mean_accepted(a.steps ? static_cast<double>(a.accepted_tokens) / a.steps : 0.0);
+  acceptance->set_acceptance_rate(
+      a.draft_nodes ? static_cast<double>(a.accepted_tokens) / a.draft_nodes : 0.0);
+  acceptance->set_expected_steps(a.expected_steps);
+  acceptance->set_realised_over_expected(
+      a.expected_steps ? a.sum_realised_over_expected / a.expected_steps : 0.0);
+  correction->set_base_model(c.base_model);
+  correction->set_alpha(c.alpha);
+  correction->set_bias(c.bias);
+  correction->set_observations(c.observations);
+}
+
+// Request ids from clients are echoed in logs and metadata: keep them short and printable.
+std::string SanitizeRequestId(absl::string_view raw) {
+  std::string out;
+  for (char ch : raw.substr(0, 64)) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == ':';
+    out.push_back(ok ? ch : '_');
+  }
+  return out;
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+PlannerService::PlannerService(ProfileStore* store, ServiceOptions options)
+    : store_(store), options_(std::move(options)) {}
+
+template <class Fn>
+grpc::Status PlannerService::Serve(Method method, grpc::ServerContext* ctx, Fn&& fn) {
+  const Clock::time_point t0 = Clock::now();
+  in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  struct Leave {
+    std::atomic<int>* n;
+    ~Leave() { n->fetch_sub(1, std::memory_order_acq_rel); }
+  } leave{&in_flight_};
+  std::string id;
+  const auto& md = ctx->client_metadata();
+  if (auto it = md.find("x-request-id"); it != md.end()) {
+    id = SanitizeRequestId(absl::string_view(it->second.data(), it->second.size()));
+  } else {
+    id = absl::StrCat(next_request_id_.fetch_add(1, std::memory_order_relaxed));
+  }
+  absl::Status status;
+  try {
+    status = fn();
+  } catch (const std::exception& e) {  // never let a request take the server down
+    status = absl::InternalError(absl::StrCat("internal error: ", e.what()));
+  }
+  const double us = MicrosSince(t0);
+  stats_.Record(method, us, status.ok());
+  ctx->AddTrailingMetadata("x-request-id", id);
+  if (options_.log_requests) {
+    const std::string ts =
+        absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
+    const std::string code = absl::StatusCodeToString(status.code());
+    if (status.ok()) {
+      std::fprintf(stderr, "%s req=%s method=%s peer=%s code=%s us=%.1f\n", ts.c_str(), id.c_str(),
+                   MethodName(method), ctx->peer().c_str(), code.c_str(), us);
+    } else {
+      std::fprintf(stderr, "%s req=%s method=%s peer=%s code=%s us=%.1f msg=\"%s\"\n", ts.c_str(),
+                   id.c_str(), MethodName(method), ctx->peer().c_str(), code.c_str(), us,
+                   absl::CEscape(status.message()).c_str());
+    }
+  }
+  return ToGrpcStatus(status);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cost resolution
+
+absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> PlannerService::FindProfile(
+    const v1::ProfileRef& ref, absl::string_view field) const {
+  if (ref.gpu().empty()) return Invalid(absl::StrCat(field, ".gpu: required"));
+  if (ref.model().empty()) return Invalid(absl::StrCat(field, ".model: required"));
+  costmodel::DType dtype = costmodel::DType::kBFloat16;
+  if (!ref.dtype().empty()) {
+    auto parsed = costmodel::ParseDType(ref.dtype());
+    if (!parsed.ok()) {
+      return Invalid(
+          absl::StrCat(field, ".dtype = '", ref.dtype(), "': ", parsed.status().message()));
+    }
+    dtype = *parsed;
+  }
+  const std::string id = ProfileId(ref.gpu(), ref.model(), dtype);
+  if (auto entry = store_->Find(id)) return entry;
+  // Registry aliases ("h100" = "h100-sxm"): retry with canonical names.
+  auto gpu = costmodel::LookupGpu(ref.gpu());
+  auto model = costmodel::LookupModel(ref.model());
+  const std::string canonical =
+      ProfileId(gpu.ok() ? gpu->name : ref.gpu(), model.ok() ? model->name : ref.model(), dtype);
+  if (canonical != id) {
+    if (auto entry = store_->Find(canonical)) return entry;
+  }
+  return absl::NotFoundError(absl::StrCat(field, ": no profile '", id, "' on this server (",
+                                          store_->List().size(),
+                                          " loaded; see ListProfiles, or use an inline model)"));
+}
+
+absl::StatusOr<ResolvedCost> PlannerService::ResolveCost(const v1::CostSpec& spec,
+                                                         int default_gamma,
+                                                         absl::string_view field) const {
+  const ServiceLimits& limits = options_.limits;
+  ResolvedCost r;
+  if (spec.context_tokens() < 0 || spec.context_tokens() > limits.max_context) {
+    return Invalid(absl::StrCat(field, ".context_tokens = ", spec.context_tokens(),
+                                ": must be in [0, ", limits.max_context, "]"));
+  }
+  r.context = spec.context_tokens();
+  SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(spec.t_aux_s(), absl::StrCat(field, ".t_aux_s")));
+  r.t_aux_s = spec.t_aux_s();
+
+  const v1::DrafterCost& d = spec.drafter();
+  const std::string dfield = absl::StrCat(field, ".drafter");
+  const std::string cls = d.drafter_class().empty() ? "parallel" : d.drafter_class();
+  auto parsed_cls = costmodel::ParseDrafterClass(cls);
+  if (!parsed_cls.ok()) {
+    return Invalid(absl::StrCat(dfield, ".drafter_class = '", cls,
+                                "': unknown (known: ar, "
+                                "parallel, causal)"));
+  }
+  r.drafter.cls = *parsed_cls;
+  if (d.gamma() < 0 || d.gamma() > 1024) {
+    return Invalid(absl::StrCat(dfield, ".gamma = ", d.gamma(), ": must be in [0, 1024]"));
+  }
+  r.drafter.gamma = d.gamma() == 0 ? default_gamma : d.gamma();
+  SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(d.t_net_s(), absl::StrCat(dfield, ".t_net_s")));
+  SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(d.t_head_s(), absl::StrCat(dfield, ".t_head_s")));
+  SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(d.t_light_s(), absl::StrCat(dfield, ".t_light_s")));
+  r.drafter.t_net_s = d.t_net_s();
+  r.drafter.t_head_s = d.t_head_s();
+  r.drafter.t_light_s = d.t_light_s();
+
+  switch (spec.source_case()) {
+    case v1::CostSpec::kProfile: {
+      const std::string pfield = absl::StrCat(field, ".profile");
+      SPECPLAN_ASSIGN_OR_RETURN(r.entry, FindProfile(spec.profile(), pfield));
+      const std::string& kind = spec.profile().latency_model();
+      if (kind.empty()) {
+        r.latency = r.entry->default_model;
+      } else if (kind == "ema") {
+        r.latency = ProfileStore::EmaModel(*r.entry);
+      } else if (auto it = r.entry->models.find(kind); it != r.entry->models.end()) {
+        r.latency = it->second;
+      } else if (kind == "linear" || kind == "per_term" || kind == "table") {
+        return absl::NotFoundError(absl::StrCat(pfield, ".latency_model = '", kind, "': profile '",
+                                                r.entry->id, "' has no such model"));
+      } else {
+        return Invalid(absl::StrCat(pfield, ".latency_model = '", kind,
+                                    "': unknown (known: roofline, linear, per_term, table, ema)"));
+      }
+      r.model_spec = r.entry->profile.model_spec;
+      r.gpu_spec = r.entry->profile.gpu_spec;
+      break;
+    }
+    case v1::CostSpec::kInlineModel: {
+      const v1::InlineCostModel& m = spec.inline_model();
+      const std::string mfield = absl::StrCat(field, ".inline_model");
+      if (m.model().empty()) return Invalid(absl::StrCat(mfield, ".model: required"));
+      auto model = costmodel::LookupModel(m.model());
+      if (!model.ok()) {
+        return absl::Status(model.status().code(), absl::StrCat(mfield, ".model = '", m.model(),
+                                                                "': ", model.status().message()));
+      }
+      r.model_spec = *std::move(model);
+      if (!m.dtype().empty()) {
+        auto dtype = costmodel::ParseDType(m.dtype());
+        if (!dtype.ok()) {
+          return Invalid(
+              absl::StrCat(mfield, ".dtype = '", m.dtype(), "': ", dtype.status().message()));
+        }
+        r.model_spec.dtype = *dtype;
+      }
+      if (m.has_gpu_spec()) {
+        const v1::GpuSpec& g = m.gpu_spec();
+        r.gpu_spec.name = g.name().empty() ? "custom" : g.name();
+        r.gpu_spec.peak_flops = g.peak_flops();
+        r.gpu_spec.mem_bw = g.mem_bw();
+        r.gpu_spec.mem_bytes = g.mem_bytes();
+        SPECPLAN_RETURN_IF_ERROR(
+            Prefixed(absl::StrCat(mfield, ".gpu_spec"), costmodel::ValidateGpuSpec(r.gpu_spec)));
+      } else {
+        if (m.gpu().empty()) return Invalid(absl::StrCat(mfield, ".gpu: required (or gpu_spec)"));
+        auto gpu = costmodel::LookupGpu(m.gpu());
+        if (!gpu.ok()) {
+          return absl::Status(gpu.status().code(), absl::StrCat(mfield, ".gpu = '", m.gpu(),
+                                                                "': ", gpu.status().message()));
+        }
+        r.gpu_spec = *std::move(gpu);
+      }
+      if (!std::isfinite(m.linear_a()) || m.linear_a() < 0) {
+        return Invalid(absl::StrCat(mfield, ".linear_a = ", m.linear_a(),
+                                    ": must be a finite number >= 0 (0 = bare roofline)"));
+      }
+      SPECPLAN_RETURN_IF_ERROR(
+          CheckNonNegative(m.linear_b_s(), absl::StrCat(mfield, ".linear_b_s")));
+      costmodel::RooflineLatency roofline(r.model_spec, r.gpu_spec);
+      if (m.linear_a() > 0) {
+        r.latency = std::make_shared<costmodel::LinearCalibratedLatency>(
+            std::move(roofline), costmodel::LinearCoefficients{m.linear_a(), m.linear_b_s()});
+      } else {
+        r.latency = std::make_shared<costmodel::RooflineLatency>(std::move(roofline));
+      }
+      break;
+    }
+    case v1::CostSpec::SOURCE_NOT_SET:
+      return Invalid(absl::StrCat(field, ": set ", field, ".profile or ", field, ".inline_model"));
+  }
+  r.cycle.emplace(r.latency.get(), r.drafter, r.t_aux_s, r.context);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// PlanTree
+
+absl::Status PlannerService::DoPlanTree(const v1::PlanTreeRequest& req,
+                                        v1::PlanTreeResponse* resp) {
+  const Clock::time_point t0 = Clock::now();
+  const ServiceLimits& limits = options_.limits;
+  PlanScratch& s = ThreadPlanScratch();
+  if (!req.has_marginals()) return Invalid("marginals: required");
+  SPECPLAN_RETURN_IF_ERROR(MarginalsFromProto(req.marginals(), limits, "marginals", &s.marginals));
+  planner::BestFirstOptions options;
+  SPECPLAN_RETURN_IF_ERROR(BudgetModeFromProto(req.mode(), "mode", &options.mode));
+  SPECPLAN_RETURN_IF_ERROR(CheckNMax(req.n_max(), limits, "n_max"));
+  options.n_max = req.n_max();
+  if (!std::isfinite(req.l_ar_s())) {
+    return Invalid(
+        absl::StrCat("l_ar_s = ", req.l_ar_s(), ": must be finite (<= 0 means T_verify(1, c))"));
+  }
+  options.l_ar_s = req.l_ar_s();
+  options.validate = false;  // MarginalsFromProto validated
+
+  const bool has_source =
+      req.has_cost() && req.cost().source_case() != v1::CostSpec::SOURCE_NOT_SET;
+  std::optional<ResolvedCost> cost;
+  int64_t position_offset = 0;
+  if (options.mode != planner::BudgetMode::kFixed && !has_source) {
+    return Invalid(
+        "cost: required in CONTROLLER and SCAN modes (set cost.profile or cost.inline_model)");
+  }
+  if (has_source) {
+    SPECPLAN_ASSIGN_OR_RETURN(cost, ResolveCost(req.cost(), s.marginals.gamma, "cost"));
+    position_offset = cost->context;
+  } else if (req.has_cost()) {  // FIXED mode, cost used only for context_tokens
+    const int64_t c = req.cost().context_tokens();
+    if (c < 0 || c > limits.max_context) {
+      return Invalid(
+          absl::StrCat("cost.context_tokens = ", c, ": must be in [0, ", limits.max_context, "]"));
+    }
+    position_offset = c;
+  }
+  SPECPLAN_RETURN_IF_ERROR(
+      s.planner.Plan(s.marginals, options, cost ? &*cost->cycle : nullptr, &s.plan));
+  const Outputs o = OutputsFromProto(req.has_outputs(), req.outputs());
+  planner::ComputeTreeOutputs(s.plan.tree, TreeOutputOptionsFor(o, position_offset), &s.outputs);
+
+  PlanToProto(s.plan, o, resp->mutable_plan());
+  TreeOutputsToProto(s.outputs, o, resp->mutable_outputs());
+  if (cost) {
+    resp->set_latency_model(cost->latency->Kind());
+    resp->set_profile_id(cost->profile_id());
+  }
+  resp->set_plan_us(MicrosSince(t0));
+  return absl::OkStatus();
+}
+
+grpc::Status PlannerService::PlanTree(grpc::ServerContext* ctx, const v1::PlanTreeRequest* req,
+                                      v1::PlanTreeResponse* resp) {
+  return Serve(Method::kPlanTree, ctx, [&] { return DoPlanTree(*req, resp); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// PlanSession
+
+grpc::Status PlannerService::PlanSession(
+    grpc::ServerContext* ctx,
+    grpc::ServerReaderWriter<v1::SessionServerMessage, v1::SessionClientMessage>* stream) {
+  return Serve(Method::kPlanSession, ctx, [&]() -> absl::Status {
+    PlanSessionDriver driver(this);
+    v1::SessionClientMessage in;
+    v1::SessionServerMessage out;
+    while (stream->Read(&in)) {
+      out.Clear();
+      SPECPLAN_RETURN_IF_ERROR(driver.Handle(in, &out));
+      if (out.msg_case() != v1::SessionServerMessage::MSG_NOT_SET && !stream->Write(out)) {
+        return absl::CancelledError("PlanSession: the client went away");
+      }
+    }
+    if (ctx->IsCancelled()) return absl::CancelledError("PlanSession: cancelled by the client");
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// MergeTrees
+
+absl::Status PlannerService::DoMergeTrees(const v1::MergeTreesRequest& req,
+                                          v1::MergeTreesResponse* resp) {
+  const ServiceLimits& limits = options_.limits;
+  MergeScratch& s = ThreadMergeScratch();
+  SPECPLAN_RETURN_IF_ERROR(TreeFromProto(req.a(), limits, "a", &s.a));
+  SPECPLAN_RETURN_IF_ERROR(TreeFromProto(req.b(), limits, "b", &s.b));
+  planner::MergeOptions options;
+  options.dedup = req.dedup();
+  if (req.budget()) {
+    SPECPLAN_RETURN_IF_ERROR(CheckNMax(req.n_max(), limits, "n_max"));
+    options.n_max = req.n_max();
+  }
+  if (req.position_offset() < 0 || req.position_offset() > limits.max_context) {
+    return Invalid(absl::StrCat("position_offset = ", req.position_offset(), ": must be in [0, ",
+                                limits.max_context, "]"));
+  }
+  SPECPLAN_RETURN_IF_ERROR(planner::MergeTrees(s.a, s.b, options, &s.workspace, &s.merged));
+  if (s.merged.tree.num_draft() > limits.max_n) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "merged tree: ", s.merged.tree.num_draft(), " draft nodes exceed the server limit ",
+        limits.max_n, " (--max-n); set budget and n_max"));
+  }
+  TreeToProto(s.merged.tree, resp->mutable_tree());
+  resp->mutable_phi_a()->Assign(s.merged.phi_a.begin(), s.merged.phi_a.end());
+  resp->mutable_phi_b()->Assign(s.merged.phi_b.begin(), s.merged.phi_b.end());
+  auto* source = resp->mutable_source();
+  source->Reserve(static_cast<int>(s.merged.source.size()));
+  for (planner::MergeSource src : s.merged.source) source->Add(static_cast<int>(src));
+  const Outputs o = OutputsFromProto(req.has_outputs(), req.outputs());
+  planner::ComputeTreeOutputs(s.merged.tree, TreeOutputOptionsFor(o, req.position_offset()),
+                              &s.outputs);
+  TreeOutputsToProto(s.outputs, o, resp->mutable_outputs());
+  return absl::OkStatus();
+}
+
+grpc::Status PlannerService::MergeTrees(grpc::ServerContext* ctx, const v1::MergeTreesRequest* req,
+                                        v1::MergeTreesResponse* resp) {
+  return Serve(Method::kMergeTrees, ctx, [&] { return DoMergeTrees(*req, resp); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// EstimateLatency
+
+absl::Status PlannerService::DoEstimateLatency(const v1::EstimateLatencyRequest& req,
+                                               v1::EstimateLatencyResponse* resp) {
+  const ServiceLimits& limits = options_.limits;
+  if (!req.has_cost() || req.cost().source_case() == v1::CostSpec::SOURCE_NOT_SET) {
+    return Invalid("cost: required (set cost.profile or cost.inline_model)");
+  }
+  std::vector<int64_t> s_values(req.s().begin(), req.s().end());
+  std::vector<int64_t> c_values(req.c().begin(), req.c().end());
+  if (s_values.empty()) s_values.push_back(1);
+  if (c_values.empty()) c_values.push_back(req.cost().context_tokens());
+  for (int i = 0; i < req.s_size(); ++i) {
+    if (req.s(i) < 1 || req.s(i) > limits.max_s) {
+      return Invalid(absl::StrCat("s[", i, "] = ", req.s(i), ": must be in [1, ", limits.max_s,
+                                  "] (tokens per verification pass)"));
+    }
+  }
+  for (int i = 0; i < req.c_size(); ++i) {
+    if (req.c(i) < 0 || req.c(i) > limits.max_context) {
+      return Invalid(absl::StrCat("c[", i, "] = ", req.c(i), ": must be in [0, ",
+                                  limits.max_context, "] (cached tokens)"));
+    }
+  }
+  const int64_t points = static_cast<int64_t>(s_values.size()) * c_values.size();
+  if (points > limits.max_grid_points) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("s x c: ", s_values.size(), " x ", c_values.size(), " = ", points,
+                     " points exceed the server limit ", limits.max_grid_points));
+  }
+  SPECPLAN_ASSIGN_OR_RETURN(ResolvedCost cost, ResolveCost(req.cost(), 16, "cost"));
+  auto* out = resp->mutable_points();
+  out->Reserve(static_cast<int>(points));
+  for (int64_t c : c_values) {
+    const costmodel::CycleCost cycle(cost.latency.get(), cost.drafter, cost.t_aux_s, c);
+    for (int64_t s : s_values) {
+      v1::LatencyPoint* p = out->Add();
+      p->set_s(s);
+      p->set_c(c);
+      p->set_verify_s(cost.latency->VerifySeconds(s, c));
+      p->set_cycle_s(cycle.Seconds(s - 1));
+      p->set_draft_s(cycle.DraftSeconds());
+      p->set_aux_s(cycle.AuxSeconds());
+      if (req.roofline_terms()) {
+        const costmodel::RooflineEstimate e =
+            costmodel::EstimateRoofline(cost.model_spec, cost.gpu_spec, s, c);
+        p->set_roofline_compute_s(e.compute_s);
+        p->set_roofline_memory_s(e.memory_s);
+        p->set_roofline_bound(costmodel::BoundName(e.bound));
+      }
+    }
+  }
+  resp->set_latency_model(cost.latency->Kind());
+  resp->set_profile_id(cost.profile_id());
+  return absl::OkStatus();
+}
+
+grpc::Status PlannerService::EstimateLatency(grpc::ServerContext* ctx,
+                                             const v1::EstimateLatencyRequest* req,
+                                             v1::EstimateLatencyResponse* resp) {
+  return Serve(Method::kEstimateLatency, ctx, [&] { return DoEstimateLatency(*req, resp); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profiles
+
+grpc::Status PlannerService::ListProfiles(grpc::ServerContext* ctx,
+                                          const v1::ListProfilesRequest* /*req*/,
+                                          v1::ListProfilesResponse* resp) {
+  return Serve(Method::kListProfiles, ctx, [&] {
+    for (const auto& entry : store_->List()) FillInfo(*entry, resp->add_profiles());
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status PlannerService::GetProfile(grpc::ServerContext* ctx, const v1::GetProfileRequest* req,
+                                        v1::GetProfileResponse* resp) {
+  return Serve(Method::kGetProfile, ctx, [&]() -> absl::Status {
+    if (!req->has_profile()) return Invalid("profile: required");
+    SPECPLAN_ASSIGN_OR_RETURN(auto entry, FindProfile(req->profile(), "profile"));
+    FillInfo(*entry, resp->mutable_info());
+    resp->set_profile_json(entry->json_text);
+    AcceptanceSnapshot a;
+    CorrectionSnapshot c;
+    ProfileStore::ReadFeedback(*entry, &a, &c);
+    FillFeedback(a, c, resp->mutable_acceptance(), resp->mutable_correction());
+    return absl::OkStatus();
+  });
+}
+
+absl::Status PlannerService::CheckWriteAuth(const grpc::ServerContext& ctx) const {
+  if (options_.auth_token.empty()) {
+    return absl::PermissionDeniedError(
+        "PutProfile: writes are disabled on this server (start it with --auth-token-file)");
+  }
+  const auto& md = ctx.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) {
+    return absl::UnauthenticatedError(
+        "authorization: missing (send metadata 'authorization: Bearer <token>')");
+  }
+  const absl::string_view value(it->second.data(), it->second.size());
+  constexpr absl::string_view kBearer = "Bearer ";
+  if (value.substr(0, kBearer.size()) != kBearer ||
+      !ConstantTimeEquals(value.substr(kBearer.size()), options_.auth_token)) {
+    return absl::UnauthenticatedError("authorization: invalid token");
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status PlannerService::PutProfile(grpc::ServerContext* ctx, const v1::PutProfileRequest* req,
+                                        v1::PutProfileResponse* resp) {
+  return Serve(Method::kPutProfile, ctx, [&]() -> absl::Status {
+    SPECPLAN_RETURN_IF_ERROR(CheckWriteAuth(*ctx));
+    if (req->profile_json().empty()) return Invalid("profile_json: empty");
+    const nlohmann::json j = nlohmann::json::parse(req->profile_json(), nullptr,
+                                                   /*allow_exceptions=*/false);
+    if (j.is_discarded()) return Invalid("profile_json: not valid JSON");
+    auto profile = costmodel::ProfileFromJson(j);
+    if (!profile.ok()) return Prefixed("profile_json", profile.status());
+    bool replaced = false;
+    auto entry = store_->Put(*std::move(profile), &replaced);
+    if (!entry.ok()) {
+      return entry.status().code() == absl::StatusCode::kInvalidArgument
+                 ? Prefixed("profile_json", entry.status())
+                 : entry.status();
+    }
+    FillInfo(**entry, resp->mutable_info());
+    resp->set_replaced(replaced);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status PlannerService::ReportAcceptance(grpc::ServerContext* ctx,
+                                              const v1::ReportAcceptanceRequest* req,
+                                              v1::ReportAcceptanceResponse* resp) {
+  return Serve(Method::kReportAcceptance, ctx, [&]() -> absl::Status {
+    const ServiceLimits& limits = options_.limits;
+    if (!req->has_profile()) return Invalid("profile: required");
+    if (req->steps_size() > limits.max_report_steps) {
+      return absl::ResourceExhaustedError(absl::StrCat("steps: ", req->steps_size(),
+                                                       " entries exceed the server limit ",
+                                                       limits.max_report_steps, " per call"));
+    }
+    std::vector<AcceptanceReport> reports;
+    reports.reserve(req->steps_size());
+    for (int i = 0; i < req->steps_size(); ++i) {
+      const v1::AcceptanceStep& st = req->steps(i);
+      const std::string f = absl::StrCat("steps[", i, "]");
+      if (st.accepted_length() < 0) {
+        return Invalid(
+            absl::StrCat(f, ".accepted_length = ", st.accepted_length(), ": must be >= 0"));
+      }
+      if (st.draft_nodes() < st.accepted_length() || st.draft_nodes() > limits.max_n) {
+        return Invalid(absl::StrCat(f, ".draft_nodes = ", st.draft_nodes(), ": must be in [",
+                                    st.accepted_length(), " (accepted_length), ", limits.max_n,
+                                    "]"));
+      }
+      const double e = st.expected_accepted();
+      if (!(e == 0 || (e >= 1 && e <= st.draft_nodes() + 1.0))) {
+        return Invalid(absl::StrCat(f, ".expected_accepted = ", e,
+                                    ": must be 0 (not reported) or in [1, ", st.draft_nodes() + 1,
+                                    "] (root included)"));
+      }
+      if (st.context_tokens() < 0 || st.context_tokens() > limits.max_context) {
+        return Invalid(absl::StrCat(f, ".context_tokens = ", st.context_tokens(),
+                                    ": must be in [0, ", limits.max_context, "]"));
+      }
+      SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(st.verify_s(), absl::StrCat(f, ".verify_s")));
+      reports.push_back(
+          {st.accepted_length(), st.draft_nodes(), e, st.context_tokens(), st.verify_s()});
+    }
+    SPECPLAN_ASSIGN_OR_RETURN(auto entry, FindProfile(req->profile(), "profile"));
+    AcceptanceSnapshot a;
+    CorrectionSnapshot c;
+    SPECPLAN_RETURN_IF_ERROR(store_->Report(entry->id, reports, &a, &c));
+    FillFeedback(a, c, resp->mutable_acceptance(), resp->mutable_correction());
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stats / Ping
+
+grpc::Status PlannerService::GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest* /*req*/,
+                                      v1::GetStatsResponse* resp) {
+  return Serve(Method::kGetStats, ctx, [&] {
+    resp->set_uptime_s(stats_.UptimeSeconds());
+    for (const MethodSummary& m : stats_.Summaries()) {
+      v1::MethodStats* out = resp->add_methods();
+      out->set_method(m.method);
+      out->set_requests(m.requests);
+      out->set_errors(m.errors);
+      out->set_p50_us(m.p50_us);
+      out->set_p90_us(m.p90_us);
+      out->set_p99_us(m.p99_us);
+      out->set_max_us(m.max_us);
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status PlannerService::Ping(grpc::ServerContext* ctx, const v1::PingRequest* /*req*/,
+                                  v1::PingResponse* /*resp*/) {
+  return Serve(Method::kPing, ctx, [] { return absl::OkStatus(); });
+}
+
+}  // namespace specplan::service

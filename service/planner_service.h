@@ -1,0 +1,122 @@
+// The specplan.v1.Planner gRPC service (synchronous API): PlanTree, PlanSession, MergeTrees,
+// EstimateLatency, the profile RPCs, ReportAcceptance, GetStats and Ping. WhatIf is not served
+// (its trace format belongs to a later issue).
+//
+// Every handler validates the request completely before acting (see convert.h for the codes and
+// message format), never aborts on client input, and logs one line per call:
+//   2025-01-01T12:00:00.123456Z req=17 method=PlanTree peer=ipv4:127.0.0.1:40000 code=OK us=52.1
+// The request id is the client's `x-request-id` metadata when present, else a server counter; it
+// is echoed in the trailing metadata `x-request-id`.
+//
+// Thread-safety: handlers run concurrently on gRPC's threads; planning scratch is thread_local,
+// profiles live in a ProfileStore (shared_mutex), stats in RequestStats.
+#ifndef SPECPLAN_SERVICE_PLANNER_SERVICE_H_
+#define SPECPLAN_SERVICE_PLANNER_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/latency_model.h"
+#include "costmodel/model_spec.h"
+#include "service/convert.h"
+#include "service/profile_store.h"
+#include "service/request_stats.h"
+#include "specplan/v1/planner.grpc.pb.h"
+
+namespace specplan::service {
+
+struct ServiceOptions {
+  ServiceLimits limits;
+  std::string auth_token;    // PutProfile needs "authorization: Bearer <token>"; empty = writes
+                             // disabled (PERMISSION_DENIED)
+  bool log_requests = true;  // one line per call on stderr
+};
+
+// A CostSpec resolved against the server's profiles: the latency model (kept alive by the
+// shared_ptrs) and the cycle cost C(n) at the request's context length.
+struct ResolvedCost {
+  std::shared_ptr<const costmodel::LatencyModel> latency;
+  std::shared_ptr<const ProfileStore::Entry> entry;  // null for an inline model
+  costmodel::ModelSpec model_spec;
+  costmodel::GpuSpec gpu_spec;
+  costmodel::DrafterCost drafter;
+  double t_aux_s = 0;
+  int64_t context = 0;
+  std::optional<costmodel::CycleCost> cycle;  // at `context`
+
+  std::string profile_id() const { return entry ? entry->id : std::string(); }
+};
+
+class PlannerService final : public v1::Planner::Service {
+ public:
+  // `store` must outlive the service.
+  PlannerService(ProfileStore* store, ServiceOptions options);
+
+  grpc::Status PlanTree(grpc::ServerContext* ctx, const v1::PlanTreeRequest* req,
+                        v1::PlanTreeResponse* resp) override;
+  grpc::Status PlanSession(grpc::ServerContext* ctx,
+                           grpc::ServerReaderWriter<v1::SessionServerMessage,
+                                                    v1::SessionClientMessage>* stream) override;
+  grpc::Status MergeTrees(grpc::ServerContext* ctx, const v1::MergeTreesRequest* req,
+                          v1::MergeTreesResponse* resp) override;
+  grpc::Status EstimateLatency(grpc::ServerContext* ctx, const v1::EstimateLatencyRequest* req,
+                               v1::EstimateLatencyResponse* resp) override;
+  grpc::Status ListProfiles(grpc::ServerContext* ctx, const v1::ListProfilesRequest* req,
+                            v1::ListProfilesResponse* resp) override;
+  grpc::Status GetProfile(grpc::ServerContext* ctx, const v1::GetProfileRequest* req,
+                          v1::GetProfileResponse* resp) override;
+  grpc::Status PutProfile(grpc::ServerContext* ctx, const v1::PutProfileRequest* req,
+                          v1::PutProfileResponse* resp) override;
+  grpc::Status ReportAcceptance(grpc::ServerContext* ctx, const v1::ReportAcceptanceRequest* req,
+                                v1::ReportAcceptanceResponse* resp) override;
+  grpc::Status GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest* req,
+                        v1::GetStatsResponse* resp) override;
+  grpc::Status Ping(grpc::ServerContext* ctx, const v1::PingRequest* req,
+                    v1::PingResponse* resp) override;
+
+  // The in-process forms the handlers wrap (no logging / stats); public for tests and benches.
+  absl::Status DoPlanTree(const v1::PlanTreeRequest& req, v1::PlanTreeResponse* resp);
+  absl::Status DoMergeTrees(const v1::MergeTreesRequest& req, v1::MergeTreesResponse* resp);
+  absl::Status DoEstimateLatency(const v1::EstimateLatencyRequest& req,
+                                 v1::EstimateLatencyResponse* resp);
+
+  // Resolves `spec` (`field` is its request path, e.g. "cost"). `default_gamma` fills
+  // drafter.gamma = 0.
+  absl::StatusOr<ResolvedCost> ResolveCost(const v1::CostSpec& spec, int default_gamma,
+                                           absl::string_view field) const;
+
+  const RequestStats& stats() const { return stats_; }
+  // Calls (including open PlanSession streams) currently being handled.
+  int in_flight() const { return in_flight_.load(std::memory_order_acquire); }
+  const ServiceLimits& limits() const { return options_.limits; }
+
+ private:
+  // Runs `fn` as one logged, counted call of `method`.
+  template <class Fn>
+  grpc::Status Serve(Method method, grpc::ServerContext* ctx, Fn&& fn);
+  absl::Status CheckWriteAuth(const grpc::ServerContext& ctx) const;
+  // Resolves a ProfileRef to an entry id (exact, then registry-canonical names).
+  absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> FindProfile(
+      const v1::ProfileRef& ref, absl::string_view field) const;
+
+  ProfileStore* store_;
+  ServiceOptions options_;
+  RequestStats stats_;
+  std::atomic<uint64_t> next_request_id_{1};
+  std::atomic<int> in_flight_{0};
+};
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace specplan::service
+
+#endif  // SPECPLAN_SERVICE_PLANNER_SERVICE_H_

@@ -1,0 +1,123 @@
+// The server's calibrated profiles: every profile JSON under a directory (calib/<gpu>/<model>-
+// <dtype>.json, format costmodel/profile.h), keyed by id "<gpu>/<model>-<dtype>", plus the online
+// feedback engines report per profile (acceptance statistics and the EMA latency correction of
+// bastion.txt H.4).
+//
+// Thread-safety: every method may be called concurrently. Lookups take a shared lock and hand out
+// immutable snapshots (shared_ptr<const Entry>), so a Put never invalidates a plan in flight; Put
+// serialises writers, saves atomically (costmodel::SaveProfile) and only then swaps the in-memory
+// entry, so a failed write leaves both the file and the served profile unchanged.
+#ifndef SPECPLAN_SERVICE_PROFILE_STORE_H_
+#define SPECPLAN_SERVICE_PROFILE_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "costmodel/latency_model.h"
+#include "costmodel/latency_models.h"
+#include "costmodel/profile.h"
+
+namespace specplan::service {
+
+// "<gpu>/<model>-<dtype>", e.g. "h100-sxm/qwen3-8b-bf16".
+std::string ProfileId(const std::string& gpu, const std::string& model, costmodel::DType dtype);
+
+// Checks that a profile's gpu / model names can be used as path components (letters, digits,
+// '.', '_', '-'; not "." or ".."). Errors name the field: "gpu = '../x': ...".
+absl::Status ValidateProfileNames(const costmodel::Profile& profile);
+
+// Per-profile acceptance statistics (see AcceptanceStats in planner.proto).
+struct AcceptanceSnapshot {
+  int64_t steps = 0;
+  int64_t accepted_tokens = 0;
+  int64_t draft_nodes = 0;
+  int64_t expected_steps = 0;             // steps that reported expected_accepted
+  double sum_realised_over_expected = 0;  // sum of (accepted + 1) / expected_accepted
+};
+
+struct CorrectionSnapshot {
+  std::string base_model;  // kind of the corrected model
+  double alpha = 0;
+  double bias = 1;
+  int64_t observations = 0;
+};
+
+// One reported decoding step (AcceptanceStep in planner.proto), already validated.
+struct AcceptanceReport {
+  int32_t accepted_length = 0;   // accepted draft tokens (bonus excluded)
+  int32_t draft_nodes = 0;       // draft nodes verified
+  double expected_accepted = 0;  // Â of the plan, 0 = not reported
+  int64_t context_tokens = 0;    // c
+  double verify_s = 0;           // measured seconds, 0 = not measured
+};
+
+class ProfileStore {
+ public:
+  // Online state of one id; survives PutProfile (the EMA restarts from bias 1 over the new model).
+  struct Feedback {
+    mutable std::mutex mu;
+    AcceptanceSnapshot acceptance;                        // guarded by mu
+    std::shared_ptr<costmodel::EmaCorrectedLatency> ema;  // guarded by mu (pointer swap only)
+  };
+
+  // An immutable snapshot of one loaded profile.
+  struct Entry {
+    std::string id;
+    std::string path;  // the file it was loaded from / saved to
+    costmodel::Profile profile;
+    std::string json_text;  // ProfileToJson(profile), pretty-printed
+    // Every latency model the profile describes, by kind ("roofline" always present).
+    std::map<std::string, std::shared_ptr<const costmodel::LatencyModel>> models;
+    std::shared_ptr<const costmodel::LatencyModel> default_model;
+    std::shared_ptr<Feedback> feedback;  // shared with later versions of the same id
+  };
+
+  // `dir` is the profiles directory (it need not exist yet); `ema_alpha` in (0, 1].
+  ProfileStore(std::string dir, double ema_alpha);
+
+  // Loads every *.json under dir (recursively). Files that fail to load are skipped; their errors
+  // are returned ("<path>: <message>"). Replaces the current contents.
+  std::vector<std::string> LoadAll();
+
+  const std::string& dir() const { return dir_; }
+  double ema_alpha() const { return ema_alpha_; }
+
+  // Sorted by id.
+  std::vector<std::shared_ptr<const Entry>> List() const;
+  // nullptr when absent.
+  std::shared_ptr<const Entry> Find(const std::string& id) const;
+
+  // Validates names, saves `profile` atomically to dir/<gpu>/<model>-<dtype>.json, then makes it
+  // the served entry for its id. *replaced = an entry with that id existed. On error nothing
+  // changes (file or memory).
+  absl::StatusOr<std::shared_ptr<const Entry>> Put(costmodel::Profile profile, bool* replaced);
+
+  // Folds validated reports into the id's feedback; NOT_FOUND when the id is absent.
+  absl::Status Report(const std::string& id, const std::vector<AcceptanceReport>& reports,
+                      AcceptanceSnapshot* acceptance, CorrectionSnapshot* correction);
+  // Snapshot of an entry's feedback.
+  static void ReadFeedback(const Entry& entry, AcceptanceSnapshot* acceptance,
+                           CorrectionSnapshot* correction);
+  // The entry's EMA-corrected default model (never null).
+  static std::shared_ptr<const costmodel::LatencyModel> EmaModel(const Entry& entry);
+
+ private:
+  absl::StatusOr<std::shared_ptr<Entry>> MakeEntry(costmodel::Profile profile, std::string path);
+
+  const std::string dir_;
+  const double ema_alpha_;
+  mutable std::shared_mutex mu_;
+  std::map<std::string, std::shared_ptr<const Entry>> entries_;  // guarded by mu_
+  std::mutex write_mu_;  // serialises Put (SaveProfile's temp file name is per process)
+};
+
+}  // namespace specplan::service
+
+#endif  // SPECPLAN_SERVICE_PROFILE_STORE_H_

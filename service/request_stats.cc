@@ -1,0 +1,92 @@
+#include "service/request_stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace specplan::service {
+
+const char* MethodName(Method m) {
+  switch (m) {
+    case Method::kPlanTree:
+      return "PlanTree";
+    case Method::kPlanSession:
+      return "PlanSession";
+    case Method::kMergeTrees:
+      return "MergeTrees";
+    case Method::kEstimateLatency:
+      return "EstimateLatency";
+    case Method::kListProfiles:
+      return "ListProfiles";
+    case Method::kGetProfile:
+      return "GetProfile";
+    case Method::kPutProfile:
+      return "PutProfile";
+    case Method::kReportAcceptance:
+      return "ReportAcceptance";
+    case Method::kGetStats:
+      return "GetStats";
+    case Method::kPing:
+      return "Ping";
+    case Method::kCount:
+      break;
+  }
+  return "?";
+}
+
+RequestStats::RequestStats() : start_(std::chrono::steady_clock::now()) {
+  for (PerMethod& m : methods_) m.ring.reserve(kWindow);
+}
+
+void RequestStats::Record(Method m, double micros, bool ok) {
+  PerMethod& pm = methods_[static_cast<int>(m)];
+  std::lock_guard lock(pm.mu);
+  ++pm.requests;
+  if (!ok) ++pm.errors;
+  if (static_cast<int>(pm.ring.size()) < kWindow) {
+    pm.ring.push_back(micros);
+  } else {
+    pm.ring[pm.next] = micros;
+    pm.next = (pm.next + 1) % kWindow;
+  }
+}
+
+namespace {
+// Nearest-rank percentile of sorted values.
+double Percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const size_t rank = static_cast<size_t>(std::ceil(q * sorted.size()));
+  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+}  // namespace
+
+std::vector<MethodSummary> RequestStats::Summaries() const {
+  std::vector<MethodSummary> out;
+  std::vector<double> sorted;
+  for (int i = 0; i < static_cast<int>(Method::kCount); ++i) {
+    const PerMethod& pm = methods_[i];
+    MethodSummary s;
+    {
+      std::lock_guard lock(pm.mu);
+      if (pm.requests == 0) continue;
+      s.requests = pm.requests;
+      s.errors = pm.errors;
+      sorted = pm.ring;
+    }
+    s.method = MethodName(static_cast<Method>(i));
+    std::sort(sorted.begin(), sorted.end());
+    s.p50_us = Percentile(sorted, 0.50);
+    s.p90_us = Percentile(sorted, 0.90);
+    s.p99_us = Percentile(sorted, 0.99);
+    s.max_us = sorted.empty() ? 0 : sorted.back();
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const MethodSummary& a, const MethodSummary& b) { return a.method < b.method; });
+  return out;
+}
+
+double RequestStats::UptimeSeconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+}  // namespace specplan::service

@@ -1,0 +1,221 @@
+// Starts the real specplan-server binary on a loopback port: health, a plan, an authorised
+// PutProfile, graceful SIGTERM, and a restart (from a --config file) that keeps the profile.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "service_test_util.h"
+
+namespace specplan::service {
+namespace {
+
+using namespace specplan::service::testing;
+
+const char* ServerBinary() { return SPECPLAN_BINARY_DIR "/service/specplan-server"; }
+
+// A child process running specplan-server; reads its "listening on HOST:PORT" line.
+class ServerProcess {
+ public:
+  explicit ServerProcess(std::vector<std::string> args) {
+    int out[2];
+    if (pipe(out) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      close(out[0]);
+      close(out[1]);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(ServerBinary()));
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(ServerBinary(), argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    FILE* f = fdopen(out[0], "r");
+    char line[512];
+    if (f != nullptr && fgets(line, sizeof(line), f) != nullptr) {
+      first_line_ = line;
+      const size_t colon = first_line_.find(':', first_line_.find("listening on"));
+      if (colon != std::string::npos) port_ = std::atoi(first_line_.c_str() + colon + 1);
+    }
+    if (f != nullptr) fclose(f);
+  }
+  ~ServerProcess() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  int port() const { return port_; }
+  const std::string& first_line() const { return first_line_; }
+  // SIGTERM, then the exit status (-1 if it did not exit within 10 s).
+  int Terminate() {
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 1000; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  bool reaped_ = false;
+  std::string first_line_;
+};
+
+TEST(ServerBinary, ServesPersistsProfilesAndShutsDownGracefully) {
+  ASSERT_TRUE(fs::exists(ServerBinary())) << ServerBinary();
+  const fs::path dir = TempDir("bin");
+  const fs::path profiles = dir / "profiles";
+  const costmodel::Profile v1p = SyntheticProfile(1.0);
+  const std::string path =
+      costmodel::BundledProfilePath(profiles.string(), v1p.gpu, v1p.model, v1p.dtype);
+  ASSERT_TRUE(costmodel::SaveProfile(v1p, path).ok());
+  // A stale temp file from an interrupted write must be ignored.
+  { std::ofstream(path + ".tmp.99999") << "{\"format\": \"specplan.prof"; }
+  { std::ofstream(dir / "token") << "tok-123\n"; }
+
+  const costmodel::Profile v2p = SyntheticProfile(3.0);
+  {
+    ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", profiles.string(),
+                          "--auth-token-file", (dir / "token").string(), "--quiet"});
+    ASSERT_GT(server.port(), 0) << server.first_line();
+    EXPECT_THAT(server.first_line(), ::testing::HasSubstr("1 profiles"));
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
+                                       grpc::InsecureChannelCredentials());
+    ASSERT_TRUE(
+        channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5)));
+    grpc::Status st;
+    EXPECT_EQ(HealthCheck(channel, "", &st), 1) << st.error_message();
+    auto stub = v1::Planner::NewStub(channel);
+
+    v1::PlanTreeRequest req;
+    *req.mutable_marginals() = RandomMarginals(16, 8, 1);
+    *req.mutable_cost()->mutable_profile()->mutable_gpu() = "a100";
+    *req.mutable_cost()->mutable_profile()->mutable_model() = "qwen3-4b";
+    req.mutable_cost()->set_context_tokens(1000);
+    req.set_n_max(256);
+    v1::PlanTreeResponse resp;
+    {
+      grpc::ClientContext ctx;
+      st = stub->PlanTree(&ctx, req, &resp);
+      ASSERT_TRUE(st.ok()) << st.error_message();
+      EXPECT_GT(resp.plan().n(), 0);
+      EXPECT_EQ(resp.profile_id(), "a100-80g/qwen3-4b-bf16");
+    }
+    {
+      grpc::ClientContext ctx;
+      ctx.AddMetadata("authorization", "Bearer tok-123");
+      v1::PutProfileRequest put;
+      put.set_profile_json(costmodel::ProfileToJson(v2p).dump());
+      v1::PutProfileResponse pr;
+      st = stub->PutProfile(&ctx, put, &pr);
+      ASSERT_TRUE(st.ok()) << st.error_message();
+      EXPECT_TRUE(pr.replaced());
+    }
+    EXPECT_EQ(server.Terminate(), 0);
+  }
+  auto on_disk = costmodel::LoadProfile(path);
+  ASSERT_TRUE(on_disk.ok());
+  EXPECT_EQ(costmodel::ProfileToJson(*on_disk), costmodel::ProfileToJson(v2p));
+
+  // Restart from a config file: the replaced profile is served.
+  {
+    std::ofstream(dir / "server.toml") << "listen = \"127.0.0.1:0\"\nprofiles-dir = \""
+                                       << profiles.string() << "\"\nquiet = true\n";
+  }
+  ServerProcess server({"--config", (dir / "server.toml").string()});
+  ASSERT_GT(server.port(), 0) << server.first_line();
+  EXPECT_THAT(server.first_line(), ::testing::HasSubstr("writes disabled"));
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::Planner::NewStub(channel);
+  grpc::ClientContext ctx;
+  v1::GetProfileRequest get;
+  get.mutable_profile()->set_gpu(v1p.gpu);
+  get.mutable_profile()->set_model(v1p.model);
+  v1::GetProfileResponse got;
+  const grpc::Status st = stub->GetProfile(&ctx, get, &got);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(nlohmann::json::parse(got.profile_json()), costmodel::ProfileToJson(v2p));
+  EXPECT_EQ(server.Terminate(), 0);
+  fs::remove_all(dir);
+}
+
+// The example Python client (examples/python_client.py, stubs generated at run time) against the
+// real binary: its plan equals the C++ client's for the same marginals file.
+TEST(ServerBinary, PythonClientGetsTheSamePlanAsTheCppClient) {
+  const char* python = "/usr/bin/python3";
+  if (!fs::exists(python) ||
+      std::system("/usr/bin/python3 -c 'import grpc, grpc_tools' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3-grpcio / python3-grpc-tools not installed";
+  }
+  const fs::path dir = TempDir("py");
+  const v1::Marginals wire = RandomMarginals(16, 8, 21);
+  {
+    nlohmann::json j;
+    j["root_token"] = wire.root_token();
+    for (int d = 0; d < wire.gamma(); ++d) {
+      std::vector<int32_t> t(wire.tokens().begin() + d * wire.k(),
+                             wire.tokens().begin() + (d + 1) * wire.k());
+      std::vector<float> p(wire.probs().begin() + d * wire.k(),
+                           wire.probs().begin() + (d + 1) * wire.k());
+      j["tokens"].push_back(t);
+      j["probs"].push_back(p);
+    }
+    std::ofstream(dir / "marginals.json") << j.dump();
+  }
+  ServerProcess server(
+      {"--listen", "127.0.0.1:0", "--profiles-dir", (dir / "none").string(), "--quiet"});
+  ASSERT_GT(server.port(), 0) << server.first_line();
+  const std::string cmd =
+      std::string(python) + " " + SPECPLAN_SOURCE_DIR +
+      "/examples/python_client.py --server 127.0.0.1:" + std::to_string(server.port()) +
+      " --marginals " + (dir / "marginals.json").string() +
+      " --context 500 --n-max 128 --steps 1 --json > " + (dir / "out.txt").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadAll(dir / "out.txt");
+  const std::string out = ReadAll(dir / "out.txt");
+  const nlohmann::json plan = nlohmann::json::parse(out.substr(out.find('{')));
+
+  auto stub = v1::Planner::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
+                                                       grpc::InsecureChannelCredentials()));
+  v1::PlanTreeRequest req;
+  *req.mutable_marginals() = wire;
+  *req.mutable_cost() = InlineCost(500);
+  req.set_n_max(128);
+  v1::PlanTreeResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub->PlanTree(&ctx, req, &resp).ok());
+  EXPECT_EQ(plan["n"].get<int>(), resp.plan().n());
+  EXPECT_EQ(
+      plan["tokens"].get<std::vector<int32_t>>(),
+      std::vector<int32_t>(resp.plan().tree().tokens().begin(), resp.plan().tree().tokens().end()));
+  EXPECT_EQ(plan["parents"].get<std::vector<int32_t>>(),
+            std::vector<int32_t>(resp.plan().tree().parents().begin(),
+                                 resp.plan().tree().parents().end()));
+  EXPECT_EQ(
+      plan["positions"].get<std::vector<int64_t>>(),
+      std::vector<int64_t>(resp.outputs().positions().begin(), resp.outputs().positions().end()));
+  EXPECT_DOUBLE_EQ(plan["speedup"].get<double>(), resp.plan().speedup());
+  EXPECT_EQ(server.Terminate(), 0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace specplan::service
