@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/remote.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/profile.h"
@@ -26,6 +27,7 @@ struct EstimateArgs {
   int gamma = 16;
   double t_net_ms = 0, t_head_ms = 0, t_light_ms = 0, t_aux_ms = 0;
   bool json = false;
+  std::string server;
 };
 
 int RunEstimate(const EstimateArgs& a) {
@@ -40,39 +42,81 @@ int RunEstimate(const EstimateArgs& a) {
     std::cerr << "specplan estimate: --" << drafter_cls.status().message() << "\n";
     return 1;
   }
-  auto resolved = ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype);
-  if (!resolved.ok()) {
-    std::cerr << "specplan estimate: " << resolved.status().message() << "\n";
-    return 1;
-  }
-  const RooflineEstimate e = EstimateRoofline(resolved->model_spec, resolved->gpu_spec, a.s, a.c);
-  const double predicted = resolved->model->VerifySeconds(a.s, a.c);
   DrafterCost drafter;
   drafter.cls = *drafter_cls;
   drafter.gamma = a.gamma;
   drafter.t_net_s = a.t_net_ms * 1e-3;
   drafter.t_head_s = a.t_head_ms * 1e-3;
   drafter.t_light_s = a.t_light_ms * 1e-3;
-  const CycleCost cycle(resolved->model.get(), drafter, a.t_aux_ms * 1e-3, a.c);
   const int64_t n = a.s - 1;
+
+  // What the output reports; filled in-process or from the server.
+  ModelSpec model_spec;
+  GpuSpec gpu_spec;
+  std::string kind, profile_path;
+  double predicted = 0, draft_s = 0, aux_s = 0, verify_s = 0, cycle_s = 0;
+  if (!a.server.empty()) {
+    if (!a.profile.empty()) {
+      std::cerr << "specplan estimate: --profile is a local file; with --server the server's "
+                   "stored profile for --gpu/--model/--dtype is used\n";
+      return 1;
+    }
+    auto m = ResolveModel(a.model);
+    auto g = ResolveGpu(a.gpu);
+    if (!m.ok() || !g.ok()) {
+      std::cerr << "specplan estimate: " << (m.ok() ? g.status() : m.status()).message() << "\n";
+      return 1;
+    }
+    model_spec = *m;
+    model_spec.dtype = *dtype;
+    gpu_spec = *g;
+    auto remote = cli::RemoteEstimateLatency(
+        a.server, cli::RemoteCost{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, a.c}, a.s);
+    if (!remote.ok()) {
+      std::cerr << "specplan estimate: " << remote.status().message() << "\n";
+      return 1;
+    }
+    kind = remote->used.latency_model;
+    profile_path = remote->used.profile;
+    predicted = verify_s = remote->verify_s;
+    draft_s = remote->draft_s;
+    aux_s = remote->aux_s;
+    cycle_s = remote->cycle_s;
+  } else {
+    auto resolved = ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype);
+    if (!resolved.ok()) {
+      std::cerr << "specplan estimate: " << resolved.status().message() << "\n";
+      return 1;
+    }
+    model_spec = resolved->model_spec;
+    gpu_spec = resolved->gpu_spec;
+    kind = resolved->model->Kind();
+    profile_path = resolved->profile_path;
+    predicted = resolved->model->VerifySeconds(a.s, a.c);
+    const CycleCost cycle(resolved->model.get(), drafter, a.t_aux_ms * 1e-3, a.c);
+    draft_s = cycle.DraftSeconds();
+    aux_s = cycle.AuxSeconds();
+    verify_s = cycle.VerifySeconds(n);
+    cycle_s = cycle.Seconds(n);
+  }
+  const RooflineEstimate e = EstimateRoofline(model_spec, gpu_spec, a.s, a.c);
 
   if (a.json) {
     nlohmann::json j = RooflineEstimateToJson(e);
-    j["model"] = resolved->model_spec.name;
-    j["gpu"] = resolved->gpu_spec.name;
-    j["dtype"] = DTypeName(resolved->model_spec.dtype);
+    j["model"] = model_spec.name;
+    j["gpu"] = gpu_spec.name;
+    j["dtype"] = DTypeName(model_spec.dtype);
     j["s"] = a.s;
     j["c"] = a.c;
     j["predicted_s"] = predicted;
-    j["latency_model"] = resolved->model->Kind();
-    j["profile"] = resolved->profile_path.empty() ? nlohmann::json(nullptr)
-                                                  : nlohmann::json(resolved->profile_path);
+    j["latency_model"] = kind;
+    j["profile"] = profile_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(profile_path);
     j["cycle"] = {{"n", n},
                   {"drafter", DrafterClassName(drafter.cls)},
-                  {"draft_s", cycle.DraftSeconds()},
-                  {"aux_s", cycle.AuxSeconds()},
-                  {"verify_s", cycle.VerifySeconds(n)},
-                  {"cycle_s", cycle.Seconds(n)}};
+                  {"draft_s", draft_s},
+                  {"aux_s", aux_s},
+                  {"verify_s", verify_s},
+                  {"cycle_s", cycle_s}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -84,13 +128,12 @@ int RunEstimate(const EstimateArgs& a) {
       "  roofline  compute %.4f ms, memory %.4f ms -> %.4f ms (%s-bound)\n"
       "  predicted %.4f ms (%s%s%s)\n"
       "  cycle C(n=%d) = draft %.4f + aux %.4f + verify %.4f = %.4f ms\n",
-      resolved->model_spec.name, resolved->gpu_spec.name, DTypeName(resolved->model_spec.dtype),
+      model_spec.name, gpu_spec.name, DTypeName(model_spec.dtype),
       a.s, a.c, t.total_flops(), t.attention_flops(), t.attn_proj_flops, t.attn_score_flops,
       t.ffn_flops, t.lm_head_flops, t.total_bytes(), t.weight_bytes, t.kv_bytes,
       t.activation_bytes, e.compute_s * 1e3, e.memory_s * 1e3, e.seconds * 1e3, BoundName(e.bound),
-      predicted * 1e3, resolved->model->Kind(), resolved->profile_path.empty() ? "" : ", profile ",
-      resolved->profile_path, n, cycle.DraftSeconds() * 1e3, cycle.AuxSeconds() * 1e3,
-      cycle.VerifySeconds(n) * 1e3, cycle.Seconds(n) * 1e3);
+      predicted * 1e3, kind, profile_path.empty() ? "" : ", profile ", profile_path, n,
+      draft_s * 1e3, aux_s * 1e3, verify_s * 1e3, cycle_s * 1e3);
   return 0;
 }
 
@@ -130,6 +173,8 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--t-aux-ms", args->t_aux_ms, "Tree construction/sampling overhead, ms")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->add_option("--server", args->server,
+                  "Ask a specplan-server at HOST:PORT for the prediction (same output)");
   cmd->callback([args, exit_code] { *exit_code = RunEstimate(*args); });
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/remote.h"
 #include "planner/merge.h"
 #include "planner/tree_json.h"
 #include "planner/tree_outputs.h"
@@ -25,6 +26,7 @@ struct MergeArgs {
   int n_max = -1;  // < 0: no budget
   int64_t c = 0;   // cached tokens: positions are c + depth
   bool json = false;
+  std::string server;
 };
 
 absl::StatusOr<planner::Tree> ReadTreeFile(const std::string& flag, const std::string& path) {
@@ -84,15 +86,26 @@ int RunMerge(const MergeArgs& args) {
   planner::MergeOptions options;
   options.dedup = args.dedup;
   options.n_max = args.n_max;
-  absl::StatusOr<planner::MergedTree> merged = planner::MergeTrees(*a, *b, options);
-  if (!merged.ok()) {
-    std::cerr << "specplan merge: " << merged.status().message() << "\n";
-    return 1;
-  }
+  planner::MergedTree merged_tree;
+  planner::MergedTree* merged = &merged_tree;
   planner::TreeOutputs out;
-  planner::TreeOutputOptions out_options;
-  out_options.position_offset = args.c;
-  planner::ComputeTreeOutputs(merged->tree, out_options, &out);
+  if (!args.server.empty()) {
+    absl::Status st = RemoteMergeTrees(args.server, *a, *b, options, args.c, merged, &out);
+    if (!st.ok()) {
+      std::cerr << "specplan merge: " << st.message() << "\n";
+      return 1;
+    }
+  } else {
+    absl::StatusOr<planner::MergedTree> local = planner::MergeTrees(*a, *b, options);
+    if (!local.ok()) {
+      std::cerr << "specplan merge: " << local.status().message() << "\n";
+      return 1;
+    }
+    merged_tree = *std::move(local);
+    planner::TreeOutputOptions out_options;
+    out_options.position_offset = args.c;
+    planner::ComputeTreeOutputs(merged->tree, out_options, &out);
+  }
   const std::vector<std::string> mask = MaskRows(out);
   const std::vector<std::vector<int32_t>> retrieve = RetrieveRows(out);
   std::vector<std::string> sources;
@@ -151,6 +164,8 @@ void RegisterMergeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_flag("--json", args->json, "Print JSON instead of text");
+  cmd->add_option("--server", args->server,
+                  "Merge on a specplan-server at HOST:PORT instead of in-process (same output)");
   cmd->callback([args, exit_code]() { *exit_code = RunMerge(*args); });
 }
 

@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/remote.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
 #include "planner/best_first.h"
@@ -45,6 +46,7 @@ struct PlanArgs {
   std::string drafter = "parallel";
   double t_draft_ms = 0;
   double t_aux_ms = 0;
+  std::string server;
 };
 
 nlohmann::json JsonOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nullptr; }
@@ -76,44 +78,67 @@ int RunPlan(const PlanArgs& a) {
     return 1;
   }
   // The cost is required by the controller; in fixed mode it only fills cycle_s / speedup.
-  std::unique_ptr<costmodel::LatencyModel> latency;
-  std::string latency_kind;
-  std::unique_ptr<costmodel::CycleCost> cost;
   const bool want_cost = options.mode != BudgetMode::kFixed || !a.model.empty() || !a.gpu.empty() ||
                          !a.profile.empty();
-  if (want_cost) {
-    auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype);
-    if (!resolved.ok()) {
-      std::cerr << kCmd << resolved.status().message() << "\n";
-      return 1;
-    }
-    latency = std::move(resolved->model);
-    latency_kind = latency->Kind();
-    costmodel::DrafterCost drafter;
-    drafter.cls = *drafter_cls;
-    drafter.gamma = marginals->gamma;
-    drafter.t_net_s = a.t_draft_ms * 1e-3;
-    cost = std::make_unique<costmodel::CycleCost>(latency.get(), drafter, a.t_aux_ms * 1e-3, a.c);
-  }
+  costmodel::DrafterCost drafter;
+  drafter.cls = *drafter_cls;
+  drafter.gamma = marginals->gamma;
+  drafter.t_net_s = a.t_draft_ms * 1e-3;
 
-  BestFirstPlanner planner;
   BestFirstPlan plan;
   TreeOutputs outputs;
-  TreeOutputOptions out_options;
-  out_options.position_offset = a.c;
-  double plan_us = 0;
+  std::string latency_kind;
   const int repeat = std::max(1, a.repeat);
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < repeat; ++r) {
-    absl::Status st = planner.Plan(*marginals, options, cost.get(), &plan);
-    if (!st.ok()) {
-      std::cerr << kCmd << st.message() << "\n";
+  double plan_us = 0;
+  if (!a.server.empty()) {
+    if (!a.profile.empty()) {
+      std::cerr << kCmd << "--profile is a local file; with --server the server's stored "
+                           "profile for --gpu/--model/--dtype is used\n";
       return 1;
     }
-    ComputeTreeOutputs(plan.tree, out_options, &outputs);
+    RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, a.c};
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < repeat; ++r) {
+      auto used = RemotePlanTree(a.server, *marginals, options, want_cost ? &rc : nullptr, a.c,
+                                 &plan, &outputs);
+      if (!used.ok()) {
+        std::cerr << kCmd << used.status().message() << "\n";
+        return 1;
+      }
+      latency_kind = used->latency_model;
+    }
+    plan_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                  .count() /
+              repeat;
+  } else {
+    std::unique_ptr<costmodel::LatencyModel> latency;
+    std::unique_ptr<costmodel::CycleCost> cost;
+    if (want_cost) {
+      auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype);
+      if (!resolved.ok()) {
+        std::cerr << kCmd << resolved.status().message() << "\n";
+        return 1;
+      }
+      latency = std::move(resolved->model);
+      latency_kind = latency->Kind();
+      cost = std::make_unique<costmodel::CycleCost>(latency.get(), drafter, a.t_aux_ms * 1e-3, a.c);
+    }
+    BestFirstPlanner planner;
+    TreeOutputOptions out_options;
+    out_options.position_offset = a.c;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < repeat; ++r) {
+      absl::Status st = planner.Plan(*marginals, options, cost.get(), &plan);
+      if (!st.ok()) {
+        std::cerr << kCmd << st.message() << "\n";
+        return 1;
+      }
+      ComputeTreeOutputs(plan.tree, out_options, &outputs);
+    }
+    plan_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                  .count() /
+              repeat;
   }
-  const auto t1 = std::chrono::steady_clock::now();
-  plan_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / repeat;
 
   const char* mode_name = options.mode == BudgetMode::kFixed        ? "fixed"
                           : options.mode == BudgetMode::kController ? "controller"
@@ -140,7 +165,7 @@ int RunPlan(const PlanArgs& a) {
     j["l_ar_s"] = JsonOrNull(plan.l_ar_s);
     j["lattice_exhausted"] = plan.lattice_exhausted;
     j["c"] = a.c;
-    if (cost) j["latency_model"] = latency_kind;
+    if (want_cost) j["latency_model"] = latency_kind;
     if (options.mode != BudgetMode::kFixed) {
       nlohmann::json curve = nlohmann::json::array();
       for (const auto& p : plan.curve) {
@@ -163,7 +188,7 @@ int RunPlan(const PlanArgs& a) {
       "  expected accepted %.4f tokens (root included)\n",
       mode_name, options.n_max, plan.n, plan.n + 1, outputs.max_depth, outputs.num_leaves,
       plan.expected_accepted);
-  if (cost) {
+  if (want_cost) {
     std::cout << absl::StrFormat(
         "  cycle %.4f ms, L_AR %.4f ms, estimated speedup %.3fx (%s latency model)\n",
         plan.cycle_s * 1e3, plan.l_ar_s * 1e3, plan.speedup, latency_kind);
@@ -220,7 +245,9 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--scan", args->scan,
                 "Evaluate every n <= N and take the argmax (stepped / measured costs)");
   cmd->add_flag("--json", args->json, "Print one JSON object");
-  cmd->add_option("--repeat", args->repeat, "Plan R times in-process and report plan_us")
+  cmd->add_option("--server", args->server,
+                  "Plan on a specplan-server at HOST:PORT instead of in-process (same output)");
+  cmd->add_option("--repeat", args->repeat, "Plan R times and report plan_us (mean per plan; round trip with --server)")
       ->check(CLI::Range(1, 10000000));
   cmd->callback([args, exit_code] { *exit_code = RunPlan(*args); });
 }

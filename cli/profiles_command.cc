@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/remote.h"
 #include "costmodel/profile.h"
 
 namespace specplan::cli {
@@ -14,6 +15,7 @@ namespace {
 struct ProfilesArgs {
   std::string dir;
   std::string check;
+  std::string server;
 };
 
 void PrintProfileLine(const std::string& path, const costmodel::Profile& p) {
@@ -28,6 +30,16 @@ void PrintProfileLine(const std::string& path, const costmodel::Profile& p) {
 
 int RunProfiles(const ProfilesArgs& a) {
   namespace fs = std::filesystem;
+  if (!a.server.empty()) {
+    auto profiles = RemoteProfiles(a.server);
+    if (!profiles.ok()) {
+      std::cerr << "specplan profiles: " << profiles.status().message() << "\n";
+      return 1;
+    }
+    for (const auto& [id, profile] : *profiles) PrintProfileLine(id, profile);
+    if (profiles->empty()) std::cout << "no profiles on " << a.server << "\n";
+    return 0;
+  }
   if (!a.check.empty()) {
     auto p = costmodel::LoadProfile(a.check);
     if (!p.ok()) {
@@ -71,6 +83,8 @@ void RegisterProfilesCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("profiles", "List calibrated latency profiles, or check one");
   cmd->add_option("--dir", args->dir, "Profiles directory (default: the bundled calib/)");
   cmd->add_option("--check", args->check, "Validate one profile file and print its summary");
+  cmd->add_option("--server", args->server,
+                  "List the profiles a specplan-server at HOST:PORT holds instead of a local dir");
   cmd->callback([args, exit_code] { *exit_code = RunProfiles(*args); });
 }
 

@@ -1,0 +1,32 @@
+// Built instead of remote.cc when gRPC is not part of the build (SPECPLAN_WITH_GRPC=OFF).
+#include "cli/remote.h"
+
+namespace specplan::cli {
+namespace {
+absl::Status Disabled() {
+  return absl::UnimplementedError(
+      "--server: this specplan was built without gRPC (configure with -DSPECPLAN_WITH_GRPC=ON)");
+}
+}  // namespace
+
+absl::StatusOr<RemoteResult> RemotePlanTree(const std::string&, const planner::Marginals&,
+                                            const planner::BestFirstOptions&, const RemoteCost*,
+                                            int64_t, planner::BestFirstPlan*,
+                                            planner::TreeOutputs*) {
+  return Disabled();
+}
+absl::Status RemoteMergeTrees(const std::string&, const planner::Tree&, const planner::Tree&,
+                              const planner::MergeOptions&, int64_t, planner::MergedTree*,
+                              planner::TreeOutputs*) {
+  return Disabled();
+}
+absl::StatusOr<RemoteEstimate> RemoteEstimateLatency(const std::string&, const RemoteCost&,
+                                                     int64_t) {
+  return Disabled();
+}
+absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> RemoteProfiles(
+    const std::string&) {
+  return Disabled();
+}
+
+}  // namespace specplan::cli

@@ -1,0 +1,138 @@
+// `--server HOST:PORT` gives the same output as in-process, against the real specplan-server.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "costmodel/profile.h"
+#include "run_command.h"
+
+namespace specplan {
+namespace {
+
+namespace fs = std::filesystem;
+using ::specplan::testing::RunSpecplan;
+using ::specplan::testing::SourcePath;
+
+// The server binary on a free loopback port, stopped with SIGTERM on destruction.
+class ServerProcess {
+ public:
+  explicit ServerProcess(const std::string& profiles_dir) {
+    const std::string binary = std::string(SPECPLAN_BINARY_DIR) + "/service/specplan-server";
+    if (!fs::exists(binary)) return;
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], STDOUT_FILENO);
+      close(fds[0]);
+      execl(binary.c_str(), binary.c_str(), "--listen", "127.0.0.1:0", "--profiles-dir",
+            profiles_dir.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(fds[1]);
+    FILE* out = fdopen(fds[0], "r");
+    char line[512];
+    if (out != nullptr && fgets(line, sizeof(line), out) != nullptr) {
+      const std::string s(line);
+      const size_t at = s.find("127.0.0.1:");
+      if (at != std::string::npos) address_ = s.substr(at, s.find(' ', at) - at);
+    }
+    if (out != nullptr) fclose(out);
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+    }
+  }
+  const std::string& address() const { return address_; }
+  bool binary_missing() const { return pid_ <= 0; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string address_;
+};
+
+void ExpectSameOutput(const std::string& server, const std::string& args) {
+  const auto local = RunSpecplan(args);
+  const auto remote = RunSpecplan(args + " --server " + server);
+  ASSERT_EQ(local.exit_code, 0) << local.output;
+  ASSERT_EQ(remote.exit_code, 0) << remote.output;
+  EXPECT_EQ(local.output, remote.output) << args;
+}
+
+class RemoteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("specplan_remote_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    unsetenv("SPECPLAN_CALIB_DIR");
+    fs::remove_all(dir_);
+  }
+  fs::path dir_;
+};
+
+TEST_F(RemoteTest, PlanMergeEstimateMatchInProcess) {
+  ServerProcess server(dir_.string());
+  if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
+  ASSERT_FALSE(server.address().empty());
+  const std::string m = SourcePath("examples/marginals.json");
+  const std::string a = SourcePath("examples/tree_a.json"), b = SourcePath("examples/tree_b.json");
+  ExpectSameOutput(server.address(),
+                   "plan --marginals " + m + " --model qwen3-8b --gpu h100 --c 1024 --n-max 256 --json");
+  ExpectSameOutput(server.address(),
+                   "plan --marginals " + m + " --model llama-3.1-8b --gpu a100 --c 64 --n-max 512 --scan");
+  ExpectSameOutput(server.address(), "plan --marginals " + m + " --c 9 --budget 40 --json");
+  ExpectSameOutput(server.address(), "merge --a " + a + " --b " + b + " --json");
+  ExpectSameOutput(server.address(), "merge --a " + a + " --b " + b + " --dedup --n-max 4 --c 3");
+  ExpectSameOutput(server.address(),
+                   "estimate --model qwen3-4b --gpu h200 --s 33 --c 2048 --drafter causal "
+                   "--t-net-ms 2 --t-light-ms 0.1 --json");
+  // Errors come back with the field named.
+  auto r = RunSpecplan("plan --marginals " + m + " --model nope --gpu h100 --c 0 --n-max 8 --server " +
+                       server.address());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("nope"), std::string::npos) << r.output;
+}
+
+TEST_F(RemoteTest, StoredProfilesAreUsedLikeBundledOnes) {
+  // A fitted profile in the server's directory and, for the in-process run, the calib dir.
+  const auto model = *costmodel::LookupModel("qwen3-8b");
+  const auto gpu = *costmodel::LookupGpu("h100");
+  const costmodel::RooflineLatency r(model, gpu);
+  std::vector<costmodel::LatencySample> samples;
+  for (int64_t c : {64, 1024}) {
+    for (int64_t s : {1, 16, 64, 256, 1024}) samples.push_back({s, c, 1.4 * r.VerifySeconds(s, c) + 2e-3});
+  }
+  auto profile = costmodel::FitProfile(model, gpu, samples);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  ASSERT_TRUE(costmodel::SaveProfile(*profile, costmodel::BundledProfilePath(
+                                                   dir_.string(), gpu.name, model.name,
+                                                   costmodel::DType::kBFloat16))
+                  .ok());
+  ServerProcess server(dir_.string());
+  if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
+  ASSERT_FALSE(server.address().empty());
+  setenv("SPECPLAN_CALIB_DIR", dir_.c_str(), 1);
+  const std::string m = SourcePath("examples/marginals.json");
+  ExpectSameOutput(server.address(),
+                   "plan --marginals " + m + " --model qwen3-8b --gpu h100 --c 1024 --n-max 256");
+  const auto listed = RunSpecplan("profiles --server " + server.address());
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_NE(listed.output.find("qwen3-8b"), std::string::npos) << listed.output;
+}
+
+}  // namespace
+}  // namespace specplan
