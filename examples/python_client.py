@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """Minimal engine-side client of specplan-server: asks for a draft-tree plan each decoding step.
 
-Uses Debian's python3-grpcio and python3-grpc-tools; the stubs are generated at run time from
-proto/specplan/v1/planner.proto into a temporary directory (no build step needed).
+Uses Debian's python3-grpcio and python3-grpc-tools. The stubs (planner_pb2, planner_pb2_grpc) come
+from --stubs-dir (the build generates them into <build>/python), else from the newest
+<repo>/build*/python that is up to date with proto/specplan/v1/planner.proto, else they are
+generated at run time into a temporary directory (no build step needed). The directory used is
+reported on stderr.
 
     specplan-server --listen 127.0.0.1:50051 &          # build-*/service/specplan-server
-    /usr/bin/python3 examples/python_client.py --server 127.0.0.1:50051
+    /usr/bin/python3 examples/python_client.py --server 127.0.0.1:50051 --stubs-dir build/python
     /usr/bin/python3 examples/python_client.py --marginals my_marginals.json --gpu h100 \
         --model qwen3-8b --context 2048 --n-max 256 --json
 
@@ -17,6 +20,7 @@ Exit status: 0 on success, 1 on an RPC error (the server's message names the bad
 """
 
 import argparse
+import glob
 import json
 import math
 import os
@@ -28,17 +32,50 @@ PROTO_ROOT = os.path.join(REPO, "proto")
 PROTO_FILE = os.path.join("specplan", "v1", "planner.proto")
 
 
-def load_stubs():
-    """Generates planner_pb2 / planner_pb2_grpc into a temp dir and imports them."""
-    from grpc_tools import protoc  # python3-grpc-tools
+def stubs_in(directory):
+    """True if `directory` holds generated stubs at least as new as the .proto file."""
+    stub = os.path.join(directory, "specplan", "v1", "planner_pb2_grpc.py")
+    return (os.path.isfile(stub) and os.path.isfile(os.path.join(directory, "specplan", "v1",
+                                                                  "planner_pb2.py"))
+            and os.path.getmtime(stub) >= os.path.getmtime(os.path.join(PROTO_ROOT, PROTO_FILE)))
+
+
+def find_build_stubs():
+    """The newest up-to-date <repo>/build*/python stubs directory, or None."""
+    found = [d for d in glob.glob(os.path.join(REPO, "build*", "python")) if stubs_in(d)]
+    if not found:
+        return None
+    return max(found, key=lambda d: os.path.getmtime(
+        os.path.join(d, "specplan", "v1", "planner_pb2_grpc.py")))
+
+
+def generate_stubs():
+    """Generates the stubs into a temp dir with grpc_tools (python3-grpc-tools); returns it."""
+    from grpc_tools import protoc
 
     out = tempfile.mkdtemp(prefix="specplan_stubs_")
     rc = protoc.main(["grpc_tools.protoc", "-I" + PROTO_ROOT, "--python_out=" + out,
                       "--grpc_python_out=" + out, os.path.join(PROTO_ROOT, PROTO_FILE)])
     if rc != 0:
         sys.exit("python_client: protoc failed on %s (rc %d)" % (PROTO_FILE, rc))
-    sys.path.insert(0, out)
-    from specplan.v1 import planner_pb2, planner_pb2_grpc  # noqa: E402 (generated just now)
+    return out
+
+
+def load_stubs(stubs_dir=None):
+    """Imports planner_pb2 / planner_pb2_grpc from stubs_dir, the build, or freshly generated."""
+    if stubs_dir:
+        if not stubs_in(stubs_dir):
+            sys.exit("python_client: --stubs-dir %s: no up-to-date specplan/v1/planner_pb2*.py "
+                     "(build the specplan_python_stubs target)" % stubs_dir)
+        origin = "--stubs-dir"
+    else:
+        stubs_dir = find_build_stubs()
+        origin = "build"
+        if stubs_dir is None:
+            stubs_dir, origin = generate_stubs(), "generated now"
+    print("python_client: stubs from %s (%s)" % (stubs_dir, origin), file=sys.stderr)
+    sys.path.insert(0, stubs_dir)
+    from specplan.v1 import planner_pb2, planner_pb2_grpc  # noqa: E402 (found just now)
     return planner_pb2, planner_pb2_grpc
 
 
@@ -76,11 +113,13 @@ def main():
     ap.add_argument("--steps", type=int, default=3, help="decoding steps to simulate")
     ap.add_argument("--timeout", type=float, default=5.0, help="per-call deadline, seconds")
     ap.add_argument("--json", action="store_true", help="print the last plan as JSON")
+    ap.add_argument("--stubs-dir", help="directory of the build-time Python stubs "
+                    "(<build>/python); default: the newest build*/python, else generate now")
     args = ap.parse_args()
 
     import grpc  # python3-grpcio
 
-    pb, pb_grpc = load_stubs()
+    pb, pb_grpc = load_stubs(args.stubs_dir)
     if args.marginals:
         with open(args.marginals) as f:
             marginals = json.load(f)

@@ -110,10 +110,12 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 PlannerService::PlannerService(ProfileStore* store, ServiceOptions options)
-    : store_(store), options_(std::move(options)) {}
+    : store_(store), options_(std::move(options)) {
+  SetMessageAllocatorFor_PlanTree(&plan_tree_allocator_);
+}
 
 template <class Fn>
-grpc::Status PlannerService::Serve(Method method, grpc::ServerContext* ctx, Fn&& fn) {
+grpc::Status PlannerService::Serve(Method method, grpc::ServerContextBase* ctx, Fn&& fn) {
   const Clock::time_point t0 = Clock::now();
   in_flight_.fetch_add(1, std::memory_order_acq_rel);
   struct Leave {
@@ -351,9 +353,12 @@ absl::Status PlannerService::DoPlanTree(const v1::PlanTreeRequest& req,
   return absl::OkStatus();
 }
 
-grpc::Status PlannerService::PlanTree(grpc::ServerContext* ctx, const v1::PlanTreeRequest* req,
-                                      v1::PlanTreeResponse* resp) {
-  return Serve(Method::kPlanTree, ctx, [&] { return DoPlanTree(*req, resp); });
+grpc::ServerUnaryReactor* PlannerService::PlanTree(grpc::CallbackServerContext* ctx,
+                                                   const v1::PlanTreeRequest* req,
+                                                   v1::PlanTreeResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(Serve(Method::kPlanTree, ctx, [&] { return DoPlanTree(*req, resp); }));
+  return reactor;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -624,9 +629,12 @@ grpc::Status PlannerService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
   });
 }
 
-grpc::Status PlannerService::Ping(grpc::ServerContext* ctx, const v1::PingRequest* /*req*/,
-                                  v1::PingResponse* /*resp*/) {
-  return Serve(Method::kPing, ctx, [] { return absl::OkStatus(); });
+grpc::ServerUnaryReactor* PlannerService::Ping(grpc::CallbackServerContext* ctx,
+                                               const v1::PingRequest* /*req*/,
+                                               v1::PingResponse* /*resp*/) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(Serve(Method::kPing, ctx, [] { return absl::OkStatus(); }));
+  return reactor;
 }
 
 }  // namespace specplan::service

@@ -1,6 +1,11 @@
-// The specplan.v1.Planner gRPC service (synchronous API): PlanTree, PlanSession, MergeTrees,
-// EstimateLatency, the profile RPCs, ReportAcceptance, GetStats and Ping. WhatIf is not served
-// (its trace format belongs to a later issue).
+// The specplan.v1.Planner gRPC service: PlanTree, PlanSession, MergeTrees, EstimateLatency, the
+// profile RPCs, ReportAcceptance, GetStats and Ping. WhatIf is not served (its trace format
+// belongs to a later issue).
+//
+// The per-step hot path, PlanTree (and its baseline Ping), uses gRPC's callback API: the handler
+// runs inline on the thread that read the request (no hand-off to a worker pool), and PlanTree's
+// request and reply live on a pooled protobuf arena (arena_allocator.h), so a call allocates
+// nothing in the steady state. The other methods use the synchronous API.
 //
 // Every handler validates the request completely before acting (see convert.h for the codes and
 // message format), never aborts on client input, and logs one line per call:
@@ -27,6 +32,7 @@
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_model.h"
 #include "costmodel/model_spec.h"
+#include "service/arena_allocator.h"
 #include "service/convert.h"
 #include "service/profile_store.h"
 #include "service/request_stats.h"
@@ -56,13 +62,15 @@ struct ResolvedCost {
   std::string profile_id() const { return entry ? entry->id : std::string(); }
 };
 
-class PlannerService final : public v1::Planner::Service {
+class PlannerService final : public v1::Planner::WithCallbackMethod_PlanTree<
+                                 v1::Planner::WithCallbackMethod_Ping<v1::Planner::Service>> {
  public:
   // `store` must outlive the service.
   PlannerService(ProfileStore* store, ServiceOptions options);
 
-  grpc::Status PlanTree(grpc::ServerContext* ctx, const v1::PlanTreeRequest* req,
-                        v1::PlanTreeResponse* resp) override;
+  grpc::ServerUnaryReactor* PlanTree(grpc::CallbackServerContext* ctx,
+                                     const v1::PlanTreeRequest* req,
+                                     v1::PlanTreeResponse* resp) override;
   grpc::Status PlanSession(grpc::ServerContext* ctx,
                            grpc::ServerReaderWriter<v1::SessionServerMessage,
                                                     v1::SessionClientMessage>* stream) override;
@@ -80,8 +88,8 @@ class PlannerService final : public v1::Planner::Service {
                                 v1::ReportAcceptanceResponse* resp) override;
   grpc::Status GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest* req,
                         v1::GetStatsResponse* resp) override;
-  grpc::Status Ping(grpc::ServerContext* ctx, const v1::PingRequest* req,
-                    v1::PingResponse* resp) override;
+  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
+                                 v1::PingResponse* resp) override;
 
   // The in-process forms the handlers wrap (no logging / stats); public for tests and benches.
   absl::Status DoPlanTree(const v1::PlanTreeRequest& req, v1::PlanTreeResponse* resp);
@@ -102,7 +110,7 @@ class PlannerService final : public v1::Planner::Service {
  private:
   // Runs `fn` as one logged, counted call of `method`.
   template <class Fn>
-  grpc::Status Serve(Method method, grpc::ServerContext* ctx, Fn&& fn);
+  grpc::Status Serve(Method method, grpc::ServerContextBase* ctx, Fn&& fn);
   absl::Status CheckWriteAuth(const grpc::ServerContext& ctx) const;
   // Resolves a ProfileRef to an entry id (exact, then registry-canonical names).
   absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> FindProfile(
@@ -110,6 +118,7 @@ class PlannerService final : public v1::Planner::Service {
 
   ProfileStore* store_;
   ServiceOptions options_;
+  PooledArenaAllocator<v1::PlanTreeRequest, v1::PlanTreeResponse> plan_tree_allocator_;
   RequestStats stats_;
   std::atomic<uint64_t> next_request_id_{1};
   std::atomic<int> in_flight_{0};

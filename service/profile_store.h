@@ -5,8 +5,10 @@
 //
 // Thread-safety: every method may be called concurrently. Lookups take a shared lock and hand out
 // immutable snapshots (shared_ptr<const Entry>), so a Put never invalidates a plan in flight; Put
-// serialises writers, saves atomically (costmodel::SaveProfile) and only then swaps the in-memory
-// entry, so a failed write leaves both the file and the served profile unchanged.
+// serialises writers, saves atomically (WriteFileAtomically: temp file, fsync, rename, directory
+// fsync) and only then swaps the in-memory entry, so a failed write leaves both the file and the
+// served profile unchanged, and a crash at any point leaves either the old or the new complete file
+// (plus at most a "<name>.json.tmp.<pid>" file, which LoadAll never reads: it loads *.json only).
 #ifndef SPECPLAN_SERVICE_PROFILE_STORE_H_
 #define SPECPLAN_SERVICE_PROFILE_STORE_H_
 
@@ -32,6 +34,23 @@ std::string ProfileId(const std::string& gpu, const std::string& model, costmode
 // Checks that a profile's gpu / model names can be used as path components (letters, digits,
 // '.', '_', '-'; not "." or ".."). Errors name the field: "gpu = '../x': ...".
 absl::Status ValidateProfileNames(const costmodel::Profile& profile);
+
+// Fault injection for crash tests of the write path: the process calls std::abort() at that point
+// of WriteFileAtomically. Set only by specplan-server from SPECPLAN_FAULT_PUT_PROFILE.
+enum class WriteFault {
+  kNone,
+  kAbortMidTmpWrite,    // "abort_mid_tmp_write": half the bytes are in the temp file (fsynced)
+  kAbortAfterTmpWrite,  // "abort_after_tmp_write" / "abort_before_rename": temp file complete
+  kAbortAfterRename,    // "abort_after_rename": renamed, directory not fsynced, memory not updated
+};
+// Parses the SPECPLAN_FAULT_PUT_PROFILE value ("" = kNone); INVALID_ARGUMENT names the value.
+absl::StatusOr<WriteFault> ParseWriteFault(const std::string& value);
+
+// Writes `text` to `path` atomically: creates the parent directories, writes
+// "<path>.tmp.<pid>", fsyncs it, renames it over `path`, fsyncs the directory (the steps of
+// costmodel::SaveProfile). On error the temp file is removed and `path` is unchanged.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& text,
+                                 WriteFault fault = WriteFault::kNone);
 
 // Per-profile acceptance statistics (see AcceptanceStats in planner.proto).
 struct AcceptanceSnapshot {
@@ -79,8 +98,9 @@ class ProfileStore {
     std::shared_ptr<Feedback> feedback;  // shared with later versions of the same id
   };
 
-  // `dir` is the profiles directory (it need not exist yet); `ema_alpha` in (0, 1].
-  ProfileStore(std::string dir, double ema_alpha);
+  // `dir` is the profiles directory (it need not exist yet); `ema_alpha` in (0, 1]; `fault` is for
+  // crash tests only.
+  ProfileStore(std::string dir, double ema_alpha, WriteFault fault = WriteFault::kNone);
 
   // Loads every *.json under dir (recursively). Files that fail to load are skipped; their errors
   // are returned ("<path>: <message>"). Replaces the current contents.
@@ -113,6 +133,7 @@ class ProfileStore {
 
   const std::string dir_;
   const double ema_alpha_;
+  const WriteFault fault_;
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<const Entry>> entries_;  // guarded by mu_
   std::mutex write_mu_;  // serialises Put (SaveProfile's temp file name is per process)

@@ -23,6 +23,8 @@ struct ServerConfig {
   std::string tls_key_pem;
   std::string profiles_dir;  // ProfileStore directory
   double ema_alpha = 0.1;    // EMA weight of one latency observation, (0, 1]
+  WriteFault put_profile_fault =
+      WriteFault::kNone;  // crash tests only (SPECPLAN_FAULT_PUT_PROFILE)
   ServiceOptions service;
 };
 

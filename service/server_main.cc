@@ -9,9 +9,13 @@
 // prints one line "specplan-server listening on HOST:PORT (N profiles from DIR)" to stdout (the
 // real port when --listen ends in :0). SIGTERM / SIGINT shut it down gracefully: health turns
 // NOT_SERVING, new calls are refused, calls in flight get --grace-s seconds to finish; exit 0.
+// Crash tests set SPECPLAN_FAULT_PUT_PROFILE=abort_mid_tmp_write|abort_after_tmp_write|
+// abort_before_rename|abort_after_rename: PutProfile then aborts the process at that point of its
+// atomic write (profile_store.h).
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -92,6 +96,19 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   config.service.log_requests = !quiet;
+  // Crash-test seam (tests/service/server_binary_test.cc): abort inside PutProfile's write.
+  if (const char* fault = std::getenv("SPECPLAN_FAULT_PUT_PROFILE"); fault != nullptr) {
+    auto parsed = specplan::service::ParseWriteFault(fault);
+    if (!parsed.ok()) {
+      std::cerr << "specplan-server: " << parsed.status().message() << "\n";
+      return 1;
+    }
+    config.put_profile_fault = *parsed;
+    if (*parsed != specplan::service::WriteFault::kNone) {
+      std::cerr << "specplan-server: SPECPLAN_FAULT_PUT_PROFILE=" << fault
+                << ": PutProfile will abort the process (crash test)\n";
+    }
+  }
   if (!auth_token_file.empty()) {
     std::string token;
     if (!ReadFile(auth_token_file, &token) || (token = Trim(token)).empty()) {

@@ -1,9 +1,12 @@
 // Starts the real specplan-server binary on a loopback port: health, a plan, an authorised
-// PutProfile, graceful SIGTERM, and a restart (from a --config file) that keeps the profile.
+// PutProfile, graceful SIGTERM, a restart (from a --config file) that keeps the profile, crashes
+// in the middle of PutProfile's write (SPECPLAN_FAULT_PUT_PROFILE) followed by a restart, and the
+// Python example client with the build-time stubs.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,7 +28,8 @@ const char* ServerBinary() { return SPECPLAN_BINARY_DIR "/service/specplan-serve
 // A child process running specplan-server; reads its "listening on HOST:PORT" line.
 class ServerProcess {
  public:
-  explicit ServerProcess(std::vector<std::string> args) {
+  // `env`: extra "NAME=VALUE" variables of the child.
+  explicit ServerProcess(std::vector<std::string> args, std::vector<std::string> env = {}) {
     int out[2];
     if (pipe(out) != 0) return;
     pid_ = fork();
@@ -33,6 +37,9 @@ class ServerProcess {
       dup2(out[1], 1);
       close(out[0]);
       close(out[1]);
+      const rlimit no_core{0, 0};  // crash tests abort the server: no core files
+      setrlimit(RLIMIT_CORE, &no_core);
+      for (auto& e : env) putenv(e.data());
       std::vector<char*> argv;
       argv.push_back(const_cast<char*>(ServerBinary()));
       for (auto& a : args) argv.push_back(a.data());
@@ -61,6 +68,10 @@ class ServerProcess {
   // SIGTERM, then the exit status (-1 if it did not exit within 10 s).
   int Terminate() {
     kill(pid_, SIGTERM);
+    return WaitExit();
+  }
+  // The exit status (128 + signal when killed), -1 if it did not exit within 10 s.
+  int WaitExit() {
     for (int i = 0; i < 1000; ++i) {
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -158,14 +169,126 @@ TEST(ServerBinary, ServesPersistsProfilesAndShutsDownGracefully) {
   fs::remove_all(dir);
 }
 
-// The example Python client (examples/python_client.py, stubs generated at run time) against the
-// real binary: its plan equals the C++ client's for the same marginals file.
+// Kills the server inside PutProfile's atomic write at each fault point; after a restart without
+// the fault exactly one profile is served and it is complete: the previous version when the crash
+// came before the rename, the new one after it. The temp file a crash leaves is never loaded, and
+// the next PutProfile succeeds.
+TEST(ServerBinary, CrashDuringPutProfileKeepsACompleteProfile) {
+  ASSERT_TRUE(fs::exists(ServerBinary())) << ServerBinary();
+  const costmodel::Profile old_p = SyntheticProfile(1.0);
+  const costmodel::Profile new_p = SyntheticProfile(3.0);
+  ASSERT_NE(costmodel::ProfileToJson(old_p), costmodel::ProfileToJson(new_p));
+  struct Case {
+    const char* fault;
+    bool new_survives;  // the rename happened before the crash
+    bool tmp_left;      // a temp file stays behind
+  };
+  for (const Case& c :
+       {Case{"abort_mid_tmp_write", false, true}, Case{"abort_after_tmp_write", false, true},
+        Case{"abort_before_rename", false, true}, Case{"abort_after_rename", true, false}}) {
+    SCOPED_TRACE(c.fault);
+    const fs::path dir = TempDir(std::string("crash_") + c.fault);
+    const fs::path profiles = dir / "profiles";
+    const std::string path =
+        costmodel::BundledProfilePath(profiles.string(), old_p.gpu, old_p.model, old_p.dtype);
+    ASSERT_TRUE(costmodel::SaveProfile(old_p, path).ok());
+    { std::ofstream(dir / "token") << "tok-9\n"; }
+    const std::vector<std::string> args = {
+        "--listen",        "127.0.0.1:0",       "--profiles-dir",
+        profiles.string(), "--auth-token-file", (dir / "token").string(),
+        "--quiet"};
+    auto put = [&](int port, const costmodel::Profile& p) {
+      auto stub = v1::Planner::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                           grpc::InsecureChannelCredentials()));
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      ctx.AddMetadata("authorization", "Bearer tok-9");
+      v1::PutProfileRequest req;
+      req.set_profile_json(costmodel::ProfileToJson(p).dump());
+      v1::PutProfileResponse resp;
+      return stub->PutProfile(&ctx, req, &resp);
+    };
+    {
+      ServerProcess server(args, {std::string("SPECPLAN_FAULT_PUT_PROFILE=") + c.fault});
+      ASSERT_GT(server.port(), 0) << server.first_line();
+      const grpc::Status st = put(server.port(), new_p);
+      EXPECT_FALSE(st.ok());
+      EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+      EXPECT_EQ(server.WaitExit(), 128 + SIGABRT);
+    }
+    // On disk: exactly one complete profile file, plus the crash's temp file when it came first.
+    int json_files = 0, tmp_files = 0;
+    for (const auto& e : fs::recursive_directory_iterator(profiles)) {
+      if (!e.is_regular_file()) continue;
+      const std::string name = e.path().filename().string();
+      if (e.path().extension() == ".json") ++json_files;
+      if (name.find(".json.tmp.") != std::string::npos) ++tmp_files;
+    }
+    EXPECT_EQ(json_files, 1);
+    EXPECT_EQ(tmp_files, c.tmp_left ? 1 : 0);
+    const costmodel::Profile& expected = c.new_survives ? new_p : old_p;
+    auto on_disk = costmodel::LoadProfile(path);
+    ASSERT_TRUE(on_disk.ok()) << on_disk.status();
+    EXPECT_EQ(costmodel::ProfileToJson(*on_disk), costmodel::ProfileToJson(expected));
+
+    // Restart without the fault: the complete profile is served, the temp file is not a profile.
+    ServerProcess server(args);
+    ASSERT_GT(server.port(), 0) << server.first_line();
+    EXPECT_THAT(server.first_line(), ::testing::HasSubstr("(1 profiles"));
+    auto stub = v1::Planner::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+    {
+      grpc::ClientContext ctx;
+      v1::ListProfilesResponse list;
+      ASSERT_TRUE(stub->ListProfiles(&ctx, v1::ListProfilesRequest(), &list).ok());
+      ASSERT_EQ(list.profiles_size(), 1);
+      EXPECT_EQ(list.profiles(0).path(), path);
+    }
+    {
+      grpc::ClientContext ctx;
+      v1::GetProfileRequest get;
+      get.mutable_profile()->set_gpu(old_p.gpu);
+      get.mutable_profile()->set_model(old_p.model);
+      v1::GetProfileResponse got;
+      const grpc::Status st = stub->GetProfile(&ctx, get, &got);
+      ASSERT_TRUE(st.ok()) << st.error_message();
+      EXPECT_EQ(nlohmann::json::parse(got.profile_json()), costmodel::ProfileToJson(expected));
+    }
+    // Writes work again despite the stale temp file.
+    const grpc::Status st = put(server.port(), new_p);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    on_disk = costmodel::LoadProfile(path);
+    ASSERT_TRUE(on_disk.ok()) << on_disk.status();
+    EXPECT_EQ(costmodel::ProfileToJson(*on_disk), costmodel::ProfileToJson(new_p));
+    EXPECT_EQ(server.Terminate(), 0);
+    fs::remove_all(dir);
+  }
+}
+
+// An unknown SPECPLAN_FAULT_PUT_PROFILE value is refused at start (exit 1), never ignored.
+TEST(ServerBinary, UnknownFaultIsRefused) {
+  const fs::path dir = TempDir("badfault");
+  ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", dir.string(), "--quiet"},
+                       {"SPECPLAN_FAULT_PUT_PROFILE=abort_sometimes"});
+  EXPECT_EQ(server.port(), 0) << server.first_line();
+  EXPECT_EQ(server.WaitExit(), 1);
+  fs::remove_all(dir);
+}
+
+// The example Python client (examples/python_client.py, with the stubs proto/CMakeLists.txt
+// generates at build time) against the real binary: its plan equals the C++ client's for the same
+// marginals file.
 TEST(ServerBinary, PythonClientGetsTheSamePlanAsTheCppClient) {
   const char* python = "/usr/bin/python3";
   if (!fs::exists(python) ||
       std::system("/usr/bin/python3 -c 'import grpc, grpc_tools' >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "python3-grpcio / python3-grpc-tools not installed";
   }
+  // Generated by the specplan_python_stubs target (proto/CMakeLists.txt), a dependency of the
+  // server binary.
+  const std::string stubs = SPECPLAN_BINARY_DIR "/python";
+  ASSERT_TRUE(fs::exists(stubs + "/specplan/v1/planner_pb2_grpc.py"))
+      << "build-time Python stubs missing under " << stubs;
   const fs::path dir = TempDir("py");
   const v1::Marginals wire = RandomMarginals(16, 8, 21);
   {
@@ -188,8 +311,10 @@ TEST(ServerBinary, PythonClientGetsTheSamePlanAsTheCppClient) {
       std::string(python) + " " + SPECPLAN_SOURCE_DIR +
       "/examples/python_client.py --server 127.0.0.1:" + std::to_string(server.port()) +
       " --marginals " + (dir / "marginals.json").string() +
-      " --context 500 --n-max 128 --steps 1 --json > " + (dir / "out.txt").string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadAll(dir / "out.txt");
+      " --context 500 --n-max 128 --steps 1 --json --stubs-dir " + stubs + " > " +
+      (dir / "out.txt").string() + " 2> " + (dir / "err.txt").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadAll(dir / "out.txt") << ReadAll(dir / "err.txt");
+  EXPECT_THAT(ReadAll(dir / "err.txt"), ::testing::HasSubstr("stubs from " + stubs));
   const std::string out = ReadAll(dir / "out.txt");
   const nlohmann::json plan = nlohmann::json::parse(out.substr(out.find('{')));
 

@@ -1,0 +1,181 @@
+// specplan-loadgen: load generator of specplan-server (loopback only).
+//
+//   specplan-loadgen [--server HOST:PORT | --start-server [--profiles-dir DIR] [--server-threads
+//   N]]
+//                    [--rpc ping,plan] [--clients N] [--requests N] [--seconds S] [--qps Q]
+//                    [--at-fraction F] [--repeat R] [--warmup N] [--deadline-ms D]
+//                    [--marginals FILE] [--n-max N] [--context C] [--gpu G --model M | --profile P]
+//                    [--outputs default|engine] [--allow-remote] [--json]
+//
+// Each phase (one --rpc, repeated --repeat times) runs --clients concurrent channels until
+// --requests calls or --seconds have passed, whichever is first; --qps 0 = as fast as possible.
+// --at-fraction F adds, after each flat-out phase, a paced phase of the same RPC at F times the
+// rate just measured (e.g. 0.5: p99 at half the max rate). PlanTree sends γ×K marginals from
+// --marginals (default examples/marginals.json, γ = 16, K = 8), controller mode, N_max = --n-max,
+// the inline roofline of --gpu/--model at --context tokens (or the server profile --profile).
+// Prints a table (or --json) with QPS, p50/p90/p99/max latency (µs, client side), errors, the
+// server's median handler time (PlanTree plan_us) and this process's CPU per call.
+// Exit status: 0, or 1 on a bad flag / unreachable server / non-loopback target.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "costmodel/profile.h"
+#include "planner/marginals.h"
+#include "service/loadgen.h"
+#include "service/server.h"
+
+int main(int argc, char** argv) {
+  namespace svc = specplan::service;
+  std::string server = "127.0.0.1:50051";
+  bool allow_remote = false, start_server = false, json = false;
+  std::string profiles_dir = specplan::costmodel::DefaultCalibDir();
+  int server_threads = 0;
+  std::vector<std::string> rpcs = {"plan"};
+  svc::LoadConfig base;
+  double at_fraction = 0, deadline_ms = 5000;
+  int repeat = 1;
+  std::string marginals_path = SPECPLAN_SOURCE_DIR "/examples/marginals.json";
+  int n_max = 256;
+  int64_t context = 1024;
+  std::string gpu = "h100", model = "qwen3-8b", profile, outputs = "default";
+
+  CLI::App app{"specplan-loadgen: QPS and latency percentiles of specplan-server (loopback)"};
+  app.add_option("--server", server, "HOST:PORT of a running specplan-server")
+      ->capture_default_str();
+  app.add_flag("--allow-remote", allow_remote, "Allow a non-loopback --server");
+  app.add_flag("--start-server", start_server,
+               "Start the server in this process on a free loopback port (ignores --server)");
+  app.add_option("--profiles-dir", profiles_dir, "Profiles of the --start-server server")
+      ->capture_default_str();
+  app.add_option("--server-threads", server_threads,
+                 "Max gRPC threads of the --start-server server (0 = gRPC default)")
+      ->capture_default_str();
+  app.add_option("--rpc", rpcs, "RPCs to measure in turn: ping, plan (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"ping", "plan"}))
+      ->capture_default_str();
+  app.add_option("--clients", base.clients, "Concurrent clients (one channel each)")
+      ->capture_default_str();
+  app.add_option("--requests", base.requests, "Measured calls per phase (upper bound)")
+      ->capture_default_str();
+  app.add_option("--seconds", base.seconds, "Seconds per phase (upper bound)")
+      ->capture_default_str();
+  app.add_option("--qps", base.qps, "Target calls/s over all clients (0 = as fast as possible)")
+      ->capture_default_str();
+  app.add_option("--at-fraction", at_fraction,
+                 "After each flat-out phase, a paced phase at this fraction of its QPS (0 = none)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--repeat", repeat, "Run the whole sequence this many times")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--warmup", base.warmup_per_client, "Unmeasured calls per client per phase")
+      ->capture_default_str();
+  app.add_option("--deadline-ms", deadline_ms, "Per-call deadline")->capture_default_str();
+  app.add_option("--marginals", marginals_path, "Marginals JSON of the PlanTree requests")
+      ->capture_default_str();
+  app.add_option("--n-max", n_max, "PlanTree N_max")->capture_default_str();
+  app.add_option("--context", context, "PlanTree context tokens c")->capture_default_str();
+  app.add_option("--gpu", gpu, "Inline roofline GPU")->capture_default_str();
+  app.add_option("--model", model, "Inline roofline target model")->capture_default_str();
+  app.add_option("--profile", profile, "GPU/MODEL of a server profile instead of the roofline");
+  app.add_option("--outputs", outputs,
+                 "PlanTree outputs: default (with the S(n) curve) or engine (positions, retrieve, "
+                 "packed mask)")
+      ->check(CLI::IsMember({"default", "engine"}))
+      ->capture_default_str();
+  app.add_flag("--json", json, "Print JSON instead of the table");
+  CLI11_PARSE(app, argc, argv);
+  base.deadline_s = deadline_ms * 1e-3;
+
+  auto marginals = specplan::planner::LoadMarginalsFile(marginals_path);
+  if (!marginals.ok()) {
+    std::cerr << "specplan-loadgen: --marginals " << marginals.status().message() << "\n";
+    return 1;
+  }
+  base.plan_request =
+      svc::MakePlanRequest(*marginals, n_max, context, gpu, model, profile, outputs == "engine");
+
+  std::unique_ptr<svc::RunningServer> running;
+  if (start_server) {
+    svc::ServerConfig sc;
+    sc.listen = "127.0.0.1:0";
+    sc.profiles_dir = profiles_dir;
+    sc.threads = server_threads;
+    sc.service.log_requests = false;
+    auto started = svc::StartServer(sc);
+    if (!started.ok()) {
+      std::cerr << "specplan-loadgen: --start-server: " << started.status().message() << "\n";
+      return 1;
+    }
+    running = *std::move(started);
+    server = "127.0.0.1:" + std::to_string(running->port);
+  } else if (!allow_remote) {
+    if (absl::Status st = svc::CheckLoopbackTarget(server); !st.ok()) {
+      std::cerr << "specplan-loadgen: " << st.message() << "\n";
+      return 1;
+    }
+  }
+  base.target = server;
+  if (absl::Status st = svc::ValidateLoadConfig(base); !st.ok()) {
+    std::cerr << "specplan-loadgen: " << st.message() << "\n";
+    return 1;
+  }
+
+  std::vector<svc::LoadReport> reports;
+  std::vector<double> ratios;  // PlanTree / Ping flat-out QPS, per repeat
+  for (int r = 0; r < repeat; ++r) {
+    double ping_qps = 0, plan_qps = 0;
+    for (const std::string& name : rpcs) {
+      svc::LoadConfig config = base;
+      config.rpc = name == "ping" ? svc::LoadRpc::kPing : svc::LoadRpc::kPlanTree;
+      auto rep = svc::RunLoad(config);
+      if (!rep.ok()) {
+        std::cerr << "specplan-loadgen: " << rep.status().message() << "\n";
+        return 1;
+      }
+      reports.push_back(*rep);
+      if (config.qps == 0) (name == "ping" ? ping_qps : plan_qps) = rep->qps;
+      if (at_fraction > 0 && config.qps == 0 && rep->qps > 0) {
+        config.qps = at_fraction * rep->qps;
+        auto paced = svc::RunLoad(config);
+        if (!paced.ok()) {
+          std::cerr << "specplan-loadgen: " << paced.status().message() << "\n";
+          return 1;
+        }
+        reports.push_back(*paced);
+      }
+    }
+    if (ping_qps > 0 && plan_qps > 0) ratios.push_back(plan_qps / ping_qps);
+  }
+
+  if (json) {
+    nlohmann::json j;
+    j["server"] = server;
+    j["started_server"] = start_server;
+    for (const auto& rep : reports) j["runs"].push_back(svc::LoadReportToJson(rep));
+    j["plan_over_ping_qps"] = ratios;
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::cout << "server " << server << (start_server ? " (in-process)" : "") << "\n"
+              << svc::FormatLoadTable(reports);
+    for (size_t i = 0; i < ratios.size(); ++i) {
+      std::cout << absl::StrFormat("PlanTree / Ping throughput, repeat %d: %.2f\n", i + 1,
+                                   ratios[i]);
+    }
+  }
+  int64_t errors = 0;
+  for (const auto& rep : reports) errors += rep.errors;
+  if (errors > 0) {
+    for (const auto& rep : reports) {
+      if (!rep.first_error.empty()) std::cerr << rep.rpc << ": " << rep.first_error << "\n";
+    }
+  }
+  if (running) running->Shutdown(1.0);
+  return 0;
+}
