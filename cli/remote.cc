@@ -165,8 +165,10 @@ absl::StatusOr<RemoteResult> RemotePlanTree(const std::string& server,
   plan->l_ar_s = p.l_ar_s();
   plan->lattice_exhausted = p.lattice_exhausted();
   plan->curve.clear();
-  for (const v1::CurvePoint& pt : p.curve()) {
-    plan->curve.push_back({pt.n(), pt.expected_accepted(), pt.cycle_s(), pt.speedup()});
+  const v1::Curve& curve = p.curve();
+  for (int i = 0; i < curve.n_size(); ++i) {
+    plan->curve.push_back(
+        {curve.n(i), curve.expected_accepted(i), curve.cycle_s(i), curve.speedup(i)});
   }
   OutputsFromProto(resp.outputs(), outputs);
   return RemoteResult{resp.latency_model(), resp.profile_id()};

@@ -184,14 +184,17 @@ void PlanToProto(const planner::BestFirstPlan& in, const Outputs& o, v1::Plan* o
   out->set_l_ar_s(in.l_ar_s);
   out->set_lattice_exhausted(in.lattice_exhausted);
   if (o.curve) {
-    auto* curve = out->mutable_curve();
-    curve->Reserve(static_cast<int>(in.curve.size()));
+    v1::Curve* curve = out->mutable_curve();
+    const int points = static_cast<int>(in.curve.size());
+    curve->mutable_n()->Reserve(points);
+    curve->mutable_expected_accepted()->Reserve(points);
+    curve->mutable_cycle_s()->Reserve(points);
+    curve->mutable_speedup()->Reserve(points);
     for (const planner::CurvePoint& p : in.curve) {
-      v1::CurvePoint* q = curve->Add();
-      q->set_n(p.n);
-      q->set_expected_accepted(p.expected_accepted);
-      q->set_cycle_s(p.cycle_s);
-      q->set_speedup(p.speedup);
+      curve->add_n(p.n);
+      curve->add_expected_accepted(p.expected_accepted);
+      curve->add_cycle_s(p.cycle_s);
+      curve->add_speedup(p.speedup);
     }
   }
 }

@@ -140,10 +140,16 @@ TEST_F(ServiceTest, PlanTreeEqualsInProcessPlannerOverModesAndBudgets) {
           EXPECT_DOUBLE_EQ(resp.plan().cycle_s(), plan.cycle_s);
           EXPECT_DOUBLE_EQ(resp.plan().l_ar_s(), plan.l_ar_s);
           EXPECT_EQ(resp.plan().lattice_exhausted(), plan.lattice_exhausted);
-          ASSERT_EQ(resp.plan().curve_size(), static_cast<int>(plan.curve.size()));
+          const v1::Curve& curve = resp.plan().curve();
+          ASSERT_EQ(curve.n_size(), static_cast<int>(plan.curve.size()));
+          ASSERT_EQ(curve.expected_accepted_size(), curve.n_size());
+          ASSERT_EQ(curve.cycle_s_size(), curve.n_size());
+          ASSERT_EQ(curve.speedup_size(), curve.n_size());
           for (size_t i = 0; i < plan.curve.size(); ++i) {
-            EXPECT_EQ(resp.plan().curve(i).n(), plan.curve[i].n);
-            EXPECT_DOUBLE_EQ(resp.plan().curve(i).speedup(), plan.curve[i].speedup);
+            EXPECT_EQ(curve.n(i), plan.curve[i].n);
+            EXPECT_DOUBLE_EQ(curve.expected_accepted(i), plan.curve[i].expected_accepted);
+            EXPECT_DOUBLE_EQ(curve.cycle_s(i), plan.curve[i].cycle_s);
+            EXPECT_DOUBLE_EQ(curve.speedup(i), plan.curve[i].speedup);
           }
           EXPECT_THAT(resp.outputs().positions(), ::testing::ElementsAreArray(outputs.positions));
           EXPECT_THAT(resp.outputs().retrieve(), ::testing::ElementsAreArray(outputs.retrieve));
