@@ -1,0 +1,293 @@
+// specplan-bench: runs decoding strategies side by side on the same prompts and reports
+// dynatree.txt §4.2's metric set (tokens/s, speedup vs AR, acceptance, tokens per iteration,
+// committed path length, iterations, TTFT, TPOT, peak memory).
+//
+//   specplan-bench --target random:tiny --draft random:tiny-draft
+//     --strategies ar,linear,fixed,dynatree,bestfirst,merged --max-new-tokens 64 --json out.json
+#include <torch/torch.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "costmodel/profile.h"
+#include "runtime/decoder.h"
+#include "runtime/model_loader.h"
+#include "util/status_macros.h"
+
+namespace specplan::runtime {
+namespace {
+
+absl::StatusOr<std::vector<std::vector<int64_t>>> ReadPrompts(const std::string& path,
+                                                              int64_t vocab) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::vector<std::vector<int64_t>> prompts;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = absl::StrCat(path, ":", lineno, ": ");
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      return absl::InvalidArgumentError(where + "expected a JSON object {\"ids\": [int, ...]}");
+    }
+    if (!j.contains("ids") || !j["ids"].is_array() || j["ids"].empty()) {
+      return absl::InvalidArgumentError(where + "ids: missing, not an array, or empty");
+    }
+    std::vector<int64_t> ids;
+    for (size_t i = 0; i < j["ids"].size(); ++i) {
+      const auto& v = j["ids"][i];
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab) {
+        return absl::InvalidArgumentError(absl::StrCat(where, "ids[", i, "] = ", v.dump(),
+                                                       ": must be an integer in [0, ", vocab, ")"));
+      }
+      ids.push_back(v.get<int64_t>());
+    }
+    prompts.push_back(std::move(ids));
+  }
+  if (prompts.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no prompts"));
+  return prompts;
+}
+
+double PeakRssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "VmHWM:")) {
+      std::istringstream ss(line.substr(6));
+      double kb = 0;
+      ss >> kb;
+      return kb * 1024.0;
+    }
+  }
+  return 0;
+}
+
+void Progress(const std::string& name, int done, int total) {
+  const int width = 30;
+  const int filled = total == 0 ? width : done * width / total;
+  std::fprintf(stderr, "\r%-10s [%s%s] %d/%d", name.c_str(), std::string(filled, '#').c_str(),
+               std::string(width - filled, '.').c_str(), done, total);
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+struct Args {
+  std::string target = "random:tiny";
+  std::string draft = "random:tiny-draft";
+  std::string strategies = "ar,linear,fixed,dynatree,bestfirst,merged";
+  std::string prompts = std::string(SPECPLAN_RUNTIME_PROMPTS_DIR) + "/tiny.jsonl";
+  int max_new_tokens = 64;
+  int max_prompts = 0;
+  std::string device = "cpu";
+  std::string dtype = "fp32";
+  std::string json_out;
+  uint64_t seed = 0;
+  int threads = 0;
+  std::string kv_update = "gather";
+  float temperature = 0.0f;
+  std::string profile;  // costmodel profile JSON for the best-first controller
+};
+
+absl::Status RunBench(const Args& args) {
+  if (args.threads > 0) torch::set_num_threads(args.threads);
+  RuntimeOptions ro;
+  SPECPLAN_ASSIGN_OR_RETURN(ro.dtype, ParseDtype(args.dtype));
+  SPECPLAN_ASSIGN_OR_RETURN(ro.device, ParseDevice(args.device));
+  SPECPLAN_ASSIGN_OR_RETURN(auto target, LoadModel(args.target, args.seed, ro));
+  std::unique_ptr<Transformer> draft;
+  if (args.draft == "target") {
+    draft = target->Truncated(target->config().num_layers);
+  } else if (absl::StartsWith(args.draft, "truncate:")) {
+    int64_t layers = 0;
+    if (!absl::SimpleAtoi(args.draft.substr(9), &layers) || layers < 1 ||
+        layers > target->config().num_layers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--draft = \"", args.draft,
+                       "\": truncate:N needs 1 <= N <= ", target->config().num_layers));
+    }
+    draft = target->Truncated(layers);
+  } else {
+    SPECPLAN_ASSIGN_OR_RETURN(draft, LoadModel(args.draft, args.seed + 1, ro));
+  }
+  SPECPLAN_ASSIGN_OR_RETURN(auto prompts, ReadPrompts(args.prompts, target->config().vocab_size));
+  if (args.max_prompts > 0 && static_cast<int>(prompts.size()) > args.max_prompts) {
+    prompts.resize(args.max_prompts);
+  }
+  int64_t longest = 0;
+  for (const auto& p : prompts) longest = std::max<int64_t>(longest, p.size());
+  std::vector<Strategy> strategies;
+  for (absl::string_view name : absl::StrSplit(args.strategies, ',', absl::SkipEmpty())) {
+    SPECPLAN_ASSIGN_OR_RETURN(Strategy s, ParseStrategy(std::string(name)));
+    strategies.push_back(s);
+  }
+  KvUpdate kv = KvUpdate::kGather;
+  if (args.kv_update == "rebuild") {
+    kv = KvUpdate::kRebuild;
+  } else if (args.kv_update != "gather") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kv-update = \"", args.kv_update, "\": expected gather or rebuild"));
+  }
+
+  std::fprintf(stderr,
+               "target %s (%lld layers, h=%lld, V=%lld), draft %s (%lld layers), %s %s, "
+               "%zu prompts, %d new tokens, %d threads\n",
+               target->config().name.c_str(), (long long)target->config().num_layers,
+               (long long)target->config().hidden_size, (long long)target->config().vocab_size,
+               draft->config().name.c_str(), (long long)draft->config().num_layers,
+               args.device.c_str(), args.dtype.c_str(), prompts.size(), args.max_new_tokens,
+               torch::get_num_threads());
+
+  nlohmann::json report = {{"target", args.target},
+                           {"draft", args.draft},
+                           {"device", args.device},
+                           {"dtype", args.dtype},
+                           {"max_new_tokens", args.max_new_tokens},
+                           {"prompts", prompts.size()},
+                           {"temperature", args.temperature},
+                           {"kv_update", args.kv_update},
+                           {"strategies", nlohmann::json::object()}};
+  std::unique_ptr<costmodel::LatencyModel> latency;
+  if (!args.profile.empty()) {
+    SPECPLAN_ASSIGN_OR_RETURN(costmodel::Profile profile, costmodel::LoadProfile(args.profile));
+    SPECPLAN_ASSIGN_OR_RETURN(latency, costmodel::MakeLatencyModel(profile));
+  }
+  double ar_tps = 0;
+  std::vector<std::vector<int64_t>> ar_outputs;
+  std::printf("%-10s %9s %8s %7s %8s %7s %6s %9s %9s %9s %6s\n", "strategy", "tok/s", "speedup",
+              "accept", "tok/iter", "L_mean", "iters", "TTFT_ms", "TPOT_ms", "peak_MB", "exact");
+  for (Strategy s : strategies) {
+    StrategyOptions o = StrategyOptions::Defaults(s);
+    o.kv_update = kv;
+    o.sampling.greedy = args.temperature <= 0;
+    o.sampling.temperature = args.temperature > 0 ? args.temperature : 1.0f;
+    o.sampling.seed = args.seed;
+    o.latency = latency.get();  // null: measured on the target at Create
+    SPECPLAN_ASSIGN_OR_RETURN(auto dec,
+                              SpeculativeDecoder::Create(target.get(), draft.get(), o,
+                                                         longest + args.max_new_tokens + 1));
+    // Warm-up (allocator, kernels) outside the measurement.
+    SPECPLAN_RETURN_IF_ERROR(dec->Generate(prompts[0], std::min(8, args.max_new_tokens)).status());
+    SPECPLAN_ASSIGN_OR_RETURN(dec, SpeculativeDecoder::Create(target.get(), draft.get(), o,
+                                                              longest + args.max_new_tokens + 1));
+    std::vector<std::vector<int64_t>> outputs;
+    double ttft = 0, tpot_sum = 0;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      Progress(StrategyName(s), static_cast<int>(i), static_cast<int>(prompts.size()));
+      SPECPLAN_ASSIGN_OR_RETURN(GenerationResult r, dec->Generate(prompts[i], args.max_new_tokens));
+      ttft += r.ttft_s;
+      if (args.max_new_tokens > 1) tpot_sum += (r.total_s - r.ttft_s) / (args.max_new_tokens - 1);
+      outputs.push_back(std::move(r.tokens));
+    }
+    Progress(StrategyName(s), static_cast<int>(prompts.size()), static_cast<int>(prompts.size()));
+    const DecodeCounters& c = dec->counters();
+    const double tps = static_cast<double>(c.new_tokens) / c.total_s;
+    if (s == Strategy::kAr) {
+      ar_tps = tps;
+      ar_outputs = outputs;
+    }
+    const double n = static_cast<double>(prompts.size());
+    const double peak_mb = PeakRssBytes() / 1e6;
+    std::string exact = "-";
+    if (!ar_outputs.empty() && o.sampling.greedy) exact = outputs == ar_outputs ? "yes" : "NO";
+    const std::string speedup = ar_tps > 0 ? absl::StrFormat("%.2fx", tps / ar_tps) : "-";
+    std::printf("%-10s %9.1f %8s %7.3f %8.2f %7.2f %6lld %9.2f %9.2f %9.1f %6s\n", StrategyName(s),
+                tps, speedup.c_str(), c.acceptance_rate(), c.tokens_per_iteration(),
+                c.mean_accepted_length(), (long long)c.iterations, 1e3 * ttft / n,
+                1e3 * tpot_sum / n, peak_mb, exact.c_str());
+    std::fflush(stdout);
+    nlohmann::json js = {
+        {"outputs", outputs},
+        {"tokens_per_s", tps},
+        {"speedup_vs_ar", ar_tps > 0 ? nlohmann::json(tps / ar_tps) : nlohmann::json()},
+        {"acceptance_rate", c.acceptance_rate()},
+        {"tokens_per_iteration", c.tokens_per_iteration()},
+        {"mean_committed_path_length", c.mean_accepted_length()},
+        {"iterations", c.iterations},
+        {"drafted", c.drafted},
+        {"accepted", c.accepted},
+        {"target_forwards", c.target_forwards},
+        {"verified_tokens", c.verified_tokens},
+        {"ttft_s", ttft / n},
+        {"tpot_s", tpot_sum / n},
+        {"total_s", c.total_s},
+        {"draft_s", c.draft_s},
+        {"verify_s", c.verify_s},
+        {"update_s", c.update_s},
+        {"peak_rss_bytes", PeakRssBytes()},
+        {"kv_cache_bytes", dec->cache_bytes()},
+        {"target_parameter_bytes", target->ParameterBytes()},
+        {"greedy_equals_ar", ar_outputs.empty() || !o.sampling.greedy
+                                 ? nlohmann::json()
+                                 : nlohmann::json(outputs == ar_outputs)}};
+    if (const DrafterCounters* dc = dec->drafter_counters()) {
+      js["draft_forwards"] = dc->forwards;
+      js["draft_fed_tokens"] = dc->fed_tokens;
+      js["draft_reused_rows"] = dc->reused_rows;
+    }
+    report["strategies"][StrategyName(s)] = js;
+  }
+  if (!args.json_out.empty()) {
+    std::ofstream out(args.json_out);
+    out << report.dump(2) << "\n";
+    if (!out) return absl::InternalError(absl::StrCat(args.json_out, ": write failed"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace specplan::runtime
+
+int main(int argc, char** argv) {
+  specplan::runtime::Args args;
+  CLI::App app{"specplan-bench: speculative decoding strategies side by side (LibTorch)"};
+  app.add_option("--target", args.target, "DIR (config.json + safetensors) or random:NAME")
+      ->capture_default_str();
+  app.add_option("--draft", args.draft,
+                 "DIR, random:NAME, 'target' (the target itself) or truncate:N (its first N "
+                 "layers, shared weights)")
+      ->capture_default_str();
+  app.add_option("--strategies", args.strategies,
+                 "comma list of ar, linear, fixed, dynatree, bestfirst, lookup, merged")
+      ->capture_default_str();
+  app.add_option("--prompts", args.prompts, "JSONL file, one {\"ids\": [int, ...]} per line")
+      ->capture_default_str();
+  app.add_option("--max-new-tokens", args.max_new_tokens, "tokens generated per prompt")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--max-prompts", args.max_prompts, "use only the first N prompts (0 = all)");
+  app.add_option("--device", args.device, "cpu | cuda | cuda:N")->capture_default_str();
+  app.add_option("--dtype", args.dtype, "fp32 | bf16 | fp16")->capture_default_str();
+  app.add_option("--json", args.json_out, "write the report (outputs and metrics) here");
+  app.add_option("--seed", args.seed, "random-weight and sampling seed")->capture_default_str();
+  app.add_option("--threads", args.threads, "torch intra-op threads (0 = default)");
+  app.add_option("--kv-update", args.kv_update,
+                 "gather (compact accepted K/V) | rebuild (re-forward the accepted path)")
+      ->capture_default_str();
+  app.add_option("--temperature", args.temperature, "0 = greedy; > 0 = sampling")
+      ->capture_default_str();
+  app.add_option("--profile", args.profile,
+                 "calibrated latency profile (calib/...json) for the bestfirst controller; "
+                 "default: T_verify measured on the target");
+  CLI11_PARSE(app, argc, argv);
+  absl::Status st = specplan::runtime::RunBench(args);
+  if (!st.ok()) {
+    std::cerr << "specplan-bench: " << st.message() << "\n";
+    return 1;
+  }
+  return 0;
+}

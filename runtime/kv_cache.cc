@@ -1,0 +1,53 @@
+#include "runtime/kv_cache.h"
+
+#include <torch/torch.h>
+
+#include "util/check.h"
+
+namespace specplan::runtime {
+
+KvCache::KvCache(const ModelConfig& config, int64_t max_len, torch::ScalarType dtype,
+                 torch::Device device)
+    : max_len_(max_len), device_(device) {
+  c10::InferenceMode guard;
+  const auto opts = torch::TensorOptions().dtype(dtype).device(device);
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    k_.push_back(torch::zeros({max_len, config.num_kv_heads, config.head_dim}, opts));
+    v_.push_back(torch::zeros({max_len, config.num_kv_heads, config.head_dim}, opts));
+  }
+}
+
+void KvCache::set_length(int64_t length) {
+  SPECPLAN_CHECK(length >= 0 && length <= max_len_);
+  length_ = length;
+}
+
+void KvCache::GatherSlots(absl::Span<const int64_t> src_slots, int64_t dst_start) {
+  const int64_t m = static_cast<int64_t>(src_slots.size());
+  SPECPLAN_CHECK(dst_start >= 0 && dst_start + m <= max_len_);
+  bool identity = true;
+  for (int64_t i = 0; i < m; ++i) {
+    SPECPLAN_CHECK(src_slots[i] >= 0 && src_slots[i] < max_len_);
+    identity = identity && src_slots[i] == dst_start + i;
+  }
+  if (identity || m == 0) return;
+  c10::InferenceMode guard;
+  torch::Tensor index =
+      torch::from_blob(const_cast<int64_t*>(src_slots.data()), {m}, torch::kInt64).to(device_);
+  for (size_t l = 0; l < k_.size(); ++l) {
+    torch::Tensor kr = k_[l].index_select(0, index);
+    torch::Tensor vr = v_[l].index_select(0, index);
+    k_[l].narrow(0, dst_start, m).copy_(kr);
+    v_[l].narrow(0, dst_start, m).copy_(vr);
+  }
+}
+
+int64_t KvCache::bytes() const {
+  int64_t b = 0;
+  for (size_t l = 0; l < k_.size(); ++l) {
+    b += k_[l].numel() * k_[l].element_size() + v_[l].numel() * v_[l].element_size();
+  }
+  return b;
+}
+
+}  // namespace specplan::runtime

@@ -1,0 +1,448 @@
+#include "runtime/transformer.h"
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/safetensors.h"
+#include "util/check.h"
+#include "util/status_macros.h"
+
+namespace specplan::runtime {
+namespace {
+
+std::string ShapeString(at::IntArrayRef shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+// HF rope init (default / linear / llama3) on rotary_dim channels.
+torch::Tensor InverseFrequencies(const ModelConfig& c) {
+  const int64_t dim = c.rotary_dim();
+  std::vector<float> inv(static_cast<size_t>(dim / 2));
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    double f = 1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(dim));
+    const RopeScaling& r = c.rope_scaling;
+    if (r.type == RopeScalingType::kLinear) {
+      f /= r.factor;
+    } else if (r.type == RopeScalingType::kLlama3) {
+      const double old_len = static_cast<double>(r.original_max_position_embeddings);
+      const double low_wavelen = old_len / r.low_freq_factor;
+      const double high_wavelen = old_len / r.high_freq_factor;
+      const double wavelen = 2 * M_PI / f;
+      if (wavelen > low_wavelen) {
+        f = f / r.factor;
+      } else if (wavelen >= high_wavelen) {
+        const double smooth =
+            (old_len / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+        f = (1 - smooth) * f / r.factor + smooth * f;
+      }
+    }
+    inv[i] = static_cast<float>(f);
+  }
+  return torch::from_blob(inv.data(), {dim / 2}, torch::kFloat32).clone();
+}
+
+torch::Tensor Act(Activation a, const torch::Tensor& x) {
+  switch (a) {
+    case Activation::kSilu:
+      return torch::silu(x);
+    case Activation::kGelu:
+      return torch::gelu(x);
+    case Activation::kGeluTanh:
+      return torch::gelu(x, "tanh");
+    case Activation::kRelu:
+      return torch::relu(x);
+  }
+  return x;
+}
+
+bool IgnoredCheckpointTensor(const std::string& name) {
+  return absl::EndsWith(name, "rotary_emb.inv_freq") || absl::EndsWith(name, ".attention.bias") ||
+         absl::EndsWith(name, ".attention.masked_bias");
+}
+
+}  // namespace
+
+absl::StatusOr<torch::ScalarType> ParseDtype(const std::string& name) {
+  if (name == "fp32" || name == "float32" || name == "float") return torch::kFloat32;
+  if (name == "bf16" || name == "bfloat16") return torch::kBFloat16;
+  if (name == "fp16" || name == "float16" || name == "half") return torch::kFloat16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("dtype = \"", name, "\": expected fp32, bf16 or fp16"));
+}
+
+absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
+  if (name == "cpu") return torch::Device(torch::kCPU);
+  if (absl::StartsWith(name, "cuda")) {
+    if (!torch::cuda::is_available()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device = \"", name, "\": CUDA is not available in this LibTorch build / machine"));
+    }
+    try {
+      return torch::Device(name);
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError(absl::StrCat("device = \"", name, "\": ", e.what()));
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("device = \"", name, "\": expected cpu, cuda or cuda:N"));
+}
+
+const char* DtypeName(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kFloat32:
+      return "fp32";
+    case torch::kBFloat16:
+      return "bf16";
+    case torch::kFloat16:
+      return "fp16";
+    default:
+      return "other";
+  }
+}
+
+Transformer::Transformer(ModelConfig config, RuntimeOptions options)
+    : config_(std::move(config)), options_(options) {}
+
+void Transformer::Allocate() {
+  c10::InferenceMode guard;
+  const auto opts = torch::TensorOptions().dtype(options_.dtype).device(options_.device);
+  const ModelConfig& c = config_;
+  const int64_t h = c.hidden_size, d = c.head_dim, f = c.intermediate_size, V = c.vocab_size;
+  auto add = [&](const std::string& name, torch::Tensor* t, std::vector<int64_t> shape) {
+    *t = torch::empty(shape, opts);
+    named_.emplace_back(name, *t);
+  };
+  const bool neox = c.family == ArchFamily::kGptNeox;
+  const std::string base = neox ? "gpt_neox." : "model.";
+  add(base + (neox ? "embed_in.weight" : "embed_tokens.weight"), &embed_, {V, h});
+  layers_.resize(static_cast<size_t>(c.num_layers));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    Layer& L = layers_[i];
+    const std::string p = absl::StrCat(base, "layers.", i, ".");
+    add(p + "input_layernorm.weight", &L.ln1_w, {h});
+    if (neox) add(p + "input_layernorm.bias", &L.ln1_b, {h});
+    add(p + "post_attention_layernorm.weight", &L.ln2_w, {h});
+    if (neox) add(p + "post_attention_layernorm.bias", &L.ln2_b, {h});
+    if (neox) {
+      add(p + "attention.query_key_value.weight", &L.qkv_w, {3 * h, h});
+      if (c.attention_bias) add(p + "attention.query_key_value.bias", &L.qkv_b, {3 * h});
+      add(p + "attention.dense.weight", &L.o_w, {h, c.q_width()});
+      if (c.attention_out_bias) add(p + "attention.dense.bias", &L.o_b, {h});
+      add(p + "mlp.dense_h_to_4h.weight", &L.up_w, {f, h});
+      if (c.mlp_bias) add(p + "mlp.dense_h_to_4h.bias", &L.up_b, {f});
+      add(p + "mlp.dense_4h_to_h.weight", &L.down_w, {h, f});
+      if (c.mlp_bias) add(p + "mlp.dense_4h_to_h.bias", &L.down_b, {h});
+    } else {
+      add(p + "self_attn.q_proj.weight", &L.q_w, {c.q_width(), h});
+      if (c.attention_bias) add(p + "self_attn.q_proj.bias", &L.q_b, {c.q_width()});
+      add(p + "self_attn.k_proj.weight", &L.k_w, {c.kv_width(), h});
+      if (c.attention_bias) add(p + "self_attn.k_proj.bias", &L.k_b, {c.kv_width()});
+      add(p + "self_attn.v_proj.weight", &L.v_w, {c.kv_width(), h});
+      if (c.attention_bias) add(p + "self_attn.v_proj.bias", &L.v_b, {c.kv_width()});
+      add(p + "self_attn.o_proj.weight", &L.o_w, {h, c.q_width()});
+      if (c.attention_out_bias) add(p + "self_attn.o_proj.bias", &L.o_b, {h});
+      if (c.qk_norm) {
+        add(p + "self_attn.q_norm.weight", &L.q_norm_w, {d});
+        add(p + "self_attn.k_norm.weight", &L.k_norm_w, {d});
+      }
+      add(p + "mlp.gate_proj.weight", &L.gate_w, {f, h});
+      if (c.mlp_bias) add(p + "mlp.gate_proj.bias", &L.gate_b, {f});
+      add(p + "mlp.up_proj.weight", &L.up_w, {f, h});
+      if (c.mlp_bias) add(p + "mlp.up_proj.bias", &L.up_b, {f});
+      add(p + "mlp.down_proj.weight", &L.down_w, {h, f});
+      if (c.mlp_bias) add(p + "mlp.down_proj.bias", &L.down_b, {h});
+    }
+  }
+  add(base + (neox ? "final_layer_norm.weight" : "norm.weight"), &final_w_, {h});
+  if (neox) add(base + "final_layer_norm.bias", &final_b_, {h});
+  if (c.tie_word_embeddings) {
+    lm_head_ = embed_;
+  } else {
+    add(neox ? "embed_out.weight" : "lm_head.weight", &lm_head_, {V, h});
+  }
+  inv_freq_ = InverseFrequencies(c).to(options_.device);
+}
+
+void Transformer::InitRandom(uint64_t seed, double init_scale) {
+  c10::InferenceMode guard;
+  auto gen = at::detail::createCPUGenerator(seed);
+  for (auto& [name, t] : named_) {
+    torch::Tensor r = at::randn(t.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32));
+    if (absl::StrContains(name, "layernorm.weight") || absl::StrContains(name, "norm.weight")) {
+      r = 1.0 + 0.1 * r;
+    } else if (absl::EndsWith(name, ".bias")) {
+      r = 0.1 * r;
+    } else if (absl::StrContains(name, "embed_tokens") || absl::StrContains(name, "embed_in")) {
+      // N(0, 1) embeddings
+    } else if (absl::StrContains(name, "lm_head") || absl::StrContains(name, "embed_out")) {
+      // Logits with std ~6: peaked next-token distributions like a trained LM's.
+      r = r * (6.0 / std::sqrt(static_cast<double>(t.size(1))));
+    } else {
+      r = r * (init_scale / std::sqrt(static_cast<double>(t.size(1))));
+    }
+    t.copy_(r);
+  }
+}
+
+static absl::Status CheckOptions(const RuntimeOptions& options) {
+  if (options.dtype != torch::kFloat32 && options.dtype != torch::kBFloat16 &&
+      options.dtype != torch::kFloat16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dtype = ", c10::toString(options.dtype), ": expected fp32, bf16 or fp16"));
+  }
+#if TORCH_VERSION_MAJOR < 2
+  if (options.dtype == torch::kFloat16 && options.device.is_cpu()) {
+    return absl::InvalidArgumentError(
+        "dtype = fp16: LibTorch 1.x has no fp16 matmul on CPU (use fp32 or bf16, or cuda)");
+  }
+#endif
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::CreateRandom(
+    const ModelConfig& config, uint64_t seed, const RuntimeOptions& options, double init_scale) {
+  SPECPLAN_RETURN_IF_ERROR(ValidateModelConfig(config));
+  SPECPLAN_RETURN_IF_ERROR(CheckOptions(options));
+  std::unique_ptr<Transformer> m(new Transformer(config, options));
+  m->Allocate();
+  m->InitRandom(seed, init_scale);
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::CreateFromSource(
+    const ModelConfig& config, const TensorSource& source, const RuntimeOptions& options) {
+  SPECPLAN_RETURN_IF_ERROR(ValidateModelConfig(config));
+  SPECPLAN_RETURN_IF_ERROR(CheckOptions(options));
+  std::unique_ptr<Transformer> m(new Transformer(config, options));
+  m->Allocate();
+  std::set<std::string> expected;
+  c10::InferenceMode guard;
+  for (auto& [name, t] : m->named_) {
+    expected.insert(name);
+    if (!source.Has(name)) {
+      return absl::NotFoundError(
+          absl::StrCat(name, ": missing from the checkpoint (", source.Describe(), ")"));
+    }
+    SPECPLAN_ASSIGN_OR_RETURN(torch::Tensor src, source.Get(name));
+    if (src.sizes() != t.sizes()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": shape ", ShapeString(src.sizes()),
+                                                     ", expected ", ShapeString(t.sizes())));
+    }
+    t.copy_(src);
+  }
+  for (const std::string& name : source.Names()) {
+    if (expected.count(name) || IgnoredCheckpointTensor(name)) continue;
+    if (config.tie_word_embeddings && (name == "lm_head.weight" || name == "embed_out.weight")) {
+      continue;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(name, ": unexpected tensor for model_type ",
+                                                   config.model_type, " with ", config.num_layers,
+                                                   " layers (", source.Describe(), ")"));
+  }
+  return m;
+}
+
+std::unique_ptr<Transformer> Transformer::Truncated(int64_t num_layers) const {
+  SPECPLAN_CHECK(num_layers >= 1 && num_layers <= config_.num_layers);
+  ModelConfig c = config_;
+  c.num_layers = num_layers;
+  c.name = absl::StrCat(config_.name, "[:", num_layers, "]");
+  std::unique_ptr<Transformer> m(new Transformer(c, options_));
+  m->embed_ = embed_;
+  m->final_w_ = final_w_;
+  m->final_b_ = final_b_;
+  m->lm_head_ = lm_head_;
+  m->inv_freq_ = inv_freq_;
+  m->layers_.assign(layers_.begin(), layers_.begin() + num_layers);
+  const std::string stop = absl::StrCat("layers.", num_layers, ".");
+  for (const auto& [name, t] : named_) {
+    // keep parameters of layers < num_layers and the non-layer ones
+    const size_t pos = name.find("layers.");
+    if (pos != std::string::npos) {
+      const int64_t idx = std::stoll(name.substr(pos + 7));
+      if (idx >= num_layers) continue;
+    }
+    m->named_.emplace_back(name, t);
+  }
+  return m;
+}
+
+int64_t Transformer::ParameterBytes() const {
+  int64_t b = 0;
+  for (const auto& [name, t] : named_) b += t.numel() * t.element_size();
+  return b;
+}
+
+torch::Tensor Transformer::Norm(const torch::Tensor& x, const torch::Tensor& w,
+                                const torch::Tensor& b) const {
+  if (config_.family == ArchFamily::kGptNeox) {
+    return torch::layer_norm(x, {x.size(-1)}, w, b, config_.norm_eps);
+  }
+  // HF LlamaRMSNorm: normalise in float32, cast back, then scale.
+  torch::Tensor xf = x.to(torch::kFloat32);
+  xf = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + config_.norm_eps);
+  return w * xf.to(x.scalar_type());
+}
+
+torch::Tensor Transformer::Rope(const torch::Tensor& x, const torch::Tensor& cos,
+                                const torch::Tensor& sin) const {
+  const int64_t rd = config_.rotary_dim();
+  const int64_t d = x.size(-1);
+  torch::Tensor xr = rd == d ? x : x.narrow(-1, 0, rd);
+  torch::Tensor x1 = xr.narrow(-1, 0, rd / 2);
+  torch::Tensor x2 = xr.narrow(-1, rd / 2, rd / 2);
+  torch::Tensor rotated = torch::cat({-x2, x1}, -1);
+  torch::Tensor out = xr * cos + rotated * sin;
+  if (rd == d) return out;
+  return torch::cat({out, x.narrow(-1, rd, d - rd)}, -1);
+}
+
+torch::Tensor Transformer::Attention(const Layer& L, int64_t index, const torch::Tensor& x,
+                                     const torch::Tensor& cos, const torch::Tensor& sin,
+                                     int64_t start_slot, const torch::Tensor& mask,
+                                     KvCache* cache) const {
+  const ModelConfig& c = config_;
+  const int64_t s = x.size(0), d = c.head_dim, nq = c.num_heads, nkv = c.num_kv_heads;
+  const int64_t g = nq / nkv;
+  torch::Tensor q, k, v;
+  if (c.family == ArchFamily::kGptNeox) {
+    torch::Tensor qkv = torch::linear(x, L.qkv_w, L.qkv_b).view({s, nq, 3 * d});
+    q = qkv.narrow(-1, 0, d);
+    k = qkv.narrow(-1, d, d);
+    v = qkv.narrow(-1, 2 * d, d);
+  } else {
+    q = torch::linear(x, L.q_w, L.q_b).view({s, nq, d});
+    k = torch::linear(x, L.k_w, L.k_b).view({s, nkv, d});
+    v = torch::linear(x, L.v_w, L.v_b).view({s, nkv, d});
+    if (c.qk_norm) {
+      q = Norm(q, L.q_norm_w, {});
+      k = Norm(k, L.k_norm_w, {});
+    }
+  }
+  q = Rope(q, cos, sin);
+  k = Rope(k, cos, sin);
+  torch::Tensor& kc = cache->k(index);
+  torch::Tensor& vc = cache->v(index);
+  kc.narrow(0, start_slot, s).copy_(k);
+  vc.narrow(0, start_slot, s).copy_(v);
+  const int64_t T = start_slot + s;
+  torch::Tensor keys = kc.narrow(0, 0, T).permute({1, 0, 2});    // [nkv][T][d]
+  torch::Tensor values = vc.narrow(0, 0, T).permute({1, 0, 2});  // [nkv][T][d]
+  torch::Tensor out;
+#if TORCH_VERSION_MAJOR >= 2
+  if (x.is_cuda()) {
+    // Fused attention: expand K/V over the query groups ([nq][T][d]).
+    torch::Tensor qh = q.permute({1, 0, 2});  // [nq][s][d]
+    torch::Tensor kh = g == 1 ? keys : keys.repeat_interleave(g, 0);
+    torch::Tensor vh = g == 1 ? values : values.repeat_interleave(g, 0);
+    torch::Tensor m =
+        mask.defined()
+            ? mask.to(q.scalar_type())
+            : torch::zeros({s, T}, q.options())
+                  .masked_fill_(
+                      torch::ones({s, T}, q.options().dtype(torch::kBool)).triu_(start_slot + 1),
+                      -std::numeric_limits<float>::infinity());
+    out = at::scaled_dot_product_attention(qh, kh, vh, m, 0.0, false);  // [nq][s][d]
+    out = out.permute({1, 0, 2}).reshape({s, nq * d});
+  }
+#endif
+  if (!out.defined()) {
+    // [nkv][g * s][d]: query head j * g + r uses kv head j (HF repeat_kv).
+    torch::Tensor qg = q.view({s, nkv, g, d}).permute({1, 2, 0, 3}).reshape({nkv, g * s, d});
+    torch::Tensor scores = torch::bmm(qg, keys.transpose(1, 2)).view({nkv, g, s, T});
+    scores = scores.to(torch::kFloat32) * (1.0 / std::sqrt(static_cast<double>(d)));
+    if (mask.defined()) {
+      scores = scores + mask;
+    } else if (s > 1) {
+      torch::Tensor causal =
+          torch::ones({s, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device()))
+              .triu_(start_slot + 1);
+      scores = scores.masked_fill(causal, -std::numeric_limits<float>::infinity());
+    }
+    torch::Tensor p = torch::softmax(scores, -1).to(values.scalar_type()).view({nkv, g * s, T});
+    out = torch::bmm(p, values).view({nkv, g, s, d}).permute({2, 0, 1, 3}).reshape({s, nq * d});
+  }
+  return torch::linear(out, L.o_w, L.o_b);
+}
+
+torch::Tensor Transformer::Mlp(const Layer& L, const torch::Tensor& x) const {
+  if (config_.family == ArchFamily::kGptNeox) {
+    return torch::linear(Act(config_.hidden_act, torch::linear(x, L.up_w, L.up_b)), L.down_w,
+                         L.down_b);
+  }
+  torch::Tensor gate = Act(config_.hidden_act, torch::linear(x, L.gate_w, L.gate_b));
+  return torch::linear(gate * torch::linear(x, L.up_w, L.up_b), L.down_w, L.down_b);
+}
+
+torch::Tensor Transformer::Forward(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                   int64_t start_slot, const torch::Tensor& mask,
+                                   KvCache* cache) const {
+  c10::InferenceMode guard;
+  const int64_t s = tokens.size(0);
+  SPECPLAN_CHECK(s >= 1 && positions.size(0) == s);
+  SPECPLAN_CHECK(start_slot >= 0 && start_slot + s <= cache->max_len());
+  SPECPLAN_CHECK(cache->num_layers() == config_.num_layers);
+  const torch::Device dev = options_.device;
+  torch::Tensor tok = tokens.to(dev, torch::kInt64);
+  torch::Tensor pos = positions.to(dev, torch::kFloat32);
+  torch::Tensor m;
+  if (mask.defined()) {
+    SPECPLAN_CHECK(mask.dim() == 2 && mask.size(0) == s && mask.size(1) == start_slot + s);
+    m = mask.to(dev, torch::kFloat32);
+  }
+  // cos/sin [s][1][rotary_dim] in the model dtype (HF casts them to the activation dtype).
+  torch::Tensor freqs = torch::outer(pos, inv_freq_);
+  torch::Tensor emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);
+  torch::Tensor cos = emb.cos().to(options_.dtype);
+  torch::Tensor sin = emb.sin().to(options_.dtype);
+
+  torch::Tensor x = torch::embedding(embed_, tok);  // [s][h]
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& L = layers_[i];
+    torch::Tensor a = Attention(L, static_cast<int64_t>(i), Norm(x, L.ln1_w, L.ln1_b), cos, sin,
+                                start_slot, m, cache);
+    if (config_.family == ArchFamily::kGptNeox && config_.use_parallel_residual) {
+      x = x + a + Mlp(L, Norm(x, L.ln2_w, L.ln2_b));
+    } else {
+      x = x + a;
+      x = x + Mlp(L, Norm(x, L.ln2_w, L.ln2_b));
+    }
+  }
+  x = Norm(x, final_w_, final_b_);
+  return torch::linear(x, lm_head_).to(torch::kFloat32);
+}
+
+torch::Tensor Transformer::ForwardCausal(const std::vector<int64_t>& tokens, int64_t start,
+                                         KvCache* cache) const {
+  c10::InferenceMode guard;
+  const int64_t s = static_cast<int64_t>(tokens.size());
+  torch::Tensor t = torch::from_blob(const_cast<int64_t*>(tokens.data()), {s}, torch::kInt64);
+  torch::Tensor p = torch::arange(start, start + s, torch::kInt64);
+  return Forward(t, p, start, torch::Tensor(), cache);
+}
+
+torch::Tensor TreeAttentionMask(const std::vector<uint8_t>& ancestor_dense, int64_t s, int64_t c,
+                                torch::Device device) {
+  SPECPLAN_CHECK(static_cast<int64_t>(ancestor_dense.size()) == s * s);
+  c10::InferenceMode guard;
+  torch::Tensor m = torch::zeros({s, c + s}, torch::kFloat32);
+  float* data = m.data_ptr<float>();
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < s; ++i) {
+    float* row = data + i * (c + s) + c;
+    for (int64_t j = 0; j < s; ++j) {
+      if (!ancestor_dense[i * s + j]) row[j] = ninf;
+    }
+  }
+  return m.to(device);
+}
+
+}  // namespace specplan::runtime

@@ -1,0 +1,121 @@
+// Decoder-only transformer in LibTorch (Llama family and GPT-NeoX), executing s new tokens over a
+// preallocated KV cache with an arbitrary additive attention mask -- the one primitive behind
+// prefill, autoregressive decoding, draft-tree expansion and one-pass tree verification.
+//
+// Parameters are held under their HuggingFace names (NamedParameters), so checkpoints load by name
+// and tests can write them back out. All forwards run under c10::InferenceMode.
+#ifndef SPECPLAN_RUNTIME_TRANSFORMER_H_
+#define SPECPLAN_RUNTIME_TRANSFORMER_H_
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/kv_cache.h"
+#include "runtime/model_config.h"
+
+namespace specplan::runtime {
+
+struct RuntimeOptions {
+  torch::ScalarType dtype = torch::kFloat32;  // fp32, bf16 or fp16 weights and activations
+  torch::Device device = torch::kCPU;
+};
+
+// "fp32" | "float32" | "bf16" | "bfloat16" | "fp16" | "float16"; "cpu" | "cuda" | "cuda:N".
+absl::StatusOr<torch::ScalarType> ParseDtype(const std::string& name);
+absl::StatusOr<torch::Device> ParseDevice(const std::string& name);  // errors when CUDA is absent
+const char* DtypeName(torch::ScalarType dtype);
+
+class TensorSource;  // runtime/safetensors.h
+
+class Transformer {
+ public:
+  // Random weights from `seed` (same seed, config and dtype => identical weights on any device):
+  // matrices N(0, init_scale^2 / fan_in), an untied LM head N(0, 36 / fan_in) (peaked next-token
+  // distributions, as a trained LM's), embeddings N(0, 1), norm weights 1 + 0.1 N(0, 1), biases
+  // 0.1 N(0, 1).
+  static absl::StatusOr<std::unique_ptr<Transformer>> CreateRandom(const ModelConfig& config,
+                                                                   uint64_t seed,
+                                                                   const RuntimeOptions& options,
+                                                                   double init_scale = 1.0);
+  // Weights from a checkpoint, by HF name. Errors: a missing tensor, a wrong shape
+  // ("model.layers.0.self_attn.q_proj.weight: shape [64, 32], expected [64, 64]"), or an unexpected
+  // tensor name (known buffers such as rotary_emb.inv_freq are ignored).
+  static absl::StatusOr<std::unique_ptr<Transformer>> CreateFromSource(
+      const ModelConfig& config, const TensorSource& source, const RuntimeOptions& options);
+
+  // A model made of this one's first `num_layers` blocks plus its final norm and LM head, sharing
+  // the weight tensors (a cheap self-speculative draft). 1 <= num_layers <= config().num_layers.
+  std::unique_ptr<Transformer> Truncated(int64_t num_layers) const;
+
+  const ModelConfig& config() const { return config_; }
+  const RuntimeOptions& options() const { return options_; }
+  // (HF name, tensor) in a fixed order; the tensors alias the model's storage.
+  const std::vector<std::pair<std::string, torch::Tensor>>& NamedParameters() const {
+    return named_;
+  }
+  int64_t ParameterBytes() const;
+
+  KvCache NewCache(int64_t max_len) const {
+    return KvCache(config_, max_len, options_.dtype, options_.device);
+  }
+
+  // Runs s new tokens. Writes their K/V into slots [start_slot, start_slot + s) of `cache` and
+  // attends over slots [0, start_slot + s).
+  //   tokens    [s] int64 token ids (any device)
+  //   positions [s] int64 absolute RoPE positions
+  //   mask      [s][start_slot + s] additive float mask (0 = visible, -inf = hidden), or an
+  //             undefined tensor for causal attention (row i sees slots <= start_slot + i)
+  // Returns logits [s][V] as float32 on the model's device. Does not change cache->length().
+  torch::Tensor Forward(const torch::Tensor& tokens, const torch::Tensor& positions,
+                        int64_t start_slot, const torch::Tensor& mask, KvCache* cache) const;
+
+  // Convenience: causal forward of `tokens` at positions/slots start .. start + s - 1.
+  torch::Tensor ForwardCausal(const std::vector<int64_t>& tokens, int64_t start,
+                              KvCache* cache) const;
+
+ private:
+  struct Layer {
+    torch::Tensor ln1_w, ln1_b, ln2_w, ln2_b;              // norms ([h]; biases only for LayerNorm)
+    torch::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b;  // llama family
+    torch::Tensor qkv_w, qkv_b;                            // gpt_neox fused [3h][h]
+    torch::Tensor q_norm_w, k_norm_w;                      // qwen3 [d]
+    torch::Tensor gate_w, up_w, down_w, gate_b, up_b, down_b;  // MLP (gpt_neox: up/down only)
+  };
+
+  Transformer(ModelConfig config, RuntimeOptions options);
+  // Allocates every parameter (uninitialised) and fills named_ / expected shapes.
+  void Allocate();
+  void InitRandom(uint64_t seed, double init_scale);
+  torch::Tensor Norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) const;
+  torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos,
+                     const torch::Tensor& sin) const;  // x [s][heads][d]
+  torch::Tensor Attention(const Layer& layer, int64_t index, const torch::Tensor& x,
+                          const torch::Tensor& cos, const torch::Tensor& sin, int64_t start_slot,
+                          const torch::Tensor& mask, KvCache* cache) const;
+  torch::Tensor Mlp(const Layer& layer, const torch::Tensor& x) const;
+
+  ModelConfig config_;
+  RuntimeOptions options_;
+  torch::Tensor embed_, final_w_, final_b_, lm_head_;
+  std::vector<Layer> layers_;
+  torch::Tensor inv_freq_;  // [rotary_dim / 2] float32 on device (scaling applied)
+  std::vector<std::pair<std::string, torch::Tensor>> named_;
+};
+
+// Additive attention mask for one-pass verification of a draft tree over c cached tokens:
+// [s][c + s] float32 on `device`, 0 where visible, -inf elsewhere. Columns [0, c) are visible to
+// every row; column c + j is visible to row i iff ancestor_dense[i * s + j] != 0 (the planner's
+// dense ancestor mask, planner::TreeOutputs::mask_dense).
+torch::Tensor TreeAttentionMask(const std::vector<uint8_t>& ancestor_dense, int64_t s, int64_t c,
+                                torch::Device device);
+
+}  // namespace specplan::runtime
+
+#endif  // SPECPLAN_RUNTIME_TRANSFORMER_H_

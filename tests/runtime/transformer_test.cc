@@ -1,0 +1,166 @@
+// Tree verification in one pass equals sequential decoding along every root-to-node path; KV
+// compaction equals recomputation; chunked prefill equals token-by-token decoding.
+#include "runtime/transformer.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <random>
+
+#include "planner/tree_outputs.h"
+#include "runtime/kv_cache.h"
+#include "tests/runtime/test_models.h"
+
+namespace specplan::runtime {
+namespace {
+
+using testing::RandomTokens;
+using testing::RandomTree;
+using testing::TinyModel;
+
+// Logits of the last token of `seq` by a fresh causal pass.
+torch::Tensor LastLogits(const Transformer& model, const std::vector<int64_t>& seq) {
+  KvCache cache = model.NewCache(static_cast<int64_t>(seq.size()));
+  torch::Tensor logits = model.ForwardCausal(seq, 0, &cache);
+  return logits[logits.size(0) - 1];
+}
+
+class TreeVerifyTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TreeVerifyTest, OnePassEqualsSequentialAlongEveryPath) {
+  auto model = TinyModel(GetParam(), 11);
+  const int V = static_cast<int>(model->config().vocab_size);
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 3; ++trial) {
+    const int c = 3 + trial * 5;
+    const int n = 6 + trial * 7;
+    std::vector<int64_t> prefix = RandomTokens(c, V, rng);
+    planner::Tree tree = RandomTree(n, V, rng);
+    planner::TreeOutputOptions opt;
+    opt.position_offset = c;
+    opt.dense_mask = true;
+    planner::TreeOutputs out;
+    planner::ComputeTreeOutputs(tree, opt, &out);
+
+    KvCache cache = model->NewCache(c + n + 1);
+    model->ForwardCausal(prefix, 0, &cache);
+    const int s = tree.size();
+    std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
+    torch::Tensor logits = model->Forward(
+        torch::tensor(toks, torch::kInt64), torch::tensor(out.positions, torch::kInt64), c,
+        TreeAttentionMask(out.mask_dense, s, c, torch::kCPU), &cache);
+    ASSERT_EQ(logits.size(0), s);
+    ASSERT_EQ(logits.size(1), V);
+    for (int i = 0; i < s; ++i) {
+      std::vector<int64_t> path;
+      for (int u = i; u >= 0; u = tree.parents[u]) path.insert(path.begin(), tree.tokens[u]);
+      std::vector<int64_t> seq = prefix;
+      seq.insert(seq.end(), path.begin(), path.end());
+      torch::Tensor ref = LastLogits(*model, seq);
+      EXPECT_TRUE(torch::allclose(logits[i], ref, 1e-4, 1e-4))
+          << GetParam() << " trial " << trial << " node " << i << " max diff "
+          << (logits[i] - ref).abs().max().item<float>();
+    }
+  }
+}
+
+TEST_P(TreeVerifyTest, CompactionEqualsRecomputation) {
+  auto model = TinyModel(GetParam(), 3);
+  const int V = static_cast<int>(model->config().vocab_size);
+  std::mt19937_64 rng(17);
+  const int c = 6, n = 14;
+  std::vector<int64_t> prefix = RandomTokens(c, V, rng);
+  planner::Tree tree = RandomTree(n, V, rng);
+  planner::TreeOutputOptions opt;
+  opt.position_offset = c;
+  opt.dense_mask = true;
+  planner::TreeOutputs out;
+  planner::ComputeTreeOutputs(tree, opt, &out);
+  KvCache cache = model->NewCache(64);
+  model->ForwardCausal(prefix, 0, &cache);
+  std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
+  model->Forward(torch::tensor(toks, torch::kInt64), torch::tensor(out.positions, torch::kInt64), c,
+                 TreeAttentionMask(out.mask_dense, tree.size(), c, torch::kCPU), &cache);
+  // Accept the path to the deepest last node.
+  int leaf = tree.size() - 1;
+  std::vector<int64_t> src;
+  std::vector<int64_t> path;
+  for (int u = leaf; u >= 0; u = tree.parents[u]) {
+    src.insert(src.begin(), c + u);
+    path.insert(path.begin(), tree.tokens[u]);
+  }
+  cache.GatherSlots(src, c);
+  const int64_t len = c + static_cast<int64_t>(path.size());
+  cache.set_length(len);
+  // Next token decoded over the compacted cache == full recomputation.
+  const int64_t next = 42;
+  torch::Tensor got = model->ForwardCausal({next}, len, &cache)[0];
+  std::vector<int64_t> seq = prefix;
+  seq.insert(seq.end(), path.begin(), path.end());
+  seq.push_back(next);
+  torch::Tensor ref = LastLogits(*model, seq);
+  EXPECT_TRUE(torch::allclose(got, ref, 1e-4, 1e-4))
+      << "max diff " << (got - ref).abs().max().item<float>();
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, TreeVerifyTest,
+                         ::testing::Values("tiny", "tiny-qwen3", "tiny-neox", "tiny-llama3"));
+
+TEST(TransformerTest, ChunkedPrefillEqualsTokenByToken) {
+  auto model = TinyModel("tiny", 2);
+  std::mt19937_64 rng(1);
+  std::vector<int64_t> seq = RandomTokens(9, 256, rng);
+  KvCache a = model->NewCache(16);
+  torch::Tensor full = model->ForwardCausal(seq, 0, &a);
+  KvCache b = model->NewCache(16);
+  for (size_t i = 0; i < seq.size(); ++i) {
+    torch::Tensor row = model->ForwardCausal({seq[i]}, static_cast<int64_t>(i), &b)[0];
+    EXPECT_TRUE(torch::allclose(row, full[i], 1e-4, 1e-4)) << i;
+  }
+}
+
+TEST(TransformerTest, SameSeedSameWeightsDifferentSeedDifferent) {
+  auto a = TinyModel("tiny", 7);
+  auto b = TinyModel("tiny", 7);
+  auto c = TinyModel("tiny", 8);
+  KvCache ca = a->NewCache(4), cb = b->NewCache(4), cc = c->NewCache(4);
+  torch::Tensor la = a->ForwardCausal({1, 2, 3}, 0, &ca);
+  EXPECT_TRUE(torch::equal(la, b->ForwardCausal({1, 2, 3}, 0, &cb)));
+  EXPECT_FALSE(torch::allclose(la, c->ForwardCausal({1, 2, 3}, 0, &cc)));
+}
+
+TEST(TransformerTest, TruncatedSharesWeights) {
+  auto model = TinyModel("tiny", 4);
+  auto same = model->Truncated(model->config().num_layers);
+  auto one = model->Truncated(1);
+  EXPECT_EQ(one->config().num_layers, 1);
+  EXPECT_LT(one->NamedParameters().size(), model->NamedParameters().size());
+  KvCache c1 = model->NewCache(4), c2 = same->NewCache(4), c3 = one->NewCache(4);
+  torch::Tensor full = model->ForwardCausal({5, 6, 7}, 0, &c1);
+  EXPECT_TRUE(torch::equal(full, same->ForwardCausal({5, 6, 7}, 0, &c2)));
+  EXPECT_FALSE(torch::allclose(full, one->ForwardCausal({5, 6, 7}, 0, &c3)));
+}
+
+TEST(TransformerTest, Bf16TracksFp32) {
+  auto f32 = TinyModel("tiny", 9);
+  auto bf16 = TinyModel("tiny", 9, torch::kBFloat16);
+  KvCache a = f32->NewCache(8), b = bf16->NewCache(8);
+  std::vector<int64_t> seq = {3, 1, 4, 1, 5, 9};
+  torch::Tensor x = f32->ForwardCausal(seq, 0, &a);
+  torch::Tensor y = bf16->ForwardCausal(seq, 0, &b);
+  EXPECT_EQ(y.scalar_type(), torch::kFloat32);  // logits are returned as float32
+  const float scale = x.abs().max().item<float>();
+  EXPECT_LT((x - y).abs().max().item<float>(), 0.1f * scale);
+}
+
+TEST(TransformerTest, DtypeAndDeviceParsing) {
+  EXPECT_EQ(*ParseDtype("bf16"), torch::kBFloat16);
+  EXPECT_EQ(*ParseDtype("fp32"), torch::kFloat32);
+  EXPECT_FALSE(ParseDtype("int4").ok());
+  EXPECT_TRUE(ParseDevice("cpu").ok());
+  EXPECT_EQ(ParseDevice("cuda").ok(), torch::cuda::is_available());
+  EXPECT_FALSE(ParseDevice("tpu").ok());
+}
+
+}  // namespace
+}  // namespace specplan::runtime
