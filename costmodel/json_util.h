@@ -89,7 +89,7 @@ inline absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
   ss << in.rdbuf();
   try {
     return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
     return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON: ", e.what()));
   }
 }

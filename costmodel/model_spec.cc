@@ -121,6 +121,20 @@ absl::Status ValidateModelSpec(const ModelSpec& m) {
   if (m.n_q % m.n_kv != 0) {
     return absl::InvalidArgumentError(absl::StrCat("n_kv = ", m.n_kv, ": must divide n_q = ", m.n_q));
   }
+  // ParameterCount() and h_q()/h_kv() multiply in int64: bound the count (computed in double, where
+  // it cannot overflow) so that every product stays far below 2^63.
+  constexpr double kMaxParameters = 1e15;
+  const double h = m.hidden;
+  const double params =
+      static_cast<double>(m.layers) *
+          (2 * h * (static_cast<double>(m.n_q) * m.head_dim) +
+           2 * h * (static_cast<double>(m.n_kv) * m.head_dim) + (m.gated_mlp ? 3 : 2) * h * m.ffn) +
+      (m.tied_embeddings ? 1 : 2) * static_cast<double>(m.vocab) * h;
+  if (!(params <= kMaxParameters)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "parameters = ", params, ": must be <= ", kMaxParameters,
+        " (layers, hidden, heads, head_dim, ffn or vocab too large)"));
+  }
   return absl::OkStatus();
 }
 

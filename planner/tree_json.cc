@@ -115,7 +115,7 @@ absl::StatusOr<Tree> ParseTreeJson(std::string_view text) {
   json obj;
   try {
     obj = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e400
     return absl::InvalidArgumentError(absl::StrCat("tree JSON: ", e.what()));
   }
   return TreeFromJson(obj);

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/) with clang + ASan/UBSan into build-fuzz (override BUILD_DIR)
+# and runs each for FUZZ_SECONDS (default 30) on a scratch copy of its committed seed corpus
+# (fuzz/corpus/<target>/), with fuzz/dict/<target>.dict when present. Prints per target the
+# executions run and the crashes found; exits non-zero when any target crashed (reproducers are
+# left in <build>/fuzz-run/<target>/artifacts/).
+#   FUZZ_TARGETS="a b"  run only these targets      MAX_LEN (8192)   RSS_LIMIT_MB (2048)
+#   FUZZ_TIMEOUT (10 s per input)                    extra args go to cmake
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${BUILD_DIR:-$root/build-fuzz}"
+jobs="${JOBS:-$(nproc)}"
+seconds="${FUZZ_SECONDS:-30}"
+max_len="${MAX_LEN:-8192}"
+rss_limit="${RSS_LIMIT_MB:-2048}"
+timeout="${FUZZ_TIMEOUT:-10}"
+# Share cache entries between build directories: paths under the source tree are hashed relative
+# to it, and the compile directory (only in debug info) is not hashed.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+cxx="${FUZZ_CXX:-$(command -v clang++ || command -v clang++-14 || true)}"
+if [[ -z "$cxx" ]]; then
+  echo "fuzz: clang++ not found (apt-get install clang libclang-rt-dev)" >&2
+  exit 2
+fi
+
+grpc=OFF
+if pkg-config --exists grpc++ 2>/dev/null; then grpc=ON; fi
+
+start=$(date +%s)
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+  -DCMAKE_CXX_COMPILER="$cxx" -DSPECPLAN_BUILD_FUZZERS=ON -DSPECPLAN_SANITIZE=ON \
+  -DSPECPLAN_WITH_GRPC="$grpc" -DSPECPLAN_WITH_TORCH=OFF -DSPECPLAN_BUILD_TESTS=OFF \
+  -DSPECPLAN_BUILD_BENCHMARKS=OFF "$@" >/dev/null
+cmake --build "$build" -j"$jobs" --target fuzzers
+built=$(date +%s)
+
+mapfile -t all < <(grep -v '^$' "$build/fuzz/fuzzers.txt")
+targets=(${FUZZ_TARGETS:-${all[@]}})
+
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:print_stacktrace=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+
+failed=0
+summary=()
+for t in "${targets[@]}"; do
+  bin="$build/fuzz/$t"
+  seeds="$root/fuzz/corpus/$t"
+  work="$build/fuzz-run/$t"
+  rm -rf "$work"
+  mkdir -p "$work/corpus" "$work/artifacts"
+  if [[ -d "$seeds" ]]; then cp -r "$seeds/." "$work/corpus/"; fi
+  echo "fuzz: $t for ${seconds}s"
+  dict=()
+  if [[ -f "$root/fuzz/dict/$t.dict" ]]; then dict=(-dict="$root/fuzz/dict/$t.dict"); fi
+  rc=0
+  "$bin" "$work/corpus" "${dict[@]}" -max_total_time="$seconds" -max_len="$max_len" \
+    -rss_limit_mb="$rss_limit" -timeout="$timeout" -artifact_prefix="$work/artifacts/" \
+    -print_final_stats=1 >"$work/log.txt" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log.txt" | tail -1)
+  if [[ -z "$execs" ]]; then  # stopped early (crash): libFuzzer's last progress line
+    execs=$(grep -o '^#[0-9]*' "$work/log.txt" | tail -1 | tr -d '#')
+  fi
+  crashes=$(find "$work/artifacts" -type f | wc -l)
+  cov=$(grep -o 'cov: [0-9]*' "$work/log.txt" | tail -1 | cut -d' ' -f2)
+  summary+=("$(printf '%-28s execs=%-10s cov=%-6s crashes=%s' "$t" "${execs:-0}" "${cov:-?}" "$crashes")")
+  if [[ $rc -ne 0 || $crashes -ne 0 ]]; then
+    failed=1
+    echo "fuzz: $t FAILED (exit $rc); log $work/log.txt; reproducers:" >&2
+    find "$work/artifacts" -type f >&2
+    grep -m1 -A25 'ERROR\|CHECK failed\|runtime error\|deadly signal' "$work/log.txt" >&2 || true
+  fi
+done
+end=$(date +%s)
+
+echo "fuzz: summary (${seconds}s per target; build $((built - start)) s, fuzzing $((end - built)) s)"
+printf '  %s\n' "${summary[@]}"
+exit "$failed"

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the test suites of the components without LibTorch (costmodel, planner, cli and, when gRPC
+# is installed, service) with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan
+# (override with BUILD_DIR) and runs them through ctest. Any sanitizer report fails the run.
+# Extra args go to cmake (e.g. -DCMAKE_CXX_COMPILER=clang++). Objects are cached by ccache in the
+# same cache as scripts/build.sh, so a second run only recompiles what changed.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${BUILD_DIR:-$root/build-asan}"
+jobs="${JOBS:-$(nproc)}"
+# Share cache entries between build directories: paths under the source tree are hashed relative
+# to it, and the compile directory (only in debug info) is not hashed.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+
+grpc=OFF
+if pkg-config --exists grpc++ 2>/dev/null; then grpc=ON; fi
+
+start=$(date +%s)
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+  -DSPECPLAN_SANITIZE=ON -DSPECPLAN_WITH_GRPC="$grpc" -DSPECPLAN_WITH_TORCH=OFF \
+  -DSPECPLAN_BUILD_BENCHMARKS=OFF -DSPECPLAN_BUILD_FUZZERS=OFF -DSPECPLAN_BUILD_TESTS=ON \
+  "$@" >/dev/null
+
+targets=(costmodel_tests planner_tests cli_tests)
+if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^service_tests:'; then
+  targets+=(service_tests)
+fi
+
+# Any report is fatal; leaks included. Test discovery (at build time) runs under the same options.
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:print_stacktrace=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:strict_string_checks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:report_error_type=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+
+echo "sanitize: building ${targets[*]} in $build (grpc=$grpc)"
+cmake --build "$build" -j"$jobs" --target "${targets[@]}"
+built=$(date +%s)
+
+cd "$build"
+status=0
+ctest --output-on-failure -j"$jobs" --timeout 900 || status=$?
+end=$(date +%s)
+echo "sanitize: build $((built - start)) s, tests $((end - built)) s, ctest exit $status"
+exit "$status"
