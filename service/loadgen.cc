@@ -15,8 +15,12 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <random>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -24,6 +28,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "specplan/v1/planner.grpc.pb.h"
+#include "util/check.h"
+#include "util/status_macros.h"
 
 namespace specplan::service {
 namespace {
@@ -379,6 +385,440 @@ nlohmann::json LoadReportToJson(const LoadReport& r) {
   j["max_us"] = r.max_us;
   j["server_p50_us"] = r.server_p50_us;
   j["cpu_us_per_request"] = r.cpu_us_per_request;
+  return j;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Soak mode
+
+const char* SoakMethodName(SoakMethod method) {
+  switch (method) {
+    case SoakMethod::kPing:
+      return "Ping";
+    case SoakMethod::kPlanTree:
+      return "PlanTree";
+    case SoakMethod::kMergeTrees:
+      return "MergeTrees";
+    case SoakMethod::kEstimateLatency:
+      return "EstimateLatency";
+  }
+  return "?";
+}
+
+std::vector<SoakCase> MakeSoakCases(const v1::PlanTreeRequest& plan) {
+  SPECPLAN_CHECK(plan.marginals().gamma() >= 1 && plan.marginals().k() >= 2);
+  using absl::StatusCode;
+  std::vector<SoakCase> cases;
+  auto add = [&](std::string name, SoakMethod method, StatusCode expected) -> SoakCase& {
+    SoakCase& c = cases.emplace_back();
+    c.name = std::move(name);
+    c.method = method;
+    c.expected = expected;
+    return c;
+  };
+  v1::ProfileRef unknown;
+  unknown.set_gpu("no-such-gpu");
+  unknown.set_model("no-such-model");
+
+  // Valid requests.
+  add("ping", SoakMethod::kPing, StatusCode::kOk);
+  add("plan", SoakMethod::kPlanTree, StatusCode::kOk).plan = plan;
+  v1::MergeTreesRequest merge;
+  const int32_t root = plan.marginals().root_token();
+  for (int32_t t : {root, 10, 11, 12, 13}) merge.mutable_a()->add_tokens(t);
+  for (int32_t p : {-1, 0, 0, 1, 3}) merge.mutable_a()->add_parents(p);
+  for (int32_t t : {root, 10, 14, 15}) merge.mutable_b()->add_tokens(t);
+  for (int32_t p : {-1, 0, 1, 0}) merge.mutable_b()->add_parents(p);
+  merge.set_dedup(true);
+  merge.set_position_offset(plan.cost().context_tokens());
+  add("merge", SoakMethod::kMergeTrees, StatusCode::kOk).merge = merge;
+  v1::EstimateLatencyRequest estimate;
+  *estimate.mutable_cost() = plan.cost();
+  for (int64_t s : {1, 16, 64}) estimate.add_s(s);
+  for (int64_t c : {int64_t{0}, plan.cost().context_tokens()}) estimate.add_c(c);
+  add("estimate", SoakMethod::kEstimateLatency, StatusCode::kOk).estimate = estimate;
+
+  // Invalid requests.
+  SoakCase* c = &add("plan_nan_probs", SoakMethod::kPlanTree, StatusCode::kInvalidArgument);
+  c->plan = plan;
+  c->plan.mutable_marginals()->set_probs(1, std::numeric_limits<float>::quiet_NaN());
+  c = &add("plan_unsorted_row", SoakMethod::kPlanTree, StatusCode::kInvalidArgument);
+  c->plan = plan;
+  {
+    auto* probs = c->plan.mutable_marginals()->mutable_probs();
+    // Row 0 ascending (row sum unchanged or smaller, so only the order is wrong).
+    const float a = probs->Get(0), b = probs->Get(1);
+    if (a > b) {
+      probs->Set(0, b);
+      probs->Set(1, a);
+    } else if (b > 0) {
+      probs->Set(0, 0.5f * b);
+    } else {
+      probs->Set(1, 1e-3f);
+    }
+  }
+  c = &add("plan_unknown_profile", SoakMethod::kPlanTree, StatusCode::kNotFound);
+  c->plan = plan;
+  *c->plan.mutable_cost()->mutable_profile() = unknown;
+  c = &add("plan_gamma_over_limit", SoakMethod::kPlanTree, StatusCode::kResourceExhausted);
+  c->plan = plan;
+  c->plan.mutable_marginals()->set_gamma(1 << 20);
+  c = &add("plan_n_max_over_limit", SoakMethod::kPlanTree, StatusCode::kResourceExhausted);
+  c->plan = plan;
+  c->plan.set_n_max(1 << 30);
+  c = &add("merge_non_topological", SoakMethod::kMergeTrees, StatusCode::kInvalidArgument);
+  c->merge = merge;
+  c->merge.mutable_a()->set_parents(2, 4);  // parents[2] = 4 > 2
+  c = &add("merge_mismatched_roots", SoakMethod::kMergeTrees, StatusCode::kInvalidArgument);
+  c->merge = merge;
+  c->merge.mutable_b()->set_tokens(0, root + 1);
+  c = &add("merge_n_max_over_limit", SoakMethod::kMergeTrees, StatusCode::kResourceExhausted);
+  c->merge = merge;
+  c->merge.set_budget(true);
+  c->merge.set_n_max(1 << 30);
+  c = &add("estimate_unknown_profile", SoakMethod::kEstimateLatency, StatusCode::kNotFound);
+  c->estimate = estimate;
+  *c->estimate.mutable_cost()->mutable_profile() = unknown;
+  c = &add("estimate_grid_over_limit", SoakMethod::kEstimateLatency,
+           StatusCode::kResourceExhausted);
+  c->estimate = estimate;
+  c->estimate.clear_s();
+  c->estimate.clear_c();
+  for (int i = 0; i < 300; ++i) {
+    c->estimate.add_s(i + 1);
+    c->estimate.add_c(i);
+  }
+  return cases;
+}
+
+void LatencyHistogram::Add(double us) {
+  static const double kLogStep = std::log(1.01);
+  int b = us <= 1 ? 0 : static_cast<int>(std::ceil(std::log(us) / kLogStep));
+  b = std::clamp(b, 0, kBuckets - 1);
+  ++counts[b];
+  ++total;
+  max_us = std::max(max_us, us);
+}
+
+void LatencyHistogram::Merge(const LatencyHistogram& o) {
+  for (int b = 0; b < kBuckets; ++b) counts[b] += o.counts[b];
+  total += o.total;
+  max_us = std::max(max_us, o.max_us);
+}
+
+double LatencyHistogram::Quantile(double q) const {
+  if (total == 0) return 0;
+  const int64_t rank =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(q * static_cast<double>(total))));
+  int64_t seen = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    seen += counts[b];
+    if (seen >= rank) return std::min(max_us, std::pow(1.01, b));
+  }
+  return max_us;
+}
+
+absl::StatusOr<int64_t> ReadVmRssKb(int pid) {
+  const std::string path =
+      pid == 0 ? std::string("/proc/self/status") : absl::StrCat("/proc/", pid, "/status");
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open (--server-pid)"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "VmRSS:")) {
+      std::istringstream fields(line.substr(6));
+      int64_t kb = -1;
+      if (fields >> kb && kb >= 0) return kb;
+      break;
+    }
+  }
+  return absl::DataLossError(absl::StrCat(path, ": no readable VmRSS line"));
+}
+
+absl::Status ValidateSoakConfig(const SoakConfig& c) {
+  LoadConfig load;
+  load.clients = c.clients;
+  load.requests = c.requests;
+  load.seconds = c.seconds;
+  load.qps = c.qps;
+  load.deadline_s = c.deadline_s;
+  SPECPLAN_RETURN_IF_ERROR(ValidateLoadConfig(load));
+  if (!(c.mix_invalid >= 0 && c.mix_invalid <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mix-invalid = ", c.mix_invalid, ": must be in [0, 1]"));
+  }
+  int valid = 0, invalid = 0;
+  for (const SoakCase& sc : c.cases) (sc.expected == absl::StatusCode::kOk ? valid : invalid)++;
+  if (valid == 0) return absl::InvalidArgumentError("soak mix: no valid request case");
+  if (invalid == 0 && c.mix_invalid > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--mix-invalid = ", c.mix_invalid,
+                                                   ": the soak mix has no invalid request case"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+inline constexpr int kNumCodes = 17;  // grpc::StatusCode 0..16
+
+struct SoakClientResult {
+  LatencyHistogram valid_latency;
+  std::vector<int64_t> sent, as_expected;                                    // [cases]
+  std::array<std::array<int64_t, kNumCodes>, kNumSoakMethods> unexpected{};  // [method][code]
+  std::string first_unexpected;
+  Clock::time_point last_end{};
+  absl::Status warmup_status;
+};
+
+class SoakClient {
+ public:
+  SoakClient(const SoakConfig& config, int index) : config_(config), index_(index) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(64 << 20);
+    channel_ = grpc::CreateCustomChannel(config.target, grpc::InsecureChannelCredentials(), args);
+    stub_ = v1::Planner::NewStub(channel_);
+    for (int i = 0; i < static_cast<int>(config.cases.size()); ++i) {
+      (config.cases[i].expected == absl::StatusCode::kOk ? valid_ : invalid_).push_back(i);
+    }
+  }
+
+  grpc::Status Call(const SoakCase& c) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::microseconds(static_cast<int64_t>(config_.deadline_s * 1e6)));
+    switch (c.method) {
+      case SoakMethod::kPing:
+        return stub_->Ping(&ctx, ping_req_, &ping_resp_);
+      case SoakMethod::kPlanTree:
+        return stub_->PlanTree(&ctx, c.plan, &plan_resp_);
+      case SoakMethod::kMergeTrees:
+        return stub_->MergeTrees(&ctx, c.merge, &merge_resp_);
+      case SoakMethod::kEstimateLatency:
+        return stub_->EstimateLatency(&ctx, c.estimate, &estimate_resp_);
+    }
+    return grpc::Status(grpc::StatusCode::INTERNAL, "unknown method");
+  }
+
+  void Run(Phase* phase, SoakClientResult* out) {
+    out->sent.assign(config_.cases.size(), 0);
+    out->as_expected.assign(config_.cases.size(), 0);
+    {
+      SoakCase ping;
+      const grpc::Status st = Call(ping);
+      if (!st.ok()) {
+        out->warmup_status = absl::UnavailableError(absl::StrCat(
+            "--server ", config_.target, ": first Ping failed: ", CodeName(st.error_code()), ": ",
+            st.error_message()));
+      }
+    }
+    {
+      std::unique_lock lock(phase->mu);
+      ++phase->ready;
+      phase->cv.notify_all();
+      phase->cv.wait(lock, [&] { return phase->go; });
+    }
+    if (!out->warmup_status.ok()) return;
+    std::mt19937_64 rng(config_.seed + static_cast<uint64_t>(index_));
+    std::uniform_real_distribution<double> coin(0, 1);
+    const Clock::time_point start = phase->start, stop = phase->stop;
+    const bool paced = config_.qps > 0;
+    const auto interval = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(paced ? config_.clients / config_.qps : 0));
+    Clock::time_point next = start + interval * index_ / config_.clients;
+    while (true) {
+      Clock::time_point now = Clock::now();
+      if (now >= stop) break;
+      Clock::time_point t0 = now;
+      if (paced) {
+        if (next >= stop) break;
+        if (now < next) {
+          std::this_thread::sleep_until(next);
+          t0 = Clock::now();
+        } else {
+          t0 = next;  // late: the wait behind the previous reply counts
+        }
+        next += interval;
+      }
+      if (phase->issued.fetch_add(1, std::memory_order_relaxed) >= config_.requests) break;
+      const bool invalid = !invalid_.empty() && coin(rng) < config_.mix_invalid;
+      const std::vector<int>& pool = invalid ? invalid_ : valid_;
+      const int ci = pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng)];
+      const SoakCase& c = config_.cases[ci];
+      const grpc::Status st = Call(c);
+      const Clock::time_point t1 = Clock::now();
+      out->last_end = t1;
+      ++out->sent[ci];
+      const int code = static_cast<int>(st.error_code());
+      if (code == static_cast<int>(c.expected)) {
+        ++out->as_expected[ci];
+        if (!invalid) {
+          out->valid_latency.Add(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        }
+      } else {
+        ++out->unexpected[static_cast<int>(c.method)][std::clamp(code, 0, kNumCodes - 1)];
+        if (out->first_unexpected.empty()) {
+          out->first_unexpected =
+              absl::StrCat(c.name, ": got ", CodeName(st.error_code()), " (expected ",
+                           absl::StatusCodeToString(c.expected), "): ", st.error_message());
+        }
+      }
+    }
+  }
+
+ private:
+  const SoakConfig& config_;
+  const int index_;
+  std::vector<int> valid_, invalid_;  // indices into config_.cases
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Planner::Stub> stub_;
+  v1::PingRequest ping_req_;
+  v1::PingResponse ping_resp_;
+  v1::PlanTreeResponse plan_resp_;  // responses reused: they keep their fields' capacity
+  v1::MergeTreesResponse merge_resp_;
+  v1::EstimateLatencyResponse estimate_resp_;
+};
+
+}  // namespace
+
+absl::StatusOr<SoakReport> RunSoak(const SoakConfig& config) {
+  SPECPLAN_RETURN_IF_ERROR(ValidateSoakConfig(config));
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  std::vector<std::unique_ptr<SoakClient>> clients;
+  for (int i = 0; i < config.clients; ++i) {
+    clients.push_back(std::make_unique<SoakClient>(config, i));
+  }
+  std::vector<SoakClientResult> results(config.clients);
+  Phase phase;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < config.clients; ++i) {
+    threads.emplace_back([&, i] { clients[i]->Run(&phase, &results[i]); });
+  }
+  SoakReport rep;
+  absl::Status rss_status;
+  {
+    std::unique_lock lock(phase.mu);
+    phase.cv.wait(lock, [&] { return phase.ready == config.clients; });
+    if (config.rss_pid >= 0) {
+      absl::StatusOr<int64_t> rss = ReadVmRssKb(config.rss_pid);
+      if (rss.ok()) {
+        rep.rss_start_kb = *rss;
+      } else {
+        rss_status = rss.status();
+      }
+    }
+    phase.start = Clock::now();
+    // An unreadable VmRSS stops the run at once (stop = start).
+    phase.stop = rss_status.ok() ? phase.start + std::chrono::duration_cast<Clock::duration>(
+                                                     std::chrono::duration<double>(config.seconds))
+                                 : phase.start;
+    phase.go = true;
+    phase.cv.notify_all();
+  }
+  for (auto& t : threads) t.join();
+  SPECPLAN_RETURN_IF_ERROR(rss_status);
+  for (const SoakClientResult& r : results) SPECPLAN_RETURN_IF_ERROR(r.warmup_status);
+  if (config.rss_pid >= 0) {
+    SPECPLAN_ASSIGN_OR_RETURN(rep.rss_end_kb, ReadVmRssKb(config.rss_pid));
+  }
+
+  rep.clients = config.clients;
+  rep.target_qps = config.qps;
+  rep.mix_invalid = config.mix_invalid;
+  LatencyHistogram lat;
+  Clock::time_point end = phase.start;
+  for (size_t i = 0; i < config.cases.size(); ++i) {
+    SoakCaseReport& cr = rep.cases.emplace_back();
+    cr.name = config.cases[i].name;
+    cr.method = SoakMethodName(config.cases[i].method);
+    cr.expected = absl::StatusCodeToString(config.cases[i].expected);
+    for (const SoakClientResult& r : results) {
+      cr.sent += r.sent[i];
+      cr.as_expected += r.as_expected[i];
+    }
+    rep.requests += cr.sent;
+    (config.cases[i].expected == absl::StatusCode::kOk ? rep.valid : rep.invalid) += cr.sent;
+    rep.unexpected += cr.sent - cr.as_expected;
+  }
+  for (const SoakClientResult& r : results) {
+    lat.Merge(r.valid_latency);
+    end = std::max(end, r.last_end);
+    if (rep.first_unexpected.empty()) rep.first_unexpected = r.first_unexpected;
+    for (int m = 0; m < kNumSoakMethods; ++m) {
+      for (int code = 0; code < kNumCodes; ++code) {
+        if (r.unexpected[m][code] == 0) continue;
+        rep.unexpected_by_method_code[absl::StrCat(
+            SoakMethodName(static_cast<SoakMethod>(m)), " ",
+            CodeName(static_cast<grpc::StatusCode>(code)))] += r.unexpected[m][code];
+      }
+    }
+  }
+  rep.seconds = std::chrono::duration<double>(end - phase.start).count();
+  if (config.qps > 0) rep.seconds = std::max(rep.seconds, rep.requests / config.qps);
+  rep.qps = rep.seconds > 0 ? rep.requests / rep.seconds : 0;
+  rep.p50_us = lat.Quantile(0.50);
+  rep.p99_us = lat.Quantile(0.99);
+  rep.max_us = lat.max_us;
+  return rep;
+}
+
+std::string FormatSoakReport(const SoakReport& r) {
+  auto rss = [](int64_t kb) {
+    return kb < 0 ? std::string("n/a") : absl::StrFormat("%.1f MiB", kb / 1024.0);
+  };
+  std::string out = absl::StrFormat(
+      "soak: %d clients, target %s/s, %.0f%% invalid, %.1f s\n"
+      "requests %d (valid %d, invalid %d), %.0f/s\n"
+      "unexpected statuses %d\n"
+      "valid latency p50 %.1f us, p99 %.1f us, max %.1f us\n"
+      "VmRSS start %s -> end %s%s\n",
+      r.clients, r.target_qps > 0 ? absl::StrFormat("%.0f", r.target_qps) : std::string("max"),
+      100 * r.mix_invalid, r.seconds, r.requests, r.valid, r.invalid, r.qps, r.unexpected, r.p50_us,
+      r.p99_us, r.max_us, rss(r.rss_start_kb), rss(r.rss_end_kb),
+      r.rss_start_kb >= 0 && r.rss_end_kb >= 0
+          ? absl::StrFormat(" (%+d kB)", r.rss_end_kb - r.rss_start_kb)
+          : std::string(" (no --start-server / --server-pid)"));
+  out += absl::StrFormat("%-26s %-16s %-18s %10s %12s\n", "case", "method", "expected", "sent",
+                         "as_expected");
+  for (const SoakCaseReport& c : r.cases) {
+    out += absl::StrFormat("%-26s %-16s %-18s %10d %12d\n", c.name, c.method, c.expected, c.sent,
+                           c.as_expected);
+  }
+  for (const auto& [key, count] : r.unexpected_by_method_code) {
+    out += absl::StrFormat("unexpected %s: %d\n", key, count);
+  }
+  if (!r.first_unexpected.empty()) out += "first unexpected: " + r.first_unexpected + "\n";
+  return out;
+}
+
+nlohmann::json SoakReportToJson(const SoakReport& r) {
+  nlohmann::json j;
+  j["clients"] = r.clients;
+  j["target_qps"] = r.target_qps;
+  j["mix_invalid"] = r.mix_invalid;
+  j["seconds"] = r.seconds;
+  j["requests"] = r.requests;
+  j["valid"] = r.valid;
+  j["invalid"] = r.invalid;
+  j["unexpected"] = r.unexpected;
+  j["unexpected_by_method_code"] = nlohmann::json::object();
+  for (const auto& [key, count] : r.unexpected_by_method_code) {
+    j["unexpected_by_method_code"][key] = count;
+  }
+  j["first_unexpected"] = r.first_unexpected;
+  j["qps"] = r.qps;
+  j["p50_us"] = r.p50_us;
+  j["p99_us"] = r.p99_us;
+  j["max_us"] = r.max_us;
+  j["rss_start_kb"] = r.rss_start_kb;
+  j["rss_end_kb"] = r.rss_end_kb;
+  for (const SoakCaseReport& c : r.cases) {
+    j["cases"].push_back({{"name", c.name},
+                          {"method", c.method},
+                          {"expected", c.expected},
+                          {"sent", c.sent},
+                          {"as_expected", c.as_expected}});
+  }
   return j;
 }
 

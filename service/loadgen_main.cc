@@ -6,6 +6,7 @@
 //                    [--at-fraction F] [--repeat R] [--warmup N] [--deadline-ms D]
 //                    [--marginals FILE] [--n-max N] [--context C] [--gpu G --model M | --profile P]
 //                    [--outputs default|engine] [--allow-remote] [--json]
+//   specplan-loadgen --soak [--mix-invalid F] [--server-pid PID] [--seed S] (plus the flags above)
 //
 // Each phase (one --rpc, repeated --repeat times) runs --clients concurrent channels until
 // --requests calls or --seconds have passed, whichever is first; --qps 0 = as fast as possible.
@@ -15,8 +16,22 @@
 // the inline roofline of --gpu/--model at --context tokens (or the server profile --profile).
 // Prints a table (or --json) with QPS, p50/p90/p99/max latency (µs, client side), errors, the
 // server's median handler time (PlanTree plan_us) and this process's CPU per call.
-// Exit status: 0, or 1 on a bad flag / unreachable server / non-loopback target.
+//
+// --soak (implied by --mix-invalid) instead runs one long phase (--seconds, default 600; CI uses
+// 60) of mixed requests: valid PlanTree / MergeTrees / EstimateLatency / Ping calls and, with
+// probability --mix-invalid (default 0.2), invalid ones (NaN probs, unsorted rows, unknown
+// profile, limits exceeded, non-topological parents, mismatched roots), from --clients (default 4)
+// clients at --qps (default: half the flat-out rate of a 2 s warm-up soak). It checks each
+// status (OK for valid requests, INVALID_ARGUMENT / NOT_FOUND / RESOURCE_EXHAUSTED for invalid
+// ones) and reports requests, unexpected statuses by method and code, p50/p99 of valid requests
+// and the server's VmRSS at start and end (this process with --start-server, else --server-pid;
+// not reported without either). --requests (default 50M in soak mode) bounds the calls.
+//
+// Exit status: 0; 1 on a bad flag / unreachable server / non-loopback target; 2 when a soak saw
+// an unexpected status.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -90,7 +105,21 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"default", "engine"}))
       ->capture_default_str();
   app.add_flag("--json", json, "Print JSON instead of the table");
+  bool soak = false;
+  double mix_invalid = 0.2;
+  int server_pid = 0;
+  uint64_t seed = 1;
+  app.add_flag("--soak", soak, "Soak mode: mixed valid and invalid requests, statuses checked");
+  auto* mix_opt = app.add_option("--mix-invalid", mix_invalid,
+                                 "Soak: fraction of invalid requests (implies --soak)")
+                      ->check(CLI::Range(0.0, 1.0))
+                      ->capture_default_str();
+  app.add_option("--server-pid", server_pid,
+                 "Soak: pid of the --server process whose VmRSS to report (0 = none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", seed, "Soak: seed of the request choice")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  soak = soak || mix_opt->count() > 0;
   base.deadline_s = deadline_ms * 1e-3;
 
   auto marginals = specplan::planner::LoadMarginalsFile(marginals_path);
@@ -125,6 +154,63 @@ int main(int argc, char** argv) {
   if (absl::Status st = svc::ValidateLoadConfig(base); !st.ok()) {
     std::cerr << "specplan-loadgen: " << st.message() << "\n";
     return 1;
+  }
+
+  if (soak) {
+    svc::SoakConfig sc;
+    sc.target = server;
+    sc.clients = app.count("--clients") > 0 ? base.clients : 4;
+    sc.requests = app.count("--requests") > 0 ? base.requests : 50000000;
+    sc.seconds = app.count("--seconds") > 0 ? base.seconds : 600;
+    sc.qps = base.qps;
+    sc.mix_invalid = mix_invalid;
+    sc.deadline_s = base.deadline_s;
+    sc.seed = seed;
+    sc.rss_pid = start_server ? 0 : (server_pid > 0 ? server_pid : -1);
+    sc.cases = svc::MakeSoakCases(base.plan_request);
+    if (absl::Status st = svc::ValidateSoakConfig(sc); !st.ok()) {
+      std::cerr << "specplan-loadgen: " << st.message() << "\n";
+      return 1;
+    }
+    double warmup_qps = 0;
+    if (sc.qps == 0) {  // half the flat-out rate of a short warm-up with the same mix
+      svc::SoakConfig warm = sc;
+      warm.seconds = 2;
+      warm.rss_pid = -1;
+      auto rep = svc::RunSoak(warm);
+      if (!rep.ok()) {
+        std::cerr << "specplan-loadgen: warm-up: " << rep.status().message() << "\n";
+        return 1;
+      }
+      warmup_qps = rep->qps;
+      sc.qps = std::max(1.0, 0.5 * rep->qps);
+    }
+    auto rep = svc::RunSoak(sc);
+    if (!rep.ok()) {
+      std::cerr << "specplan-loadgen: " << rep.status().message() << "\n";
+      return 1;
+    }
+    if (json) {
+      nlohmann::json j = svc::SoakReportToJson(*rep);
+      j["server"] = server;
+      j["started_server"] = start_server;
+      j["warmup_qps"] = warmup_qps;
+      std::cout << j.dump(2) << std::endl;
+    } else {
+      std::cout << "server " << server << (start_server ? " (in-process)" : "") << "\n";
+      if (warmup_qps > 0) {
+        std::cout << absl::StrFormat("warm-up (2 s, flat out): %.0f/s -> target %.0f/s\n",
+                                     warmup_qps, sc.qps);
+      }
+      std::cout << svc::FormatSoakReport(*rep);
+    }
+    if (running) running->Shutdown(1.0);
+    if (rep->unexpected > 0) {
+      std::cerr << "specplan-loadgen: " << rep->unexpected
+                << " unexpected statuses; first: " << rep->first_unexpected << "\n";
+      return 2;
+    }
+    return 0;
   }
 
   std::vector<svc::LoadReport> reports;
