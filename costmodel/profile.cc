@@ -1,8 +1,5 @@
 #include "costmodel/profile.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -13,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "costmodel/atomic_file.h"
 #include "costmodel/json_util.h"
 #include "util/status_macros.h"
 
@@ -328,48 +326,8 @@ absl::StatusOr<Profile> LoadProfile(const std::string& path) {
   return p;
 }
 
-absl::Status SaveProfile(const Profile& profile, const std::string& path) {
-  const std::string text = ProfileToJson(profile).dump(2) + "\n";
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) {
-    fs::create_directories(target.parent_path(), ec);
-    if (ec) {
-      return absl::InternalError(absl::StrCat(target.parent_path().string(),
-                                              ": cannot create directory: ", ec.message()));
-    }
-  }
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  auto fail = [&](const std::string& what) {
-    const std::string msg = absl::StrCat(tmp, ": ", what, ": ", std::strerror(errno));
-    ::unlink(tmp.c_str());
-    return absl::InternalError(msg);
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::InternalError(absl::StrCat(tmp, ": cannot create: ", std::strerror(errno)));
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t w = ::write(fd, text.data() + off, text.size() - off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      return fail("write failed");
-    }
-    off += static_cast<size_t>(w);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    return fail("fsync failed");
-  }
-  if (::close(fd) != 0) return fail("close failed");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(absl::StrCat("rename to ", path, " failed"));
-  const std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return absl::OkStatus();
+absl::Status SaveProfile(const Profile& profile, const std::string& path, WriteFault fault) {
+  return WriteFileAtomically(path, ProfileToJson(profile).dump(2) + "\n", fault);
 }
 
 absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& p,

@@ -27,6 +27,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "absl/status/statusor.h"
+#include "costmodel/atomic_file.h"
 #include "costmodel/fit.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_models.h"
@@ -74,9 +75,11 @@ nlohmann::json ProfileToJson(const Profile& profile);
 absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j);
 
 absl::StatusOr<Profile> LoadProfile(const std::string& path);
-// Atomic replace: writes <path>.tmp.<pid>, fsyncs, renames over path, fsyncs the directory. On any
-// error the previous file at `path` is untouched. Creates parent directories.
-absl::Status SaveProfile(const Profile& profile, const std::string& path);
+// Atomic replace (costmodel/atomic_file.h): writes <path>.tmp.<pid>, fsyncs, renames over path,
+// fsyncs the directory. On any error the previous file at `path` is untouched. Creates parent
+// directories. `fault` is the crash-test seam; production callers leave it at kNone.
+absl::Status SaveProfile(const Profile& profile, const std::string& path,
+                         WriteFault fault = WriteFault::kNone);
 
 // The latency model a profile describes. kind "" = profile.default_model; also "roofline",
 // "linear", "per_term", "table". NOT_FOUND if the profile lacks that model.

@@ -1,8 +1,5 @@
 #include "service/profile_store.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -67,60 +64,6 @@ absl::StatusOr<WriteFault> ParseWriteFault(const std::string& value) {
       absl::StrCat("SPECPLAN_FAULT_PUT_PROFILE = '", value,
                    "': unknown (known: abort_mid_tmp_write, abort_after_tmp_write, "
                    "abort_before_rename, abort_after_rename)"));
-}
-
-absl::Status WriteFileAtomically(const std::string& path, const std::string& text,
-                                 WriteFault fault) {
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) {
-    fs::create_directories(target.parent_path(), ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrCat(target.parent_path().string(), ": cannot create directory: ", ec.message()));
-    }
-  }
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  auto fail = [&](const std::string& what) {
-    const std::string msg = absl::StrCat(tmp, ": ", what, ": ", std::strerror(errno));
-    ::unlink(tmp.c_str());
-    return absl::InternalError(msg);
-  };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::InternalError(absl::StrCat(tmp, ": cannot create: ", std::strerror(errno)));
-  }
-  // With kAbortMidTmpWrite only the first half is written before the crash.
-  const size_t end = fault == WriteFault::kAbortMidTmpWrite ? text.size() / 2 : text.size();
-  size_t off = 0;
-  while (off < end) {
-    const ssize_t w = ::write(fd, text.data() + off, end - off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      return fail("write failed");
-    }
-    off += static_cast<size_t>(w);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    return fail("fsync failed");
-  }
-  if (fault == WriteFault::kAbortMidTmpWrite || fault == WriteFault::kAbortAfterTmpWrite) {
-    std::abort();
-  }
-  if (::close(fd) != 0) return fail("close failed");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return fail(absl::StrCat("rename to ", path, " failed"));
-  }
-  if (fault == WriteFault::kAbortAfterRename) std::abort();
-  const std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return absl::OkStatus();
 }
 
 ProfileStore::ProfileStore(std::string dir, double ema_alpha, WriteFault fault)
@@ -232,9 +175,7 @@ absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> ProfileStore::Put(
   SPECPLAN_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, MakeEntry(profile, path));
 
   std::lock_guard write_lock(write_mu_);
-  // The text costmodel::SaveProfile writes, through the service's own atomic write (fault seam).
-  SPECPLAN_RETURN_IF_ERROR(
-      WriteFileAtomically(path, costmodel::ProfileToJson(profile).dump(2) + "\n", fault_));
+  SPECPLAN_RETURN_IF_ERROR(costmodel::SaveProfile(profile, path, fault_));
   std::shared_ptr<const Entry> old = Find(entry->id);
   entry->feedback = old != nullptr ? old->feedback : std::make_shared<Feedback>();
   {

@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "costmodel/atomic_file.h"
 #include "costmodel/latency_model.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/profile.h"
@@ -35,22 +36,12 @@ std::string ProfileId(const std::string& gpu, const std::string& model, costmode
 // '.', '_', '-'; not "." or ".."). Errors name the field: "gpu = '../x': ...".
 absl::Status ValidateProfileNames(const costmodel::Profile& profile);
 
-// Fault injection for crash tests of the write path: the process calls std::abort() at that point
-// of WriteFileAtomically. Set only by specplan-server from SPECPLAN_FAULT_PUT_PROFILE.
-enum class WriteFault {
-  kNone,
-  kAbortMidTmpWrite,    // "abort_mid_tmp_write": half the bytes are in the temp file (fsynced)
-  kAbortAfterTmpWrite,  // "abort_after_tmp_write" / "abort_before_rename": temp file complete
-  kAbortAfterRename,    // "abort_after_rename": renamed, directory not fsynced, memory not updated
-};
+// Fault injection for crash tests of PutProfile (costmodel/atomic_file.h), set only by
+// specplan-server from SPECPLAN_FAULT_PUT_PROFILE: "abort_mid_tmp_write", "abort_after_tmp_write"
+// (= "abort_before_rename"), "abort_after_rename".
+using costmodel::WriteFault;
 // Parses the SPECPLAN_FAULT_PUT_PROFILE value ("" = kNone); INVALID_ARGUMENT names the value.
 absl::StatusOr<WriteFault> ParseWriteFault(const std::string& value);
-
-// Writes `text` to `path` atomically: creates the parent directories, writes
-// "<path>.tmp.<pid>", fsyncs it, renames it over `path`, fsyncs the directory (the steps of
-// costmodel::SaveProfile). On error the temp file is removed and `path` is unchanged.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& text,
-                                 WriteFault fault = WriteFault::kNone);
 
 // Per-profile acceptance statistics (see AcceptanceStats in planner.proto).
 struct AcceptanceSnapshot {
