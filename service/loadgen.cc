@@ -36,6 +36,43 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// When each call of one client starts: as fast as possible (qps <= 0), or paced so that `clients`
+// clients together make `qps` calls per second, staggered by client index. A paced call that
+// starts late is timed from its scheduled start (the wait behind the previous reply counts).
+class Pacer {
+ public:
+  Pacer(double qps, int clients, int index, Clock::time_point start, Clock::time_point stop)
+      : paced_(qps > 0),
+        interval_(std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(paced_ ? clients / qps : 0))),
+        next_(start + interval_ * index / clients),
+        stop_(stop) {}
+
+  // Waits for the next call's slot and sets *t0 to the time its latency counts from; false once
+  // the phase is over.
+  bool Next(Clock::time_point* t0) {
+    const Clock::time_point now = Clock::now();
+    if (now >= stop_) return false;
+    *t0 = now;
+    if (!paced_) return true;
+    if (next_ >= stop_) return false;
+    if (now < next_) {
+      std::this_thread::sleep_until(next_);
+      *t0 = Clock::now();
+    } else {
+      *t0 = next_;
+    }
+    next_ += interval_;
+    return true;
+  }
+
+ private:
+  bool paced_;
+  Clock::duration interval_;
+  Clock::time_point next_;
+  Clock::time_point stop_;
+};
+
 double CpuSeconds() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -128,29 +165,15 @@ class Client {
     const Clock::time_point start = phase->start, stop = phase->stop;
     // Paced: this client sends every `interval`, staggered against the others.
     const bool paced = config_.qps > 0;
-    const auto interval = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(paced ? config_.clients / config_.qps : 0));
-    Clock::time_point next = start + interval * index_ / config_.clients;
+    Pacer pacer(config_.qps, config_.clients, index_, start, stop);
     const int64_t reserve = std::min<int64_t>(
         config_.requests / config_.clients + 16,
         paced ? static_cast<int64_t>(config_.seconds * config_.qps / config_.clients) + 16
               : int64_t{1} << 20);
     out->latency_us.reserve(reserve);
     if (config_.rpc == LoadRpc::kPlanTree) out->server_us.reserve(reserve);
-    while (true) {
-      Clock::time_point now = Clock::now();
-      if (now >= stop) break;
-      Clock::time_point t0 = now;
-      if (paced) {
-        if (next >= stop) break;
-        if (now < next) {
-          std::this_thread::sleep_until(next);
-          t0 = Clock::now();
-        } else {
-          t0 = next;  // late: the wait behind the previous reply counts
-        }
-        next += interval;
-      }
+    Clock::time_point t0;
+    while (pacer.Next(&t0)) {
       if (phase->issued.fetch_add(1, std::memory_order_relaxed) >= config_.requests) break;
       const grpc::Status st = Call(&server_us);
       const Clock::time_point t1 = Clock::now();
@@ -622,24 +645,9 @@ class SoakClient {
     std::mt19937_64 rng(config_.seed + static_cast<uint64_t>(index_));
     std::uniform_real_distribution<double> coin(0, 1);
     const Clock::time_point start = phase->start, stop = phase->stop;
-    const bool paced = config_.qps > 0;
-    const auto interval = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(paced ? config_.clients / config_.qps : 0));
-    Clock::time_point next = start + interval * index_ / config_.clients;
-    while (true) {
-      Clock::time_point now = Clock::now();
-      if (now >= stop) break;
-      Clock::time_point t0 = now;
-      if (paced) {
-        if (next >= stop) break;
-        if (now < next) {
-          std::this_thread::sleep_until(next);
-          t0 = Clock::now();
-        } else {
-          t0 = next;  // late: the wait behind the previous reply counts
-        }
-        next += interval;
-      }
+    Pacer pacer(config_.qps, config_.clients, index_, start, stop);
+    Clock::time_point t0;
+    while (pacer.Next(&t0)) {
       if (phase->issued.fetch_add(1, std::memory_order_relaxed) >= config_.requests) break;
       const bool invalid = !invalid_.empty() && coin(rng) < config_.mix_invalid;
       const std::vector<int>& pool = invalid ? invalid_ : valid_;
