@@ -1,10 +1,8 @@
 // specplan merge: union of two drafters' trees under one shared root (merged-tree dual drafting)
 // and the verifier inputs of the merged tree.
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +13,7 @@
 #include "planner/merge.h"
 #include "planner/tree_json.h"
 #include "planner/tree_outputs.h"
+#include "util/file.h"
 
 namespace specplan::cli {
 namespace {
@@ -30,11 +29,9 @@ struct MergeArgs {
 };
 
 absl::StatusOr<planner::Tree> ReadTreeFile(const std::string& flag, const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(flag, " ", path, ": cannot open file"));
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<planner::Tree> tree = planner::ParseTreeJson(text.str());
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat(flag, " ", text.status().message()));
+  absl::StatusOr<planner::Tree> tree = planner::ParseTreeJson(*text);
   if (!tree.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": ", tree.status().message()));
   }

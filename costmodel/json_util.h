@@ -4,15 +4,13 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "util/file.h"
 
 namespace specplan::json_util {
 
@@ -83,12 +81,10 @@ inline absl::StatusOr<bool> GetBool(const nlohmann::json& obj, const std::string
 
 // Reads and parses a whole JSON file; errors name the path and the parse position.
 inline absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
   try {
-    return nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(*text);
   } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
     return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON: ", e.what()));
   }

@@ -1,12 +1,11 @@
 #include "planner/marginals.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "util/file.h"
 
 namespace specplan::planner {
 namespace {
@@ -145,11 +144,9 @@ absl::StatusOr<Marginals> ParseMarginalsJsonText(std::string_view text) {
 }
 
 absl::StatusOr<Marginals> LoadMarginalsFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open marginals file"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto m = ParseMarginalsJsonText(ss.str());
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  auto m = ParseMarginalsJsonText(*text);
   if (!m.ok()) {
     return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
   }

@@ -16,22 +16,19 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include "costmodel/profile.h"
 #include "service/server.h"
+#include "util/file.h"
 
 namespace {
 
 bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
+  auto text = specplan::ReadFileToString(path);
+  if (!text.ok()) return false;
+  *out = *std::move(text);
   return true;
 }
 
