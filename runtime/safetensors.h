@@ -3,11 +3,8 @@
 // header {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, "__metadata__":
 // {...}}, then the data block; offsets are relative to the data block.
 //
-// Validation is strict: the header length fits the file, every entry has a known dtype, a shape of
-// non-negative integers, offsets with begin <= end <= data size, end - begin == product(shape) *
-// element size, and no two tensors overlap. Errors name the file, the tensor and the field, e.g.
-// "w.safetensors: tensor \"lm_head.weight\": data_offsets = [0, 100]: span 100 bytes, expected
-// 128 (shape [4, 8] x F32)".
+// Validation is strict: the header length fits the file, and the header itself is checked by
+// ParseSafetensorsHeader (runtime/safetensors_header.h, Torch-free).
 #ifndef SPECPLAN_RUNTIME_SAFETENSORS_H_
 #define SPECPLAN_RUNTIME_SAFETENSORS_H_
 
@@ -23,22 +20,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "runtime/safetensors_header.h"
 
 namespace specplan::runtime {
-
-struct SafetensorsEntry {
-  std::string name;
-  std::string dtype;  // "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"
-  std::vector<int64_t> shape;  // may be empty (scalar)
-  int64_t begin = 0;           // bytes, relative to the data block
-  int64_t end = 0;
-};
-
-// Parses and validates a header JSON text against a data block of `data_size` bytes. `where`
-// prefixes error messages (the file name).
-absl::StatusOr<std::vector<SafetensorsEntry>> ParseSafetensorsHeader(std::string_view header_json,
-                                                                     int64_t data_size,
-                                                                     const std::string& where);
 
 // Named tensors a model is loaded from.
 class TensorSource {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the test suites of the components without LibTorch (costmodel, planner, cli and, when gRPC
+# Builds the test suites of the components without LibTorch (costmodel, planner, whatif, plot, cli and, when gRPC
 # is installed, service) with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan
 # (override with BUILD_DIR) and runs them through ctest. Any sanitizer report fails the run.
 # Extra args go to cmake (e.g. -DCMAKE_CXX_COMPILER=clang++). Objects are cached by ccache in the
@@ -21,7 +21,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithD
   -DSPECPLAN_BUILD_BENCHMARKS=OFF -DSPECPLAN_BUILD_FUZZERS=OFF -DSPECPLAN_BUILD_TESTS=ON \
   "$@" >/dev/null
 
-targets=(costmodel_tests planner_tests cli_tests)
+targets=(costmodel_tests planner_tests whatif_tests plot_tests cli_tests)
 if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^service_tests:'; then
   targets+=(service_tests)
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian bookworm packages specplan builds with (only those missing).
+# Installs the Debian bookworm packages specplan builds with (only those missing). Extra package
+# names given as arguments are installed too (e.g. `setup.sh clang libclang-rt-dev` for fuzz.sh).
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
@@ -8,6 +9,7 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   python3-grpcio python3-grpc-tools
   libtorch-dev
+  "$@"
 )
 missing=()
 for p in "${packages[@]}"; do

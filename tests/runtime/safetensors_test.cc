@@ -160,6 +160,15 @@ TEST(SafetensorsTest, HeaderValidation) {
             std::string::npos);
   EXPECT_NE(err(R"({"w":{"dtype":"F32","shape":[1]}})", 4).find("tensor \"w\": data_offsets"),
             std::string::npos);
+  // Regression (fuzz seed huge_shape): two dims of 2^40 used to overflow int64 before the
+  // element-count check.
+  EXPECT_NE(err(R"({"w":{"dtype":"F32","shape":[1099511627776,1099511627776],)"
+                R"("data_offsets":[0,16]}})",
+                64)
+                .find("too many elements"),
+            std::string::npos);
+  EXPECT_EQ(SafetensorsElementSize("BF16"), 2);
+  EXPECT_EQ(SafetensorsElementSize("F99"), 0);
 }
 
 TEST(SafetensorsTest, BadFilesRejected) {
