@@ -1,0 +1,244 @@
+// specplan whatif: offline sweep of tree budgets and strategies over a recorded decoding trace
+// (whatif/trace.h), priced with the cost model for a GPU and target model (whatif/sweep.h).
+//
+//   specplan whatif [--trace FILE] --model M --gpu G [--profile FILE] [--budgets LIST]
+//                   [--strategies LIST] [--n-max N] [--json] [--per-step] [--plot OUT.png]
+//
+// Without --trace the bundled trace (whatif::DefaultTracePath()) is used. Prints a table, or with
+// --json one JSON object (whatif::WhatIfReportToJson); --plot writes a two-panel PNG (speedup and
+// accepted length vs log2(budget), controller and oracle marked) atomically.
+#include <unistd.h>
+
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "costmodel/atomic_file.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/profile.h"
+#include "plot/chart.h"
+#include "whatif/sweep.h"
+#include "whatif/trace.h"
+
+namespace specplan::cli {
+namespace {
+
+struct WhatIfArgs {
+  std::string trace;
+  std::string model;
+  std::string gpu;
+  std::string profile;
+  std::string dtype = "bf16";
+  std::string budgets = "1,2,4,8,16,32,64,128";
+  std::string strategies = "all";
+  int n_max = 0;
+  std::string drafter = "parallel";
+  double t_draft_ms = 0;
+  double t_aux_ms = 0;
+  double policy_forward_ms = 0;
+  int fixed_depth = 8;
+  int fixed_branch = 3;
+  double fixed_tau = 0.1;
+  bool json = false;
+  bool per_step = false;
+  std::string plot;
+};
+
+// Two panels over the budget axis: best_first (and each policy) as curves, controller / scan as
+// single points at their mean realised budget, oracle and controller as vertical lines.
+std::vector<plot::Chart> MakeCharts(const whatif::WhatIfReport& r) {
+  plot::Chart speed, accepted;
+  speed.title = absl::StrFormat("What-if: %s on %s (%s latency), %d steps", r.draft, r.target,
+                                r.latency_model, r.steps);
+  // log2 axis: x = log2(budget), so budgets 1, 2, 4, ... sit at integer ticks.
+  speed.x.label = "log2(budget): budget = 2^x draft nodes";
+  speed.y.label = "speedup over AR";
+  accepted.title = "Accepted draft tokens per step";
+  accepted.x = speed.x;
+  accepted.y.label = "accepted per step";
+  for (whatif::Strategy s : r.strategies) {
+    plot::Series sp, ac;
+    sp.label = ac.label = whatif::StrategyName(s);
+    if (!whatif::SweepsBudgets(s)) sp.style = ac.style = plot::SeriesStyle::kPoints;
+    for (const whatif::WhatIfRow& row : r.rows) {
+      if (row.strategy != s || row.steps_used == 0) continue;
+      // Controller / scan sit at their mean realised budget (bastion.txt Fig. 4's stars).
+      const double x = whatif::SweepsBudgets(s) ? row.budget : row.mean_tree_size;
+      if (!(x > 0)) continue;
+      sp.x.push_back(std::log2(x));
+      sp.y.push_back(row.speedup);
+      ac.x.push_back(std::log2(x));
+      ac.y.push_back(row.accepted_per_step);
+    }
+    if (sp.x.empty()) continue;
+    speed.series.push_back(std::move(sp));
+    accepted.series.push_back(std::move(ac));
+  }
+  std::vector<plot::VerticalLine> vlines;
+  if (r.oracle.found) {
+    vlines.push_back({std::log2(static_cast<double>(r.oracle.budget)),
+                      absl::StrFormat("oracle N=%d", r.oracle.budget), 0xB8860Bu});
+  }
+  if (r.controller.found && r.controller.mean_tree_size > 0) {
+    vlines.push_back({std::log2(r.controller.mean_tree_size),
+                      absl::StrFormat("controller %.1f", r.controller.mean_tree_size), 0x2E8B57u});
+  }
+  speed.vlines = accepted.vlines = vlines;
+  return {speed, accepted};
+}
+
+int RunWhatIf(const WhatIfArgs& a) {
+  const char* kCmd = "specplan whatif: ";
+  auto budgets = whatif::ParseBudgetList(a.budgets);
+  if (!budgets.ok()) {
+    std::cerr << kCmd << "--budgets " << budgets.status().message() << "\n";
+    return 1;
+  }
+  auto strategies = whatif::ParseStrategyList(a.strategies);
+  if (!strategies.ok()) {
+    std::cerr << kCmd << "--strategies " << strategies.status().message() << "\n";
+    return 1;
+  }
+  auto drafter_cls = costmodel::ParseDrafterClass(a.drafter);
+  if (!drafter_cls.ok()) {
+    std::cerr << kCmd << "--" << drafter_cls.status().message() << "\n";
+    return 1;
+  }
+  auto dtype = costmodel::ParseDType(a.dtype);
+  if (!dtype.ok()) {
+    std::cerr << kCmd << "--" << dtype.status().message() << "\n";
+    return 1;
+  }
+  const std::string trace_path = a.trace.empty() ? whatif::DefaultTracePath() : a.trace;
+  auto trace = whatif::LoadTrace(trace_path);
+  if (!trace.ok()) {
+    std::cerr << kCmd << "--trace " << trace.status().message() << "\n";
+    return 1;
+  }
+  auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype);
+  if (!resolved.ok()) {
+    std::cerr << kCmd << resolved.status().message() << "\n";
+    return 1;
+  }
+
+  whatif::WhatIfOptions options;
+  options.budgets = *budgets;
+  options.strategies = *strategies;
+  options.n_max = a.n_max;
+  options.drafter.cls = *drafter_cls;
+  options.drafter.t_net_s = a.t_draft_ms * 1e-3;
+  options.policy_forward_s = a.policy_forward_ms * 1e-3;
+  options.t_aux_s = a.t_aux_ms * 1e-3;
+  options.fixed_tree.depth = a.fixed_depth;
+  options.fixed_tree.branch = a.fixed_branch;
+  options.fixed_tree.tau = a.fixed_tau;
+  options.per_step = a.per_step;
+  if (isatty(STDERR_FILENO) && trace->steps.size() >= 2000) {
+    options.progress = [](int done, int total) {
+      std::cerr << "\rspecplan whatif: " << done << "/" << total << " rows" << std::flush;
+      if (done == total) std::cerr << "\n";
+    };
+  }
+  auto report = whatif::RunWhatIf(*trace, *resolved->model, options);
+  if (!report.ok()) {
+    std::cerr << kCmd << trace_path << ": " << report.status().message() << "\n";
+    return 1;
+  }
+
+  if (!a.plot.empty()) {
+    auto png = plot::RenderPng(MakeCharts(*report), 900, 900);
+    if (!png.ok()) {
+      std::cerr << kCmd << "--plot " << a.plot << ": " << png.status().message() << "\n";
+      return 1;
+    }
+    absl::Status st = costmodel::WriteFileAtomically(a.plot, *png);
+    if (!st.ok()) {
+      std::cerr << kCmd << "--plot " << a.plot << ": " << st.message() << "\n";
+      return 1;
+    }
+  }
+  if (a.json) {
+    nlohmann::json j = whatif::WhatIfReportToJson(*report);
+    j["trace"]["path"] = trace_path;
+    j["model"] = resolved->model_spec.name;
+    j["gpu"] = resolved->gpu_spec.name;
+    j["profile"] = resolved->profile_path.empty() ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(resolved->profile_path);
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << absl::StrFormat("%s on %s (%s)%s%s\n", resolved->model_spec.name,
+                               resolved->gpu_spec.name, costmodel::DTypeName(*dtype),
+                               resolved->profile_path.empty() ? "" : ", profile ",
+                               resolved->profile_path)
+            << "trace file: " << trace_path << "\n"
+            << whatif::FormatWhatIfTable(*report);
+  if (!a.plot.empty()) std::cout << "plot: " << a.plot << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<WhatIfArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "whatif",
+      "Offline sweep of tree budgets/strategies over a recorded trace: realised accepted length, "
+      "predicted cycle cost and speedup per budget, the oracle budget and the controller");
+  cmd->add_option("--trace", args->trace,
+                  "Decoding trace (JSONL, whatif/trace.h); default: the bundled trace " +
+                      whatif::DefaultTracePath());
+  cmd->add_option("--model", args->model,
+                  "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json");
+  cmd->add_option("--gpu", args->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
+  cmd->add_option("--profile", args->profile,
+                  "Calibrated profile JSON (default: bundled profile when present, else roofline)");
+  cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
+      ->capture_default_str();
+  cmd->add_option("--budgets", args->budgets,
+                  "Comma-separated draft-node budgets, each in [1, 8191]")
+      ->capture_default_str();
+  cmd->add_option("--strategies", args->strategies,
+                  "Comma-separated: best_first, controller, scan, dynatree, fixed_tree, linear, "
+                  "or all")
+      ->capture_default_str();
+  cmd->add_option("--n-max", args->n_max,
+                  "Controller/scan search n = 0..N draft nodes (0: the largest budget)")
+      ->check(CLI::Range(0, 8191))
+      ->capture_default_str();
+  cmd->add_option("--drafter", args->drafter,
+                  "Cost class of the marginals drafter: ar, parallel, causal")
+      ->capture_default_str();
+  cmd->add_option("--t-draft-ms", args->t_draft_ms,
+                  "Marginals drafter network time, ms (per step for ar, per block otherwise)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--policy-forward-ms", args->policy_forward_ms,
+                  "Drafter time per forward (tree level) for dynatree/fixed_tree/linear, ms")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--t-aux-ms", args->t_aux_ms, "Tree construction/sampling overhead, ms")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--fixed-depth", args->fixed_depth, "fixed_tree D: maximum depth")
+      ->check(CLI::Range(1, 8191))
+      ->capture_default_str();
+  cmd->add_option("--fixed-branch", args->fixed_branch, "fixed_tree B: children per node")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--fixed-tau", args->fixed_tau,
+                  "fixed_tree tau: minimum draft prob of a kept candidate")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
+  cmd->add_flag("--per-step", args->per_step, "JSON: add every row's per-step results");
+  cmd->add_option("--plot", args->plot,
+                  "Write a PNG: speedup and accepted length vs budget, controller and oracle "
+                  "marked");
+  cmd->callback([args, exit_code] { *exit_code = RunWhatIf(*args); });
+}
+
+}  // namespace specplan::cli

@@ -1,0 +1,708 @@
+#include "whatif/sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "planner/best_first.h"
+#include "planner/linear_chain.h"
+#include "planner/policy.h"
+#include "util/check.h"
+#include "util/status_macros.h"
+#include "whatif/replay.h"
+
+namespace specplan::whatif {
+namespace {
+
+using planner::BestFirstOptions;
+using planner::BestFirstPlan;
+using planner::BestFirstPlanner;
+using planner::BudgetMode;
+
+absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError(msg); }
+
+constexpr Strategy kAll[] = {Strategy::kBestFirst, Strategy::kController, Strategy::kScan,
+                             Strategy::kDynaTree,  Strategy::kFixedTree,  Strategy::kLinear};
+
+absl::Status CheckSeconds(double v, const char* field) {
+  if (!(v >= 0) || !std::isfinite(v)) {
+    return Invalid(absl::StrCat(field, " = ", v, ": must be a finite number of seconds >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+// Sums over the steps one row used.
+class Accumulator {
+ public:
+  void Add(const StepResult& r, bool keep) {
+    ++used_;
+    sum_l_ += r.accepted;
+    sum_pred_ += r.predicted_accepted;
+    sum_n_ += r.n;
+    sum_cycle_ += r.cycle_s;
+    sum_tar_ += r.t_ar_s;
+    sum_gain_ += (1.0 + r.accepted) * r.t_ar_s;
+    sum_pred_gain_ += (1.0 + r.predicted_accepted) * r.t_ar_s;
+    pred_.push_back(r.predicted_accepted);
+    real_.push_back(r.accepted);
+    if (keep) per_step_.push_back(r);
+  }
+
+  // Fills the aggregate fields of *row; returns the Spearman correlation of (Â - 1, L).
+  double Finish(WhatIfRow* row) {
+    row->steps_used = used_;
+    row->per_step = std::move(per_step_);
+    if (used_ == 0) return kNaN;
+    const double n = static_cast<double>(used_);
+    row->accepted_per_step = sum_l_ / n;
+    row->predicted_accepted_per_step = sum_pred_ / n;
+    row->mean_tree_size = sum_n_ / n;
+    row->cycle_s = sum_cycle_ / n;
+    row->t_ar_s = sum_tar_ / n;
+    row->speedup = sum_gain_ / sum_cycle_;
+    row->predicted_speedup = sum_pred_gain_ / sum_cycle_;
+    row->pearson = PearsonCorrelation(pred_, real_);
+    return SpearmanCorrelation(pred_, real_);
+  }
+
+ private:
+  int64_t used_ = 0;
+  double sum_l_ = 0, sum_pred_ = 0, sum_n_ = 0, sum_cycle_ = 0, sum_tar_ = 0;
+  double sum_gain_ = 0, sum_pred_gain_ = 0;
+  std::vector<double> pred_, real_;
+  std::vector<StepResult> per_step_;
+};
+
+costmodel::DrafterCost MarginalsDrafter(const WhatIfOptions& o, const planner::Marginals& m) {
+  costmodel::DrafterCost d = o.drafter;
+  d.gamma = m.gamma;
+  return d;
+}
+
+StepResult MakeStep(int64_t index, int n, int accepted, double predicted,
+                    const costmodel::CycleCost& cost) {
+  StepResult r;
+  r.step = index;
+  r.n = n;
+  r.accepted = accepted;
+  r.predicted_accepted = predicted;
+  r.cycle_s = cost.Seconds(n);
+  r.t_ar_s = cost.VerifySeconds(0);
+  r.speedup = (1.0 + accepted) * r.t_ar_s / r.cycle_s;
+  return r;
+}
+
+// Everything one RunWhatIf call reuses across steps and rows.
+struct Workspace {
+  BestFirstPlanner planner;
+  BestFirstPlan plan;
+  std::vector<int32_t> matched;
+  std::vector<int32_t> prefix_accepted;
+  std::vector<double> prefix_predicted;
+  RecordedDrafter drafter;
+  planner::NodeDistributions dists;
+};
+
+// best_first: every budget from one fixed plan at the largest budget (prefixes of the pop order).
+absl::Status SweepBestFirst(const Trace& trace, const costmodel::LatencyModel& latency,
+                            const WhatIfOptions& o, const std::vector<int>& budgets, Workspace& ws,
+                            std::vector<WhatIfRow>* rows) {
+  const int bmax = budgets.back();
+  std::vector<Accumulator> acc(budgets.size());
+  int64_t skipped = 0;
+  BestFirstOptions bo;
+  bo.mode = BudgetMode::kFixed;
+  bo.n_max = bmax;
+  bo.validate = false;  // validated with the trace
+  ws.planner.Reserve(bmax);
+  for (size_t i = 0; i < trace.steps.size(); ++i) {
+    const TraceStep& s = trace.steps[i];
+    if (!s.marginals) {
+      ++skipped;
+      continue;
+    }
+    absl::Status st = ws.planner.Plan(*s.marginals, bo, nullptr, &ws.plan);
+    if (!st.ok())
+      return Invalid(absl::StrCat("step ", i, ": best_first: ", std::string(st.message())));
+    const planner::Tree& tree = ws.plan.tree;
+    RealizedAcceptedLengthPerPrefix(tree, s.continuation, &ws.matched, &ws.prefix_accepted);
+    ws.prefix_predicted.resize(static_cast<size_t>(tree.size()));
+    double sum = 0;
+    for (int j = 0; j < tree.size(); ++j) {
+      if (j > 0) sum += tree.path_probs[j];
+      ws.prefix_predicted[j] = sum;
+    }
+    const costmodel::CycleCost cost(&latency, MarginalsDrafter(o, *s.marginals), o.t_aux_s, s.c);
+    for (size_t b = 0; b < budgets.size(); ++b) {
+      const int n = std::min(budgets[b], tree.num_draft());
+      acc[b].Add(
+          MakeStep(static_cast<int64_t>(i), n, ws.prefix_accepted[n], ws.prefix_predicted[n], cost),
+          o.per_step);
+    }
+  }
+  for (size_t b = 0; b < budgets.size(); ++b) {
+    WhatIfRow row;
+    row.strategy = Strategy::kBestFirst;
+    row.budget = budgets[b];
+    row.params = absl::StrCat("best_first(fixed, n=", budgets[b], ")");
+    row.steps_skipped = skipped;
+    acc[b].Finish(&row);
+    rows->push_back(std::move(row));
+  }
+  return absl::OkStatus();
+}
+
+// controller / scan: one row at n_max. Returns the Spearman correlation through *spearman.
+absl::Status RunBudgetController(const Trace& trace, const costmodel::LatencyModel& latency,
+                                 const WhatIfOptions& o, Strategy strategy, int n_max,
+                                 Workspace& ws, std::vector<WhatIfRow>* rows, double* spearman) {
+  Accumulator acc;
+  int64_t skipped = 0;
+  BestFirstOptions bo;
+  bo.mode = strategy == Strategy::kScan ? BudgetMode::kScan : BudgetMode::kController;
+  bo.n_max = n_max;
+  bo.validate = false;
+  ws.planner.Reserve(n_max);
+  for (size_t i = 0; i < trace.steps.size(); ++i) {
+    const TraceStep& s = trace.steps[i];
+    if (!s.marginals) {
+      ++skipped;
+      continue;
+    }
+    const costmodel::CycleCost cost(&latency, MarginalsDrafter(o, *s.marginals), o.t_aux_s, s.c);
+    absl::Status st = ws.planner.Plan(*s.marginals, bo, &cost, &ws.plan);
+    if (!st.ok()) {
+      return Invalid(
+          absl::StrCat("step ", i, ": ", StrategyName(strategy), ": ", std::string(st.message())));
+    }
+    const int accepted = RealizedAcceptedLength(ws.plan.tree, s.continuation, &ws.matched);
+    acc.Add(MakeStep(static_cast<int64_t>(i), ws.plan.n, accepted, ws.plan.expected_accepted - 1.0,
+                     cost),
+            o.per_step);
+  }
+  WhatIfRow row;
+  row.strategy = strategy;
+  row.budget = n_max;
+  row.params = absl::StrCat(StrategyName(strategy), "(n_max=", n_max, ")");
+  row.steps_skipped = skipped;
+  *spearman = acc.Finish(&row);
+  rows->push_back(std::move(row));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<planner::TreePolicy>> MakePolicy(Strategy strategy, int budget,
+                                                                const WhatIfOptions& o) {
+  switch (strategy) {
+    case Strategy::kDynaTree: {
+      planner::DynaTreeOptions d = o.dynatree;
+      d.n_max = budget;
+      SPECPLAN_ASSIGN_OR_RETURN(auto p, planner::DynaTreePolicy::Create(d));
+      return std::unique_ptr<planner::TreePolicy>(std::move(p));
+    }
+    case Strategy::kFixedTree: {
+      planner::FixedTreeOptions f = o.fixed_tree;
+      f.max_nodes = budget;
+      SPECPLAN_ASSIGN_OR_RETURN(auto p, planner::FixedTreePolicy::Create(f));
+      return std::unique_ptr<planner::TreePolicy>(std::move(p));
+    }
+    case Strategy::kLinear: {
+      planner::LinearChainOptions l;
+      l.k = budget;
+      SPECPLAN_ASSIGN_OR_RETURN(auto p, planner::LinearChainPolicy::Create(l));
+      return std::unique_ptr<planner::TreePolicy>(std::move(p));
+    }
+    default:
+      break;
+  }
+  return absl::InternalError("MakePolicy: not a policy strategy");
+}
+
+// A policy strategy at one budget, replayed over the steps' recorded nodes in trace order.
+absl::Status ReplayPolicy(const Trace& trace, const costmodel::LatencyModel& latency,
+                          const WhatIfOptions& o, Strategy strategy, int budget, Workspace& ws,
+                          std::vector<WhatIfRow>* rows) {
+  auto made = MakePolicy(strategy, budget, o);
+  if (!made.ok()) {
+    return Invalid(
+        absl::StrCat(StrategyName(strategy), " options: ", std::string(made.status().message())));
+  }
+  planner::TreePolicy& policy = **made;
+  const planner::DrafterFn fill = [&ws](const planner::Tree& tree,
+                                        planner::NodeDistributions& dists) {
+    return ws.drafter.Fill(tree, dists);
+  };
+  Accumulator acc;
+  int64_t skipped = 0;
+  for (size_t i = 0; i < trace.steps.size(); ++i) {
+    const TraceStep& s = trace.steps[i];
+    if (!s.nodes) {
+      ++skipped;
+      continue;
+    }
+    ws.drafter.Reset(*s.nodes);
+    auto tree = planner::RunPolicy(policy, s.root, fill, &ws.dists);
+    if (!tree.ok()) {
+      return Invalid(absl::StrCat("step ", i, ": ", policy.Name(), ": ",
+                                  std::string(tree.status().message())));
+    }
+    const planner::Tree& t = **tree;
+    const int accepted = RealizedAcceptedLength(t, s.continuation, &ws.matched);
+    absl::Status st = policy.ObserveAcceptance(accepted);
+    if (!st.ok()) {
+      return Invalid(
+          absl::StrCat("step ", i, ": ", policy.Name(), ": ", std::string(st.message())));
+    }
+    double predicted = 0;
+    for (int j = 1; j < t.size(); ++j) predicted += t.path_probs[j];
+    costmodel::DrafterCost dc;
+    dc.cls = costmodel::DrafterClass::kAutoregressive;
+    dc.gamma = policy.stats().last_forwards;
+    dc.t_net_s = o.policy_forward_s;
+    const costmodel::CycleCost cost(&latency, dc, o.t_aux_s, s.c);
+    acc.Add(MakeStep(static_cast<int64_t>(i), t.num_draft(), accepted, predicted, cost),
+            o.per_step);
+  }
+  WhatIfRow row;
+  row.strategy = strategy;
+  row.budget = budget;
+  row.params = policy.Name();
+  row.steps_skipped = skipped;
+  acc.Finish(&row);
+  rows->push_back(std::move(row));
+  return absl::OkStatus();
+}
+
+ControllerSummary Summarize(const WhatIfRow& row, const OracleSummary& oracle) {
+  ControllerSummary c;
+  if (row.steps_used == 0) return c;
+  c.found = true;
+  c.speedup = row.speedup;
+  c.accepted_per_step = row.accepted_per_step;
+  c.mean_tree_size = row.mean_tree_size;
+  if (oracle.found) c.ratio_to_oracle = row.speedup / oracle.speedup;
+  return c;
+}
+
+void ComputeChainSurrogate(const Trace& trace, SurrogateQuality* q) {
+  std::vector<double> pred, real;
+  for (const TraceStep& s : trace.steps) {
+    if (!s.marginals) continue;
+    const planner::Marginals& m = *s.marginals;
+    double rho = 1, a_hat = 0;
+    int accepted = 0;
+    bool matching = true;
+    for (int d = 0; d < m.gamma; ++d) {
+      rho *= m.prob(d, 0);
+      a_hat += rho;
+      if (matching && d < static_cast<int>(s.continuation.size()) &&
+          m.token(d, 0) == s.continuation[d]) {
+        ++accepted;
+      } else {
+        matching = false;
+      }
+    }
+    pred.push_back(a_hat);
+    real.push_back(accepted);
+  }
+  q->steps = static_cast<int64_t>(pred.size());
+  if (pred.empty()) return;
+  double sp = 0, sr = 0;
+  for (size_t i = 0; i < pred.size(); ++i) {
+    sp += pred[i];
+    sr += real[i];
+  }
+  q->chain_predicted_mean = sp / pred.size();
+  q->chain_accepted_mean = sr / real.size();
+  q->chain_pearson = PearsonCorrelation(pred, real);
+  q->chain_spearman = SpearmanCorrelation(pred, real);
+}
+
+nlohmann::json Num(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); }
+
+}  // namespace
+
+const char* StrategyName(Strategy s) {
+  switch (s) {
+    case Strategy::kBestFirst:
+      return "best_first";
+    case Strategy::kController:
+      return "controller";
+    case Strategy::kScan:
+      return "scan";
+    case Strategy::kDynaTree:
+      return "dynatree";
+    case Strategy::kFixedTree:
+      return "fixed_tree";
+    case Strategy::kLinear:
+      return "linear";
+  }
+  return "?";
+}
+
+absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
+  for (Strategy s : kAll) {
+    if (name == StrategyName(s)) return s;
+  }
+  std::vector<std::string> known;
+  for (Strategy s : kAll) known.push_back(StrategyName(s));
+  return Invalid(absl::StrCat("'", std::string(name),
+                              "': unknown strategy (known: ", absl::StrJoin(known, ", "), ")"));
+}
+
+std::vector<Strategy> AllStrategies() {
+  return std::vector<Strategy>(std::begin(kAll), std::end(kAll));
+}
+
+bool SweepsBudgets(Strategy s) { return s != Strategy::kController && s != Strategy::kScan; }
+
+absl::StatusOr<std::vector<int>> ParseBudgetList(std::string_view text) {
+  std::vector<int> out;
+  std::set<int> seen;
+  for (absl::string_view item : absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    int v = 0;
+    if (!absl::SimpleAtoi(item, &v)) {
+      return Invalid(absl::StrCat("'", std::string(item), "': not an integer"));
+    }
+    if (v < 1 || v >= planner::kMaxTreeNodes) {
+      return Invalid(absl::StrCat("'", std::string(item), "': budget must be in [1, ",
+                                  planner::kMaxTreeNodes - 1, "] draft nodes"));
+    }
+    if (!seen.insert(v).second) {
+      return Invalid(absl::StrCat("'", std::string(item), "': listed twice"));
+    }
+    out.push_back(v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::StatusOr<std::vector<Strategy>> ParseStrategyList(std::string_view text) {
+  std::vector<Strategy> out;
+  for (absl::string_view item : absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    if (item == "all") {
+      for (Strategy s : kAll) {
+        if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+      }
+      continue;
+    }
+    SPECPLAN_ASSIGN_OR_RETURN(Strategy s,
+                              ParseStrategy(std::string_view(item.data(), item.size())));
+    if (std::find(out.begin(), out.end(), s) != out.end()) {
+      return Invalid(absl::StrCat("'", std::string(item), "': listed twice"));
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+absl::StatusOr<WhatIfReport> RunWhatIf(const Trace& trace, const costmodel::LatencyModel& latency,
+                                       const WhatIfOptions& o) {
+  // Options.
+  std::vector<int> budgets = o.budgets;
+  if (budgets.empty()) return Invalid("budgets: empty (need at least one budget)");
+  for (size_t i = 0; i < budgets.size(); ++i) {
+    if (budgets[i] < 1 || budgets[i] >= planner::kMaxTreeNodes) {
+      return Invalid(absl::StrCat("budgets[", i, "] = ", budgets[i], ": must be in [1, ",
+                                  planner::kMaxTreeNodes - 1, "] draft nodes"));
+    }
+  }
+  std::sort(budgets.begin(), budgets.end());
+  budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
+  std::vector<Strategy> strategies;
+  for (Strategy s : o.strategies) {
+    if (std::find(strategies.begin(), strategies.end(), s) == strategies.end()) {
+      strategies.push_back(s);
+    }
+  }
+  if (strategies.empty()) return Invalid("strategies: empty (need at least one strategy)");
+  if (o.n_max < 0 || o.n_max >= planner::kMaxTreeNodes) {
+    return Invalid(absl::StrCat("n_max = ", o.n_max, ": must be in [0, ",
+                                planner::kMaxTreeNodes - 1, "] (0: the largest budget)"));
+  }
+  const int n_max = o.n_max > 0 ? o.n_max : budgets.back();
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.t_aux_s, "t_aux_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.policy_forward_s, "policy_forward_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_net_s, "drafter.t_net_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_head_s, "drafter.t_head_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_light_s, "drafter.t_light_s"));
+  for (Strategy s : strategies) {
+    if (s == Strategy::kDynaTree) {
+      planner::DynaTreeOptions d = o.dynatree;
+      d.n_max = budgets.back();
+      absl::Status st = planner::ValidateDynaTreeOptions(d);
+      if (!st.ok()) return Invalid(absl::StrCat("dynatree.", std::string(st.message())));
+    } else if (s == Strategy::kFixedTree) {
+      planner::FixedTreeOptions f = o.fixed_tree;
+      f.max_nodes = budgets.back();
+      absl::Status st = planner::ValidateFixedTreeOptions(f);
+      if (!st.ok()) return Invalid(absl::StrCat("fixed_tree.", std::string(st.message())));
+    }
+  }
+  // Trace.
+  if (trace.steps.empty()) return Invalid("trace: no steps");
+  WhatIfReport report;
+  std::set<int64_t> prompts;
+  for (size_t i = 0; i < trace.steps.size(); ++i) {
+    const TraceStep& s = trace.steps[i];
+    if (o.validate_trace) {
+      absl::Status st = ValidateTraceStep(s, trace.header);
+      if (!st.ok()) return Invalid(absl::StrCat("step ", i, ": ", std::string(st.message())));
+    }
+    report.steps_with_marginals += s.marginals.has_value();
+    report.steps_with_nodes += s.nodes.has_value();
+    prompts.insert(s.prompt);
+  }
+  report.target = trace.header.target;
+  report.draft = trace.header.draft;
+  report.vocab = trace.header.vocab;
+  report.steps = static_cast<int64_t>(trace.steps.size());
+  report.prompts = static_cast<int64_t>(prompts.size());
+  report.latency_model = latency.Kind();
+  report.budgets = budgets;
+  report.strategies = strategies;
+  report.n_max = n_max;
+  report.drafter = o.drafter;
+  report.policy_forward_s = o.policy_forward_s;
+  report.t_aux_s = o.t_aux_s;
+
+  int total_rows = 0;
+  for (Strategy s : strategies)
+    total_rows += SweepsBudgets(s) ? static_cast<int>(budgets.size()) : 1;
+  Workspace ws;
+  double controller_spearman = kNaN, scan_spearman = kNaN;
+  for (Strategy s : strategies) {
+    switch (s) {
+      case Strategy::kBestFirst:
+        SPECPLAN_RETURN_IF_ERROR(SweepBestFirst(trace, latency, o, budgets, ws, &report.rows));
+        break;
+      case Strategy::kController:
+        SPECPLAN_RETURN_IF_ERROR(RunBudgetController(trace, latency, o, s, n_max, ws, &report.rows,
+                                                     &controller_spearman));
+        break;
+      case Strategy::kScan:
+        SPECPLAN_RETURN_IF_ERROR(
+            RunBudgetController(trace, latency, o, s, n_max, ws, &report.rows, &scan_spearman));
+        break;
+      default:
+        for (int b : budgets) {
+          SPECPLAN_RETURN_IF_ERROR(ReplayPolicy(trace, latency, o, s, b, ws, &report.rows));
+          if (o.progress) o.progress(static_cast<int>(report.rows.size()), total_rows);
+        }
+        continue;
+    }
+    if (o.progress) o.progress(static_cast<int>(report.rows.size()), total_rows);
+  }
+
+  // Oracle: the best fixed best-first budget in hindsight (ties: the smaller budget).
+  for (const WhatIfRow& r : report.rows) {
+    if (r.strategy != Strategy::kBestFirst || r.steps_used == 0 || !std::isfinite(r.speedup)) {
+      continue;
+    }
+    if (!report.oracle.found || r.speedup > report.oracle.speedup) {
+      report.oracle.found = true;
+      report.oracle.budget = r.budget;
+      report.oracle.speedup = r.speedup;
+      report.oracle.accepted_per_step = r.accepted_per_step;
+    }
+  }
+  for (const WhatIfRow& r : report.rows) {
+    if (r.strategy == Strategy::kController) {
+      report.controller = Summarize(r, report.oracle);
+      report.surrogate.controller_pearson = r.pearson;
+      report.surrogate.controller_spearman = controller_spearman;
+    } else if (r.strategy == Strategy::kScan) {
+      report.scan = Summarize(r, report.oracle);
+    }
+  }
+  (void)scan_spearman;
+  ComputeChainSurrogate(trace, &report.surrogate);
+  return report;
+}
+
+nlohmann::json WhatIfReportToJson(const WhatIfReport& r) {
+  using nlohmann::json;
+  json j;
+  j["trace"] = {{"target", r.target},
+                {"draft", r.draft},
+                {"vocab", r.vocab},
+                {"steps", r.steps},
+                {"prompts", r.prompts},
+                {"steps_with_marginals", r.steps_with_marginals},
+                {"steps_with_nodes", r.steps_with_nodes}};
+  j["latency_model"] = r.latency_model;
+  json strategies = json::array();
+  for (Strategy s : r.strategies) strategies.push_back(StrategyName(s));
+  j["options"] = {{"budgets", r.budgets},
+                  {"strategies", strategies},
+                  {"n_max", r.n_max},
+                  {"drafter",
+                   {{"class", costmodel::DrafterClassName(r.drafter.cls)},
+                    {"t_net_s", r.drafter.t_net_s},
+                    {"t_head_s", r.drafter.t_head_s},
+                    {"t_light_s", r.drafter.t_light_s}}},
+                  {"policy_forward_s", r.policy_forward_s},
+                  {"t_aux_s", r.t_aux_s}};
+  json rows = json::array();
+  for (const WhatIfRow& row : r.rows) {
+    json jr = {{"strategy", StrategyName(row.strategy)},
+               {"budget", row.budget},
+               {"params", row.params},
+               {"steps_used", row.steps_used},
+               {"steps_skipped", row.steps_skipped},
+               {"accepted_per_step", Num(row.accepted_per_step)},
+               {"tokens_per_step", Num(row.steps_used > 0 ? 1.0 + row.accepted_per_step : kNaN)},
+               {"predicted_accepted_per_step", Num(row.predicted_accepted_per_step)},
+               {"mean_tree_size", Num(row.mean_tree_size)},
+               {"cycle_s", Num(row.cycle_s)},
+               {"t_ar_s", Num(row.t_ar_s)},
+               {"speedup", Num(row.speedup)},
+               {"predicted_speedup", Num(row.predicted_speedup)},
+               {"pearson", Num(row.pearson)}};
+    if (!row.per_step.empty()) {
+      json steps = json::array();
+      for (const StepResult& s : row.per_step) {
+        steps.push_back({{"step", s.step},
+                         {"n", s.n},
+                         {"accepted", s.accepted},
+                         {"predicted_accepted", s.predicted_accepted},
+                         {"cycle_s", s.cycle_s},
+                         {"t_ar_s", s.t_ar_s},
+                         {"speedup", s.speedup}});
+      }
+      jr["per_step"] = std::move(steps);
+    }
+    rows.push_back(std::move(jr));
+  }
+  j["rows"] = std::move(rows);
+  if (r.oracle.found) {
+    j["oracle"] = {{"strategy", "best_first"},
+                   {"budget", r.oracle.budget},
+                   {"speedup", Num(r.oracle.speedup)},
+                   {"accepted_per_step", Num(r.oracle.accepted_per_step)}};
+  } else {
+    j["oracle"] = nullptr;
+  }
+  auto summary = [](const ControllerSummary& c) -> json {
+    if (!c.found) return nullptr;
+    return {{"speedup", Num(c.speedup)},
+            {"accepted_per_step", Num(c.accepted_per_step)},
+            {"mean_tree_size", Num(c.mean_tree_size)},
+            {"ratio_to_oracle", Num(c.ratio_to_oracle)}};
+  };
+  j["controller"] = summary(r.controller);
+  j["scan"] = summary(r.scan);
+  const SurrogateQuality& q = r.surrogate;
+  j["surrogate"] = {{"steps", q.steps},
+                    {"chain_pearson", Num(q.chain_pearson)},
+                    {"chain_spearman", Num(q.chain_spearman)},
+                    {"chain_predicted_mean", Num(q.chain_predicted_mean)},
+                    {"chain_accepted_mean", Num(q.chain_accepted_mean)},
+                    {"controller_pearson", Num(q.controller_pearson)},
+                    {"controller_spearman", Num(q.controller_spearman)}};
+  return j;
+}
+
+std::string FormatWhatIfTable(const WhatIfReport& r) {
+  auto f = [](double x, int prec) {
+    return std::isfinite(x) ? absl::StrFormat("%.*f", prec, x) : std::string("-");
+  };
+  std::string out = absl::StrFormat(
+      "trace: %s -> %s, vocab %d, %d steps over %d prompts (%d with marginals, %d with nodes)\n"
+      "cost: %s latency model; drafter %s (t_net %.3f ms, t_head %.3f ms), %.3f ms per policy "
+      "forward, aux %.3f ms\n\n",
+      r.draft, r.target, r.vocab, r.steps, r.prompts, r.steps_with_marginals, r.steps_with_nodes,
+      r.latency_model, costmodel::DrafterClassName(r.drafter.cls), r.drafter.t_net_s * 1e3,
+      r.drafter.t_head_s * 1e3, r.policy_forward_s * 1e3, r.t_aux_s * 1e3);
+  out += absl::StrFormat("%-11s %6s %6s %7s %9s %9s %9s %8s %8s\n", "strategy", "budget", "steps",
+                         "tree", "accepted", "predicted", "cycle_ms", "speedup", "pearson");
+  for (const WhatIfRow& row : r.rows) {
+    out += absl::StrFormat(
+        "%-11s %6d %6d %7s %9s %9s %9s %8s %8s\n", StrategyName(row.strategy), row.budget,
+        row.steps_used, f(row.mean_tree_size, 1), f(row.accepted_per_step, 3),
+        f(row.predicted_accepted_per_step, 3), f(row.cycle_s * 1e3, 4),
+        std::isfinite(row.speedup) ? absl::StrFormat("%.3fx", row.speedup) : std::string("-"),
+        f(row.pearson, 3));
+  }
+  out += "\n";
+  if (r.oracle.found) {
+    out += absl::StrFormat("oracle: best_first budget %d: %.3fx, %.3f accepted per step\n",
+                           r.oracle.budget, r.oracle.speedup, r.oracle.accepted_per_step);
+  } else {
+    out += "oracle: none (no step with marginals for best_first)\n";
+  }
+  auto line = [&](const char* name, const ControllerSummary& c) {
+    if (!c.found) return;
+    out += absl::StrFormat("%s (n_max %d): %.3fx at mean tree size %.1f, %.3f accepted per step",
+                           name, r.n_max, c.speedup, c.mean_tree_size, c.accepted_per_step);
+    if (std::isfinite(c.ratio_to_oracle)) {
+      out += absl::StrFormat(", %.1f%% of the oracle", 100.0 * c.ratio_to_oracle);
+    }
+    out += "\n";
+  };
+  line("controller", r.controller);
+  line("scan", r.scan);
+  const SurrogateQuality& q = r.surrogate;
+  if (q.steps > 0) {
+    out += absl::StrFormat(
+        "surrogate: Pearson(A-hat, accepted) over %d steps: top-1 chain %s (Spearman %s), "
+        "controller trees %s\n",
+        q.steps, f(q.chain_pearson, 3), f(q.chain_spearman, 3), f(q.controller_pearson, 3));
+  }
+  return out;
+}
+
+double PearsonCorrelation(const std::vector<double>& x, const std::vector<double>& y) {
+  SPECPLAN_CHECK(x.size() == y.size(), "paired samples must have equal sizes");
+  const size_t n = x.size();
+  if (n < 2) return kNaN;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) {
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= n;
+  my /= n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  if (!(sxx > 0) || !(syy > 0)) return kNaN;
+  return sxy / std::sqrt(sxx * syy);
+}
+
+namespace {
+std::vector<double> Ranks(const std::vector<double>& v) {
+  std::vector<size_t> idx(v.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> rank(v.size());
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    const double avg = 0.5 * static_cast<double>(i + j) + 1.0;
+    for (size_t t = i; t <= j; ++t) rank[idx[t]] = avg;
+    i = j + 1;
+  }
+  return rank;
+}
+}  // namespace
+
+double SpearmanCorrelation(const std::vector<double>& x, const std::vector<double>& y) {
+  SPECPLAN_CHECK(x.size() == y.size(), "paired samples must have equal sizes");
+  return PearsonCorrelation(Ranks(x), Ranks(y));
+}
+
+}  // namespace specplan::whatif
