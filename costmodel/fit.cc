@@ -1,5 +1,6 @@
 #include "costmodel/fit.h"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,8 +8,6 @@
 #include <numeric>
 #include <random>
 #include <set>
-
-#include <Eigen/Dense>
 
 #include "absl/strings/str_cat.h"
 #include "util/check.h"
@@ -19,10 +18,12 @@ absl::Status ValidateSamples(const std::vector<LatencySample>& samples) {
   for (size_t i = 0; i < samples.size(); ++i) {
     const LatencySample& x = samples[i];
     if (x.s < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("samples[", i, "].s = ", x.s, ": must be >= 1"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("samples[", i, "].s = ", x.s, ": must be >= 1"));
     }
     if (x.c < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("samples[", i, "].c = ", x.c, ": must be >= 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("samples[", i, "].c = ", x.c, ": must be >= 0"));
     }
     if (!std::isfinite(x.seconds) || x.seconds <= 0) {
       return absl::InvalidArgumentError(
@@ -112,21 +113,24 @@ absl::StatusOr<LinearCoefficients> FitLinear(const RooflineLatency& roofline,
     return absl::InvalidArgumentError(
         absl::StrCat("samples: linear calibration needs >= 2 samples, got ", samples.size()));
   }
-  const int n = static_cast<int>(samples.size());
-  Eigen::MatrixXd A(n, 2);
-  Eigen::VectorXd y(n);
-  for (int i = 0; i < n; ++i) {
-    A(i, 0) = roofline.VerifySeconds(samples[i].s, samples[i].c);
-    A(i, 1) = 1.0;
-    y(i) = samples[i].seconds;
+  std::vector<std::vector<double>> a(samples.size());
+  std::vector<double> y(samples.size());
+  double r_min = std::numeric_limits<double>::infinity(), r_max = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const double r = roofline.VerifySeconds(samples[i].s, samples[i].c);
+    a[i] = {r, 1.0};
+    y[i] = samples[i].seconds;
+    r_min = std::min(r_min, r);
+    r_max = std::max(r_max, r);
   }
-  const double r_min = A.col(0).minCoeff(), r_max = A.col(0).maxCoeff();
   if (!(r_max > r_min * (1 + 1e-12))) {
     return absl::InvalidArgumentError(
         "samples: linear calibration needs samples at different (s, c) points");
   }
-  Eigen::VectorXd x = A.colPivHouseholderQr().solve(y);
-  return LinearCoefficients{x(0), x(1)};
+  // a, b >= 0: a negative slope or fixed overhead is not a latency (unconstrained least squares
+  // gives b < 0 when the measured cost grows faster than the roofline, e.g. attention on a CPU).
+  const std::vector<double> x = SolveNonNegativeLeastSquares(a, y);
+  return LinearCoefficients{x[0], x[1]};
 }
 
 absl::StatusOr<PerTermCoefficients> FitPerTerm(const RooflineLatency& roofline,
@@ -217,9 +221,9 @@ absl::StatusOr<LatencyTable> BuildTable(const std::vector<LatencySample>& sample
     for (size_t si = 0; si < t.s_grid.size(); ++si) {
       auto it = cells.find({t.c_grid[ci], t.s_grid[si]});
       if (it == cells.end()) {
-        return absl::InvalidArgumentError(absl::StrCat("samples: no measurement at (s = ",
-                                                       t.s_grid[si], ", c = ", t.c_grid[ci],
-                                                       "); a table needs a full grid"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("samples: no measurement at (s = ", t.s_grid[si], ", c = ", t.c_grid[ci],
+                         "); a table needs a full grid"));
       }
       std::vector<double>& v = it->second;
       std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());

@@ -32,7 +32,8 @@ FitStats Evaluate(const LatencyModel& model, const std::vector<LatencySample>& s
 void SplitHoldout(const std::vector<LatencySample>& samples, double heldout_fraction, uint64_t seed,
                   std::vector<LatencySample>* fit, std::vector<LatencySample>* heldout);
 
-// Least squares a * R + b against the bare roofline R. Needs >= 2 samples with distinct R.
+// Least squares a * R + b against the bare roofline R with a, b >= 0 (non-negative least squares).
+// Needs >= 2 samples with distinct R.
 absl::StatusOr<LinearCoefficients> FitLinear(const RooflineLatency& roofline,
                                              const std::vector<LatencySample>& samples);
 

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -56,7 +55,8 @@ absl::StatusOr<std::vector<int64_t>> IntArray(const nlohmann::json& j, const std
                                               const std::string& prefix) {
   SPECPLAN_ASSIGN_OR_RETURN(const nlohmann::json* arr, json_util::Get(j, key, prefix));
   const std::string field = json_util::Field(prefix, key);
-  if (!arr->is_array()) return absl::InvalidArgumentError(absl::StrCat(field, ": expected an array"));
+  if (!arr->is_array())
+    return absl::InvalidArgumentError(absl::StrCat(field, ": expected an array"));
   std::vector<int64_t> out;
   for (size_t i = 0; i < arr->size(); ++i) {
     if (!(*arr)[i].is_number_integer()) {
@@ -98,8 +98,8 @@ absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
         absl::StrCat("samples: need >= 3 measurements to fit and hold out, got ", samples.size()));
   }
   if (!(options.heldout_fraction > 0 && options.heldout_fraction < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "heldout_fraction = ", options.heldout_fraction, ": must be in (0, 1)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("heldout_fraction = ", options.heldout_fraction, ": must be in (0, 1)"));
   }
   Profile p;
   p.gpu = gpu.name;
@@ -161,7 +161,8 @@ nlohmann::json ProfileToJson(const Profile& p) {
                           {"kv_attention", p.per_term->kv_attention}};
   }
   if (p.table) {
-    models["table"] = {{"s", p.table->s_grid}, {"c", p.table->c_grid}, {"seconds", p.table->seconds}};
+    models["table"] = {
+        {"s", p.table->s_grid}, {"c", p.table->c_grid}, {"seconds", p.table->seconds}};
   }
   j["models"] = models;
   nlohmann::json held = nlohmann::json::object();
@@ -188,8 +189,8 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   }
   SPECPLAN_ASSIGN_OR_RETURN(int64_t version, GetInt(j, "version"));
   if (version != kProfileVersion) {
-    return absl::InvalidArgumentError(absl::StrCat("version = ", version, ": this build reads version ",
-                                                   kProfileVersion));
+    return absl::InvalidArgumentError(
+        absl::StrCat("version = ", version, ": this build reads version ", kProfileVersion));
   }
   SPECPLAN_ASSIGN_OR_RETURN(p.gpu, GetString(j, "gpu"));
   SPECPLAN_ASSIGN_OR_RETURN(p.model, GetString(j, "model"));
@@ -287,11 +288,11 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   }
   SPECPLAN_ASSIGN_OR_RETURN(p.default_model, GetString(j, "default_model"));
   if (!OneOf(p.default_model, std::begin(kModelKinds), std::end(kModelKinds))) {
-    return absl::InvalidArgumentError(absl::StrCat("default_model = '", p.default_model,
-                                                   "': expected roofline, linear, per_term or table"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "default_model = '", p.default_model, "': expected roofline, linear, per_term or table"));
   }
-  if ((p.default_model == "linear" && !p.linear) || (p.default_model == "per_term" && !p.per_term) ||
-      (p.default_model == "table" && !p.table)) {
+  if ((p.default_model == "linear" && !p.linear) ||
+      (p.default_model == "per_term" && !p.per_term) || (p.default_model == "table" && !p.table)) {
     return absl::InvalidArgumentError(absl::StrCat("default_model = '", p.default_model,
                                                    "': models.", p.default_model, " is missing"));
   }
@@ -322,7 +323,8 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
 absl::StatusOr<Profile> LoadProfile(const std::string& path) {
   SPECPLAN_ASSIGN_OR_RETURN(nlohmann::json j, json_util::ReadJsonFile(path));
   auto p = ProfileFromJson(j);
-  if (!p.ok()) return absl::Status(p.status().code(), absl::StrCat(path, ": ", p.status().message()));
+  if (!p.ok())
+    return absl::Status(p.status().code(), absl::StrCat(path, ": ", p.status().message()));
   return p;
 }
 
@@ -373,14 +375,17 @@ absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& mode
   ResolvedLatencyModel out;
   if (!profile_path.empty()) {
     SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(profile_path));
-    if (!model.empty()) {
+    // The profile's own names always match (e.g. calibrate's runtime models such as "tiny",
+    // which are not in the registry); other names resolve and must be the same model.
+    if (!model.empty() && model != p.model && model != p.model_spec.name) {
       SPECPLAN_ASSIGN_OR_RETURN(ModelSpec m, ResolveModel(model));
       if (m.name != p.model_spec.name) {
-        return absl::InvalidArgumentError(absl::StrCat("--model ", model, ": profile ", profile_path,
-                                                       " is for model '", p.model_spec.name, "'"));
+        return absl::InvalidArgumentError(absl::StrCat("--model ", model, ": profile ",
+                                                       profile_path, " is for model '",
+                                                       p.model_spec.name, "'"));
       }
     }
-    if (!gpu.empty()) {
+    if (!gpu.empty() && gpu != p.gpu && gpu != p.gpu_spec.name) {
       SPECPLAN_ASSIGN_OR_RETURN(GpuSpec g, ResolveGpu(gpu));
       if (g.name != p.gpu_spec.name) {
         return absl::InvalidArgumentError(absl::StrCat("--gpu ", gpu, ": profile ", profile_path,

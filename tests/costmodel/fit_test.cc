@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 namespace specplan::costmodel {
@@ -10,7 +11,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-RooflineLatency H100Qwen8b() { return RooflineLatency(*LookupModel("qwen3-8b"), *LookupGpu("h100")); }
+RooflineLatency H100Qwen8b() {
+  return RooflineLatency(*LookupModel("qwen3-8b"), *LookupGpu("h100"));
+}
 
 std::vector<LatencySample> Synthetic(const LatencyModel& truth, double noise, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -32,6 +35,27 @@ TEST(Fit, LinearRecoversKnownCoefficients) {
   ASSERT_TRUE(coef.ok()) << coef.status();
   EXPECT_NEAR(coef->a, 1.7, 0.03);
   EXPECT_NEAR(coef->b_s, 2.5e-3, 0.15e-3);
+}
+
+// Latency growing faster than the roofline: unconstrained least squares would give a negative
+// fixed overhead (b = -2 ms here); the fit keeps b = 0 and refits the slope through the origin.
+TEST(Fit, LinearNeverReturnsANegativeOverhead) {
+  const RooflineLatency r = H100Qwen8b();
+  std::vector<LatencySample> samples;
+  for (int64_t s : {1, 64, 512, 2048}) {
+    const double roof = r.VerifySeconds(s, 256);
+    samples.push_back({s, 256, std::max(1e-6, 3.0 * roof - 2e-3)});
+  }
+  auto coef = FitLinear(r, samples);
+  ASSERT_TRUE(coef.ok()) << coef.status();
+  EXPECT_EQ(coef->b_s, 0.0);
+  double sxy = 0, sxx = 0;
+  for (const auto& x : samples) {
+    const double roof = r.VerifySeconds(x.s, x.c);
+    sxy += roof * x.seconds;
+    sxx += roof * roof;
+  }
+  EXPECT_NEAR(coef->a, sxy / sxx, 1e-9 * coef->a);
 }
 
 TEST(Fit, PerTermRecoversKnownCoefficients) {
@@ -108,17 +132,18 @@ TEST(Fit, NonNegativeLeastSquaresMatchesBruteForce) {
 
 TEST(Fit, TableInterpolatesAndExtrapolatesWithRoofline) {
   const RooflineLatency r = H100Qwen8b();
-  std::vector<LatencySample> samples = {{1, 0, 1.0},  {1, 0, 3.0},  {1, 0, 2.0},  // median 2
-                                        {9, 0, 4.0},  {1, 100, 6.0}, {9, 100, 10.0}};
+  std::vector<LatencySample> samples = {{1, 0, 1.0}, {1, 0, 3.0},   {1, 0, 2.0},  // median 2
+                                        {9, 0, 4.0}, {1, 100, 6.0}, {9, 100, 10.0}};
   auto table = BuildTable(samples);
   ASSERT_TRUE(table.ok()) << table.status();
   const TableLatency t(r, *table);
   EXPECT_DOUBLE_EQ(t.VerifySeconds(1, 0), 2.0);
   EXPECT_DOUBLE_EQ(t.VerifySeconds(9, 100), 10.0);
-  EXPECT_DOUBLE_EQ(t.VerifySeconds(5, 0), 3.0);    // halfway in s
-  EXPECT_DOUBLE_EQ(t.VerifySeconds(5, 50), 5.5);   // bilinear centre: (2+4+6+10)/4
+  EXPECT_DOUBLE_EQ(t.VerifySeconds(5, 0), 3.0);   // halfway in s
+  EXPECT_DOUBLE_EQ(t.VerifySeconds(5, 50), 5.5);  // bilinear centre: (2+4+6+10)/4
   // Outside: nearest value times the roofline ratio.
-  EXPECT_DOUBLE_EQ(t.VerifySeconds(9, 400), 10.0 * r.VerifySeconds(9, 400) / r.VerifySeconds(9, 100));
+  EXPECT_DOUBLE_EQ(t.VerifySeconds(9, 400),
+                   10.0 * r.VerifySeconds(9, 400) / r.VerifySeconds(9, 100));
 
   samples.pop_back();
   EXPECT_THAT(BuildTable(samples).status().message(), HasSubstr("s = 9, c = 100"));

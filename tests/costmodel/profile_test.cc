@@ -6,9 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <random>
-
 #include <nlohmann/json.hpp>
+#include <random>
 
 namespace specplan::costmodel {
 namespace {
@@ -24,7 +23,8 @@ std::vector<LatencySample> GridSamples() {
   std::vector<LatencySample> out;
   for (int64_t c : {64, 256, 1024}) {
     for (int64_t s : {1, 4, 16, 64, 256, 1024}) {
-      for (int rep = 0; rep < 2; ++rep) out.push_back({s, c, truth.VerifySeconds(s, c) * (1 + eps(rng))});
+      for (int rep = 0; rep < 2; ++rep)
+        out.push_back({s, c, truth.VerifySeconds(s, c) * (1 + eps(rng))});
     }
   }
   return out;
@@ -40,9 +40,9 @@ Profile Fitted() {
 }
 
 fs::path TempDir() {
-  fs::path dir = fs::temp_directory_path() /
-                 ("specplan_profile_test_" + std::to_string(::getpid()) + "_" +
-                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::path dir =
+      fs::temp_directory_path() / ("specplan_profile_test_" + std::to_string(::getpid()) + "_" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -114,35 +114,50 @@ TEST(Profile, EveryMalformedClassIsRejectedWithTheField) {
   const nlohmann::json good = ProfileToJson(Fitted());
   ASSERT_TRUE(ProfileFromJson(good).ok());
   const std::vector<Corruption> cases = {
-      {"not an object", [](nlohmann::json& j) { j = nlohmann::json::array(); }, "expected a JSON object"},
+      {"not an object", [](nlohmann::json& j) { j = nlohmann::json::array(); },
+       "expected a JSON object"},
       {"wrong format", [](nlohmann::json& j) { j["format"] = "other"; }, "format = 'other'"},
       {"wrong version", [](nlohmann::json& j) { j["version"] = 99; }, "version = 99"},
       {"missing gpu", [](nlohmann::json& j) { j.erase("gpu"); }, "gpu: missing"},
       {"bad dtype", [](nlohmann::json& j) { j["dtype"] = "int4"; }, "int4"},
       {"dtype mismatch", [](nlohmann::json& j) { j["dtype"] = "fp32"; }, "model_spec.dtype"},
-      {"gpu_spec negative", [](nlohmann::json& j) { j["gpu_spec"]["mem_bw"] = -1; }, "gpu_spec.mem_bw = -1"},
-      {"model_spec zero", [](nlohmann::json& j) { j["model_spec"]["layers"] = 0; }, "model_spec.layers = 0"},
-      {"model_spec type", [](nlohmann::json& j) { j["model_spec"]["vocab"] = "big"; }, "model_spec.vocab"},
+      {"gpu_spec negative", [](nlohmann::json& j) { j["gpu_spec"]["mem_bw"] = -1; },
+       "gpu_spec.mem_bw = -1"},
+      {"model_spec zero", [](nlohmann::json& j) { j["model_spec"]["layers"] = 0; },
+       "model_spec.layers = 0"},
+      {"model_spec type", [](nlohmann::json& j) { j["model_spec"]["vocab"] = "big"; },
+       "model_spec.vocab"},
       {"unknown timer", [](nlohmann::json& j) { j["timer"] = "sundial"; }, "timer = 'sundial'"},
       {"software type", [](nlohmann::json& j) { j["software"]["cuda"] = 13; }, "software.cuda"},
-      {"linear nan", [](nlohmann::json& j) { j["models"]["linear"]["a"] = nullptr; }, "models.linear.a"},
-      {"linear slope", [](nlohmann::json& j) { j["models"]["linear"]["a"] = -2.0; }, "models.linear.a = -2"},
+      {"linear nan", [](nlohmann::json& j) { j["models"]["linear"]["a"] = nullptr; },
+       "models.linear.a"},
+      {"linear slope", [](nlohmann::json& j) { j["models"]["linear"]["a"] = -2.0; },
+       "models.linear.a = -2"},
       {"per_term negative", [](nlohmann::json& j) { j["models"]["per_term"]["weights"] = -0.5; },
        "models.per_term.weights = -0.5"},
       {"per_term missing", [](nlohmann::json& j) { j["models"]["per_term"].erase("compute"); },
        "models.per_term.compute: missing"},
-      {"unknown model", [](nlohmann::json& j) { j["models"]["magic"] = nlohmann::json::object(); }, "models.magic"},
+      {"unknown model", [](nlohmann::json& j) { j["models"]["magic"] = nlohmann::json::object(); },
+       "models.magic"},
       {"table ragged", [](nlohmann::json& j) { j["models"]["table"]["seconds"][1].erase(0); },
        "models.table.seconds[1]"},
-      {"table grid order", [](nlohmann::json& j) { j["models"]["table"]["s"][1] = 1; }, "models.table.s[1] = 1"},
+      {"table grid order", [](nlohmann::json& j) { j["models"]["table"]["s"][1] = 1; },
+       "models.table.s[1] = 1"},
       {"table zero", [](nlohmann::json& j) { j["models"]["table"]["seconds"][0][0] = 0.0; },
        "models.table.seconds[0][0] = 0"},
-      {"default unknown", [](nlohmann::json& j) { j["default_model"] = "oracle"; }, "default_model = 'oracle'"},
-      {"default absent", [](nlohmann::json& j) { j["default_model"] = "linear"; j["models"].erase("linear"); },
+      {"default unknown", [](nlohmann::json& j) { j["default_model"] = "oracle"; },
+       "default_model = 'oracle'"},
+      {"default absent",
+       [](nlohmann::json& j) {
+         j["default_model"] = "linear";
+         j["models"].erase("linear");
+       },
        "models.linear is missing"},
-      {"heldout negative", [](nlohmann::json& j) { j["heldout"]["linear"]["mape"] = -1; }, "heldout.linear.mape = -1"},
+      {"heldout negative", [](nlohmann::json& j) { j["heldout"]["linear"]["mape"] = -1; },
+       "heldout.linear.mape = -1"},
       {"sample s", [](nlohmann::json& j) { j["samples"][3]["s"] = 0; }, "samples[3].s = 0"},
-      {"sample seconds null", [](nlohmann::json& j) { j["samples"][2]["seconds"] = nullptr; }, "samples[2].seconds"},
+      {"sample seconds null", [](nlohmann::json& j) { j["samples"][2]["seconds"] = nullptr; },
+       "samples[2].seconds"},
       {"sample float s", [](nlohmann::json& j) { j["samples"][0]["s"] = 1.5; }, "samples[0].s"},
       {"samples type", [](nlohmann::json& j) { j["samples"] = 5; }, "samples: expected an array"},
   };
@@ -174,7 +189,8 @@ TEST(Profile, ResolvePrefersExplicitThenBundledThenRoofline) {
   EXPECT_TRUE(bare->profile_path.empty());
 
   const Profile p = Fitted();
-  const std::string bundled = BundledProfilePath(dir.string(), "a100-80g", "qwen3-4b", DType::kBFloat16);
+  const std::string bundled =
+      BundledProfilePath(dir.string(), "a100-80g", "qwen3-4b", DType::kBFloat16);
   ASSERT_TRUE(SaveProfile(p, bundled).ok());
   auto found = ResolveLatencyModel("qwen3-4b", "a100", "");
   ASSERT_TRUE(found.ok()) << found.status();
@@ -186,6 +202,18 @@ TEST(Profile, ResolvePrefersExplicitThenBundledThenRoofline) {
   auto mismatch = ResolveLatencyModel("qwen3-8b", "a100", bundled);
   ASSERT_FALSE(mismatch.ok());
   EXPECT_THAT(std::string(mismatch.status().message()), HasSubstr("qwen3-4b"));
+
+  // A profile of a model outside the registry (calibrate's runtime "tiny" on "cpu") is found by
+  // its own names; another unknown name is still an error.
+  Profile tiny = p;
+  tiny.model = tiny.model_spec.name = "tiny";
+  tiny.gpu = tiny.gpu_spec.name = "my-box";
+  const std::string tiny_path = (dir / "tiny.json").string();
+  ASSERT_TRUE(SaveProfile(tiny, tiny_path).ok());
+  auto by_own_name = ResolveLatencyModel("tiny", "my-box", tiny_path);
+  ASSERT_TRUE(by_own_name.ok()) << by_own_name.status();
+  EXPECT_EQ(by_own_name->model_spec.name, "tiny");
+  EXPECT_FALSE(ResolveLatencyModel("tinyx", "my-box", tiny_path).ok());
   unsetenv("SPECPLAN_CALIB_DIR");
   fs::remove_all(dir);
 }
