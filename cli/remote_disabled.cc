@@ -1,7 +1,9 @@
-// Built instead of remote.cc when gRPC is not part of the build (SPECPLAN_WITH_GRPC=OFF).
+// Built instead of linking specplan_client when gRPC is not part of the build
+// (SPECPLAN_WITH_GRPC=OFF): the shared client's one-shot calls, each returning UNIMPLEMENTED, so
+// that every `--server` says how to get it.
 #include "cli/remote.h"
 
-namespace specplan::cli {
+namespace specplan::client {
 namespace {
 absl::Status Disabled() {
   return absl::UnimplementedError(
@@ -28,5 +30,10 @@ absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> RemotePr
     const std::string&) {
   return Disabled();
 }
+absl::StatusOr<RemoteWhatIfResult> RemoteWhatIf(const std::string&, const std::string&,
+                                                const std::string&, const RemoteCost&,
+                                                const whatif::WhatIfOptions&) {
+  return Disabled();
+}
 
-}  // namespace specplan::cli
+}  // namespace specplan::client

@@ -3,10 +3,14 @@
 //
 //   specplan whatif [--trace FILE] --model M --gpu G [--profile FILE] [--budgets LIST]
 //                   [--strategies LIST] [--n-max N] [--json] [--per-step] [--plot OUT.png]
+//                   [--server HOST:PORT]
 //
 // Without --trace the bundled trace (whatif::DefaultTracePath()) is used. Prints a table, or with
 // --json one JSON object (whatif::WhatIfReportToJson); --plot writes a two-panel PNG (speedup and
-// accepted length vs log2(budget), controller and oracle marked) atomically.
+// accepted length vs log2(budget), controller and oracle marked) atomically. With --server the
+// sweep runs on a specplan-server (WhatIf RPC): the trace file is read here and sent (without
+// --trace the server's bundled trace is used), and the report comes back whole, so the table,
+// JSON and plot are byte-identical to the in-process run with the same cost model.
 #include <unistd.h>
 
 #include <cmath>
@@ -19,10 +23,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/remote.h"
 #include "costmodel/atomic_file.h"
 #include "costmodel/cycle_cost.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
 #include "plot/chart.h"
+#include "util/file.h"
 #include "whatif/sweep.h"
 #include "whatif/trace.h"
 
@@ -48,6 +56,7 @@ struct WhatIfArgs {
   bool json = false;
   bool per_step = false;
   std::string plot;
+  std::string server;
 };
 
 // Two panels over the budget axis: best_first (and each policy) as curves, controller / scan as
@@ -93,6 +102,93 @@ std::vector<plot::Chart> MakeCharts(const whatif::WhatIfReport& r) {
   return {speed, accepted};
 }
 
+// What one run produced, in-process or from a server, and what the output says about its inputs.
+struct WhatIfOutcome {
+  whatif::WhatIfReport report;
+  std::string trace_path;  // the trace file analysed (the server's bundled one without --trace)
+  std::string model_name, gpu_name;
+  std::string profile;  // profile path (in-process) or id (server); "" for the bare roofline
+};
+
+// In-process: load the trace and the latency model, run the sweep.
+bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfOptions& base,
+              WhatIfOutcome* out) {
+  const char* kCmd = "specplan whatif: ";
+  out->trace_path = a.trace.empty() ? whatif::DefaultTracePath() : a.trace;
+  auto trace = whatif::LoadTrace(out->trace_path);
+  if (!trace.ok()) {
+    std::cerr << kCmd << "--trace " << trace.status().message() << "\n";
+    return false;
+  }
+  auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, dtype);
+  if (!resolved.ok()) {
+    std::cerr << kCmd << resolved.status().message() << "\n";
+    return false;
+  }
+  whatif::WhatIfOptions options = base;
+  if (isatty(STDERR_FILENO) && trace->steps.size() >= 2000) {
+    options.progress = [](int done, int total) {
+      std::cerr << "\rspecplan whatif: " << done << "/" << total << " rows" << std::flush;
+      if (done == total) std::cerr << "\n";
+    };
+  }
+  auto report = whatif::RunWhatIf(*trace, *resolved->model, options);
+  if (!report.ok()) {
+    std::cerr << kCmd << out->trace_path << ": " << report.status().message() << "\n";
+    return false;
+  }
+  out->report = *std::move(report);
+  out->model_name = resolved->model_spec.name;
+  out->gpu_name = resolved->gpu_spec.name;
+  out->profile = resolved->profile_path;
+  return true;
+}
+
+// --server: read the trace file here (none: the server's bundled trace), sweep on the server.
+bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfOptions& options,
+               WhatIfOutcome* out) {
+  const char* kCmd = "specplan whatif: ";
+  if (!a.profile.empty()) {
+    std::cerr << kCmd
+              << "--profile is a local file; with --server the server's stored profile for "
+                 "--gpu/--model/--dtype is used\n";
+    return false;
+  }
+  std::string text;
+  if (!a.trace.empty()) {
+    auto read = ReadFileToString(a.trace);
+    if (!read.ok()) {
+      std::cerr << kCmd << "--trace " << read.status().message() << "\n";
+      return false;
+    }
+    text = *std::move(read);
+    if (text.empty()) {  // empty would mean "the server's bundled trace": say what in-process says
+      std::cerr << kCmd << "--trace " << whatif::ParseTrace(text, a.trace).status().message()
+                << "\n";
+      return false;
+    }
+  }
+  auto model = costmodel::ResolveModel(a.model);
+  auto gpu = costmodel::ResolveGpu(a.gpu);
+  if (!model.ok() || !gpu.ok()) {
+    std::cerr << kCmd << (model.ok() ? gpu.status() : model.status()).message() << "\n";
+    return false;
+  }
+  if (isatty(STDERR_FILENO)) std::cerr << kCmd << "sweeping on " << a.server << "\n";
+  auto remote =
+      RemoteWhatIf(a.server, text, a.trace, RemoteCost{a.model, a.gpu, dtype, {}, 0, 0}, options);
+  if (!remote.ok()) {
+    std::cerr << kCmd << remote.status().message() << "\n";
+    return false;
+  }
+  out->report = std::move(remote->report);
+  out->trace_path = a.trace.empty() ? remote->bundled_trace : a.trace;
+  out->model_name = model->name;
+  out->gpu_name = gpu->name;
+  out->profile = remote->used.profile;
+  return true;
+}
+
 int RunWhatIf(const WhatIfArgs& a) {
   const char* kCmd = "specplan whatif: ";
   auto budgets = whatif::ParseBudgetList(a.budgets);
@@ -115,17 +211,6 @@ int RunWhatIf(const WhatIfArgs& a) {
     std::cerr << kCmd << "--" << dtype.status().message() << "\n";
     return 1;
   }
-  const std::string trace_path = a.trace.empty() ? whatif::DefaultTracePath() : a.trace;
-  auto trace = whatif::LoadTrace(trace_path);
-  if (!trace.ok()) {
-    std::cerr << kCmd << "--trace " << trace.status().message() << "\n";
-    return 1;
-  }
-  auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype);
-  if (!resolved.ok()) {
-    std::cerr << kCmd << resolved.status().message() << "\n";
-    return 1;
-  }
 
   whatif::WhatIfOptions options;
   options.budgets = *budgets;
@@ -139,20 +224,14 @@ int RunWhatIf(const WhatIfArgs& a) {
   options.fixed_tree.branch = a.fixed_branch;
   options.fixed_tree.tau = a.fixed_tau;
   options.per_step = a.per_step;
-  if (isatty(STDERR_FILENO) && trace->steps.size() >= 2000) {
-    options.progress = [](int done, int total) {
-      std::cerr << "\rspecplan whatif: " << done << "/" << total << " rows" << std::flush;
-      if (done == total) std::cerr << "\n";
-    };
-  }
-  auto report = whatif::RunWhatIf(*trace, *resolved->model, options);
-  if (!report.ok()) {
-    std::cerr << kCmd << trace_path << ": " << report.status().message() << "\n";
+  WhatIfOutcome o;
+  if (!(a.server.empty() ? RunLocal(a, *dtype, options, &o) : RunRemote(a, *dtype, options, &o))) {
     return 1;
   }
+  const whatif::WhatIfReport& report = o.report;
 
   if (!a.plot.empty()) {
-    auto png = plot::RenderPng(MakeCharts(*report), 900, 900);
+    auto png = plot::RenderPng(MakeCharts(report), 900, 900);
     if (!png.ok()) {
       std::cerr << kCmd << "--plot " << a.plot << ": " << png.status().message() << "\n";
       return 1;
@@ -164,21 +243,19 @@ int RunWhatIf(const WhatIfArgs& a) {
     }
   }
   if (a.json) {
-    nlohmann::json j = whatif::WhatIfReportToJson(*report);
-    j["trace"]["path"] = trace_path;
-    j["model"] = resolved->model_spec.name;
-    j["gpu"] = resolved->gpu_spec.name;
-    j["profile"] = resolved->profile_path.empty() ? nlohmann::json(nullptr)
-                                                  : nlohmann::json(resolved->profile_path);
+    nlohmann::json j = whatif::WhatIfReportToJson(report);
+    j["trace"]["path"] = o.trace_path;
+    j["model"] = o.model_name;
+    j["gpu"] = o.gpu_name;
+    j["profile"] = o.profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.profile);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << absl::StrFormat("%s on %s (%s)%s%s\n", resolved->model_spec.name,
-                               resolved->gpu_spec.name, costmodel::DTypeName(*dtype),
-                               resolved->profile_path.empty() ? "" : ", profile ",
-                               resolved->profile_path)
-            << "trace file: " << trace_path << "\n"
-            << whatif::FormatWhatIfTable(*report);
+  std::cout << absl::StrFormat("%s on %s (%s)%s%s\n", o.model_name, o.gpu_name,
+                               costmodel::DTypeName(*dtype), o.profile.empty() ? "" : ", profile ",
+                               o.profile)
+            << "trace file: " << o.trace_path << "\n"
+            << whatif::FormatWhatIfTable(report);
   if (!a.plot.empty()) std::cout << "plot: " << a.plot << "\n";
   return 0;
 }
@@ -238,6 +315,9 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--plot", args->plot,
                   "Write a PNG: speedup and accepted length vs budget, controller and oracle "
                   "marked");
+  cmd->add_option("--server", args->server,
+                  "Sweep on a specplan-server at HOST:PORT (the --trace file is read here and "
+                  "sent; without --trace the server's bundled trace); same output");
   cmd->callback([args, exit_code] { *exit_code = RunWhatIf(*args); });
 }
 

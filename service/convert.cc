@@ -1,9 +1,12 @@
 #include "service/convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "util/check.h"
 #include "util/status_macros.h"
 
 namespace specplan::service {
@@ -199,6 +202,50 @@ void PlanToProto(const planner::BestFirstPlan& in, const Outputs& o, v1::Plan* o
   }
 }
 
+GridLatency::GridLatency(std::vector<int64_t> s, std::vector<double> seconds)
+    : s_(std::move(s)), seconds_(std::move(seconds)) {
+  SPECPLAN_CHECK(!s_.empty() && s_.size() == seconds_.size());
+}
+
+double GridLatency::VerifySeconds(int64_t s, int64_t /*c*/) const {
+  size_t i = static_cast<size_t>(std::lower_bound(s_.begin(), s_.end(), s) - s_.begin());
+  if (i < s_.size() && s_[i] == s) return seconds_[i];  // exact at grid points
+  if (i == 0 || s_.size() == 1) return seconds_.front();
+  if (i == s_.size()) i = s_.size() - 1;  // above the grid: the last segment, extended
+  const double x0 = static_cast<double>(s_[i - 1]), x1 = static_cast<double>(s_[i]);
+  const double t = (static_cast<double>(s) - x0) / (x1 - x0);
+  return std::max(seconds_[i - 1] + t * (seconds_[i] - seconds_[i - 1]), 1e-9);
+}
+
+absl::StatusOr<std::shared_ptr<const GridLatency>> LatencyGridFromProto(const v1::LatencyGrid& in,
+                                                                        const ServiceLimits& limits,
+                                                                        absl::string_view field) {
+  if (in.s_size() == 0) return Invalid(absl::StrCat(field, ".s: empty (at least one point)"));
+  if (in.s_size() > limits.max_grid_points) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ".s: ", in.s_size(), " points exceed the server limit ", limits.max_grid_points));
+  }
+  if (in.seconds_size() != in.s_size()) {
+    return Invalid(absl::StrCat(field, ".seconds: ", in.seconds_size(), " entries, expected ",
+                                in.s_size(), " (one per s)"));
+  }
+  for (int i = 0; i < in.s_size(); ++i) {
+    if (in.s(i) < 1 || in.s(i) > limits.max_s) {
+      return Invalid(
+          absl::StrCat(field, ".s[", i, "] = ", in.s(i), ": must be in [1, ", limits.max_s, "]"));
+    }
+    if (i > 0 && in.s(i) <= in.s(i - 1)) {
+      return Invalid(absl::StrCat(field, ".s[", i, "] = ", in.s(i), ": must be > s[", i - 1,
+                                  "] = ", in.s(i - 1), " (strictly increasing)"));
+    }
+    SPECPLAN_RETURN_IF_ERROR(
+        CheckNonNegative(in.seconds(i), absl::StrCat(field, ".seconds[", i, "]")));
+  }
+  return std::make_shared<const GridLatency>(
+      std::vector<int64_t>(in.s().begin(), in.s().end()),
+      std::vector<double>(in.seconds().begin(), in.seconds().end()));
+}
+
 absl::Status NodeDistributionsFromProto(const v1::NodeDistributions& in,
                                         planner::NodeDistributions* out) {
   out->k = in.k();
@@ -206,6 +253,342 @@ absl::Status NodeDistributionsFromProto(const v1::NodeDistributions& in,
   AssignRepeated(in.tokens(), &out->tokens);
   AssignRepeated(in.probs(), &out->probs);
   return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// WhatIf
+
+namespace {
+
+template <class T>
+T Or(T value, T fallback) {
+  return value == T{} ? fallback : value;
+}
+
+void DrafterCostToProto(const costmodel::DrafterCost& in, v1::DrafterCost* out) {
+  out->set_drafter_class(costmodel::DrafterClassName(in.cls));
+  out->set_gamma(in.gamma);
+  out->set_t_net_s(in.t_net_s);
+  out->set_t_head_s(in.t_head_s);
+  out->set_t_light_s(in.t_light_s);
+}
+
+void SummaryToProto(const whatif::ControllerSummary& in, v1::WhatIfControllerSummary* out) {
+  out->set_found(in.found);
+  out->set_speedup(in.speedup);
+  out->set_accepted_per_step(in.accepted_per_step);
+  out->set_mean_tree_size(in.mean_tree_size);
+  out->set_ratio_to_oracle(in.ratio_to_oracle);
+}
+
+whatif::ControllerSummary SummaryFromProto(const v1::WhatIfControllerSummary& in) {
+  whatif::ControllerSummary out;
+  out.found = in.found();
+  out.speedup = in.speedup();
+  out.accepted_per_step = in.accepted_per_step();
+  out.mean_tree_size = in.mean_tree_size();
+  out.ratio_to_oracle = in.ratio_to_oracle();
+  return out;
+}
+
+absl::StatusOr<whatif::Strategy> StrategyFromProto(const std::string& name,
+                                                   absl::string_view field) {
+  auto s = whatif::ParseStrategy(name);
+  // ParseStrategy's message starts with the quoted name: "'x': unknown strategy (known: ...)".
+  if (!s.ok()) return Invalid(absl::StrCat(field, " = ", s.status().message()));
+  return *s;
+}
+
+}  // namespace
+
+absl::Status WhatIfOptionsFromProto(const v1::WhatIfRequest& in, const ServiceLimits& limits,
+                                    whatif::WhatIfOptions* out) {
+  if (in.budgets_size() > limits.max_whatif_budgets) {
+    return absl::ResourceExhaustedError(absl::StrCat("budgets: ", in.budgets_size(),
+                                                     " entries exceed the server limit ",
+                                                     limits.max_whatif_budgets, " per request"));
+  }
+  if (in.budgets_size() > 0) {
+    out->budgets.clear();
+    for (int i = 0; i < in.budgets_size(); ++i) {
+      const int b = in.budgets(i);
+      const std::string field = absl::StrCat("budgets[", i, "]");
+      if (b < 1) return Invalid(absl::StrCat(field, " = ", b, ": must be >= 1 draft node"));
+      SPECPLAN_RETURN_IF_ERROR(CheckNMax(b, limits, field));
+      if (std::find(out->budgets.begin(), out->budgets.end(), b) != out->budgets.end()) {
+        return Invalid(absl::StrCat(field, " = ", b, ": repeated"));
+      }
+      out->budgets.push_back(b);
+    }
+    std::sort(out->budgets.begin(), out->budgets.end());
+  } else {
+    for (size_t i = 0; i < out->budgets.size(); ++i) {  // the defaults against --max-n
+      SPECPLAN_RETURN_IF_ERROR(
+          CheckNMax(out->budgets[i], limits, absl::StrCat("budgets (default)[", i, "]")));
+    }
+  }
+  if (in.strategies_size() > 0) {
+    out->strategies.clear();
+    for (int i = 0; i < in.strategies_size(); ++i) {
+      const std::string field = absl::StrCat("strategies[", i, "]");
+      SPECPLAN_ASSIGN_OR_RETURN(whatif::Strategy s, StrategyFromProto(in.strategies(i), field));
+      if (std::find(out->strategies.begin(), out->strategies.end(), s) != out->strategies.end()) {
+        return Invalid(absl::StrCat(field, " = '", in.strategies(i), "': repeated"));
+      }
+      out->strategies.push_back(s);
+    }
+  } else {
+    out->strategies = whatif::AllStrategies();
+  }
+  SPECPLAN_RETURN_IF_ERROR(CheckNMax(in.n_max(), limits, "n_max"));
+  out->n_max = in.n_max();
+  SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(in.policy_forward_s(), "policy_forward_s"));
+  out->policy_forward_s = in.policy_forward_s();
+
+  const v1::DynaTreeConfig& c = in.dynatree();
+  planner::DynaTreeOptions& d = out->dynatree;
+  d = planner::DynaTreeOptions();
+  d.b_min = Or(c.b_min(), d.b_min);
+  d.b_mid = Or(c.b_mid(), d.b_mid);
+  d.b_max = Or(c.b_max(), d.b_max);
+  d.tau_h = Or(c.tau_h(), d.tau_h);
+  d.tau_l = Or(c.tau_l(), d.tau_l);
+  d.d0 = Or(c.d0(), d.d0);
+  d.d_max = Or(c.d_max(), d.d_max);
+  d.rho_stop = Or(c.rho_stop(), d.rho_stop);
+  d.rho_deep = Or(c.rho_deep(), d.rho_deep);
+  d.tau = Or(c.tau(), d.tau);
+  d.history_adaptation = !c.disable_history_adaptation();
+  // dynatree.n_max is replaced by the budget.
+
+  const v1::FixedTreeConfig& f = in.fixed_tree();
+  out->fixed_tree = planner::FixedTreeOptions();
+  out->fixed_tree.depth = Or(f.depth(), out->fixed_tree.depth);
+  out->fixed_tree.branch = Or(f.branch(), out->fixed_tree.branch);
+  out->fixed_tree.tau = f.tau();
+  // fixed_tree.max_nodes is replaced by the budget.
+  out->per_step = in.per_step();
+  out->validate_trace = true;
+  return absl::OkStatus();
+}
+
+absl::Status WhatIfOptionsToProto(const whatif::WhatIfOptions& o, v1::WhatIfRequest* out) {
+  out->mutable_budgets()->Assign(o.budgets.begin(), o.budgets.end());
+  out->clear_strategies();
+  for (whatif::Strategy s : o.strategies) out->add_strategies(whatif::StrategyName(s));
+  out->set_n_max(o.n_max);
+  out->set_policy_forward_s(o.policy_forward_s);
+
+  const planner::DynaTreeOptions& d = o.dynatree;
+  const planner::DynaTreeOptions def;
+  auto unsent = [](const char* name) {
+    return Invalid(absl::StrCat("dynatree.", name,
+                                ": differs from the default and is not carried by the WhatIf "
+                                "request (DynaTreeConfig)"));
+  };
+  if (d.prune_mode != def.prune_mode) return unsent("prune_mode");
+  if (d.window != def.window) return unsent("window");
+  if (d.target_acceptance != def.target_acceptance) return unsent("target_acceptance");
+  if (d.eta_d != def.eta_d) return unsent("eta_d");
+  if (d.eta_h != def.eta_h) return unsent("eta_h");
+  if (d.eta_l != def.eta_l) return unsent("eta_l");
+  if (d.statistic != def.statistic) return unsent("statistic");
+  auto zero = [](const char* name) {
+    return Invalid(absl::StrCat("dynatree.", name,
+                                " = 0: not expressible in a WhatIf request (0 means the default)"));
+  };
+  v1::DynaTreeConfig* c = out->mutable_dynatree();
+  if (d.b_min == 0) return zero("b_min");
+  if (d.b_mid == 0) return zero("b_mid");
+  if (d.b_max == 0) return zero("b_max");
+  if (d.tau_h == 0) return zero("tau_h");
+  if (d.tau_l == 0) return zero("tau_l");
+  if (d.d0 == 0) return zero("d0");
+  if (d.d_max == 0) return zero("d_max");
+  if (d.rho_stop == 0) return zero("rho_stop");
+  if (d.rho_deep == 0) return zero("rho_deep");
+  if (d.tau == 0) return zero("tau");
+  c->set_b_min(d.b_min);
+  c->set_b_mid(d.b_mid);
+  c->set_b_max(d.b_max);
+  c->set_tau_h(d.tau_h);
+  c->set_tau_l(d.tau_l);
+  c->set_d0(d.d0);
+  c->set_d_max(d.d_max);
+  c->set_rho_stop(d.rho_stop);
+  c->set_rho_deep(d.rho_deep);
+  c->set_tau(d.tau);
+  c->set_n_max(0);  // the budget
+  c->set_disable_history_adaptation(!d.history_adaptation);
+
+  const planner::FixedTreeOptions& f = o.fixed_tree;
+  if (f.depth == 0) {
+    return Invalid("fixed_tree.depth = 0: not expressible in a WhatIf request (0 means 8)");
+  }
+  if (f.branch == 0) {
+    return Invalid("fixed_tree.branch = 0: not expressible in a WhatIf request (0 means 3)");
+  }
+  v1::FixedTreeConfig* ft = out->mutable_fixed_tree();
+  ft->set_depth(f.depth);
+  ft->set_branch(f.branch);
+  ft->set_tau(f.tau);
+  ft->set_max_nodes(0);  // the budget
+  out->set_per_step(o.per_step);
+  return absl::OkStatus();
+}
+
+void WhatIfReportToProto(const whatif::WhatIfReport& r, v1::WhatIfResponse* out) {
+  v1::WhatIfTraceSummary* t = out->mutable_trace();
+  t->set_target(r.target);
+  t->set_draft(r.draft);
+  t->set_vocab(r.vocab);
+  t->set_steps(r.steps);
+  t->set_steps_with_marginals(r.steps_with_marginals);
+  t->set_steps_with_nodes(r.steps_with_nodes);
+  t->set_prompts(r.prompts);
+  out->set_latency_model(r.latency_model);
+  out->mutable_budgets()->Assign(r.budgets.begin(), r.budgets.end());
+  out->clear_strategies();
+  for (whatif::Strategy s : r.strategies) out->add_strategies(whatif::StrategyName(s));
+  out->set_n_max(r.n_max);
+  DrafterCostToProto(r.drafter, out->mutable_drafter());
+  out->set_policy_forward_s(r.policy_forward_s);
+  out->set_t_aux_s(r.t_aux_s);
+  out->clear_rows();
+  out->mutable_rows()->Reserve(static_cast<int>(r.rows.size()));
+  for (const whatif::WhatIfRow& row : r.rows) {
+    v1::WhatIfRow* w = out->add_rows();
+    w->set_strategy(whatif::StrategyName(row.strategy));
+    w->set_budget(row.budget);
+    w->set_params(row.params);
+    w->set_steps_used(row.steps_used);
+    w->set_steps_skipped(row.steps_skipped);
+    w->set_accepted_per_step(row.accepted_per_step);
+    w->set_predicted_accepted_per_step(row.predicted_accepted_per_step);
+    w->set_mean_tree_size(row.mean_tree_size);
+    w->set_cycle_s(row.cycle_s);
+    w->set_t_ar_s(row.t_ar_s);
+    w->set_speedup(row.speedup);
+    w->set_predicted_speedup(row.predicted_speedup);
+    w->set_pearson(row.pearson);
+    if (!row.per_step.empty()) {
+      v1::WhatIfSteps* ps = w->mutable_per_step();
+      for (const whatif::StepResult& s : row.per_step) {
+        ps->add_step(s.step);
+        ps->add_n(s.n);
+        ps->add_accepted(s.accepted);
+        ps->add_predicted_accepted(s.predicted_accepted);
+        ps->add_cycle_s(s.cycle_s);
+        ps->add_t_ar_s(s.t_ar_s);
+        ps->add_speedup(s.speedup);
+      }
+    }
+  }
+  v1::WhatIfOracle* o = out->mutable_oracle();
+  o->set_found(r.oracle.found);
+  o->set_budget(r.oracle.budget);
+  o->set_speedup(r.oracle.speedup);
+  o->set_accepted_per_step(r.oracle.accepted_per_step);
+  SummaryToProto(r.controller, out->mutable_controller());
+  SummaryToProto(r.scan, out->mutable_scan());
+  const whatif::SurrogateQuality& q = r.surrogate;
+  v1::WhatIfSurrogate* sq = out->mutable_surrogate();
+  sq->set_steps(q.steps);
+  sq->set_chain_pearson(q.chain_pearson);
+  sq->set_chain_spearman(q.chain_spearman);
+  sq->set_chain_predicted_mean(q.chain_predicted_mean);
+  sq->set_chain_accepted_mean(q.chain_accepted_mean);
+  sq->set_controller_pearson(q.controller_pearson);
+  sq->set_controller_spearman(q.controller_spearman);
+}
+
+absl::StatusOr<whatif::WhatIfReport> WhatIfReportFromProto(const v1::WhatIfResponse& in) {
+  whatif::WhatIfReport r;
+  const v1::WhatIfTraceSummary& t = in.trace();
+  r.target = t.target();
+  r.draft = t.draft();
+  r.vocab = t.vocab();
+  r.steps = t.steps();
+  r.steps_with_marginals = t.steps_with_marginals();
+  r.steps_with_nodes = t.steps_with_nodes();
+  r.prompts = t.prompts();
+  r.latency_model = in.latency_model();
+  r.budgets.assign(in.budgets().begin(), in.budgets().end());
+  for (int i = 0; i < in.strategies_size(); ++i) {
+    SPECPLAN_ASSIGN_OR_RETURN(
+        whatif::Strategy s,
+        StrategyFromProto(in.strategies(i), absl::StrCat("strategies[", i, "]")));
+    r.strategies.push_back(s);
+  }
+  r.n_max = in.n_max();
+  const v1::DrafterCost& d = in.drafter();
+  auto cls = costmodel::ParseDrafterClass(d.drafter_class());
+  if (!cls.ok()) {
+    return Invalid(absl::StrCat("drafter.drafter_class = '", d.drafter_class(),
+                                "': ", cls.status().message()));
+  }
+  r.drafter.cls = *cls;
+  r.drafter.gamma = d.gamma();
+  r.drafter.t_net_s = d.t_net_s();
+  r.drafter.t_head_s = d.t_head_s();
+  r.drafter.t_light_s = d.t_light_s();
+  r.policy_forward_s = in.policy_forward_s();
+  r.t_aux_s = in.t_aux_s();
+  r.rows.reserve(in.rows_size());
+  for (int i = 0; i < in.rows_size(); ++i) {
+    const v1::WhatIfRow& w = in.rows(i);
+    const std::string field = absl::StrCat("rows[", i, "]");
+    whatif::WhatIfRow row;
+    SPECPLAN_ASSIGN_OR_RETURN(row.strategy,
+                              StrategyFromProto(w.strategy(), absl::StrCat(field, ".strategy")));
+    row.budget = w.budget();
+    row.params = w.params();
+    row.steps_used = w.steps_used();
+    row.steps_skipped = w.steps_skipped();
+    row.accepted_per_step = w.accepted_per_step();
+    row.predicted_accepted_per_step = w.predicted_accepted_per_step();
+    row.mean_tree_size = w.mean_tree_size();
+    row.cycle_s = w.cycle_s();
+    row.t_ar_s = w.t_ar_s();
+    row.speedup = w.speedup();
+    row.predicted_speedup = w.predicted_speedup();
+    row.pearson = w.pearson();
+    const v1::WhatIfSteps& ps = w.per_step();
+    const int m = ps.step_size();
+    if (ps.n_size() != m || ps.accepted_size() != m || ps.predicted_accepted_size() != m ||
+        ps.cycle_s_size() != m || ps.t_ar_s_size() != m || ps.speedup_size() != m) {
+      return Invalid(
+          absl::StrCat(field, ".per_step: arrays of different lengths (step has ", m, " entries)"));
+    }
+    row.per_step.resize(m);
+    for (int k = 0; k < m; ++k) {
+      whatif::StepResult& s = row.per_step[k];
+      s.step = ps.step(k);
+      s.n = ps.n(k);
+      s.accepted = ps.accepted(k);
+      s.predicted_accepted = ps.predicted_accepted(k);
+      s.cycle_s = ps.cycle_s(k);
+      s.t_ar_s = ps.t_ar_s(k);
+      s.speedup = ps.speedup(k);
+    }
+    r.rows.push_back(std::move(row));
+  }
+  const v1::WhatIfOracle& o = in.oracle();
+  r.oracle.found = o.found();
+  r.oracle.budget = o.budget();
+  r.oracle.speedup = o.speedup();
+  r.oracle.accepted_per_step = o.accepted_per_step();
+  r.controller = SummaryFromProto(in.controller());
+  r.scan = SummaryFromProto(in.scan());
+  const v1::WhatIfSurrogate& q = in.surrogate();
+  r.surrogate.steps = q.steps();
+  r.surrogate.chain_pearson = q.chain_pearson();
+  r.surrogate.chain_spearman = q.chain_spearman();
+  r.surrogate.chain_predicted_mean = q.chain_predicted_mean();
+  r.surrogate.chain_accepted_mean = q.chain_accepted_mean();
+  r.surrogate.controller_pearson = q.controller_pearson();
+  r.surrogate.controller_spearman = q.controller_spearman();
+  return r;
 }
 
 }  // namespace specplan::service

@@ -10,10 +10,14 @@
 #define SPECPLAN_SERVICE_CONVERT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "costmodel/latency_model.h"
 #include "planner/best_first.h"
 #include "planner/marginals.h"
 #include "planner/merge.h"
@@ -21,6 +25,7 @@
 #include "planner/tree.h"
 #include "planner/tree_outputs.h"
 #include "specplan/v1/planner.pb.h"
+#include "whatif/sweep.h"
 
 namespace specplan::service {
 
@@ -33,6 +38,8 @@ struct ServiceLimits {
   int64_t max_s = int64_t{1} << 20;             // s in EstimateLatency
   int max_grid_points = 1 << 16;                // EstimateLatency points
   int max_report_steps = 1 << 16;               // ReportAcceptance steps per call
+  int64_t max_whatif_steps = 1 << 17;           // WhatIf: trace steps per request
+  int max_whatif_budgets = 64;                  // WhatIf: budgets per request (each <= max_n)
 };
 
 // Checks the limits themselves (flags): each within the planner's own bounds.
@@ -73,9 +80,56 @@ void TreeOutputsToProto(const planner::TreeOutputs& in, const Outputs& o, v1::Tr
 // Plan summary fields and (when o.curve) the curve.
 void PlanToProto(const planner::BestFirstPlan& in, const Outputs& o, v1::Plan* out);
 
+// T_verify(s) from a caller's v1.LatencyGrid (planner.proto): exact at the grid points, linear in
+// s between them, seconds[0] below the grid, linear extrapolation from the last two points above it
+// (one point: constant); interpolated / extrapolated values are floored at 1 ns. Independent of c.
+// Thread-safe (immutable).
+class GridLatency final : public costmodel::LatencyModel {
+ public:
+  // s strictly increasing, >= 1; seconds.size() == s.size() >= 1 (LatencyGridFromProto checks).
+  GridLatency(std::vector<int64_t> s, std::vector<double> seconds);
+  double VerifySeconds(int64_t s, int64_t c) const override;
+  std::string Kind() const override { return "grid"; }
+  const std::vector<int64_t>& s() const { return s_; }
+  const std::vector<double>& seconds() const { return seconds_; }
+
+ private:
+  std::vector<int64_t> s_;
+  std::vector<double> seconds_;
+};
+
+// Wire grid -> model. Checks: 1 <= points <= limits.max_grid_points (RESOURCE_EXHAUSTED above),
+// equal lengths, s strictly increasing in [1, limits.max_s], seconds finite and >= 0. `field` is
+// the request field ("cost.latency_grid").
+absl::StatusOr<std::shared_ptr<const GridLatency>> LatencyGridFromProto(const v1::LatencyGrid& in,
+                                                                        const ServiceLimits& limits,
+                                                                        absl::string_view field);
+
 // Wire distributions -> *out (buffers reused); shape checks only, the policy validates values.
 absl::Status NodeDistributionsFromProto(const v1::NodeDistributions& in,
                                         planner::NodeDistributions* out);
+
+// WhatIf (planner.proto "WhatIf"). The sweep options of a request, except drafter and t_aux_s
+// (they come with the resolved cost) and the trace: budgets (each in [1, limits.max_n], at most
+// limits.max_whatif_budgets, no repeats; empty = the WhatIfOptions default), strategies (known
+// names, no repeats; empty = all), n_max (CheckNMax), policy_forward_s, dynatree and fixed_tree
+// (0 = default; max_nodes / n_max are the budget), per_step. Codes as above; values the sweep
+// itself checks (policy option ranges) are left to whatif::RunWhatIf, whose messages name the
+// same fields ("dynatree.tau_l = ...").
+absl::Status WhatIfOptionsFromProto(const v1::WhatIfRequest& in, const ServiceLimits& limits,
+                                    whatif::WhatIfOptions* out);
+// The client side: the same fields of *out from options (drafter, t_aux_s, the trace and the cost
+// are left alone). InvalidArgument when a DynaTreeOptions field that the wire does not carry
+// (prune_mode, window, target_acceptance, eta_*, statistic) differs from its default, or when a
+// dynatree / fixed_tree value is 0 where 0 would mean "default" on the wire.
+absl::Status WhatIfOptionsToProto(const whatif::WhatIfOptions& options, v1::WhatIfRequest* out);
+
+// Report -> response (everything but trace.bundled_path, profile_id and run_us) and back. Doubles
+// travel unchanged (NaN included), so FromProto(ToProto(r)) equals r field for field.
+void WhatIfReportToProto(const whatif::WhatIfReport& in, v1::WhatIfResponse* out);
+// InvalidArgument naming the field for an unknown strategy or drafter class name or ragged
+// per-step arrays (a reply from a different version of the server).
+absl::StatusOr<whatif::WhatIfReport> WhatIfReportFromProto(const v1::WhatIfResponse& in);
 
 }  // namespace specplan::service
 

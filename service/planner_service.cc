@@ -18,6 +18,8 @@
 #include "planner/merge.h"
 #include "service/plan_session.h"
 #include "util/status_macros.h"
+#include "whatif/sweep.h"
+#include "whatif/trace.h"
 
 namespace specplan::service {
 namespace {
@@ -99,6 +101,13 @@ std::string SanitizeRequestId(absl::string_view raw) {
                     (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == ':';
     out.push_back(ok ? ch : '_');
   }
+  return out;
+}
+
+// A client-supplied trace name goes into error messages: printable ASCII, at most 256 bytes.
+std::string SanitizeTraceName(absl::string_view raw) {
+  std::string out;
+  for (char ch : raw.substr(0, 256)) out.push_back(ch >= 0x20 && ch < 0x7f ? ch : '?');
   return out;
 }
 
@@ -291,8 +300,15 @@ absl::StatusOr<ResolvedCost> PlannerService::ResolveCost(const v1::CostSpec& spe
       }
       break;
     }
+    case v1::CostSpec::kLatencyGrid: {
+      SPECPLAN_ASSIGN_OR_RETURN(
+          r.latency,
+          LatencyGridFromProto(spec.latency_grid(), limits, absl::StrCat(field, ".latency_grid")));
+      break;
+    }
     case v1::CostSpec::SOURCE_NOT_SET:
-      return Invalid(absl::StrCat(field, ": set ", field, ".profile or ", field, ".inline_model"));
+      return Invalid(absl::StrCat(field, ": set ", field, ".profile, ", field, ".inline_model or ",
+                                  field, ".latency_grid"));
   }
   r.cycle.emplace(r.latency.get(), r.drafter, r.t_aux_s, r.context);
   return r;
@@ -457,6 +473,10 @@ absl::Status PlannerService::DoEstimateLatency(const v1::EstimateLatencyRequest&
         absl::StrCat("s x c: ", s_values.size(), " x ", c_values.size(), " = ", points,
                      " points exceed the server limit ", limits.max_grid_points));
   }
+  if (req.roofline_terms() && req.cost().source_case() == v1::CostSpec::kLatencyGrid) {
+    return Invalid(
+        "roofline_terms = true: not available with cost.latency_grid (no model or GPU to split)");
+  }
   SPECPLAN_ASSIGN_OR_RETURN(ResolvedCost cost, ResolveCost(req.cost(), 16, "cost"));
   auto* out = resp->mutable_points();
   out->Reserve(static_cast<int>(points));
@@ -488,6 +508,80 @@ grpc::Status PlannerService::EstimateLatency(grpc::ServerContext* ctx,
                                              const v1::EstimateLatencyRequest* req,
                                              v1::EstimateLatencyResponse* resp) {
   return Serve(Method::kEstimateLatency, ctx, [&] { return DoEstimateLatency(*req, resp); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// WhatIf
+
+absl::Status PlannerService::DoWhatIf(const v1::WhatIfRequest& req, v1::WhatIfResponse* resp) {
+  const Clock::time_point t0 = Clock::now();
+  const ServiceLimits& limits = options_.limits;
+  whatif::WhatIfOptions options;
+  SPECPLAN_RETURN_IF_ERROR(WhatIfOptionsFromProto(req, limits, &options));
+  if (!req.has_cost() || req.cost().source_case() == v1::CostSpec::SOURCE_NOT_SET) {
+    return Invalid("cost: required (set cost.profile, cost.inline_model or cost.latency_grid)");
+  }
+  // drafter.gamma = 0 becomes the library default; RunWhatIf prices each step with the step's own
+  // marginals gamma anyway.
+  SPECPLAN_ASSIGN_OR_RETURN(ResolvedCost cost,
+                            ResolveCost(req.cost(), costmodel::DrafterCost().gamma, "cost"));
+  options.drafter = cost.drafter;
+  options.t_aux_s = cost.t_aux_s;
+
+  whatif::Trace trace;
+  std::string bundled_path;
+  if (req.trace_jsonl().empty()) {
+    bundled_path = whatif::DefaultTracePath();
+    auto loaded = whatif::LoadTrace(bundled_path);
+    if (!loaded.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("trace_jsonl: empty, and the server's bundled trace cannot be read: ",
+                       loaded.status().message()));
+    }
+    trace = *std::move(loaded);
+  } else {
+    const std::string& text = req.trace_jsonl();
+    // Bound the work before parsing: every step is one non-blank line after the header.
+    int64_t lines = 0;
+    bool blank = true;
+    for (char ch : text) {
+      if (ch == '\n') {
+        lines += blank ? 0 : 1;
+        blank = true;
+      } else if (ch != ' ' && ch != '\r' && ch != '\t') {
+        blank = false;
+      }
+    }
+    lines += blank ? 0 : 1;
+    if (lines - 1 > limits.max_whatif_steps) {
+      return absl::ResourceExhaustedError(absl::StrCat("trace_jsonl: ", lines - 1,
+                                                       " steps exceed the server limit ",
+                                                       limits.max_whatif_steps, " per request"));
+    }
+    const std::string name =
+        req.trace_name().empty()
+            ? std::string("trace_jsonl")
+            : absl::StrCat("trace_jsonl (", SanitizeTraceName(req.trace_name()), ")");
+    SPECPLAN_ASSIGN_OR_RETURN(trace, whatif::ParseTrace(text, name));
+    options.validate_trace = false;  // ParseTrace validated every step
+  }
+  if (static_cast<int64_t>(trace.steps.size()) > limits.max_whatif_steps) {
+    return absl::ResourceExhaustedError(absl::StrCat("trace: ", trace.steps.size(),
+                                                     " steps exceed the server limit ",
+                                                     limits.max_whatif_steps, " per request"));
+  }
+  SPECPLAN_ASSIGN_OR_RETURN(whatif::WhatIfReport report,
+                            whatif::RunWhatIf(trace, *cost.latency, options));
+  WhatIfReportToProto(report, resp);
+  resp->mutable_trace()->set_bundled_path(bundled_path);
+  resp->set_profile_id(cost.profile_id());
+  resp->set_run_us(MicrosSince(t0));
+  return absl::OkStatus();
+}
+
+grpc::Status PlannerService::WhatIf(grpc::ServerContext* ctx, const v1::WhatIfRequest* req,
+                                    v1::WhatIfResponse* resp) {
+  return Serve(Method::kWhatIf, ctx, [&] { return DoWhatIf(*req, resp); });
 }
 
 // ---------------------------------------------------------------------------------------------

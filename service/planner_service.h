@@ -1,6 +1,6 @@
 // The specplan.v1.Planner gRPC service: PlanTree, PlanSession, MergeTrees, EstimateLatency, the
-// profile RPCs, ReportAcceptance, GetStats and Ping. WhatIf is not served (its trace format
-// belongs to a later issue).
+// profile RPCs, ReportAcceptance, GetStats, Ping and WhatIf (whatif::RunWhatIf over a trace the
+// client sends, or the server's bundled trace).
 //
 // The per-step hot path, PlanTree (and its baseline Ping), uses gRPC's callback API: the handler
 // runs inline on the thread that read the request (no hand-off to a worker pool), and PlanTree's
@@ -52,7 +52,7 @@ struct ServiceOptions {
 struct ResolvedCost {
   std::shared_ptr<const costmodel::LatencyModel> latency;
   std::shared_ptr<const ProfileStore::Entry> entry;  // null for an inline model
-  costmodel::ModelSpec model_spec;
+  costmodel::ModelSpec model_spec;  // default-constructed for a latency_grid (no roofline)
   costmodel::GpuSpec gpu_spec;
   costmodel::DrafterCost drafter;
   double t_aux_s = 0;
@@ -90,12 +90,20 @@ class PlannerService final : public v1::Planner::WithCallbackMethod_PlanTree<
                         v1::GetStatsResponse* resp) override;
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
                                  v1::PingResponse* resp) override;
+  grpc::Status WhatIf(grpc::ServerContext* ctx, const v1::WhatIfRequest* req,
+                      v1::WhatIfResponse* resp) override;
 
   // The in-process forms the handlers wrap (no logging / stats); public for tests and benches.
   absl::Status DoPlanTree(const v1::PlanTreeRequest& req, v1::PlanTreeResponse* resp);
   absl::Status DoMergeTrees(const v1::MergeTreesRequest& req, v1::MergeTreesResponse* resp);
   absl::Status DoEstimateLatency(const v1::EstimateLatencyRequest& req,
                                  v1::EstimateLatencyResponse* resp);
+  // WhatIf: validates the request (convert.h WhatIfOptionsFromProto, ResolveCost, the trace with
+  // whatif::ParseTrace: INVALID_ARGUMENT naming the line and field; more than
+  // limits.max_whatif_steps steps: RESOURCE_EXHAUSTED), runs whatif::RunWhatIf and fills *resp.
+  // An empty trace_jsonl reads the bundled trace (whatif::DefaultTracePath()) on every call;
+  // FAILED_PRECONDITION when it cannot be read.
+  absl::Status DoWhatIf(const v1::WhatIfRequest& req, v1::WhatIfResponse* resp);
 
   // Resolves `spec` (`field` is its request path, e.g. "cost"). `default_gamma` fills
   // drafter.gamma = 0.

@@ -27,6 +27,8 @@ const char* MethodName(Method m) {
       return "GetStats";
     case Method::kPing:
       return "Ping";
+    case Method::kWhatIf:
+      return "WhatIf";
     case Method::kCount:
       break;
   }

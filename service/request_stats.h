@@ -24,6 +24,7 @@ enum class Method : int {
   kReportAcceptance,
   kGetStats,
   kPing,
+  kWhatIf,
   kCount,  // number of methods
 };
 const char* MethodName(Method m);

@@ -1,7 +1,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -159,6 +163,126 @@ TEST(WhatIfCommand, BundledTraceIsTheDefault) {
   const auto j = nlohmann::json::parse(r.output);
   EXPECT_THAT(j["trace"]["path"].get<std::string>(), HasSubstr("tiny.jsonl"));
   EXPECT_GT(j["trace"]["steps"].get<int>(), 0);
+}
+
+// The real server binary on a free loopback port with an empty profiles directory (so both sides
+// use the bare roofline), stopped with SIGTERM on destruction.
+class WhatIfServer {
+ public:
+  WhatIfServer() {
+    const std::string binary = std::string(SPECPLAN_BINARY_DIR) + "/service/specplan-server";
+    if (!std::filesystem::exists(binary)) return;
+    dir_ = ::testing::TempDir() + "/whatif_server_" + std::to_string(getpid());
+    std::filesystem::create_directories(dir_);
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], STDOUT_FILENO);
+      close(fds[0]);
+      execl(binary.c_str(), binary.c_str(), "--listen", "127.0.0.1:0", "--profiles-dir",
+            dir_.c_str(), "--quiet", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(fds[1]);
+    FILE* out = fdopen(fds[0], "r");
+    char line[512];
+    if (out != nullptr && fgets(line, sizeof(line), out) != nullptr) {
+      const std::string text(line);
+      const size_t at = text.find("127.0.0.1:");
+      if (at != std::string::npos) address_ = text.substr(at, text.find(' ', at) - at);
+    }
+    if (out != nullptr) fclose(out);
+  }
+  ~WhatIfServer() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+    }
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  const std::string& address() const { return address_; }
+  bool binary_missing() const { return pid_ <= 0; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string dir_;
+  std::string address_;
+};
+
+TEST(WhatIfCommand, ServerOutputIsByteIdenticalToInProcess) {
+  WhatIfServer server;
+  if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
+  ASSERT_FALSE(server.address().empty());
+  const std::string base = "whatif --trace " + kTrace + " --model qwen3-8b --gpu h100 ";
+  const std::string runs[] = {
+      base + "--budgets 1,2,4",
+      base + "--budgets 4,1,2 --strategies best_first,controller,linear --json --per-step",
+      base +
+          "--budgets 1,3,8 --drafter ar --t-draft-ms 0.5 --t-aux-ms 0.2 "
+          "--policy-forward-ms 0.3 --fixed-depth 3 --fixed-branch 2 --fixed-tau 0 --n-max 6 "
+          "--dtype fp8 --json",
+  };
+  for (const std::string& args : runs) {
+    const auto local = RunSpecplan(args);
+    const auto remote = RunSpecplan(args + " --server " + server.address());
+    ASSERT_EQ(local.exit_code, 0) << local.output;
+    ASSERT_EQ(remote.exit_code, 0) << remote.output;
+    EXPECT_EQ(local.output, remote.output) << args;
+  }
+  // Without --trace: the server's bundled trace, reported under its path, as in-process.
+  const std::string bundled =
+      "whatif --model qwen3-8b --gpu h100 --budgets 1,8 "
+      "--strategies best_first,controller";
+  const auto local = RunSpecplan(bundled);
+  if (local.exit_code == 0) {
+    const auto remote = RunSpecplan(bundled + " --server " + server.address());
+    ASSERT_EQ(remote.exit_code, 0) << remote.output;
+    EXPECT_EQ(local.output, remote.output);
+  }
+  // The plot comes from the same report: the same PNG bytes.
+  const std::string png_local = ::testing::TempDir() + "/whatif_local.png";
+  const std::string png_remote = ::testing::TempDir() + "/whatif_remote.png";
+  auto r = RunSpecplan(base + "--budgets 1,2,4 --plot " + png_local);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunSpecplan(base + "--budgets 1,2,4 --plot " + png_remote + " --server " + server.address());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(ReadAll(png_local), ReadAll(png_remote));
+}
+
+TEST(WhatIfCommand, ServerErrorsNameTheCulprit) {
+  WhatIfServer server;
+  if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
+  ASSERT_FALSE(server.address().empty());
+  const std::string bad_line = WriteTemp(
+      "whatif_bad_remote.jsonl",
+      R"({"format":"specplan.trace","version":1,"target":"t","draft":"d","vocab":50})"
+      "\n"
+      R"({"prompt":0,"c":1,"root":2,"continuation":[70],"marginals":{"tokens":[[3]],"probs":[[0.5]]}})"
+      "\n");
+  const std::string empty = WriteTemp("whatif_empty_remote.jsonl", "");
+  struct Case {
+    std::string args;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {"--trace " + bad_line, "whatif_bad_remote.jsonl):2: continuation[0] = 70"},
+      {"--trace " + empty, "whatif_empty_remote.jsonl: empty trace"},
+      {"--trace /nonexistent/t.jsonl", "--trace /nonexistent/t.jsonl: cannot open file"},
+      {"--trace " + kTrace + " --profile /x.json", "--profile is a local file"},
+      {"--trace " + kTrace + " --budgets 9000", "'9000': budget must be in [1, 8191]"},
+  };
+  for (const Case& c : cases) {
+    auto r = RunSpecplan("whatif --model qwen3-8b --gpu h100 " + c.args + " --server " +
+                         server.address());
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_THAT(r.output, HasSubstr(c.expect)) << c.args << "\n" << r.output;
+  }
+  auto r = RunSpecplan("whatif --trace " + kTrace + " --model nosuchmodel --gpu h100 --server " +
+                       server.address());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("nosuchmodel"));
 }
 
 }  // namespace

@@ -1,0 +1,196 @@
+// Client of a specplan-server (library specplan_client), shared by the CLI's `--server HOST:PORT`
+// and the runtime's `--planner HOST:PORT`:
+//   * PlannerClient keeps one channel and stub to a server, so a decoding loop that calls it every
+//     step reuses one HTTP/2 connection (no reconnect per step). The channel connects lazily on
+//     the first call and reconnects by itself after a server restart.
+//   * The CLI-level calls (PlanTree, MergeTrees, EstimateLatency, Profiles, WhatIf) send the
+//     requests the in-process commands run and turn the responses back into the planner's (or the
+//     what-if sweep's) plain structs, so the CLI prints exactly what it prints in-process. The
+//     Remote* free functions are their one-shot forms (a fresh client per call).
+//   * RemotePlanBackend is the planner::PlanBackend over PlanTree / MergeTrees: the plans equal
+//     InProcessPlanBackend's for the same inputs. It sends the caller's latency model as a dense
+//     cost.latency_grid (T_verify at s = 1..n_max + 1, c = the cost's context), so any
+//     costmodel::LatencyModel works remotely, e.g. the runtime's measured latency of a CPU model.
+//
+// Errors: gRPC failures become absl::Status with the same code and "server HOST:PORT: <message>".
+// This header needs neither gRPC nor the generated protobuf headers. Not thread-safe per object
+// (one client / backend per decoding loop; gRPC channels themselves are thread-safe).
+#ifndef SPECPLAN_SERVICE_CLIENT_H_
+#define SPECPLAN_SERVICE_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/profile.h"
+#include "planner/best_first.h"
+#include "planner/marginals.h"
+#include "planner/merge.h"
+#include "planner/plan_backend.h"
+#include "planner/tree_outputs.h"
+#include "whatif/sweep.h"
+
+namespace specplan::v1 {
+class PlanTreeRequest;
+class PlanTreeResponse;
+class MergeTreesRequest;
+class MergeTreesResponse;
+class WhatIfRequest;
+class WhatIfResponse;
+}  // namespace specplan::v1
+
+namespace specplan::client {
+
+struct ClientOptions {
+  double deadline_s = 30;                    // per call, seconds (> 0)
+  int max_receive_message_bytes = 64 << 20;  // largest reply accepted
+  double whatif_deadline_s = 600;            // per WhatIf call (a whole sweep), seconds (> 0)
+};
+
+// The cost side of a CLI command, as the user gave it on the command line.
+struct RemoteCost {
+  std::string model;  // registry name (HF config paths are local-only)
+  std::string gpu;    // registry name, or a path to a JSON GPU spec (sent inline)
+  costmodel::DType dtype = costmodel::DType::kBFloat16;
+  costmodel::DrafterCost drafter;
+  double t_aux_s = 0;
+  int64_t context = 0;  // c
+};
+
+struct RemoteResult {
+  std::string latency_model;  // kind the server used
+  std::string profile;        // profile id the server used, "" for the bare roofline
+};
+
+// EstimateLatency at one (s, c): predicted verify seconds and the cycle cost of n = s - 1.
+struct RemoteEstimate {
+  RemoteResult used;
+  double verify_s = 0;
+  double cycle_s = 0;
+  double draft_s = 0;
+  double aux_s = 0;
+};
+
+// A WhatIf sweep run by the server.
+struct RemoteWhatIfResult {
+  whatif::WhatIfReport report;  // equal, field for field, to whatif::RunWhatIf's in-process report
+                                // for the same trace, latency model and options
+  RemoteResult used;            // latency model kind and profile id the server used
+  std::string bundled_trace;    // the server's bundled trace file when no trace was sent, else ""
+  double run_us = 0;            // server time parsing and sweeping, microseconds
+};
+
+class PlannerClient {
+ public:
+  // `server` is a gRPC target, usually "HOST:PORT". Creates the channel (no I/O yet).
+  explicit PlannerClient(std::string server, ClientOptions options = {});
+  ~PlannerClient();
+  PlannerClient(const PlannerClient&) = delete;
+  PlannerClient& operator=(const PlannerClient&) = delete;
+
+  const std::string& server() const { return server_; }
+
+  // Waits up to timeout_s seconds for the connection, then Pings. UNAVAILABLE (naming the server)
+  // when it cannot be reached: lets a binary fail before its first step, not in the middle.
+  absl::Status WaitReady(double timeout_s);
+
+  // PlanTree. `cost` may be null only in fixed mode. Fills *plan and *outputs (positions offset by
+  // c, packed mask, retrieve) as BestFirstPlanner::Plan + ComputeTreeOutputs would. The cost is the
+  // server's stored profile for (gpu, model, dtype) when it has one, else the bare roofline.
+  absl::StatusOr<RemoteResult> PlanTree(const planner::Marginals& marginals,
+                                        const planner::BestFirstOptions& options,
+                                        const RemoteCost* cost, int64_t c,
+                                        planner::BestFirstPlan* plan,
+                                        planner::TreeOutputs* outputs);
+  // MergeTrees with the same options as planner::MergeTrees; outputs with dense mask.
+  absl::Status MergeTrees(const planner::Tree& a, const planner::Tree& b,
+                          const planner::MergeOptions& options, int64_t c,
+                          planner::MergedTree* merged, planner::TreeOutputs* outputs);
+  // EstimateLatency at (s, cost.context).
+  absl::StatusOr<RemoteEstimate> EstimateLatency(const RemoteCost& cost, int64_t s);
+  // Every profile the server holds, as (id, profile).
+  absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> Profiles();
+  // WhatIf over `trace_jsonl` (a whole trace file, whatif/trace.h; empty = the server's bundled
+  // trace). `trace_name` names it in the server's error messages (e.g. the local path). The cost
+  // model comes from `cost` as for PlanTree (the server's stored profile for (gpu, model, dtype)
+  // when it has one, else the bare roofline); cost.drafter, cost.t_aux_s and cost.context are not
+  // used. Everything else comes from `options`: budgets, strategies, n_max, drafter, t_aux_s,
+  // policy_forward_s, dynatree, fixed_tree, per_step (validate_trace and progress are ignored:
+  // the server always validates and reports no progress). Options that the request cannot carry
+  // are INVALID_ARGUMENT before any I/O (convert.h WhatIfOptionsToProto). The deadline is
+  // ClientOptions::whatif_deadline_s.
+  absl::StatusOr<RemoteWhatIfResult> WhatIf(const std::string& trace_jsonl,
+                                            const std::string& trace_name, const RemoteCost& cost,
+                                            const whatif::WhatIfOptions& options);
+
+  // One RPC on the wire messages (used by RemotePlanBackend; *resp is cleared first).
+  absl::Status Call(const v1::PlanTreeRequest& req, v1::PlanTreeResponse* resp);
+  absl::Status Call(const v1::MergeTreesRequest& req, v1::MergeTreesResponse* resp);
+  absl::Status Call(const v1::WhatIfRequest& req, v1::WhatIfResponse* resp);  // whatif deadline
+
+ private:
+  struct Impl;
+  std::string server_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One-shot forms of the PlannerClient calls (a fresh channel per call), as the CLI uses them.
+absl::StatusOr<RemoteResult> RemotePlanTree(const std::string& server,
+                                            const planner::Marginals& marginals,
+                                            const planner::BestFirstOptions& options,
+                                            const RemoteCost* cost, int64_t c,
+                                            planner::BestFirstPlan* plan,
+                                            planner::TreeOutputs* outputs);
+absl::Status RemoteMergeTrees(const std::string& server, const planner::Tree& a,
+                              const planner::Tree& b, const planner::MergeOptions& options,
+                              int64_t c, planner::MergedTree* merged,
+                              planner::TreeOutputs* outputs);
+absl::StatusOr<RemoteEstimate> RemoteEstimateLatency(const std::string& server,
+                                                     const RemoteCost& cost, int64_t s);
+absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> RemoteProfiles(
+    const std::string& server);
+absl::StatusOr<RemoteWhatIfResult> RemoteWhatIf(const std::string& server,
+                                                const std::string& trace_jsonl,
+                                                const std::string& trace_name,
+                                                const RemoteCost& cost,
+                                                const whatif::WhatIfOptions& options);
+
+// planner::PlanBackend over a specplan-server: PlanBestFirst -> PlanTree (cost sent as a dense
+// latency_grid, outputs not requested, curve requested), Merge -> MergeTrees. Requests and replies
+// are reused across calls. Server-side limits apply (--max-gamma, --max-k, --max-n): a plan or
+// merge beyond them fails with RESOURCE_EXHAUSTED where the in-process backend would succeed.
+class RemotePlanBackend final : public planner::PlanBackend {
+ public:
+  explicit RemotePlanBackend(std::string server, ClientOptions options = {});
+  ~RemotePlanBackend() override;
+
+  // A backend whose server answered a Ping within timeout_s seconds (else UNAVAILABLE).
+  static absl::StatusOr<std::unique_ptr<RemotePlanBackend>> Connect(const std::string& server,
+                                                                    double timeout_s = 10,
+                                                                    ClientOptions options = {});
+
+  absl::Status PlanBestFirst(const planner::Marginals& marginals,
+                             const planner::BestFirstOptions& options,
+                             const planner::PlanCost* cost, planner::BestFirstPlan* plan) override;
+  absl::Status Merge(const planner::Tree& a, const planner::Tree& b,
+                     const planner::MergeOptions& options, planner::MergedTree* out) override;
+  std::string Name() const override { return "remote " + client_.server(); }
+
+  PlannerClient& client() { return client_; }
+  int64_t calls() const { return calls_; }  // RPCs made (PlanTree + MergeTrees)
+
+ private:
+  struct Scratch;
+  PlannerClient client_;
+  std::unique_ptr<Scratch> scratch_;
+  int64_t calls_ = 0;
+};
+
+}  // namespace specplan::client
+
+#endif  // SPECPLAN_SERVICE_CLIENT_H_

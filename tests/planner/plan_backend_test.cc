@@ -1,0 +1,198 @@
+// InProcessPlanBackend (planner/plan_backend.h) must give exactly what the direct planner calls
+// give: BestFirstPlanner::Plan with a CycleCost built from the PlanCost, and MergeTrees.
+#include "planner/plan_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "costmodel/cycle_cost.h"
+#include "costmodel/latency_model.h"
+#include "planner/best_first.h"
+#include "planner/merge.h"
+#include "tests/planner/random_marginals.h"
+
+namespace specplan::planner {
+namespace {
+
+// A stepped, context-dependent verify cost (tiles of 8 tokens), so that kController and kScan
+// pick different budgets on some inputs.
+class SteppedLatency : public costmodel::LatencyModel {
+ public:
+  double VerifySeconds(int64_t s, int64_t c) const override {
+    return 1e-3 * (1.0 + static_cast<double>((s + 7) / 8)) + 2e-7 * static_cast<double>(c);
+  }
+  std::string Kind() const override { return "stepped"; }
+};
+
+// Smooth and convex: the controller's first-decrease rule is exact.
+class SmoothLatency : public costmodel::LatencyModel {
+ public:
+  double VerifySeconds(int64_t s, int64_t c) const override {
+    return 2e-3 + 4e-5 * static_cast<double>(s) + 1e-7 * static_cast<double>(s) * s +
+           1e-8 * static_cast<double>(c);
+  }
+  std::string Kind() const override { return "smooth"; }
+};
+
+bool SameDouble(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+void ExpectSamePlan(const BestFirstPlan& want, const BestFirstPlan& got) {
+  EXPECT_EQ(want.tree.tokens, got.tree.tokens);
+  EXPECT_EQ(want.tree.parents, got.tree.parents);
+  EXPECT_EQ(want.tree.depths, got.tree.depths);
+  EXPECT_EQ(want.tree.path_probs, got.tree.path_probs);
+  EXPECT_EQ(want.n, got.n);
+  EXPECT_EQ(want.expected_accepted, got.expected_accepted);
+  EXPECT_TRUE(SameDouble(want.cycle_s, got.cycle_s)) << want.cycle_s << " vs " << got.cycle_s;
+  EXPECT_TRUE(SameDouble(want.speedup, got.speedup)) << want.speedup << " vs " << got.speedup;
+  EXPECT_TRUE(SameDouble(want.l_ar_s, got.l_ar_s)) << want.l_ar_s << " vs " << got.l_ar_s;
+  EXPECT_EQ(want.lattice_exhausted, got.lattice_exhausted);
+  ASSERT_EQ(want.curve.size(), got.curve.size());
+  for (size_t i = 0; i < want.curve.size(); ++i) {
+    EXPECT_EQ(want.curve[i].n, got.curve[i].n);
+    EXPECT_EQ(want.curve[i].expected_accepted, got.curve[i].expected_accepted);
+    EXPECT_EQ(want.curve[i].cycle_s, got.curve[i].cycle_s);
+    EXPECT_EQ(want.curve[i].speedup, got.curve[i].speedup);
+  }
+}
+
+Marginals Random(std::mt19937& rng, int gamma, int k) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  return testing::RandomMarginalsWith(
+      rng, 3, gamma, k, [&] { return u(rng) * u(rng); },
+      [&](int d) {
+        std::vector<int32_t> t(k);
+        for (int r = 0; r < k; ++r) t[r] = 10 + 10 * d + r;
+        return t;
+      });
+}
+
+TEST(InProcessPlanBackend, BestFirstEqualsDirectPlannerForRandomMarginalsAndCosts) {
+  std::mt19937 rng(20240611);
+  const SteppedLatency stepped;
+  const SmoothLatency smooth;
+  InProcessPlanBackend backend;  // one backend across calls: workspace reuse must not leak state
+  backend.Reserve(16);
+  BestFirstPlan got;
+  int controller_stops = 0, scans = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const Marginals m =
+        Random(rng, 1 + static_cast<int>(rng() % 8), 1 + static_cast<int>(rng() % 5));
+    BestFirstOptions options;
+    options.mode = static_cast<BudgetMode>(rng() % 3);
+    options.n_max = static_cast<int>(rng() % 48);
+    options.l_ar_s = rng() % 4 == 0 ? 2.5e-3 : 0.0;
+    PlanCost cost;
+    cost.latency = rng() % 2 ? static_cast<const costmodel::LatencyModel*>(&stepped) : &smooth;
+    cost.drafter.cls = static_cast<costmodel::DrafterClass>(rng() % 3);
+    cost.drafter.gamma = m.gamma;
+    cost.drafter.t_net_s = 1e-4 * static_cast<double>(rng() % 10);
+    cost.drafter.t_head_s = 1e-5;
+    cost.drafter.t_light_s = 2e-6;
+    cost.t_aux_s = 1e-5 * static_cast<double>(rng() % 3);
+    cost.context = static_cast<int64_t>(rng() % 2000);
+    const bool with_cost = options.mode != BudgetMode::kFixed || rng() % 2 == 0;
+
+    BestFirstPlanner direct;
+    BestFirstPlan want;
+    const costmodel::CycleCost cycle(cost.latency, cost.drafter, cost.t_aux_s, cost.context);
+    ASSERT_TRUE(direct.Plan(m, options, with_cost ? &cycle : nullptr, &want).ok());
+    ASSERT_TRUE(backend.PlanBestFirst(m, options, with_cost ? &cost : nullptr, &got).ok());
+    ExpectSamePlan(want, got);
+    if (options.mode == BudgetMode::kController && want.n < options.n_max) ++controller_stops;
+    if (options.mode == BudgetMode::kScan) ++scans;
+  }
+  // The grid exercised what it claims to: early controller stops and full scans.
+  EXPECT_GT(controller_stops, 10);
+  EXPECT_GT(scans, 10);
+}
+
+TEST(InProcessPlanBackend, FixedWithoutCostEqualsPlanFixed) {
+  std::mt19937 rng(7);
+  InProcessPlanBackend backend;
+  BestFirstPlanner direct;
+  BestFirstPlan want, got;
+  for (int trial = 0; trial < 50; ++trial) {
+    const Marginals m =
+        Random(rng, 1 + static_cast<int>(rng() % 6), 1 + static_cast<int>(rng() % 4));
+    const int budget = static_cast<int>(rng() % 40);
+    ASSERT_TRUE(direct.PlanFixed(m, budget, &want).ok());
+    BestFirstOptions options;
+    options.mode = BudgetMode::kFixed;
+    options.n_max = budget;
+    ASSERT_TRUE(backend.PlanBestFirst(m, options, nullptr, &got).ok());
+    ExpectSamePlan(want, got);
+    EXPECT_TRUE(std::isnan(got.cycle_s));
+  }
+}
+
+TEST(InProcessPlanBackend, ErrorsAreThePlannersErrors) {
+  std::mt19937 rng(3);
+  Marginals m = Random(rng, 3, 2);
+  m.probs[3] = 1.5f;  // row 1, rank 1
+  InProcessPlanBackend backend;
+  BestFirstPlan plan;
+  BestFirstOptions options;
+  options.mode = BudgetMode::kFixed;
+  options.n_max = 4;
+  const absl::Status got = backend.PlanBestFirst(m, options, nullptr, &plan);
+  BestFirstPlanner direct;
+  const absl::Status want = direct.Plan(m, options, nullptr, &plan);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got, want);
+  EXPECT_NE(std::string(got.message()).find("probs[1][1]"), std::string::npos) << got;
+
+  // Controller mode without a cost is an error, not a crash.
+  const Marginals ok = Random(rng, 3, 2);
+  options.mode = BudgetMode::kController;
+  EXPECT_EQ(backend.PlanBestFirst(ok, options, nullptr, &plan).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Random tree with n draft nodes: parents uniform over earlier nodes, tokens in [0, vocab), path
+// probabilities products of random edge probabilities.
+Tree RandomTree(std::mt19937& rng, int n, int vocab, int32_t root) {
+  std::uniform_real_distribution<double> u(0.05, 1.0);
+  Tree t;
+  t.ResetRoot(root);
+  for (int i = 1; i <= n; ++i) {
+    const int parent = static_cast<int>(rng() % i);
+    t.AddNode(parent, static_cast<int32_t>(rng() % vocab), t.path_probs[parent] * u(rng));
+  }
+  return t;
+}
+
+TEST(InProcessPlanBackend, MergeEqualsMergeTrees) {
+  std::mt19937 rng(11);
+  InProcessPlanBackend backend;
+  MergedTree got;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int vocab = 2 + static_cast<int>(rng() % 4);
+    const Tree a = RandomTree(rng, static_cast<int>(rng() % 30), vocab, 1);
+    const Tree b = RandomTree(rng, static_cast<int>(rng() % 30), vocab, 1);
+    MergeOptions options;
+    options.dedup = rng() % 2 == 0;
+    options.n_max = rng() % 2 ? -1 : static_cast<int>(rng() % 40);
+    auto want = MergeTrees(a, b, options);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(backend.Merge(a, b, options, &got).ok());
+    EXPECT_EQ(want->tree.tokens, got.tree.tokens);
+    EXPECT_EQ(want->tree.parents, got.tree.parents);
+    EXPECT_EQ(want->tree.depths, got.tree.depths);
+    EXPECT_EQ(want->tree.path_probs, got.tree.path_probs);
+    EXPECT_EQ(want->phi_a, got.phi_a);
+    EXPECT_EQ(want->phi_b, got.phi_b);
+    EXPECT_EQ(want->source, got.source);
+  }
+  // Different roots: the merge's own error.
+  Tree a = RandomTree(rng, 3, 4, 1), b = RandomTree(rng, 3, 4, 2);
+  EXPECT_EQ(backend.Merge(a, b, {}, &got).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend.Name(), "in-process");
+}
+
+}  // namespace
+}  // namespace specplan::planner

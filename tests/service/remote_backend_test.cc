@@ -1,0 +1,580 @@
+// The shared client library (service/client.h) against the real specplan-server binary on a
+// loopback port: RemotePlanBackend's plans and merges equal InProcessPlanBackend's (random
+// marginals, every budget mode, several latency models sent as cost.latency_grid); the
+// latency_grid cost source on the wire (semantics and validation); and, when this binary also
+// links the runtime (SPECPLAN_TEST_WITH_RUNTIME: both gRPC and Torch in the build), a decoder that
+// plans remotely emits the same tokens as one that plans in-process, with every step's remote plan
+// equal to the in-process plan.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "costmodel/gpu_spec.h"
+#include "costmodel/latency_models.h"
+#include "costmodel/model_spec.h"
+#include "planner/best_first.h"
+#include "planner/merge.h"
+#include "planner/plan_backend.h"
+#include "service/client.h"
+#include "service/convert.h"
+#include "specplan/v1/planner.grpc.pb.h"
+#include "util/status_macros.h"
+
+#ifdef SPECPLAN_TEST_WITH_RUNTIME
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "runtime/decoder.h"
+#include "runtime/measured_latency.h"
+#include "tests/runtime/test_models.h"
+#endif
+
+namespace specplan::client {
+namespace {
+
+namespace fs = std::filesystem;
+namespace v1 = ::specplan::v1;
+using ::testing::HasSubstr;
+
+const char* ServerBinary() { return SPECPLAN_BINARY_DIR "/service/specplan-server"; }
+
+// The specplan-server binary as a child process on 127.0.0.1:<free port>, with an empty profiles
+// directory; killed on destruction.
+class ServerProcess {
+ public:
+  explicit ServerProcess(const fs::path& profiles_dir) {
+    int out[2];
+    if (pipe(out) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      close(out[0]);
+      close(out[1]);
+      const rlimit no_core{0, 0};
+      setrlimit(RLIMIT_CORE, &no_core);
+      std::vector<std::string> args = {ServerBinary(), "--listen",       "127.0.0.1:0",
+                                       "--quiet",      "--profiles-dir", profiles_dir.string()};
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(ServerBinary(), argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    FILE* f = fdopen(out[0], "r");
+    char line[512];
+    if (f != nullptr && fgets(line, sizeof(line), f) != nullptr) {
+      first_line_ = line;
+      const size_t colon = first_line_.find(':', first_line_.find("listening on"));
+      if (colon != std::string::npos) port_ = std::atoi(first_line_.c_str() + colon + 1);
+    }
+    if (f != nullptr) fclose(f);
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  int port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  const std::string& first_line() const { return first_line_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string first_line_;
+};
+
+// One server for the whole suite (starting it is the slow part).
+class RemoteBackendTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() /
+                        ("specplan_remote_backend_" + std::to_string(::getpid())));
+    fs::create_directories(*dir_ / "profiles");
+    server_ = new ServerProcess(*dir_ / "profiles");
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(ServerBinary())) << ServerBinary();
+    ASSERT_GT(server_->port(), 0) << server_->first_line();
+  }
+  static std::string Address() { return server_->address(); }
+  static std::unique_ptr<v1::Planner::Stub> RawStub() {
+    return v1::Planner::NewStub(grpc::CreateChannel(Address(), grpc::InsecureChannelCredentials()));
+  }
+
+  static fs::path* dir_;
+  static ServerProcess* server_;
+};
+fs::path* RemoteBackendTest::dir_ = nullptr;
+ServerProcess* RemoteBackendTest::server_ = nullptr;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+// Stepped (tiles of 8 tokens) and context-dependent: kController and kScan differ on it.
+class SteppedLatency : public costmodel::LatencyModel {
+ public:
+  double VerifySeconds(int64_t s, int64_t c) const override {
+    return 1e-3 * (1.0 + static_cast<double>((s + 7) / 8)) + 2e-7 * static_cast<double>(c);
+  }
+  std::string Kind() const override { return "stepped"; }
+};
+
+bool SameDouble(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+void ExpectSamePlan(const planner::BestFirstPlan& want, const planner::BestFirstPlan& got) {
+  EXPECT_EQ(want.tree.tokens, got.tree.tokens);
+  EXPECT_EQ(want.tree.parents, got.tree.parents);
+  EXPECT_EQ(want.tree.depths, got.tree.depths);
+  EXPECT_EQ(want.tree.path_probs, got.tree.path_probs);
+  EXPECT_EQ(want.n, got.n);
+  EXPECT_EQ(want.expected_accepted, got.expected_accepted);
+  EXPECT_TRUE(SameDouble(want.cycle_s, got.cycle_s)) << want.cycle_s << " vs " << got.cycle_s;
+  EXPECT_TRUE(SameDouble(want.speedup, got.speedup)) << want.speedup << " vs " << got.speedup;
+  EXPECT_TRUE(SameDouble(want.l_ar_s, got.l_ar_s)) << want.l_ar_s << " vs " << got.l_ar_s;
+  EXPECT_EQ(want.lattice_exhausted, got.lattice_exhausted);
+  ASSERT_EQ(want.curve.size(), got.curve.size());
+  for (size_t i = 0; i < want.curve.size(); ++i) {
+    EXPECT_EQ(want.curve[i].n, got.curve[i].n);
+    EXPECT_EQ(want.curve[i].expected_accepted, got.curve[i].expected_accepted);
+    EXPECT_EQ(want.curve[i].cycle_s, got.curve[i].cycle_s);
+    EXPECT_EQ(want.curve[i].speedup, got.curve[i].speedup);
+  }
+}
+
+void ExpectSameMerge(const planner::MergedTree& want, const planner::MergedTree& got) {
+  EXPECT_EQ(want.tree.tokens, got.tree.tokens);
+  EXPECT_EQ(want.tree.parents, got.tree.parents);
+  EXPECT_EQ(want.tree.depths, got.tree.depths);
+  EXPECT_EQ(want.tree.path_probs, got.tree.path_probs);
+  EXPECT_EQ(want.phi_a, got.phi_a);
+  EXPECT_EQ(want.phi_b, got.phi_b);
+  EXPECT_EQ(want.source, got.source);
+}
+
+// Rows sorted by descending prob, distinct tokens, row sums in [0.3, 1).
+planner::Marginals RandomMarginals(std::mt19937_64& rng, int gamma, int k) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  planner::Marginals m;
+  m.root_token = 5;
+  m.gamma = gamma;
+  m.k = k;
+  for (int d = 0; d < gamma; ++d) {
+    std::vector<double> row(k);
+    double sum = 0;
+    for (double& x : row) sum += (x = u(rng) * u(rng) + 1e-3);
+    const double mass = 0.3 + 0.69 * u(rng);
+    std::sort(row.begin(), row.end(), std::greater<double>());
+    for (int r = 0; r < k; ++r) {
+      m.tokens.push_back(100 + 17 * d + r);
+      m.probs.push_back(static_cast<float>(row[r] / sum * mass));
+    }
+  }
+  return m;
+}
+
+planner::Tree RandomTree(std::mt19937_64& rng, int n, int vocab, int32_t root) {
+  std::uniform_real_distribution<double> u(0.05, 1.0);
+  planner::Tree t;
+  t.ResetRoot(root);
+  for (int i = 1; i <= n; ++i) {
+    const int parent = static_cast<int>(rng() % i);
+    t.AddNode(parent, static_cast<int32_t>(rng() % vocab), t.path_probs[parent] * u(rng));
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RemotePlanBackend == InProcessPlanBackend
+
+TEST_F(RemoteBackendTest, BestFirstPlansEqualInProcessForRandomMarginalsAndLatencyModels) {
+  auto remote = RemotePlanBackend::Connect(Address());
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  EXPECT_EQ((*remote)->Name(), "remote " + Address());
+  planner::InProcessPlanBackend local;
+
+  // The latency models a caller may hold: a measured sparse grid (what the runtime measures on a
+  // CPU model), the calibrated linear roofline of a registry model, a measured (s, c) table, and a
+  // stepped analytic cost. None of them is known to the server: all travel as latency_grid.
+  const service::GridLatency measured({1, 2, 4, 8, 16, 32, 65},
+                                      {1.1e-3, 1.15e-3, 1.3e-3, 1.6e-3, 2.4e-3, 3.9e-3, 7.2e-3});
+  const costmodel::RooflineLatency roofline(*costmodel::LookupModel("qwen3-8b"),
+                                            *costmodel::LookupGpu("h100"));
+  const costmodel::LinearCalibratedLatency linear(roofline, {1.7, 4e-4});
+  costmodel::LatencyTable table;
+  table.s_grid = {1, 8, 64};
+  table.c_grid = {0, 1024};
+  table.seconds = {{5e-3, 5.5e-3, 9e-3}, {6e-3, 6.6e-3, 11e-3}};
+  ASSERT_TRUE(costmodel::ValidateLatencyTable(table).ok());
+  const costmodel::TableLatency tabled(roofline, table);
+  const SteppedLatency stepped;
+  const costmodel::LatencyModel* models[] = {&measured, &linear, &tabled, &stepped};
+
+  std::mt19937_64 rng(4242);
+  planner::BestFirstPlan want, got;
+  int stops = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const planner::Marginals m =
+        RandomMarginals(rng, 1 + static_cast<int>(rng() % 10), 1 + static_cast<int>(rng() % 6));
+    planner::BestFirstOptions options;
+    options.mode = static_cast<planner::BudgetMode>(rng() % 3);
+    options.n_max = static_cast<int>(rng() % 80);
+    options.l_ar_s = rng() % 4 == 0 ? 3e-3 : 0.0;
+    planner::PlanCost cost;
+    cost.latency = models[trial % 4];
+    cost.drafter.cls = static_cast<costmodel::DrafterClass>(rng() % 3);
+    cost.drafter.gamma = m.gamma;
+    cost.drafter.t_net_s = 1e-4 * static_cast<double>(rng() % 10);
+    cost.drafter.t_head_s = 3e-5;
+    cost.drafter.t_light_s = 1e-6;
+    cost.t_aux_s = 1e-5 * static_cast<double>(rng() % 3);
+    cost.context = static_cast<int64_t>(rng() % 3000);
+    const bool with_cost = options.mode != planner::BudgetMode::kFixed || rng() % 2 == 0;
+    const planner::PlanCost* c = with_cost ? &cost : nullptr;
+    ASSERT_TRUE(local.PlanBestFirst(m, options, c, &want).ok());
+    const absl::Status st = (*remote)->PlanBestFirst(m, options, c, &got);
+    ASSERT_TRUE(st.ok()) << st;
+    SCOPED_TRACE(::testing::Message()
+                 << "trial " << trial << " mode " << static_cast<int>(options.mode) << " n_max "
+                 << options.n_max << " model " << cost.latency->Kind());
+    ExpectSamePlan(want, got);
+    if (options.mode == planner::BudgetMode::kController && want.n < options.n_max) ++stops;
+  }
+  EXPECT_GT(stops, 5);  // the controller really stopped early on several inputs
+  EXPECT_EQ((*remote)->calls(), 120);
+}
+
+TEST_F(RemoteBackendTest, MergesEqualInProcess) {
+  RemotePlanBackend remote(Address());
+  planner::InProcessPlanBackend local;
+  std::mt19937_64 rng(99);
+  planner::MergedTree want, got;
+  for (int trial = 0; trial < 80; ++trial) {
+    const int vocab = 2 + static_cast<int>(rng() % 4);
+    const planner::Tree a = RandomTree(rng, static_cast<int>(rng() % 40), vocab, 3);
+    const planner::Tree b = RandomTree(rng, static_cast<int>(rng() % 40), vocab, 3);
+    planner::MergeOptions options;
+    options.dedup = rng() % 2 == 0;
+    options.n_max = rng() % 2 ? -1 : static_cast<int>(rng() % 50);
+    ASSERT_TRUE(local.Merge(a, b, options, &want).ok());
+    const absl::Status st = remote.Merge(a, b, options, &got);
+    ASSERT_TRUE(st.ok()) << st;
+    ExpectSameMerge(want, got);
+  }
+}
+
+TEST_F(RemoteBackendTest, ErrorsNameTheServerAndTheField) {
+  RemotePlanBackend remote(Address());
+  std::mt19937_64 rng(1);
+  planner::Marginals m = RandomMarginals(rng, 3, 2);
+  m.probs[3] = 1.5f;  // row 1, rank 1
+  planner::BestFirstOptions options;
+  options.mode = planner::BudgetMode::kFixed;
+  options.n_max = 4;
+  planner::BestFirstPlan plan;
+  absl::Status st = remote.PlanBestFirst(m, options, nullptr, &plan);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("server " + Address() + ": marginals.probs[1][1]"));
+
+  // Different roots: the planner's merge error, relayed.
+  planner::MergedTree merged;
+  st = remote.Merge(RandomTree(rng, 3, 4, 1), RandomTree(rng, 3, 4, 2), {}, &merged);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("tokens[0]"));
+
+  // Nothing listens on port 1: Connect fails fast and names the server.
+  auto dead = RemotePlanBackend::Connect("127.0.0.1:1", 0.5);
+  ASSERT_FALSE(dead.ok());
+  EXPECT_EQ(dead.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(dead.status().message()), HasSubstr("127.0.0.1:1"));
+}
+
+TEST_F(RemoteBackendTest, OneClientServesManyCallsAndTheCliCalls) {
+  PlannerClient client(Address());
+  ASSERT_TRUE(client.WaitReady(10).ok());
+  std::mt19937_64 rng(5);
+  const planner::Marginals m = RandomMarginals(rng, 4, 3);
+  planner::BestFirstOptions options;
+  options.mode = planner::BudgetMode::kFixed;
+  options.n_max = 10;
+  planner::BestFirstPlanner direct;
+  planner::BestFirstPlan want, got;
+  ASSERT_TRUE(direct.Plan(m, options, nullptr, &want).ok());
+  planner::TreeOutputs outputs;
+  for (int i = 0; i < 20; ++i) {
+    auto used = client.PlanTree(m, options, nullptr, 7, &got, &outputs);
+    ASSERT_TRUE(used.ok()) << used.status();
+    ExpectSamePlan(want, got);
+    ASSERT_EQ(outputs.positions.size(), got.tree.tokens.size());
+    for (size_t j = 0; j < outputs.positions.size(); ++j) {
+      EXPECT_EQ(outputs.positions[j], 7 + got.tree.depths[j]);  // absolute positions c + depth
+    }
+  }
+  // The bare roofline of registry names (what `specplan estimate --server` sends).
+  RemoteCost cost;
+  cost.model = "qwen3-8b";
+  cost.gpu = "h100";
+  cost.context = 512;
+  auto est = client.EstimateLatency(cost, 9);
+  ASSERT_TRUE(est.ok()) << est.status();
+  const costmodel::RooflineLatency roofline(*costmodel::LookupModel("qwen3-8b"),
+                                            *costmodel::LookupGpu("h100"));
+  EXPECT_DOUBLE_EQ(est->verify_s, roofline.VerifySeconds(9, 512));
+  EXPECT_EQ(est->used.latency_model, "roofline");
+  auto profiles = client.Profiles();
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  EXPECT_TRUE(profiles->empty());  // the suite's server has an empty profiles directory
+}
+
+// ---------------------------------------------------------------------------------------------
+// cost.latency_grid on the wire
+
+TEST_F(RemoteBackendTest, LatencyGridSemanticsOverEstimateLatency) {
+  auto stub = RawStub();
+  v1::EstimateLatencyRequest req;
+  v1::LatencyGrid* grid = req.mutable_cost()->mutable_latency_grid();
+  for (auto [s, t] : {std::pair<int64_t, double>{2, 1e-3}, {4, 2e-3}, {8, 2.5e-3}}) {
+    grid->add_s(s);
+    grid->add_seconds(t);
+  }
+  req.mutable_cost()->set_t_aux_s(1e-4);
+  for (int64_t s : {1, 2, 3, 4, 6, 8, 12}) req.add_s(s);
+  req.add_c(0);
+  req.add_c(100000);  // independent of c
+  grpc::ClientContext ctx;
+  v1::EstimateLatencyResponse resp;
+  const grpc::Status st = stub->EstimateLatency(&ctx, req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.latency_model(), "grid");
+  EXPECT_EQ(resp.profile_id(), "");
+  // Hand-worked: below the grid = first value; exact at points; midpoints interpolate; above the
+  // grid the last segment (4 -> 8: slope 1.25e-4 per token) extends.
+  const double want[] = {1e-3, 1e-3, 1.5e-3, 2e-3, 2.25e-3, 2.5e-3, 3e-3};
+  ASSERT_EQ(resp.points_size(), 14);
+  for (int ci = 0; ci < 2; ++ci) {
+    for (int i = 0; i < 7; ++i) {
+      const v1::LatencyPoint& p = resp.points(ci * 7 + i);
+      EXPECT_NEAR(p.verify_s(), want[i], 1e-15) << "s = " << p.s() << " c = " << p.c();
+      EXPECT_NEAR(p.cycle_s(), want[i] + 1e-4, 1e-15);
+    }
+  }
+}
+
+TEST_F(RemoteBackendTest, LatencyGridPlanTreeMatchesInProcessAndValidates) {
+  auto stub = RawStub();
+  std::mt19937_64 rng(8);
+  const planner::Marginals m = RandomMarginals(rng, 6, 4);
+  v1::PlanTreeRequest req;
+  req.mutable_marginals()->set_root_token(m.root_token);
+  req.mutable_marginals()->set_gamma(m.gamma);
+  req.mutable_marginals()->set_k(m.k);
+  for (int32_t t : m.tokens) req.mutable_marginals()->add_tokens(t);
+  for (float p : m.probs) req.mutable_marginals()->add_probs(p);
+  req.set_mode(v1::BUDGET_MODE_SCAN);
+  req.set_n_max(40);
+  // A sparse grid: the server interpolates exactly as service::GridLatency does in-process.
+  const std::vector<int64_t> s = {1, 4, 16, 41};
+  const std::vector<double> secs = {2e-3, 2.1e-3, 2.9e-3, 6e-3};
+  for (size_t i = 0; i < s.size(); ++i) {
+    req.mutable_cost()->mutable_latency_grid()->add_s(s[i]);
+    req.mutable_cost()->mutable_latency_grid()->add_seconds(secs[i]);
+  }
+  req.mutable_cost()->set_context_tokens(300);
+  req.mutable_cost()->mutable_drafter()->set_t_net_s(5e-4);
+  {
+    grpc::ClientContext ctx;
+    v1::PlanTreeResponse resp;
+    const grpc::Status st = stub->PlanTree(&ctx, req, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(resp.latency_model(), "grid");
+    const service::GridLatency grid(s, secs);
+    costmodel::DrafterCost dc;
+    dc.gamma = m.gamma;  // drafter.gamma 0 = the marginals' gamma
+    dc.t_net_s = 5e-4;
+    const costmodel::CycleCost cycle(&grid, dc, 0.0, 300);
+    planner::BestFirstOptions options;
+    options.mode = planner::BudgetMode::kScan;
+    options.n_max = 40;
+    planner::BestFirstPlanner direct;
+    planner::BestFirstPlan want;
+    ASSERT_TRUE(direct.Plan(m, options, &cycle, &want).ok());
+    EXPECT_EQ(resp.plan().n(), want.n);
+    EXPECT_EQ(resp.plan().speedup(), want.speedup);
+    EXPECT_EQ(resp.plan().curve().n_size(), 41);
+    EXPECT_EQ(resp.outputs().positions(0), 300);  // positions offset by the cost's context
+  }
+  // Malformed grids: INVALID_ARGUMENT naming the field and the value.
+  struct Case {
+    std::vector<int64_t> s;
+    std::vector<double> seconds;
+    std::string message;
+  } cases[] = {
+      {{}, {}, "cost.latency_grid.s: empty"},
+      {{1, 2}, {1e-3}, "cost.latency_grid.seconds: 1 entries, expected 2"},
+      {{1, 4, 4}, {1e-3, 2e-3, 3e-3}, "cost.latency_grid.s[2] = 4: must be > s[1] = 4"},
+      {{0, 4}, {1e-3, 2e-3}, "cost.latency_grid.s[0] = 0: must be in [1, "},
+      {{1, 4}, {1e-3, -2e-3}, "cost.latency_grid.seconds[1] = -0.002: must be a finite number"},
+      {{1, 4}, {1e-3, NAN}, "cost.latency_grid.seconds[1] = nan"},
+  };
+  for (const Case& c : cases) {
+    v1::PlanTreeRequest bad = req;
+    v1::LatencyGrid* g = bad.mutable_cost()->mutable_latency_grid();
+    g->clear_s();
+    g->clear_seconds();
+    for (int64_t x : c.s) g->add_s(x);
+    for (double x : c.seconds) g->add_seconds(x);
+    grpc::ClientContext ctx;
+    v1::PlanTreeResponse resp;
+    const grpc::Status st = stub->PlanTree(&ctx, bad, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.message;
+    EXPECT_THAT(st.error_message(), HasSubstr(c.message));
+  }
+  // No roofline split for a grid.
+  v1::EstimateLatencyRequest est;
+  *est.mutable_cost() = req.cost();
+  est.set_roofline_terms(true);
+  grpc::ClientContext ctx;
+  v1::EstimateLatencyResponse resp;
+  const grpc::Status st = stub->EstimateLatency(&ctx, est, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("roofline_terms"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runtime's decoder planning through the remote backend
+
+#ifdef SPECPLAN_TEST_WITH_RUNTIME
+
+// Plans remotely and checks every plan / merge against the in-process backend on the same inputs.
+class ComparingBackend : public planner::PlanBackend {
+ public:
+  explicit ComparingBackend(RemotePlanBackend* remote) : remote_(remote) {}
+  absl::Status PlanBestFirst(const planner::Marginals& m, const planner::BestFirstOptions& o,
+                             const planner::PlanCost* cost, planner::BestFirstPlan* plan) override {
+    EXPECT_TRUE(local_.PlanBestFirst(m, o, cost, &want_plan_).ok());
+    SPECPLAN_RETURN_IF_ERROR(remote_->PlanBestFirst(m, o, cost, plan));
+    ExpectSamePlan(want_plan_, *plan);
+    ++plans;
+    if (plan->n > 0) ++nonempty_plans;
+    return absl::OkStatus();
+  }
+  absl::Status Merge(const planner::Tree& a, const planner::Tree& b, const planner::MergeOptions& o,
+                     planner::MergedTree* out) override {
+    EXPECT_TRUE(local_.Merge(a, b, o, &want_merge_).ok());
+    SPECPLAN_RETURN_IF_ERROR(remote_->Merge(a, b, o, out));
+    ExpectSameMerge(want_merge_, *out);
+    ++merges;
+    return absl::OkStatus();
+  }
+  std::string Name() const override { return "comparing " + remote_->Name(); }
+  int plans = 0, nonempty_plans = 0, merges = 0;
+
+ private:
+  RemotePlanBackend* remote_;
+  planner::InProcessPlanBackend local_;
+  planner::BestFirstPlan want_plan_;
+  planner::MergedTree want_merge_;
+};
+
+TEST_F(RemoteBackendTest, DecoderWithRemotePlannerEmitsTheInProcessTokens) {
+  using runtime::Strategy;
+  auto remote = RemotePlanBackend::Connect(Address());
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  auto target = runtime::testing::TinyModel("tiny", 31);
+  auto draft = target->Truncated(1);  // a partly agreeing draft: trees are accepted in part
+  // A fixed "measured" latency (the runtime's own model type), so that both decoders see the same
+  // costs; only the drafter's step time varies, and it travels with each request.
+  const runtime::MeasuredLatency latency({1, 2, 4, 8, 16, 32, 65},
+                                         {2e-3, 2.05e-3, 2.2e-3, 2.6e-3, 3.4e-3, 5e-3, 8.5e-3});
+  std::mt19937_64 rng(77);
+  std::vector<std::vector<int64_t>> prompts;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<int64_t> p = runtime::testing::RandomTokens(4 + i, 256, rng);
+    const std::vector<int64_t> q = p;
+    for (int r = 0; r < 3; ++r) p.insert(p.end(), q.begin(), q.end());  // n-gram matches
+    prompts.push_back(p);
+  }
+  for (Strategy strategy : {Strategy::kBestFirst, Strategy::kLookup, Strategy::kMerged}) {
+    SCOPED_TRACE(runtime::StrategyName(strategy));
+    runtime::StrategyOptions options = runtime::StrategyOptions::Defaults(strategy);
+    options.latency = &latency;
+    ComparingBackend comparing(remote->get());
+    runtime::StrategyOptions remote_options = options;
+    remote_options.plan_backend = &comparing;
+    const runtime::Transformer* d = runtime::StrategyNeedsDraft(strategy) ? draft.get() : nullptr;
+    auto local_dec = runtime::SpeculativeDecoder::Create(target.get(), d, options, 256);
+    auto remote_dec = runtime::SpeculativeDecoder::Create(target.get(), d, remote_options, 256);
+    ASSERT_TRUE(local_dec.ok()) << local_dec.status();
+    ASSERT_TRUE(remote_dec.ok()) << remote_dec.status();
+    for (const auto& prompt : prompts) {
+      auto want = (*local_dec)->Generate(prompt, 16);
+      auto got = (*remote_dec)->Generate(prompt, 16);
+      ASSERT_TRUE(want.ok()) << want.status();
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(want->tokens, got->tokens);
+      EXPECT_EQ(got->tokens, runtime::testing::ReferenceGreedy(*target, prompt, 16));
+    }
+    // Steps planned remotely (bestfirst: every step; lookup: steps whose context had an n-gram
+    // match; merged: a merge every step), and some plans were real trees.
+    const int64_t iterations = (*remote_dec)->counters().iterations;
+    EXPECT_GT(comparing.nonempty_plans, 0);
+    if (strategy == Strategy::kBestFirst) {
+      EXPECT_EQ(comparing.plans, iterations);
+    }
+    if (strategy == Strategy::kLookup) {
+      EXPECT_LE(comparing.plans, iterations);
+    }
+    if (strategy == Strategy::kMerged) {
+      EXPECT_EQ(comparing.merges, iterations);
+    }
+  }
+}
+
+// specplan-bench --planner HOST:PORT end to end: every best-first and merged step is planned by the
+// server, the report names it, and the greedy outputs still equal AR's.
+TEST_F(RemoteBackendTest, BenchWithPlannerFlagPlansRemotelyAndEmitsArTokens) {
+  const fs::path out = *dir_ / "bench.json";
+  const std::string cmd = std::string(SPECPLAN_BINARY_DIR) +
+                          "/runtime/specplan-bench --target random:tiny --draft truncate:2 "
+                          "--strategies ar,bestfirst,merged --max-prompts 2 --max-new-tokens 10 "
+                          "--threads 1 --planner " +
+                          Address() + " --json " + out.string() + " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(out);
+  const nlohmann::json report = nlohmann::json::parse(in);
+  EXPECT_EQ(report.at("planner"), "remote " + Address());
+  const auto& strategies = report.at("strategies");
+  for (const char* name : {"bestfirst", "merged"}) {
+    EXPECT_EQ(strategies.at(name).at("greedy_equals_ar"), true) << name;
+    EXPECT_EQ(strategies.at(name).at("outputs"), strategies.at("ar").at("outputs")) << name;
+  }
+}
+
+#endif  // SPECPLAN_TEST_WITH_RUNTIME
+
+}  // namespace
+}  // namespace specplan::client
