@@ -4,10 +4,14 @@
 //
 //   specplan-bench --target random:tiny --draft random:tiny-draft
 //     --strategies ar,linear,fixed,dynatree,bestfirst,merged --max-new-tokens 64 --json out.json
+//
+// --record-trace FILE also records the first listed strategy's (greedy) run as a what-if trace
+// (whatif/trace.h, runtime/trace_recorder.h).
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -25,6 +29,8 @@
 #include "costmodel/profile.h"
 #include "runtime/decoder.h"
 #include "runtime/model_loader.h"
+#include "runtime/remote_planner.h"
+#include "runtime/trace_recorder.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -100,10 +106,45 @@ struct Args {
   int threads = 0;
   std::string kv_update = "gather";
   float temperature = 0.0f;
-  std::string profile;  // costmodel profile JSON for the best-first controller
+  std::string profile;            // costmodel profile JSON for the best-first controller
+  std::string record_trace;       // what-if trace of the first strategy's run
+  int trace_nodes = 64;           // recorded tree nodes per step
+  std::string planner;            // HOST:PORT of a specplan-server; "" = plan in-process
+  double planner_connect_s = 10;  // seconds to wait for --planner before giving up
+  std::string command_line;       // for the trace header
 };
 
+std::string ShellQuote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789-_=.,:/+@%") == std::string::npos) {
+    return arg;
+  }
+  std::string out = "'";
+  for (char ch : arg) {
+    if (ch == '\'') {
+      out += "'\\''";
+    } else {
+      out += ch;
+    }
+  }
+  return out + "'";
+}
+
+std::string UtcNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 absl::Status RunBench(const Args& args) {
+  if (!args.record_trace.empty() && args.temperature > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--record-trace needs greedy decoding, got --temperature = ", args.temperature,
+                     " (a trace records the target's greedy continuation; use --temperature 0)"));
+  }
   if (args.threads > 0) torch::set_num_threads(args.threads);
   RuntimeOptions ro;
   SPECPLAN_ASSIGN_OR_RETURN(ro.dtype, ParseDtype(args.dtype));
@@ -166,17 +207,28 @@ absl::Status RunBench(const Args& args) {
     SPECPLAN_ASSIGN_OR_RETURN(costmodel::Profile profile, costmodel::LoadProfile(args.profile));
     SPECPLAN_ASSIGN_OR_RETURN(latency, costmodel::MakeLatencyModel(profile));
   }
+  // --planner: every best-first plan and merge goes to the server (same plans, same tokens).
+  std::unique_ptr<planner::PlanBackend> plan_backend;
+  if (!args.planner.empty()) {
+    SPECPLAN_ASSIGN_OR_RETURN(plan_backend,
+                              ConnectRemotePlanner(args.planner, args.planner_connect_s));
+  }
+  report["planner"] = plan_backend ? plan_backend->Name() : "in-process";
   double ar_tps = 0;
   std::vector<std::vector<int64_t>> ar_outputs;
   std::printf("%-10s %9s %8s %7s %8s %7s %6s %9s %9s %9s %6s\n", "strategy", "tok/s", "speedup",
               "accept", "tok/iter", "L_mean", "iters", "TTFT_ms", "TPOT_ms", "peak_MB", "exact");
-  for (Strategy s : strategies) {
+  if (!args.record_trace.empty() && strategies.empty()) {
+    return absl::InvalidArgumentError("--record-trace: --strategies is empty");
+  }
+  for (const Strategy& s : strategies) {
     StrategyOptions o = StrategyOptions::Defaults(s);
     o.kv_update = kv;
     o.sampling.greedy = args.temperature <= 0;
     o.sampling.temperature = args.temperature > 0 ? args.temperature : 1.0f;
     o.sampling.seed = args.seed;
-    o.latency = latency.get();  // null: measured on the target at Create
+    o.latency = latency.get();            // null: measured on the target at Create
+    o.plan_backend = plan_backend.get();  // null: in-process
     SPECPLAN_ASSIGN_OR_RETURN(auto dec,
                               SpeculativeDecoder::Create(target.get(), draft.get(), o,
                                                          longest + args.max_new_tokens + 1));
@@ -184,11 +236,26 @@ absl::Status RunBench(const Args& args) {
     SPECPLAN_RETURN_IF_ERROR(dec->Generate(prompts[0], std::min(8, args.max_new_tokens)).status());
     SPECPLAN_ASSIGN_OR_RETURN(dec, SpeculativeDecoder::Create(target.get(), draft.get(), o,
                                                               longest + args.max_new_tokens + 1));
+    // The recorder re-drafts each step with its own drafters after Generate returns: the run and
+    // its timings are unchanged.
+    std::unique_ptr<TraceRecorder> recorder;
+    if (!args.record_trace.empty() && &s == &strategies.front()) {
+      TraceRecorderOptions ro;
+      ro.gamma = o.bestfirst_gamma;
+      ro.top_k = o.draft_top_k;
+      ro.max_nodes = args.trace_nodes;
+      SPECPLAN_ASSIGN_OR_RETURN(
+          recorder,
+          TraceRecorder::Create(draft.get(), o.sampling, longest + args.max_new_tokens + 1, ro));
+    }
     std::vector<std::vector<int64_t>> outputs;
     double ttft = 0, tpot_sum = 0;
     for (size_t i = 0; i < prompts.size(); ++i) {
       Progress(StrategyName(s), static_cast<int>(i), static_cast<int>(prompts.size()));
       SPECPLAN_ASSIGN_OR_RETURN(GenerationResult r, dec->Generate(prompts[i], args.max_new_tokens));
+      if (recorder) {
+        SPECPLAN_RETURN_IF_ERROR(recorder->Record(static_cast<int64_t>(i), prompts[i], r));
+      }
       ttft += r.ttft_s;
       if (args.max_new_tokens > 1) tpot_sum += (r.total_s - r.ttft_s) / (args.max_new_tokens - 1);
       outputs.push_back(std::move(r.tokens));
@@ -240,6 +307,19 @@ absl::Status RunBench(const Args& args) {
       js["draft_reused_rows"] = dc->reused_rows;
     }
     report["strategies"][StrategyName(s)] = js;
+    if (recorder) {
+      whatif::TraceHeader h;
+      h.target = args.target;
+      h.draft = args.draft;
+      h.vocab = target->config().vocab_size;
+      h.source = args.command_line;
+      h.created_utc = UtcNow();
+      const whatif::Trace trace = recorder->MakeTrace(std::move(h));
+      SPECPLAN_RETURN_IF_ERROR(whatif::SaveTrace(trace, args.record_trace));
+      std::fprintf(stderr, "trace: %zu steps of %s (%lld iterations) written to %s\n",
+                   trace.steps.size(), StrategyName(s), (long long)c.iterations,
+                   args.record_trace.c_str());
+    }
   }
   if (!args.json_out.empty()) {
     std::ofstream out(args.json_out);
@@ -283,7 +363,26 @@ int main(int argc, char** argv) {
   app.add_option("--profile", args.profile,
                  "calibrated latency profile (calib/...json) for the bestfirst controller; "
                  "default: T_verify measured on the target");
+  app.add_option("--record-trace", args.record_trace,
+                 "also record the first listed strategy's run as a what-if trace (JSONL, "
+                 "whatif/trace.h) to FILE; greedy only (--temperature 0)");
+  app.add_option("--trace-nodes", args.trace_nodes,
+                 "recorded draft-tree nodes per trace step (root included)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--planner", args.planner,
+                 "HOST:PORT of a specplan-server that plans every best-first and merged step "
+                 "(same plans and tokens as in-process; default: plan in-process)");
+  app.add_option("--planner-connect-s", args.planner_connect_s,
+                 "seconds to wait for the --planner server to answer before failing")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
   CLI11_PARSE(app, argc, argv);
+  args.command_line = "specplan-bench";  // argv[0] without the build directory
+  for (int i = 1; i < argc; ++i) {
+    args.command_line += ' ';
+    args.command_line += specplan::runtime::ShellQuote(argv[i]);
+  }
   absl::Status st = specplan::runtime::RunBench(args);
   if (!st.ok()) {
     std::cerr << "specplan-bench: " << st.message() << "\n";

@@ -32,6 +32,15 @@ constexpr struct {
     {Strategy::kMerged, "merged"},
 };
 
+// A fixed-budget best-first plan without a cost (BestFirstPlanner::PlanFixed) through `backend`.
+absl::Status PlanFixed(planner::PlanBackend* backend, const planner::Marginals& marginals,
+                       int budget, planner::BestFirstPlan* plan) {
+  planner::BestFirstOptions options;
+  options.mode = planner::BudgetMode::kFixed;
+  options.n_max = budget;
+  return backend->PlanBestFirst(marginals, options, nullptr, plan);
+}
+
 }  // namespace
 
 absl::StatusOr<Strategy> ParseStrategy(const std::string& name) {
@@ -108,6 +117,12 @@ absl::StatusOr<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::Create(
         d->draft_, max_len + 2 * options.max_tree_nodes, options.draft_top_k);
   }
   auto cap = [&](int32_t n) { return std::min<int32_t>(n, options.max_tree_nodes); };
+  d->backend_ = options.plan_backend;
+  if (d->backend_ == nullptr) {
+    d->owned_backend_ = std::make_unique<planner::InProcessPlanBackend>();
+    d->owned_backend_->Reserve(std::min(options.bestfirst.n_max, options.max_tree_nodes));
+    d->backend_ = d->owned_backend_.get();
+  }
   switch (options.strategy) {
     case Strategy::kLinear: {
       planner::LinearChainOptions o = options.linear;
@@ -132,7 +147,6 @@ absl::StatusOr<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::Create(
       if (options.bestfirst.n_max > options.max_tree_nodes) {
         d->options_.bestfirst.n_max = options.max_tree_nodes;
       }
-      d->best_first_.Reserve(d->options_.bestfirst.n_max);
       d->latency_ = options.latency;
       if (d->latency_ == nullptr) {
         std::vector<int64_t> grid;
@@ -191,14 +205,13 @@ absl::Status SpeculativeDecoder::BuildTree(const std::vector<int64_t>& committed
         return absl::OkStatus();
       }
       if (NgramMarginals(committed, target_->config().vocab_size, options_.ngram, &marginals_)) {
-        SPECPLAN_RETURN_IF_ERROR(best_first_.PlanFixed(marginals_, options_.lookup_budget, &plan_));
+        SPECPLAN_RETURN_IF_ERROR(PlanFixed(backend_, marginals_, options_.lookup_budget, &plan_));
         ngram_tree_ = plan_.tree;
         DropZeroProbabilityNodes(&ngram_tree_);
       } else {
         ngram_tree_.ResetRoot(root);
       }
-      SPECPLAN_RETURN_IF_ERROR(
-          planner::MergeTrees(*t, ngram_tree_, options_.merge, &merge_ws_, &merged_));
+      SPECPLAN_RETURN_IF_ERROR(backend_->Merge(*t, ngram_tree_, options_.merge, &merged_));
       tree_ = merged_.tree;
       return absl::OkStatus();
     }
@@ -209,15 +222,17 @@ absl::Status SpeculativeDecoder::BuildTree(const std::vector<int64_t>& committed
       dc.cls = costmodel::DrafterClass::kAutoregressive;
       dc.gamma = options_.bestfirst_gamma;
       dc.t_net_s = drafter_->last_step_seconds();
-      costmodel::CycleCost cost(latency_, dc, 0.0, c);
-      SPECPLAN_RETURN_IF_ERROR(best_first_.Plan(marginals_, options_.bestfirst, &cost, &plan_));
+      const planner::PlanCost cost{latency_, dc, 0.0, c};
+      SPECPLAN_RETURN_IF_ERROR(
+          backend_->PlanBestFirst(marginals_, options_.bestfirst, &cost, &plan_));
       tree_ = plan_.tree;
       return absl::OkStatus();
     }
     case Strategy::kLookup: {
       if (NgramMarginals(committed, target_->config().vocab_size, options_.ngram, &marginals_)) {
-        SPECPLAN_RETURN_IF_ERROR(best_first_.PlanFixed(
-            marginals_, std::min(options_.lookup_budget, options_.max_tree_nodes), &plan_));
+        SPECPLAN_RETURN_IF_ERROR(PlanFixed(
+            backend_, marginals_, std::min(options_.lookup_budget, options_.max_tree_nodes),
+            &plan_));
         tree_ = plan_.tree;
         DropZeroProbabilityNodes(&tree_);
       } else {
@@ -356,6 +371,7 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
     counters_.drafted += tree_.num_draft();
     counters_.accepted += L;
     result.iterations += 1;
+    result.steps.push_back({c, static_cast<int32_t>(tree_.tokens[0]), L, t1 - t0});
     for (int64_t t : accepted_tokens) {
       committed.push_back(t);
       result.tokens.push_back(t);

@@ -28,6 +28,7 @@
 #include "planner/fixed_tree.h"
 #include "planner/linear_chain.h"
 #include "planner/merge.h"
+#include "planner/plan_backend.h"
 #include "runtime/drafters.h"
 #include "runtime/transformer.h"
 
@@ -75,6 +76,10 @@ struct StrategyOptions {
   // The verification-latency model for the controller; not owned. Null: the decoder measures one
   // on the target at Create (MeasureVerifyLatency).
   const costmodel::LatencyModel* latency = nullptr;
+  // Where best-first / lookup / merged plans come from; not owned, must outlive the decoder. Null:
+  // an in-process planner::InProcessPlanBackend (the default). A remote backend (service/client.h
+  // RemotePlanBackend, `--planner HOST:PORT`) gives the same plans, so the same tokens.
+  planner::PlanBackend* plan_backend = nullptr;
   NgramOptions ngram;
   int lookup_budget = 16;       // draft nodes of the n-gram tree (kLookup, and kMerged's B tree)
   planner::MergeOptions merge;  // kMerged (dedup on, n_max budget)
@@ -111,11 +116,20 @@ struct DecodeCounters {
   }
 };
 
+// One verification iteration of a Generate call (step boundaries, e.g. for trace recording).
+struct IterationLog {
+  int64_t c = 0;         // tokens in the target cache before the step (= prompt + emitted - 1)
+  int32_t root = 0;      // the pending root token verified first (= tokens[c - prompt size])
+  int32_t accepted = 0;  // accepted draft tokens (bonus excluded); the step emits accepted + 1
+  double draft_s = 0;    // drafting + planning seconds of the step
+};
+
 struct GenerationResult {
   std::vector<int64_t> tokens;  // [max_new_tokens] generated tokens (prompt excluded)
   double ttft_s = 0;            // prefill + first token
   double total_s = 0;
   int64_t iterations = 0;
+  std::vector<IterationLog> steps;  // [iterations] in order
 };
 
 class SpeculativeDecoder {
@@ -153,10 +167,10 @@ class SpeculativeDecoder {
   std::unique_ptr<planner::TreePolicy> policy_;
   std::unique_ptr<costmodel::LatencyModel> owned_latency_;
   const costmodel::LatencyModel* latency_ = nullptr;
-  planner::BestFirstPlanner best_first_;
+  std::unique_ptr<planner::InProcessPlanBackend> owned_backend_;
+  planner::PlanBackend* backend_ = nullptr;  // options_.plan_backend or owned_backend_
   planner::BestFirstPlan plan_;
   planner::Marginals marginals_;
-  planner::MergeWorkspace merge_ws_;
   planner::MergedTree merged_;
   planner::Tree tree_;
   planner::Tree ngram_tree_;

@@ -1,5 +1,6 @@
 // specplan-bench end to end: runs the built binary on the tiny random pair and checks the JSON
-// report (one output per prompt, greedy outputs identical to AR's, metrics present).
+// report (one output per prompt, greedy outputs identical to AR's, metrics present), and
+// --record-trace (a loadable trace of the first strategy's run; sampling refused).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -8,6 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "whatif/trace.h"
 
 namespace {
 
@@ -65,4 +68,83 @@ TEST(BenchCliTest, BadPromptFileNamesTheLine) {
   fs::remove_all(dir);
 }
 
+TEST(BenchCliTest, RecordTraceWritesALoadableTrace) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("specplan_bench_trace_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string prompts = (dir / "p.jsonl").string();
+  std::ofstream(prompts) << "{\"ids\": [1, 2, 3, 1, 2, 3]}\n{\"ids\": [9, 8, 7, 6]}\n";
+  const std::string out = (dir / "out.json").string();
+  const std::string trace_path = (dir / "trace.jsonl").string();
+  const std::string cmd = Bench() +
+                          " --target random:tiny --draft truncate:2 --strategies linear,ar"
+                          " --prompts " +
+                          prompts + " --max-new-tokens 12 --threads 1 --trace-nodes 24 --json " +
+                          out + " --record-trace " + trace_path + " > /dev/null 2>&1";
+  ASSERT_EQ(RunShell(cmd), 0) << cmd;
+  auto trace = specplan::whatif::LoadTrace(trace_path);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->header.target, "random:tiny");
+  EXPECT_EQ(trace->header.draft, "truncate:2");
+  EXPECT_EQ(trace->header.vocab, 256);
+  EXPECT_NE(trace->header.source.find("--record-trace"), std::string::npos);
+  EXPECT_FALSE(trace->header.created_utc.empty());
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(out));
+  const auto& linear = j.at("strategies").at("linear");
+  // The first listed strategy is recorded: one step per iteration.
+  ASSERT_EQ(static_cast<int64_t>(trace->steps.size()), linear.at("iterations").get<int64_t>());
+  const auto& outputs = linear.at("outputs");
+  const size_t prompt_len[] = {6, 4};
+  for (const auto& s : trace->steps) {
+    ASSERT_GE(s.prompt, 0);
+    ASSERT_LT(s.prompt, 2);
+    const auto& o = outputs[s.prompt];
+    const size_t root_at = static_cast<size_t>(s.c) - prompt_len[s.prompt];
+    ASSERT_LT(root_at, o.size());
+    EXPECT_EQ(o[root_at].get<int32_t>(), s.root);
+    for (size_t i = 0; i < s.continuation.size(); ++i) {
+      EXPECT_EQ(o[root_at + 1 + i].get<int32_t>(), s.continuation[i]);
+    }
+    EXPECT_LE(s.nodes->size(), 24);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(BenchCliTest, RecordTraceRefusesSampling) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("specplan_bench_trace_s_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string trace_path = (dir / "trace.jsonl").string();
+  const std::string err = (dir / "err.txt").string();
+  const std::string cmd = Bench() + " --strategies linear --max-prompts 1 --max-new-tokens 4" +
+                          " --temperature 0.8 --record-trace " + trace_path + " > /dev/null 2> " +
+                          err;
+  EXPECT_NE(RunShell(cmd), 0);
+  std::ifstream in(err);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("--record-trace needs greedy decoding, got --temperature = 0.8"),
+            std::string::npos)
+      << text;
+  EXPECT_FALSE(fs::exists(trace_path));
+  fs::remove_all(dir);
+}
+
 }  // namespace
+
+// --planner to an address where nothing listens: refused before the first step, naming it (a
+// build without gRPC refuses it too, naming the flag and the address).
+TEST(BenchCliTest, UnreachablePlannerIsAnErrorNamingTheAddress) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("specplan_bench_planner_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string err = (dir / "err.txt").string();
+  const std::string cmd = Bench() +
+                          " --strategies bestfirst --max-prompts 1 --max-new-tokens 2 "
+                          "--planner 127.0.0.1:1 --planner-connect-s 0.5 > /dev/null 2> " +
+                          err;
+  EXPECT_NE(RunShell(cmd), 0);
+  std::ifstream in(err);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("127.0.0.1:1"), std::string::npos) << text;
+  fs::remove_all(dir);
+}
