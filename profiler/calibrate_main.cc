@@ -1,0 +1,110 @@
+// calibrate: measure verification latency on this machine's device and fit a latency profile.
+//
+//   calibrate --gpu cpu --model tiny                      # CPU, small grids, fp32 (CI)
+//   calibrate --gpu h100 --model qwen3-8b                 # CUDA, bf16, writes calib/h100-sxm/...
+//   calibrate --gpu h100 --model my-8b --config cfg.json  # any HF llama/qwen/mistral/neox config
+//   calibrate --gpu h100 --model qwen3-8b --from-samples engine.csv   # fit external timings
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "costmodel/model_spec.h"
+#include "costmodel/profile.h"
+#include "profiler/calibration.h"
+
+int main(int argc, char** argv) {
+  using specplan::profiler::CalibrateOptions;
+  CalibrateOptions o;
+  std::string s_grid, c_grid, timer = "auto";
+  bool no_plot = false;
+
+  CLI::App app{
+      "calibrate: time tree-verification passes of a target model (random weights) on this "
+      "machine's device over an (s, c) grid, fit the cost model and write a latency profile "
+      "(JSON) plus a measured-vs-predicted plot (PNG, same path). Progress goes to stderr."};
+  app.add_option("--gpu", o.gpu,
+                 "GPU the profile is for: a registry name (h100, h200, a100, ...; 'cpu' for the "
+                 "host) or a GPU spec JSON file. Must match the device unless --force")
+      ->required();
+  app.add_option("--model", o.model,
+                 "Target: a built-in runtime config (tiny, tiny-qwen3, tiny-neox, tiny-llama3), a "
+                 "known model (qwen3-8b, qwen3-4b, llama-3.1-8b, ...), or with --config the name "
+                 "to record")
+      ->required();
+  app.add_option("--config", o.config, "HuggingFace config.json (file or directory) of the target");
+  app.add_option("--dtype", o.dtype, "fp32 | bf16 | fp16 (default: fp32 on CPU, bf16 on CUDA)");
+  app.add_option("--s-grid", s_grid,
+                 "Tokens per pass, comma-separated (default CPU 1,2,4,8,16,32; CUDA "
+                 "1,2,4,8,16,24,32,48,64,96,128,192,256)");
+  app.add_option("--c-grid", c_grid,
+                 "Cached tokens, comma-separated (default CPU 0,64,128,256; CUDA "
+                 "0,256,512,1024,2048,4096)");
+  app.add_option("--repeats", o.repeats,
+                 "Timed passes per cell, median kept (default 5 CPU, 10 CUDA)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", o.warmup, "Untimed passes per cell")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--out", o.out,
+                 "Profile path (default calib/<gpu>/<model>-<dtype>.json under the bundled "
+                 "profiles directory)");
+  app.add_option(
+      "--from-samples", o.from_samples,
+      "Fit samples measured elsewhere instead of running the model: CSV with header "
+      "s,c,seconds or JSON [{\"s\",\"c\",\"seconds\"}]; the profile's timer is 'external'");
+  app.add_option("--samples-out", o.samples_out,
+                 "Also write the measured cells as CSV (s,c,seconds + kernel breakdown)");
+  app.add_flag("--force", o.force, "Calibrate even if --gpu does not match the device");
+  app.add_option("--device", o.device,
+                 "cpu | cuda | cuda:N (default: cpu for --gpu cpu, else cuda when available)");
+  app.add_option("--seed", o.seed, "Seed of the random weights, trees and held-out split")
+      ->capture_default_str();
+  app.add_option("--timer", timer,
+                 "auto | cupti | cuda_events | host_clock (auto: cupti, then cuda_events, then "
+                 "host_clock on CUDA; host_clock on CPU)")
+      ->capture_default_str();
+  app.add_flag("--no-plot", no_plot, "Do not render the PNG");
+  CLI11_PARSE(app, argc, argv);
+
+  auto fail = [](const absl::Status& st) {
+    std::cerr << "calibrate: " << st.message() << "\n";
+    return 1;
+  };
+  if (!s_grid.empty()) {
+    auto g = specplan::profiler::ParseGrid(s_grid, "--s-grid", 1);
+    if (!g.ok()) return fail(g.status());
+    o.s_grid = *g;
+  }
+  if (!c_grid.empty()) {
+    auto g = specplan::profiler::ParseGrid(c_grid, "--c-grid", 0);
+    if (!g.ok()) return fail(g.status());
+    o.c_grid = *g;
+  }
+  auto choice = specplan::profiler::ParseTimerChoice(timer);
+  if (!choice.ok()) return fail(choice.status());
+  o.timer = *choice;
+  o.plot = !no_plot;
+  o.progress = &std::cerr;
+
+  auto result = specplan::profiler::RunCalibration(o);
+  if (!result.ok()) return fail(result.status());
+  const specplan::costmodel::Profile& p = result->profile;
+  std::cout << absl::StrFormat("profile  %s\n", result->profile_path);
+  std::cout << absl::StrFormat("gpu      %s (device: %s)\nmodel    %s  dtype %s  timer %s\n", p.gpu,
+                               p.device_name, p.model, specplan::costmodel::DTypeName(p.dtype),
+                               p.timer);
+  std::cout << absl::StrFormat("default  %s\n", p.default_model);
+  for (const auto& [kind, s] : p.heldout) {
+    std::cout << absl::StrFormat(
+        "held-out %-9s MAPE %6.2f%%  RMSE %.4f ms  max %.4f ms  (n=%d)%s\n", kind, 100 * s.mape,
+        s.rmse_s * 1e3, s.max_abs_s * 1e3, s.n,
+        kind == "table" ? "  in-sample: the table holds every cell" : "");
+  }
+  if (!result->png_path.empty()) {
+    std::cout << "plot     " << result->png_path << "\n";
+  } else if (!result->plot_note.empty()) {
+    std::cout << "plot     none (" << result->plot_note << ")\n";
+  }
+  return 0;
+}

@@ -1,0 +1,545 @@
+#include "profiler/calibration.h"
+
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <random>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "costmodel/atomic_file.h"
+#include "plot/chart.h"
+#include "profiler/cuda_info.h"
+#include "profiler/device_check.h"
+#include "profiler/samples_file.h"
+#include "runtime/transformer.h"
+#include "util/status_macros.h"
+
+namespace specplan::profiler {
+namespace {
+
+using costmodel::DType;
+using costmodel::LatencySample;
+using costmodel::ModelSpec;
+using costmodel::Profile;
+
+void Say(const CalibrateOptions& o, const std::string& line) {
+  if (o.progress != nullptr) *o.progress << "calibrate: " << line << std::endl;
+}
+
+// A HuggingFace-style config for a costmodel registry model, so the runtime can build it. The
+// architecture numbers come from the spec; RoPE constants follow the family's published configs.
+nlohmann::json HfConfigFromSpec(const ModelSpec& m) {
+  nlohmann::json j = {{"model_type", m.model_type},
+                      {"vocab_size", m.vocab},
+                      {"hidden_size", m.hidden},
+                      {"intermediate_size", m.ffn},
+                      {"num_hidden_layers", m.layers},
+                      {"num_attention_heads", m.n_q},
+                      {"num_key_value_heads", m.n_kv},
+                      {"head_dim", m.head_dim},
+                      {"tie_word_embeddings", m.tied_embeddings},
+                      {"max_position_embeddings", 32768}};
+  if (m.model_type == "qwen3" || m.model_type == "qwen2") {
+    j["rope_theta"] = 1000000.0;
+    j["max_position_embeddings"] = 40960;
+  } else if (m.model_type == "llama" && absl::StartsWith(m.name, "llama-3")) {
+    j["rope_theta"] = 500000.0;
+    j["max_position_embeddings"] = 131072;
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", 8.0},
+                         {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0},
+                         {"original_max_position_embeddings", 8192}};
+  } else if (m.model_type == "gpt_neox") {
+    j["num_key_value_heads"] = m.n_q;
+    j["max_position_embeddings"] = 2048;
+  }
+  return j;
+}
+
+std::string PngPathFor(const std::string& profile_path) {
+  std::filesystem::path p(profile_path);
+  if (p.extension() == ".json") return p.replace_extension(".png").string();
+  return profile_path + ".png";
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+PassTiming MedianTiming(const std::vector<PassTiming>& runs) {
+  auto field = [&](auto member) {
+    std::vector<double> v;
+    for (const PassTiming& t : runs) v.push_back(static_cast<double>(t.*member));
+    return Median(v);
+  };
+  PassTiming m;
+  m.seconds = field(&PassTiming::seconds);
+  m.kernels = static_cast<int64_t>(field(&PassTiming::kernels) + 0.5);
+  m.kernel_seconds = field(&PassTiming::kernel_seconds);
+  m.span_seconds = field(&PassTiming::span_seconds);
+  m.gemm_seconds = field(&PassTiming::gemm_seconds);
+  m.attention_seconds = field(&PassTiming::attention_seconds);
+  m.other_seconds = field(&PassTiming::other_seconds);
+  return m;
+}
+
+// Inputs of one verification pass of a random tree of s tokens over c cached tokens:
+// parents[i] uniform in [0, i), positions c + depth(i), the tree's ancestor mask.
+struct PassInputs {
+  torch::Tensor tokens, positions, mask;
+};
+PassInputs RandomTreeInputs(int64_t s, int64_t c, int64_t vocab, std::mt19937_64& rng,
+                            torch::Device device) {
+  std::vector<int64_t> parents(s, -1), depth(s, 0), tokens(s), positions(s);
+  std::vector<uint8_t> dense(static_cast<size_t>(s * s), 0);
+  std::uniform_int_distribution<int64_t> token_dist(0, vocab - 1);
+  for (int64_t i = 0; i < s; ++i) {
+    if (i > 0) {
+      parents[i] = std::uniform_int_distribution<int64_t>(0, i - 1)(rng);
+      depth[i] = depth[parents[i]] + 1;
+      for (int64_t j = 0; j < s; ++j) dense[i * s + j] = dense[parents[i] * s + j];
+    }
+    dense[i * s + i] = 1;
+    tokens[i] = token_dist(rng);
+    positions[i] = c + depth[i];
+  }
+  PassInputs in;
+  in.tokens = torch::tensor(tokens, torch::kInt64).to(device);
+  in.positions = torch::tensor(positions, torch::kInt64).to(device);
+  in.mask = runtime::TreeAttentionMask(dense, s, c, device);
+  return in;
+}
+
+// Times the grid. *timer may be replaced when the auto-chosen CUPTI timer fails its first pass.
+absl::StatusOr<std::vector<MeasuredCell>> MeasureGrid(const runtime::Transformer& model,
+                                                      const CalibrateOptions& o,
+                                                      const std::vector<int64_t>& s_grid,
+                                                      const std::vector<int64_t>& c_grid,
+                                                      int repeats, const TimerRequest& request,
+                                                      std::unique_ptr<PassTimer>* timer,
+                                                      std::vector<std::string>* notes) {
+  const torch::Device device = model.options().device;
+  runtime::KvCache cache = model.NewCache(c_grid.back() + s_grid.back());
+  c10::InferenceMode guard;
+  std::mt19937_64 rng(o.seed ^ 0x5bd1e995ULL);
+  const int64_t vocab = model.config().vocab_size;
+  std::vector<MeasuredCell> cells;
+  const size_t total = s_grid.size() * c_grid.size();
+  bool first_pass = true;
+  for (int64_t c : c_grid) {
+    for (int64_t s : s_grid) {
+      std::vector<PassTiming> runs;
+      const int extra_warmup = first_pass ? 3 : 0;  // cuBLAS handles, allocator, thread pools
+      for (int r = 0; r < extra_warmup + o.warmup + repeats; ++r) {
+        PassInputs in = RandomTreeInputs(s, c, vocab, rng, device);
+        auto pass = [&] { (void)model.Forward(in.tokens, in.positions, c, in.mask, &cache); };
+        absl::StatusOr<PassTiming> t = (*timer)->Time(pass);
+        if (!t.ok() && first_pass && o.timer == TimerChoice::kAuto && (*timer)->Name() == "cupti") {
+          timer->reset();  // release CUPTI before falling back
+          auto events = MakeCudaEventTimer(request.device_index);
+          const std::string next = events.ok() ? "cuda_events" : "host_clock";
+          notes->push_back(
+              absl::StrCat("cupti: ", std::string(t.status().message()), "; using ", next));
+          Say(o, notes->back());
+          if (events.ok()) {
+            *timer = std::move(*events);
+          } else {
+            *timer = std::make_unique<HostClockTimer>(request.host_sync);
+          }
+          t = (*timer)->Time(pass);
+        }
+        if (!t.ok()) {
+          return absl::Status(t.status().code(), absl::StrCat("timing s = ", s, ", c = ", c, ": ",
+                                                              std::string(t.status().message())));
+        }
+        first_pass = false;
+        if (r >= extra_warmup + o.warmup) runs.push_back(*t);
+      }
+      MeasuredCell cell{s, c, MedianTiming(runs)};
+      cells.push_back(cell);
+      std::string line =
+          absl::StrFormat("[%d/%d] s=%d c=%d: %.3f ms (median of %d, %s)", cells.size(), total, s,
+                          c, cell.median.seconds * 1e3, repeats, (*timer)->Name());
+      if (cell.median.kernels > 0 && cell.median.kernel_seconds > 0) {
+        const double k = cell.median.kernel_seconds;
+        absl::StrAppendFormat(&line, "; %d kernels, gemm %.0f%% attention %.0f%% other %.0f%%",
+                              cell.median.kernels, 100 * cell.median.gemm_seconds / k,
+                              100 * cell.median.attention_seconds / k,
+                              100 * cell.median.other_seconds / k);
+      }
+      Say(o, line);
+    }
+  }
+  return cells;
+}
+
+}  // namespace
+
+std::vector<int64_t> DefaultSGrid(bool cuda) {
+  if (cuda) return {1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+  return {1, 2, 4, 8, 16, 32};
+}
+
+std::vector<int64_t> DefaultCGrid(bool cuda) {
+  if (cuda) return {0, 256, 512, 1024, 2048, 4096};
+  return {0, 64, 128, 256};
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseGrid(const std::string& text, const std::string& flag,
+                                               int64_t min_value) {
+  std::vector<int64_t> out;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    const std::string item(absl::StripAsciiWhitespace(part));
+    if (item.empty()) {
+      if (absl::StripAsciiWhitespace(text).empty()) break;
+      return absl::InvalidArgumentError(absl::StrCat(flag, " '", text, "': empty entry"));
+    }
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(item, &v)) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": '", item, "' is not an integer"));
+    }
+    if (v < min_value) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": ", v, " is out of range (must be >= ", min_value, ")"));
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat(flag, ": empty"));
+  std::sort(out.begin(), out.end());
+  for (size_t i = 1; i < out.size(); ++i) {
+    if (out[i] == out[i - 1]) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": ", out[i], " appears twice"));
+    }
+  }
+  return out;
+}
+
+costmodel::ModelSpec ModelSpecFromConfig(const runtime::ModelConfig& config,
+                                         const std::string& name, DType dtype) {
+  ModelSpec m;
+  m.name = name;
+  m.model_type = config.model_type;
+  m.layers = config.num_layers;
+  m.hidden = config.hidden_size;
+  m.n_q = config.num_heads;
+  m.n_kv = config.num_kv_heads;
+  m.head_dim = config.head_dim;
+  m.ffn = config.intermediate_size;
+  m.vocab = config.vocab_size;
+  m.gated_mlp = config.family == runtime::ArchFamily::kLlama;
+  m.tied_embeddings = config.tie_word_embeddings;
+  m.dtype = dtype;
+  return m;
+}
+
+absl::StatusOr<ResolvedTarget> ResolveTarget(const std::string& model,
+                                             const std::string& config_path, DType dtype) {
+  if (model.empty()) return absl::InvalidArgumentError("--model: required");
+  ResolvedTarget t;
+  if (!config_path.empty()) {
+    SPECPLAN_ASSIGN_OR_RETURN(runtime::ModelConfig cfg, runtime::LoadHfConfig(config_path));
+    t.spec = ModelSpecFromConfig(cfg, model, dtype);
+    t.config = std::move(cfg);
+  } else if (auto builtin = runtime::BuiltinConfig(model); builtin.ok()) {
+    t.spec = ModelSpecFromConfig(*builtin, model, dtype);
+    t.config = *builtin;
+  } else if (auto spec = costmodel::LookupModel(model); spec.ok()) {
+    t.spec = *spec;
+    t.spec.dtype = dtype;
+    auto cfg = runtime::ParseHfConfig(HfConfigFromSpec(t.spec), t.spec.name);
+    if (!cfg.ok()) {
+      return absl::Status(cfg.status().code(),
+                          absl::StrCat("--model ", model, ": cannot build its runtime config: ",
+                                       std::string(cfg.status().message())));
+    }
+    t.config = *cfg;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model '", model, "': not a built-in runtime config (",
+        absl::StrJoin(runtime::BuiltinConfigNames(), ", "), ") nor a known model (",
+        absl::StrJoin(costmodel::KnownModelNames(), ", "), "); pass --config config.json"));
+  }
+  absl::Status st = costmodel::ValidateModelSpec(t.spec);
+  if (!st.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model ", model, ": ", std::string(st.message())));
+  }
+  return t;
+}
+
+std::string CellsToCsv(const std::vector<MeasuredCell>& cells) {
+  std::string out = "s,c,seconds,kernels,kernel_s,span_s,gemm_s,attention_s,other_s\n";
+  for (const MeasuredCell& x : cells) {
+    const PassTiming& t = x.median;
+    absl::StrAppendFormat(&out, "%d,%d,%.9g,%d,%.9g,%.9g,%.9g,%.9g,%.9g\n", x.s, x.c, t.seconds,
+                          t.kernels, t.kernel_seconds, t.span_seconds, t.gemm_seconds,
+                          t.attention_seconds, t.other_seconds);
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> RenderCalibrationPng(const Profile& p) {
+  constexpr uint32_t kPalette[] = {0x1f77b4, 0xd62728, 0x2ca02c, 0x9467bd,
+                                   0xff7f0e, 0x8c564b, 0xe377c2, 0x17becf};
+  plot::Chart scatter;
+  scatter.title = absl::StrFormat("%s / %s / %s: predicted vs measured (timer %s)", p.gpu, p.model,
+                                  costmodel::DTypeName(p.dtype), p.timer);
+  scatter.x.label = "measured latency (ms)";
+  scatter.y.label = "predicted latency (ms)";
+  scatter.identity_line = true;
+  size_t color = 0;
+  for (const char* kind : {"linear", "per_term", "table"}) {
+    auto model = costmodel::MakeLatencyModel(p, kind);
+    if (!model.ok()) continue;
+    plot::Series series;
+    series.style = plot::SeriesStyle::kPoints;
+    series.rgb = kPalette[color++ % 8];
+    series.label = kind;
+    if (std::string(kind) == "table") {
+      series.label += " (in-sample: built from every cell)";
+    } else if (auto it = p.heldout.find(kind); it != p.heldout.end()) {
+      series.label += absl::StrFormat(" (held-out MAPE %.1f%%)", 100 * it->second.mape);
+    }
+    for (const costmodel::ProfileSample& x : p.samples) {
+      series.x.push_back(x.sample.seconds * 1e3);
+      series.y.push_back((*model)->VerifySeconds(x.sample.s, x.sample.c) * 1e3);
+    }
+    scatter.series.push_back(std::move(series));
+  }
+
+  plot::Chart by_s;
+  by_s.title = absl::StrFormat("latency vs tokens verified: measured (points), %s model (lines)",
+                               p.default_model);
+  by_s.x.label = "s (tokens verified)";
+  by_s.y.label = "latency (ms)";
+  std::map<int64_t, std::vector<std::pair<int64_t, double>>> by_c;
+  for (const costmodel::ProfileSample& x : p.samples) {
+    by_c[x.sample.c].push_back({x.sample.s, x.sample.seconds});
+  }
+  auto def = costmodel::MakeLatencyModel(p);
+  color = 0;
+  for (auto& [c, points] : by_c) {
+    std::sort(points.begin(), points.end());
+    const uint32_t rgb = kPalette[color++ % 8];
+    plot::Series measured;
+    measured.label = absl::StrCat("c=", c);
+    measured.style = plot::SeriesStyle::kPoints;
+    measured.rgb = rgb;
+    plot::Series predicted;
+    predicted.style = plot::SeriesStyle::kLine;
+    predicted.rgb = rgb;
+    for (const auto& [s, sec] : points) {
+      measured.x.push_back(static_cast<double>(s));
+      measured.y.push_back(sec * 1e3);
+      if (def.ok()) {
+        predicted.x.push_back(static_cast<double>(s));
+        predicted.y.push_back((*def)->VerifySeconds(s, c) * 1e3);
+      }
+    }
+    by_s.series.push_back(std::move(measured));
+    if (def.ok()) by_s.series.push_back(std::move(predicted));
+  }
+  return plot::RenderPng({scatter, by_s}, 900, 1100);
+}
+
+absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
+  CalibrationResult result;
+  if (o.gpu.empty()) return absl::InvalidArgumentError("--gpu: required");
+  absl::StatusOr<costmodel::GpuSpec> gpu = costmodel::ResolveGpu(o.gpu);
+  if (!gpu.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpu ", o.gpu, ": ", std::string(gpu.status().message())));
+  }
+  const bool from_samples = !o.from_samples.empty();
+
+  // Device (runs only).
+  DeviceInfo device;
+  torch::Device torch_device = torch::kCPU;
+  if (!from_samples) {
+    std::string dev = o.device;
+    if (dev.empty()) dev = (gpu->name != "cpu" && torch::cuda::is_available()) ? "cuda" : "cpu";
+    absl::StatusOr<torch::Device> parsed = runtime::ParseDevice(dev);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--device ", dev, ": ", std::string(parsed.status().message())));
+    }
+    torch_device = *parsed;
+    device.cuda = torch_device.is_cuda();
+    device.index = torch_device.has_index() ? torch_device.index() : 0;
+    if (device.cuda) {
+      auto name = CudaDeviceName(device.index);
+      if (name.ok()) device.name = *name;
+    } else {
+      device.name = HostCpuName();
+    }
+    SPECPLAN_RETURN_IF_ERROR(CheckDeviceMatchesGpu(*gpu, device, o.force));
+  }
+
+  // dtype and target.
+  std::string dtype_name = o.dtype;
+  if (dtype_name.empty()) {
+    const bool cpu = from_samples ? gpu->name == "cpu" : !device.cuda;
+    dtype_name = cpu ? "fp32" : "bf16";
+  }
+  absl::StatusOr<DType> dtype = costmodel::ParseDType(dtype_name);
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dtype ", dtype_name, ": ", std::string(dtype.status().message())));
+  }
+  SPECPLAN_ASSIGN_OR_RETURN(ResolvedTarget target, ResolveTarget(o.model, o.config, *dtype));
+
+  const std::string out_path =
+      !o.out.empty() ? o.out
+                     : costmodel::BundledProfilePath(
+                           o.calib_dir.empty() ? costmodel::DefaultCalibDir() : o.calib_dir,
+                           gpu->name, target.spec.name, *dtype);
+  if (std::filesystem::is_directory(out_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("--out ", out_path, ": is a directory"));
+  }
+  costmodel::FitOptions fit_options;
+  fit_options.seed = o.seed;
+
+  std::vector<LatencySample> samples;
+  std::string timer_name = "external";
+  std::map<std::string, std::string> software;
+  if (from_samples) {
+    SPECPLAN_ASSIGN_OR_RETURN(samples, ReadSamplesFile(o.from_samples));
+    software["samples_file"] = std::filesystem::path(o.from_samples).filename().string();
+    device.name = "unknown (external samples)";
+    Say(o, absl::StrCat("read ", samples.size(), " samples from ", o.from_samples));
+  } else {
+    const bool cuda = device.cuda;
+    std::vector<int64_t> s_grid = o.s_grid.empty() ? DefaultSGrid(cuda) : o.s_grid;
+    std::vector<int64_t> c_grid = o.c_grid.empty() ? DefaultCGrid(cuda) : o.c_grid;
+    std::sort(s_grid.begin(), s_grid.end());
+    std::sort(c_grid.begin(), c_grid.end());
+    if (s_grid.front() < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--s-grid: ", s_grid.front(), " is out of range (must be >= 1)"));
+    }
+    if (c_grid.front() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--c-grid: ", c_grid.front(), " is out of range (must be >= 0)"));
+    }
+    const int64_t max_pos = target.config->max_position_embeddings;
+    if (s_grid.back() + c_grid.back() > max_pos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--s-grid/--c-grid: s = ", s_grid.back(), " over c = ", c_grid.back(),
+                       " exceeds max_position_embeddings = ", max_pos, " of ", target.spec.name));
+    }
+    if (s_grid.size() * c_grid.size() < 3) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--s-grid x --c-grid: ", s_grid.size() * c_grid.size(),
+                       " cells; need >= 3 to fit and hold out"));
+    }
+    const int repeats = o.repeats > 0 ? o.repeats : (cuda ? 10 : 5);
+    if (o.repeats < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--repeats ", o.repeats, ": must be >= 1"));
+    }
+    if (o.warmup < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--warmup ", o.warmup, ": must be >= 0"));
+    }
+    absl::StatusOr<torch::ScalarType> scalar = runtime::ParseDtype(dtype_name);
+    if (!scalar.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dtype ", dtype_name, ": ", std::string(scalar.status().message())));
+    }
+
+    TimerRequest request;
+    request.cuda = cuda;
+    request.device_index = device.index;
+    request.choice = o.timer;
+    if (cuda) {
+      const int64_t index = device.index;
+      request.host_sync = [index] { torch::cuda::synchronize(index); };
+    }
+    SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<PassTimer> timer,
+                              MakePassTimer(request, &result.notes));
+    for (const std::string& n : result.notes) Say(o, n);
+
+    runtime::RuntimeOptions ropts;
+    ropts.dtype = *scalar;
+    ropts.device = torch_device;
+    Say(o, absl::StrFormat("building %s (%s, random weights, seed %d) on %s", target.spec.name,
+                           dtype_name, o.seed, device.name));
+    absl::StatusOr<std::unique_ptr<runtime::Transformer>> model =
+        runtime::Transformer::CreateRandom(*target.config, o.seed, ropts);
+    if (!model.ok()) {
+      return absl::Status(model.status().code(),
+                          absl::StrCat("--model ", o.model, " --dtype ", dtype_name, ": ",
+                                       std::string(model.status().message())));
+    }
+    Say(o, absl::StrFormat("timing %d x %d grid, %d warm-up + %d timed passes per cell (%s)",
+                           s_grid.size(), c_grid.size(), o.warmup, repeats, timer->Name()));
+    SPECPLAN_ASSIGN_OR_RETURN(result.cells, MeasureGrid(**model, o, s_grid, c_grid, repeats,
+                                                        request, &timer, &result.notes));
+    for (const MeasuredCell& cell : result.cells) {
+      samples.push_back({cell.s, cell.c, cell.median.seconds});
+    }
+    timer_name = timer->Name();
+    software = SoftwareVersions(cuda);
+    if (!cuda) software["torch_threads"] = absl::StrCat(at::get_num_threads());
+    software["calibrate"] = absl::StrFormat("repeats=%d warmup=%d seed=%d device=%s", repeats,
+                                            o.warmup, o.seed, torch_device.str());
+  }
+
+  absl::StatusOr<Profile> fitted = costmodel::FitProfile(target.spec, *gpu, samples, fit_options);
+  if (!fitted.ok()) {
+    return absl::Status(fitted.status().code(),
+                        absl::StrCat(from_samples ? o.from_samples + ": " : "",
+                                     "fit: ", std::string(fitted.status().message())));
+  }
+  Profile& p = *fitted;
+  p.timer = timer_name;
+  p.device_name = device.name;
+  p.software = software;
+
+  // Optional CSV of the measured cells (written before the profile; a bad path fails the run).
+  if (!o.samples_out.empty() && !result.cells.empty()) {
+    SPECPLAN_RETURN_IF_ERROR(
+        costmodel::WriteFileAtomically(o.samples_out, CellsToCsv(result.cells)));
+  }
+  SPECPLAN_RETURN_IF_ERROR(costmodel::SaveProfile(p, out_path));
+  result.profile_path = out_path;
+  for (const auto& [kind, stats] : p.heldout) {
+    Say(o, absl::StrFormat("held-out %-8s MAPE %6.2f%%  RMSE %.4f ms  (n=%d)", kind,
+                           100 * stats.mape, stats.rmse_s * 1e3, stats.n));
+  }
+  Say(o, absl::StrCat("wrote ", out_path, " (default model ", p.default_model, ")"));
+
+  if (o.plot) {
+    absl::StatusOr<std::string> png = RenderCalibrationPng(p);
+    if (png.ok()) {
+      const std::string png_path = PngPathFor(out_path);
+      absl::Status st = costmodel::WriteFileAtomically(png_path, *png);
+      if (st.ok()) {
+        result.png_path = png_path;
+        Say(o, absl::StrCat("wrote ", png_path));
+      } else {
+        result.plot_note = std::string(st.message());
+      }
+    } else {
+      result.plot_note = absl::StrCat("plot: ", std::string(png.status().message()));
+    }
+    if (!result.plot_note.empty()) Say(o, absl::StrCat("no PNG: ", result.plot_note));
+  }
+  result.profile = std::move(p);
+  return result;
+}
+
+}  // namespace specplan::profiler

@@ -1,0 +1,105 @@
+// The calibration run behind `calibrate`: build the target architecture with random weights on the
+// device, time tree-verification passes of random trees of s tokens over c cached tokens on the
+// (s, c) grid (warm-up, repeats, median), fit the cost model (costmodel::FitProfile: linear,
+// per-term and table models, scored on held-out samples), save the profile atomically and render
+// a measured-vs-predicted PNG next to it. Or, with from_samples, fit samples measured elsewhere.
+//
+// Nothing is written unless the whole run succeeds: the profile replaces an existing file only
+// once it is complete (costmodel::SaveProfile is atomic), and the PNG is written after it.
+#ifndef SPECPLAN_PROFILER_CALIBRATION_H_
+#define SPECPLAN_PROFILER_CALIBRATION_H_
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodel/model_spec.h"
+#include "costmodel/profile.h"
+#include "profiler/pass_timer.h"
+#include "runtime/model_config.h"
+
+namespace specplan::profiler {
+
+struct CalibrateOptions {
+  std::string gpu;     // --gpu: registry name ("h100", "cpu") or a GPU spec JSON file
+  std::string model;   // --model: built-in runtime config ("tiny", ...), a costmodel registry
+                       // name ("qwen3-8b"), or, with `config`, the name to record
+  std::string config;  // --config: HF config.json (file or directory); overrides the lookup
+  std::string dtype;   // --dtype; "" = fp32 on CPU, bf16 on CUDA
+  std::string device;  // --device "cpu" | "cuda" | "cuda:N"; "" = cuda when LibTorch has it
+  std::vector<int64_t> s_grid;  // tokens per pass; empty = the device's default grid
+  std::vector<int64_t> c_grid;  // cached tokens; empty = the device's default grid
+  int repeats = 0;              // timed passes per cell (median); 0 = 5 on CPU, 10 on CUDA
+  int warmup = 2;               // untimed passes per cell (plus a few before the first cell)
+  std::string out;              // profile path; "" = costmodel::BundledProfilePath(calib_dir, ...)
+  std::string calib_dir;        // "" = costmodel::DefaultCalibDir()
+  std::string from_samples;     // fit these samples (CSV or JSON, profiler/samples_file.h) instead
+  std::string samples_out;      // optional CSV of the measured cells with the kernel breakdown
+  bool force = false;           // accept a --gpu that does not match the device
+  bool plot = true;             // render <out minus .json>.png
+  uint64_t seed = 1;            // random weights, trees and the held-out split
+  TimerChoice timer = TimerChoice::kAuto;
+  std::ostream* progress = nullptr;  // progress lines (stderr in the CLI); nullptr = silent
+};
+
+// Defaults the CLI documents.
+std::vector<int64_t> DefaultSGrid(bool cuda);  // CPU: 1 2 4 8 16 32; CUDA: 1 .. 256
+std::vector<int64_t> DefaultCGrid(bool cuda);  // CPU: 0 64 128 256; CUDA: 0 .. 4096
+
+// Parses "1,2,4,8" (spaces allowed) into a sorted list of distinct integers >= min_value. Errors
+// name the flag and the bad entry: "--s-grid: '4x' is not an integer", "--c-grid: empty".
+absl::StatusOr<std::vector<int64_t>> ParseGrid(const std::string& text, const std::string& flag,
+                                               int64_t min_value);
+
+// The target to calibrate: the runtime architecture (absent when only the cost-model spec is
+// known) and the cost-model spec the profile records.
+struct ResolvedTarget {
+  std::optional<runtime::ModelConfig> config;
+  costmodel::ModelSpec spec;  // spec.name = the profile's model name; spec.dtype = `dtype`
+};
+// config_path set: runtime::LoadHfConfig(config_path), named `model`. Else a built-in runtime
+// config ("tiny", "tiny-qwen3", ...), else a costmodel registry model (qwen3-8b, llama-3.1-8b, ...)
+// whose runtime config is synthesised from its spec (architecture numbers exact; RoPE constants,
+// which do not affect timing, from the family's published configs).
+absl::StatusOr<ResolvedTarget> ResolveTarget(const std::string& model,
+                                             const std::string& config_path,
+                                             costmodel::DType dtype);
+// The cost-model view of a runtime config.
+costmodel::ModelSpec ModelSpecFromConfig(const runtime::ModelConfig& config,
+                                         const std::string& name, costmodel::DType dtype);
+
+// One measured grid cell: medians over the repeats.
+struct MeasuredCell {
+  int64_t s = 0, c = 0;
+  PassTiming median;  // each field the median of its own repeats
+};
+
+struct CalibrationResult {
+  costmodel::Profile profile;
+  std::string profile_path;
+  std::string png_path;   // empty when no PNG was written
+  std::string plot_note;  // why no PNG was written (e.g. the plot library is unimplemented)
+  std::vector<MeasuredCell> cells;  // empty for --from-samples
+  std::vector<std::string> notes;   // timer fallbacks and other remarks, also sent to progress
+};
+
+// Runs the whole pipeline. Errors (nothing written): bad options (each naming its flag), a
+// device/--gpu mismatch without force (FAILED_PRECONDITION), unreadable or invalid samples, a
+// failed fit or save.
+absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& options);
+
+// Two-panel chart: predicted vs measured (ms, one series per model in the profile, identity line)
+// and latency vs s per c (measured points, default-model lines). PNG bytes, or the plot library's
+// error.
+absl::StatusOr<std::string> RenderCalibrationPng(const costmodel::Profile& profile);
+
+// CSV of measured cells: s,c,seconds,kernels,kernel_s,span_s,gemm_s,attention_s,other_s. It is a
+// valid --from-samples input.
+std::string CellsToCsv(const std::vector<MeasuredCell>& cells);
+
+}  // namespace specplan::profiler
+
+#endif  // SPECPLAN_PROFILER_CALIBRATION_H_

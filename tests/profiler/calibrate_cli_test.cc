@@ -1,0 +1,85 @@
+// Runs the built `calibrate` binary.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "costmodel/profile.h"
+#include "tests/profiler/test_util.h"
+
+namespace specplan::profiler {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunCalibrate;
+
+TEST(CalibrateCliTest, HelpListsTheFlags) {
+  auto r = RunCalibrate("--help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* flag :
+       {"--gpu", "--model", "--config", "--dtype", "--s-grid", "--c-grid", "--repeats", "--out",
+        "--from-samples", "--force", "--device", "--seed"}) {
+    EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(CalibrateCliTest, CpuTinyRunWritesALoadableProfile) {
+  testing::TempDir dir;
+  const std::string out = dir.File("p/tiny.json");
+  auto r =
+      RunCalibrate("--gpu cpu --model tiny --s-grid 1,4,8 --c-grid 0,32 --repeats 1 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("calibrate: [6/6]"), std::string::npos) << r.output;  // progress
+  EXPECT_NE(r.output.find("profile  " + out), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("held-out linear"), std::string::npos) << r.output;
+  auto p = costmodel::LoadProfile(out);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->timer, "host_clock");
+  EXPECT_EQ(p->samples.size(), 6u);
+}
+
+TEST(CalibrateCliTest, RefusesAMismatchedGpuAndBadFlags) {
+  testing::TempDir dir;
+  const std::string out = dir.File("x.json");
+  auto r = RunCalibrate("--gpu h100 --model tiny --out " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("only valid --gpu is 'cpu'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--force"), std::string::npos) << r.output;
+
+  r = RunCalibrate("--gpu cpu --model tiny --s-grid 1,x --out " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--s-grid: 'x' is not an integer"), std::string::npos) << r.output;
+
+  r = RunCalibrate("--gpu cpu --model tiny --timer sometimes --out " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--timer = 'sometimes'"), std::string::npos) << r.output;
+
+  r = RunCalibrate("--model tiny --out " + out);  // --gpu is required
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--gpu"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(CalibrateCliTest, FromSamplesFitsWithoutAModel) {
+  testing::TempDir dir;
+  const std::string csv = dir.File("s.csv");
+  testing::WriteAll(csv,
+                    "s,c,seconds\n1,0,0.010\n2,0,0.011\n4,0,0.012\n8,0,0.014\n"
+                    "1,512,0.012\n2,512,0.013\n4,512,0.014\n8,512,0.016\n");
+  const std::string out = dir.File("ext.json");
+  auto r = RunCalibrate("--gpu h200 --model llama-3.1-8b --from-samples " + csv + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto p = costmodel::LoadProfile(out);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->timer, "external");
+  EXPECT_EQ(p->gpu, "h200");
+
+  testing::WriteAll(csv, "s,c,seconds\n1,0,0.010\n2,zero,0.011\n");
+  r = RunCalibrate("--gpu h200 --model llama-3.1-8b --from-samples " + csv + " --out " + out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("s.csv:3: c = 'zero': expected an integer"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(costmodel::LoadProfile(out).ok());  // the earlier profile is intact
+}
+
+}  // namespace
+}  // namespace specplan::profiler

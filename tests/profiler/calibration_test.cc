@@ -1,0 +1,408 @@
+#include "profiler/calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "absl/strings/str_format.h"
+#include "costmodel/latency_models.h"
+#include "costmodel/profile.h"
+#include "plot/chart.h"
+#include "tests/profiler/test_util.h"
+
+namespace specplan::profiler {
+namespace {
+
+namespace fs = std::filesystem;
+using costmodel::LatencySample;
+
+std::string Message(const absl::Status& st) { return std::string(st.message()); }
+
+// Whether plot::RenderPng works in this build (it returns UNIMPLEMENTED until plot/ lands).
+bool PlotLibraryWorks() {
+  plot::Chart c;
+  plot::Series s;
+  s.x = {1, 2};
+  s.y = {1, 2};
+  c.series.push_back(s);
+  return plot::RenderPng({c}, 200, 200).ok();
+}
+
+// A small CPU calibration of the tiny model into `dir`.
+CalibrateOptions TinyCpuOptions(const testing::TempDir& dir) {
+  CalibrateOptions o;
+  o.gpu = "cpu";
+  o.model = "tiny";
+  o.device = "cpu";
+  o.s_grid = {1, 4, 16};
+  o.c_grid = {0, 64};
+  o.repeats = 2;
+  o.warmup = 1;
+  o.out = dir.File("cpu/tiny-fp32.json");
+  return o;
+}
+
+TEST(ParseGridTest, SortsAndValidates) {
+  auto g = ParseGrid(" 8, 1,4 ", "--s-grid", 1);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(*g, (std::vector<int64_t>{1, 4, 8}));
+  EXPECT_EQ(*ParseGrid("0", "--c-grid", 0), (std::vector<int64_t>{0}));
+  struct Case {
+    std::string text, flag, expect;
+    int64_t min;
+  };
+  const Case cases[] = {
+      {"", "--s-grid", "--s-grid: empty", 1},
+      {"1,x", "--s-grid", "--s-grid: 'x' is not an integer", 1},
+      {"0,2", "--s-grid", "--s-grid: 0 is out of range (must be >= 1)", 1},
+      {"-1", "--c-grid", "--c-grid: -1 is out of range (must be >= 0)", 0},
+      {"4,4", "--s-grid", "--s-grid: 4 appears twice", 1},
+      {"1,,2", "--s-grid", "empty entry", 1},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseGrid(c.text, c.flag, c.min);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(Message(r.status()).find(c.expect), std::string::npos) << r.status();
+  }
+}
+
+TEST(ResolveTargetTest, BuiltinRegistryAndUnknown) {
+  auto tiny = ResolveTarget("tiny", "", costmodel::DType::kFloat32);
+  ASSERT_TRUE(tiny.ok()) << tiny.status();
+  ASSERT_TRUE(tiny->config.has_value());
+  EXPECT_EQ(tiny->spec.name, "tiny");
+  EXPECT_EQ(tiny->spec.layers, 4);
+  EXPECT_EQ(tiny->spec.hidden, 64);
+  EXPECT_EQ(tiny->spec.n_q, 4);
+  EXPECT_EQ(tiny->spec.n_kv, 2);
+  EXPECT_EQ(tiny->spec.head_dim, 16);
+  EXPECT_EQ(tiny->spec.ffn, 128);
+  EXPECT_EQ(tiny->spec.vocab, 256);
+  EXPECT_TRUE(tiny->spec.gated_mlp);
+  EXPECT_EQ(tiny->spec.dtype, costmodel::DType::kFloat32);
+
+  auto neox = ResolveTarget("tiny-neox", "", costmodel::DType::kFloat32);
+  ASSERT_TRUE(neox.ok());
+  EXPECT_FALSE(neox->spec.gated_mlp);
+
+  // A registry model: the spec is the registry's, the runtime config is synthesised to match.
+  auto qwen = ResolveTarget("qwen3-8b", "", costmodel::DType::kBFloat16);
+  ASSERT_TRUE(qwen.ok()) << qwen.status();
+  auto reg = costmodel::LookupModel("qwen3-8b");
+  ASSERT_TRUE(reg.ok());
+  EXPECT_EQ(qwen->spec.name, "qwen3-8b");
+  const runtime::ModelConfig& cfg = *qwen->config;
+  EXPECT_EQ(cfg.num_layers, reg->layers);
+  EXPECT_EQ(cfg.hidden_size, reg->hidden);
+  EXPECT_EQ(cfg.num_heads, reg->n_q);
+  EXPECT_EQ(cfg.num_kv_heads, reg->n_kv);
+  EXPECT_EQ(cfg.head_dim, reg->head_dim);
+  EXPECT_EQ(cfg.intermediate_size, reg->ffn);
+  EXPECT_EQ(cfg.vocab_size, reg->vocab);
+  EXPECT_TRUE(cfg.qk_norm);
+  auto llama = ResolveTarget("llama-3.1-8b", "", costmodel::DType::kBFloat16);
+  ASSERT_TRUE(llama.ok()) << llama.status();
+  EXPECT_EQ(llama->config->rope_scaling.type, runtime::RopeScalingType::kLlama3);
+
+  auto bad = ResolveTarget("gpt-17", "", costmodel::DType::kBFloat16);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(Message(bad.status()).find("--model 'gpt-17'"), std::string::npos);
+  EXPECT_NE(Message(bad.status()).find("--config"), std::string::npos);
+}
+
+TEST(ResolveTargetTest, HfConfigFileIsRecordedUnderTheModelName) {
+  testing::TempDir dir;
+  testing::WriteAll(dir.File("config.json"), R"({"model_type": "llama", "vocab_size": 128,
+      "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "num_key_value_heads": 2})");
+  auto t = ResolveTarget("my-model", dir.path().string(), costmodel::DType::kFloat32);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->spec.name, "my-model");
+  EXPECT_EQ(t->spec.layers, 2);
+  EXPECT_EQ(t->spec.head_dim, 8);
+  EXPECT_FALSE(
+      ResolveTarget("my-model", dir.File("missing.json"), costmodel::DType::kFloat32).ok());
+}
+
+TEST(CalibrationTest, CpuEndToEndOnTheTinyModel) {
+  testing::TempDir dir;
+  CalibrateOptions o = TinyCpuOptions(dir);
+  o.samples_out = dir.File("cells.csv");
+  std::ostringstream progress;
+  o.progress = &progress;
+  auto r = RunCalibration(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->profile_path, o.out);
+  ASSERT_TRUE(fs::exists(o.out));
+
+  // The file on disk is what the profiles tools read.
+  auto p = costmodel::LoadProfile(o.out);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->gpu, "cpu");
+  EXPECT_EQ(p->model, "tiny");
+  EXPECT_EQ(p->dtype, costmodel::DType::kFloat32);
+  EXPECT_EQ(p->timer, "host_clock");
+  EXPECT_FALSE(p->device_name.empty());
+  EXPECT_EQ(p->software.count("libtorch"), 1u);
+  EXPECT_EQ(p->software.count("calibrate"), 1u);
+  EXPECT_FALSE(p->created_utc.empty());
+  EXPECT_EQ(p->model_spec.hidden, 64);
+  ASSERT_EQ(p->samples.size(), 6u);  // 3 x 2 grid, one median per cell
+  int heldout = 0;
+  for (const costmodel::ProfileSample& x : p->samples) {
+    EXPECT_TRUE(x.sample.s == 1 || x.sample.s == 4 || x.sample.s == 16);
+    EXPECT_TRUE(x.sample.c == 0 || x.sample.c == 64);
+    EXPECT_GT(x.sample.seconds, 0);
+    EXPECT_LT(x.sample.seconds, 10);
+    heldout += x.heldout ? 1 : 0;
+  }
+  EXPECT_GE(heldout, 1);
+  ASSERT_TRUE(p->linear.has_value());
+  ASSERT_TRUE(p->per_term.has_value());
+  ASSERT_TRUE(p->table.has_value());  // full grid
+  EXPECT_TRUE(std::isfinite(p->linear->a) && std::isfinite(p->linear->b_s));
+  for (const char* kind : {"roofline", "linear", "per_term"}) {
+    ASSERT_EQ(p->heldout.count(kind), 1u) << kind;
+    const costmodel::FitStats& s = p->heldout.at(kind);
+    EXPECT_EQ(s.n, heldout);
+    EXPECT_TRUE(std::isfinite(s.mape) && std::isfinite(s.rmse_s) && std::isfinite(s.max_abs_s))
+        << kind;
+  }
+  EXPECT_TRUE(p->default_model == "linear" || p->default_model == "per_term");
+  auto model = costmodel::MakeLatencyModel(*p);
+  ASSERT_TRUE(model.ok());
+  EXPECT_GT((*model)->VerifySeconds(8, 32), 0);
+
+  // Cells: one per grid point, medians, and the CSV is a valid --from-samples input.
+  ASSERT_EQ(r->cells.size(), 6u);
+  auto again = [&] {
+    CalibrateOptions f;
+    f.gpu = "cpu";
+    f.model = "tiny";
+    f.from_samples = o.samples_out;
+    f.out = dir.File("refit.json");
+    f.plot = false;
+    return RunCalibration(f);
+  }();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->profile.samples.size(), 6u);
+
+  const std::string log = progress.str();
+  EXPECT_NE(log.find("[6/6] s=16 c=64"), std::string::npos) << log;
+  EXPECT_NE(log.find("wrote " + o.out), std::string::npos) << log;
+
+  const std::string png = dir.File("cpu/tiny-fp32.png");
+  if (PlotLibraryWorks()) {
+    EXPECT_EQ(r->png_path, png);
+    ASSERT_TRUE(fs::exists(png));
+    EXPECT_EQ(testing::ReadAll(png).substr(0, 8), "\x89PNG\r\n\x1a\n");
+  } else {
+    EXPECT_TRUE(r->png_path.empty());
+    EXPECT_FALSE(r->plot_note.empty());
+    EXPECT_FALSE(fs::exists(png));
+  }
+}
+
+TEST(CalibrationTest, DefaultOutputPathIsTheBundledLayout) {
+  testing::TempDir dir;
+  CalibrateOptions o = TinyCpuOptions(dir);
+  o.out.clear();
+  o.calib_dir = dir.File("calib");
+  o.s_grid = {1, 2, 4};
+  o.c_grid = {0};
+  o.repeats = 1;
+  o.plot = false;
+  auto r = RunCalibration(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->profile_path, dir.File("calib/cpu/tiny-fp32.json"));
+  EXPECT_TRUE(fs::exists(r->profile_path));
+}
+
+TEST(CalibrationTest, DeviceMismatchIsRefusedUnlessForced) {
+  testing::TempDir dir;
+  CalibrateOptions o = TinyCpuOptions(dir);
+  o.gpu = "h100";
+  o.s_grid = {1, 2, 4};
+  o.c_grid = {0};
+  o.repeats = 1;
+  o.plot = false;
+  auto refused = RunCalibration(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(Message(refused.status()).find("--gpu h100-sxm"), std::string::npos);
+  EXPECT_NE(Message(refused.status()).find("--force"), std::string::npos);
+  EXPECT_FALSE(fs::exists(o.out));
+
+  o.force = true;
+  auto forced = RunCalibration(o);
+  ASSERT_TRUE(forced.ok()) << forced.status();
+  auto p = costmodel::LoadProfile(o.out);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->gpu, "h100-sxm");
+  EXPECT_EQ(p->timer, "host_clock");  // what actually timed it
+}
+
+TEST(CalibrationTest, BadInputWritesNothing) {
+  testing::TempDir dir;
+  struct Case {
+    std::function<void(CalibrateOptions*)> edit;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {[](CalibrateOptions* o) { o->gpu = "z80"; }, "--gpu z80"},
+      {[](CalibrateOptions* o) { o->model = "gpt-17"; }, "--model 'gpt-17'"},
+      {[](CalibrateOptions* o) { o->dtype = "int3"; }, "--dtype int3"},
+      {[](CalibrateOptions* o) { o->device = "tpu"; }, "--device tpu"},
+      {[](CalibrateOptions* o) {
+         o->s_grid = {0, 1};
+       },
+       "--s-grid: 0 is out of range"},
+      {[](CalibrateOptions* o) { o->c_grid = {-3}; }, "--c-grid: -3 is out of range"},
+      {[](CalibrateOptions* o) { o->c_grid = {4096}; }, "exceeds max_position_embeddings = 2048"},
+      {[](CalibrateOptions* o) {
+         o->s_grid = {1};
+         o->c_grid = {0, 1};
+       },
+       "2 cells; need >= 3"},
+      {[](CalibrateOptions* o) { o->repeats = -1; }, "--repeats -1"},
+      {[](CalibrateOptions* o) { o->timer = TimerChoice::kCupti; }, "--timer"},
+      {[](CalibrateOptions* o) { o->from_samples = "/nonexistent/x.csv"; }, "/nonexistent/x.csv"},
+  };
+  for (const Case& c : cases) {
+    CalibrateOptions o = TinyCpuOptions(dir);
+    c.edit(&o);
+    auto r = RunCalibration(o);
+    ASSERT_FALSE(r.ok()) << c.expect;
+    EXPECT_NE(Message(r.status()).find(c.expect), std::string::npos)
+        << "got: " << r.status() << "\nwant: " << c.expect;
+    EXPECT_FALSE(fs::exists(o.out)) << c.expect;
+  }
+}
+
+// Samples from a known latency model over the qwen3-8b / H100 roofline, on a grid that has
+// memory- and compute-bound passes.
+std::vector<LatencySample> SyntheticSamples(const costmodel::LatencyModel& truth) {
+  std::vector<LatencySample> out;
+  for (int64_t c : {0, 512, 2048, 8192}) {
+    for (int64_t s : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}) {
+      out.push_back({s, c, truth.VerifySeconds(s, c)});
+    }
+  }
+  return out;
+}
+
+std::string ToCsv(const std::vector<LatencySample>& samples) {
+  std::string csv = "s,c,seconds\n";
+  for (const LatencySample& x : samples) {
+    csv += absl::StrFormat("%d,%d,%.17g\n", x.s, x.c, x.seconds);
+  }
+  return csv;
+}
+
+std::string ToJson(const std::vector<LatencySample>& samples) {
+  std::string j = "[";
+  for (size_t i = 0; i < samples.size(); ++i) {
+    j += absl::StrFormat("%s{\"s\": %d, \"c\": %d, \"seconds\": %.17g}", i ? ", " : "",
+                         samples[i].s, samples[i].c, samples[i].seconds);
+  }
+  return j + "]";
+}
+
+class FromSamplesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto model = costmodel::LookupModel("qwen3-8b");
+    auto gpu = costmodel::LookupGpu("h100");
+    ASSERT_TRUE(model.ok() && gpu.ok());
+    roofline_ = std::make_unique<costmodel::RooflineLatency>(*model, *gpu);
+  }
+  absl::StatusOr<CalibrationResult> Fit(const std::string& file) {
+    CalibrateOptions o;
+    o.gpu = "h100";
+    o.model = "qwen3-8b";
+    o.from_samples = file;
+    o.out = dir_.File("h100-sxm/qwen3-8b-bf16.json");
+    return RunCalibration(o);
+  }
+  testing::TempDir dir_;
+  std::unique_ptr<costmodel::RooflineLatency> roofline_;
+};
+
+TEST_F(FromSamplesTest, RecoversLinearCoefficients) {
+  costmodel::LinearCalibratedLatency truth(*roofline_, {1.37, 0.0021});
+  const std::string csv = dir_.File("linear.csv");
+  testing::WriteAll(csv, ToCsv(SyntheticSamples(truth)));
+  auto r = Fit(csv);
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto p = costmodel::LoadProfile(r->profile_path);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->timer, "external");
+  EXPECT_EQ(p->gpu, "h100-sxm");
+  EXPECT_EQ(p->model, "qwen3-8b");
+  EXPECT_EQ(p->dtype, costmodel::DType::kBFloat16);  // default for a GPU without a run
+  EXPECT_EQ(p->software.at("samples_file"), "linear.csv");
+  ASSERT_TRUE(p->linear.has_value());
+  EXPECT_NEAR(p->linear->a, 1.37, 1e-9);
+  EXPECT_NEAR(p->linear->b_s, 0.0021, 1e-12);
+  EXPECT_LT(p->heldout.at("linear").mape, 1e-9);
+  EXPECT_GT(p->heldout.at("roofline").mape, 0.05);  // the bare roofline is off
+  EXPECT_EQ(p->samples.size(), 48u);
+}
+
+TEST_F(FromSamplesTest, RecoversPerTermCoefficientsFromJson) {
+  costmodel::PerTermCoefficients coef;
+  coef.compute = 1.6;
+  coef.compute_overhead_s = 0.0005;
+  coef.weights = 1.25;
+  coef.kv_attention = 2.5;
+  costmodel::PerTermLatency truth(*roofline_, coef);
+  const std::string json = dir_.File("per_term.json");
+  testing::WriteAll(json, ToJson(SyntheticSamples(truth)));
+  auto r = Fit(json);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const costmodel::Profile& p = r->profile;
+  ASSERT_TRUE(p.per_term.has_value());
+  EXPECT_NEAR(p.per_term->compute, 1.6, 1e-6);
+  EXPECT_NEAR(p.per_term->compute_overhead_s, 0.0005, 1e-8);
+  EXPECT_NEAR(p.per_term->weights, 1.25, 1e-6);
+  EXPECT_NEAR(p.per_term->kv_attention, 2.5, 1e-5);
+  EXPECT_LT(p.heldout.at("per_term").mape, 1e-6);
+  EXPECT_EQ(p.default_model, "per_term");
+}
+
+TEST_F(FromSamplesTest, AnExistingProfileSurvivesAFailedRun) {
+  costmodel::LinearCalibratedLatency truth(*roofline_, {1.2, 0.001});
+  const std::string good = dir_.File("good.csv");
+  testing::WriteAll(good, ToCsv(SyntheticSamples(truth)));
+  auto first = Fit(good);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string before = testing::ReadAll(first->profile_path);
+  ASSERT_FALSE(before.empty());
+
+  const std::string bad = dir_.File("bad.csv");
+  testing::WriteAll(bad, "s,c,seconds\n1,0,0.01\n2,0,0.02\n4,0,nan\n8,0,0.03\n");
+  auto second = Fit(bad);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(Message(second.status()).find("bad.csv:4: seconds = nan"), std::string::npos)
+      << second.status();
+  EXPECT_EQ(testing::ReadAll(first->profile_path), before);
+
+  const std::string too_few = dir_.File("few.csv");
+  testing::WriteAll(too_few, "s,c,seconds\n1,0,0.01\n2,0,0.02\n");
+  auto third = Fit(too_few);
+  ASSERT_FALSE(third.ok());
+  EXPECT_NE(Message(third.status()).find("need >= 3"), std::string::npos) << third.status();
+  EXPECT_EQ(testing::ReadAll(first->profile_path), before);
+  // No temp files left behind next to the profile.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(first->profile_path).parent_path())) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, PlotLibraryWorks() ? 2 : 1);  // the profile (and its PNG)
+}
+
+}  // namespace
+}  // namespace specplan::profiler
