@@ -1,11 +1,13 @@
-// Trace JSONL text -> ParseTrace (header + every step line, whatif/trace.h). For every accepted
-// trace: each step re-validates, serialisation round-trips to an equal trace, and the recorded
-// node trees answer Child/Expanded consistently.
+// Trace JSONL text -> ParseTrace (header + every step line, whatif/trace.h) -> RunWhatIf (every
+// strategy replayed over the steps, whatif/sweep.h). For every accepted trace: each step
+// re-validates, serialisation round-trips to an equal trace, the recorded node trees answer
+// Child/Expanded consistently, and the sweep succeeds with realised lengths within the trees.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "fuzz/fuzz_util.h"
+#include "whatif/sweep.h"
 #include "whatif/trace.h"
 
 namespace specplan::fuzz {
@@ -58,5 +60,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto again = whatif::ParseTrace(whatif::SerializeTrace(*trace), "round trip");
   CheckOk(again.status(), "ParseTrace(SerializeTrace)");
   CheckSame(*trace, *again);
+
+  if (trace->steps.empty() || trace->steps.size() > 64) return 0;
+  whatif::WhatIfOptions options;
+  options.budgets = {1, 3, 16};
+  auto report = whatif::RunWhatIf(*trace, DefaultRoofline(), options);
+  CheckOk(report.status(), "RunWhatIf on a valid trace");
+  for (const whatif::WhatIfRow& row : report->rows) {
+    SPECPLAN_CHECK(row.steps_used + row.steps_skipped == static_cast<int64_t>(trace->steps.size()));
+    if (row.steps_used == 0) continue;
+    SPECPLAN_CHECK(row.accepted_per_step >= 0 && row.accepted_per_step <= row.mean_tree_size);
+    SPECPLAN_CHECK(row.speedup > 0 && row.cycle_s > 0);
+  }
   return 0;
 }
