@@ -2,6 +2,7 @@
 //
 //   specplan-server [--listen HOST:PORT] [--profiles-dir DIR] [--threads N]
 //                   [--max-message-bytes B] [--max-gamma G] [--max-k K] [--max-n N]
+//                   [--max-whatif-steps S] [--max-whatif-budgets B]
 //                   [--auth-token-file FILE] [--tls-cert PEM --tls-key PEM] [--ema-alpha A]
 //                   [--quiet] [--config FILE]
 //
@@ -74,6 +75,14 @@ int main(int argc, char** argv) {
   app.add_option("--max-n", config.service.limits.max_n,
                  "Max draft nodes of any tree taken or returned (N_max)")
       ->check(CLI::Range(0, 8191))
+      ->capture_default_str();
+  app.add_option("--max-whatif-steps", config.service.limits.max_whatif_steps,
+                 "Max trace steps one WhatIf request may replay")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
+      ->capture_default_str();
+  app.add_option("--max-whatif-budgets", config.service.limits.max_whatif_budgets,
+                 "Max budgets one WhatIf request may sweep")
+      ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--auth-token-file", auth_token_file,
                  "File holding the bearer token PutProfile requires (without it writes are "

@@ -275,6 +275,34 @@ TEST(ServerBinary, UnknownFaultIsRefused) {
   fs::remove_all(dir);
 }
 
+// The WhatIf limits come from the command line: --max-whatif-budgets 2 refuses a 3-budget sweep
+// with the limit named; an out-of-range value is refused at start.
+TEST(ServerBinary, WhatIfLimitFlags) {
+  const fs::path dir = TempDir("whatif_limits");
+  {
+    ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", dir.string(), "--quiet",
+                          "--max-whatif-budgets", "2"});
+    ASSERT_GT(server.port(), 0) << server.first_line();
+    auto stub = v1::Planner::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+    v1::WhatIfRequest req;
+    req.mutable_cost()->mutable_inline_model()->set_gpu("h100");
+    req.mutable_cost()->mutable_inline_model()->set_model("qwen3-8b");
+    for (int b : {1, 2, 4}) req.add_budgets(b);
+    v1::WhatIfResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    const grpc::Status st = stub->WhatIf(&ctx, req, &resp);
+    EXPECT_EQ(st.error_code(), grpc::RESOURCE_EXHAUSTED) << st.error_message();
+    EXPECT_THAT(st.error_message(), ::testing::HasSubstr("limit 2"));
+  }
+  ServerProcess bad({"--listen", "127.0.0.1:0", "--profiles-dir", dir.string(), "--quiet",
+                     "--max-whatif-steps", "0"});
+  EXPECT_EQ(bad.port(), 0) << bad.first_line();
+  EXPECT_NE(bad.WaitExit(), 0);
+  fs::remove_all(dir);
+}
+
 // The example Python client (examples/python_client.py, with the stubs proto/CMakeLists.txt
 // generates at build time) against the real binary: its plan equals the C++ client's for the same
 // marginals file.
