@@ -131,9 +131,10 @@ absl::Status CheckNMax(int64_t n_max, const ServiceLimits& limits, absl::string_
   return absl::OkStatus();
 }
 
-absl::Status CheckNonNegative(double value, absl::string_view field) {
-  if (!(std::isfinite(value) && value >= 0)) {
-    return Invalid(absl::StrCat(field, " = ", value, ": must be a finite number >= 0"));
+absl::Status CheckSeconds(double value, absl::string_view field) {
+  if (!(std::isfinite(value) && value >= 0 && value <= kMaxSeconds)) {
+    return Invalid(absl::StrCat(field, " = ", value, ": must be a number of seconds in [0, ",
+                                kMaxSeconds, "]"));
   }
   return absl::OkStatus();
 }
@@ -209,8 +210,8 @@ GridLatency::GridLatency(std::vector<int64_t> s, std::vector<double> seconds)
 
 double GridLatency::VerifySeconds(int64_t s, int64_t /*c*/) const {
   size_t i = static_cast<size_t>(std::lower_bound(s_.begin(), s_.end(), s) - s_.begin());
-  if (i < s_.size() && s_[i] == s) return seconds_[i];  // exact at grid points
-  if (i == 0 || s_.size() == 1) return seconds_.front();
+  if (i < s_.size() && s_[i] == s) return std::max(seconds_[i], 1e-9);  // exact at grid points
+  if (i == 0 || s_.size() == 1) return std::max(seconds_.front(), 1e-9);
   if (i == s_.size()) i = s_.size() - 1;  // above the grid: the last segment, extended
   const double x0 = static_cast<double>(s_[i - 1]), x1 = static_cast<double>(s_[i]);
   const double t = (static_cast<double>(s) - x0) / (x1 - x0);
@@ -238,8 +239,7 @@ absl::StatusOr<std::shared_ptr<const GridLatency>> LatencyGridFromProto(const v1
       return Invalid(absl::StrCat(field, ".s[", i, "] = ", in.s(i), ": must be > s[", i - 1,
                                   "] = ", in.s(i - 1), " (strictly increasing)"));
     }
-    SPECPLAN_RETURN_IF_ERROR(
-        CheckNonNegative(in.seconds(i), absl::StrCat(field, ".seconds[", i, "]")));
+    SPECPLAN_RETURN_IF_ERROR(CheckSeconds(in.seconds(i), absl::StrCat(field, ".seconds[", i, "]")));
   }
   return std::make_shared<const GridLatency>(
       std::vector<int64_t>(in.s().begin(), in.s().end()),
@@ -342,7 +342,7 @@ absl::Status WhatIfOptionsFromProto(const v1::WhatIfRequest& in, const ServiceLi
   }
   SPECPLAN_RETURN_IF_ERROR(CheckNMax(in.n_max(), limits, "n_max"));
   out->n_max = in.n_max();
-  SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(in.policy_forward_s(), "policy_forward_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(in.policy_forward_s(), "policy_forward_s"));
   out->policy_forward_s = in.policy_forward_s();
 
   const v1::DynaTreeConfig& c = in.dynatree();

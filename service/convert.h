@@ -65,8 +65,10 @@ absl::Status BudgetModeFromProto(int mode, absl::string_view field, planner::Bud
 // n_max in [0, limits.max_n]: negative -> INVALID_ARGUMENT, too large -> RESOURCE_EXHAUSTED.
 absl::Status CheckNMax(int64_t n_max, const ServiceLimits& limits, absl::string_view field);
 
-// A finite number >= 0 (`what` names the unit in the message).
-absl::Status CheckNonNegative(double value, absl::string_view field);
+// A duration in seconds: finite, in [0, kMaxSeconds]. The upper bound keeps sums over long
+// traces and trees finite (a WhatIf sweep adds one cycle cost per step).
+inline constexpr double kMaxSeconds = 1e6;
+absl::Status CheckSeconds(double value, absl::string_view field);
 
 // Which outputs to compute; an unset selection means the default set (see planner.proto).
 struct Outputs {
@@ -99,7 +101,8 @@ class GridLatency final : public costmodel::LatencyModel {
 };
 
 // Wire grid -> model. Checks: 1 <= points <= limits.max_grid_points (RESOURCE_EXHAUSTED above),
-// equal lengths, s strictly increasing in [1, limits.max_s], seconds finite and >= 0. `field` is
+// equal lengths, s strictly increasing in [1, limits.max_s], seconds in [0, kMaxSeconds] (values
+// below 1 ns count as 1 ns, at grid points too, so no step is free). `field` is
 // the request field ("cost.latency_grid").
 absl::StatusOr<std::shared_ptr<const GridLatency>> LatencyGridFromProto(const v1::LatencyGrid& in,
                                                                         const ServiceLimits& limits,

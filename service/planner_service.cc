@@ -204,7 +204,7 @@ absl::StatusOr<ResolvedCost> PlannerService::ResolveCost(const v1::CostSpec& spe
                                 ": must be in [0, ", limits.max_context, "]"));
   }
   r.context = spec.context_tokens();
-  SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(spec.t_aux_s(), absl::StrCat(field, ".t_aux_s")));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(spec.t_aux_s(), absl::StrCat(field, ".t_aux_s")));
   r.t_aux_s = spec.t_aux_s();
 
   const v1::DrafterCost& d = spec.drafter();
@@ -221,9 +221,9 @@ absl::StatusOr<ResolvedCost> PlannerService::ResolveCost(const v1::CostSpec& spe
     return Invalid(absl::StrCat(dfield, ".gamma = ", d.gamma(), ": must be in [0, 1024]"));
   }
   r.drafter.gamma = d.gamma() == 0 ? default_gamma : d.gamma();
-  SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(d.t_net_s(), absl::StrCat(dfield, ".t_net_s")));
-  SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(d.t_head_s(), absl::StrCat(dfield, ".t_head_s")));
-  SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(d.t_light_s(), absl::StrCat(dfield, ".t_light_s")));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(d.t_net_s(), absl::StrCat(dfield, ".t_net_s")));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(d.t_head_s(), absl::StrCat(dfield, ".t_head_s")));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(d.t_light_s(), absl::StrCat(dfield, ".t_light_s")));
   r.drafter.t_net_s = d.t_net_s();
   r.drafter.t_head_s = d.t_head_s();
   r.drafter.t_light_s = d.t_light_s();
@@ -289,8 +289,7 @@ absl::StatusOr<ResolvedCost> PlannerService::ResolveCost(const v1::CostSpec& spe
         return Invalid(absl::StrCat(mfield, ".linear_a = ", m.linear_a(),
                                     ": must be a finite number >= 0 (0 = bare roofline)"));
       }
-      SPECPLAN_RETURN_IF_ERROR(
-          CheckNonNegative(m.linear_b_s(), absl::StrCat(mfield, ".linear_b_s")));
+      SPECPLAN_RETURN_IF_ERROR(CheckSeconds(m.linear_b_s(), absl::StrCat(mfield, ".linear_b_s")));
       costmodel::RooflineLatency roofline(r.model_spec, r.gpu_spec);
       if (m.linear_a() > 0) {
         r.latency = std::make_shared<costmodel::LinearCalibratedLatency>(
@@ -689,7 +688,7 @@ grpc::Status PlannerService::ReportAcceptance(grpc::ServerContext* ctx,
         return Invalid(absl::StrCat(f, ".context_tokens = ", st.context_tokens(),
                                     ": must be in [0, ", limits.max_context, "]"));
       }
-      SPECPLAN_RETURN_IF_ERROR(CheckNonNegative(st.verify_s(), absl::StrCat(f, ".verify_s")));
+      SPECPLAN_RETURN_IF_ERROR(CheckSeconds(st.verify_s(), absl::StrCat(f, ".verify_s")));
       reports.push_back(
           {st.accepted_length(), st.draft_nodes(), e, st.context_tokens(), st.verify_s()});
     }

@@ -437,7 +437,9 @@ TEST_F(RemoteBackendTest, LatencyGridPlanTreeMatchesInProcessAndValidates) {
       {{1, 2}, {1e-3}, "cost.latency_grid.seconds: 1 entries, expected 2"},
       {{1, 4, 4}, {1e-3, 2e-3, 3e-3}, "cost.latency_grid.s[2] = 4: must be > s[1] = 4"},
       {{0, 4}, {1e-3, 2e-3}, "cost.latency_grid.s[0] = 0: must be in [1, "},
-      {{1, 4}, {1e-3, -2e-3}, "cost.latency_grid.seconds[1] = -0.002: must be a finite number"},
+      {{1, 4},
+       {1e-3, -2e-3},
+       "cost.latency_grid.seconds[1] = -0.002: must be a number of seconds in [0, 1e+06]"},
       {{1, 4}, {1e-3, NAN}, "cost.latency_grid.seconds[1] = nan"},
   };
   for (const Case& c : cases) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/gpu_spec.h"
@@ -417,6 +418,44 @@ TEST_F(WhatIfRpcTest, BadRequestsNameTheFieldAndAreCounted) {
       EXPECT_EQ(m.errors(), errors);
     }
   }
+}
+
+// Fuzzer find (whatif_request_fuzzer): a latency grid holding a denormal time (7.9e-312 s) made a
+// cycle nearly free and a row's speedup overflow to inf. Grid values now count as at least 1 ns,
+// and durations above 1e6 s are refused, so every row's speedup stays finite.
+TEST_F(WhatIfRpcTest, FuzzRegressionTinyAndHugeTimesKeepSpeedupsFinite) {
+  // The crash input: the bundled trace's header and first step, this grid, budgets {3, 16}.
+  auto bundled = ReadFileToString(whatif::DefaultTracePath());
+  ASSERT_TRUE(bundled.ok()) << bundled.status();
+  const size_t first = bundled->find('\n'), second = bundled->find('\n', first + 1);
+  ASSERT_NE(second, std::string::npos);
+  v1::WhatIfRequest req;
+  req.set_trace_jsonl(bundled->substr(0, second + 1));
+  v1::LatencyGrid* g = req.mutable_cost()->mutable_latency_grid();
+  for (auto [s, t] : {std::pair<int64_t, double>{1, 1e-3},
+                      {2, 1.1e-3},
+                      {8, 7.909442231413e-312},
+                      {64, 0.0039997398853302}}) {
+    g->add_s(s);
+    g->add_seconds(t);
+  }
+  req.add_budgets(3);
+  req.add_budgets(16);
+  v1::WhatIfResponse resp;
+  grpc::Status st = Call(req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_GT(resp.rows_size(), 0);
+  for (const v1::WhatIfRow& row : resp.rows()) {
+    if (row.steps_used() == 0) continue;
+    EXPECT_TRUE(std::isfinite(row.speedup()) && row.speedup() > 0)
+        << row.strategy() << " " << row.budget() << ": " << row.speedup();
+  }
+  req.mutable_cost()->mutable_drafter()->set_t_net_s(1e300);
+  st = Call(req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_THAT(
+      st.error_message(),
+      HasSubstr("cost.drafter.t_net_s = 1e+300: must be a number of seconds in [0, 1e+06]"));
 }
 
 TEST(WhatIfRpcLimits, TooManyStepsIsResourceExhausted) {
