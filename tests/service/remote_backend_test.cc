@@ -33,6 +33,8 @@
 #include "service/client.h"
 #include "service/convert.h"
 #include "specplan/v1/planner.grpc.pb.h"
+#include "tests/planner/plan_test_util.h"
+#include "tests/service/server_process.h"
 #include "util/status_macros.h"
 
 #ifdef SPECPLAN_TEST_WITH_RUNTIME
@@ -51,55 +53,8 @@ namespace fs = std::filesystem;
 namespace v1 = ::specplan::v1;
 using ::testing::HasSubstr;
 
-const char* ServerBinary() { return SPECPLAN_BINARY_DIR "/service/specplan-server"; }
-
-// The specplan-server binary as a child process on 127.0.0.1:<free port>, with an empty profiles
-// directory; killed on destruction.
-class ServerProcess {
- public:
-  explicit ServerProcess(const fs::path& profiles_dir) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], 1);
-      close(out[0]);
-      close(out[1]);
-      const rlimit no_core{0, 0};
-      setrlimit(RLIMIT_CORE, &no_core);
-      std::vector<std::string> args = {ServerBinary(), "--listen",       "127.0.0.1:0",
-                                       "--quiet",      "--profiles-dir", profiles_dir.string()};
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(ServerBinary(), argv.data());
-      _exit(127);
-    }
-    close(out[1]);
-    FILE* f = fdopen(out[0], "r");
-    char line[512];
-    if (f != nullptr && fgets(line, sizeof(line), f) != nullptr) {
-      first_line_ = line;
-      const size_t colon = first_line_.find(':', first_line_.find("listening on"));
-      if (colon != std::string::npos) port_ = std::atoi(first_line_.c_str() + colon + 1);
-    }
-    if (f != nullptr) fclose(f);
-  }
-  ~ServerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  int port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  const std::string& first_line() const { return first_line_; }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-  std::string first_line_;
-};
+using service::testing::ServerBinary;
+using service::testing::ServerProcess;
 
 // One server for the whole suite (starting it is the slow part).
 class RemoteBackendTest : public ::testing::Test {
@@ -108,7 +63,8 @@ class RemoteBackendTest : public ::testing::Test {
     dir_ = new fs::path(fs::temp_directory_path() /
                         ("specplan_remote_backend_" + std::to_string(::getpid())));
     fs::create_directories(*dir_ / "profiles");
-    server_ = new ServerProcess(*dir_ / "profiles");
+    server_ = new ServerProcess(
+        {"--listen", "127.0.0.1:0", "--quiet", "--profiles-dir", (*dir_ / "profiles").string()});
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -134,36 +90,8 @@ ServerProcess* RemoteBackendTest::server_ = nullptr;
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-// Stepped (tiles of 8 tokens) and context-dependent: kController and kScan differ on it.
-class SteppedLatency : public costmodel::LatencyModel {
- public:
-  double VerifySeconds(int64_t s, int64_t c) const override {
-    return 1e-3 * (1.0 + static_cast<double>((s + 7) / 8)) + 2e-7 * static_cast<double>(c);
-  }
-  std::string Kind() const override { return "stepped"; }
-};
-
-bool SameDouble(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
-
-void ExpectSamePlan(const planner::BestFirstPlan& want, const planner::BestFirstPlan& got) {
-  EXPECT_EQ(want.tree.tokens, got.tree.tokens);
-  EXPECT_EQ(want.tree.parents, got.tree.parents);
-  EXPECT_EQ(want.tree.depths, got.tree.depths);
-  EXPECT_EQ(want.tree.path_probs, got.tree.path_probs);
-  EXPECT_EQ(want.n, got.n);
-  EXPECT_EQ(want.expected_accepted, got.expected_accepted);
-  EXPECT_TRUE(SameDouble(want.cycle_s, got.cycle_s)) << want.cycle_s << " vs " << got.cycle_s;
-  EXPECT_TRUE(SameDouble(want.speedup, got.speedup)) << want.speedup << " vs " << got.speedup;
-  EXPECT_TRUE(SameDouble(want.l_ar_s, got.l_ar_s)) << want.l_ar_s << " vs " << got.l_ar_s;
-  EXPECT_EQ(want.lattice_exhausted, got.lattice_exhausted);
-  ASSERT_EQ(want.curve.size(), got.curve.size());
-  for (size_t i = 0; i < want.curve.size(); ++i) {
-    EXPECT_EQ(want.curve[i].n, got.curve[i].n);
-    EXPECT_EQ(want.curve[i].expected_accepted, got.curve[i].expected_accepted);
-    EXPECT_EQ(want.curve[i].cycle_s, got.curve[i].cycle_s);
-    EXPECT_EQ(want.curve[i].speedup, got.curve[i].speedup);
-  }
-}
+using planner::testing::ExpectSamePlan;
+using planner::testing::SteppedLatency;
 
 void ExpectSameMerge(const planner::MergedTree& want, const planner::MergedTree& got) {
   EXPECT_EQ(want.tree.tokens, got.tree.tokens);

@@ -1,0 +1,64 @@
+// Shared by the tests that compare two ways of planning (tests/planner/plan_backend_test.cc:
+// in-process backend vs direct planner calls; tests/service/remote_backend_test.cc: remote vs
+// in-process): latency models that make the budget modes differ, and an exact plan comparison.
+#ifndef SPECPLAN_TESTS_PLANNER_PLAN_TEST_UTIL_H_
+#define SPECPLAN_TESTS_PLANNER_PLAN_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "costmodel/latency_model.h"
+#include "planner/best_first.h"
+
+namespace specplan::planner::testing {
+
+// A stepped, context-dependent verify cost (tiles of 8 tokens), so that kController and kScan
+// pick different budgets on some inputs.
+class SteppedLatency : public costmodel::LatencyModel {
+ public:
+  double VerifySeconds(int64_t s, int64_t c) const override {
+    return 1e-3 * (1.0 + static_cast<double>((s + 7) / 8)) + 2e-7 * static_cast<double>(c);
+  }
+  std::string Kind() const override { return "stepped"; }
+};
+
+// Smooth and convex: the controller's first-decrease rule is exact.
+class SmoothLatency : public costmodel::LatencyModel {
+ public:
+  double VerifySeconds(int64_t s, int64_t c) const override {
+    return 2e-3 + 4e-5 * static_cast<double>(s) + 1e-7 * static_cast<double>(s) * s +
+           1e-8 * static_cast<double>(c);
+  }
+  std::string Kind() const override { return "smooth"; }
+};
+
+// Equal bit for bit, NaN equal to NaN.
+inline bool SameDouble(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+// Every field of two plans equal (doubles exactly).
+inline void ExpectSamePlan(const BestFirstPlan& want, const BestFirstPlan& got) {
+  EXPECT_EQ(want.tree.tokens, got.tree.tokens);
+  EXPECT_EQ(want.tree.parents, got.tree.parents);
+  EXPECT_EQ(want.tree.depths, got.tree.depths);
+  EXPECT_EQ(want.tree.path_probs, got.tree.path_probs);
+  EXPECT_EQ(want.n, got.n);
+  EXPECT_EQ(want.expected_accepted, got.expected_accepted);
+  EXPECT_TRUE(SameDouble(want.cycle_s, got.cycle_s)) << want.cycle_s << " vs " << got.cycle_s;
+  EXPECT_TRUE(SameDouble(want.speedup, got.speedup)) << want.speedup << " vs " << got.speedup;
+  EXPECT_TRUE(SameDouble(want.l_ar_s, got.l_ar_s)) << want.l_ar_s << " vs " << got.l_ar_s;
+  EXPECT_EQ(want.lattice_exhausted, got.lattice_exhausted);
+  ASSERT_EQ(want.curve.size(), got.curve.size());
+  for (size_t i = 0; i < want.curve.size(); ++i) {
+    EXPECT_EQ(want.curve[i].n, got.curve[i].n);
+    EXPECT_EQ(want.curve[i].expected_accepted, got.curve[i].expected_accepted);
+    EXPECT_EQ(want.curve[i].cycle_s, got.curve[i].cycle_s);
+    EXPECT_EQ(want.curve[i].speedup, got.curve[i].speedup);
+  }
+}
+
+}  // namespace specplan::planner::testing
+
+#endif  // SPECPLAN_TESTS_PLANNER_PLAN_TEST_UTIL_H_
