@@ -46,6 +46,7 @@
 
 int main(int argc, char** argv) {
   namespace svc = specplan::service;
+  specplan::service::ConfigureServingProcess();
   std::string server = "127.0.0.1:50051";
   bool allow_remote = false, start_server = false, json = false;
   std::string profiles_dir = specplan::costmodel::DefaultCalibDir();

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "util/status_macros.h"
 
 namespace specplan::service {
@@ -34,6 +35,10 @@ void RunningServer::Shutdown(double grace_s) {
 }
 
 RunningServer::~RunningServer() { Shutdown(0.0); }
+
+void ConfigureServingProcess() {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
 
 absl::StatusOr<std::unique_ptr<RunningServer>> StartServer(const ServerConfig& config) {
   SPECPLAN_RETURN_IF_ERROR(ValidateLimits(config.service.limits));

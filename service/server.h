@@ -43,6 +43,12 @@ struct RunningServer {
   ~RunningServer();
 };
 
+// Process-wide settings for a serving binary (specplan-server, specplan-loadgen), called once at
+// the top of main(): turns off absl::Mutex deadlock detection, which Debian's Abseil (built
+// without NDEBUG) leaves on. gRPC takes several absl::Mutex locks per call and the detector's
+// lock-graph bookkeeping cost ~5% of a loopback call's CPU. Tests keep the detector.
+void ConfigureServingProcess();
+
 // Loads the profiles, builds and starts the server. Errors name the flag (e.g. "--listen").
 absl::StatusOr<std::unique_ptr<RunningServer>> StartServer(const ServerConfig& config);
 

@@ -44,6 +44,7 @@ std::string Trim(const std::string& s) {
 
 int main(int argc, char** argv) {
   using specplan::service::ServerConfig;
+  specplan::service::ConfigureServingProcess();
   ServerConfig config;
   config.profiles_dir = specplan::costmodel::DefaultCalibDir();
   std::string auth_token_file, tls_cert, tls_key;
