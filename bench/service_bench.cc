@@ -21,6 +21,7 @@ namespace {
 
 RunningServer& Server() {
   static std::unique_ptr<RunningServer> server = [] {
+    ConfigureServingProcess();  // measure what specplan-server runs (no deadlock detector)
     ServerConfig config;
     config.listen = "127.0.0.1:0";
     config.profiles_dir = "/nonexistent-specplan-bench";
