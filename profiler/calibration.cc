@@ -37,37 +37,6 @@ void Say(const CalibrateOptions& o, const std::string& line) {
   if (o.progress != nullptr) *o.progress << "calibrate: " << line << std::endl;
 }
 
-// A HuggingFace-style config for a costmodel registry model, so the runtime can build it. The
-// architecture numbers come from the spec; RoPE constants follow the family's published configs.
-nlohmann::json HfConfigFromSpec(const ModelSpec& m) {
-  nlohmann::json j = {{"model_type", m.model_type},
-                      {"vocab_size", m.vocab},
-                      {"hidden_size", m.hidden},
-                      {"intermediate_size", m.ffn},
-                      {"num_hidden_layers", m.layers},
-                      {"num_attention_heads", m.n_q},
-                      {"num_key_value_heads", m.n_kv},
-                      {"head_dim", m.head_dim},
-                      {"tie_word_embeddings", m.tied_embeddings},
-                      {"max_position_embeddings", 32768}};
-  if (m.model_type == "qwen3" || m.model_type == "qwen2") {
-    j["rope_theta"] = 1000000.0;
-    j["max_position_embeddings"] = 40960;
-  } else if (m.model_type == "llama" && absl::StartsWith(m.name, "llama-3")) {
-    j["rope_theta"] = 500000.0;
-    j["max_position_embeddings"] = 131072;
-    j["rope_scaling"] = {{"rope_type", "llama3"},
-                         {"factor", 8.0},
-                         {"low_freq_factor", 1.0},
-                         {"high_freq_factor", 4.0},
-                         {"original_max_position_embeddings", 8192}};
-  } else if (m.model_type == "gpt_neox") {
-    j["num_key_value_heads"] = m.n_q;
-    j["max_position_embeddings"] = 2048;
-  }
-  return j;
-}
-
 std::string PngPathFor(const std::string& profile_path) {
   std::filesystem::path p(profile_path);
   if (p.extension() == ".json") return p.replace_extension(".png").string();
@@ -261,7 +230,7 @@ absl::StatusOr<ResolvedTarget> ResolveTarget(const std::string& model,
   } else if (auto spec = costmodel::LookupModel(model); spec.ok()) {
     t.spec = *spec;
     t.spec.dtype = dtype;
-    auto cfg = runtime::ParseHfConfig(HfConfigFromSpec(t.spec), t.spec.name);
+    auto cfg = runtime::RegistryConfig(t.spec.name);
     if (!cfg.ok()) {
       return absl::Status(cfg.status().code(),
                           absl::StrCat("--model ", model, ": cannot build its runtime config: ",

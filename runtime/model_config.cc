@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "costmodel/json_util.h"
+#include "costmodel/model_spec.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -289,6 +290,45 @@ absl::StatusOr<ModelConfig> BuiltinConfig(const std::string& name) {
                                           absl::StrJoin(BuiltinConfigNames(), ", "), ")"));
 }
 
+namespace {
+// A HuggingFace-style config for a costmodel registry model, so the runtime can build it. The
+// architecture numbers come from the spec; RoPE constants follow the family's published configs.
+nlohmann::json HfConfigFromSpec(const costmodel::ModelSpec& m) {
+  nlohmann::json j = {{"model_type", m.model_type},
+                      {"vocab_size", m.vocab},
+                      {"hidden_size", m.hidden},
+                      {"intermediate_size", m.ffn},
+                      {"num_hidden_layers", m.layers},
+                      {"num_attention_heads", m.n_q},
+                      {"num_key_value_heads", m.n_kv},
+                      {"head_dim", m.head_dim},
+                      {"tie_word_embeddings", m.tied_embeddings},
+                      {"max_position_embeddings", 32768}};
+  if (m.model_type == "qwen3" || m.model_type == "qwen2") {
+    j["rope_theta"] = 1000000.0;
+    j["max_position_embeddings"] = 40960;
+  } else if (m.model_type == "llama" && absl::StartsWith(m.name, "llama-3")) {
+    j["rope_theta"] = 500000.0;
+    j["max_position_embeddings"] = 131072;
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", 8.0},
+                         {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0},
+                         {"original_max_position_embeddings", 8192}};
+  } else if (m.model_type == "gpt_neox") {
+    j["num_key_value_heads"] = m.n_q;
+    j["max_position_embeddings"] = 2048;
+  }
+  return j;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> RegistryConfig(const std::string& name) {
+  SPECPLAN_ASSIGN_OR_RETURN(costmodel::ModelSpec spec, costmodel::LookupModel(name));
+  return ParseHfConfig(HfConfigFromSpec(spec), spec.name);
+}
+
 absl::StatusOr<ModelSource> ResolveModelSource(const std::string& spec) {
   ModelSource src;
   std::string rest = spec;
@@ -304,7 +344,17 @@ absl::StatusOr<ModelSource> ResolveModelSource(const std::string& spec) {
       src.config = *std::move(builtin);
       return src;
     }
-    if (!std::filesystem::exists(rest)) return builtin.status();
+    if (!std::filesystem::exists(rest)) {
+      auto registry = RegistryConfig(rest);
+      if (registry.ok()) {
+        src.config = *std::move(registry);
+        return src;
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model source \"", spec, "\": not a built-in config (",
+          absl::StrJoin(BuiltinConfigNames(), ", "), "), a cost-model registry model (",
+          absl::StrJoin(costmodel::KnownModelNames(), ", "), ") nor a directory"));
+    }
   }
   if (!std::filesystem::exists(rest)) {
     return absl::NotFoundError(

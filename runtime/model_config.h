@@ -3,7 +3,8 @@
 // configurations used by tests and the CPU benchmark.
 //
 // Model sources (the --target / --draft arguments of specplan-bench):
-//   "random:NAME"        built-in config NAME with random weights (seeded; see BuiltinConfigNames)
+//   "random:NAME"        built-in config NAME (see BuiltinConfigNames) or cost-model registry model
+//                        NAME (qwen3-8b, llama-3.1-8b, ...: see RegistryConfig) with random weights
 //   "random:/path/DIR"   the config.json in DIR with random weights
 //   "/path/DIR"          config.json plus safetensors weights in DIR
 #ifndef SPECPLAN_RUNTIME_MODEL_CONFIG_H_
@@ -84,6 +85,12 @@ absl::StatusOr<ModelConfig> LoadHfConfig(const std::string& path);
 // q/k/v bias).
 absl::StatusOr<ModelConfig> BuiltinConfig(const std::string& name);
 std::vector<std::string> BuiltinConfigNames();
+
+// The runtime config of a costmodel registry model (costmodel::LookupModel: qwen3-8b, qwen3-0.6b,
+// llama-3.1-8b, ...): the registry's architecture numbers plus the RoPE constants of the family's
+// published configs (qwen2/qwen3: theta 1e6; llama-3*: theta 5e5 with llama3 scaling). NotFound
+// for names the registry does not know.
+absl::StatusOr<ModelConfig> RegistryConfig(const std::string& name);
 
 // A parsed model source (see the header comment).
 struct ModelSource {

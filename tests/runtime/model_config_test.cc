@@ -129,5 +129,34 @@ TEST(ModelConfigTest, BuiltinsAndSources) {
   EXPECT_FALSE(ResolveModelSource("/no/such/dir").ok());
 }
 
+TEST(ModelConfigTest, RegistryModelsAreRandomSources) {
+  auto qwen = ResolveModelSource("random:qwen3-8b");
+  ASSERT_TRUE(qwen.ok()) << qwen.status();
+  EXPECT_TRUE(qwen->random);
+  EXPECT_EQ(qwen->config.model_type, "qwen3");
+  EXPECT_EQ(qwen->config.num_layers, 36);
+  EXPECT_EQ(qwen->config.hidden_size, 4096);
+  EXPECT_EQ(qwen->config.num_kv_heads, 8);
+  EXPECT_EQ(qwen->config.head_dim, 128);
+  EXPECT_EQ(qwen->config.vocab_size, 151936);
+  EXPECT_TRUE(qwen->config.qk_norm);
+  EXPECT_FALSE(qwen->config.tie_word_embeddings);
+  EXPECT_DOUBLE_EQ(qwen->config.rope_theta, 1e6);
+  auto small = RegistryConfig("qwen3-0.6b");
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_TRUE(small->tie_word_embeddings);
+  auto llama = RegistryConfig("llama-3.1-8b");
+  ASSERT_TRUE(llama.ok()) << llama.status();
+  EXPECT_EQ(llama->rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_DOUBLE_EQ(llama->rope_theta, 500000.0);
+  EXPECT_EQ(llama->max_position_embeddings, 131072);
+  EXPECT_FALSE(RegistryConfig("tiny").ok());
+  // An unknown name lists both kinds of names.
+  auto bad = ResolveModelSource("random:nope");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("qwen3-8b"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("tiny-draft"), std::string::npos) << bad.status();
+}
+
 }  // namespace
 }  // namespace specplan::runtime
