@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -173,9 +174,19 @@ void Transformer::Allocate() {
 
 void Transformer::InitRandom(uint64_t seed, double init_scale) {
   c10::InferenceMode guard;
-  auto gen = at::detail::createCPUGenerator(seed);
+  const bool on_device = !options_.device.is_cpu();
+  at::Generator gen;
+  if (on_device) {
+    gen = at::globalContext().defaultGenerator(options_.device);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(seed);
+  } else {
+    gen = at::detail::createCPUGenerator(seed);
+  }
+  const auto draw_options =
+      torch::TensorOptions().dtype(torch::kFloat32).device(on_device ? options_.device : torch::kCPU);
   for (auto& [name, t] : named_) {
-    torch::Tensor r = at::randn(t.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32));
+    torch::Tensor r = at::randn(t.sizes(), gen, draw_options);
     if (absl::StrContains(name, "layernorm.weight") || absl::StrContains(name, "norm.weight")) {
       r = 1.0 + 0.1 * r;
     } else if (absl::EndsWith(name, ".bias")) {
@@ -247,6 +258,17 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::CreateFromSource(
                                                    config.model_type, " with ", config.num_layers,
                                                    " layers (", source.Describe(), ")"));
   }
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::CopyTo(
+    const RuntimeOptions& options) const {
+  SPECPLAN_RETURN_IF_ERROR(CheckOptions(options));
+  std::unique_ptr<Transformer> m(new Transformer(config_, options));
+  m->Allocate();
+  c10::InferenceMode guard;
+  SPECPLAN_CHECK(m->named_.size() == named_.size());
+  for (size_t i = 0; i < named_.size(); ++i) m->named_[i].second.copy_(named_[i].second);
   return m;
 }
 
@@ -336,37 +358,24 @@ torch::Tensor Transformer::Attention(const Layer& L, int64_t index, const torch:
   const int64_t T = start_slot + s;
   torch::Tensor keys = kc.narrow(0, 0, T).permute({1, 0, 2});    // [nkv][T][d]
   torch::Tensor values = vc.narrow(0, 0, T).permute({1, 0, 2});  // [nkv][T][d]
+  // Query head j * g + r uses kv head j (HF repeat_kv). Both paths fold the g query heads of a kv
+  // head into its query rows, so K/V are read once per kv head and never copied.
+  torch::Tensor qg = q.view({s, nkv, g, d}).permute({1, 2, 0, 3}).reshape({nkv, g * s, d});
   torch::Tensor out;
+  if (UseFusedAttention()) {
 #if TORCH_VERSION_MAJOR >= 2
-  if (x.is_cuda()) {
-    // Fused attention: expand K/V over the query groups ([nq][T][d]).
-    torch::Tensor qh = q.permute({1, 0, 2});  // [nq][s][d]
-    torch::Tensor kh = g == 1 ? keys : keys.repeat_interleave(g, 0);
-    torch::Tensor vh = g == 1 ? values : values.repeat_interleave(g, 0);
-    torch::Tensor m =
-        mask.defined()
-            ? mask.to(q.scalar_type())
-            : torch::zeros({s, T}, q.options())
-                  .masked_fill_(
-                      torch::ones({s, T}, q.options().dtype(torch::kBool)).triu_(start_slot + 1),
-                      -std::numeric_limits<float>::infinity());
-    out = at::scaled_dot_product_attention(qh, kh, vh, m, 0.0, false);  // [nq][s][d]
-    out = out.permute({1, 0, 2}).reshape({s, nq * d});
-  }
+    // mask: [1][1][g * s][T] in the model dtype (rows r * s + i = tree row i), or undefined when
+    // every row sees every slot (a single decode token).
+    const torch::Tensor q4 = qg.unsqueeze(0), k4 = keys.unsqueeze(0), v4 = values.unsqueeze(0);
+    out = mask.defined() ? at::scaled_dot_product_attention(q4, k4, v4, mask, 0.0, false)
+                         : at::scaled_dot_product_attention(q4, k4, v4, {}, 0.0, false);
+    out = out.view({nkv, g, s, d}).permute({2, 0, 1, 3}).reshape({s, nq * d});
 #endif
-  if (!out.defined()) {
-    // [nkv][g * s][d]: query head j * g + r uses kv head j (HF repeat_kv).
-    torch::Tensor qg = q.view({s, nkv, g, d}).permute({1, 2, 0, 3}).reshape({nkv, g * s, d});
+  } else {
+    // mask: [s][T] additive float32, or undefined when s == 1 (the token sees every slot).
     torch::Tensor scores = torch::bmm(qg, keys.transpose(1, 2)).view({nkv, g, s, T});
     scores = scores.to(torch::kFloat32) * (1.0 / std::sqrt(static_cast<double>(d)));
-    if (mask.defined()) {
-      scores = scores + mask;
-    } else if (s > 1) {
-      torch::Tensor causal =
-          torch::ones({s, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device()))
-              .triu_(start_slot + 1);
-      scores = scores.masked_fill(causal, -std::numeric_limits<float>::infinity());
-    }
+    if (mask.defined()) scores = scores + mask;
     torch::Tensor p = torch::softmax(scores, -1).to(values.scalar_type()).view({nkv, g * s, T});
     out = torch::bmm(p, values).view({nkv, g, s, d}).permute({2, 0, 1, 3}).reshape({s, nq * d});
   }
@@ -382,6 +391,35 @@ torch::Tensor Transformer::Mlp(const Layer& L, const torch::Tensor& x) const {
   return torch::linear(gate * torch::linear(x, L.up_w, L.up_b), L.down_w, L.down_b);
 }
 
+bool Transformer::UseFusedAttention() const {
+#if TORCH_VERSION_MAJOR >= 2
+  return options_.device.is_cuda();
+#else
+  return false;
+#endif
+}
+
+torch::Tensor Transformer::LayerMask(const torch::Tensor& mask, int64_t s,
+                                     int64_t start_slot) const {
+  const int64_t T = start_slot + s;
+  const bool fused = UseFusedAttention();
+  const auto opts = torch::TensorOptions()
+                        .dtype(fused ? options_.dtype : torch::kFloat32)
+                        .device(options_.device);
+  torch::Tensor base;
+  if (mask.defined()) {
+    base = mask.to(opts);
+  } else if (s > 1) {
+    // Causal: row i sees slots <= start_slot + i.
+    base = torch::zeros({s, T}, opts).masked_fill_(
+        torch::ones({s, T}, opts.dtype(torch::kBool)).triu_(start_slot + 1),
+        -std::numeric_limits<float>::infinity());
+  }
+  if (!fused || !base.defined()) return base;
+  const int64_t g = config_.num_heads / config_.num_kv_heads;
+  return (g == 1 ? base : base.repeat({g, 1})).view({1, 1, g * s, T});
+}
+
 torch::Tensor Transformer::Forward(const torch::Tensor& tokens, const torch::Tensor& positions,
                                    int64_t start_slot, const torch::Tensor& mask,
                                    KvCache* cache) const {
@@ -393,11 +431,10 @@ torch::Tensor Transformer::Forward(const torch::Tensor& tokens, const torch::Ten
   const torch::Device dev = options_.device;
   torch::Tensor tok = tokens.to(dev, torch::kInt64);
   torch::Tensor pos = positions.to(dev, torch::kFloat32);
-  torch::Tensor m;
   if (mask.defined()) {
     SPECPLAN_CHECK(mask.dim() == 2 && mask.size(0) == s && mask.size(1) == start_slot + s);
-    m = mask.to(dev, torch::kFloat32);
   }
+  const torch::Tensor m = LayerMask(mask, s, start_slot);
   // cos/sin [s][1][rotary_dim] in the model dtype (HF casts them to the activation dtype).
   torch::Tensor freqs = torch::outer(pos, inv_freq_);
   torch::Tensor emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);

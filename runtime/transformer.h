@@ -36,10 +36,13 @@ class TensorSource;  // runtime/safetensors.h
 
 class Transformer {
  public:
-  // Random weights from `seed` (same seed, config and dtype => identical weights on any device):
-  // matrices N(0, init_scale^2 / fan_in), an untied LM head N(0, 36 / fan_in) (peaked next-token
-  // distributions, as a trained LM's), embeddings N(0, 1), norm weights 1 + 0.1 N(0, 1), biases
-  // 0.1 N(0, 1).
+  // Random weights from `seed`: matrices N(0, init_scale^2 / fan_in), an untied LM head
+  // N(0, 36 / fan_in) (peaked next-token distributions, as a trained LM's), embeddings N(0, 1),
+  // norm weights 1 + 0.1 N(0, 1), biases 0.1 N(0, 1). On the CPU they are drawn from a CPU
+  // generator (same seed, config and dtype => identical weights); on CUDA from the device's default
+  // generator reseeded with `seed` (identical on the same kind of device, but not equal to the CPU
+  // draw: an 8B model's 8e9 normals take about a minute on the CPU and well under a second on a
+  // GPU). For the same weights on two devices, build on one and use CopyTo.
   static absl::StatusOr<std::unique_ptr<Transformer>> CreateRandom(const ModelConfig& config,
                                                                    uint64_t seed,
                                                                    const RuntimeOptions& options,
@@ -49,6 +52,9 @@ class Transformer {
   // tensor name (known buffers such as rotary_emb.inv_freq are ignored).
   static absl::StatusOr<std::unique_ptr<Transformer>> CreateFromSource(
       const ModelConfig& config, const TensorSource& source, const RuntimeOptions& options);
+
+  // The same weights (cast to options.dtype) on options.device.
+  absl::StatusOr<std::unique_ptr<Transformer>> CopyTo(const RuntimeOptions& options) const;
 
   // A model made of this one's first `num_layers` blocks plus its final norm and LM head, sharing
   // the weight tensors (a cheap self-speculative draft). 1 <= num_layers <= config().num_layers.
@@ -100,6 +106,12 @@ class Transformer {
                           const torch::Tensor& cos, const torch::Tensor& sin, int64_t start_slot,
                           const torch::Tensor& mask, KvCache* cache) const;
   torch::Tensor Mlp(const Layer& layer, const torch::Tensor& x) const;
+  // SDPA (LibTorch >= 2 on CUDA) rather than the explicit bmm/softmax path.
+  bool UseFusedAttention() const;
+  // The attention mask every layer uses, built once per forward from Forward's `mask` (undefined =
+  // causal): explicit path [s][T] float32; fused path [1][1][g * s][T] in the model dtype (one row
+  // block per query head of a kv head). Undefined when s == 1 and no mask was given.
+  torch::Tensor LayerMask(const torch::Tensor& mask, int64_t s, int64_t start_slot) const;
 
   ModelConfig config_;
   RuntimeOptions options_;

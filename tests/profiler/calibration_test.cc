@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include <torch/cuda.h>
+
 #include "absl/strings/str_format.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/profile.h"
@@ -202,6 +204,45 @@ TEST(CalibrationTest, CpuEndToEndOnTheTinyModel) {
     EXPECT_TRUE(r->png_path.empty());
     EXPECT_FALSE(r->plot_note.empty());
     EXPECT_FALSE(fs::exists(png));
+  }
+}
+
+// The CUDA pipeline end to end on the tiny model: bf16 by default, a device timer, the device's
+// name recorded. Needs a GPU and a CUDA LibTorch.
+TEST(CalibrationTest, CudaEndToEndOnTheTinyModel) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device in this LibTorch/machine";
+  testing::TempDir dir;
+  CalibrateOptions o;
+  o.gpu = "h100-sxm";
+  o.force = true;  // whatever GPU this is, record it under one registry name
+  o.model = "tiny-qwen3";
+  o.device = "cuda";
+  o.s_grid = {1, 8, 64};
+  o.c_grid = {0, 256};
+  o.repeats = 3;
+  o.warmup = 1;
+  o.out = dir.File("gpu/tiny-qwen3-bf16.json");
+  std::ostringstream progress;
+  o.progress = &progress;
+  auto r = RunCalibration(o);
+  ASSERT_TRUE(r.ok()) << r.status() << "\n" << progress.str();
+  auto p = costmodel::LoadProfile(o.out);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->dtype, costmodel::DType::kBFloat16);
+  EXPECT_TRUE(p->timer == "cupti" || p->timer == "cuda_events") << p->timer;
+  EXPECT_NE(p->device_name.find("NVIDIA"), std::string::npos) << p->device_name;
+  EXPECT_EQ(p->software.count("cuda_runtime"), 1u) << progress.str();
+  ASSERT_EQ(p->samples.size(), 6u);
+  for (const costmodel::ProfileSample& x : p->samples) {
+    EXPECT_GT(x.sample.seconds, 0);
+    EXPECT_LT(x.sample.seconds, 1);
+  }
+  if (p->timer == "cupti") {
+    for (const MeasuredCell& cell : r->cells) {
+      EXPECT_GT(cell.median.kernels, 10) << cell.s << " " << cell.c;
+      EXPECT_GT(cell.median.gemm_seconds, 0);
+      EXPECT_LE(cell.median.kernel_seconds, cell.median.span_seconds * 1.001);
+    }
   }
 }
 

@@ -129,6 +129,28 @@ TEST(TransformerTest, SameSeedSameWeightsDifferentSeedDifferent) {
   EXPECT_FALSE(torch::allclose(la, c->ForwardCausal({1, 2, 3}, 0, &cc)));
 }
 
+TEST(TransformerTest, CopyToKeepsTheWeights) {
+  auto model = TinyModel("tiny-qwen3", 4);
+  RuntimeOptions same;
+  auto copy = model->CopyTo(same);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  KvCache a = model->NewCache(4), b = (*copy)->NewCache(4);
+  torch::Tensor x = model->ForwardCausal({5, 6, 7}, 0, &a);
+  EXPECT_TRUE(torch::equal(x, (*copy)->ForwardCausal({5, 6, 7}, 0, &b)));
+  // A copy does not alias the original's storage.
+  (*copy)->NamedParameters()[0].second.zero_();
+  EXPECT_FALSE(torch::equal(model->NamedParameters()[0].second,
+                            (*copy)->NamedParameters()[0].second));
+  RuntimeOptions bf16;
+  bf16.dtype = torch::kBFloat16;
+  auto half = model->CopyTo(bf16);
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_EQ((*half)->NamedParameters()[0].second.scalar_type(), torch::kBFloat16);
+  RuntimeOptions bad;
+  bad.dtype = torch::kInt32;
+  EXPECT_FALSE(model->CopyTo(bad).ok());
+}
+
 TEST(TransformerTest, TruncatedSharesWeights) {
   auto model = TinyModel("tiny", 4);
   auto same = model->Truncated(model->config().num_layers);
