@@ -112,7 +112,7 @@ OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gp
 // T = overhead_s + ((k_g G + k_a A)^p + (k_w W + k_kv KVA)^p)^(1/p). Each k is 1 / the achieved
 // fraction of peak for its term (all >= 0, not all 0); p >= 1; overhead_s >= 0 is the fixed cost
 // of a pass (per-layer launches and host work times the layer count, which one profile cannot
-// tell apart); tile >= 1 is the GEMM row tile in s (1, 16, 32, 64 or 128 from the fit).
+// tell apart); tile in [1, 4096] is the GEMM row tile in s (1, 16, 32, 64 or 128 from the fit).
 struct OverlapCoefficients {
   double gemm = 1.0;
   double attention = 1.0;

@@ -135,9 +135,9 @@ absl::Status ValidateOverlap(const OverlapCoefficients& c) {
     return absl::InvalidArgumentError(
         absl::StrCat("models.overlap.p = ", c.p, ": must be finite and >= 1"));
   }
-  if (c.tile < 1) {
+  if (c.tile < 1 || c.tile > 4096) {  // bounded so s rounded up to the tile cannot overflow
     return absl::InvalidArgumentError(
-        absl::StrCat("models.overlap.tile = ", c.tile, ": must be >= 1"));
+        absl::StrCat("models.overlap.tile = ", c.tile, ": must be in [1, 4096]"));
   }
   if (c.gemm == 0 && c.weights == 0) {
     return absl::InvalidArgumentError(
