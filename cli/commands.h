@@ -12,6 +12,7 @@ void RegisterProfilesCommand(CLI::App& app, int* exit_code);  // profiles_comman
 void RegisterPlanCommand(CLI::App& app, int* exit_code);      // plan_command.cc
 void RegisterMergeCommand(CLI::App& app, int* exit_code);     // merge_command.cc
 void RegisterWhatIfCommand(CLI::App& app, int* exit_code);    // whatif_command.cc
+void RegisterFitCommand(CLI::App& app, int* exit_code);       // fit_command.cc
 
 }  // namespace specplan::cli
 

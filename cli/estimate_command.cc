@@ -22,6 +22,7 @@ struct EstimateArgs {
   int64_t s = 1;
   int64_t c = 0;
   std::string profile;
+  std::string latency_model;
   std::string dtype = "bf16";
   std::string drafter = "parallel";
   int gamma = 16;
@@ -56,9 +57,10 @@ int RunEstimate(const EstimateArgs& a) {
   std::string kind, profile_path;
   double predicted = 0, draft_s = 0, aux_s = 0, verify_s = 0, cycle_s = 0;
   if (!a.server.empty()) {
-    if (!a.profile.empty()) {
-      std::cerr << "specplan estimate: --profile is a local file; with --server the server's "
-                   "stored profile for --gpu/--model/--dtype is used\n";
+    if (!a.profile.empty() || !a.latency_model.empty()) {
+      std::cerr << "specplan estimate: --profile and --latency-model are local; with --server the "
+                   "server's stored profile for --gpu/--model/--dtype and its default model are "
+                   "used\n";
       return 1;
     }
     auto m = ResolveModel(a.model);
@@ -83,7 +85,7 @@ int RunEstimate(const EstimateArgs& a) {
     aux_s = remote->aux_s;
     cycle_s = remote->cycle_s;
   } else {
-    auto resolved = ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype);
+    auto resolved = ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model);
     if (!resolved.ok()) {
       std::cerr << "specplan estimate: " << resolved.status().message() << "\n";
       return 1;
@@ -157,6 +159,9 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--profile", args->profile,
                   "Calibrated profile JSON (default: the bundled calib/<gpu>/<model>-<dtype>.json "
                   "when present, else the bare roofline)");
+  cmd->add_option("--latency-model", args->latency_model,
+                  "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
+                  "overlap or table (local only)");
   cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
       ->capture_default_str();
   cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   specplan::cli::RegisterPlanCommand(app, &exit_code);
   specplan::cli::RegisterMergeCommand(app, &exit_code);
   specplan::cli::RegisterWhatIfCommand(app, &exit_code);
+  specplan::cli::RegisterFitCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

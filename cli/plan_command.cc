@@ -36,6 +36,7 @@ struct PlanArgs {
   std::string model;
   std::string gpu;
   std::string profile;
+  std::string latency_model;
   std::string dtype = "bf16";
   int64_t c = 0;
   int n_max = -1;
@@ -79,7 +80,7 @@ int RunPlan(const PlanArgs& a) {
   }
   // The cost is required by the controller; in fixed mode it only fills cycle_s / speedup.
   const bool want_cost = options.mode != BudgetMode::kFixed || !a.model.empty() || !a.gpu.empty() ||
-                         !a.profile.empty();
+                         !a.profile.empty() || !a.latency_model.empty();
   costmodel::DrafterCost drafter;
   drafter.cls = *drafter_cls;
   drafter.gamma = marginals->gamma;
@@ -91,9 +92,10 @@ int RunPlan(const PlanArgs& a) {
   const int repeat = std::max(1, a.repeat);
   double plan_us = 0;
   if (!a.server.empty()) {
-    if (!a.profile.empty()) {
-      std::cerr << kCmd << "--profile is a local file; with --server the server's stored "
-                           "profile for --gpu/--model/--dtype is used\n";
+    if (!a.profile.empty() || !a.latency_model.empty()) {
+      std::cerr << kCmd << "--profile and --latency-model are local; with --server the server's "
+                           "stored profile for --gpu/--model/--dtype and its default model are "
+                           "used\n";
       return 1;
     }
     RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, a.c};
@@ -114,7 +116,8 @@ int RunPlan(const PlanArgs& a) {
     std::unique_ptr<costmodel::LatencyModel> latency;
     std::unique_ptr<costmodel::CycleCost> cost;
     if (want_cost) {
-      auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype);
+      auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype,
+                                                     a.latency_model);
       if (!resolved.ok()) {
         std::cerr << kCmd << resolved.status().message() << "\n";
         return 1;
@@ -233,6 +236,9 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   group->require_option(1);
   cmd->add_option("--profile", args->profile,
                   "Calibrated profile JSON (default: bundled profile when present, else roofline)");
+  cmd->add_option("--latency-model", args->latency_model,
+                  "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
+                  "overlap or table (local only)");
   cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
       ->capture_default_str();
   cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")

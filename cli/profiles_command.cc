@@ -18,14 +18,18 @@ struct ProfilesArgs {
   std::string server;
 };
 
+// One line per profile: the cross-validated MAPE per model when the profile has it (profiles
+// written before cross-validation have held-out scores only), then its provenance when recorded.
 void PrintProfileLine(const std::string& path, const costmodel::Profile& p) {
+  const bool cv = !p.cv.empty();
   std::string stats;
-  for (const auto& [kind, s] : p.heldout) {
+  for (const auto& [kind, s] : cv ? p.cv : p.heldout) {
     stats += absl::StrFormat(" %s=%.2f%%", kind, s.mape * 100);
   }
-  std::cout << absl::StrFormat("%-12s %-16s %-5s default=%-9s timer=%-11s held-out MAPE:%s  %s\n",
-                               p.gpu, p.model, costmodel::DTypeName(p.dtype), p.default_model,
-                               p.timer, stats, path);
+  std::cout << absl::StrFormat("%-12s %-16s %-5s default=%-9s timer=%-11s %s MAPE:%s  %s\n", p.gpu,
+                               p.model, costmodel::DTypeName(p.dtype), p.default_model, p.timer,
+                               cv ? "cv" : "held-out", stats, path);
+  if (!p.provenance.empty()) std::cout << "  provenance: " << p.provenance << "\n";
 }
 
 int RunProfiles(const ProfilesArgs& a) {

@@ -42,6 +42,7 @@ struct WhatIfArgs {
   std::string model;
   std::string gpu;
   std::string profile;
+  std::string latency_model;
   std::string dtype = "bf16";
   std::string budgets = "1,2,4,8,16,32,64,128";
   std::string strategies = "all";
@@ -120,7 +121,7 @@ bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfO
     std::cerr << kCmd << "--trace " << trace.status().message() << "\n";
     return false;
   }
-  auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, dtype);
+  auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, dtype, a.latency_model);
   if (!resolved.ok()) {
     std::cerr << kCmd << resolved.status().message() << "\n";
     return false;
@@ -148,10 +149,10 @@ bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfO
 bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfOptions& options,
                WhatIfOutcome* out) {
   const char* kCmd = "specplan whatif: ";
-  if (!a.profile.empty()) {
+  if (!a.profile.empty() || !a.latency_model.empty()) {
     std::cerr << kCmd
-              << "--profile is a local file; with --server the server's stored profile for "
-                 "--gpu/--model/--dtype is used\n";
+              << "--profile and --latency-model are local; with --server the server's stored "
+                 "profile for --gpu/--model/--dtype and its default model are used\n";
     return false;
   }
   std::string text;
@@ -276,6 +277,9 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--gpu", args->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
   cmd->add_option("--profile", args->profile,
                   "Calibrated profile JSON (default: bundled profile when present, else roofline)");
+  cmd->add_option("--latency-model", args->latency_model,
+                  "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
+                  "overlap or table (local only)");
   cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
       ->capture_default_str();
   cmd->add_option("--budgets", args->budgets,

@@ -203,6 +203,173 @@ absl::StatusOr<PerTermCoefficients> FitPerTerm(const RooflineLatency& roofline,
   return best;
 }
 
+namespace {
+
+// Parameters of the overlap fit in log space: u = [log(overhead / y_min), log k_g, log k_a,
+// log k_w, log k_kv, log(p - 1)].
+constexpr int kOverlapParams = 6;
+using OverlapParams = Eigen::Matrix<double, kOverlapParams, 1>;
+
+OverlapCoefficients OverlapFromParams(const OverlapParams& u, double y_scale, int64_t tile) {
+  OverlapCoefficients c;
+  c.overhead_s = std::exp(u(0)) * y_scale;
+  c.gemm = std::exp(u(1));
+  c.attention = std::exp(u(2));
+  c.weights = std::exp(u(3));
+  c.kv_attention = std::exp(u(4));
+  c.p = 1 + std::exp(u(5));
+  c.tile = tile;
+  return c;
+}
+
+void ClampParams(OverlapParams* u) {
+  for (int k = 0; k < 5; ++k) (*u)(k) = std::clamp((*u)(k), -40.0, 10.0);
+  (*u)(5) = std::clamp((*u)(5), -12.0, std::log(63.0));  // 1 < p <= 64
+}
+
+// Relative residuals pred / y - 1.
+Eigen::VectorXd OverlapResiduals(const OverlapParams& u, double y_scale, int64_t tile,
+                                 const std::vector<OverlapFeatures>& f,
+                                 const std::vector<LatencySample>& samples) {
+  const OverlapCoefficients c = OverlapFromParams(u, y_scale, tile);
+  Eigen::VectorXd r(static_cast<Eigen::Index>(f.size()));
+  for (size_t i = 0; i < f.size(); ++i) r(i) = c.Predict(f[i]) / samples[i].seconds - 1;
+  return r;
+}
+
+// Levenberg-Marquardt from `u`; returns the final cost (sum of squared residuals).
+double LevenbergMarquardt(OverlapParams* u, double y_scale, int64_t tile,
+                          const std::vector<OverlapFeatures>& f,
+                          const std::vector<LatencySample>& samples) {
+  ClampParams(u);
+  Eigen::VectorXd r = OverlapResiduals(*u, y_scale, tile, f, samples);
+  double cost = r.squaredNorm();
+  double lambda = 1e-3;
+  const Eigen::Index n = r.size();
+  for (int iter = 0; iter < 300 && std::isfinite(cost); ++iter) {
+    Eigen::MatrixXd J(n, kOverlapParams);
+    for (int k = 0; k < kOverlapParams; ++k) {
+      OverlapParams v = *u;
+      const double h = 1e-6 * std::max(1.0, std::abs(v(k)));
+      v(k) += h;
+      J.col(k) = (OverlapResiduals(v, y_scale, tile, f, samples) - r) / h;
+    }
+    const Eigen::MatrixXd jtj = J.transpose() * J;
+    const Eigen::VectorXd g = J.transpose() * r;
+    bool improved = false;
+    for (int tries = 0; tries < 12; ++tries) {
+      Eigen::MatrixXd a = jtj;
+      for (int k = 0; k < kOverlapParams; ++k) a(k, k) += lambda * (jtj(k, k) + 1e-12);
+      const OverlapParams step = a.ldlt().solve(-g);
+      if (!step.allFinite()) {
+        lambda *= 10;
+        continue;
+      }
+      OverlapParams v = *u + step;
+      ClampParams(&v);
+      const Eigen::VectorXd rv = OverlapResiduals(v, y_scale, tile, f, samples);
+      const double cv = rv.squaredNorm();
+      if (std::isfinite(cv) && cv < cost) {
+        const double gain = cost - cv;
+        *u = v;
+        r = rv;
+        cost = cv;
+        lambda = std::max(lambda / 3, 1e-12);
+        improved = gain > 1e-14 * std::max(cost, 1e-30);
+        break;
+      }
+      lambda *= 4;
+    }
+    if (!improved) break;
+  }
+  return cost;
+}
+
+}  // namespace
+
+absl::StatusOr<OverlapCoefficients> FitOverlap(const RooflineLatency& roofline,
+                                               const std::vector<LatencySample>& samples) {
+  if (auto st = ValidateSamples(samples); !st.ok()) return st;
+  if (samples.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("samples: overlap calibration needs >= 2 samples, got ", samples.size()));
+  }
+  double y_scale = std::numeric_limits<double>::infinity();
+  for (const LatencySample& x : samples) y_scale = std::min(y_scale, x.seconds);
+  OverlapCoefficients best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (int64_t tile : {1, 16, 32, 64, 128}) {
+    std::vector<OverlapFeatures> f(samples.size());
+    for (size_t i = 0; i < samples.size(); ++i) {
+      f[i] = ComputeOverlapFeatures(roofline.model(), roofline.gpu(), samples[i].s, samples[i].c,
+                                    tile);
+    }
+    // Starts: overhead 1 % or 20 % of the fastest pass, efficiencies 1 or 2, p = 2 or 8.
+    for (double b0 : {0.01, 0.2}) {
+      for (double k0 : {1.0, 2.0}) {
+        for (double p0 : {2.0, 8.0}) {
+          OverlapParams u;
+          u << std::log(b0), std::log(k0), std::log(k0), std::log(k0), std::log(k0),
+              std::log(p0 - 1);
+          const double cost = LevenbergMarquardt(&u, y_scale, tile, f, samples);
+          if (cost < best_cost * (1 - 1e-9)) {
+            best_cost = cost;
+            best = OverlapFromParams(u, y_scale, tile);
+          }
+        }
+      }
+    }
+  }
+  if (!std::isfinite(best_cost)) {
+    return absl::InternalError("overlap fit: no start converged to a finite error");
+  }
+  return best;
+}
+
+absl::StatusOr<FitStats> CrossValidate(const LatencyFitter& fitter,
+                                       const std::vector<LatencySample>& samples, int folds,
+                                       uint64_t seed) {
+  const size_t n = samples.size();
+  if (folds < 2 || static_cast<size_t>(folds) > n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("folds = ", folds, ": must be in [2, samples (", n, ")]"));
+  }
+  std::vector<size_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  if (static_cast<size_t>(folds) < n) {
+    std::mt19937_64 rng(seed);
+    std::shuffle(idx.begin(), idx.end(), rng);
+  }
+  std::vector<int> fold_of(n);
+  for (size_t k = 0; k < n; ++k) fold_of[idx[k]] = static_cast<int>(k % folds);
+  FitStats st;
+  double se = 0, ape = 0;
+  for (int fold = 0; fold < folds; ++fold) {
+    std::vector<LatencySample> fit, held;
+    for (size_t i = 0; i < n; ++i) (fold_of[i] == fold ? held : fit).push_back(samples[i]);
+    absl::StatusOr<std::unique_ptr<LatencyModel>> m = fitter(fit);
+    if (!m.ok()) {
+      return absl::Status(m.status().code(), absl::StrCat("fold ", fold + 1, " of ", folds, ": ",
+                                                          m.status().message()));
+    }
+    for (const LatencySample& x : held) {
+      const double err = (*m)->VerifySeconds(x.s, x.c) - x.seconds;
+      if (!std::isfinite(err)) {
+        return absl::InvalidArgumentError(absl::StrCat("fold ", fold + 1, " of ", folds,
+                                                       ": non-finite prediction at (s = ", x.s,
+                                                       ", c = ", x.c, ")"));
+      }
+      se += err * err;
+      ape += std::abs(err) / x.seconds;
+      st.max_abs_s = std::max(st.max_abs_s, std::abs(err));
+    }
+  }
+  st.n = static_cast<int64_t>(n);
+  st.rmse_s = std::sqrt(se / n);
+  st.mape = ape / n;
+  return st;
+}
+
 absl::StatusOr<LatencyTable> BuildTable(const std::vector<LatencySample>& samples) {
   if (auto st = ValidateSamples(samples); !st.ok()) return st;
   if (samples.empty()) return absl::InvalidArgumentError("samples: empty");

@@ -3,6 +3,8 @@
 #define SPECPLAN_COSTMODEL_FIT_H_
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,6 +45,26 @@ absl::StatusOr<LinearCoefficients> FitLinear(const RooflineLatency& roofline,
 // efficiency (compute = kv_attention multiplier, overhead 0).
 absl::StatusOr<PerTermCoefficients> FitPerTerm(const RooflineLatency& roofline,
                                                const std::vector<LatencySample>& samples);
+
+// Fits OverlapCoefficients by minimising the summed squared relative error (pred / measured - 1),
+// which is what MAPE scores: Levenberg-Marquardt over log-parameters (so every multiplier stays
+// >= 0 and p >= 1) from several starts, for each GEMM tile in {1, 16, 32, 64, 128}; keeps the best.
+// Needs >= 2 samples. Deterministic.
+absl::StatusOr<OverlapCoefficients> FitOverlap(const RooflineLatency& roofline,
+                                               const std::vector<LatencySample>& samples);
+
+// A fitting procedure under test: fits on `fit` and returns the fitted model.
+using LatencyFitter = std::function<absl::StatusOr<std::unique_ptr<LatencyModel>>(
+    const std::vector<LatencySample>& fit)>;
+
+// k-fold cross-validation: shuffles the samples with `seed`, splits them into `folds` groups of
+// near-equal size (folds = samples.size() is leave-one-out, which does not depend on the seed),
+// fits on all groups but one and predicts the one left out. Stats pool every left-out prediction
+// (n = samples.size()). Needs 2 <= folds <= samples.size(); a fold whose fit fails fails the call,
+// naming the fold.
+absl::StatusOr<FitStats> CrossValidate(const LatencyFitter& fitter,
+                                       const std::vector<LatencySample>& samples, int folds,
+                                       uint64_t seed);
 
 // Builds a table from samples on a full (s, c) grid (median of repeats per cell). Errors if a grid
 // cell has no sample, naming the missing (s, c).

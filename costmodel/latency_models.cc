@@ -26,6 +26,37 @@ double PerTermLatency::VerifySeconds(int64_t s, int64_t c) const {
   return coef_.Predict(ComputePerTermFeatures(roofline_.Estimate(s, c), roofline_.gpu()));
 }
 
+OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
+                                       int64_t c, int64_t tile) {
+  SPECPLAN_CHECK(tile >= 1);
+  const RooflineTerms t = ComputeRooflineTerms(model, s, c);
+  const int64_t s_tiled = (s + tile - 1) / tile * tile;
+  // Projection, MLP and LM-head FLOPs are linear in s; the tile pads the GEMM's row count.
+  const double gemm_flops = (t.attn_proj_flops + t.ffn_flops + t.lm_head_flops) *
+                            static_cast<double>(s_tiled) / static_cast<double>(s);
+  OverlapFeatures f;
+  f.gemm_s = gemm_flops / gpu.peak_flops;
+  f.attention_s = t.attn_score_flops / gpu.peak_flops;
+  f.weights_s = t.weight_bytes / gpu.mem_bw;
+  f.kv_attention_s = (t.kv_bytes + t.activation_bytes) / gpu.mem_bw;
+  return f;
+}
+
+double OverlapCoefficients::Predict(const OverlapFeatures& f) const {
+  const double compute_branch = gemm * f.gemm_s + attention * f.attention_s;
+  const double memory_branch = weights * f.weights_s + kv_attention * f.kv_attention_s;
+  const double hi = std::max(compute_branch, memory_branch);
+  if (hi <= 0) return overhead_s;
+  // Smooth max, scaled by the larger branch so large p cannot overflow.
+  const double sum = std::pow(compute_branch / hi, p) + std::pow(memory_branch / hi, p);
+  return overhead_s + hi * std::pow(sum, 1.0 / p);
+}
+
+double OverlapLatency::VerifySeconds(int64_t s, int64_t c) const {
+  return coef_.Predict(
+      ComputeOverlapFeatures(roofline_.model(), roofline_.gpu(), s, c, coef_.tile));
+}
+
 absl::Status ValidateLatencyTable(const LatencyTable& t) {
   auto check_grid = [](const std::vector<int64_t>& g, const char* name,
                        int64_t min_value) -> absl::Status {

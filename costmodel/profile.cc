@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "costmodel/atomic_file.h"
 #include "costmodel/json_util.h"
 #include "util/status_macros.h"
@@ -22,7 +23,7 @@ using json_util::GetInt;
 using json_util::GetNumber;
 using json_util::GetString;
 
-constexpr const char* kModelKinds[] = {"roofline", "linear", "per_term", "table"};
+constexpr const char* kModelKinds[] = {"roofline", "linear", "per_term", "overlap", "table"};
 constexpr const char* kTimers[] = {"cupti", "cuda_events", "host_clock", "external"};
 
 bool OneOf(const std::string& v, const char* const* begin, const char* const* end) {
@@ -89,17 +90,100 @@ absl::Status Prefixed(const std::string& prefix, const absl::Status& st) {
 
 }  // namespace
 
+absl::Status ValidateLinear(const LinearCoefficients& c) {
+  if (!std::isfinite(c.a) || c.a <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("models.linear.a = ", c.a, ": must be > 0"));
+  }
+  if (!std::isfinite(c.b_s)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("models.linear.b_s = ", c.b_s, ": must be finite"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePerTerm(const PerTermCoefficients& c) {
+  const std::pair<const char*, double> fields[] = {{"compute", c.compute},
+                                                   {"compute_overhead_s", c.compute_overhead_s},
+                                                   {"weights", c.weights},
+                                                   {"kv_attention", c.kv_attention}};
+  for (const auto& [name, v] : fields) {
+    if (!std::isfinite(v) || v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("models.per_term.", name, " = ", v, ": must be finite and >= 0"));
+    }
+  }
+  if (c.compute == 0 && c.weights == 0 && c.kv_attention == 0) {
+    return absl::InvalidArgumentError(
+        "models.per_term: all multipliers are 0 (the model would predict no cost)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOverlap(const OverlapCoefficients& c) {
+  const std::pair<const char*, double> fields[] = {{"gemm", c.gemm},
+                                                   {"attention", c.attention},
+                                                   {"weights", c.weights},
+                                                   {"kv_attention", c.kv_attention},
+                                                   {"overhead_s", c.overhead_s}};
+  for (const auto& [name, v] : fields) {
+    if (!std::isfinite(v) || v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("models.overlap.", name, " = ", v, ": must be finite and >= 0"));
+    }
+  }
+  if (!std::isfinite(c.p) || c.p < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("models.overlap.p = ", c.p, ": must be finite and >= 1"));
+  }
+  if (c.tile < 1 || c.tile > 4096) {  // bounded so s rounded up to the tile cannot overflow
+    return absl::InvalidArgumentError(
+        absl::StrCat("models.overlap.tile = ", c.tile, ": must be in [1, 4096]"));
+  }
+  if (c.gemm == 0 && c.weights == 0) {
+    return absl::InvalidArgumentError(
+        "models.overlap: gemm and weights are both 0 (the model would not grow with the model "
+        "size)");
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Fits one calibrated kind on `fit` into `p` (the model alone, for cross-validation fitters).
+absl::Status FitKind(const std::string& kind, const RooflineLatency& roofline,
+                     const std::vector<LatencySample>& fit, Profile* p) {
+  if (kind == "linear") {
+    SPECPLAN_ASSIGN_OR_RETURN(LinearCoefficients c, FitLinear(roofline, fit));
+    SPECPLAN_RETURN_IF_ERROR(ValidateLinear(c));
+    p->linear = c;
+  } else if (kind == "per_term") {
+    SPECPLAN_ASSIGN_OR_RETURN(PerTermCoefficients c, FitPerTerm(roofline, fit));
+    SPECPLAN_RETURN_IF_ERROR(ValidatePerTerm(c));
+    p->per_term = c;
+  } else if (kind == "overlap") {
+    SPECPLAN_ASSIGN_OR_RETURN(OverlapCoefficients c, FitOverlap(roofline, fit));
+    SPECPLAN_RETURN_IF_ERROR(ValidateOverlap(c));
+    p->overlap = c;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("latency model '", kind, "': not fittable"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
                                    const std::vector<LatencySample>& samples,
                                    const FitOptions& options) {
   SPECPLAN_RETURN_IF_ERROR(ValidateSamples(samples));
   if (samples.size() < 3) {
     return absl::InvalidArgumentError(
-        absl::StrCat("samples: need >= 3 measurements to fit and hold out, got ", samples.size()));
+        absl::StrCat("samples: need >= 3 measurements to fit and cross-validate, got ",
+                     samples.size()));
   }
-  if (!(options.heldout_fraction > 0 && options.heldout_fraction < 1)) {
+  if (!(options.heldout_fraction >= 0 && options.heldout_fraction < 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("heldout_fraction = ", options.heldout_fraction, ": must be in (0, 1)"));
+        absl::StrCat("heldout_fraction = ", options.heldout_fraction, ": must be in [0, 1)"));
   }
   Profile p;
   p.gpu = gpu.name;
@@ -111,31 +195,100 @@ absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
 
   std::vector<LatencySample> fit, held;
   SplitHoldout(samples, options.heldout_fraction, options.seed, &fit, &held);
+  if (fit.size() < 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("heldout_fraction = ", options.heldout_fraction, ": leaves ", fit.size(),
+                     " of ", samples.size(), " samples to fit; need >= 3"));
+  }
   RooflineLatency roofline(model, gpu);
-  SPECPLAN_ASSIGN_OR_RETURN(LinearCoefficients lin, FitLinear(roofline, fit));
-  SPECPLAN_ASSIGN_OR_RETURN(PerTermCoefficients pt, FitPerTerm(roofline, fit));
-  p.linear = lin;
-  p.per_term = pt;
-  // The table needs the full grid, so it is built from all samples; its held-out score is then
-  // an in-sample figure, and it is only chosen as default when the fitted models are worse.
-  if (auto table = BuildTable(samples); table.ok()) p.table = *table;
-
   for (const LatencySample& x : held) p.samples.push_back({x, true});
   for (const LatencySample& x : fit) p.samples.push_back({x, false});
+
+  const int folds = fit.size() <= kMaxLeaveOneOut ? static_cast<int>(fit.size()) : 10;
+  p.cv_method = folds == static_cast<int>(fit.size()) ? "leave-one-out"
+                                                      : absl::StrCat(folds, "-fold");
+  // The roofline has nothing to fit: its cross-validated score is its plain score.
+  p.cv["roofline"] = Evaluate(roofline, fit);
   double best = std::numeric_limits<double>::infinity();
-  for (const char* kind : {"roofline", "linear", "per_term"}) {
-    SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<LatencyModel> m, MakeLatencyModel(p, kind));
-    p.heldout[kind] = Evaluate(*m, held);
-    if (std::string(kind) != "roofline" && p.heldout[kind].mape < best) {
-      best = p.heldout[kind].mape;
+  for (const std::string kind : {"linear", "per_term", "overlap"}) {
+    if (absl::Status st = FitKind(kind, roofline, fit, &p); !st.ok()) {
+      p.notes.push_back(absl::StrCat(kind, ": dropped: ", st.message()));
+      continue;
+    }
+    LatencyFitter fitter = [&](const std::vector<LatencySample>& part)
+        -> absl::StatusOr<std::unique_ptr<LatencyModel>> {
+      Profile q;
+      q.model_spec = model;
+      q.gpu_spec = gpu;
+      SPECPLAN_RETURN_IF_ERROR(FitKind(kind, roofline, part, &q));
+      return MakeLatencyModel(q, kind);
+    };
+    absl::StatusOr<FitStats> cv = CrossValidate(fitter, fit, folds, options.seed);
+    if (!cv.ok()) {
+      p.notes.push_back(absl::StrCat(kind, ": not cross-validated (", p.cv_method,
+                                     "), so not a default candidate: ", cv.status().message()));
+      continue;
+    }
+    p.cv[kind] = *cv;
+    if (cv->mape < best) {
+      best = cv->mape;
       p.default_model = kind;
     }
   }
-  if (p.table) {
-    SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<LatencyModel> m, MakeLatencyModel(p, "table"));
-    p.heldout["table"] = Evaluate(*m, held);
+  if (!std::isfinite(best)) {
+    p.notes.push_back("no calibrated model survived: the default is the bare roofline");
+  }
+  // The table needs the full grid, so it is built from all samples; its held-out score is then
+  // an in-sample figure, it is not cross-validated and never the default.
+  if (auto table = BuildTable(samples); table.ok()) {
+    p.table = *table;
+  } else {
+    p.notes.push_back(absl::StrCat("table: skipped: ", table.status().message()));
+  }
+  if (!held.empty()) {
+    for (const char* kind : kModelKinds) {
+      auto m = MakeLatencyModel(p, kind);
+      if (m.ok()) p.heldout[kind] = Evaluate(**m, held);
+    }
+  }
+  // What is returned must load: a last check with the loader itself.
+  if (auto back = ProfileFromJson(ProfileToJson(p)); !back.ok()) {
+    return absl::InternalError(
+        absl::StrCat("fit produced a profile the loader rejects: ", back.status().message()));
   }
   return p;
+}
+
+std::string DescribeFit(const Profile& p) {
+  int64_t held = 0;
+  for (const ProfileSample& x : p.samples) held += x.heldout ? 1 : 0;
+  std::string out = absl::StrFormat("samples  %d fitted, %d held out\n",
+                                    static_cast<int64_t>(p.samples.size()) - held, held);
+  if (!p.provenance.empty()) absl::StrAppendFormat(&out, "source   %s\n", p.provenance);
+  absl::StrAppendFormat(&out, "default  %s (lowest %s MAPE)\n", p.default_model,
+                        p.cv_method.empty() ? "cross-validated" : p.cv_method);
+  for (const char* kind : kModelKinds) {
+    auto cv = p.cv.find(kind);
+    auto ho = p.heldout.find(kind);
+    if (cv == p.cv.end() && ho == p.heldout.end()) continue;
+    std::string line = absl::StrFormat("  %-9s", kind);
+    if (cv != p.cv.end()) {
+      absl::StrAppendFormat(&line, "  cv MAPE %6.2f%%  RMSE %.4f ms  max %.4f ms",
+                            100 * cv->second.mape, cv->second.rmse_s * 1e3,
+                            cv->second.max_abs_s * 1e3);
+    } else {
+      absl::StrAppend(&line, "  cv --- (not cross-validated)                     ");
+    }
+    if (ho != p.heldout.end()) {
+      absl::StrAppendFormat(&line, "  held-out MAPE %6.2f%%  RMSE %.4f ms (n=%d)%s",
+                            100 * ho->second.mape, ho->second.rmse_s * 1e3, ho->second.n,
+                            std::string(kind) == "table" ? " in-sample: the table holds every cell"
+                                                         : "");
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  for (const std::string& note : p.notes) absl::StrAppend(&out, "note     ", note, "\n");
+  return out;
 }
 
 nlohmann::json ProfileToJson(const Profile& p) {
@@ -160,6 +313,15 @@ nlohmann::json ProfileToJson(const Profile& p) {
                           {"weights", p.per_term->weights},
                           {"kv_attention", p.per_term->kv_attention}};
   }
+  if (p.overlap) {
+    models["overlap"] = {{"gemm", p.overlap->gemm},
+                         {"attention", p.overlap->attention},
+                         {"weights", p.overlap->weights},
+                         {"kv_attention", p.overlap->kv_attention},
+                         {"p", p.overlap->p},
+                         {"overhead_s", p.overlap->overhead_s},
+                         {"tile", p.overlap->tile}};
+  }
   if (p.table) {
     models["table"] = {
         {"s", p.table->s_grid}, {"c", p.table->c_grid}, {"seconds", p.table->seconds}};
@@ -168,6 +330,12 @@ nlohmann::json ProfileToJson(const Profile& p) {
   nlohmann::json held = nlohmann::json::object();
   for (const auto& [kind, stats] : p.heldout) held[kind] = StatsToJson(stats);
   j["heldout"] = held;
+  nlohmann::json cv = nlohmann::json::object();
+  for (const auto& [kind, stats] : p.cv) cv[kind] = StatsToJson(stats);
+  j["cv"] = cv;
+  j["cv_method"] = p.cv_method;
+  j["provenance"] = p.provenance;
+  j["notes"] = p.notes;
   nlohmann::json samples = nlohmann::json::array();
   for (const ProfileSample& x : p.samples) {
     samples.push_back({{"s", x.sample.s},
@@ -227,9 +395,10 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   SPECPLAN_ASSIGN_OR_RETURN(const nlohmann::json* models, json_util::Get(j, "models"));
   if (!models->is_object()) return absl::InvalidArgumentError("models: expected an object");
   for (auto it = models->begin(); it != models->end(); ++it) {
-    if (it.key() != "linear" && it.key() != "per_term" && it.key() != "table") {
+    if (it.key() != "linear" && it.key() != "per_term" && it.key() != "overlap" &&
+        it.key() != "table") {
       return absl::InvalidArgumentError(absl::StrCat(
-          "models.", it.key(), ": unknown model kind (known: linear, per_term, table)"));
+          "models.", it.key(), ": unknown model kind (known: linear, per_term, overlap, table)"));
     }
   }
   if (models->contains("linear")) {
@@ -237,9 +406,7 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
     LinearCoefficients c;
     SPECPLAN_ASSIGN_OR_RETURN(c.a, GetNumber(m, "a", "models.linear"));
     SPECPLAN_ASSIGN_OR_RETURN(c.b_s, GetNumber(m, "b_s", "models.linear"));
-    if (c.a <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("models.linear.a = ", c.a, ": must be > 0"));
-    }
+    SPECPLAN_RETURN_IF_ERROR(ValidateLinear(c));
     p.linear = c;
   }
   if (models->contains("per_term")) {
@@ -250,11 +417,22 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
     SPECPLAN_ASSIGN_OR_RETURN(c.compute_overhead_s, NonNegative(m, "compute_overhead_s", pre));
     SPECPLAN_ASSIGN_OR_RETURN(c.weights, NonNegative(m, "weights", pre));
     SPECPLAN_ASSIGN_OR_RETURN(c.kv_attention, NonNegative(m, "kv_attention", pre));
-    if (c.compute == 0 && c.weights == 0 && c.kv_attention == 0) {
-      return absl::InvalidArgumentError(
-          "models.per_term: all multipliers are 0 (the model would predict no cost)");
-    }
+    SPECPLAN_RETURN_IF_ERROR(ValidatePerTerm(c));
     p.per_term = c;
+  }
+  if (models->contains("overlap")) {
+    const nlohmann::json& m = (*models)["overlap"];
+    const std::string pre = "models.overlap";
+    OverlapCoefficients c;
+    SPECPLAN_ASSIGN_OR_RETURN(c.gemm, NonNegative(m, "gemm", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.attention, NonNegative(m, "attention", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.weights, NonNegative(m, "weights", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.kv_attention, NonNegative(m, "kv_attention", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.p, GetNumber(m, "p", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.overhead_s, NonNegative(m, "overhead_s", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.tile, GetInt(m, "tile", pre));
+    SPECPLAN_RETURN_IF_ERROR(ValidateOverlap(c));
+    p.overlap = c;
   }
   if (models->contains("table")) {
     const nlohmann::json& m = (*models)["table"];
@@ -289,10 +467,12 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   SPECPLAN_ASSIGN_OR_RETURN(p.default_model, GetString(j, "default_model"));
   if (!OneOf(p.default_model, std::begin(kModelKinds), std::end(kModelKinds))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "default_model = '", p.default_model, "': expected roofline, linear, per_term or table"));
+        "default_model = '", p.default_model,
+        "': expected roofline, linear, per_term, overlap or table"));
   }
   if ((p.default_model == "linear" && !p.linear) ||
-      (p.default_model == "per_term" && !p.per_term) || (p.default_model == "table" && !p.table)) {
+      (p.default_model == "per_term" && !p.per_term) ||
+      (p.default_model == "overlap" && !p.overlap) || (p.default_model == "table" && !p.table)) {
     return absl::InvalidArgumentError(absl::StrCat("default_model = '", p.default_model,
                                                    "': models.", p.default_model, " is missing"));
   }
@@ -301,6 +481,32 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   for (auto it = held->begin(); it != held->end(); ++it) {
     SPECPLAN_ASSIGN_OR_RETURN(p.heldout[it.key()],
                               StatsFromJson(it.value(), absl::StrCat("heldout.", it.key())));
+  }
+  // Optional keys (absent from profiles written before they existed).
+  if (j.contains("cv")) {
+    const nlohmann::json& cv = j["cv"];
+    if (!cv.is_object()) return absl::InvalidArgumentError("cv: expected an object");
+    for (auto it = cv.begin(); it != cv.end(); ++it) {
+      SPECPLAN_ASSIGN_OR_RETURN(p.cv[it.key()],
+                                StatsFromJson(it.value(), absl::StrCat("cv.", it.key())));
+    }
+  }
+  if (j.contains("cv_method")) {
+    SPECPLAN_ASSIGN_OR_RETURN(p.cv_method, GetString(j, "cv_method"));
+  }
+  if (j.contains("provenance")) {
+    SPECPLAN_ASSIGN_OR_RETURN(p.provenance, GetString(j, "provenance"));
+  }
+  if (j.contains("notes")) {
+    const nlohmann::json& notes = j["notes"];
+    if (!notes.is_array()) return absl::InvalidArgumentError("notes: expected an array");
+    for (size_t i = 0; i < notes.size(); ++i) {
+      if (!notes[i].is_string()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("notes[", i, "] = ", notes[i].dump(), ": expected a string"));
+      }
+      p.notes.push_back(notes[i].get<std::string>());
+    }
   }
   SPECPLAN_ASSIGN_OR_RETURN(const nlohmann::json* samples, json_util::Get(j, "samples"));
   if (!samples->is_array()) return absl::InvalidArgumentError("samples: expected an array");
@@ -344,12 +550,16 @@ absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& p,
   if (kind == "per_term" && p.per_term) {
     return std::make_unique<PerTermLatency>(roofline, *p.per_term);
   }
+  if (kind == "overlap" && p.overlap) {
+    return std::make_unique<OverlapLatency>(roofline, *p.overlap);
+  }
   if (kind == "table" && p.table) return std::make_unique<TableLatency>(roofline, *p.table);
   if (OneOf(kind, std::begin(kModelKinds), std::end(kModelKinds))) {
     return absl::NotFoundError(absl::StrCat("latency model '", kind, "': not in this profile"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "latency model '", kind, "': unknown kind (known: roofline, linear, per_term, table)"));
+      "latency model '", kind,
+      "': unknown kind (known: roofline, linear, per_term, overlap, table)"));
 }
 
 std::string DefaultCalibDir() {
@@ -371,8 +581,16 @@ std::string BundledProfilePath(const std::string& calib_dir, const std::string& 
 absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& model,
                                                          const std::string& gpu,
                                                          const std::string& profile_path,
-                                                         DType dtype) {
+                                                         DType dtype, const std::string& kind) {
   ResolvedLatencyModel out;
+  auto make = [&kind](const Profile& p) -> absl::StatusOr<std::unique_ptr<LatencyModel>> {
+    auto m = MakeLatencyModel(p, kind);
+    if (!m.ok() && !kind.empty()) {
+      return absl::Status(m.status().code(),
+                          absl::StrCat("--latency-model ", kind, ": ", m.status().message()));
+    }
+    return m;
+  };
   if (!profile_path.empty()) {
     SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(profile_path));
     // The profile's own names always match (e.g. calibrate's runtime models such as "tiny",
@@ -392,10 +610,11 @@ absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& mode
                                                        " is for gpu '", p.gpu_spec.name, "'"));
       }
     }
-    SPECPLAN_ASSIGN_OR_RETURN(out.model, MakeLatencyModel(p));
+    SPECPLAN_ASSIGN_OR_RETURN(out.model, make(p));
     out.model_spec = p.model_spec;
     out.gpu_spec = p.gpu_spec;
     out.profile_path = profile_path;
+    out.provenance = p.provenance;
     return out;
   }
   SPECPLAN_ASSIGN_OR_RETURN(out.model_spec, ResolveModel(model));
@@ -406,9 +625,16 @@ absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& mode
   std::error_code ec;
   if (fs::is_regular_file(bundled, ec)) {
     SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(bundled));
-    SPECPLAN_ASSIGN_OR_RETURN(out.model, MakeLatencyModel(p));
+    SPECPLAN_ASSIGN_OR_RETURN(out.model, make(p));
     out.profile_path = bundled;
+    out.provenance = p.provenance;
     return out;
+  }
+  if (!kind.empty() && kind != "roofline") {
+    return absl::NotFoundError(absl::StrCat("--latency-model ", kind, ": no profile for ",
+                                            out.gpu_spec.name, " x ", out.model_spec.name, " (",
+                                            DTypeName(dtype), ") at ", bundled,
+                                            "; only 'roofline' is available (or pass --profile)"));
   }
   out.model = std::make_unique<RooflineLatency>(out.model_spec, out.gpu_spec);
   return out;

@@ -8,13 +8,21 @@
 //   "device_name": str, "timer": "cupti" | "cuda_events" | "host_clock" | "external",
 //   "software": {str: str},                       // driver, CUDA, LibTorch versions (free-form)
 //   "created_utc": str,
-//   "default_model": "roofline" | "linear" | "per_term" | "table",
+//   "default_model": "roofline" | "linear" | "per_term" | "overlap" | "table",
 //   "models": {"linear": {"a", "b_s"},            // each optional
 //              "per_term": {"compute", "compute_overhead_s", "weights", "kv_attention"},
+//              "overlap": {"gemm", "attention", "weights", "kv_attention", "p", "overhead_s",
+//                          "tile": int},
 //              "table": {"s": [int], "c": [int], "seconds": [[float] per c]}},
 //   "heldout": {"<kind>": {"n", "rmse_s", "mape", "max_abs_s"}},   // scores on held-out samples
+//                                                                   // ({} when none were held out)
+//   "cv": {"<kind>": {"n", "rmse_s", "mape", "max_abs_s"}},        // optional: cross-validated
+//   "cv_method": str,                             // optional: "leave-one-out" or "<k>-fold"
+//   "provenance": str,                            // optional: where the samples come from
+//   "notes": [str],                               // optional: models the fit dropped or skipped
 //   "samples": [{"s", "c", "seconds", "heldout": bool}]
 // }
+// Files written before "overlap", "cv", "cv_method", "provenance" and "notes" existed still load.
 #ifndef SPECPLAN_COSTMODEL_PROFILE_H_
 #define SPECPLAN_COSTMODEL_PROFILE_H_
 
@@ -55,20 +63,45 @@ struct Profile {
   std::string default_model = "roofline";
   std::optional<LinearCoefficients> linear;
   std::optional<PerTermCoefficients> per_term;
+  std::optional<OverlapCoefficients> overlap;
   std::optional<LatencyTable> table;
-  std::map<std::string, FitStats> heldout;
+  std::map<std::string, FitStats> heldout;  // scores on the held-out samples (empty: none held out)
+  std::map<std::string, FitStats> cv;       // cross-validated scores over the fitted samples
+  std::string cv_method;                    // "leave-one-out", "10-fold"; "" when not run
+  // Where the samples come from, e.g. "derived from public measurements: microsoft/vidur@7d47513
+  // ..."; "" = not recorded (a profile calibrate measured on this machine's device).
+  std::string provenance;
+  std::vector<std::string> notes;  // what the fit dropped or skipped, and why
   std::vector<ProfileSample> samples;
 };
 
-// Fits every calibrated model on the fit split, scores all (roofline included) on the held-out
-// split and picks default_model = the lowest held-out MAPE. Needs >= 3 valid samples.
+// Checks fitted coefficients as the loader does; errors name the field and value
+// ("models.linear.a = 0: must be > 0").
+absl::Status ValidateLinear(const LinearCoefficients& c);
+absl::Status ValidatePerTerm(const PerTermCoefficients& c);
+absl::Status ValidateOverlap(const OverlapCoefficients& c);
+
+// Holds out a random `heldout_fraction` of the samples (0 = none), fits every calibrated model
+// (linear, per_term, overlap) on the rest, cross-validates each fitting procedure on the rest
+// (leave-one-out up to kMaxLeaveOneOut samples, else 10-fold), scores every model on the held-out
+// samples, and picks default_model = the calibrated model with the lowest cross-validated MAPE.
+// A model whose fit fails or whose coefficients the loader would reject is dropped with a note
+// in Profile::notes, as is a model whose cross-validation fails (it cannot be the default); the
+// table is built from all samples when they form a full (s, c) grid, else skipped with a note. If
+// no calibrated model survives, the default is the roofline. The returned profile always passes
+// ProfileFromJson(ProfileToJson(profile)). Needs >= 3 valid samples, and >= 3 left to fit.
+inline constexpr size_t kMaxLeaveOneOut = 60;
 struct FitOptions {
-  double heldout_fraction = 0.25;
-  uint64_t seed = 1;
+  double heldout_fraction = 0;  // in [0, 1)
+  uint64_t seed = 1;            // held-out split and k-fold shuffle
 };
 absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
                                    const std::vector<LatencySample>& samples,
                                    const FitOptions& options = {});
+
+// What a fit produced, for people: the default model, each model's cross-validated and held-out
+// MAPE and RMSE, the fitted samples, and the notes. Lines end in '\n'.
+std::string DescribeFit(const Profile& profile);
 
 nlohmann::json ProfileToJson(const Profile& profile);
 // Validates everything; errors name the field path and value (e.g. "models.linear.a = nan").
@@ -82,7 +115,7 @@ absl::Status SaveProfile(const Profile& profile, const std::string& path,
                          WriteFault fault = WriteFault::kNone);
 
 // The latency model a profile describes. kind "" = profile.default_model; also "roofline",
-// "linear", "per_term", "table". NOT_FOUND if the profile lacks that model.
+// "linear", "per_term", "overlap", "table". NOT_FOUND if the profile lacks that model.
 absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& profile,
                                                                const std::string& kind = "");
 
@@ -98,13 +131,17 @@ struct ResolvedLatencyModel {
   ModelSpec model_spec;
   GpuSpec gpu_spec;
   std::string profile_path;  // empty when no profile was used (bare roofline)
+  std::string provenance;    // the profile's provenance ("" when none recorded or no profile)
 };
 // With profile_path set, loads it (and checks it matches model/gpu when those are given).
 // Otherwise uses the bundled profile for (gpu, model, dtype) when one exists, else the bare roofline.
+// `kind` picks a model of the profile other than its default (MakeLatencyModel's kinds; errors
+// name --latency-model); without a profile only "" and "roofline" resolve.
 absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& model,
                                                          const std::string& gpu,
                                                          const std::string& profile_path,
-                                                         DType dtype = DType::kBFloat16);
+                                                         DType dtype = DType::kBFloat16,
+                                                         const std::string& kind = "");
 // Convenience for callers that only need the model.
 absl::StatusOr<std::unique_ptr<LatencyModel>> LoadLatencyModel(const std::string& model,
                                                                const std::string& gpu,

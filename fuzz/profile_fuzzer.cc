@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   SPECPLAN_CHECK(again->default_model == profile->default_model);
 
   CheckOk(costmodel::MakeLatencyModel(*profile).status(), "MakeLatencyModel(default_model)");
-  for (const char* kind : {"", "roofline", "linear", "per_term", "table", "bogus"}) {
+  for (const char* kind : {"", "roofline", "linear", "per_term", "overlap", "table", "bogus"}) {
     auto model = costmodel::MakeLatencyModel(*profile, kind);
     if (!model.ok()) continue;
     std::shared_ptr<const costmodel::LatencyModel> shared(std::move(*model));

@@ -58,8 +58,18 @@ int main(int argc, char** argv) {
   app.add_flag("--force", o.force, "Calibrate even if --gpu does not match the device");
   app.add_option("--device", o.device,
                  "cpu | cuda | cuda:N (default: cpu for --gpu cpu, else cuda when available)");
-  app.add_option("--seed", o.seed, "Seed of the random weights, trees and held-out split")
+  app.add_option("--seed", o.seed,
+                 "Seed of the random weights, trees, held-out split and k-fold shuffle")
       ->capture_default_str();
+  app.add_option("--holdout", o.holdout,
+                 "Fraction of the samples held out of the fit and scored (0 = fit on everything; "
+                 "the default model is chosen by cross-validation over the fitted samples either "
+                 "way)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.95));
+  app.add_option("--provenance", o.provenance,
+                 "Where --from-samples data come from, recorded in the profile and shown by "
+                 "specplan profiles (e.g. \"derived from public measurements: SOURCE, COMMIT\")");
   app.add_option("--timer", timer,
                  "auto | cupti | cuda_events | host_clock (auto: cupti, then cuda_events, then "
                  "host_clock on CUDA; host_clock on CPU)")
@@ -94,13 +104,7 @@ int main(int argc, char** argv) {
   std::cout << absl::StrFormat("gpu      %s (device: %s)\nmodel    %s  dtype %s  timer %s\n", p.gpu,
                                p.device_name, p.model, specplan::costmodel::DTypeName(p.dtype),
                                p.timer);
-  std::cout << absl::StrFormat("default  %s\n", p.default_model);
-  for (const auto& [kind, s] : p.heldout) {
-    std::cout << absl::StrFormat(
-        "held-out %-9s MAPE %6.2f%%  RMSE %.4f ms  max %.4f ms  (n=%d)%s\n", kind, 100 * s.mape,
-        s.rmse_s * 1e3, s.max_abs_s * 1e3, s.n,
-        kind == "table" ? "  in-sample: the table holds every cell" : "");
-  }
+  std::cout << specplan::costmodel::DescribeFit(p);
   if (!result->png_path.empty()) {
     std::cout << "plot     " << result->png_path << "\n";
   } else if (!result->plot_note.empty()) {

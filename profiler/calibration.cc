@@ -380,8 +380,13 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
   if (std::filesystem::is_directory(out_path)) {
     return absl::InvalidArgumentError(absl::StrCat("--out ", out_path, ": is a directory"));
   }
+  if (!(o.holdout >= 0 && o.holdout < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--holdout ", o.holdout, ": must be in [0, 1) (0 = fit on everything)"));
+  }
   costmodel::FitOptions fit_options;
   fit_options.seed = o.seed;
+  fit_options.heldout_fraction = o.holdout;
 
   std::vector<LatencySample> samples;
   std::string timer_name = "external";
@@ -477,6 +482,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
   p.timer = timer_name;
   p.device_name = device.name;
   p.software = software;
+  p.provenance = o.provenance;
 
   // Optional CSV of the measured cells (written before the profile; a bad path fails the run).
   if (!o.samples_out.empty() && !result.cells.empty()) {
@@ -485,10 +491,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
   }
   SPECPLAN_RETURN_IF_ERROR(costmodel::SaveProfile(p, out_path));
   result.profile_path = out_path;
-  for (const auto& [kind, stats] : p.heldout) {
-    Say(o, absl::StrFormat("held-out %-8s MAPE %6.2f%%  RMSE %.4f ms  (n=%d)", kind,
-                           100 * stats.mape, stats.rmse_s * 1e3, stats.n));
-  }
+  for (const std::string& note : p.notes) Say(o, absl::StrCat("fit: ", note));
   Say(o, absl::StrCat("wrote ", out_path, " (default model ", p.default_model, ")"));
 
   if (o.plot) {

@@ -1,7 +1,7 @@
 // The calibration run behind `calibrate`: build the target architecture with random weights on the
 // device, time tree-verification passes of random trees of s tokens over c cached tokens on the
 // (s, c) grid (warm-up, repeats, median), fit the cost model (costmodel::FitProfile: linear,
-// per-term and table models, scored on held-out samples), save the profile atomically and render
+// per-term, overlap and table models, the default chosen by cross-validation), save the profile atomically and render
 // a measured-vs-predicted PNG next to it. Or, with from_samples, fit samples measured elsewhere.
 //
 // Nothing is written unless the whole run succeeds: the profile replaces an existing file only
@@ -40,7 +40,9 @@ struct CalibrateOptions {
   std::string samples_out;      // optional CSV of the measured cells with the kernel breakdown
   bool force = false;           // accept a --gpu that does not match the device
   bool plot = true;             // render <out minus .json>.png
-  uint64_t seed = 1;            // random weights, trees and the held-out split
+  uint64_t seed = 1;            // random weights, trees, the held-out split and k-fold shuffle
+  double holdout = 0;           // --holdout: fraction of samples held out of the fit, in [0, 1)
+  std::string provenance;       // --provenance: recorded in the profile ("" = measured here)
   TimerChoice timer = TimerChoice::kAuto;
   std::ostream* progress = nullptr;  // progress lines (stderr in the CLI); nullptr = silent
 };

@@ -90,5 +90,81 @@ TEST(ProfilesCommand, ChecksAProfileFile) {
   EXPECT_THAT(r.output, HasSubstr("version = 7"));
 }
 
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  FILE* f = fopen(path.c_str(), "w");
+  fputs(text.c_str(), f);
+  fclose(f);
+  return path;
+}
+
+TEST(FitCommand, FitsExternalSamplesAndTheProfileServesEveryModel) {
+  // Not a full (s, c) grid: the table is skipped, with a note.
+  const std::string csv = WriteTemp("fit_samples.csv",
+                                    "s,c,latency_ms\n1,0,6.2\n16,0,6.3\n64,0,6.5\n256,0,7.6\n"
+                                    "1024,0,20.2\n1,1023,6.29\n1,4095,6.38\n1,16383,7.1\n");
+  const std::string out = ::testing::TempDir() + "/fit_profile.json";
+  auto r = RunSpecplan("fit --model qwen3-8b --gpu h100 --from-samples " + csv + " --out " + out +
+                       " --provenance 'derived from public measurements: test set, abc123'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("(lowest leave-one-out MAPE)"));
+  EXPECT_THAT(r.output, HasSubstr("  overlap    cv MAPE"));
+  EXPECT_THAT(r.output, HasSubstr("note     table: skipped"));
+
+  auto check = RunSpecplan("profiles --check " + out);
+  ASSERT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_THAT(check.output,
+              HasSubstr("provenance: derived from public measurements: test set, abc123"));
+  EXPECT_THAT(check.output, HasSubstr(" cv MAPE:"));
+
+  for (const char* kind : {"roofline", "linear", "per_term", "overlap"}) {
+    auto e = RunSpecplan(std::string("estimate --model qwen3-8b --gpu h100 --s 8 --c 512 --json ") +
+                         "--profile " + out + " --latency-model " + kind);
+    ASSERT_EQ(e.exit_code, 0) << kind << ": " << e.output;
+    EXPECT_EQ(nlohmann::json::parse(e.output)["latency_model"], kind);
+  }
+  auto table = RunSpecplan("estimate --model qwen3-8b --gpu h100 --s 8 --c 512 --profile " + out +
+                           " --latency-model table");
+  EXPECT_NE(table.exit_code, 0);
+  EXPECT_THAT(table.output,
+              HasSubstr("--latency-model table: latency model 'table': not in this profile"));
+  auto bad = RunSpecplan("fit --model qwen3-8b --gpu h100 --from-samples " + csv + " --out " + out +
+                         " --holdout 0.99");
+  EXPECT_NE(bad.exit_code, 0);
+}
+
+TEST(LatencyModelFlag, PlanAndWhatIfTakeItAndNameItInErrors) {
+  // No profile for qwen3-8b on h100 ships: only the roofline is available.
+  auto est = RunSpecplan("estimate --model qwen3-8b --gpu h100 --s 8 --c 512 --latency-model linear");
+  EXPECT_NE(est.exit_code, 0);
+  EXPECT_THAT(est.output, HasSubstr("--latency-model linear: no profile for h100-sxm x qwen3-8b"));
+  auto plan = RunSpecplan("plan --marginals " + std::string(SPECPLAN_SOURCE_DIR) +
+                          "/examples/marginals.json --model qwen3-8b --gpu h100 --c 0 --budget 8 "
+                          "--latency-model per_term");
+  EXPECT_NE(plan.exit_code, 0);
+  EXPECT_THAT(plan.output, HasSubstr("--latency-model per_term: no profile"));
+  auto ok = RunSpecplan("plan --marginals " + std::string(SPECPLAN_SOURCE_DIR) +
+                        "/examples/marginals.json --model qwen3-8b --gpu h100 --c 0 --budget 8 "
+                        "--latency-model roofline --json");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  auto whatif = RunSpecplan("whatif --model qwen3-8b --gpu h100 --budgets 1,2 --latency-model "
+                            "overlap");
+  EXPECT_NE(whatif.exit_code, 0);
+  EXPECT_THAT(whatif.output, HasSubstr("--latency-model overlap: no profile"));
+}
+
+// calib/a100-80g/llama-3.1-8b-bf16.json ships, derived from public measurements.
+TEST(ShippedProfiles, A100Llama8bIsUsedAndNamesItsSource) {
+  auto e = RunSpecplan("estimate --model llama-3.1-8b --gpu a100 --s 64 --c 1024 --json");
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  const auto j = nlohmann::json::parse(e.output);
+  EXPECT_THAT(j["profile"].get<std::string>(), HasSubstr("calib/a100-80g/llama-3.1-8b-bf16.json"));
+  EXPECT_NE(j["latency_model"], "roofline");
+  auto list = RunSpecplan("profiles");
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_THAT(list.output, HasSubstr("provenance: derived from public measurements: "
+                                     "microsoft/vidur@7d47513363ec447a741ac5e47241580b47724fbf"));
+}
+
 }  // namespace
 }  // namespace specplan

@@ -186,5 +186,102 @@ TEST(Fit, EvaluateComputesRmseAndMape) {
   EXPECT_NEAR(st.max_abs_s, t1, 1e-15);
 }
 
+TEST(Fit, OverlapFeaturesMatchHandComputedValues) {
+  // qwen3-8b (L = 36, h = 4096, h_q = 4096, h_kv = 1024, h_ffn = 12288, V = 151936) on h100-sxm
+  // (989.4 TFLOP/s), s = 3 over c = 5.
+  const ModelSpec m = *LookupModel("qwen3-8b");
+  const GpuSpec g = *LookupGpu("h100");
+  const double L = 36, h = 4096, hq = 4096, hkv = 1024, hf = 12288, V = 151936;
+  const double gemm_per_token = L * (4 * h * hq + 4 * h * hkv + 6 * h * hf) + 2 * h * V;
+  const OverlapFeatures exact = ComputeOverlapFeatures(m, g, 3, 5, 1);
+  EXPECT_NEAR(exact.gemm_s, 3 * gemm_per_token / 989.4e12, 1e-18);
+  EXPECT_NEAR(exact.attention_s, L * 4 * 3 * (5 + 3) * hq / 989.4e12, 1e-20);
+  // A tile of 64 pads the 3 GEMM rows to 64; attention is not padded.
+  const OverlapFeatures tiled = ComputeOverlapFeatures(m, g, 3, 5, 64);
+  EXPECT_NEAR(tiled.gemm_s, 64 * gemm_per_token / 989.4e12, 1e-18);
+  EXPECT_DOUBLE_EQ(tiled.attention_s, exact.attention_s);
+  EXPECT_DOUBLE_EQ(tiled.weights_s, exact.weights_s);
+  EXPECT_EQ(ComputeOverlapFeatures(m, g, 128, 0, 64).gemm_s,
+            ComputeOverlapFeatures(m, g, 128, 0, 1).gemm_s);
+}
+
+TEST(Fit, OverlapPredictIsASmoothMaxPlusOverhead) {
+  OverlapFeatures f;
+  f.gemm_s = 3e-3;
+  f.attention_s = 1e-3;
+  f.weights_s = 2e-3;
+  f.kv_attention_s = 4e-3;
+  OverlapCoefficients c{2, 1, 1.5, 0.5, 2, 1e-4, 1};
+  // compute = 2*3 + 1*1 = 7 ms, memory = 1.5*2 + 0.5*4 = 5 ms; p = 2: sqrt(49 + 25) ms.
+  EXPECT_NEAR(c.Predict(f), 1e-4 + std::sqrt(49.0 + 25.0) * 1e-3, 1e-15);
+  c.p = 1;  // the branches add up
+  EXPECT_NEAR(c.Predict(f), 1e-4 + 12e-3, 1e-15);
+  c.p = 64;  // close to the bare max
+  EXPECT_NEAR(c.Predict(f), 1e-4 + 7e-3, 1e-6);
+}
+
+TEST(Fit, OverlapRecoversKnownCoefficients) {
+  const RooflineLatency r = H100Qwen8b();
+  const OverlapCoefficients truth{1.6, 3.0, 1.3, 0.8, 2.5, 2e-4, 1};
+  const OverlapLatency model(r, truth);
+  const std::vector<LatencySample> samples = Synthetic(model, 0.0, 1);
+  auto fit = FitOverlap(r, samples);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_EQ(fit->tile, 1);
+  EXPECT_NEAR(fit->gemm, truth.gemm, 0.02 * truth.gemm);
+  EXPECT_NEAR(fit->attention, truth.attention, 0.05 * truth.attention);
+  EXPECT_NEAR(fit->weights, truth.weights, 0.02 * truth.weights);
+  EXPECT_NEAR(fit->p, truth.p, 0.1 * truth.p);
+  EXPECT_LT(Evaluate(OverlapLatency(r, *fit), samples).mape, 1e-3);
+}
+
+TEST(Fit, OverlapBeatsPerTermWhereComputeAndMemoryOverlapImperfectly) {
+  const RooflineLatency r = H100Qwen8b();
+  const OverlapLatency truth(r, {1.6, 3.0, 1.3, 0.8, 1.5, 0, 1});
+  const std::vector<LatencySample> samples = Synthetic(truth, 0.01, 3);
+  auto overlap = FitOverlap(r, samples);
+  auto per_term = FitPerTerm(r, samples);
+  ASSERT_TRUE(overlap.ok() && per_term.ok());
+  EXPECT_LT(Evaluate(OverlapLatency(r, *overlap), samples).mape,
+            Evaluate(PerTermLatency(r, *per_term), samples).mape);
+}
+
+// A fitter whose model predicts the mean of its fit set: leave-one-out by hand.
+TEST(Fit, CrossValidateLeaveOneOutMatchesHandComputedErrors) {
+  struct Constant : LatencyModel {
+    double v;
+    explicit Constant(double x) : v(x) {}
+    double VerifySeconds(int64_t, int64_t) const override { return v; }
+    std::string Kind() const override { return "constant"; }
+  };
+  LatencyFitter mean = [](const std::vector<LatencySample>& fit)
+      -> absl::StatusOr<std::unique_ptr<LatencyModel>> {
+    double sum = 0;
+    for (const LatencySample& x : fit) sum += x.seconds;
+    return std::make_unique<Constant>(sum / fit.size());
+  };
+  const std::vector<LatencySample> samples = {{1, 0, 1.0}, {2, 0, 2.0}, {3, 0, 4.0}};
+  auto st = CrossValidate(mean, samples, 3, 7);
+  ASSERT_TRUE(st.ok()) << st.status();
+  // Left out 1: predicts 3 (err 2); left out 2: predicts 2.5 (err 0.5); left out 4: 1.5 (err 2.5).
+  EXPECT_EQ(st->n, 3);
+  EXPECT_NEAR(st->mape, (2.0 / 1 + 0.5 / 2 + 2.5 / 4) / 3, 1e-12);
+  EXPECT_NEAR(st->rmse_s, std::sqrt((4 + 0.25 + 6.25) / 3), 1e-12);
+  EXPECT_NEAR(st->max_abs_s, 2.5, 1e-12);
+  // Leave-one-out does not depend on the seed; k-fold covers every sample once.
+  EXPECT_NEAR(CrossValidate(mean, samples, 3, 99)->mape, st->mape, 1e-15);
+  EXPECT_EQ(CrossValidate(mean, samples, 2, 1)->n, 3);
+  auto bad = CrossValidate(mean, samples, 4, 1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("folds = 4"));
+  LatencyFitter failing = [](const std::vector<LatencySample>&)
+      -> absl::StatusOr<std::unique_ptr<LatencyModel>> {
+    return absl::InvalidArgumentError("no");
+  };
+  auto failed = CrossValidate(failing, samples, 3, 1);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("fold 1 of 3: no"));
+}
+
 }  // namespace
 }  // namespace specplan::costmodel

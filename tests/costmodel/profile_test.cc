@@ -31,7 +31,9 @@ std::vector<LatencySample> GridSamples() {
 }
 
 Profile Fitted() {
-  auto p = FitProfile(*LookupModel("qwen3-4b"), *LookupGpu("a100"), GridSamples());
+  FitOptions options;
+  options.heldout_fraction = 0.25;
+  auto p = FitProfile(*LookupModel("qwen3-4b"), *LookupGpu("a100"), GridSamples(), options);
   EXPECT_TRUE(p.ok()) << p.status();
   p->device_name = "synthetic";
   p->timer = "external";
@@ -50,8 +52,8 @@ fs::path TempDir() {
 
 TEST(Profile, FitScoresEveryModelAndPicksACalibratedDefault) {
   const Profile p = Fitted();
-  ASSERT_TRUE(p.linear && p.per_term && p.table);
-  for (const char* kind : {"roofline", "linear", "per_term", "table"}) {
+  ASSERT_TRUE(p.linear && p.per_term && p.overlap && p.table);
+  for (const char* kind : {"roofline", "linear", "per_term", "overlap", "table"}) {
     ASSERT_TRUE(p.heldout.count(kind)) << kind;
     EXPECT_TRUE(std::isfinite(p.heldout.at(kind).mape)) << kind;
     EXPECT_GT(p.heldout.at(kind).n, 0);
@@ -62,6 +64,93 @@ TEST(Profile, FitScoresEveryModelAndPicksACalibratedDefault) {
   int held = 0;
   for (const auto& s : p.samples) held += s.heldout;
   EXPECT_EQ(held, p.heldout.at("roofline").n);
+  // Cross-validation runs over the fitted samples, leave-one-out at this size; the default is the
+  // calibrated model with the lowest cross-validated MAPE.
+  EXPECT_EQ(p.cv_method, "leave-one-out");
+  double best = 1e9;
+  std::string best_kind;
+  for (const char* kind : {"linear", "per_term", "overlap"}) {
+    ASSERT_TRUE(p.cv.count(kind)) << kind;
+    EXPECT_EQ(p.cv.at(kind).n, static_cast<int64_t>(p.samples.size()) - held) << kind;
+    if (p.cv.at(kind).mape < best) {
+      best = p.cv.at(kind).mape;
+      best_kind = kind;
+    }
+  }
+  EXPECT_EQ(p.default_model, best_kind);
+  EXPECT_FALSE(p.cv.count("table"));  // a table cannot lose a cell and stay a grid
+}
+
+TEST(Profile, HoldoutZeroFitsEverySampleAndStillCrossValidates) {
+  auto p = FitProfile(*LookupModel("qwen3-4b"), *LookupGpu("a100"), GridSamples());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->heldout.empty());
+  for (const ProfileSample& x : p->samples) EXPECT_FALSE(x.heldout);
+  ASSERT_TRUE(p->cv.count(p->default_model)) << p->default_model;
+  EXPECT_EQ(p->cv.at(p->default_model).n, static_cast<int64_t>(GridSamples().size()));
+  FitOptions bad;
+  bad.heldout_fraction = 1;
+  auto refused = FitProfile(*LookupModel("qwen3-4b"), *LookupGpu("a100"), GridSamples(), bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("heldout_fraction = 1"));
+}
+
+// Regression (issue 14): from these 7 points of an A100 x Qwen3-8B set the non-negative linear fit
+// has slope a = 0, and FitProfile wrote a profile the loader then refused
+// ("models.linear.a = 0: must be > 0"). Degenerate fits are now dropped with a note.
+TEST(Profile, DegenerateFitsAreDroppedSoEveryFittedProfileLoads) {
+  const std::vector<LatencySample> samples = {
+      {16, 0, 9.0e-3},  {32, 0, 9.0e-3},  {64, 0, 9.0e-3},   {256, 0, 8.9e-3},
+      {1, 511, 9.0e-3}, {1, 1023, 9.0e-3}, {1, 2047, 9.0e-3}};
+  const RooflineLatency roofline(*LookupModel("qwen3-8b"), *LookupGpu("a100"));
+  auto lin = FitLinear(roofline, samples);
+  ASSERT_TRUE(lin.ok());
+  ASSERT_EQ(lin->a, 0) << "the data no longer reproduces the degenerate slope";
+
+  auto p = FitProfile(*LookupModel("qwen3-8b"), *LookupGpu("a100"), samples);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_FALSE(p->linear.has_value());
+  EXPECT_THAT(p->notes, ::testing::Contains(HasSubstr("linear: dropped: models.linear.a = 0")));
+  EXPECT_NE(p->default_model, "linear");
+  const fs::path dir = TempDir();
+  const std::string path = (dir / "degenerate.json").string();
+  ASSERT_TRUE(SaveProfile(*p, path).ok());
+  auto loaded = LoadProfile(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->notes, p->notes);
+  EXPECT_TRUE(MakeLatencyModel(*loaded).ok());
+  fs::remove_all(dir);
+}
+
+TEST(Profile, ScatteredSamplesSkipTheTableWithANote) {
+  std::vector<LatencySample> samples = GridSamples();
+  samples.erase(samples.begin());  // (s = 1, c = 64) twice: drop both, the grid has a hole
+  samples.erase(samples.begin());
+  auto p = FitProfile(*LookupModel("qwen3-4b"), *LookupGpu("a100"), samples);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_FALSE(p->table.has_value());
+  EXPECT_THAT(p->notes, ::testing::Contains(HasSubstr(
+                            "table: skipped: samples: no measurement at (s = 1, c = 64)")));
+}
+
+TEST(Profile, ProfilesWithoutTheNewKeysStillLoad) {
+  nlohmann::json j = ProfileToJson(Fitted());
+  j["models"].erase("overlap");
+  for (const char* key : {"cv", "cv_method", "provenance", "notes"}) j.erase(key);
+  if (j["default_model"] == "overlap") j["default_model"] = "per_term";
+  auto p = ProfileFromJson(j);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->cv.empty());
+  EXPECT_EQ(p->provenance, "");
+}
+
+TEST(Profile, ProvenanceRoundTrips) {
+  Profile p = Fitted();
+  p.provenance = "derived from public measurements: microsoft/vidur@7d47513";
+  auto back = ProfileFromJson(ProfileToJson(p));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->provenance, p.provenance);
+  EXPECT_THAT(DescribeFit(*back), HasSubstr("source   derived from public measurements"));
 }
 
 TEST(Profile, JsonRoundTripIsLossless) {
@@ -70,7 +159,7 @@ TEST(Profile, JsonRoundTripIsLossless) {
   auto back = ProfileFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(ProfileToJson(*back), j);
-  for (const char* kind : {"roofline", "linear", "per_term", "table"}) {
+  for (const char* kind : {"roofline", "linear", "per_term", "overlap", "table"}) {
     auto a = MakeLatencyModel(p, kind);
     auto b = MakeLatencyModel(*back, kind);
     ASSERT_TRUE(a.ok() && b.ok());
@@ -155,6 +244,25 @@ TEST(Profile, EveryMalformedClassIsRejectedWithTheField) {
        "models.linear is missing"},
       {"heldout negative", [](nlohmann::json& j) { j["heldout"]["linear"]["mape"] = -1; },
        "heldout.linear.mape = -1"},
+      {"cv negative", [](nlohmann::json& j) { j["cv"]["overlap"]["rmse_s"] = -1; },
+       "cv.overlap.rmse_s = -1"},
+      {"overlap p", [](nlohmann::json& j) { j["models"]["overlap"]["p"] = 0.5; },
+       "models.overlap.p = 0.5: must be finite and >= 1"},
+      {"overlap tile", [](nlohmann::json& j) { j["models"]["overlap"]["tile"] = 0; },
+       "models.overlap.tile = 0: must be in [1, 4096]"},
+      {"overlap tile huge",
+       [](nlohmann::json& j) { j["models"]["overlap"]["tile"] = int64_t{1} << 62; },
+       "models.overlap.tile = 4611686018427387904"},
+      {"overlap negative", [](nlohmann::json& j) { j["models"]["overlap"]["gemm"] = -1; },
+       "models.overlap.gemm = -1"},
+      {"overlap all zero",
+       [](nlohmann::json& j) {
+         j["models"]["overlap"]["gemm"] = 0;
+         j["models"]["overlap"]["weights"] = 0;
+       },
+       "models.overlap: gemm and weights are both 0"},
+      {"provenance type", [](nlohmann::json& j) { j["provenance"] = 3; }, "provenance = 3"},
+      {"notes type", [](nlohmann::json& j) { j["notes"] = {1}; }, "notes[0] = 1"},
       {"sample s", [](nlohmann::json& j) { j["samples"][3]["s"] = 0; }, "samples[3].s = 0"},
       {"sample seconds null", [](nlohmann::json& j) { j["samples"][2]["seconds"] = nullptr; },
        "samples[2].seconds"},

@@ -30,7 +30,8 @@ TEST(CalibrateCliTest, CpuTinyRunWritesALoadableProfile) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("calibrate: [6/6]"), std::string::npos) << r.output;  // progress
   EXPECT_NE(r.output.find("profile  " + out), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("held-out linear"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(lowest leave-one-out MAPE)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  linear     cv MAPE"), std::string::npos) << r.output;
   auto p = costmodel::LoadProfile(out);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->timer, "host_clock");

@@ -1,9 +1,10 @@
-#include "profiler/samples_file.h"
+#include "costmodel/samples_file.h"
 
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
@@ -13,21 +14,51 @@
 #include "absl/strings/str_split.h"
 #include "util/file.h"
 
-namespace specplan::profiler {
+namespace specplan::costmodel {
 namespace {
 
-using costmodel::LatencySample;
+// A latency column and the factor that turns its values into seconds.
+struct LatencyColumn {
+  const char* name;
+  double to_seconds;
+};
+constexpr LatencyColumn kLatencyColumns[] = {
+    {"seconds", 1.0}, {"latency_s", 1.0}, {"latency_ms", 1e-3}, {"latency_us", 1e-6}};
+constexpr const char* kLatencyNames = "seconds, latency_s, latency_ms or latency_us";
 
-absl::Status CheckSample(const LatencySample& x, const std::string& where) {
+// Checks s and c, and the latency as given (`value` in the column's own units).
+absl::Status CheckSample(const LatencySample& x, const std::string& where,
+                         const std::string& latency_name, double value) {
   if (x.s < 1)
     return absl::InvalidArgumentError(absl::StrCat(where, "s = ", x.s, ": must be >= 1"));
   if (x.c < 0)
     return absl::InvalidArgumentError(absl::StrCat(where, "c = ", x.c, ": must be >= 0"));
-  if (!(std::isfinite(x.seconds) && x.seconds > 0)) {
+  if (!(std::isfinite(value) && value > 0)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, "seconds = ", x.seconds, ": must be finite and > 0"));
+        absl::StrCat(where, latency_name, " = ", value, ": must be finite and > 0"));
   }
   return absl::OkStatus();
+}
+
+// Finds the one latency column among `present` names; errors when none or several are there.
+template <typename Has>
+absl::StatusOr<LatencyColumn> FindLatencyColumn(const Has& has, const std::string& where,
+                                                const std::string& what) {
+  std::optional<LatencyColumn> found;
+  for (const LatencyColumn& col : kLatencyColumns) {
+    if (!has(col.name)) continue;
+    if (found) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, what, ": both '", found->name, "' and '", col.name,
+                       "' give the latency; keep one"));
+    }
+    found = col;
+  }
+  if (!found) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, what, ": missing a latency column (", kLatencyNames, ")"));
+  }
+  return *found;
 }
 
 // strtod accepts "nan" / "inf": they parse, then fail CheckSample with a clear message.
@@ -45,6 +76,7 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesCsv(const std::string& te
                                                            const std::string& source) {
   std::vector<LatencySample> out;
   std::map<std::string, size_t> col;
+  LatencyColumn latency = kLatencyColumns[0];
   size_t ncols = 0;
   int line_no = 0;
   for (absl::string_view raw : absl::StrSplit(text, '\n')) {
@@ -65,12 +97,17 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesCsv(const std::string& te
         }
         col[name] = i;
       }
-      for (const char* need : {"s", "c", "seconds"}) {
+      for (const char* need : {"s", "c"}) {
         if (col.count(need) == 0) {
           return absl::InvalidArgumentError(absl::StrCat(
               where, "header '", line, "': missing column '", need, "' (need s,c,seconds)"));
         }
       }
+      absl::StatusOr<LatencyColumn> lat = FindLatencyColumn(
+          [&col](const char* name) { return col.count(name) != 0; }, where,
+          absl::StrCat("header '", line, "'"));
+      if (!lat.ok()) return lat.status();
+      latency = *lat;
       ncols = fields.size();
       continue;
     }
@@ -81,19 +118,21 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesCsv(const std::string& te
     LatencySample x;
     const std::string& s = fields[col["s"]];
     const std::string& c = fields[col["c"]];
-    const std::string& sec = fields[col["seconds"]];
+    const std::string& sec = fields[col[latency.name]];
     if (!absl::SimpleAtoi(s, &x.s)) {
       return absl::InvalidArgumentError(absl::StrCat(where, "s = '", s, "': expected an integer"));
     }
     if (!absl::SimpleAtoi(c, &x.c)) {
       return absl::InvalidArgumentError(absl::StrCat(where, "c = '", c, "': expected an integer"));
     }
-    if (!ParseDouble(sec, &x.seconds)) {
+    double value = 0;
+    if (!ParseDouble(sec, &value)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, "seconds = '", sec, "': expected a number"));
+          absl::StrCat(where, latency.name, " = '", sec, "': expected a number"));
     }
-    absl::Status st = CheckSample(x, where);
+    absl::Status st = CheckSample(x, where, latency.name, value);
     if (!st.ok()) return st;
+    x.seconds = value * latency.to_seconds;
     out.push_back(x);
   }
   if (col.empty()) {
@@ -124,11 +163,16 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesJson(const std::string& t
           absl::StrCat(source, ": [", i, "] = ", e.dump(), ": expected an object"));
     }
     LatencySample x;
-    for (const char* key : {"s", "c", "seconds"}) {
+    for (const char* key : {"s", "c"}) {
       if (!e.contains(key)) {
         return absl::InvalidArgumentError(absl::StrCat(where, key, ": missing"));
       }
     }
+    absl::StatusOr<LatencyColumn> lat = FindLatencyColumn(
+        [&e](const char* name) { return e.contains(name); }, absl::StrCat(source, ": "),
+        absl::StrCat("[", i, "]"));
+    if (!lat.ok()) return lat.status();
+    const char* key = lat->name;
     if (!e["s"].is_number_integer()) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, "s = ", e["s"].dump(), ": expected an integer"));
@@ -137,15 +181,16 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesJson(const std::string& t
       return absl::InvalidArgumentError(
           absl::StrCat(where, "c = ", e["c"].dump(), ": expected an integer"));
     }
-    if (!e["seconds"].is_number()) {
+    if (!e[key].is_number()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, "seconds = ", e["seconds"].dump(), ": expected a number"));
+          absl::StrCat(where, key, " = ", e[key].dump(), ": expected a number"));
     }
     x.s = e["s"].get<int64_t>();
     x.c = e["c"].get<int64_t>();
-    x.seconds = e["seconds"].get<double>();
-    absl::Status st = CheckSample(x, where);
+    const double value = e[key].get<double>();
+    absl::Status st = CheckSample(x, where, key, value);
     if (!st.ok()) return st;
+    x.seconds = value * lat->to_seconds;
     out.push_back(x);
   }
   if (out.empty()) return absl::InvalidArgumentError(absl::StrCat(source, ": no samples"));
@@ -162,4 +207,4 @@ absl::StatusOr<std::vector<LatencySample>> ReadSamplesFile(const std::string& pa
   return ParseSamplesCsv(*text, path);
 }
 
-}  // namespace specplan::profiler
+}  // namespace specplan::costmodel
