@@ -75,6 +75,10 @@ int main(int argc, char** argv) {
                  "host_clock on CUDA; host_clock on CPU)")
       ->capture_default_str();
   app.add_flag("--no-plot", no_plot, "Do not render the PNG");
+  bool no_graphs = false;
+  app.add_flag("--no-cuda-graphs", no_graphs,
+               "CUDA: time eager passes instead of replays of each cell's pass captured as a CUDA "
+               "graph (eager timings include the host's ~10 us per op launch cost)");
   CLI11_PARSE(app, argc, argv);
 
   auto fail = [](const absl::Status& st) {
@@ -95,6 +99,7 @@ int main(int argc, char** argv) {
   if (!choice.ok()) return fail(choice.status());
   o.timer = *choice;
   o.plot = !no_plot;
+  o.cuda_graphs = !no_graphs;
   o.progress = &std::cerr;
 
   auto result = specplan::profiler::RunCalibration(o);

@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "costmodel/atomic_file.h"
 #include "plot/chart.h"
+#include "profiler/cuda_graph.h"
 #include "profiler/cuda_info.h"
 #include "profiler/device_check.h"
 #include "profiler/samples_file.h"
@@ -101,7 +102,8 @@ absl::StatusOr<std::vector<MeasuredCell>> MeasureGrid(const runtime::Transformer
                                                       const std::vector<int64_t>& c_grid,
                                                       int repeats, const TimerRequest& request,
                                                       std::unique_ptr<PassTimer>* timer,
-                                                      std::vector<std::string>* notes) {
+                                                      std::vector<std::string>* notes,
+                                                      bool* all_graphs) {
   const torch::Device device = model.options().device;
   runtime::KvCache cache = model.NewCache(c_grid.back() + s_grid.back());
   c10::InferenceMode guard;
@@ -110,27 +112,54 @@ absl::StatusOr<std::vector<MeasuredCell>> MeasureGrid(const runtime::Transformer
   std::vector<MeasuredCell> cells;
   const size_t total = s_grid.size() * c_grid.size();
   bool first_pass = true;
+  // CUDA graphs: each cell's pass is captured once over static input tensors; every repeat copies
+  // a fresh random tree into them and times a replay. Off on the CPU, when not requested, or after
+  // a capture fails (the rest of the grid then runs eager, and the note says why).
+  bool graphs = device.is_cuda() && o.cuda_graphs;
+  if (graphs && !BuiltWithCudaGraphs()) {
+    graphs = false;
+    notes->push_back("cuda graphs: not in this build; timing eager passes");
+    Say(o, notes->back());
+  }
   for (int64_t c : c_grid) {
     for (int64_t s : s_grid) {
       std::vector<PassTiming> runs;
       const int extra_warmup = first_pass ? 3 : 0;  // cuBLAS handles, allocator, thread pools
+      PassInputs in = RandomTreeInputs(s, c, vocab, rng, device);
+      auto pass = [&] { (void)model.Forward(in.tokens, in.positions, c, in.mask, &cache); };
+      std::unique_ptr<CapturedPass> graph;
+      if (graphs) {
+        absl::StatusOr<std::unique_ptr<CapturedPass>> captured = CapturedPass::Capture(pass);
+        if (captured.ok()) {
+          graph = *std::move(captured);
+        } else {
+          graphs = false;
+          notes->push_back(absl::StrCat(std::string(captured.status().message()),
+                                        "; timing eager passes from s = ", s, ", c = ", c));
+          Say(o, notes->back());
+        }
+      }
+      std::function<void()> timed = pass;
+      if (graph != nullptr) timed = [&] { graph->Replay(); };
       for (int r = 0; r < extra_warmup + o.warmup + repeats; ++r) {
-        PassInputs in = RandomTreeInputs(s, c, vocab, rng, device);
-        auto pass = [&] { (void)model.Forward(in.tokens, in.positions, c, in.mask, &cache); };
-        absl::StatusOr<PassTiming> t = (*timer)->Time(pass);
+        PassInputs next = RandomTreeInputs(s, c, vocab, rng, device);
+        in.tokens.copy_(next.tokens);
+        in.positions.copy_(next.positions);
+        in.mask.copy_(next.mask);
+        absl::StatusOr<PassTiming> t = (*timer)->Time(timed);
         if (!t.ok() && first_pass && o.timer == TimerChoice::kAuto && (*timer)->Name() == "cupti") {
           timer->reset();  // release CUPTI before falling back
           auto events = MakeCudaEventTimer(request.device_index);
-          const std::string next = events.ok() ? "cuda_events" : "host_clock";
+          const std::string name = events.ok() ? "cuda_events" : "host_clock";
           notes->push_back(
-              absl::StrCat("cupti: ", std::string(t.status().message()), "; using ", next));
+              absl::StrCat("cupti: ", std::string(t.status().message()), "; using ", name));
           Say(o, notes->back());
           if (events.ok()) {
             *timer = std::move(*events);
           } else {
             *timer = std::make_unique<HostClockTimer>(request.host_sync);
           }
-          t = (*timer)->Time(pass);
+          t = (*timer)->Time(timed);
         }
         if (!t.ok()) {
           return absl::Status(t.status().code(), absl::StrCat("timing s = ", s, ", c = ", c, ": ",
@@ -142,8 +171,9 @@ absl::StatusOr<std::vector<MeasuredCell>> MeasureGrid(const runtime::Transformer
       MeasuredCell cell{s, c, MedianTiming(runs)};
       cells.push_back(cell);
       std::string line =
-          absl::StrFormat("[%d/%d] s=%d c=%d: %.3f ms (median of %d, %s)", cells.size(), total, s,
-                          c, cell.median.seconds * 1e3, repeats, (*timer)->Name());
+          absl::StrFormat("[%d/%d] s=%d c=%d: %.3f ms (median of %d, %s%s)", cells.size(), total,
+                          s, c, cell.median.seconds * 1e3, repeats, (*timer)->Name(),
+                          graph != nullptr ? ", graph replay" : "");
       if (cell.median.kernels > 0 && cell.median.kernel_seconds > 0) {
         const double k = cell.median.kernel_seconds;
         absl::StrAppendFormat(&line, "; %d kernels, gemm %.0f%% attention %.0f%% other %.0f%%",
@@ -154,6 +184,7 @@ absl::StatusOr<std::vector<MeasuredCell>> MeasureGrid(const runtime::Transformer
       Say(o, line);
     }
   }
+  *all_graphs = graphs;
   return cells;
 }
 
@@ -460,8 +491,10 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
     }
     Say(o, absl::StrFormat("timing %d x %d grid, %d warm-up + %d timed passes per cell (%s)",
                            s_grid.size(), c_grid.size(), o.warmup, repeats, timer->Name()));
-    SPECPLAN_ASSIGN_OR_RETURN(result.cells, MeasureGrid(**model, o, s_grid, c_grid, repeats,
-                                                        request, &timer, &result.notes));
+    bool all_graphs = false;
+    SPECPLAN_ASSIGN_OR_RETURN(result.cells,
+                              MeasureGrid(**model, o, s_grid, c_grid, repeats, request, &timer,
+                                          &result.notes, &all_graphs));
     for (const MeasuredCell& cell : result.cells) {
       samples.push_back({cell.s, cell.c, cell.median.seconds});
     }
@@ -470,6 +503,8 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
     if (!cuda) software["torch_threads"] = absl::StrCat(at::get_num_threads());
     software["calibrate"] = absl::StrFormat("repeats=%d warmup=%d seed=%d device=%s", repeats,
                                             o.warmup, o.seed, torch_device.str());
+    // How each pass ran: replays of a CUDA graph per cell, or eager LibTorch ops.
+    if (cuda) software["pass"] = all_graphs ? "cuda_graph_replay" : "eager";
   }
 
   absl::StatusOr<Profile> fitted = costmodel::FitProfile(target.spec, *gpu, samples, fit_options);

@@ -44,6 +44,9 @@ struct CalibrateOptions {
   double holdout = 0;           // --holdout: fraction of samples held out of the fit, in [0, 1)
   std::string provenance;       // --provenance: recorded in the profile ("" = measured here)
   TimerChoice timer = TimerChoice::kAuto;
+  // CUDA: time replays of each cell's pass captured as a CUDA graph (profiler/cuda_graph.h), as
+  // engines run their steps; false, or a build/op that cannot capture, times eager passes.
+  bool cuda_graphs = true;
   std::ostream* progress = nullptr;  // progress lines (stderr in the CLI); nullptr = silent
 };
 

@@ -358,21 +358,24 @@ torch::Tensor Transformer::Attention(const Layer& L, int64_t index, const torch:
   const int64_t T = start_slot + s;
   torch::Tensor keys = kc.narrow(0, 0, T).permute({1, 0, 2});    // [nkv][T][d]
   torch::Tensor values = vc.narrow(0, 0, T).permute({1, 0, 2});  // [nkv][T][d]
-  // Query head j * g + r uses kv head j (HF repeat_kv). Both paths fold the g query heads of a kv
-  // head into its query rows, so K/V are read once per kv head and never copied.
-  torch::Tensor qg = q.view({s, nkv, g, d}).permute({1, 2, 0, 3}).reshape({nkv, g * s, d});
   torch::Tensor out;
   if (UseFusedAttention()) {
-#if TORCH_VERSION_MAJOR >= 2
-    // mask: [1][1][g * s][T] in the model dtype (rows r * s + i = tree row i), or undefined when
-    // every row sees every slot (a single decode token).
-    const torch::Tensor q4 = qg.unsqueeze(0), k4 = keys.unsqueeze(0), v4 = values.unsqueeze(0);
-    out = mask.defined() ? at::scaled_dot_product_attention(q4, k4, v4, mask, 0.0, false)
-                         : at::scaled_dot_product_attention(q4, k4, v4, {}, 0.0, false);
-    out = out.view({nkv, g, s, d}).permute({2, 0, 1, 3}).reshape({s, nq * d});
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+    // SDPA with native GQA (query head h reads kv head h / g, as HF's repeat_kv) over strided
+    // views of the cache: K/V are never copied. mask: [s][T] in the model dtype, or undefined when
+    // every row sees every slot (a single decode token), which lets SDPA pick FlashAttention.
+    const torch::Tensor q4 = q.permute({1, 0, 2}).unsqueeze(0);  // [1][nq][s][d]
+    const torch::Tensor k4 = keys.unsqueeze(0), v4 = values.unsqueeze(0);  // [1][nkv][T][d]
+    out = mask.defined()
+              ? at::scaled_dot_product_attention(q4, k4, v4, mask, 0.0, false, {}, true)
+              : at::scaled_dot_product_attention(q4, k4, v4, {}, 0.0, false, {}, true);
+    out = out.squeeze(0).permute({1, 0, 2}).reshape({s, nq * d});
 #endif
   } else {
+    // Query head j * g + r uses kv head j (HF repeat_kv): fold the g query heads of each kv head
+    // into its rows, so K/V are read once per kv head and never copied.
     // mask: [s][T] additive float32, or undefined when s == 1 (the token sees every slot).
+    torch::Tensor qg = q.view({s, nkv, g, d}).permute({1, 2, 0, 3}).reshape({nkv, g * s, d});
     torch::Tensor scores = torch::bmm(qg, keys.transpose(1, 2)).view({nkv, g, s, T});
     scores = scores.to(torch::kFloat32) * (1.0 / std::sqrt(static_cast<double>(d)));
     if (mask.defined()) scores = scores + mask;
@@ -392,7 +395,7 @@ torch::Tensor Transformer::Mlp(const Layer& L, const torch::Tensor& x) const {
 }
 
 bool Transformer::UseFusedAttention() const {
-#if TORCH_VERSION_MAJOR >= 2
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
   return options_.device.is_cuda();
 #else
   return false;
@@ -415,9 +418,7 @@ torch::Tensor Transformer::LayerMask(const torch::Tensor& mask, int64_t s,
         torch::ones({s, T}, opts.dtype(torch::kBool)).triu_(start_slot + 1),
         -std::numeric_limits<float>::infinity());
   }
-  if (!fused || !base.defined()) return base;
-  const int64_t g = config_.num_heads / config_.num_kv_heads;
-  return (g == 1 ? base : base.repeat({g, 1})).view({1, 1, g * s, T});
+  return base;
 }
 
 torch::Tensor Transformer::Forward(const torch::Tensor& tokens, const torch::Tensor& positions,

@@ -106,11 +106,11 @@ class Transformer {
                           const torch::Tensor& cos, const torch::Tensor& sin, int64_t start_slot,
                           const torch::Tensor& mask, KvCache* cache) const;
   torch::Tensor Mlp(const Layer& layer, const torch::Tensor& x) const;
-  // SDPA (LibTorch >= 2 on CUDA) rather than the explicit bmm/softmax path.
+  // SDPA with native GQA (LibTorch >= 2.5 on CUDA) rather than the explicit bmm/softmax path.
   bool UseFusedAttention() const;
-  // The attention mask every layer uses, built once per forward from Forward's `mask` (undefined =
-  // causal): explicit path [s][T] float32; fused path [1][1][g * s][T] in the model dtype (one row
-  // block per query head of a kv head). Undefined when s == 1 and no mask was given.
+  // The additive attention mask every layer uses, [s][T], built once per forward from Forward's
+  // `mask` (undefined = causal): float32 for the explicit path, the model dtype for SDPA.
+  // Undefined when s == 1 and no mask was given (the token sees every slot).
   torch::Tensor LayerMask(const torch::Tensor& mask, int64_t s, int64_t start_slot) const;
 
   ModelConfig config_;

@@ -31,6 +31,8 @@ gpu="${GPU:-h100-sxm}"
 deadline="${DEADLINE_S:-570}"
 start=$(date +%s)
 mkdir -p "$res"
+# The binaries' RUNPATH covers their direct libraries only; abseil's libraries need each other.
+export LD_LIBRARY_PATH="/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 log() { echo "lease[$(($(date +%s) - start))s]: $*" | tee -a "$res/summary.txt"; }
 save() { [ -n "${OUT:-}" ] && tar -czf "$OUT/results.tgz" -C "$res" . 2>/dev/null; true; }
@@ -69,8 +71,8 @@ stage_build() {
     -DSPECPLAN_WITH_PLOT=OFF -DSPECPLAN_BUILD_BENCHMARKS=OFF \
     -DCMAKE_PREFIX_PATH="$torch_prefix;/tmp/deps/usr" -DCUDAToolkit_ROOT=/usr/local/cuda \
     -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc || { tail -40 "$res/configure.log"; return 1; }
-  run build 420 cmake --build "$build" -j"$(nproc)" -k 0 --target specplan-bench calibrate \
-    runtime_tests profiler_tests || { grep -B2 -A12 "error" "$res/build.log" | head -80; return 1; }
+  run build 420 cmake --build "$build" -j"$(nproc)" --target specplan-bench calibrate \
+    runtime_tests profiler_tests -- -k 0 || { grep -B2 -A12 "error" "$res/build.log" | head -80; return 1; }
 }
 
 stage_gputests() {
@@ -84,7 +86,7 @@ stage_gputests() {
 stage_tests() {
   run tests_runtime 300 "$build/tests/runtime_tests" --gtest_brief=1
   run tests_profiler 200 "$build/tests/profiler_tests" --gtest_brief=1
-  tail -5 "$res/tests_runtime.log" "$res/tests_profiler.log"
+  for f in tests_runtime tests_profiler; do tail -n 8 "$res/$f.log"; done
 }
 
 stage_calib() {
@@ -95,6 +97,31 @@ stage_calib() {
     --c-grid "${C_GRID:-0,512,1024,2048,4096,8192,16384}" --repeats "${REPEATS:-7}" --warmup 1 \
     --out "$res/calib/$gpu/$model-bf16.json" --samples-out "$res/calib/$gpu/$model-bf16.samples.csv"
   tail -8 "$res/calib_$model.log"
+}
+
+stage_debug() {
+  local syms=()
+  for i in 0 8 16 24 32 40 48 56; do syms+=(-ex "info symbol *(void**)(\$sp+$i)"); done
+  run debug_profiler 120 cuda-gdb -batch -ex run -ex bt "${syms[@]}" --args \
+    "$build/tests/profiler_tests" --gtest_filter='CalibrationTest.CudaEndToEndOnTheTinyModel'
+  run debug_runtime 150 cuda-gdb -batch -ex run -ex bt "${syms[@]}" --args \
+    "$build/tests/runtime_tests"
+  for f in debug_profiler debug_runtime; do
+    grep -B3 -A20 "SIGSEGV" "$res/$f.log" | grep -v "^\[New Thread\|^\[Thread" | head -40
+  done
+}
+
+stage_attnbench() {
+  run attnbench 120 python3 scripts/gpu/attention_bench.py
+  cat "$res/attnbench.log"
+}
+
+# PyTorch's C++ headers, to compile-check CUDA LibTorch code on a machine without it.
+stage_headers() {
+  local inc
+  inc="$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')"
+  [ -n "${OUT:-}" ] && tar -C "$inc" -cf - include | xz -T0 -6 >"$OUT/torch_include.tar.xz"
+  ls -la "${OUT:-/tmp}"/torch_include.tar.xz
 }
 
 stage_hfref() {
@@ -134,7 +161,7 @@ for _ in range(8): print('{\"ids\": [' + ', '.join(str(random.randrange(151936))
   run bench_draft_target 240 "$build/runtime/specplan-bench" "${common[@]}" --draft target \
     --strategies "${BENCH_STRATEGIES:-ar,linear,fixed,dynatree,bestfirst,lookup,merged}" \
     --max-prompts 2 --max-new-tokens 32 --json "$res/bench_draft_target.json"
-  tail -12 "$res"/bench_*.log
+  for f in "$res"/bench_*.log; do tail -n 12 "$f"; done
 }
 
 {
@@ -154,6 +181,9 @@ for stage in "$@"; do
     tests) stage_tests ;;
     calib:*) stage_calib "${stage#calib:}" ;;
     hfref) stage_hfref ;;
+    debug) stage_debug ;;
+    attnbench) stage_attnbench ;;
+    headers) stage_headers ;;
     hfbench) stage_hfbench ;;
     bench) stage_bench ;;
     *) log "unknown stage $stage" ;;
