@@ -84,6 +84,7 @@ stage_gputests() {
 }
 
 stage_tests() {
+  readelf -d "$build/tests/runtime_tests" | grep NEEDED | head -8 | tee "$res/needed.txt"
   run tests_runtime 300 "$build/tests/runtime_tests" --gtest_brief=1
   run tests_profiler 200 "$build/tests/profiler_tests" --gtest_brief=1
   for f in tests_runtime tests_profiler; do tail -n 8 "$res/$f.log"; done
