@@ -31,7 +31,11 @@ TEST(CalibrateCliTest, CpuTinyRunWritesALoadableProfile) {
   EXPECT_NE(r.output.find("calibrate: [6/6]"), std::string::npos) << r.output;  // progress
   EXPECT_NE(r.output.find("profile  " + out), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("(lowest leave-one-out MAPE)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("  linear     cv MAPE"), std::string::npos) << r.output;
+  // A degenerate linear fit (a machine whose tiny-model timings do not grow with s) is dropped
+  // with a note rather than written; either way the line names it.
+  EXPECT_TRUE(r.output.find("  linear     cv MAPE") != std::string::npos ||
+              r.output.find("linear: dropped:") != std::string::npos)
+      << r.output;
   auto p = costmodel::LoadProfile(out);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->timer, "host_clock");
@@ -41,7 +45,8 @@ TEST(CalibrateCliTest, CpuTinyRunWritesALoadableProfile) {
 TEST(CalibrateCliTest, RefusesAMismatchedGpuAndBadFlags) {
   testing::TempDir dir;
   const std::string out = dir.File("x.json");
-  auto r = RunCalibrate("--gpu h100 --model tiny --out " + out);
+  // --device cpu: on a CUDA machine the device would default to the GPU.
+  auto r = RunCalibrate("--gpu h100 --model tiny --device cpu --out " + out);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("only valid --gpu is 'cpu'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("--force"), std::string::npos) << r.output;

@@ -162,11 +162,23 @@ TEST(CalibrationTest, CpuEndToEndOnTheTinyModel) {
     heldout += x.heldout ? 1 : 0;
   }
   EXPECT_GE(heldout, 1);
-  ASSERT_TRUE(p->linear.has_value());
-  ASSERT_TRUE(p->per_term.has_value());
   ASSERT_TRUE(p->table.has_value());  // full grid
-  EXPECT_TRUE(std::isfinite(p->linear->a) && std::isfinite(p->linear->b_s));
+  // A fit the loader would reject (e.g. a = 0 for linear on a machine whose tiny-model timings do
+  // not grow with s) is dropped with a note; a fit that is present has held-out statistics.
+  auto dropped = [&](const std::string& kind) {
+    for (const std::string& n : p->notes) {
+      if (n.rfind(kind + ": dropped", 0) == 0) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(p->linear.has_value() || dropped("linear"));
+  EXPECT_TRUE(p->per_term.has_value() || dropped("per_term"));
+  if (p->linear.has_value()) {
+    EXPECT_TRUE(std::isfinite(p->linear->a) && std::isfinite(p->linear->b_s));
+  }
   for (const char* kind : {"roofline", "linear", "per_term"}) {
+    if (std::string(kind) == "linear" && !p->linear.has_value()) continue;
+    if (std::string(kind) == "per_term" && !p->per_term.has_value()) continue;
     ASSERT_EQ(p->heldout.count(kind), 1u) << kind;
     const costmodel::FitStats& s = p->heldout.at(kind);
     EXPECT_EQ(s.n, heldout);
