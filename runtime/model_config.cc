@@ -47,19 +47,20 @@ absl::StatusOr<Activation> ParseActivation(const std::string& s) {
       "hidden_act = \"", s, "\": unsupported (silu, gelu, gelu_new, gelu_pytorch_tanh, relu)"));
 }
 
-absl::StatusOr<RopeScaling> ParseRopeScaling(const nlohmann::json& j) {
+// `field` names the object in errors: "rope_scaling" (transformers < 5) or "rope_parameters".
+absl::StatusOr<RopeScaling> ParseRopeScaling(const nlohmann::json& j, const std::string& field) {
   RopeScaling r;
   if (!j.is_object()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("rope_scaling = ", j.dump(), ": expected an object or null"));
+        absl::StrCat(field, " = ", j.dump(), ": expected an object or null"));
   }
   std::string type;
   if (Has(j, "rope_type")) {
-    SPECPLAN_ASSIGN_OR_RETURN(type, ju::GetString(j, "rope_type", "rope_scaling"));
+    SPECPLAN_ASSIGN_OR_RETURN(type, ju::GetString(j, "rope_type", field));
   } else if (Has(j, "type")) {
-    SPECPLAN_ASSIGN_OR_RETURN(type, ju::GetString(j, "type", "rope_scaling"));
+    SPECPLAN_ASSIGN_OR_RETURN(type, ju::GetString(j, "type", field));
   } else {
-    return absl::InvalidArgumentError("rope_scaling.rope_type: missing");
+    return absl::InvalidArgumentError(absl::StrCat(field, ".rope_type: missing"));
   }
   if (type == "default") return r;
   if (type == "linear") {
@@ -67,29 +68,29 @@ absl::StatusOr<RopeScaling> ParseRopeScaling(const nlohmann::json& j) {
   } else if (type == "llama3") {
     r.type = RopeScalingType::kLlama3;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("rope_scaling.rope_type = \"", type,
+    return absl::InvalidArgumentError(absl::StrCat(field, ".rope_type = \"", type,
                                                    "\": unsupported (default, linear, llama3)"));
   }
-  SPECPLAN_ASSIGN_OR_RETURN(r.factor, ju::GetNumber(j, "factor", "rope_scaling"));
+  SPECPLAN_ASSIGN_OR_RETURN(r.factor, ju::GetNumber(j, "factor", field));
   if (!(r.factor >= 1.0)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("rope_scaling.factor = ", r.factor, ": must be >= 1"));
+        absl::StrCat(field, ".factor = ", r.factor, ": must be >= 1"));
   }
   if (r.type == RopeScalingType::kLlama3) {
     SPECPLAN_ASSIGN_OR_RETURN(r.low_freq_factor,
-                              ju::GetNumber(j, "low_freq_factor", "rope_scaling"));
+                              ju::GetNumber(j, "low_freq_factor", field));
     SPECPLAN_ASSIGN_OR_RETURN(r.high_freq_factor,
-                              ju::GetNumber(j, "high_freq_factor", "rope_scaling"));
+                              ju::GetNumber(j, "high_freq_factor", field));
     SPECPLAN_ASSIGN_OR_RETURN(r.original_max_position_embeddings,
-                              ju::GetInt(j, "original_max_position_embeddings", "rope_scaling"));
+                              ju::GetInt(j, "original_max_position_embeddings", field));
     if (!(r.high_freq_factor > r.low_freq_factor) || !(r.low_freq_factor > 0)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("rope_scaling.high_freq_factor = ", r.high_freq_factor,
+          absl::StrCat(field, ".high_freq_factor = ", r.high_freq_factor,
                        ": must be > low_freq_factor = ", r.low_freq_factor, " > 0"));
     }
     if (r.original_max_position_embeddings <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "rope_scaling.original_max_position_embeddings = ", r.original_max_position_embeddings,
+          field, ".original_max_position_embeddings = ", r.original_max_position_embeddings,
           ": must be > 0"));
     }
   }
@@ -222,8 +223,21 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const nlohmann::json& j, const std::st
     c.attention_out_bias = c.attention_bias;
     c.mlp_bias = true;
   }
-  if (Has(j, "rope_scaling")) {
-    SPECPLAN_ASSIGN_OR_RETURN(c.rope_scaling, ParseRopeScaling(j["rope_scaling"]));
+  if (Has(j, "rope_parameters")) {
+    // transformers >= 5 writes RoPE as one object: rope_theta, rope_type with its scaling fields,
+    // and (gpt_neox) partial_rotary_factor. It replaces the top-level keys.
+    const nlohmann::json& rp = j["rope_parameters"];
+    SPECPLAN_ASSIGN_OR_RETURN(c.rope_scaling, ParseRopeScaling(rp, "rope_parameters"));
+    if (Has(rp, "rope_theta")) {
+      SPECPLAN_ASSIGN_OR_RETURN(c.rope_theta,
+                                ju::GetNumber(rp, "rope_theta", "rope_parameters"));
+    }
+    if (Has(rp, "partial_rotary_factor")) {
+      SPECPLAN_ASSIGN_OR_RETURN(c.rotary_pct,
+                                ju::GetNumber(rp, "partial_rotary_factor", "rope_parameters"));
+    }
+  } else if (Has(j, "rope_scaling")) {
+    SPECPLAN_ASSIGN_OR_RETURN(c.rope_scaling, ParseRopeScaling(j["rope_scaling"], "rope_scaling"));
   }
   SPECPLAN_RETURN_IF_ERROR(ValidateModelConfig(c));
   return c;
