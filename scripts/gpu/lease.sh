@@ -16,6 +16,9 @@
 #   hfbench      copy bandwidth, transformers' generate on a qwen3-8b config (hf_decode_bench.py)
 #   bench        specplan-bench --device cuda: AR decode at c = 1024 and every strategy with a
 #                qwen3-0.6b draft for a qwen3-8b target, then draft = target
+#   benchfp32    every strategy in fp32 on a qwen3-0.6b target with draft = target (exactness)
+#   debug        cuda-gdb backtraces of the test binaries; attnbench  attention variants (Python);
+#   headers      PyTorch's C++ headers to $OUT (compile-check CUDA LibTorch code elsewhere)
 #
 # Packages the machine lacks (abseil, Eigen, nlohmann-json, CLI11, GoogleTest) come as Debian
 # .deb files in .deps/ (fetch them on a Debian machine with scripts/gpu/fetch_deps.sh) and are
@@ -147,12 +150,16 @@ stage_hfbench() {
   tail -20 "$res/hfbench.log"
 }
 
-stage_bench() {
-  # Prompts of 1024 random token ids (valid for qwen3's vocabulary).
+# Prompts of 1024 random token ids (valid for qwen3's vocabulary).
+prompts_1024() {
   python3 -c "
 import random; random.seed(0)
 for _ in range(8): print('{\"ids\": [' + ', '.join(str(random.randrange(151936)) for _ in range(1024)) + ']}')
 " >/tmp/prompts-1024.jsonl
+}
+
+stage_bench() {
+  prompts_1024
   local common=(--target random:qwen3-8b --device cuda --dtype bf16 --prompts /tmp/prompts-1024.jsonl)
   run bench_ar 120 "$build/runtime/specplan-bench" "${common[@]}" --draft random:qwen3-0.6b \
     --strategies ar --max-prompts 4 --max-new-tokens 64 --json "$res/bench_ar.json"
@@ -163,6 +170,17 @@ for _ in range(8): print('{\"ids\": [' + ', '.join(str(random.randrange(151936))
     --strategies "${BENCH_STRATEGIES:-ar,linear,fixed,dynatree,bestfirst,lookup,merged}" \
     --max-prompts 2 --max-new-tokens 32 --json "$res/bench_draft_target.json"
   for f in "$res"/bench_*.log; do tail -n 12 "$f"; done
+}
+
+# Exactness on CUDA in fp32 (bf16 outputs can differ from AR where the verification pass's GEMM
+# shapes round a near-tie the other way): qwen3-0.6b target, draft = target.
+stage_benchfp32() {
+  prompts_1024
+  run bench_fp32 200 "$build/runtime/specplan-bench" --target random:qwen3-0.6b --draft target \
+    --device cuda --dtype fp32 --prompts /tmp/prompts-1024.jsonl --max-prompts 2 \
+    --max-new-tokens 32 --strategies ar,linear,fixed,dynatree,bestfirst,lookup,merged \
+    --json "$res/bench_fp32.json"
+  tr '\r' '\n' <"$res/bench_fp32.log" | grep -v '\[' | tail -n 10
 }
 
 {
@@ -187,6 +205,7 @@ for stage in "$@"; do
     headers) stage_headers ;;
     hfbench) stage_hfbench ;;
     bench) stage_bench ;;
+    benchfp32) stage_benchfp32 ;;
     *) log "unknown stage $stage" ;;
   esac
 done
