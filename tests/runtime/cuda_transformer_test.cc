@@ -14,7 +14,6 @@
 #include <string>
 #include <tuple>
 
-#include "planner/tree_outputs.h"
 #include "runtime/kv_cache.h"
 #include "runtime/transformer.h"
 #include "tests/runtime/test_models.h"
@@ -22,9 +21,12 @@
 namespace specplan::runtime {
 namespace {
 
+using testing::LastLogits;
+using testing::PathTo;
 using testing::RandomTokens;
 using testing::RandomTree;
 using testing::TinyModel;
+using testing::VerifyTree;
 
 double RelativeError(const torch::Tensor& got, const torch::Tensor& ref) {
   torch::Tensor g = got.to(torch::kCPU, torch::kFloat64);
@@ -36,12 +38,6 @@ double Tolerance(torch::ScalarType dtype) {
   if (dtype == torch::kFloat32) return 1e-4;
   if (dtype == torch::kFloat16) return 1e-2;
   return 4e-2;
-}
-
-torch::Tensor LastLogits(const Transformer& model, const std::vector<int64_t>& seq) {
-  KvCache cache = model.NewCache(static_cast<int64_t>(seq.size()));
-  torch::Tensor logits = model.ForwardCausal(seq, 0, &cache);
-  return logits[logits.size(0) - 1];
 }
 
 class CudaTransformerTest
@@ -72,26 +68,16 @@ TEST_P(CudaTransformerTest, TreeVerificationMatchesCpuFp32AlongEveryPath) {
     const int n = 7 + trial * 12;  // 8, 20, 32 tree tokens with the root
     std::vector<int64_t> prefix = RandomTokens(c, V, rng);
     planner::Tree tree = RandomTree(n, V, rng);
-    planner::TreeOutputOptions opt;
-    opt.position_offset = c;
-    opt.dense_mask = true;
-    planner::TreeOutputs out;
-    planner::ComputeTreeOutputs(tree, opt, &out);
     const int s = tree.size();
-
     KvCache cache = gpu_->NewCache(c + s);
     gpu_->ForwardCausal(prefix, 0, &cache);
-    std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
-    torch::Tensor logits = gpu_->Forward(
-        torch::tensor(toks, torch::kInt64), torch::tensor(out.positions, torch::kInt64), c,
-        TreeAttentionMask(out.mask_dense, s, c, gpu_->options().device), &cache);
+    torch::Tensor logits = VerifyTree(*gpu_, tree, c, &cache);
     ASSERT_TRUE(logits.is_cuda());
     ASSERT_EQ(logits.size(0), s);
     ASSERT_FALSE(torch::isnan(logits).any().item<bool>());
     for (int i = 0; i < s; ++i) {
       std::vector<int64_t> seq = prefix;
-      std::vector<int64_t> path;
-      for (int u = i; u >= 0; u = tree.parents[u]) path.insert(path.begin(), tree.tokens[u]);
+      const std::vector<int64_t> path = PathTo(tree, i, c).tokens;
       seq.insert(seq.end(), path.begin(), path.end());
       const double err = RelativeError(logits[i], LastLogits(*cpu_, seq));
       EXPECT_LT(err, Tolerance(dtype_)) << arch_ << " trial " << trial << " node " << i;
@@ -127,22 +113,12 @@ TEST_P(CudaTransformerTest, KvGatherMovesRowsExactlyAndMatchesRecomputation) {
   const int c = 9, n = 15;
   std::vector<int64_t> prefix = RandomTokens(c, V, rng);
   planner::Tree tree = RandomTree(n, V, rng);
-  planner::TreeOutputOptions opt;
-  opt.position_offset = c;
-  opt.dense_mask = true;
-  planner::TreeOutputs out;
-  planner::ComputeTreeOutputs(tree, opt, &out);
   KvCache cache = gpu_->NewCache(64);
   gpu_->ForwardCausal(prefix, 0, &cache);
-  std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
-  gpu_->Forward(torch::tensor(toks, torch::kInt64), torch::tensor(out.positions, torch::kInt64), c,
-                TreeAttentionMask(out.mask_dense, tree.size(), c, gpu_->options().device),
-                &cache);
-  std::vector<int64_t> src, path;
-  for (int u = tree.size() - 1; u >= 0; u = tree.parents[u]) {
-    src.insert(src.begin(), c + u);
-    path.insert(path.begin(), tree.tokens[u]);
-  }
+  VerifyTree(*gpu_, tree, c, &cache);
+  const testing::TreePath accepted = PathTo(tree, tree.size() - 1, c);
+  const std::vector<int64_t>& src = accepted.slots;
+  const std::vector<int64_t>& path = accepted.tokens;
   const int64_t L = static_cast<int64_t>(src.size());
   torch::Tensor idx = torch::tensor(src, torch::kInt64).to(gpu_->options().device);
   std::vector<torch::Tensor> before_k, before_v;

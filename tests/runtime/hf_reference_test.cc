@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "planner/tree.h"
-#include "planner/tree_outputs.h"
 #include "runtime/model_config.h"
 #include "runtime/model_loader.h"
 #include "runtime/safetensors.h"
+#include "tests/runtime/test_models.h"
 
 namespace specplan::runtime {
 namespace {
@@ -71,16 +71,10 @@ TEST_P(HfReferenceTest, ChainVerificationOverTheCacheMatchesTransformers) {
   (*model)->ForwardCausal(std::vector<int64_t>(ref.ids.begin(), ref.ids.begin() + c), 0, &cache);
   planner::Tree tree;
   tree.ResetRoot(static_cast<int32_t>(ref.ids[c]));
-  for (int64_t i = 1; i < s; ++i) tree.AddNode(static_cast<int>(i - 1), static_cast<int32_t>(ref.ids[c + i]), 1.0);
-  planner::TreeOutputOptions opt;
-  opt.position_offset = c;
-  opt.dense_mask = true;
-  planner::TreeOutputs out;
-  planner::ComputeTreeOutputs(tree, opt, &out);
-  std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
-  torch::Tensor got = (*model)->Forward(
-      torch::tensor(toks, torch::kInt64), torch::tensor(out.positions, torch::kInt64), c,
-      TreeAttentionMask(out.mask_dense, s, c, torch::kCPU), &cache);
+  for (int64_t i = 1; i < s; ++i) {
+    tree.AddNode(static_cast<int>(i - 1), static_cast<int32_t>(ref.ids[c + i]), 1.0);
+  }
+  torch::Tensor got = testing::VerifyTree(**model, tree, c, &cache);
   for (int64_t i = 0; i < s; ++i) {
     EXPECT_LT(RelativeError(got[i], ref.logits[c + i]), kTolerance) << GetParam() << " node " << i;
   }

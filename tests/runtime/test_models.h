@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "planner/tree.h"
+#include "planner/tree_outputs.h"
 #include "runtime/model_config.h"
 #include "runtime/transformer.h"
 
@@ -43,6 +44,43 @@ inline std::vector<int64_t> RandomTokens(int n, int vocab, std::mt19937_64& rng)
   std::vector<int64_t> t(n);
   for (auto& x : t) x = static_cast<int64_t>(rng() % vocab);
   return t;
+}
+
+// Logits [V] of the last token of `seq` by a fresh causal pass.
+inline torch::Tensor LastLogits(const Transformer& model, const std::vector<int64_t>& seq) {
+  KvCache cache = model.NewCache(static_cast<int64_t>(seq.size()));
+  torch::Tensor logits = model.ForwardCausal(seq, 0, &cache);
+  return logits[logits.size(0) - 1];
+}
+
+// One-pass verification of `tree` over the c tokens already in `cache` (depth positions offset by
+// c, the tree's ancestor mask): logits [s][V] on the model's device.
+inline torch::Tensor VerifyTree(const Transformer& model, const planner::Tree& tree, int64_t c,
+                                KvCache* cache) {
+  planner::TreeOutputOptions opt;
+  opt.position_offset = c;
+  opt.dense_mask = true;
+  planner::TreeOutputs out;
+  planner::ComputeTreeOutputs(tree, opt, &out);
+  std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
+  return model.Forward(torch::tensor(toks, torch::kInt64),
+                       torch::tensor(out.positions, torch::kInt64), c,
+                       TreeAttentionMask(out.mask_dense, tree.size(), c, model.options().device),
+                       cache);
+}
+
+// The root-to-`node` path of `tree`: its tokens and the cache slots (c + index) verification wrote
+// them to.
+struct TreePath {
+  std::vector<int64_t> tokens, slots;
+};
+inline TreePath PathTo(const planner::Tree& tree, int node, int64_t c) {
+  TreePath p;
+  for (int u = node; u >= 0; u = tree.parents[u]) {
+    p.tokens.insert(p.tokens.begin(), tree.tokens[u]);
+    p.slots.insert(p.slots.begin(), c + u);
+  }
+  return p;
 }
 
 // Greedy continuation by full recomputation (no cache reuse): the simplest reference.

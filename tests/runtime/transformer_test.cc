@@ -14,16 +14,12 @@
 namespace specplan::runtime {
 namespace {
 
+using testing::LastLogits;
+using testing::PathTo;
 using testing::RandomTokens;
 using testing::RandomTree;
 using testing::TinyModel;
-
-// Logits of the last token of `seq` by a fresh causal pass.
-torch::Tensor LastLogits(const Transformer& model, const std::vector<int64_t>& seq) {
-  KvCache cache = model.NewCache(static_cast<int64_t>(seq.size()));
-  torch::Tensor logits = model.ForwardCausal(seq, 0, &cache);
-  return logits[logits.size(0) - 1];
-}
+using testing::VerifyTree;
 
 class TreeVerifyTest : public ::testing::TestWithParam<std::string> {};
 
@@ -36,25 +32,15 @@ TEST_P(TreeVerifyTest, OnePassEqualsSequentialAlongEveryPath) {
     const int n = 6 + trial * 7;
     std::vector<int64_t> prefix = RandomTokens(c, V, rng);
     planner::Tree tree = RandomTree(n, V, rng);
-    planner::TreeOutputOptions opt;
-    opt.position_offset = c;
-    opt.dense_mask = true;
-    planner::TreeOutputs out;
-    planner::ComputeTreeOutputs(tree, opt, &out);
-
     KvCache cache = model->NewCache(c + n + 1);
     model->ForwardCausal(prefix, 0, &cache);
     const int s = tree.size();
-    std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
-    torch::Tensor logits = model->Forward(
-        torch::tensor(toks, torch::kInt64), torch::tensor(out.positions, torch::kInt64), c,
-        TreeAttentionMask(out.mask_dense, s, c, torch::kCPU), &cache);
+    torch::Tensor logits = VerifyTree(*model, tree, c, &cache);
     ASSERT_EQ(logits.size(0), s);
     ASSERT_EQ(logits.size(1), V);
     for (int i = 0; i < s; ++i) {
-      std::vector<int64_t> path;
-      for (int u = i; u >= 0; u = tree.parents[u]) path.insert(path.begin(), tree.tokens[u]);
       std::vector<int64_t> seq = prefix;
+      const std::vector<int64_t> path = PathTo(tree, i, c).tokens;
       seq.insert(seq.end(), path.begin(), path.end());
       torch::Tensor ref = LastLogits(*model, seq);
       EXPECT_TRUE(torch::allclose(logits[i], ref, 1e-4, 1e-4))
@@ -71,24 +57,13 @@ TEST_P(TreeVerifyTest, CompactionEqualsRecomputation) {
   const int c = 6, n = 14;
   std::vector<int64_t> prefix = RandomTokens(c, V, rng);
   planner::Tree tree = RandomTree(n, V, rng);
-  planner::TreeOutputOptions opt;
-  opt.position_offset = c;
-  opt.dense_mask = true;
-  planner::TreeOutputs out;
-  planner::ComputeTreeOutputs(tree, opt, &out);
   KvCache cache = model->NewCache(64);
   model->ForwardCausal(prefix, 0, &cache);
-  std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
-  model->Forward(torch::tensor(toks, torch::kInt64), torch::tensor(out.positions, torch::kInt64), c,
-                 TreeAttentionMask(out.mask_dense, tree.size(), c, torch::kCPU), &cache);
+  VerifyTree(*model, tree, c, &cache);
   // Accept the path to the deepest last node.
-  int leaf = tree.size() - 1;
-  std::vector<int64_t> src;
-  std::vector<int64_t> path;
-  for (int u = leaf; u >= 0; u = tree.parents[u]) {
-    src.insert(src.begin(), c + u);
-    path.insert(path.begin(), tree.tokens[u]);
-  }
+  const testing::TreePath accepted = PathTo(tree, tree.size() - 1, c);
+  const std::vector<int64_t>& src = accepted.slots;
+  const std::vector<int64_t>& path = accepted.tokens;
   cache.GatherSlots(src, c);
   const int64_t len = c + static_cast<int64_t>(path.size());
   cache.set_length(len);
