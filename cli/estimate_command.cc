@@ -161,7 +161,7 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
                   "when present, else the bare roofline)");
   cmd->add_option("--latency-model", args->latency_model,
                   "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
-                  "overlap or table (local only)");
+                  "overlap, kernel_sum or table (local only)");
   cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
       ->capture_default_str();
   cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")

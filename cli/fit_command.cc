@@ -1,9 +1,14 @@
 // specplan fit: fit a latency profile to samples measured elsewhere (an engine's own timings, or
 // public measurements), without LibTorch. The same fit as `calibrate --from-samples`
-// (costmodel::FitProfile); calibrate is the tool that also measures.
+// (costmodel::FitProfile); calibrate is the tool that also measures. `fit --refit PROFILE` refits an
+// existing profile's own samples with this build's forms and keeps what it says about where they
+// were measured (device, timer, software, created_utc, provenance).
+#include <ctime>
 #include <iostream>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "costmodel/model_spec.h"
@@ -18,18 +23,74 @@ struct FitArgs {
   std::string gpu;
   std::string dtype = "bf16";
   std::string samples;
+  std::string refit;
   std::string out;
   std::string provenance;
   double holdout = 0;
   uint64_t seed = 1;
 };
 
+std::string NowUtcForNote() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+int Fail(const absl::Status& st) {
+  std::cerr << "specplan fit: " << st.message() << "\n";
+  return 1;
+}
+
+// Refits a profile's own samples (held-out ones too unless --holdout asks for a new split) on its
+// own model_spec and gpu_spec, and carries its measurement metadata over to the new profile.
+int RunRefit(const FitArgs& a) {
+  using namespace specplan::costmodel;
+  if (!a.samples.empty() || !a.model.empty() || !a.gpu.empty() || !a.provenance.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "--refit: takes the samples, model, GPU and provenance from the profile; drop "
+        "--from-samples, --model, --gpu and --provenance"));
+  }
+  auto old = LoadProfile(a.refit);
+  if (!old.ok()) return Fail(old.status());
+  std::vector<LatencySample> samples;
+  for (const ProfileSample& x : old->samples) samples.push_back(x.sample);
+  FitOptions options;
+  options.heldout_fraction = a.holdout;
+  options.seed = a.seed;
+  auto fitted = FitProfile(old->model_spec, old->gpu_spec, samples, options);
+  if (!fitted.ok()) {
+    return Fail(absl::Status(fitted.status().code(),
+                             absl::StrCat(a.refit, ": refit: ", fitted.status().message())));
+  }
+  Profile& p = *fitted;
+  p.gpu = old->gpu;
+  p.model = old->model;
+  p.device_name = old->device_name;
+  p.timer = old->timer;
+  p.software = old->software;
+  p.created_utc = old->created_utc;
+  p.provenance = old->provenance;
+  p.notes.push_back(absl::StrCat("refit ", NowUtcForNote(),
+                                 " by `specplan fit --refit` from the profile's own samples; "
+                                 "created_utc is when they were measured"));
+  const std::string out = a.out.empty() ? a.refit : a.out;
+  if (absl::Status st = SaveProfile(p, out); !st.ok()) return Fail(st);
+  std::cout << absl::StrFormat("profile  %s (refit of %s)\n", out, a.refit);
+  std::cout << DescribeFit(p);
+  return 0;
+}
+
 int RunFit(const FitArgs& a) {
   using namespace specplan::costmodel;
-  auto fail = [](const absl::Status& st) {
-    std::cerr << "specplan fit: " << st.message() << "\n";
-    return 1;
-  };
+  if (!a.refit.empty()) return RunRefit(a);
+  auto fail = Fail;
+  if (a.model.empty() || a.gpu.empty() || a.samples.empty()) {
+    return fail(absl::InvalidArgumentError(
+        "--model, --gpu and --from-samples are required (or --refit PROFILE)"));
+  }
   auto dtype = ParseDType(a.dtype);
   if (!dtype.ok()) return fail(dtype.status());
   auto model = ResolveModel(a.model);
@@ -67,16 +128,18 @@ void RegisterFitCommand(CLI::App& app, int* exit_code) {
       "fit",
       "Fit a latency profile to samples measured elsewhere (no LibTorch needed; the same fit as "
       "calibrate --from-samples) and write it");
-  cmd->add_option("--model", args->model, "Target model: registry name or HF config.json")
-      ->required();
-  cmd->add_option("--gpu", args->gpu, "GPU: registry name or GPU spec JSON")->required();
+  cmd->add_option("--model", args->model, "Target model: registry name or HF config.json");
+  cmd->add_option("--gpu", args->gpu, "GPU: registry name or GPU spec JSON");
   cmd->add_option("--dtype", args->dtype, "fp32 | bf16 | fp16 | fp8")->capture_default_str();
   cmd->add_option("--from-samples", args->samples,
-                  "CSV (header s,c and one of seconds, latency_s, latency_ms, latency_us) or JSON")
-      ->required();
+                  "CSV (header s,c and one of seconds, latency_s, latency_ms, latency_us) or JSON");
+  cmd->add_option("--refit", args->refit,
+                  "Refit this profile's own samples with this build's latency forms, keeping its "
+                  "device_name, timer, software, created_utc and provenance; writes over it "
+                  "unless --out is given (replaces --model, --gpu and --from-samples)");
   cmd->add_option("--out", args->out,
                   "Profile path (default calib/<gpu>/<model>-<dtype>.json under the bundled "
-                  "profiles directory)");
+                  "profiles directory; with --refit, the refitted profile itself)");
   cmd->add_option("--holdout", args->holdout,
                   "Fraction of the samples held out of the fit and scored (0 = fit on everything; "
                   "the default model is chosen by cross-validation either way)")

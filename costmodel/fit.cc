@@ -326,6 +326,186 @@ absl::StatusOr<OverlapCoefficients> FitOverlap(const RooflineLatency& roofline,
   return best;
 }
 
+namespace {
+
+// Parameters of the kernel_sum fit: u = [log(overhead / y_min), log gemm, log weights, log(p - 1),
+// log decode, log verify, log(verify_overhead / y_min), log attention, log elementwise].
+constexpr int kKernelSumParams = 9;
+using KernelSumParams = Eigen::Matrix<double, kKernelSumParams, 1>;
+
+KernelSumCoefficients KernelSumFromParams(const KernelSumParams& u, double y_scale, int64_t tile,
+                                          int64_t attention_tile) {
+  KernelSumCoefficients c;
+  c.overhead_s = std::exp(u(0)) * y_scale;
+  c.gemm = std::exp(u(1));
+  c.weights = std::exp(u(2));
+  c.p = 1 + std::exp(u(3));
+  c.decode = std::exp(u(4));
+  c.verify = std::exp(u(5));
+  c.verify_overhead_s = std::exp(u(6)) * y_scale;
+  c.attention = std::exp(u(7));
+  c.elementwise = std::exp(u(8));
+  c.tile = tile;
+  c.attention_tile = attention_tile;
+  return c;
+}
+
+void ClampKernelSumParams(KernelSumParams* u) {
+  for (int k = 0; k < kKernelSumParams; ++k) (*u)(k) = std::clamp((*u)(k), -40.0, 10.0);
+  (*u)(3) = std::clamp((*u)(3), -12.0, std::log(63.0));  // 1 < p <= 64
+}
+
+struct KernelSumProblem {
+  double y_scale;
+  int64_t tile;
+  int64_t attention_tile;
+  std::vector<KernelSumFeatures> f;
+  const std::vector<LatencySample>* samples;
+
+  Eigen::VectorXd Residuals(const KernelSumParams& u) const {
+    const KernelSumCoefficients c = KernelSumFromParams(u, y_scale, tile, attention_tile);
+    Eigen::VectorXd r(static_cast<Eigen::Index>(f.size()));
+    for (size_t i = 0; i < f.size(); ++i) r(i) = c.Predict(f[i]) / (*samples)[i].seconds - 1;
+    return r;
+  }
+
+  // d r_i / d u_k, analytically (KernelSumCoefficients::Predict term by term).
+  void Jacobian(const KernelSumParams& u, Eigen::MatrixXd* J) const {
+    const KernelSumCoefficients c = KernelSumFromParams(u, y_scale, tile, attention_tile);
+    for (size_t i = 0; i < f.size(); ++i) {
+      const KernelSumFeatures& x = f[i];
+      const double inv_y = 1 / (*samples)[i].seconds;
+      const double a = c.gemm * x.gemm_s, b = c.weights * x.weights_s;
+      const double hi = std::max(a, b);
+      double da = 0, db = 0, dp = 0;
+      if (hi > 0) {
+        const double xa = a / hi, xb = b / hi;
+        const double pa = std::pow(xa, c.p), pb = std::pow(xb, c.p), sum = pa + pb;
+        const double gemms = hi * std::pow(sum, 1 / c.p);
+        da = a * std::pow(a / gemms, c.p - 1);
+        db = b * std::pow(b / gemms, c.p - 1);
+        const double log_terms = (pa > 0 ? pa * std::log(xa) : 0) + (pb > 0 ? pb * std::log(xb) : 0);
+        dp = gemms * (log_terms / (c.p * sum) - std::log(sum) / (c.p * c.p)) * (c.p - 1);
+      }
+      const bool decode = x.s == 1;
+      const Eigen::Index r = static_cast<Eigen::Index>(i);
+      (*J)(r, 0) = c.overhead_s * inv_y;
+      (*J)(r, 1) = da * inv_y;
+      (*J)(r, 2) = db * inv_y;
+      (*J)(r, 3) = dp * inv_y;
+      (*J)(r, 4) = decode ? c.decode * x.kv_s * inv_y : 0;
+      (*J)(r, 5) = decode ? 0 : c.verify * static_cast<double>(x.waves) * x.kv_s * inv_y;
+      (*J)(r, 6) = decode ? 0 : c.verify_overhead_s * inv_y;
+      (*J)(r, 7) = c.attention * x.attention_s * inv_y;
+      (*J)(r, 8) = c.elementwise * x.elementwise_s * inv_y;
+    }
+  }
+};
+
+// Levenberg-Marquardt from `u`; returns the final cost (sum of squared residuals).
+double FitKernelSumFrom(KernelSumParams* u, const KernelSumProblem& prob) {
+  ClampKernelSumParams(u);
+  Eigen::VectorXd r = prob.Residuals(*u);
+  double cost = r.squaredNorm();
+  double lambda = 1e-3;
+  const Eigen::Index n = r.size();
+  Eigen::MatrixXd J(n, kKernelSumParams);
+  for (int iter = 0; iter < 200 && std::isfinite(cost); ++iter) {
+    prob.Jacobian(*u, &J);
+    const Eigen::MatrixXd jtj = J.transpose() * J;
+    const Eigen::VectorXd g = J.transpose() * r;
+    bool improved = false;
+    for (int tries = 0; tries < 12; ++tries) {
+      Eigen::MatrixXd a = jtj;
+      for (int k = 0; k < kKernelSumParams; ++k) a(k, k) += lambda * (jtj(k, k) + 1e-12);
+      const KernelSumParams step = a.ldlt().solve(-g);
+      if (!step.allFinite()) {
+        lambda *= 10;
+        continue;
+      }
+      KernelSumParams v = *u + step;
+      ClampKernelSumParams(&v);
+      const Eigen::VectorXd rv = prob.Residuals(v);
+      const double cv = rv.squaredNorm();
+      if (std::isfinite(cv) && cv < cost) {
+        const double gain = cost - cv;
+        *u = v;
+        r = rv;
+        cost = cv;
+        lambda = std::max(lambda / 3, 1e-12);
+        improved = gain > 1e-10 * std::max(cost, 1e-30);
+        break;
+      }
+      lambda *= 4;
+    }
+    if (!improved) break;
+  }
+  return cost;
+}
+
+}  // namespace
+
+absl::StatusOr<KernelSumCoefficients> FitKernelSum(const RooflineLatency& roofline,
+                                                   const std::vector<LatencySample>& samples) {
+  if (auto st = ValidateSamples(samples); !st.ok()) return st;
+  if (samples.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "samples: kernel_sum calibration needs >= 2 samples, got ", samples.size()));
+  }
+  double y_scale = std::numeric_limits<double>::infinity();
+  for (const LatencySample& x : samples) y_scale = std::min(y_scale, x.seconds);
+  KernelSumCoefficients best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (int64_t tile : {1, 16, 32, 64, 128}) {
+    KernelSumParams warm;
+    bool have_warm = false;
+    std::vector<int64_t> last_waves;
+    for (int64_t attention_tile : {2048, 1024, 512, 256, 128, 64}) {
+      KernelSumProblem prob{y_scale, tile, attention_tile, {}, &samples};
+      prob.f.resize(samples.size());
+      std::vector<int64_t> waves(samples.size());
+      for (size_t i = 0; i < samples.size(); ++i) {
+        prob.f[i] = ComputeKernelSumFeatures(roofline.model(), roofline.gpu(), samples[i].s,
+                                             samples[i].c, tile, attention_tile);
+        waves[i] = prob.f[i].waves;
+      }
+      // A tile that splits no sampled s differently from the larger one fits the same.
+      if (waves == last_waves) continue;
+      last_waves = waves;
+      // Starts: the next larger attention tile's optimum and one cold start, or two cold starts
+      // for the largest tile (overhead 30 % or 5 % of the fastest pass; efficiencies 1 or 2;
+      // p = 8 or 2; score FLOPs 0.1 or 1).
+      std::vector<KernelSumParams> starts;
+      if (have_warm) starts.push_back(warm);
+      for (int k = have_warm ? 1 : 0; k < 2; ++k) {
+        const double b0 = k == 0 ? 0.3 : 0.05, k0 = k == 0 ? 1.0 : 2.0, p0 = k == 0 ? 8 : 2,
+                     a0 = k == 0 ? 0.1 : 1.0;
+        KernelSumParams u;
+        u << std::log(b0), std::log(k0), std::log(k0), std::log(p0 - 1), std::log(k0),
+            std::log(k0), std::log(b0 / 10), std::log(a0), std::log(k0);
+        starts.push_back(u);
+      }
+      double tile_cost = std::numeric_limits<double>::infinity();
+      for (KernelSumParams u : starts) {
+        const double cost = FitKernelSumFrom(&u, prob);
+        if (cost < tile_cost) {
+          tile_cost = cost;
+          warm = u;
+          have_warm = true;
+        }
+      }
+      if (tile_cost < best_cost * (1 - 1e-9)) {
+        best_cost = tile_cost;
+        best = KernelSumFromParams(warm, y_scale, tile, attention_tile);
+      }
+    }
+  }
+  if (!std::isfinite(best_cost)) {
+    return absl::InternalError("kernel_sum fit: no start converged to a finite error");
+  }
+  return best;
+}
+
 absl::StatusOr<FitStats> CrossValidate(const LatencyFitter& fitter,
                                        const std::vector<LatencySample>& samples, int folds,
                                        uint64_t seed) {

@@ -53,6 +53,15 @@ absl::StatusOr<PerTermCoefficients> FitPerTerm(const RooflineLatency& roofline,
 absl::StatusOr<OverlapCoefficients> FitOverlap(const RooflineLatency& roofline,
                                                const std::vector<LatencySample>& samples);
 
+// Fits KernelSumCoefficients by minimising the summed squared relative error, as FitOverlap does:
+// Levenberg-Marquardt over log-parameters (every multiplier and overhead >= 0, p >= 1) for each
+// GEMM tile in {1, 16, 32, 64, 128} and attention tile in {2048, 1024, 512, 256, 128, 64} (each
+// attention tile warm-started from the next larger one); keeps the best, preferring the larger
+// attention tile on ties (no wave step is predicted beyond the sampled s). Needs >= 2 samples.
+// Deterministic.
+absl::StatusOr<KernelSumCoefficients> FitKernelSum(const RooflineLatency& roofline,
+                                                   const std::vector<LatencySample>& samples);
+
 // A fitting procedure under test: fits on `fit` and returns the fitted model.
 using LatencyFitter = std::function<absl::StatusOr<std::unique_ptr<LatencyModel>>(
     const std::vector<LatencySample>& fit)>;

@@ -57,6 +57,41 @@ double OverlapLatency::VerifySeconds(int64_t s, int64_t c) const {
       ComputeOverlapFeatures(roofline_.model(), roofline_.gpu(), s, c, coef_.tile));
 }
 
+KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
+                                           int64_t c, int64_t tile, int64_t attention_tile) {
+  SPECPLAN_CHECK(tile >= 1 && attention_tile >= 1);
+  const RooflineTerms t = ComputeRooflineTerms(model, s, c);
+  const double L = model.layers, bp = model.bytes_per_element();
+  const double cache_read = bp * L * 2 * static_cast<double>(c) * model.h_kv();
+  const double scores = bp * L * 2 * model.n_q * static_cast<double>(s) * static_cast<double>(c + s);
+  const int64_t s_tiled = (s + tile - 1) / tile * tile;
+  KernelSumFeatures f;
+  f.s = s;
+  f.waves = (s + attention_tile - 1) / attention_tile;
+  f.gemm_s = (t.attn_proj_flops + t.ffn_flops + t.lm_head_flops) * static_cast<double>(s_tiled) /
+             static_cast<double>(s) / gpu.peak_flops;
+  f.weights_s = t.weight_bytes / gpu.mem_bw;
+  f.kv_s = cache_read / gpu.mem_bw;
+  f.attention_s = t.attn_score_flops / gpu.peak_flops;
+  f.elementwise_s = std::max(0.0, t.kv_bytes + t.activation_bytes - cache_read - scores) / gpu.mem_bw;
+  return f;
+}
+
+double KernelSumCoefficients::Predict(const KernelSumFeatures& f) const {
+  const double a = gemm * f.gemm_s, b = weights * f.weights_s;
+  const double hi = std::max(a, b);
+  double gemms = 0;
+  if (hi > 0) gemms = hi * std::pow(std::pow(a / hi, p) + std::pow(b / hi, p), 1.0 / p);
+  const double attn = f.s == 1 ? decode * f.kv_s
+                               : verify_overhead_s + verify * static_cast<double>(f.waves) * f.kv_s;
+  return overhead_s + gemms + attn + attention * f.attention_s + elementwise * f.elementwise_s;
+}
+
+double KernelSumLatency::VerifySeconds(int64_t s, int64_t c) const {
+  return coef_.Predict(ComputeKernelSumFeatures(roofline_.model(), roofline_.gpu(), s, c,
+                                                coef_.tile, coef_.attention_tile));
+}
+
 absl::Status ValidateLatencyTable(const LatencyTable& t) {
   auto check_grid = [](const std::vector<int64_t>& g, const char* name,
                        int64_t min_value) -> absl::Status {

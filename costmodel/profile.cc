@@ -23,7 +23,8 @@ using json_util::GetInt;
 using json_util::GetNumber;
 using json_util::GetString;
 
-constexpr const char* kModelKinds[] = {"roofline", "linear", "per_term", "overlap", "table"};
+constexpr const char* kModelKinds[] = {"roofline", "linear", "per_term", "overlap",
+                                        "kernel_sum", "table"};
 constexpr const char* kTimers[] = {"cupti", "cuda_events", "host_clock", "external"};
 
 bool OneOf(const std::string& v, const char* const* begin, const char* const* end) {
@@ -147,6 +148,41 @@ absl::Status ValidateOverlap(const OverlapCoefficients& c) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateKernelSum(const KernelSumCoefficients& c) {
+  const std::pair<const char*, double> fields[] = {{"overhead_s", c.overhead_s},
+                                                   {"gemm", c.gemm},
+                                                   {"weights", c.weights},
+                                                   {"decode", c.decode},
+                                                   {"verify", c.verify},
+                                                   {"verify_overhead_s", c.verify_overhead_s},
+                                                   {"attention", c.attention},
+                                                   {"elementwise", c.elementwise}};
+  for (const auto& [name, v] : fields) {
+    if (!std::isfinite(v) || v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("models.kernel_sum.", name, " = ", v, ": must be finite and >= 0"));
+    }
+  }
+  if (!std::isfinite(c.p) || c.p < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("models.kernel_sum.p = ", c.p, ": must be finite and >= 1"));
+  }
+  if (c.tile < 1 || c.tile > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("models.kernel_sum.tile = ", c.tile, ": must be in [1, 4096]"));
+  }
+  if (c.attention_tile < 1 || c.attention_tile > 65536) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "models.kernel_sum.attention_tile = ", c.attention_tile, ": must be in [1, 65536]"));
+  }
+  if (c.gemm == 0 && c.weights == 0) {
+    return absl::InvalidArgumentError(
+        "models.kernel_sum: gemm and weights are both 0 (the model would not grow with the model "
+        "size)");
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 // Fits one calibrated kind on `fit` into `p` (the model alone, for cross-validation fitters).
@@ -164,6 +200,10 @@ absl::Status FitKind(const std::string& kind, const RooflineLatency& roofline,
     SPECPLAN_ASSIGN_OR_RETURN(OverlapCoefficients c, FitOverlap(roofline, fit));
     SPECPLAN_RETURN_IF_ERROR(ValidateOverlap(c));
     p->overlap = c;
+  } else if (kind == "kernel_sum") {
+    SPECPLAN_ASSIGN_OR_RETURN(KernelSumCoefficients c, FitKernelSum(roofline, fit));
+    SPECPLAN_RETURN_IF_ERROR(ValidateKernelSum(c));
+    p->kernel_sum = c;
   } else {
     return absl::InvalidArgumentError(absl::StrCat("latency model '", kind, "': not fittable"));
   }
@@ -210,7 +250,7 @@ absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
   // The roofline has nothing to fit: its cross-validated score is its plain score.
   p.cv["roofline"] = Evaluate(roofline, fit);
   double best = std::numeric_limits<double>::infinity();
-  for (const std::string kind : {"linear", "per_term", "overlap"}) {
+  for (const std::string kind : {"linear", "per_term", "overlap", "kernel_sum"}) {
     if (absl::Status st = FitKind(kind, roofline, fit, &p); !st.ok()) {
       p.notes.push_back(absl::StrCat(kind, ": dropped: ", st.message()));
       continue;
@@ -271,7 +311,7 @@ std::string DescribeFit(const Profile& p) {
     auto cv = p.cv.find(kind);
     auto ho = p.heldout.find(kind);
     if (cv == p.cv.end() && ho == p.heldout.end()) continue;
-    std::string line = absl::StrFormat("  %-9s", kind);
+    std::string line = absl::StrFormat("  %-10s", kind);
     if (cv != p.cv.end()) {
       absl::StrAppendFormat(&line, "  cv MAPE %6.2f%%  RMSE %.4f ms  max %.4f ms",
                             100 * cv->second.mape, cv->second.rmse_s * 1e3,
@@ -321,6 +361,20 @@ nlohmann::json ProfileToJson(const Profile& p) {
                          {"p", p.overlap->p},
                          {"overhead_s", p.overlap->overhead_s},
                          {"tile", p.overlap->tile}};
+  }
+  if (p.kernel_sum) {
+    const KernelSumCoefficients& k = *p.kernel_sum;
+    models["kernel_sum"] = {{"overhead_s", k.overhead_s},
+                            {"gemm", k.gemm},
+                            {"weights", k.weights},
+                            {"p", k.p},
+                            {"tile", k.tile},
+                            {"decode", k.decode},
+                            {"verify", k.verify},
+                            {"verify_overhead_s", k.verify_overhead_s},
+                            {"attention_tile", k.attention_tile},
+                            {"attention", k.attention},
+                            {"elementwise", k.elementwise}};
   }
   if (p.table) {
     models["table"] = {
@@ -396,9 +450,10 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   if (!models->is_object()) return absl::InvalidArgumentError("models: expected an object");
   for (auto it = models->begin(); it != models->end(); ++it) {
     if (it.key() != "linear" && it.key() != "per_term" && it.key() != "overlap" &&
-        it.key() != "table") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "models.", it.key(), ": unknown model kind (known: linear, per_term, overlap, table)"));
+        it.key() != "kernel_sum" && it.key() != "table") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("models.", it.key(),
+                       ": unknown model kind (known: linear, per_term, overlap, kernel_sum, table)"));
     }
   }
   if (models->contains("linear")) {
@@ -434,6 +489,24 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
     SPECPLAN_RETURN_IF_ERROR(ValidateOverlap(c));
     p.overlap = c;
   }
+  if (models->contains("kernel_sum")) {
+    const nlohmann::json& m = (*models)["kernel_sum"];
+    const std::string pre = "models.kernel_sum";
+    KernelSumCoefficients c;
+    SPECPLAN_ASSIGN_OR_RETURN(c.overhead_s, NonNegative(m, "overhead_s", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.gemm, NonNegative(m, "gemm", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.weights, NonNegative(m, "weights", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.p, GetNumber(m, "p", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.tile, GetInt(m, "tile", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.decode, NonNegative(m, "decode", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.verify, NonNegative(m, "verify", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.verify_overhead_s, NonNegative(m, "verify_overhead_s", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.attention_tile, GetInt(m, "attention_tile", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.attention, NonNegative(m, "attention", pre));
+    SPECPLAN_ASSIGN_OR_RETURN(c.elementwise, NonNegative(m, "elementwise", pre));
+    SPECPLAN_RETURN_IF_ERROR(ValidateKernelSum(c));
+    p.kernel_sum = c;
+  }
   if (models->contains("table")) {
     const nlohmann::json& m = (*models)["table"];
     const std::string pre = "models.table";
@@ -468,11 +541,13 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   if (!OneOf(p.default_model, std::begin(kModelKinds), std::end(kModelKinds))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "default_model = '", p.default_model,
-        "': expected roofline, linear, per_term, overlap or table"));
+        "': expected roofline, linear, per_term, overlap, kernel_sum or table"));
   }
   if ((p.default_model == "linear" && !p.linear) ||
       (p.default_model == "per_term" && !p.per_term) ||
-      (p.default_model == "overlap" && !p.overlap) || (p.default_model == "table" && !p.table)) {
+      (p.default_model == "overlap" && !p.overlap) ||
+      (p.default_model == "kernel_sum" && !p.kernel_sum) ||
+      (p.default_model == "table" && !p.table)) {
     return absl::InvalidArgumentError(absl::StrCat("default_model = '", p.default_model,
                                                    "': models.", p.default_model, " is missing"));
   }
@@ -553,13 +628,16 @@ absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& p,
   if (kind == "overlap" && p.overlap) {
     return std::make_unique<OverlapLatency>(roofline, *p.overlap);
   }
+  if (kind == "kernel_sum" && p.kernel_sum) {
+    return std::make_unique<KernelSumLatency>(roofline, *p.kernel_sum);
+  }
   if (kind == "table" && p.table) return std::make_unique<TableLatency>(roofline, *p.table);
   if (OneOf(kind, std::begin(kModelKinds), std::end(kModelKinds))) {
     return absl::NotFoundError(absl::StrCat("latency model '", kind, "': not in this profile"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "latency model '", kind,
-      "': unknown kind (known: roofline, linear, per_term, overlap, table)"));
+      "': unknown kind (known: roofline, linear, per_term, overlap, kernel_sum, table)"));
 }
 
 std::string DefaultCalibDir() {

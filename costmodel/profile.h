@@ -8,11 +8,14 @@
 //   "device_name": str, "timer": "cupti" | "cuda_events" | "host_clock" | "external",
 //   "software": {str: str},                       // driver, CUDA, LibTorch versions (free-form)
 //   "created_utc": str,
-//   "default_model": "roofline" | "linear" | "per_term" | "overlap" | "table",
+//   "default_model": "roofline" | "linear" | "per_term" | "overlap" | "kernel_sum" | "table",
 //   "models": {"linear": {"a", "b_s"},            // each optional
 //              "per_term": {"compute", "compute_overhead_s", "weights", "kv_attention"},
 //              "overlap": {"gemm", "attention", "weights", "kv_attention", "p", "overhead_s",
 //                          "tile": int},
+//              "kernel_sum": {"overhead_s", "gemm", "weights", "p", "tile": int, "decode",
+//                             "verify", "verify_overhead_s", "attention_tile": int, "attention",
+//                             "elementwise"},
 //              "table": {"s": [int], "c": [int], "seconds": [[float] per c]}},
 //   "heldout": {"<kind>": {"n", "rmse_s", "mape", "max_abs_s"}},   // scores on held-out samples
 //                                                                   // ({} when none were held out)
@@ -22,7 +25,7 @@
 //   "notes": [str],                               // optional: models the fit dropped or skipped
 //   "samples": [{"s", "c", "seconds", "heldout": bool}]
 // }
-// Files written before "overlap", "cv", "cv_method", "provenance" and "notes" existed still load.
+// Files written before "overlap", "kernel_sum", "cv", "cv_method", "provenance" and "notes" existed still load.
 #ifndef SPECPLAN_COSTMODEL_PROFILE_H_
 #define SPECPLAN_COSTMODEL_PROFILE_H_
 
@@ -64,6 +67,7 @@ struct Profile {
   std::optional<LinearCoefficients> linear;
   std::optional<PerTermCoefficients> per_term;
   std::optional<OverlapCoefficients> overlap;
+  std::optional<KernelSumCoefficients> kernel_sum;
   std::optional<LatencyTable> table;
   std::map<std::string, FitStats> heldout;  // scores on the held-out samples (empty: none held out)
   std::map<std::string, FitStats> cv;       // cross-validated scores over the fitted samples
@@ -80,9 +84,10 @@ struct Profile {
 absl::Status ValidateLinear(const LinearCoefficients& c);
 absl::Status ValidatePerTerm(const PerTermCoefficients& c);
 absl::Status ValidateOverlap(const OverlapCoefficients& c);
+absl::Status ValidateKernelSum(const KernelSumCoefficients& c);
 
 // Holds out a random `heldout_fraction` of the samples (0 = none), fits every calibrated model
-// (linear, per_term, overlap) on the rest, cross-validates each fitting procedure on the rest
+// (linear, per_term, overlap, kernel_sum) on the rest, cross-validates each fitting procedure on the rest
 // (leave-one-out up to kMaxLeaveOneOut samples, else 10-fold), scores every model on the held-out
 // samples, and picks default_model = the calibrated model with the lowest cross-validated MAPE.
 // A model whose fit fails or whose coefficients the loader would reject is dropped with a note
@@ -115,7 +120,7 @@ absl::Status SaveProfile(const Profile& profile, const std::string& path,
                          WriteFault fault = WriteFault::kNone);
 
 // The latency model a profile describes. kind "" = profile.default_model; also "roofline",
-// "linear", "per_term", "overlap", "table". NOT_FOUND if the profile lacks that model.
+// "linear", "per_term", "overlap", "kernel_sum", "table". NOT_FOUND if the profile lacks that model.
 absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& profile,
                                                                const std::string& kind = "");
 

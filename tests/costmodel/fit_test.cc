@@ -246,6 +246,99 @@ TEST(Fit, OverlapBeatsPerTermWhereComputeAndMemoryOverlapImperfectly) {
             Evaluate(PerTermLatency(r, *per_term), samples).mape);
 }
 
+TEST(Fit, KernelSumFeaturesMatchHandComputedValues) {
+  // qwen3-8b (L = 36, h = 4096, h_q = 4096, h_kv = 1024, n_q = 32, bf16) on h100-sxm
+  // (3.35 TB/s), s = 3 over c = 5, GEMM tile 64, attention tile 2.
+  const ModelSpec m = *LookupModel("qwen3-8b");
+  const GpuSpec g = *LookupGpu("h100");
+  const double L = 36, hkv = 1024, nq = 32, bp = 2;
+  const KernelSumFeatures f = ComputeKernelSumFeatures(m, g, 3, 5, 64, 2);
+  const OverlapFeatures o = ComputeOverlapFeatures(m, g, 3, 5, 64);
+  EXPECT_EQ(f.s, 3);
+  EXPECT_EQ(f.waves, 2);  // ceil(3 / 2)
+  EXPECT_DOUBLE_EQ(f.gemm_s, o.gemm_s);
+  EXPECT_DOUBLE_EQ(f.weights_s, o.weights_s);
+  EXPECT_DOUBLE_EQ(f.attention_s, o.attention_s);
+  EXPECT_NEAR(f.kv_s, bp * L * 2 * 5 * hkv / 3.35e12, 1e-20);
+  // Everything else the roofline streams, less the cache read and the score matrix.
+  const RooflineTerms t = ComputeRooflineTerms(m, 3, 5);
+  EXPECT_NEAR(f.elementwise_s,
+              (t.kv_bytes + t.activation_bytes - bp * L * 2 * 5 * hkv - bp * L * 2 * nq * 3 * 8) /
+                  3.35e12,
+              1e-20);
+  // The elementwise term does not depend on c.
+  EXPECT_NEAR(ComputeKernelSumFeatures(m, g, 3, 5000, 64, 2).elementwise_s, f.elementwise_s,
+              1e-18);
+}
+
+TEST(Fit, KernelSumPredictAddsTheKernelClasses) {
+  KernelSumFeatures f;
+  f.gemm_s = 3e-3;
+  f.weights_s = 4e-3;
+  f.kv_s = 1e-3;
+  f.attention_s = 2e-4;
+  f.elementwise_s = 5e-4;
+  KernelSumCoefficients c;
+  c.overhead_s = 1e-3;
+  c.gemm = 1;
+  c.weights = 1;
+  c.p = 2;  // GEMMs: sqrt(3^2 + 4^2) = 5 ms
+  c.decode = 1.5;
+  c.verify = 10;
+  c.verify_overhead_s = 2e-4;
+  c.attention = 2;
+  c.elementwise = 4;
+  f.s = 1;  // decode kernel: 1.5 * 1 ms
+  EXPECT_NEAR(c.Predict(f), 1e-3 + 5e-3 + 1.5e-3 + 4e-4 + 2e-3, 1e-15);
+  f.s = 5;  // verify kernel, 3 waves: 0.2 ms + 10 * 3 * 1 ms
+  f.waves = 3;
+  EXPECT_NEAR(c.Predict(f), 1e-3 + 5e-3 + 2e-4 + 30e-3 + 4e-4 + 2e-3, 1e-15);
+}
+
+TEST(Fit, KernelSumRecoversKnownCoefficients) {
+  const RooflineLatency r = H100Qwen8b();
+  KernelSumCoefficients truth;
+  truth.overhead_s = 3e-3;
+  truth.gemm = 1.3;
+  truth.weights = 1.2;
+  truth.p = 6;
+  truth.decode = 1.4;
+  truth.verify = 15;
+  truth.verify_overhead_s = 2e-4;
+  truth.attention = 0.5;
+  truth.elementwise = 6;
+  truth.tile = 1;
+  truth.attention_tile = 512;
+  const KernelSumLatency model(r, truth);
+  const std::vector<LatencySample> samples = Synthetic(model, 0.0, 1);
+  auto fit = FitKernelSum(r, samples);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_EQ(fit->attention_tile, 512);
+  EXPECT_NEAR(fit->verify, truth.verify, 0.05 * truth.verify);
+  EXPECT_NEAR(fit->decode, truth.decode, 0.05 * truth.decode);
+  EXPECT_LT(Evaluate(KernelSumLatency(r, *fit), samples).mape, 2e-3);
+}
+
+// The decode/verify split is what the overlap form lacks: on data with a steep verify attention
+// term the kernel sum fits far better.
+TEST(Fit, KernelSumBeatsOverlapWhenDecodeAndVerifyAttentionDiffer) {
+  const RooflineLatency r = H100Qwen8b();
+  KernelSumCoefficients truth;
+  truth.overhead_s = 3e-3;
+  truth.gemm = 1.3;
+  truth.weights = 1.2;
+  truth.decode = 1.4;
+  truth.verify = 15;
+  truth.elementwise = 6;
+  truth.attention_tile = 512;
+  const std::vector<LatencySample> samples = Synthetic(KernelSumLatency(r, truth), 0.01, 3);
+  auto kernel_sum = FitKernelSum(r, samples);
+  auto overlap = FitOverlap(r, samples);
+  ASSERT_TRUE(kernel_sum.ok() && overlap.ok());
+  EXPECT_LT(Evaluate(KernelSumLatency(r, *kernel_sum), samples).mape,
+            0.5 * Evaluate(OverlapLatency(r, *overlap), samples).mape);
+}
+
 // A fitter whose model predicts the mean of its fit set: leave-one-out by hand.
 TEST(Fit, CrossValidateLeaveOneOutMatchesHandComputedErrors) {
   struct Constant : LatencyModel {

@@ -52,8 +52,8 @@ fs::path TempDir() {
 
 TEST(Profile, FitScoresEveryModelAndPicksACalibratedDefault) {
   const Profile p = Fitted();
-  ASSERT_TRUE(p.linear && p.per_term && p.overlap && p.table);
-  for (const char* kind : {"roofline", "linear", "per_term", "overlap", "table"}) {
+  ASSERT_TRUE(p.linear && p.per_term && p.overlap && p.kernel_sum && p.table);
+  for (const char* kind : {"roofline", "linear", "per_term", "overlap", "kernel_sum", "table"}) {
     ASSERT_TRUE(p.heldout.count(kind)) << kind;
     EXPECT_TRUE(std::isfinite(p.heldout.at(kind).mape)) << kind;
     EXPECT_GT(p.heldout.at(kind).n, 0);
@@ -69,7 +69,7 @@ TEST(Profile, FitScoresEveryModelAndPicksACalibratedDefault) {
   EXPECT_EQ(p.cv_method, "leave-one-out");
   double best = 1e9;
   std::string best_kind;
-  for (const char* kind : {"linear", "per_term", "overlap"}) {
+  for (const char* kind : {"linear", "per_term", "overlap", "kernel_sum"}) {
     ASSERT_TRUE(p.cv.count(kind)) << kind;
     EXPECT_EQ(p.cv.at(kind).n, static_cast<int64_t>(p.samples.size()) - held) << kind;
     if (p.cv.at(kind).mape < best) {
@@ -136,8 +136,11 @@ TEST(Profile, ScatteredSamplesSkipTheTableWithANote) {
 TEST(Profile, ProfilesWithoutTheNewKeysStillLoad) {
   nlohmann::json j = ProfileToJson(Fitted());
   j["models"].erase("overlap");
+  j["models"].erase("kernel_sum");
   for (const char* key : {"cv", "cv_method", "provenance", "notes"}) j.erase(key);
-  if (j["default_model"] == "overlap") j["default_model"] = "per_term";
+  if (j["default_model"] == "overlap" || j["default_model"] == "kernel_sum") {
+    j["default_model"] = "per_term";
+  }
   auto p = ProfileFromJson(j);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_TRUE(p->cv.empty());
@@ -159,7 +162,7 @@ TEST(Profile, JsonRoundTripIsLossless) {
   auto back = ProfileFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(ProfileToJson(*back), j);
-  for (const char* kind : {"roofline", "linear", "per_term", "overlap", "table"}) {
+  for (const char* kind : {"roofline", "linear", "per_term", "overlap", "kernel_sum", "table"}) {
     auto a = MakeLatencyModel(p, kind);
     auto b = MakeLatencyModel(*back, kind);
     ASSERT_TRUE(a.ok() && b.ok());
@@ -261,6 +264,24 @@ TEST(Profile, EveryMalformedClassIsRejectedWithTheField) {
          j["models"]["overlap"]["weights"] = 0;
        },
        "models.overlap: gemm and weights are both 0"},
+      {"kernel_sum p", [](nlohmann::json& j) { j["models"]["kernel_sum"]["p"] = 0.5; },
+       "models.kernel_sum.p = 0.5: must be finite and >= 1"},
+      {"kernel_sum attention_tile",
+       [](nlohmann::json& j) { j["models"]["kernel_sum"]["attention_tile"] = 0; },
+       "models.kernel_sum.attention_tile = 0: must be in [1, 65536]"},
+      {"kernel_sum tile", [](nlohmann::json& j) { j["models"]["kernel_sum"]["tile"] = 5000; },
+       "models.kernel_sum.tile = 5000: must be in [1, 4096]"},
+      {"kernel_sum negative", [](nlohmann::json& j) { j["models"]["kernel_sum"]["verify"] = -2; },
+       "models.kernel_sum.verify = -2: must be >= 0"},
+      {"kernel_sum missing",
+       [](nlohmann::json& j) { j["models"]["kernel_sum"].erase("decode"); },
+       "models.kernel_sum.decode: missing"},
+      {"kernel_sum all zero",
+       [](nlohmann::json& j) {
+         j["models"]["kernel_sum"]["gemm"] = 0;
+         j["models"]["kernel_sum"]["weights"] = 0;
+       },
+       "models.kernel_sum: gemm and weights are both 0"},
       {"provenance type", [](nlohmann::json& j) { j["provenance"] = 3; }, "provenance = 3"},
       {"notes type", [](nlohmann::json& j) { j["notes"] = {1}; }, "notes[0] = 1"},
       {"sample s", [](nlohmann::json& j) { j["samples"][3]["s"] = 0; }, "samples[3].s = 0"},
