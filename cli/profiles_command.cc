@@ -19,7 +19,8 @@ struct ProfilesArgs {
 };
 
 // One line per profile: the cross-validated MAPE per model when the profile has it (profiles
-// written before cross-validation have held-out scores only), then its provenance when recorded.
+// written before cross-validation have held-out scores only), then its provenance: the recorded
+// one, or for a profile calibrate measured, the device, timer, pass mode and date.
 void PrintProfileLine(const std::string& path, const costmodel::Profile& p) {
   const bool cv = !p.cv.empty();
   std::string stats;
@@ -29,7 +30,15 @@ void PrintProfileLine(const std::string& path, const costmodel::Profile& p) {
   std::cout << absl::StrFormat("%-12s %-16s %-5s default=%-9s timer=%-11s %s MAPE:%s  %s\n", p.gpu,
                                p.model, costmodel::DTypeName(p.dtype), p.default_model, p.timer,
                                cv ? "cv" : "held-out", stats, path);
-  if (!p.provenance.empty()) std::cout << "  provenance: " << p.provenance << "\n";
+  if (!p.provenance.empty()) {
+    std::cout << "  provenance: " << p.provenance << "\n";
+  } else if (p.timer != "external" && !p.device_name.empty()) {
+    // Measured here by calibrate: say on what, how and when.
+    const auto pass = p.software.find("pass");
+    std::cout << "  provenance: measured on " << p.device_name << " (timer " << p.timer
+              << (pass != p.software.end() ? ", " + pass->second : "") << ", " << p.created_utc
+              << ")\n";
+  }
 }
 
 int RunProfiles(const ProfilesArgs& a) {

@@ -141,7 +141,8 @@ bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfO
   out->report = *std::move(report);
   out->model_name = resolved->model_spec.name;
   out->gpu_name = resolved->gpu_spec.name;
-  out->profile = resolved->profile_path;
+  // A bundled profile is named by its id, as the server names it; a --profile file by its path.
+  out->profile = a.profile.empty() ? resolved->profile_id : resolved->profile_path;
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "costmodel/atomic_file.h"
 #include "costmodel/json_util.h"
@@ -635,9 +636,17 @@ absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& p,
   if (OneOf(kind, std::begin(kModelKinds), std::end(kModelKinds))) {
     return absl::NotFoundError(absl::StrCat("latency model '", kind, "': not in this profile"));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "latency model '", kind,
-      "': unknown kind (known: roofline, linear, per_term, overlap, kernel_sum, table)"));
+  return absl::InvalidArgumentError(absl::StrCat("latency model '", kind, "': unknown kind (known: ",
+                                                 absl::StrJoin(LatencyModelKinds(), ", "), ")"));
+}
+
+std::string ProfileId(const std::string& gpu, const std::string& model, DType dtype) {
+  return absl::StrCat(gpu, "/", model, "-", DTypeName(dtype));
+}
+
+const std::vector<std::string>& LatencyModelKinds() {
+  static const std::vector<std::string> kinds(std::begin(kModelKinds), std::end(kModelKinds));
+  return kinds;
 }
 
 std::string DefaultCalibDir() {
@@ -692,6 +701,7 @@ absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& mode
     out.model_spec = p.model_spec;
     out.gpu_spec = p.gpu_spec;
     out.profile_path = profile_path;
+    out.profile_id = ProfileId(p.gpu, p.model, p.dtype);
     out.provenance = p.provenance;
     return out;
   }
@@ -705,6 +715,7 @@ absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& mode
     SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(bundled));
     SPECPLAN_ASSIGN_OR_RETURN(out.model, make(p));
     out.profile_path = bundled;
+    out.profile_id = ProfileId(p.gpu, p.model, p.dtype);
     out.provenance = p.provenance;
     return out;
   }

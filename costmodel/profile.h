@@ -119,6 +119,10 @@ absl::StatusOr<Profile> LoadProfile(const std::string& path);
 absl::Status SaveProfile(const Profile& profile, const std::string& path,
                          WriteFault fault = WriteFault::kNone);
 
+// Every latency model kind a profile can hold, in a fixed order: roofline, linear, per_term,
+// overlap, kernel_sum, table. The one list the CLI, the server and the loader check against.
+const std::vector<std::string>& LatencyModelKinds();
+
 // The latency model a profile describes. kind "" = profile.default_model; also "roofline",
 // "linear", "per_term", "overlap", "kernel_sum", "table". NOT_FOUND if the profile lacks that model.
 absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& profile,
@@ -131,11 +135,16 @@ std::string BundledProfilePath(const std::string& calib_dir, const std::string& 
                                const std::string& model, DType dtype);
 
 // What a CLI --model/--gpu/--profile triple resolves to.
+// "<gpu>/<model>-<dtype>", e.g. "h100-sxm/qwen3-8b-bf16": how the server and reports name a
+// profile (its path under a profiles directory, without ".json").
+std::string ProfileId(const std::string& gpu, const std::string& model, DType dtype);
+
 struct ResolvedLatencyModel {
   std::unique_ptr<LatencyModel> model;
   ModelSpec model_spec;
   GpuSpec gpu_spec;
   std::string profile_path;  // empty when no profile was used (bare roofline)
+  std::string profile_id;    // ProfileId of the profile used; empty when none
   std::string provenance;    // the profile's provenance ("" when none recorded or no profile)
 };
 // With profile_path set, loads it (and checks it matches model/gpu when those are given).

@@ -1,5 +1,7 @@
 #include "service/planner_service.h"
 
+#include <algorithm>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +12,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -239,12 +242,13 @@ absl::StatusOr<ResolvedCost> PlannerService::ResolveCost(const v1::CostSpec& spe
         r.latency = ProfileStore::EmaModel(*r.entry);
       } else if (auto it = r.entry->models.find(kind); it != r.entry->models.end()) {
         r.latency = it->second;
-      } else if (kind == "linear" || kind == "per_term" || kind == "table") {
+      } else if (const auto& kinds = costmodel::LatencyModelKinds();
+                 std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) {
         return absl::NotFoundError(absl::StrCat(pfield, ".latency_model = '", kind, "': profile '",
                                                 r.entry->id, "' has no such model"));
       } else {
-        return Invalid(absl::StrCat(pfield, ".latency_model = '", kind,
-                                    "': unknown (known: roofline, linear, per_term, table, ema)"));
+        return Invalid(absl::StrCat(pfield, ".latency_model = '", kind, "': unknown (known: ",
+                                    absl::StrJoin(kinds, ", "), ", ema)"));
       }
       r.model_spec = r.entry->profile.model_spec;
       r.gpu_spec = r.entry->profile.gpu_spec;

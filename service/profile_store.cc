@@ -15,10 +15,6 @@ namespace specplan::service {
 
 namespace fs = std::filesystem;
 
-std::string ProfileId(const std::string& gpu, const std::string& model, costmodel::DType dtype) {
-  return absl::StrCat(gpu, "/", model, "-", costmodel::DTypeName(dtype));
-}
-
 namespace {
 
 absl::Status CheckPathComponent(const char* field, const std::string& value) {
@@ -74,7 +70,7 @@ absl::StatusOr<std::shared_ptr<ProfileStore::Entry>> ProfileStore::MakeEntry(
   auto entry = std::make_shared<Entry>();
   entry->id = ProfileId(profile.gpu, profile.model, profile.dtype);
   entry->path = std::move(path);
-  for (const char* kind : {"roofline", "linear", "per_term", "table"}) {
+  for (const std::string& kind : costmodel::LatencyModelKinds()) {
     auto model = costmodel::MakeLatencyModel(profile, kind);
     if (model.ok()) {
       entry->models[kind] = std::shared_ptr<const costmodel::LatencyModel>(std::move(*model));

@@ -29,8 +29,7 @@
 
 namespace specplan::service {
 
-// "<gpu>/<model>-<dtype>", e.g. "h100-sxm/qwen3-8b-bf16".
-std::string ProfileId(const std::string& gpu, const std::string& model, costmodel::DType dtype);
+using costmodel::ProfileId;  // "<gpu>/<model>-<dtype>" (costmodel/profile.h)
 
 // Checks that a profile's gpu / model names can be used as path components (letters, digits,
 // '.', '_', '-'; not "." or ".."). Errors name the field: "gpu = '../x': ...".

@@ -217,5 +217,19 @@ TEST(ShippedProfiles, A100Llama8bIsUsedAndNamesItsSource) {
                                      "microsoft/vidur@7d47513363ec447a741ac5e47241580b47724fbf"));
 }
 
+// The shipped measured profiles say where they were measured (calibrate records no provenance
+// string, so `profiles` reads it off the device, timer and pass mode).
+TEST(ProfilesCommand, MeasuredProfilesShowTheirDeviceAndTimer) {
+  const std::string dir = std::string(SPECPLAN_SOURCE_DIR) + "/calib";
+  auto r = RunSpecplan("profiles --dir " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("h100-sxm     qwen3-8b"));
+  EXPECT_THAT(r.output, HasSubstr("default=kernel_sum"));
+  EXPECT_THAT(r.output,
+              HasSubstr("provenance: measured on NVIDIA H100 80GB HBM3 (timer cupti, "
+                        "cuda_graph_replay, 2026-11-23T"));
+  EXPECT_THAT(r.output, HasSubstr("provenance: derived from public measurements"));
+}
+
 }  // namespace
 }  // namespace specplan

@@ -169,11 +169,16 @@ TEST(WhatIfCommand, BundledTraceIsTheDefault) {
 // use the bare roofline), stopped with SIGTERM on destruction.
 class WhatIfServer {
  public:
-  WhatIfServer() {
+  // Serves the profiles in `profiles_dir` ("" = an empty temporary directory).
+  explicit WhatIfServer(const std::string& profiles_dir = "") {
     const std::string binary = std::string(SPECPLAN_BINARY_DIR) + "/service/specplan-server";
     if (!std::filesystem::exists(binary)) return;
-    dir_ = ::testing::TempDir() + "/whatif_server_" + std::to_string(getpid());
-    std::filesystem::create_directories(dir_);
+    dir_ = profiles_dir;
+    if (dir_.empty()) {
+      dir_ = ::testing::TempDir() + "/whatif_server_" + std::to_string(getpid());
+      std::filesystem::create_directories(dir_);
+      owns_dir_ = true;
+    }
     int fds[2];
     if (pipe(fds) != 0) return;
     pid_ = fork();
@@ -200,7 +205,7 @@ class WhatIfServer {
       int status = 0;
       waitpid(pid_, &status, 0);
     }
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    if (owns_dir_) std::filesystem::remove_all(dir_);  // never a directory it was given
   }
   const std::string& address() const { return address_; }
   bool binary_missing() const { return pid_ <= 0; }
@@ -208,11 +213,13 @@ class WhatIfServer {
  private:
   pid_t pid_ = -1;
   std::string dir_;
+  bool owns_dir_ = false;  // dir_ is a temporary directory made here
   std::string address_;
 };
 
 TEST(WhatIfCommand, ServerOutputIsByteIdenticalToInProcess) {
-  WhatIfServer server;
+  // The bundled profiles on both sides (the in-process CLI reads them by default).
+  WhatIfServer server(std::string(SPECPLAN_SOURCE_DIR) + "/calib");
   if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
   ASSERT_FALSE(server.address().empty());
   const std::string base = "whatif --trace " + kTrace + " --model qwen3-8b --gpu h100 ";
@@ -270,7 +277,8 @@ TEST(WhatIfCommand, ServerErrorsNameTheCulprit) {
       {"--trace " + bad_line, "whatif_bad_remote.jsonl):2: continuation[0] = 70"},
       {"--trace " + empty, "whatif_empty_remote.jsonl: empty trace"},
       {"--trace /nonexistent/t.jsonl", "--trace /nonexistent/t.jsonl: cannot open file"},
-      {"--trace " + kTrace + " --profile /x.json", "--profile is a local file"},
+      {"--trace " + kTrace + " --profile /x.json", "--profile and --latency-model are local"},
+      {"--trace " + kTrace + " --latency-model linear", "--profile and --latency-model are local"},
       {"--trace " + kTrace + " --budgets 9000", "'9000': budget must be in [1, 8191]"},
   };
   for (const Case& c : cases) {

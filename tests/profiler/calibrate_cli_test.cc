@@ -33,7 +33,7 @@ TEST(CalibrateCliTest, CpuTinyRunWritesALoadableProfile) {
   EXPECT_NE(r.output.find("(lowest leave-one-out MAPE)"), std::string::npos) << r.output;
   // A degenerate linear fit (a machine whose tiny-model timings do not grow with s) is dropped
   // with a note rather than written; either way the line names it.
-  EXPECT_TRUE(r.output.find("  linear     cv MAPE") != std::string::npos ||
+  EXPECT_TRUE(r.output.find("  linear      cv MAPE") != std::string::npos ||
               r.output.find("linear: dropped:") != std::string::npos)
       << r.output;
   auto p = costmodel::LoadProfile(out);

@@ -186,7 +186,7 @@ TEST(CalibrationTest, CpuEndToEndOnTheTinyModel) {
         << kind;
   }
   EXPECT_TRUE(p->default_model == "linear" || p->default_model == "per_term" ||
-              p->default_model == "overlap")
+              p->default_model == "overlap" || p->default_model == "kernel_sum")
       << p->default_model;
   EXPECT_EQ(p->cv.count(p->default_model), 1u);
   auto model = costmodel::MakeLatencyModel(*p);
