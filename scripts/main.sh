@@ -32,9 +32,9 @@ echo "== specplan estimate --server $listen --model qwen3-8b --gpu h100 --s 64 -
 "$build/cli/specplan" estimate --server "$listen" --model qwen3-8b --gpu h100 --s 64 --c 1024
 if /usr/bin/python3 -c 'import grpc, grpc_tools' 2>/dev/null; then
   echo
-  echo "== python3 examples/python_client.py --server $listen (an engine asking for a plan each step)"
+  echo "== python3 examples/python_client.py --server $listen --profile h100-sxm/qwen3-8b (an engine asking for a plan each step, priced by the measured H100 profile)"
   /usr/bin/python3 "$root/examples/python_client.py" --server "$listen" \
-    --marginals "$root/examples/marginals.json"
+    --marginals "$root/examples/marginals.json" --profile h100-sxm/qwen3-8b
 fi
 
 if [ -t 0 ] && [ -t 1 ]; then
