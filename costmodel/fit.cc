@@ -205,6 +205,52 @@ absl::StatusOr<PerTermCoefficients> FitPerTerm(const RooflineLatency& roofline,
 
 namespace {
 
+// Levenberg-Marquardt on *u, which `clamp` keeps in range after every step; returns the final cost
+// (sum of squared residuals). residuals(u) -> VectorXd; jacobian(u, r, &J) fills J = d r / d u,
+// where r = residuals(u). Stops after max_iters or when an accepted step gains no more than
+// rel_tol of the cost. One driver for every nonlinear form (overlap, kernel_sum).
+template <int N, typename Residuals, typename Jacobian, typename Clamp>
+double LevenbergMarquardt(Eigen::Matrix<double, N, 1>* u, const Residuals& residuals,
+                          const Jacobian& jacobian, const Clamp& clamp, int max_iters,
+                          double rel_tol) {
+  clamp(u);
+  Eigen::VectorXd r = residuals(*u);
+  double cost = r.squaredNorm();
+  double lambda = 1e-3;
+  Eigen::MatrixXd J(r.size(), N);
+  for (int iter = 0; iter < max_iters && std::isfinite(cost); ++iter) {
+    jacobian(*u, r, &J);
+    const Eigen::MatrixXd jtj = J.transpose() * J;
+    const Eigen::VectorXd g = J.transpose() * r;
+    bool improved = false;
+    for (int tries = 0; tries < 12; ++tries) {
+      Eigen::MatrixXd a = jtj;
+      for (int k = 0; k < N; ++k) a(k, k) += lambda * (jtj(k, k) + 1e-12);
+      const Eigen::Matrix<double, N, 1> step = a.ldlt().solve(-g);
+      if (!step.allFinite()) {
+        lambda *= 10;
+        continue;
+      }
+      Eigen::Matrix<double, N, 1> v = *u + step;
+      clamp(&v);
+      const Eigen::VectorXd rv = residuals(v);
+      const double cv = rv.squaredNorm();
+      if (std::isfinite(cv) && cv < cost) {
+        const double gain = cost - cv;
+        *u = v;
+        r = rv;
+        cost = cv;
+        lambda = std::max(lambda / 3, 1e-12);
+        improved = gain > rel_tol * std::max(cost, 1e-30);
+        break;
+      }
+      lambda *= 4;
+    }
+    if (!improved) break;
+  }
+  return cost;
+}
+
 // Parameters of the overlap fit in log space: u = [log(overhead / y_min), log k_g, log k_a,
 // log k_w, log k_kv, log(p - 1)].
 constexpr int kOverlapParams = 6;
@@ -237,52 +283,22 @@ Eigen::VectorXd OverlapResiduals(const OverlapParams& u, double y_scale, int64_t
   return r;
 }
 
-// Levenberg-Marquardt from `u`; returns the final cost (sum of squared residuals).
-double LevenbergMarquardt(OverlapParams* u, double y_scale, int64_t tile,
-                          const std::vector<OverlapFeatures>& f,
-                          const std::vector<LatencySample>& samples) {
-  ClampParams(u);
-  Eigen::VectorXd r = OverlapResiduals(*u, y_scale, tile, f, samples);
-  double cost = r.squaredNorm();
-  double lambda = 1e-3;
-  const Eigen::Index n = r.size();
-  for (int iter = 0; iter < 300 && std::isfinite(cost); ++iter) {
-    Eigen::MatrixXd J(n, kOverlapParams);
+// Fits the overlap form from `u` (forward-difference Jacobian); returns the final cost.
+double FitOverlapFrom(OverlapParams* u, double y_scale, int64_t tile,
+                      const std::vector<OverlapFeatures>& f,
+                      const std::vector<LatencySample>& samples) {
+  auto residuals = [&](const OverlapParams& v) {
+    return OverlapResiduals(v, y_scale, tile, f, samples);
+  };
+  auto jacobian = [&](const OverlapParams& at, const Eigen::VectorXd& r, Eigen::MatrixXd* J) {
     for (int k = 0; k < kOverlapParams; ++k) {
-      OverlapParams v = *u;
+      OverlapParams v = at;
       const double h = 1e-6 * std::max(1.0, std::abs(v(k)));
       v(k) += h;
-      J.col(k) = (OverlapResiduals(v, y_scale, tile, f, samples) - r) / h;
+      J->col(k) = (residuals(v) - r) / h;
     }
-    const Eigen::MatrixXd jtj = J.transpose() * J;
-    const Eigen::VectorXd g = J.transpose() * r;
-    bool improved = false;
-    for (int tries = 0; tries < 12; ++tries) {
-      Eigen::MatrixXd a = jtj;
-      for (int k = 0; k < kOverlapParams; ++k) a(k, k) += lambda * (jtj(k, k) + 1e-12);
-      const OverlapParams step = a.ldlt().solve(-g);
-      if (!step.allFinite()) {
-        lambda *= 10;
-        continue;
-      }
-      OverlapParams v = *u + step;
-      ClampParams(&v);
-      const Eigen::VectorXd rv = OverlapResiduals(v, y_scale, tile, f, samples);
-      const double cv = rv.squaredNorm();
-      if (std::isfinite(cv) && cv < cost) {
-        const double gain = cost - cv;
-        *u = v;
-        r = rv;
-        cost = cv;
-        lambda = std::max(lambda / 3, 1e-12);
-        improved = gain > 1e-14 * std::max(cost, 1e-30);
-        break;
-      }
-      lambda *= 4;
-    }
-    if (!improved) break;
-  }
-  return cost;
+  };
+  return LevenbergMarquardt<kOverlapParams>(u, residuals, jacobian, ClampParams, 300, 1e-14);
 }
 
 }  // namespace
@@ -311,7 +327,7 @@ absl::StatusOr<OverlapCoefficients> FitOverlap(const RooflineLatency& roofline,
           OverlapParams u;
           u << std::log(b0), std::log(k0), std::log(k0), std::log(k0), std::log(k0),
               std::log(p0 - 1);
-          const double cost = LevenbergMarquardt(&u, y_scale, tile, f, samples);
+          const double cost = FitOverlapFrom(&u, y_scale, tile, f, samples);
           if (cost < best_cost * (1 - 1e-9)) {
             best_cost = cost;
             best = OverlapFromParams(u, y_scale, tile);
@@ -402,45 +418,14 @@ struct KernelSumProblem {
   }
 };
 
-// Levenberg-Marquardt from `u`; returns the final cost (sum of squared residuals).
+// Fits the kernel_sum form from `u` (analytic Jacobian); returns the final cost.
 double FitKernelSumFrom(KernelSumParams* u, const KernelSumProblem& prob) {
-  ClampKernelSumParams(u);
-  Eigen::VectorXd r = prob.Residuals(*u);
-  double cost = r.squaredNorm();
-  double lambda = 1e-3;
-  const Eigen::Index n = r.size();
-  Eigen::MatrixXd J(n, kKernelSumParams);
-  for (int iter = 0; iter < 200 && std::isfinite(cost); ++iter) {
-    prob.Jacobian(*u, &J);
-    const Eigen::MatrixXd jtj = J.transpose() * J;
-    const Eigen::VectorXd g = J.transpose() * r;
-    bool improved = false;
-    for (int tries = 0; tries < 12; ++tries) {
-      Eigen::MatrixXd a = jtj;
-      for (int k = 0; k < kKernelSumParams; ++k) a(k, k) += lambda * (jtj(k, k) + 1e-12);
-      const KernelSumParams step = a.ldlt().solve(-g);
-      if (!step.allFinite()) {
-        lambda *= 10;
-        continue;
-      }
-      KernelSumParams v = *u + step;
-      ClampKernelSumParams(&v);
-      const Eigen::VectorXd rv = prob.Residuals(v);
-      const double cv = rv.squaredNorm();
-      if (std::isfinite(cv) && cv < cost) {
-        const double gain = cost - cv;
-        *u = v;
-        r = rv;
-        cost = cv;
-        lambda = std::max(lambda / 3, 1e-12);
-        improved = gain > 1e-10 * std::max(cost, 1e-30);
-        break;
-      }
-      lambda *= 4;
-    }
-    if (!improved) break;
-  }
-  return cost;
+  auto residuals = [&](const KernelSumParams& v) { return prob.Residuals(v); };
+  auto jacobian = [&](const KernelSumParams& at, const Eigen::VectorXd&, Eigen::MatrixXd* J) {
+    prob.Jacobian(at, J);
+  };
+  return LevenbergMarquardt<kKernelSumParams>(u, residuals, jacobian, ClampKernelSumParams, 200,
+                                              1e-10);
 }
 
 }  // namespace
