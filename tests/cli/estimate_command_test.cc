@@ -12,6 +12,7 @@ namespace specplan {
 namespace {
 
 using ::specplan::testing::RunSpecplan;
+using ::specplan::testing::WriteTemp;
 using ::testing::HasSubstr;
 
 TEST(EstimateCommand, JsonHasTheContractFields) {
@@ -90,14 +91,6 @@ TEST(ProfilesCommand, ChecksAProfileFile) {
   auto r = RunSpecplan("profiles --check " + bad);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("version = 7"));
-}
-
-std::string WriteTemp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
-  FILE* f = fopen(path.c_str(), "w");
-  fputs(text.c_str(), f);
-  fclose(f);
-  return path;
 }
 
 TEST(FitCommand, FitsExternalSamplesAndTheProfileServesEveryModel) {

@@ -11,16 +11,9 @@ namespace specplan {
 namespace {
 
 using ::specplan::testing::RunSpecplan;
+using ::specplan::testing::WriteTemp;
 using ::specplan::testing::SourcePath;
 using ::testing::HasSubstr;
-
-std::string WriteTemp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
-  FILE* f = fopen(path.c_str(), "w");
-  fputs(text.c_str(), f);
-  fclose(f);
-  return path;
-}
 
 TEST(PlanCommand, ControllerJsonHasTheContractFields) {
   auto r = RunSpecplan("plan --marginals " + SourcePath("examples/marginals.json") +

@@ -2,6 +2,7 @@
 #ifndef SPECPLAN_TESTS_CLI_RUN_COMMAND_H_
 #define SPECPLAN_TESTS_CLI_RUN_COMMAND_H_
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -32,6 +33,15 @@ inline CommandResult RunSpecplan(const std::string& args) {
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Writes `text` to ::testing::TempDir()/name and returns the path.
+inline std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  FILE* f = fopen(path.c_str(), "w");
+  fputs(text.c_str(), f);
+  fclose(f);
+  return path;
 }
 
 }  // namespace specplan::testing
