@@ -363,7 +363,7 @@ torch::Tensor Transformer::Attention(const Layer& L, int64_t index, const torch:
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
     // SDPA with native GQA (query head h reads kv head h / g, as HF's repeat_kv) over strided
     // views of the cache: K/V are never copied. mask: [s][T] in the model dtype, or undefined when
-    // every row sees every slot (a single decode token), which lets SDPA pick FlashAttention.
+    // every row sees every slot (a single decode token), so SDPA may pick FlashAttention.
     const torch::Tensor q4 = q.permute({1, 0, 2}).unsqueeze(0);  // [1][nq][s][d]
     const torch::Tensor k4 = keys.unsqueeze(0), v4 = values.unsqueeze(0);  // [1][nkv][T][d]
     out = mask.defined()
@@ -409,16 +409,12 @@ torch::Tensor Transformer::LayerMask(const torch::Tensor& mask, int64_t s,
   const auto opts = torch::TensorOptions()
                         .dtype(fused ? options_.dtype : torch::kFloat32)
                         .device(options_.device);
-  torch::Tensor base;
-  if (mask.defined()) {
-    base = mask.to(opts);
-  } else if (s > 1) {
-    // Causal: row i sees slots <= start_slot + i.
-    base = torch::zeros({s, T}, opts).masked_fill_(
-        torch::ones({s, T}, opts.dtype(torch::kBool)).triu_(start_slot + 1),
-        -std::numeric_limits<float>::infinity());
-  }
-  return base;
+  if (mask.defined()) return mask.to(opts);
+  if (s == 1) return torch::Tensor();  // a single token sees every slot
+  // Causal: row i sees slots <= start_slot + i.
+  return torch::zeros({s, T}, opts).masked_fill_(
+      torch::ones({s, T}, opts.dtype(torch::kBool)).triu_(start_slot + 1),
+      -std::numeric_limits<float>::infinity());
 }
 
 torch::Tensor Transformer::Forward(const torch::Tensor& tokens, const torch::Tensor& positions,
