@@ -92,13 +92,20 @@ absl::Status Prefixed(const std::string& prefix, const absl::Status& st) {
 
 }  // namespace
 
-absl::Status ValidateLinear(const LinearCoefficients& c) {
+absl::Status ValidateLinear(const LinearCoefficients& c, const RooflineLatency& roofline) {
   if (!std::isfinite(c.a) || c.a <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("models.linear.a = ", c.a, ": must be > 0"));
   }
   if (!std::isfinite(c.b_s)) {
     return absl::InvalidArgumentError(
         absl::StrCat("models.linear.b_s = ", c.b_s, ": must be finite"));
+  }
+  const double floor_s = c.a * roofline.VerifySeconds(1, 0) + c.b_s;
+  if (!(floor_s > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "models.linear.b_s = ", c.b_s, ": predicts ", floor_s,
+        " s for one token over an empty cache (a * roofline(1, 0) + b_s with this gpu_spec and "
+        "model_spec); must be > 0"));
   }
   return absl::OkStatus();
 }
@@ -191,7 +198,7 @@ absl::Status FitKind(const std::string& kind, const RooflineLatency& roofline,
                      const std::vector<LatencySample>& fit, Profile* p) {
   if (kind == "linear") {
     SPECPLAN_ASSIGN_OR_RETURN(LinearCoefficients c, FitLinear(roofline, fit));
-    SPECPLAN_RETURN_IF_ERROR(ValidateLinear(c));
+    SPECPLAN_RETURN_IF_ERROR(ValidateLinear(c, roofline));
     p->linear = c;
   } else if (kind == "per_term") {
     SPECPLAN_ASSIGN_OR_RETURN(PerTermCoefficients c, FitPerTerm(roofline, fit));
@@ -462,7 +469,7 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
     LinearCoefficients c;
     SPECPLAN_ASSIGN_OR_RETURN(c.a, GetNumber(m, "a", "models.linear"));
     SPECPLAN_ASSIGN_OR_RETURN(c.b_s, GetNumber(m, "b_s", "models.linear"));
-    SPECPLAN_RETURN_IF_ERROR(ValidateLinear(c));
+    SPECPLAN_RETURN_IF_ERROR(ValidateLinear(c, RooflineLatency(p.model_spec, p.gpu_spec)));
     p.linear = c;
   }
   if (models->contains("per_term")) {

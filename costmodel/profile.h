@@ -80,8 +80,10 @@ struct Profile {
 };
 
 // Checks fitted coefficients as the loader does; errors name the field and value
-// ("models.linear.a = 0: must be > 0").
-absl::Status ValidateLinear(const LinearCoefficients& c);
+// ("models.linear.a = 0: must be > 0"). A linear model may have a negative intercept b_s, so it
+// is also checked against the roofline it scales: the roofline grows with s and c, so
+// a * R(1, 0) + b_s is its smallest prediction and must be > 0.
+absl::Status ValidateLinear(const LinearCoefficients& c, const RooflineLatency& roofline);
 absl::Status ValidatePerTerm(const PerTermCoefficients& c);
 absl::Status ValidateOverlap(const OverlapCoefficients& c);
 absl::Status ValidateKernelSum(const KernelSumCoefficients& c);

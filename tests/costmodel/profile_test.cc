@@ -225,6 +225,14 @@ TEST(Profile, EveryMalformedClassIsRejectedWithTheField) {
        "models.linear.a"},
       {"linear slope", [](nlohmann::json& j) { j["models"]["linear"]["a"] = -2.0; },
        "models.linear.a = -2"},
+      // Regression (profile_fuzzer): a 100x faster gpu_spec under a fitted negative intercept
+      // made the linear model predict negative seconds, which the loader accepted.
+      {"linear negative floor",
+       [](nlohmann::json& j) {
+         j["models"]["linear"]["b_s"] = -1e-3;
+         j["gpu_spec"]["mem_bw"] = j["gpu_spec"]["mem_bw"].get<double>() * 100;
+       },
+       "models.linear.b_s = -0.001: predicts -"},
       {"per_term negative", [](nlohmann::json& j) { j["models"]["per_term"]["weights"] = -0.5; },
        "models.per_term.weights = -0.5"},
       {"per_term missing", [](nlohmann::json& j) { j["models"]["per_term"].erase("compute"); },
