@@ -15,20 +15,37 @@ absl::StatusOr<DrafterClass> ParseDrafterClass(const std::string& name) {
 
 const char* DrafterClassName(DrafterClass cls) {
   switch (cls) {
-    case DrafterClass::kAutoregressive: return "ar";
-    case DrafterClass::kParallelBlock: return "parallel";
-    case DrafterClass::kParallelCausal: return "causal";
+    case DrafterClass::kAutoregressive:
+      return "ar";
+    case DrafterClass::kParallelBlock:
+      return "parallel";
+    case DrafterClass::kParallelCausal:
+      return "causal";
   }
   return "?";
 }
 
 double DrafterCost::DraftSeconds() const {
   switch (cls) {
-    case DrafterClass::kAutoregressive: return gamma * (t_net_s + t_head_s);
-    case DrafterClass::kParallelBlock: return t_net_s + t_head_s;
-    case DrafterClass::kParallelCausal: return t_net_s + t_head_s + gamma * t_light_s;
+    case DrafterClass::kAutoregressive:
+      return gamma * (t_net_s + t_head_s);
+    case DrafterClass::kParallelBlock:
+      return t_net_s + t_head_s;
+    case DrafterClass::kParallelCausal:
+      return t_net_s + t_head_s + gamma * t_light_s;
   }
   return 0.0;
+}
+
+double DrafterCost::DraftSeconds(int batch) const {
+  SPECPLAN_CHECK(batch >= 1);
+  return DraftSeconds() * (1.0 + batch_growth * static_cast<double>(batch - 1));
+}
+
+BatchCycleCost::BatchCycleCost(const LatencyModel* verify, DrafterCost drafter, double t_aux_s)
+    : verify_(verify), drafter_(drafter), draft1_s_(drafter.DraftSeconds()), aux_s_(t_aux_s) {
+  SPECPLAN_CHECK(verify != nullptr);
+  SPECPLAN_CHECK(drafter.batch_growth >= 0);
 }
 
 CycleCost::CycleCost(const LatencyModel* verify, DrafterCost drafter, double t_aux_s, int64_t c)

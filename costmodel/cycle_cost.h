@@ -1,6 +1,8 @@
 // Cycle cost of one speculative step (bastion.txt eq. 7, domino.txt §4):
 //   C(n) = T_draft + T_aux + T_verify(n + 1, c)
-// where n is the number of draft nodes (the root/bonus token makes s = n + 1).
+// where n is the number of draft nodes (the root/bonus token makes s = n + 1). For a batch of B
+// requests verified in one ragged pass (BatchCycleCost):
+//   C(n_1..n_B) = T_draft(B) + T_aux + T_verify({(n_i + 1, c_i)})
 #ifndef SPECPLAN_COSTMODEL_CYCLE_COST_H_
 #define SPECPLAN_COSTMODEL_CYCLE_COST_H_
 
@@ -14,23 +16,32 @@ namespace specplan::costmodel {
 
 // How a drafter spends time producing a block of gamma positions (domino.txt §4).
 enum class DrafterClass {
-  kAutoregressive,   // gamma sequential steps: gamma * (t_net + t_head)
-  kParallelBlock,    // one block pass:         t_net + t_head
-  kParallelCausal,   // block pass + light causal correction: t_net + t_head + gamma * t_light
+  kAutoregressive,  // gamma sequential steps: gamma * (t_net + t_head)
+  kParallelBlock,   // one block pass:         t_net + t_head
+  kParallelCausal,  // block pass + light causal correction: t_net + t_head + gamma * t_light
 };
 
-absl::StatusOr<DrafterClass> ParseDrafterClass(const std::string& name);  // "ar", "parallel", "causal"
+absl::StatusOr<DrafterClass> ParseDrafterClass(
+    const std::string& name);  // "ar", "parallel", "causal"
 const char* DrafterClassName(DrafterClass cls);
 
 struct DrafterCost {
   DrafterClass cls = DrafterClass::kParallelBlock;
-  int gamma = 16;          // positions drafted per cycle
-  double t_net_s = 0.0;    // seconds, one draft-network forward (per step for AR, per block else)
-  double t_head_s = 0.0;   // seconds, one draft LM-head projection (per step for AR, per block else)
+  int gamma = 16;         // positions drafted per cycle
+  double t_net_s = 0.0;   // seconds, one draft-network forward (per step for AR, per block else)
+  double t_head_s = 0.0;  // seconds, one draft LM-head projection (per step for AR, per block else)
   double t_light_s = 0.0;  // seconds, one light causal-correction step (kParallelCausal only)
+  // How a batched draft step grows with the batch: each further sequence adds this fraction of
+  // one sequence's time (0 = a weight-bound drafter, whose batched step costs what one sequence's
+  // does; 1 = no batching benefit). >= 0.
+  double batch_growth = 0.0;
 
-  // T_draft in seconds for this class.
+  // T_draft in seconds for this class, one sequence.
   double DraftSeconds() const;
+  // T_draft for B sequences drafted together: an autoregressive drafter runs gamma batched steps,
+  // a parallel drafter one batched pass; each batched step costs (1 + batch_growth (B - 1)) times
+  // one sequence's. Requires batch >= 1.
+  double DraftSeconds(int batch) const;
 };
 
 // C(n) for a fixed context length. Holds a non-owning pointer to the latency model, which must
@@ -52,6 +63,30 @@ class CycleCost {
   double aux_s_;
   double fixed_s_;
   int64_t c_;
+};
+
+// C for a ragged batch (see the top of this file). Holds a non-owning pointer to the latency
+// model, which must outlive it. For one sequence it gives exactly CycleCost's figures.
+class BatchCycleCost {
+ public:
+  BatchCycleCost(const LatencyModel* verify, DrafterCost drafter, double t_aux_s);
+
+  // Seconds for a cycle that verifies `batch` (s_i = n_i + 1 per request).
+  double Seconds(const BatchShape& batch) const {
+    return DraftSeconds(batch.size()) + aux_s_ + verify_->VerifyBatchSeconds(batch);
+  }
+  double VerifySeconds(const BatchShape& batch) const { return verify_->VerifyBatchSeconds(batch); }
+  double DraftSeconds(int batch) const {
+    return batch == 1 ? draft1_s_ : drafter_.DraftSeconds(batch);
+  }
+  double AuxSeconds() const { return aux_s_; }
+  const LatencyModel& verify_model() const { return *verify_; }
+
+ private:
+  const LatencyModel* verify_;
+  DrafterCost drafter_;
+  double draft1_s_;
+  double aux_s_;
 };
 
 }  // namespace specplan::costmodel

@@ -26,14 +26,24 @@ double PerTermLatency::VerifySeconds(int64_t s, int64_t c) const {
   return coef_.Predict(ComputePerTermFeatures(roofline_.Estimate(s, c), roofline_.gpu()));
 }
 
+double PerTermLatency::VerifyBatchSeconds(const BatchShape& batch) const {
+  return coef_.Predict(ComputePerTermFeatures(roofline_.Estimate(batch.totals()), roofline_.gpu()));
+}
+
 OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
                                        int64_t c, int64_t tile) {
+  return ComputeOverlapFeatures(model, gpu, SinglePass(s, c), tile);
+}
+
+OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gpu,
+                                       const PassTotals& pass, int64_t tile) {
   SPECPLAN_CHECK(tile >= 1);
-  const RooflineTerms t = ComputeRooflineTerms(model, s, c);
-  const int64_t s_tiled = (s + tile - 1) / tile * tile;
-  // Projection, MLP and LM-head FLOPs are linear in s; the tile pads the GEMM's row count.
-  const double gemm_flops = (t.attn_proj_flops + t.ffn_flops + t.lm_head_flops) *
-                            static_cast<double>(s_tiled) / static_cast<double>(s);
+  const RooflineTerms t = ComputeRooflineTerms(model, pass);
+  const double S = pass.tokens;
+  const double s_tiled = std::ceil(S / static_cast<double>(tile)) * static_cast<double>(tile);
+  // Projection, MLP and LM-head FLOPs are linear in the pass's tokens; the tile pads the GEMM's
+  // row count (one GEMM over all the sequences' tokens in a ragged batch).
+  const double gemm_flops = (t.attn_proj_flops + t.ffn_flops + t.lm_head_flops) * s_tiled / S;
   OverlapFeatures f;
   f.gemm_s = gemm_flops / gpu.peak_flops;
   f.attention_s = t.attn_score_flops / gpu.peak_flops;
@@ -57,39 +67,86 @@ double OverlapLatency::VerifySeconds(int64_t s, int64_t c) const {
       ComputeOverlapFeatures(roofline_.model(), roofline_.gpu(), s, c, coef_.tile));
 }
 
-KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
-                                           int64_t c, int64_t tile, int64_t attention_tile) {
-  SPECPLAN_CHECK(tile >= 1 && attention_tile >= 1);
-  const RooflineTerms t = ComputeRooflineTerms(model, s, c);
+double OverlapLatency::VerifyBatchSeconds(const BatchShape& batch) const {
+  return coef_.Predict(
+      ComputeOverlapFeatures(roofline_.model(), roofline_.gpu(), batch.totals(), coef_.tile));
+}
+
+KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec& gpu,
+                                           const PassTotals& pass, int64_t tile) {
+  SPECPLAN_CHECK(tile >= 1);
+  const RooflineTerms t = ComputeRooflineTerms(model, pass);
   const double L = model.layers, bp = model.bytes_per_element();
-  const double cache_read = bp * L * 2 * static_cast<double>(c) * model.h_kv();
-  const double scores = bp * L * 2 * model.n_q * static_cast<double>(s) * static_cast<double>(c + s);
-  const int64_t s_tiled = (s + tile - 1) / tile * tile;
+  const double cache_read = bp * L * 2 * pass.context * model.h_kv();
+  const double scores = bp * L * 2 * model.n_q * pass.score_pairs;
+  const double S = pass.tokens;
+  const double s_tiled = std::ceil(S / static_cast<double>(tile)) * static_cast<double>(tile);
   KernelSumFeatures f;
-  f.s = s;
-  f.waves = (s + attention_tile - 1) / attention_tile;
-  f.gemm_s = (t.attn_proj_flops + t.ffn_flops + t.lm_head_flops) * static_cast<double>(s_tiled) /
-             static_cast<double>(s) / gpu.peak_flops;
+  f.s = static_cast<int64_t>(S);
+  f.waves = 1;
+  f.gemm_s = (t.attn_proj_flops + t.ffn_flops + t.lm_head_flops) * s_tiled / S / gpu.peak_flops;
   f.weights_s = t.weight_bytes / gpu.mem_bw;
   f.kv_s = cache_read / gpu.mem_bw;
   f.attention_s = t.attn_score_flops / gpu.peak_flops;
-  f.elementwise_s = std::max(0.0, t.kv_bytes + t.activation_bytes - cache_read - scores) / gpu.mem_bw;
+  f.elementwise_s =
+      std::max(0.0, t.kv_bytes + t.activation_bytes - cache_read - scores) / gpu.mem_bw;
   return f;
 }
 
-double KernelSumCoefficients::Predict(const KernelSumFeatures& f) const {
+KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
+                                           int64_t c, int64_t tile, int64_t attention_tile) {
+  SPECPLAN_CHECK(attention_tile >= 1);
+  KernelSumFeatures f = ComputeKernelSumFeatures(model, gpu, SinglePass(s, c), tile);
+  f.waves = (s + attention_tile - 1) / attention_tile;
+  return f;
+}
+
+double KernelSumCoefficients::PassSeconds(const KernelSumFeatures& f) const {
   const double a = gemm * f.gemm_s, b = weights * f.weights_s;
   const double hi = std::max(a, b);
   double gemms = 0;
   if (hi > 0) gemms = hi * std::pow(std::pow(a / hi, p) + std::pow(b / hi, p), 1.0 / p);
+  return overhead_s + gemms + attention * f.attention_s + elementwise * f.elementwise_s;
+}
+
+double KernelSumCoefficients::Predict(const KernelSumFeatures& f) const {
   const double attn = f.s == 1 ? decode * f.kv_s
                                : verify_overhead_s + verify * static_cast<double>(f.waves) * f.kv_s;
-  return overhead_s + gemms + attn + attention * f.attention_s + elementwise * f.elementwise_s;
+  return PassSeconds(f) + attn;
 }
 
 double KernelSumLatency::VerifySeconds(int64_t s, int64_t c) const {
   return coef_.Predict(ComputeKernelSumFeatures(roofline_.model(), roofline_.gpu(), s, c,
                                                 coef_.tile, coef_.attention_tile));
+}
+
+double KernelSumLatency::VerifyBatchSeconds(const BatchShape& batch) const {
+  SPECPLAN_CHECK(!batch.empty());
+  if (batch.size() == 1) return VerifySeconds(batch[0].s, batch[0].c);
+  const ModelSpec& m = roofline_.model();
+  const KernelSumFeatures f =
+      ComputeKernelSumFeatures(m, roofline_.gpu(), batch.totals(), coef_.tile);
+  // Seconds to read one cached token's K and V in every layer.
+  const double kv_per_token =
+      m.bytes_per_element() * m.layers * 2 * m.h_kv() / roofline_.gpu().mem_bw;
+  double attn = coef_.decode * batch.decode_context() * kv_per_token;
+  if (batch.verify_sequences() > 0) {
+    // One verify kernel per layer covers every s > 1 row; each sequence reads its cache once per
+    // wave of attention_tile query tokens.
+    double wave_context = batch.verify_context();
+    if (batch.max_s() > coef_.attention_tile) {
+      wave_context = 0;
+      for (const SequenceShape& q : batch.sequences()) {
+        if (q.s > 1) {
+          wave_context +=
+              static_cast<double>((q.s + coef_.attention_tile - 1) / coef_.attention_tile) *
+              static_cast<double>(q.c);
+        }
+      }
+    }
+    attn += coef_.verify_overhead_s + coef_.verify * wave_context * kv_per_token;
+  }
+  return coef_.PassSeconds(f) + attn;
 }
 
 absl::Status ValidateLatencyTable(const LatencyTable& t) {
@@ -111,9 +168,8 @@ absl::Status ValidateLatencyTable(const LatencyTable& t) {
   if (auto st = check_grid(t.s_grid, "s", 1); !st.ok()) return st;
   if (auto st = check_grid(t.c_grid, "c", 0); !st.ok()) return st;
   if (t.seconds.size() != t.c_grid.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("seconds: ", t.seconds.size(),
-                                                   " rows, expected one per c (", t.c_grid.size(),
-                                                   ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "seconds: ", t.seconds.size(), " rows, expected one per c (", t.c_grid.size(), ")"));
   }
   for (size_t ci = 0; ci < t.seconds.size(); ++ci) {
     if (t.seconds[ci].size() != t.s_grid.size()) {
@@ -169,6 +225,19 @@ double TableLatency::VerifySeconds(int64_t s, int64_t c) const {
   const double inside = Interpolate(static_cast<double>(sc), static_cast<double>(cc));
   if (sc == s && cc == c) return inside;
   return inside * roofline_.VerifySeconds(s, c) / roofline_.VerifySeconds(sc, cc);
+}
+
+double TableLatency::VerifyBatchSeconds(const BatchShape& batch) const {
+  SPECPLAN_CHECK(!batch.empty());
+  if (batch.size() == 1) return VerifySeconds(batch[0].s, batch[0].c);
+  // The table was measured one sequence at a time: price the equivalent single sequence (all S
+  // tokens over the mean context), then scale by how the roofline prices the real batch against
+  // that sequence.
+  const PassTotals& t = batch.totals();
+  const int64_t s_eq = static_cast<int64_t>(t.tokens);
+  const int64_t c_eq = std::llround(t.context / static_cast<double>(batch.size()));
+  return VerifySeconds(s_eq, c_eq) * roofline_.VerifyBatchSeconds(batch) /
+         roofline_.VerifySeconds(s_eq, c_eq);
 }
 
 EmaCorrectedLatency::EmaCorrectedLatency(std::shared_ptr<const LatencyModel> base, double alpha,

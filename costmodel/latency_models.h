@@ -1,7 +1,8 @@
 // The latency models behind LatencyModel::VerifySeconds(s, c):
 //   roofline    bare max(FLOPs/peak, bytes/bandwidth)                    (bastion.txt App. F)
-//   linear      a * R(s, c) + b, R = bare roofline                       (bastion.txt §2.4, H.4 "Static")
-//   per_term    max(k_c * F + b_c, k_w * W + k_kv * KVA): compute, weight-streaming and KV/attention
+//   linear      a * R(s, c) + b, R = bare roofline                       (bastion.txt §2.4, H.4
+//   "Static") per_term    max(k_c * F + b_c, k_w * W + k_kv * KVA): compute, weight-streaming and
+//   KV/attention
 //               traffic each with its own efficiency, all >= 0
 //   overlap     b + smooth_max_p(k_g*G_q + k_a*A, k_w*W + k_kv*KVA): separate achieved efficiencies
 //               for GEMMs (FLOPs with s rounded up to the GEMM tile q), attention scores, weight
@@ -11,14 +12,17 @@
 //               b + smooth_max_p(k_g*G_q, k_w*W)                     GEMMs: weight streaming until
 //                                                                    the knee in s, then compute
 //                 + k_d*KV                        (s = 1)            decode attention kernel
-//                 + b_v + k_v*ceil(s/t_a)*KV      (s > 1)            verify/prefill attention kernel:
+//                 + b_v + k_v*ceil(s/t_a)*KV      (s > 1)            verify/prefill attention
+//                 kernel:
 //                                                                    streams the cache once per
 //                                                                    wave of t_a query tokens
-//                 + k_a*A + k_e*E                                    score FLOPs; elementwise traffic
+//                 + k_a*A + k_e*E                                    score FLOPs; elementwise
+//                 traffic
 //               (fits measured H100 passes to ~2-3 % where overlap cannot get under ~10 %: see
 //               costmodel/README.md, "Calibrated forms")
 //   table       measured grid over (s, c), bilinear inside, roofline-scaled outside
-//   ema         multiplicative bias on any base, updated online            (bastion.txt H.4 EMA, EMA+Calib)
+//   ema         multiplicative bias on any base, updated online            (bastion.txt H.4 EMA,
+//   EMA+Calib)
 #ifndef SPECPLAN_COSTMODEL_LATENCY_MODELS_H_
 #define SPECPLAN_COSTMODEL_LATENCY_MODELS_H_
 
@@ -40,9 +44,15 @@ class RooflineLatency : public LatencyModel {
  public:
   RooflineLatency(ModelSpec model, GpuSpec gpu) : model_(std::move(model)), gpu_(std::move(gpu)) {}
   double VerifySeconds(int64_t s, int64_t c) const override { return Estimate(s, c).seconds; }
+  double VerifyBatchSeconds(const BatchShape& batch) const override {
+    return Estimate(batch.totals()).seconds;
+  }
   std::string Kind() const override { return "roofline"; }
   RooflineEstimate Estimate(int64_t s, int64_t c) const {
     return EstimateRoofline(model_, gpu_, s, c);
+  }
+  RooflineEstimate Estimate(const PassTotals& pass) const {
+    return EstimateRoofline(model_, gpu_, pass);
   }
   const ModelSpec& model() const { return model_; }
   const GpuSpec& gpu() const { return gpu_; }
@@ -64,6 +74,9 @@ class LinearCalibratedLatency : public LatencyModel {
       : roofline_(std::move(roofline)), coef_(coef) {}
   double VerifySeconds(int64_t s, int64_t c) const override {
     return coef_.a * roofline_.VerifySeconds(s, c) + coef_.b_s;
+  }
+  double VerifyBatchSeconds(const BatchShape& batch) const override {
+    return coef_.a * roofline_.VerifyBatchSeconds(batch) + coef_.b_s;
   }
   std::string Kind() const override { return "linear"; }
   const LinearCoefficients& coefficients() const { return coef_; }
@@ -98,6 +111,7 @@ class PerTermLatency : public LatencyModel {
   PerTermLatency(RooflineLatency roofline, PerTermCoefficients coef)
       : roofline_(std::move(roofline)), coef_(coef) {}
   double VerifySeconds(int64_t s, int64_t c) const override;
+  double VerifyBatchSeconds(const BatchShape& batch) const override;
   std::string Kind() const override { return "per_term"; }
   const PerTermCoefficients& coefficients() const { return coef_; }
 
@@ -118,6 +132,9 @@ struct OverlapFeatures {
 // Requires tile >= 1. With tile = 1 the GEMM FLOPs are exact.
 OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
                                        int64_t c, int64_t tile);
+// The same for a ragged batch pass: the GEMMs run over all S tokens at once, so the tile pads S.
+OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gpu,
+                                       const PassTotals& pass, int64_t tile);
 
 // T = overhead_s + ((k_g G + k_a A)^p + (k_w W + k_kv KVA)^p)^(1/p). Each k is 1 / the achieved
 // fraction of peak for its term (all >= 0, not all 0); p >= 1; overhead_s >= 0 is the fixed cost
@@ -140,6 +157,7 @@ class OverlapLatency : public LatencyModel {
   OverlapLatency(RooflineLatency roofline, OverlapCoefficients coef)
       : roofline_(std::move(roofline)), coef_(coef) {}
   double VerifySeconds(int64_t s, int64_t c) const override;
+  double VerifyBatchSeconds(const BatchShape& batch) const override;
   std::string Kind() const override { return "overlap"; }
   const OverlapCoefficients& coefficients() const { return coef_; }
 
@@ -166,6 +184,12 @@ struct KernelSumFeatures {
 // Requires tile >= 1 and attention_tile >= 1.
 KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
                                            int64_t c, int64_t tile, int64_t attention_tile);
+// The pass-level features of a ragged batch (s = S, the GEMM tile pads S; kv_s is the whole
+// batch's cache; waves = 1). KernelSumLatency::VerifyBatchSeconds prices the attention kernels
+// per sequence itself: decode rows (s_i = 1) at `decode`, and one verify kernel for the s_i > 1
+// rows, verify_overhead_s once plus `verify` x waves_i x KV_i summed over those sequences.
+KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec& gpu,
+                                           const PassTotals& pass, int64_t tile);
 
 // T = overhead_s + ((gemm G)^p + (weights W)^p)^(1/p)
 //     + (s = 1 ? decode KV : verify_overhead_s + verify waves KV) + attention A + elementwise E.
@@ -173,7 +197,7 @@ KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec
 // tile in [1, 4096] is the GEMM row tile; attention_tile in [1, 65536] is how many query tokens
 // the verify attention kernel covers per pass over the cache (the fit picks it from 64..2048).
 struct KernelSumCoefficients {
-  double overhead_s = 0.0;         // seconds: launch gaps and fixed per-kernel costs
+  double overhead_s = 0.0;  // seconds: launch gaps and fixed per-kernel costs
   double gemm = 1.0;
   double weights = 1.0;
   double p = 8.0;
@@ -182,10 +206,12 @@ struct KernelSumCoefficients {
   double verify_overhead_s = 0.0;  // seconds the s > 1 attention kernel costs at c = 0
   double attention = 0.0;          // score-FLOP multiplier
   double elementwise = 1.0;
-  int64_t tile = 1;                // tokens
-  int64_t attention_tile = 2048;   // tokens
+  int64_t tile = 1;               // tokens
+  int64_t attention_tile = 2048;  // tokens
 
   double Predict(const KernelSumFeatures& f) const;
+  // Everything but the attention kernels' KV term: overhead, GEMMs, score FLOPs, elementwise.
+  double PassSeconds(const KernelSumFeatures& f) const;
 };
 
 class KernelSumLatency : public LatencyModel {
@@ -193,6 +219,7 @@ class KernelSumLatency : public LatencyModel {
   KernelSumLatency(RooflineLatency roofline, KernelSumCoefficients coef)
       : roofline_(std::move(roofline)), coef_(coef) {}
   double VerifySeconds(int64_t s, int64_t c) const override;
+  double VerifyBatchSeconds(const BatchShape& batch) const override;
   std::string Kind() const override { return "kernel_sum"; }
   const KernelSumCoefficients& coefficients() const { return coef_; }
 
@@ -211,11 +238,14 @@ absl::Status ValidateLatencyTable(const LatencyTable& table);  // names the bad 
 
 // Bilinear interpolation inside the grid; outside, the nearest grid value scaled by the bare
 // roofline's ratio R(s, c) / R(s_clamped, c_clamped), so extrapolation follows the physics.
+// A batch (the table holds single sequences) is priced as the equivalent single sequence
+// T(S, c_mean), S = Σ s_i, c_mean = round(Σ c_i / B), times R(batch) / R(S, c_mean).
 class TableLatency : public LatencyModel {
  public:
   TableLatency(RooflineLatency roofline, LatencyTable table)
       : roofline_(std::move(roofline)), table_(std::move(table)) {}
   double VerifySeconds(int64_t s, int64_t c) const override;
+  double VerifyBatchSeconds(const BatchShape& batch) const override;
   std::string Kind() const override { return "table"; }
   const LatencyTable& table() const { return table_; }
 
@@ -225,14 +255,18 @@ class TableLatency : public LatencyModel {
   LatencyTable table_;
 };
 
-// Online residual correction (bastion.txt H.4): bias <- (1 - alpha) bias + alpha * obs / base(s, c);
-// predicts bias * base(s, c). Over the bare roofline this is "EMA"; over a calibrated model it is
-// "EMA+Calib". Observe() may run concurrently with VerifySeconds() (the bias is atomic).
+// Online residual correction (bastion.txt H.4): bias <- (1 - alpha) bias + alpha * obs / base(s,
+// c); predicts bias * base(s, c). Over the bare roofline this is "EMA"; over a calibrated model it
+// is "EMA+Calib". Observe() may run concurrently with VerifySeconds() (the bias is atomic).
 class EmaCorrectedLatency : public LatencyModel {
  public:
-  EmaCorrectedLatency(std::shared_ptr<const LatencyModel> base, double alpha, double initial_bias = 1);
+  EmaCorrectedLatency(std::shared_ptr<const LatencyModel> base, double alpha,
+                      double initial_bias = 1);
   double VerifySeconds(int64_t s, int64_t c) const override {
     return bias_.load(std::memory_order_relaxed) * base_->VerifySeconds(s, c);
+  }
+  double VerifyBatchSeconds(const BatchShape& batch) const override {
+    return bias_.load(std::memory_order_relaxed) * base_->VerifyBatchSeconds(batch);
   }
   std::string Kind() const override;  // "ema" over roofline, else "ema+<base kind>"
   // Folds in one observed pass; ignores non-finite or non-positive observations (returns false).
