@@ -22,11 +22,11 @@ void BatchShape::Add(int64_t s, int64_t c) {
   }
 }
 
-void BatchShape::Grow(int i, int64_t ds) {
-  SPECPLAN_CHECK(i >= 0 && i < size() && ds >= 0);
-  if (ds == 0) return;
+void BatchShape::SetTokens(int i, int64_t s) {
+  SPECPLAN_CHECK(i >= 0 && i < size() && s >= 1);
   SequenceShape& q = seqs_[static_cast<size_t>(i)];
-  const double s0 = static_cast<double>(q.s), s1 = static_cast<double>(q.s + ds);
+  if (s == q.s) return;
+  const double s0 = static_cast<double>(q.s), s1 = static_cast<double>(s);
   const double cd = static_cast<double>(q.c);
   totals_.tokens += s1 - s0;
   totals_.score_pairs += s1 * (cd + s1) - s0 * (cd + s0);
@@ -34,9 +34,13 @@ void BatchShape::Grow(int i, int64_t ds) {
     ++verify_sequences_;
     decode_context_ -= cd;
     verify_context_ += cd;
+  } else if (s == 1) {  // and back
+    --verify_sequences_;
+    verify_context_ -= cd;
+    decode_context_ += cd;
   }
-  q.s += ds;
-  max_s_ = std::max(max_s_, q.s);
+  q.s = s;
+  max_s_ = std::max(max_s_, s);
 }
 
 }  // namespace specplan::costmodel

@@ -55,8 +55,11 @@ class BatchShape {
 
   // Appends a sequence. Requires s >= 1, c >= 0 (checked).
   void Add(int64_t s, int64_t c);
-  // s_i += ds for sequence i (ds >= 0; checked).
-  void Grow(int i, int64_t ds = 1);
+  // s_i += ds for sequence i (the result must be >= 1; checked).
+  void Grow(int i, int64_t ds = 1) { SetTokens(i, seqs_[static_cast<size_t>(i)].s + ds); }
+  // s_i = s for sequence i (s >= 1; checked). max_s() never decreases: it is the largest s any
+  // sequence has had since it was added.
+  void SetTokens(int i, int64_t s);
 
   int size() const { return static_cast<int>(seqs_.size()); }
   bool empty() const { return seqs_.empty(); }
@@ -64,7 +67,7 @@ class BatchShape {
   const std::vector<SequenceShape>& sequences() const { return seqs_; }
 
   const PassTotals& totals() const { return totals_; }
-  int64_t max_s() const { return max_s_; }
+  int64_t max_s() const { return max_s_; }  // an upper bound on every s_i (see SetTokens)
   // The split of the attention work between decode rows (s_i = 1) and verify rows (s_i > 1).
   int64_t verify_sequences() const { return verify_sequences_; }  // #{i : s_i > 1}
   double decode_context() const { return decode_context_; }       // Σ c_i over s_i = 1

@@ -1,0 +1,265 @@
+#include "planner/batch_plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "util/check.h"
+
+namespace specplan::planner {
+namespace {
+
+// Tokens of the probe tree that prices one request's draft tokens (see the header).
+constexpr int64_t kPriceProbeTokens = 16;
+
+absl::Status ValidateRequests(const std::vector<BatchRequest>& requests, bool marginals) {
+  if (requests.empty()) return absl::InvalidArgumentError("requests: empty batch");
+  if (requests.size() > static_cast<size_t>(kMaxBatchRequests)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("requests: ", requests.size(), " requests, limit ", kMaxBatchRequests));
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const BatchRequest& r = requests[i];
+    const std::string at = absl::StrCat("requests[", i, "]");
+    if (r.marginals == nullptr) return absl::InvalidArgumentError(at + ".marginals: missing");
+    if (marginals) {
+      if (absl::Status st = ValidateMarginals(*r.marginals); !st.ok()) {
+        return absl::Status(st.code(), absl::StrCat(at, ".marginals.", st.message()));
+      }
+    }
+    if (r.c < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ".c = ", r.c, ": must be >= 0"));
+    }
+    if (r.n_max < -1 || r.n_max >= kMaxTreeNodes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at, ".n_max = ", r.n_max, ": must be -1 (no cap) or in [0, ", kMaxTreeNodes - 1, "]"));
+    }
+    if (!std::isfinite(r.weight) || r.weight <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ".weight = ", r.weight, ": must be finite and > 0"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOptions(const BatchPlanOptions& o, const costmodel::BatchCycleCost* cost) {
+  if (o.n_max < 0 || o.n_max > kMaxBatchNodes) {
+    return absl::InvalidArgumentError(absl::StrCat("n_max = ", o.n_max, ": must be in [0, ",
+                                                   kMaxBatchNodes, "] draft nodes over the batch"));
+  }
+  const bool latency = o.objective == BatchObjective::kLatencyBound;
+  if ((o.mode != BudgetMode::kFixed || latency) && cost == nullptr) {
+    return absl::InvalidArgumentError(
+        "cost: a batch cycle cost is required in controller and scan modes and for a latency "
+        "bound");
+  }
+  if (latency) {
+    if (o.mode == BudgetMode::kFixed) {
+      return absl::InvalidArgumentError(
+          "objective: a latency bound chooses the budget itself; use controller or scan mode, "
+          "not a fixed budget");
+    }
+    if (!std::isfinite(o.max_seconds_per_token) || o.max_seconds_per_token <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_seconds_per_token = ", o.max_seconds_per_token, ": must be finite and > 0"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
+                                const BatchPlanOptions& options,
+                                const costmodel::BatchCycleCost* cost, BatchPlan* plan) {
+  SPECPLAN_CHECK(plan != nullptr);
+  if (absl::Status st = ValidateRequests(requests, options.validate); !st.ok()) return st;
+  if (absl::Status st = ValidateOptions(options, cost); !st.ok()) return st;
+  const int B = static_cast<int>(requests.size());
+  const bool latency = options.objective == BatchObjective::kLatencyBound;
+  const bool evaluate = cost != nullptr && options.mode != BudgetMode::kFixed;
+  const bool scan = options.mode == BudgetMode::kScan || latency;
+
+  plan->trees.resize(static_cast<size_t>(B));
+  plan->n.assign(static_cast<size_t>(B), 0);
+  plan->expected_accepted.assign(static_cast<size_t>(B), 1.0);
+  plan->price.assign(static_cast<size_t>(B), 1.0);
+  plan->curve.clear();
+  plan->lattice_exhausted = false;
+  plan->bound_met = true;
+  shape_.Clear();
+  shape_.Reserve(static_cast<size_t>(B));
+  for (const BatchRequest& r : requests) shape_.Add(1, r.c);
+
+  // Prices (see the header): only when a cost orders the nodes and the requests differ.
+  if (evaluate && B > 1) {
+    const double base = cost->VerifySeconds(shape_);
+    double sum = 0;
+    bool usable = std::isfinite(base);
+    for (int i = 0; i < B && usable; ++i) {
+      shape_.SetTokens(i, 1 + kPriceProbeTokens);
+      const double d = cost->VerifySeconds(shape_) - base;
+      shape_.SetTokens(i, 1);
+      plan->price[i] = d;
+      sum += d;
+      usable = std::isfinite(d) && d > 0;
+    }
+    const bool equal = usable && std::all_of(plan->price.begin(), plan->price.end(),
+                                             [&](double d) { return d == plan->price[0]; });
+    if (!usable || equal) {
+      std::fill(plan->price.begin(), plan->price.end(), 1.0);
+    } else {
+      const double mean = sum / B;
+      for (double& p : plan->price) p /= mean;
+    }
+  }
+  // scale_i = w_i / kappa_i; with w = kappa = 1 the key is rho itself (B = 1: BestFirstPlanner).
+  std::vector<double> scale(static_cast<size_t>(B));
+  std::vector<int> cap(static_cast<size_t>(B));
+  double weight_sum = 0;
+  for (int i = 0; i < B; ++i) {
+    const BatchRequest& r = requests[i];
+    scale[i] = r.weight == 1.0 && plan->price[i] == 1.0 ? 1.0 : r.weight / plan->price[i];
+    const int64_t lattice = LatticeSize(r.marginals->gamma, r.marginals->k, kMaxTreeNodes - 1);
+    cap[i] =
+        static_cast<int>(std::min<int64_t>(r.n_max < 0 ? kMaxTreeNodes - 1 : r.n_max, lattice));
+    weight_sum += r.weight;
+    plan->trees[i].ResetRoot(r.marginals->root_token);
+  }
+  plan->ar_goodput = cost != nullptr ? weight_sum / cost->VerifySeconds(shape_)
+                                     : std::numeric_limits<double>::quiet_NaN();
+
+  const auto less = [](const Entry& a, const Entry& b) {  // true when a has LOWER priority
+    if (a.key != b.key) return a.key < b.key;
+    if (a.depth != b.depth) return a.depth > b.depth;
+    if (a.request != b.request) return a.request > b.request;
+    if (a.parent != b.parent) return a.parent > b.parent;
+    return a.rank > b.rank;
+  };
+  heap_.clear();
+  order_.clear();
+  heap_.reserve(2 * static_cast<size_t>(options.n_max) + static_cast<size_t>(B) + 2);
+  order_.reserve(static_cast<size_t>(options.n_max));
+  auto push = [&](int32_t i, int32_t parent, int depth, int rank) {
+    const Marginals& m = *requests[i].marginals;
+    const double rho =
+        plan->trees[i].path_probs[parent] * m.probs[static_cast<size_t>(depth - 1) * m.k + rank];
+    heap_.push_back(
+        {scale[i] * rho, parent, i, static_cast<uint16_t>(depth), static_cast<uint16_t>(rank)});
+    std::push_heap(heap_.begin(), heap_.end(), less);
+  };
+  if (options.n_max > 0) {
+    for (int i = 0; i < B; ++i) {
+      if (cap[i] > 0) push(i, 0, 1, 0);
+    }
+  }
+
+  // Running sums over the batch at the current N.
+  double accepted = B, weighted = weight_sum;
+  double min_a = 1.0;  // min_i Â_i, for the latency bound
+  int argmin_a = 0;
+  const double X = options.max_seconds_per_token;
+  int best_n = 0;
+  double best_g = -std::numeric_limits<double>::infinity(), prev_g = 0;
+  double best_violation = std::numeric_limits<double>::infinity();
+  bool feasible_seen = false;
+  // Records point N (the sums above must describe N) and updates the choice; false = stop.
+  auto consider = [&](int n) {
+    const double c = cost->Seconds(shape_);
+    const double g = weighted / c;
+    plan->curve.push_back({n, accepted, weighted, c, accepted / c});
+    if (latency) {
+      const double worst = c / min_a;  // max_i C / Â_i
+      if (worst <= X) {
+        if (!feasible_seen || g > best_g) best_g = g, best_n = n;
+        feasible_seen = true;
+      } else if (!feasible_seen && worst < best_violation) {
+        best_violation = worst;
+        best_n = n;
+      }
+      return true;
+    }
+    if (scan) {
+      if (g > best_g) best_g = g, best_n = n;
+      return true;
+    }
+    if (n > 0 && g < prev_g) return false;  // first decrease: n - 1 is the answer
+    prev_g = g;
+    best_n = n;
+    return true;
+  };
+  if (evaluate) consider(0);
+
+  int n = 0;
+  while (n < options.n_max) {
+    if (heap_.empty()) {
+      plan->lattice_exhausted = true;
+      break;
+    }
+    std::pop_heap(heap_.begin(), heap_.end(), less);
+    const Entry e = heap_.back();
+    heap_.pop_back();
+    const int32_t i = e.request;
+    if (plan->n[i] >= cap[i]) continue;  // this request is full: drop its frontier lazily
+    const Marginals& m = *requests[i].marginals;
+    Tree& tree = plan->trees[i];
+    const size_t row = static_cast<size_t>(e.depth - 1) * m.k;
+    const double rho = tree.path_probs[e.parent] * m.probs[row + e.rank];
+    const int32_t node = tree.AddNode(e.parent, m.tokens[row + e.rank], rho);
+    ++plan->n[i];
+    ++n;
+    order_.push_back(i);
+    plan->expected_accepted[i] += rho;
+    accepted += rho;
+    weighted += requests[i].weight * rho;
+    if (evaluate) {
+      shape_.Grow(i);
+      if (latency && i == argmin_a) {
+        for (int j = 0; j < B; ++j) {
+          if (plan->expected_accepted[j] < plan->expected_accepted[argmin_a]) argmin_a = j;
+        }
+        min_a = plan->expected_accepted[argmin_a];
+      }
+      if (!consider(n)) break;
+    } else {
+      best_n = n;
+    }
+    if (n == options.n_max) break;
+    // Next sibling (same parent, next rank), then the first child of the new node.
+    if (e.rank + 1 < m.k) push(i, e.parent, e.depth, e.rank + 1);
+    if (e.depth < m.gamma) push(i, node, e.depth + 1, 0);
+  }
+  if (latency) plan->bound_met = feasible_seen;
+
+  // Keep T_{n_i(N*)}: the first N* pops, counted per request, are a prefix of each request's own
+  // pop order.
+  std::fill(plan->n.begin(), plan->n.end(), 0);
+  for (int j = 0; j < best_n; ++j) ++plan->n[order_[j]];
+  plan->n_total = best_n;
+  shape_.Clear();
+  plan->weighted_accepted = 0;
+  double total_accepted = 0;
+  for (int i = 0; i < B; ++i) {
+    Tree& tree = plan->trees[i];
+    const size_t keep = static_cast<size_t>(plan->n[i]) + 1;
+    tree.tokens.resize(keep);
+    tree.parents.resize(keep);
+    tree.depths.resize(keep);
+    tree.path_probs.resize(keep);
+    double a = 1.0;
+    for (size_t k = 1; k < keep; ++k) a += tree.path_probs[k];
+    plan->expected_accepted[i] = a;
+    plan->weighted_accepted += requests[i].weight * a;
+    total_accepted += a;
+    shape_.Add(plan->n[i] + 1, requests[i].c);
+  }
+  if (cost != nullptr) {
+    plan->cycle_s = cost->Seconds(shape_);
+    plan->goodput = total_accepted / plan->cycle_s;
+  } else {
+    plan->cycle_s = plan->goodput = std::numeric_limits<double>::quiet_NaN();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace specplan::planner

@@ -1,0 +1,122 @@
+// PlanBatch: one tree budget across the B requests an engine verifies together in one ragged pass.
+//
+// Each request i brings its drafter's marginals, its context length c_i, an optional cap n_max_i
+// and a weight w_i > 0. The planner grows every request's tree from one global frontier and prices
+// each candidate batch with the batch cycle cost (costmodel::BatchCycleCost):
+//   C(N) = T_draft(B) + T_aux + T_verify({(n_i + 1, c_i)}),   N = Σ n_i.
+//
+// Order (the rule). A node of request i with path score ρ has priority  w_i ρ / κ_i.
+//   - Fixed budget (BudgetMode::kFixed): κ_i = 1. Popping in non-increasing w_i ρ adds, for every
+//     N, the N nodes that maximise Σ_i w_i Â_i over all prefix-closed allocations with N nodes in
+//     all (each request's ρ is non-increasing along its own pop order, so the per-request gains are
+//     concave and the greedy merge of the B sorted streams is optimal; checked against brute force
+//     in tests/planner/batch_plan_test.cc).
+//   - Cost-aware modes (kController, kScan): κ_i is request i's relative price of a draft token,
+//     κ_i = Δ_i / mean_j Δ_j with Δ_i = T_verify(s_i = 1 + q, others 1) − T_verify(all 1), q = 16,
+//     the cost of a 16-node tree for request i in the undrafted batch. The attention term grows
+//     with c_i, so a long-context request's nodes must buy more expected tokens per unit of cost.
+//     When some Δ_i is not > 0 (a cost flat in s, e.g. a measured table), or all Δ_i are equal
+//     (equal contexts, B = 1), κ_i = 1 and the order is the fixed-budget order.
+//   Ties: priority, then smaller depth, then smaller request index, then smaller parent index, then
+//   smaller rank, so that with B = 1 the pop order is BestFirstPlanner's node for node.
+//
+// Objectives, over the prefixes N = 0..N_max of that order (Â_i = 1 + Σ ρ over request i's nodes;
+// the root, the pending bonus token, always counts 1):
+//   kGoodput       maximise the weighted goodput  G(N) = Σ_i w_i Â_i(N) / C(N).
+//                  kController stops at the first N with G(N + 1) < G(N); kScan takes the argmax.
+//   kLatencyBound  maximise G(N) subject to C(N) / Â_i(N) <= X for every request (X = expected
+//                  seconds per accepted token, an engine's per-request SLO), scanning every N.
+//                  If no N meets the bound, the N with the smallest max_i C(N) / Â_i(N) is taken
+//                  and `bound_met` is false.
+// n_i = 0 means "do not speculate request i this step". With N* = 0 no request drafts: the engine
+// then runs a plain decoding step, whose goodput `ar_goodput` = Σ w_i / T_verify(all 1) is
+// reported beside the plan (C(0) still pays for the drafting that produced the marginals).
+#ifndef SPECPLAN_PLANNER_BATCH_PLAN_H_
+#define SPECPLAN_PLANNER_BATCH_PLAN_H_
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "costmodel/batch_shape.h"
+#include "costmodel/cycle_cost.h"
+#include "planner/best_first.h"
+#include "planner/marginals.h"
+#include "planner/tree.h"
+
+namespace specplan::planner {
+
+// Documented limits on a batch accepted from outside callers.
+inline constexpr int kMaxBatchRequests = 4096;
+inline constexpr int kMaxBatchNodes = 1 << 20;  // total draft nodes over the batch
+
+struct BatchRequest {
+  const Marginals* marginals = nullptr;  // required; not retained
+  int64_t c = 0;                         // tokens already in this request's KV cache, >= 0
+  int n_max = -1;                        // cap on this request's draft nodes; -1 = none
+  double weight = 1.0;                   // w_i, finite and > 0
+};
+
+enum class BatchObjective { kGoodput, kLatencyBound };
+
+struct BatchPlanOptions {
+  BudgetMode mode = BudgetMode::kController;
+  int n_max = 256;  // total draft nodes over the batch: the budget in kFixed, the search's upper
+                    // end otherwise; 0 <= n_max <= kMaxBatchNodes
+  BatchObjective objective = BatchObjective::kGoodput;
+  double max_seconds_per_token = 0;  // X for kLatencyBound, > 0
+  bool validate = true;              // validate every request's marginals first
+};
+
+struct BatchCurvePoint {
+  int n = 0;                     // N, draft nodes over the batch
+  double expected_accepted = 0;  // Σ_i Â_i(N)
+  double weighted_accepted = 0;  // Σ_i w_i Â_i(N)
+  double cycle_s = 0;            // C(N), seconds
+  double goodput = 0;            // Σ_i Â_i(N) / C(N), tokens per second
+};
+
+// Result of one PlanBatch call. Caller-owned and reusable: vectors keep their capacity.
+struct BatchPlan {
+  std::vector<Tree> trees;                // [B] T_{n_i} in the request's own pop order
+  std::vector<int> n;                     // [B] n_i draft nodes; 0 = do not speculate
+  std::vector<double> expected_accepted;  // [B] Â_i, root included
+  int n_total = 0;                        // N* = Σ n_i
+  double weighted_accepted = 0;           // Σ w_i Â_i at N*
+  double cycle_s = std::numeric_limits<double>::quiet_NaN();     // C(N*), NaN without a cost
+  double goodput = std::numeric_limits<double>::quiet_NaN();     // Σ Â_i / C(N*), tokens/s
+  double ar_goodput = std::numeric_limits<double>::quiet_NaN();  // plain decoding, see above
+  bool bound_met = true;           // kLatencyBound: some N met the bound
+  bool lattice_exhausted = false;  // every request's frontier ran empty (or hit its cap) first
+  std::vector<double> price;       // [B] κ_i used in the order
+  // One point per evaluated N from 0, in increasing N (kController: up to the point that
+  // decreased; kScan and kLatencyBound: 0..N_max or the exhausted lattice; kFixed: empty).
+  std::vector<BatchCurvePoint> curve;
+};
+
+// Plans a batch. Owns a reusable workspace; not thread-safe (one planner per thread).
+class BatchPlanner {
+ public:
+  // `cost` may be null only in BudgetMode::kFixed with kGoodput (then cycle_s, goodput and
+  // ar_goodput are NaN). Errors name the request and field, e.g.
+  // "requests[3].marginals.probs[2][1] = nan: must be a number in [0, 1]".
+  absl::Status Plan(const std::vector<BatchRequest>& requests, const BatchPlanOptions& options,
+                    const costmodel::BatchCycleCost* cost, BatchPlan* plan);
+
+ private:
+  struct Entry {
+    double key;  // w_i rho / kappa_i
+    int32_t parent;
+    int32_t request;
+    uint16_t depth;
+    uint16_t rank;
+  };
+  std::vector<Entry> heap_;
+  std::vector<int32_t> order_;  // request of each popped node, in pop order
+  costmodel::BatchShape shape_;
+};
+
+}  // namespace specplan::planner
+
+#endif  // SPECPLAN_PLANNER_BATCH_PLAN_H_
