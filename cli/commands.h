@@ -7,12 +7,13 @@
 
 namespace specplan::cli {
 
-void RegisterEstimateCommand(CLI::App& app, int* exit_code);  // estimate_command.cc
-void RegisterProfilesCommand(CLI::App& app, int* exit_code);  // profiles_command.cc
-void RegisterPlanCommand(CLI::App& app, int* exit_code);      // plan_command.cc
-void RegisterMergeCommand(CLI::App& app, int* exit_code);     // merge_command.cc
-void RegisterWhatIfCommand(CLI::App& app, int* exit_code);    // whatif_command.cc
-void RegisterFitCommand(CLI::App& app, int* exit_code);       // fit_command.cc
+void RegisterEstimateCommand(CLI::App& app, int* exit_code);   // estimate_command.cc
+void RegisterProfilesCommand(CLI::App& app, int* exit_code);   // profiles_command.cc
+void RegisterPlanCommand(CLI::App& app, int* exit_code);       // plan_command.cc
+void RegisterMergeCommand(CLI::App& app, int* exit_code);      // merge_command.cc
+void RegisterWhatIfCommand(CLI::App& app, int* exit_code);     // whatif_command.cc
+void RegisterFitCommand(CLI::App& app, int* exit_code);        // fit_command.cc
+void RegisterPlanBatchCommand(CLI::App& app, int* exit_code);  // plan_batch_command.cc
 
 }  // namespace specplan::cli
 

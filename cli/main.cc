@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   specplan::cli::RegisterEstimateCommand(app, &exit_code);
   specplan::cli::RegisterProfilesCommand(app, &exit_code);
   specplan::cli::RegisterPlanCommand(app, &exit_code);
+  specplan::cli::RegisterPlanBatchCommand(app, &exit_code);
   specplan::cli::RegisterMergeCommand(app, &exit_code);
   specplan::cli::RegisterWhatIfCommand(app, &exit_code);
   specplan::cli::RegisterFitCommand(app, &exit_code);

@@ -126,8 +126,10 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     weight_sum += r.weight;
     plan->trees[i].ResetRoot(r.marginals->root_token);
   }
-  plan->ar_goodput = cost != nullptr ? weight_sum / cost->VerifySeconds(shape_)
-                                     : std::numeric_limits<double>::quiet_NaN();
+  // Plain decoding: every request verifies its root alone and nothing is drafted.
+  const double ar_s =
+      cost != nullptr ? cost->VerifySeconds(shape_) : std::numeric_limits<double>::quiet_NaN();
+  plan->ar_goodput = B / ar_s;
 
   const auto less = [](const Entry& a, const Entry& b) {  // true when a has LOWER priority
     if (a.key != b.key) return a.key < b.key;
@@ -228,6 +230,21 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     // Next sibling (same parent, next rank), then the first child of the new node.
     if (e.rank + 1 < m.k) push(i, e.parent, e.depth, e.rank + 1);
     if (e.depth < m.gamma) push(i, node, e.depth + 1, 0);
+  }
+  // The off switch: a plan that drafts must beat plain decoding, which pays no drafter.
+  plan->speculation_pays = true;
+  if (evaluate && best_n > 0) {
+    const double plain_g = weight_sum / ar_s;
+    const BatchCurvePoint& p = plan->curve[static_cast<size_t>(best_n)];
+    if (latency) {
+      const bool plain_ok = ar_s <= X;  // every request gets a token per plain step
+      if (plain_ok && (!feasible_seen || plain_g >= p.weighted_accepted / p.cycle_s)) best_n = 0;
+      if (!plain_ok && !feasible_seen && ar_s <= best_violation) best_n = 0;
+      feasible_seen = feasible_seen || plain_ok;
+    } else if (p.weighted_accepted / p.cycle_s <= plain_g) {
+      best_n = 0;
+    }
+    plan->speculation_pays = best_n > 0;
   }
   if (latency) plan->bound_met = feasible_seen;
 

@@ -28,9 +28,13 @@
 //                  seconds per accepted token, an engine's per-request SLO), scanning every N.
 //                  If no N meets the bound, the N with the smallest max_i C(N) / Â_i(N) is taken
 //                  and `bound_met` is false.
-// n_i = 0 means "do not speculate request i this step". With N* = 0 no request drafts: the engine
-// then runs a plain decoding step, whose goodput `ar_goodput` = Σ w_i / T_verify(all 1) is
-// reported beside the plan (C(0) still pays for the drafting that produced the marginals).
+// C(0) still pays for the drafting that produced the marginals, so the prefixes are compared with
+// each other as they are. Then the off switch: in the cost-aware modes the chosen plan must beat
+// plain decoding, which drafts nothing and verifies every root alone in T_AR = T_verify(all 1)
+// (weighted goodput Σ w_i / T_AR; for kLatencyBound plain decoding is one more candidate, with
+// T_AR per token for every request). Otherwise N* = 0 and `speculation_pays` is false.
+// n_i = 0 means "do not speculate request i this step"; N* = 0 means no request drafts and the
+// engine runs a plain decoding step.
 #ifndef SPECPLAN_PLANNER_BATCH_PLAN_H_
 #define SPECPLAN_PLANNER_BATCH_PLAN_H_
 
@@ -86,7 +90,8 @@ struct BatchPlan {
   double weighted_accepted = 0;           // Σ w_i Â_i at N*
   double cycle_s = std::numeric_limits<double>::quiet_NaN();     // C(N*), NaN without a cost
   double goodput = std::numeric_limits<double>::quiet_NaN();     // Σ Â_i / C(N*), tokens/s
-  double ar_goodput = std::numeric_limits<double>::quiet_NaN();  // plain decoding, see above
+  double ar_goodput = std::numeric_limits<double>::quiet_NaN();  // B / T_AR, tokens/s
+  bool speculation_pays = true;    // false: the off switch chose plain decoding (see above)
   bool bound_met = true;           // kLatencyBound: some N met the bound
   bool lattice_exhausted = false;  // every request's frontier ran empty (or hit its cap) first
   std::vector<double> price;       // [B] κ_i used in the order

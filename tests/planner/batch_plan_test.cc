@@ -65,11 +65,13 @@ TEST(PlanBatch, OneRequestIsTheSingleRequestPlanner) {
   const costmodel::LatencyModel* models[] = {&roofline, &stepped};
   BatchPlanner batch;
   BestFirstPlanner single;
+  int switched_off = 0;
   for (int rep = 0; rep < 30; ++rep) {
     const Marginals m = Random(rng, 1 + rep % 8, 1 + rep % 5);
     const int64_t c = 100 * rep;
     const costmodel::LatencyModel* model = models[rep % 2];
-    const costmodel::DrafterCost drafter = ParallelDrafter(4e-4);
+    // Every fifth request has a drafter too slow to pay for itself.
+    const costmodel::DrafterCost drafter = ParallelDrafter(rep % 5 == 4 ? 3e-2 : 4e-4);
     const costmodel::CycleCost cost1(model, drafter, 1e-4, c);
     const costmodel::BatchCycleCost costb(model, drafter, 1e-4);
     for (BudgetMode mode : {BudgetMode::kFixed, BudgetMode::kController, BudgetMode::kScan}) {
@@ -85,6 +87,15 @@ TEST(PlanBatch, OneRequestIsTheSingleRequestPlanner) {
       ASSERT_TRUE(batch.Plan({{&m, c}}, ob, &costb, &got).ok());
       SCOPED_TRACE(::testing::Message() << "rep " << rep << " mode " << static_cast<int>(mode));
       ASSERT_EQ(got.trees.size(), 1u);
+      if (mode != BudgetMode::kFixed && want.n > 0 && want.speedup <= 1) {
+        // The off switch: the single-request plan is slower than plain decoding.
+        ++switched_off;
+        EXPECT_FALSE(got.speculation_pays);
+        EXPECT_EQ(got.n_total, 0);
+        EXPECT_EQ(got.trees[0].size(), 1);
+        continue;
+      }
+      EXPECT_TRUE(got.speculation_pays);
       EXPECT_EQ(got.trees[0].tokens, want.tree.tokens);
       EXPECT_EQ(got.trees[0].parents, want.tree.parents);
       EXPECT_EQ(got.trees[0].path_probs, want.tree.path_probs);
@@ -101,6 +112,8 @@ TEST(PlanBatch, OneRequestIsTheSingleRequestPlanner) {
       }
     }
   }
+  EXPECT_GT(switched_off, 0);   // the slow drafters
+  EXPECT_LT(switched_off, 20);  // most of these plans pay for themselves
 }
 
 // Best Σ ρ over prefix-closed subtrees of the marginals lattice with exactly n draft nodes, for

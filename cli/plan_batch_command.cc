@@ -1,0 +1,331 @@
+// specplan plan-batch: one tree budget across the B requests an engine verifies together
+// (planner/batch_plan.h).
+//
+//   specplan plan-batch --requests FILE.jsonl --model M --gpu G (--n-max N | --budget N)
+//                       [--profile F] [--scan] [--max-ms-per-token X] [--json]
+//
+// Each line of FILE is one request: {"marginals": {"root_token", "tokens", "probs"}, "c": int}
+// with optional "n_max" (cap on that request's draft nodes) and "weight" (> 0, default 1). Blank
+// lines are skipped. --n-max / --budget is the total over the batch.
+// JSON output: {"n_total", "requests": [{"n", "tokens", "parents", "depths", "positions",
+// "retrieve", "expected_accepted"}], "curve": [{"n", "expected_accepted", "cycle_s", "goodput"}],
+// ...}; a curve point's expected_accepted is Σ Â_i and goodput is tokens per second.
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/profile.h"
+#include "planner/batch_plan.h"
+#include "planner/marginals.h"
+#include "planner/tree_outputs.h"
+
+namespace specplan::cli {
+namespace {
+
+struct PlanBatchArgs {
+  std::string requests;
+  std::string model;
+  std::string gpu;
+  std::string profile;
+  std::string latency_model;
+  std::string dtype = "bf16";
+  int n_max = -1;
+  int budget = -1;
+  bool scan = false;
+  double max_ms_per_token = 0;
+  bool json = false;
+  std::string drafter = "parallel";
+  double t_draft_ms = 0;
+  double t_aux_ms = 0;
+  double draft_batch_growth = 0;
+};
+
+// One parsed line of the requests file.
+struct RequestLine {
+  planner::Marginals marginals;
+  int64_t c = 0;
+  int n_max = -1;
+  double weight = 1.0;
+};
+
+absl::StatusOr<RequestLine> ParseRequestLine(const nlohmann::json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("expected a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "marginals" && it.key() != "c" && it.key() != "n_max" && it.key() != "weight") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(it.key(), ": unknown field (known: marginals, c, n_max, weight)"));
+    }
+  }
+  RequestLine r;
+  if (!j.contains("marginals")) return absl::InvalidArgumentError("marginals: missing");
+  auto m = planner::ParseMarginalsJson(j["marginals"]);
+  if (!m.ok())
+    return absl::Status(m.status().code(), absl::StrCat("marginals.", m.status().message()));
+  r.marginals = std::move(*m);
+  if (!j.contains("c")) return absl::InvalidArgumentError("c: missing");
+  const nlohmann::json& c = j["c"];
+  if (!c.is_number_integer() || c.get<int64_t>() < 0 || c.get<int64_t>() > (int64_t{1} << 24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("c = ", c.dump(), ": expected an integer in [0, 16777216]"));
+  }
+  r.c = c.get<int64_t>();
+  if (j.contains("n_max")) {
+    const nlohmann::json& n = j["n_max"];
+    if (!n.is_number_integer() || n.get<int64_t>() < 0 ||
+        n.get<int64_t>() >= planner::kMaxTreeNodes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "n_max = ", n.dump(), ": expected an integer in [0, ", planner::kMaxTreeNodes - 1, "]"));
+    }
+    r.n_max = static_cast<int>(n.get<int64_t>());
+  }
+  if (j.contains("weight")) {
+    const nlohmann::json& w = j["weight"];
+    if (!w.is_number() || !std::isfinite(w.get<double>()) || w.get<double>() <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("weight = ", w.dump(), ": expected a number > 0"));
+    }
+    r.weight = w.get<double>();
+  }
+  return r;
+}
+
+// Reads the JSONL file. Errors name the line and the request index, e.g.
+// "requests.jsonl:4 (requests[3]): marginals.probs[2][1] = ...".
+absl::StatusOr<std::vector<RequestLine>> LoadRequests(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::vector<RequestLine> out;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = absl::StrCat(path, ":", line_no, " (requests[", out.size(), "])");
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return absl::InvalidArgumentError(where + ": not valid JSON");
+    auto r = ParseRequestLine(j);
+    if (!r.ok())
+      return absl::Status(r.status().code(), absl::StrCat(where, ": ", r.status().message()));
+    out.push_back(std::move(*r));
+    if (out.size() > static_cast<size_t>(planner::kMaxBatchRequests)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": more than ", planner::kMaxBatchRequests, " requests"));
+    }
+  }
+  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no requests"));
+  return out;
+}
+
+int RunPlanBatch(const PlanBatchArgs& a) {
+  using namespace specplan::planner;
+  const char* kCmd = "specplan plan-batch: ";
+  auto lines = LoadRequests(a.requests);
+  if (!lines.ok()) {
+    std::cerr << kCmd << "--requests " << lines.status().message() << "\n";
+    return 1;
+  }
+  BatchPlanOptions options;
+  if (a.budget >= 0) {
+    options.mode = BudgetMode::kFixed;
+    options.n_max = a.budget;
+  } else {
+    options.mode = a.scan ? BudgetMode::kScan : BudgetMode::kController;
+    options.n_max = a.n_max;
+  }
+  if (a.max_ms_per_token > 0) {
+    if (options.mode == BudgetMode::kFixed) {
+      std::cerr << kCmd << "--max-ms-per-token " << a.max_ms_per_token
+                << ": a latency bound chooses the budget itself; use --n-max, not --budget\n";
+      return 1;
+    }
+    options.objective = BatchObjective::kLatencyBound;
+    options.max_seconds_per_token = a.max_ms_per_token * 1e-3;
+  }
+  auto drafter_cls = costmodel::ParseDrafterClass(a.drafter);
+  if (!drafter_cls.ok()) {
+    std::cerr << kCmd << "--" << drafter_cls.status().message() << "\n";
+    return 1;
+  }
+  auto dtype = costmodel::ParseDType(a.dtype);
+  if (!dtype.ok()) {
+    std::cerr << kCmd << "--" << dtype.status().message() << "\n";
+    return 1;
+  }
+  const bool want_cost = options.mode != BudgetMode::kFixed || !a.model.empty() || !a.gpu.empty() ||
+                         !a.profile.empty() || !a.latency_model.empty();
+  costmodel::DrafterCost drafter;
+  drafter.cls = *drafter_cls;
+  drafter.gamma = 0;
+  for (const RequestLine& r : *lines) drafter.gamma = std::max(drafter.gamma, r.marginals.gamma);
+  drafter.t_net_s = a.t_draft_ms * 1e-3;
+  drafter.batch_growth = a.draft_batch_growth;
+
+  std::unique_ptr<costmodel::LatencyModel> latency;
+  std::unique_ptr<costmodel::BatchCycleCost> cost;
+  std::string latency_kind;
+  if (want_cost) {
+    auto resolved =
+        costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model);
+    if (!resolved.ok()) {
+      std::cerr << kCmd << resolved.status().message() << "\n";
+      return 1;
+    }
+    latency = std::move(resolved->model);
+    latency_kind = latency->Kind();
+    cost = std::make_unique<costmodel::BatchCycleCost>(latency.get(), drafter, a.t_aux_ms * 1e-3);
+  }
+  std::vector<BatchRequest> requests;
+  requests.reserve(lines->size());
+  for (const RequestLine& r : *lines) requests.push_back({&r.marginals, r.c, r.n_max, r.weight});
+  BatchPlanner planner;
+  BatchPlan plan;
+  if (absl::Status st = planner.Plan(requests, options, cost.get(), &plan); !st.ok()) {
+    std::cerr << kCmd << st.message() << "\n";
+    return 1;
+  }
+  const int B = static_cast<int>(requests.size());
+  std::vector<TreeOutputs> outputs(static_cast<size_t>(B));
+  for (int i = 0; i < B; ++i) {
+    TreeOutputOptions o;
+    o.position_offset = requests[i].c;
+    o.packed_mask = false;
+    ComputeTreeOutputs(plan.trees[i], o, &outputs[i]);
+  }
+
+  const char* mode_name = options.mode == BudgetMode::kFixed        ? "fixed"
+                          : options.mode == BudgetMode::kController ? "controller"
+                                                                    : "scan";
+  const auto json_or_null = [](double x) {
+    return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+  };
+  if (a.json) {
+    nlohmann::json j;
+    j["mode"] = mode_name;
+    j["objective"] = options.objective == BatchObjective::kGoodput ? "goodput" : "latency_bound";
+    j["n_max"] = options.n_max;
+    j["n_total"] = plan.n_total;
+    nlohmann::json reqs = nlohmann::json::array();
+    for (int i = 0; i < B; ++i) {
+      const TreeOutputs& out = outputs[i];
+      nlohmann::json retrieve = nlohmann::json::array();
+      for (int l = 0; l < out.num_leaves; ++l) {
+        const auto* row = out.retrieve.data() + static_cast<size_t>(l) * out.retrieve_width;
+        retrieve.push_back(std::vector<int32_t>(row, row + out.retrieve_width));
+      }
+      reqs.push_back({{"n", plan.n[i]},
+                      {"c", requests[i].c},
+                      {"tokens", plan.trees[i].tokens},
+                      {"parents", plan.trees[i].parents},
+                      {"depths", plan.trees[i].depths},
+                      {"positions", out.positions},
+                      {"retrieve", std::move(retrieve)},
+                      {"expected_accepted", plan.expected_accepted[i]},
+                      {"price", plan.price[i]}});
+    }
+    j["requests"] = std::move(reqs);
+    nlohmann::json curve = nlohmann::json::array();
+    for (const BatchCurvePoint& p : plan.curve) {
+      curve.push_back({{"n", p.n},
+                       {"expected_accepted", p.expected_accepted},
+                       {"cycle_s", p.cycle_s},
+                       {"goodput", p.goodput}});
+    }
+    j["curve"] = std::move(curve);
+    j["cycle_s"] = json_or_null(plan.cycle_s);
+    j["goodput"] = json_or_null(plan.goodput);
+    j["ar_goodput"] = json_or_null(plan.ar_goodput);
+    if (options.objective == BatchObjective::kLatencyBound) j["bound_met"] = plan.bound_met;
+    j["speculation_pays"] = plan.speculation_pays;
+    j["lattice_exhausted"] = plan.lattice_exhausted;
+    if (want_cost) j["latency_model"] = latency_kind;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  double total_a = 0;
+  for (double x : plan.expected_accepted) total_a += x;
+  std::cout << absl::StrFormat(
+      "plan-batch (%s, %d requests, n_max %d over the batch): N* = %d draft nodes, "
+      "%.2f per request\n  expected accepted %.3f tokens in all (roots included)\n",
+      mode_name, B, options.n_max, plan.n_total, static_cast<double>(plan.n_total) / B, total_a);
+  if (want_cost) {
+    std::cout << absl::StrFormat(
+        "  cycle %.4f ms, goodput %.1f tokens/s; plain decoding %.1f tokens/s (%s latency "
+        "model)\n",
+        plan.cycle_s * 1e3, plan.goodput, plan.ar_goodput, latency_kind);
+    if (plan.n_total == 0)
+      std::cout << "  speculation does not pay at this load: no request drafts\n";
+    if (options.objective == BatchObjective::kLatencyBound && !plan.bound_met) {
+      std::cout << absl::StrFormat(
+          "  no budget meets %.4f ms per token for every request; this plan has the smallest "
+          "worst case\n",
+          a.max_ms_per_token);
+    }
+  }
+  std::cout << "  request      c      n   expected accepted\n";
+  for (int i = 0; i < B; ++i) {
+    std::cout << absl::StrFormat("  %7d %6d %6d   %.4f\n", i, requests[i].c, plan.n[i],
+                                 plan.expected_accepted[i]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<PlanBatchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan-batch", "One tree budget across a batch of requests verified in one pass");
+  cmd->add_option("--requests", args->requests,
+                  "JSONL, one request per line: {\"marginals\": {...}, \"c\": int} with optional "
+                  "\"n_max\" and \"weight\"")
+      ->required();
+  cmd->add_option("--model", args->model,
+                  "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json");
+  cmd->add_option("--gpu", args->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
+  auto* n_max = cmd->add_option("--n-max", args->n_max,
+                                "Search N = 0..N draft nodes in all (first decrease of the "
+                                "goodput, or its argmax with --scan)")
+                    ->check(CLI::Range(0, planner::kMaxBatchNodes));
+  auto* budget = cmd->add_option("--budget", args->budget,
+                                 "Fixed: exactly min(N, lattice sizes) draft nodes in all")
+                     ->check(CLI::Range(0, planner::kMaxBatchNodes));
+  n_max->excludes(budget);
+  auto* group = cmd->add_option_group("budget", "one of --n-max / --budget");
+  group->add_option(n_max);
+  group->add_option(budget);
+  group->require_option(1);
+  cmd->add_option("--profile", args->profile,
+                  "Calibrated profile JSON (default: bundled profile when present, else roofline)");
+  cmd->add_option("--latency-model", args->latency_model,
+                  "Latency model of the profile to use instead of its default");
+  cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
+      ->capture_default_str();
+  cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")
+      ->capture_default_str();
+  cmd->add_option("--t-draft-ms", args->t_draft_ms,
+                  "Draft network time for one sequence, ms (per step for ar, per block otherwise)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--draft-batch-growth", args->draft_batch_growth,
+                  "Fraction of one sequence's draft time each further sequence adds (0 = "
+                  "weight-bound drafter)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--t-aux-ms", args->t_aux_ms, "Tree construction/sampling overhead, ms")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--scan", args->scan, "Evaluate every N and take the argmax");
+  cmd->add_option("--max-ms-per-token", args->max_ms_per_token,
+                  "Per-request bound: expected ms per accepted token (cycle / Â_i) for every "
+                  "request; maximises goodput under it")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->callback([args, exit_code] { *exit_code = RunPlanBatch(*args); });
+}
+
+}  // namespace specplan::cli
