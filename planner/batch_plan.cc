@@ -132,12 +132,9 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
   plan->ar_goodput = B / ar_s;
 
   const auto less = [](const Entry& a, const Entry& b) {  // true when a has LOWER priority
-    if (a.key != b.key) return a.key < b.key;
-    if (a.depth != b.depth) return a.depth > b.depth;
-    if (a.request != b.request) return a.request > b.request;
-    if (a.parent != b.parent) return a.parent > b.parent;
-    return a.rank > b.rank;
+    return a.key < b.key || (a.key == b.key && a.tie > b.tie);
   };
+  static_assert(kMaxMarginalsGamma < 256 && kMaxMarginalsK < 256 && kMaxBatchRequests < 65536);
   heap_.clear();
   order_.clear();
   heap_.reserve(2 * static_cast<size_t>(options.n_max) + static_cast<size_t>(B) + 2);
@@ -146,8 +143,10 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     const Marginals& m = *requests[i].marginals;
     const double rho =
         plan->trees[i].path_probs[parent] * m.probs[static_cast<size_t>(depth - 1) * m.k + rank];
-    heap_.push_back(
-        {scale[i] * rho, parent, i, static_cast<uint16_t>(depth), static_cast<uint16_t>(rank)});
+    heap_.push_back({scale[i] * rho, static_cast<uint64_t>(depth) << 56 |
+                                         static_cast<uint64_t>(i) << 40 |
+                                         static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 8 |
+                                         static_cast<uint64_t>(rank)});
     std::push_heap(heap_.begin(), heap_.end(), less);
   };
   if (options.n_max > 0) {
@@ -199,15 +198,18 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       break;
     }
     std::pop_heap(heap_.begin(), heap_.end(), less);
-    const Entry e = heap_.back();
+    const uint64_t tie = heap_.back().tie;
     heap_.pop_back();
-    const int32_t i = e.request;
+    const int depth = static_cast<int>(tie >> 56);
+    const int32_t i = static_cast<int32_t>(tie >> 40 & 0xffff);
+    const int32_t parent = static_cast<int32_t>(tie >> 8 & 0xffffffff);
+    const int rank = static_cast<int>(tie & 0xff);
     if (plan->n[i] >= cap[i]) continue;  // this request is full: drop its frontier lazily
     const Marginals& m = *requests[i].marginals;
     Tree& tree = plan->trees[i];
-    const size_t row = static_cast<size_t>(e.depth - 1) * m.k;
-    const double rho = tree.path_probs[e.parent] * m.probs[row + e.rank];
-    const int32_t node = tree.AddNode(e.parent, m.tokens[row + e.rank], rho);
+    const size_t row = static_cast<size_t>(depth - 1) * m.k;
+    const double rho = tree.path_probs[parent] * m.probs[row + rank];
+    const int32_t node = tree.AddNode(parent, m.tokens[row + rank], rho);
     ++plan->n[i];
     ++n;
     order_.push_back(i);
@@ -228,8 +230,8 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     }
     if (n == options.n_max) break;
     // Next sibling (same parent, next rank), then the first child of the new node.
-    if (e.rank + 1 < m.k) push(i, e.parent, e.depth, e.rank + 1);
-    if (e.depth < m.gamma) push(i, node, e.depth + 1, 0);
+    if (rank + 1 < m.k) push(i, parent, depth, rank + 1);
+    if (depth < m.gamma) push(i, node, depth + 1, 0);
   }
   // The off switch: a plan that drafts must beat plain decoding, which pays no drafter.
   plan->speculation_pays = true;

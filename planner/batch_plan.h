@@ -110,12 +110,11 @@ class BatchPlanner {
                     const costmodel::BatchCycleCost* cost, BatchPlan* plan);
 
  private:
+  // A frontier entry: 16 bytes. `tie` packs the tie-breakers so that a smaller value pops first:
+  // depth (bits 56..63), request (40..55), parent (8..39), rank (0..7).
   struct Entry {
     double key;  // w_i rho / kappa_i
-    int32_t parent;
-    int32_t request;
-    uint16_t depth;
-    uint16_t rank;
+    uint64_t tie;
   };
   std::vector<Entry> heap_;
   std::vector<int32_t> order_;  // request of each popped node, in pop order
