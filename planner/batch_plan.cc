@@ -131,9 +131,6 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       cost != nullptr ? cost->VerifySeconds(shape_) : std::numeric_limits<double>::quiet_NaN();
   plan->ar_goodput = B / ar_s;
 
-  const auto less = [](const Entry& a, const Entry& b) {  // true when a has LOWER priority
-    return a.key < b.key || (a.key == b.key && a.tie > b.tie);
-  };
   static_assert(kMaxMarginalsGamma < 256 && kMaxMarginalsK < 256 && kMaxBatchRequests < 65536);
   heap_.clear();
   order_.clear();
@@ -143,11 +140,10 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     const Marginals& m = *requests[i].marginals;
     const double rho =
         plan->trees[i].path_probs[parent] * m.probs[static_cast<size_t>(depth - 1) * m.k + rank];
-    heap_.push_back({scale[i] * rho, static_cast<uint64_t>(depth) << 56 |
-                                         static_cast<uint64_t>(i) << 40 |
-                                         static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 8 |
-                                         static_cast<uint64_t>(rank)});
-    std::push_heap(heap_.begin(), heap_.end(), less);
+    heap_.push({scale[i] * rho, static_cast<uint64_t>(depth) << 56 |
+                                    static_cast<uint64_t>(i) << 40 |
+                                    static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 8 |
+                                    static_cast<uint64_t>(rank)});
   };
   if (options.n_max > 0) {
     for (int i = 0; i < B; ++i) {
@@ -197,9 +193,7 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       plan->lattice_exhausted = true;
       break;
     }
-    std::pop_heap(heap_.begin(), heap_.end(), less);
-    const uint64_t tie = heap_.back().tie;
-    heap_.pop_back();
+    const uint64_t tie = heap_.pop().tie;
     const int depth = static_cast<int>(tie >> 56);
     const int32_t i = static_cast<int32_t>(tie >> 40 & 0xffff);
     const int32_t parent = static_cast<int32_t>(tie >> 8 & 0xffffffff);

@@ -46,6 +46,7 @@
 #include "costmodel/batch_shape.h"
 #include "costmodel/cycle_cost.h"
 #include "planner/best_first.h"
+#include "planner/frontier_heap.h"
 #include "planner/marginals.h"
 #include "planner/tree.h"
 
@@ -116,7 +117,12 @@ class BatchPlanner {
     double key;  // w_i rho / kappa_i
     uint64_t tie;
   };
-  std::vector<Entry> heap_;
+  struct EntryLess {  // true when a has LOWER priority
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.key < b.key || (a.key == b.key && a.tie > b.tie);
+    }
+  };
+  FrontierHeap<Entry, EntryLess> heap_;
   std::vector<int32_t> order_;  // request of each popped node, in pop order
   costmodel::BatchShape shape_;
 };

@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "costmodel/cycle_cost.h"
+#include "planner/frontier_heap.h"
 #include "planner/marginals.h"
 #include "planner/tree.h"
 
@@ -100,9 +101,9 @@ struct FrontierLessFn {
 };
 
 struct EngineWorkspace {
-  std::vector<FrontierEntry> heap;  // [<= 2 n_max + 1]
-  std::vector<int32_t> handles;     // [tree size] lattice handle per tree node
-  std::vector<int32_t> missing;     // tree nodes whose children were needed but are unknown
+  FrontierHeap<FrontierEntry, FrontierLessFn> heap;  // [<= 2 n_max + 1]
+  std::vector<int32_t> handles;                      // [tree size] lattice handle per tree node
+  std::vector<int32_t> missing;  // tree nodes whose children were needed but are unknown
 
   void Reserve(int n_max) {
     heap.reserve(2 * static_cast<size_t>(n_max) + 2);
@@ -149,9 +150,7 @@ void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, cons
       return;
     }
     if (nc == 0) return;
-    heap.push_back(
-        {rho * lat.ChildProb(h, 0), node, static_cast<uint16_t>(tree.depths[node] + 1), 0});
-    std::push_heap(heap.begin(), heap.end(), FrontierLessFn{});
+    heap.push({rho * lat.ChildProb(h, 0), node, static_cast<uint16_t>(tree.depths[node] + 1), 0});
   };
 
   double a_hat = 1.0;
@@ -171,9 +170,7 @@ void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, cons
       plan->lattice_exhausted = true;
       break;
     }
-    std::pop_heap(heap.begin(), heap.end(), FrontierLessFn{});
-    const FrontierEntry e = heap.back();
-    heap.pop_back();
+    const FrontierEntry e = heap.pop();
     const int32_t ph = ws->handles[e.parent];
     const int32_t node = tree.AddNode(e.parent, lat.ChildToken(ph, e.rank), e.rho);
     ws->handles.push_back(lat.Child(ph, e.rank));
@@ -197,9 +194,8 @@ void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, cons
     if (n == spec.n_max) break;
     // Next sibling (same parent, next rank), then the first child of the new node.
     if (e.rank + 1 < lat.NumChildren(ph)) {
-      heap.push_back({tree.path_probs[e.parent] * lat.ChildProb(ph, e.rank + 1), e.parent, e.depth,
-                      static_cast<uint16_t>(e.rank + 1)});
-      std::push_heap(heap.begin(), heap.end(), FrontierLessFn{});
+      heap.push({tree.path_probs[e.parent] * lat.ChildProb(ph, e.rank + 1), e.parent, e.depth,
+                 static_cast<uint16_t>(e.rank + 1)});
     }
     push_first_child(node, e.rho);
   }
