@@ -36,12 +36,15 @@ namespace specplan::planner {
 // tokens; request b's tokens are rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1. The global
 // (flattened) row of request b's node i is cu_seqlens[b] + i.
 //
-// Example (tests/planner/engine_layouts_test.cc): request 0 = root with children 1, 2 and node 1
-// with children 3, 4, c_0 = 10; request 1 = root only (n = 0), c_1 = 7:
-//   cu_seqlens   = [0, 5, 6]
-//   positions    = [10, 11, 11, 12, 12,  7]
-//   mask_packed  = [0b1, 0b11, 0b101, 0b1011, 0b10011,  0b1]   mask_offsets = [0, 5, 6]
-//   retrieve     = [0, 2, -1,  0, 1, 3,  0, 1, 4,  0]          retrieve_offsets = [0, 9, 10]
+// Example (BatchLayoutTest.HandWorkedBatchOfThree): request 0 = root with children 1, 2 and
+// node 1 with children 3, 4, over c_0 = 10; request 1 = root only (n = 0), c_1 = 7; request 2 =
+// chain 0 -> 1 -> 2, c_2 = 0:
+//   cu_seqlens       = [0, 5, 6, 9]
+//   positions        = [10, 11, 11, 12, 12,  7,  0, 1, 2]
+//   mask_packed      = [0b1, 0b11, 0b101, 0b1011, 0b10011,  0b1,  0b1, 0b11, 0b111]
+//   mask_offsets     = [0, 5, 6, 9]
+//   retrieve         = [0, 2, -1,  0, 1, 3,  0, 1, 4,  0,  0, 1, 2]
+//   retrieve_offsets = [0, 9, 10, 13]
 struct BatchLayout {
   int batch_size = 0;    // B
   int total_tokens = 0;  // T
@@ -112,16 +115,17 @@ absl::Status ComputeBatchLayout(absl::Span<const Tree> trees,
 //    little-endian bytes (tree_mask_bytes_per_row of them per row): the memory image of SGLang's
 //    tensor.
 // A padded slot's row has only its own entry set among the D tree columns (and, in kFullMask, all
-// prefix columns), so it attends to nothing of the tree.
+// prefix columns): it attends to itself and to no node of the tree.
 //
-// Example (tests/planner/engine_layouts_test.cc), request 0 of the batch above (root with children
-// 1, 2; node 1 with children 3, 4; c = 10) and request 1 (root only, c = 7), D = 5:
+// Example (SglangHandTest): requests 0 and 1 of the batch above, over c = 3 and c = 2, D = 5 (the
+// larger tree's size), pad_token = -7:
+//   draft_tokens         = [50, 51, 52, 53, 54,  70, -7, -7, -7, -7]
+//   positions            = [3, 4, 4, 5, 5,  2, 2, 2, 2, 2]
 //   retrive_index        = [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
 //   retrive_next_token   = [[1, 3, -1, -1, -1], [-1, -1, -1, -1, -1]]
 //   retrive_next_sibling = [[-1, 2, -1, 4, -1], [-1, -1, -1, -1, -1]]
-//   positions            = [10, 11, 11, 12, 12,  7, 7, 7, 7, 7]
-//   tree_mask (bitpacking, uint8 rows) = [0b1, 0b11, 0b101, 0b1011, 0b10011,
-//                                         0b1, 0b10, 0b100, 0b1000, 0b10000]
+//   tree_mask (QLEN_ONLY_BITPACKING, uint8 rows) = [0b1, 0b11, 0b101, 0b1011, 0b10011,
+//                                                   0b1, 0b10, 0b100, 0b1000, 0b10000]
 enum class SglangTreeMaskMode { kFullMask = 0, kQlenOnly = 1, kQlenOnlyBitpacking = 2 };
 
 // SGLang's name for a mode: "FULL_MASK", "QLEN_ONLY" or "QLEN_ONLY_BITPACKING".
