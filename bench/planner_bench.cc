@@ -11,6 +11,11 @@
 // BENCH: BM_TreeOutputs/{64,256,1024}           outputs only for a fixed-budget tree of N nodes
 // BENCH: BM_TreeOutputsDense/{64,256,1024}      outputs incl. dense [s][s] uint8 mask
 // BENCH: BM_PathConditionedFixed/{64,256}       path-conditioned step loop, marginals provider
+// BENCH: BM_BatchLayout                         ragged batch layout (engine_layouts.h) of B = 64
+//                                                trees of 64 nodes (63 draft + root), c = 1024
+// BENCH: BM_SglangLayout/{mode}/{nodes}         SGLang layout of B = 64 trees of `nodes` nodes,
+//                                                c = 1024; mode 0 FULL_MASK, 1 QLEN_ONLY,
+//                                                2 QLEN_ONLY_BITPACKING
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -22,6 +27,7 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_model.h"
 #include "planner/best_first.h"
+#include "planner/engine_layouts.h"
 #include "planner/marginals.h"
 #include "planner/path_conditioned.h"
 #include "planner/tree_outputs.h"
@@ -43,8 +49,8 @@ class FakeRooflineLatency : public costmodel::LatencyModel {
   std::string Kind() const override { return "fake_roofline"; }
 };
 
-Marginals BenchMarginals(int gamma = 16, int k = 8) {
-  std::mt19937 rng(1234);
+Marginals BenchMarginals(int gamma = 16, int k = 8, unsigned seed = 1234) {
+  std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   Marginals m;
   m.root_token = 1;
@@ -159,6 +165,50 @@ void BM_PathConditionedFixed(benchmark::State& state) {
   state.counters["expanded"] = planner.num_expanded();
 }
 
+// B best-first trees of `nodes` nodes (root included), each from its own random marginals.
+std::vector<Tree> BenchBatch(int batch, int nodes) {
+  std::vector<Tree> trees;
+  BestFirstPlanner planner;
+  BestFirstPlan plan;
+  for (int b = 0; b < batch; ++b) {
+    if (!planner.PlanFixed(BenchMarginals(16, 8, 1000 + b), nodes - 1, &plan).ok()) return {};
+    trees.push_back(plan.tree);
+  }
+  return trees;
+}
+
+void BM_BatchLayout(benchmark::State& state) {
+  const std::vector<Tree> trees = BenchBatch(64, 64);
+  const std::vector<int64_t> context(trees.size(), 1024);
+  BatchLayout out;
+  for (auto _ : state) {
+    if (!ComputeBatchLayout(trees, context, &out).ok()) {
+      state.SkipWithError("layout failed");
+      break;
+    }
+    benchmark::DoNotOptimize(out.mask_packed.data());
+    benchmark::DoNotOptimize(out.retrieve.data());
+  }
+  state.counters["tokens"] = out.total_tokens;
+}
+
+void BM_SglangLayout(benchmark::State& state) {
+  const std::vector<Tree> trees = BenchBatch(64, static_cast<int>(state.range(1)));
+  const std::vector<int64_t> context(trees.size(), 1024);
+  SglangLayoutOptions options;
+  options.mode = static_cast<SglangTreeMaskMode>(state.range(0));
+  SglangLayout out;
+  for (auto _ : state) {
+    if (!ComputeSglangLayout(trees, context, options, &out).ok()) {
+      state.SkipWithError("layout failed");
+      break;
+    }
+    benchmark::DoNotOptimize(out.tree_mask.data());
+    benchmark::DoNotOptimize(out.retrive_next_sibling.data());
+  }
+  state.counters["mask_bytes"] = static_cast<double>(out.tree_mask.size());
+}
+
 BENCHMARK(BM_BestFirstController)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BestFirstScan)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BestFirstFixed)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
@@ -166,6 +216,13 @@ BENCHMARK(BM_BestFirstFixedPlanOnly)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchma
 BENCHMARK(BM_TreeOutputs)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TreeOutputsDense)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PathConditionedFixed)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BatchLayout)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SglangLayout)
+    ->Args({0, 64})
+    ->Args({1, 64})
+    ->Args({1, 32})
+    ->Args({2, 32})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace specplan::planner

@@ -3,6 +3,7 @@
 //
 //   specplan plan --marginals FILE --model M --gpu G --c C (--n-max N | --budget N)
 //                 [--profile FILE] [--scan] [--json] [--repeat R]
+//                 [--layout sglang [--tree-mask-mode M] [--draft-token-num D]]
 //
 // --n-max: controller mode (first decrease of S(n), or the full argmax with --scan) over
 // n = 0..N draft nodes. --budget: exactly min(N, lattice size) draft nodes.
@@ -12,19 +13,27 @@
 // and scan modes `curve` (one entry per evaluated n: n, expected_accepted, cycle_s, speedup).
 // With --repeat R the same input is planned R times and `plan_us` is the mean microseconds per
 // plan including validation and all outputs (positions, packed mask, retrieve).
+// With --json --layout sglang the object gains `sglang`: the plan in SGLang's EAGLE verification
+// layout (planner/engine_layouts.h) as a batch of one: draft_token_num, tree_mask_mode,
+// draft_tokens, positions, retrive_index / retrive_next_token / retrive_next_sibling ([1][D]) and
+// tree_mask (flat: 0/1 entries for FULL_MASK and QLEN_ONLY, one integer per row for
+// QLEN_ONLY_BITPACKING). The other keys are unchanged.
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/remote.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
 #include "planner/best_first.h"
+#include "planner/engine_layouts.h"
 #include "planner/marginals.h"
 #include "planner/tree_outputs.h"
 
@@ -48,9 +57,52 @@ struct PlanArgs {
   double t_draft_ms = 0;
   double t_aux_ms = 0;
   std::string server;
+  std::string layout;
+  std::string tree_mask_mode = "QLEN_ONLY";
+  int draft_token_num = 0;
 };
 
 nlohmann::json JsonOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nullptr; }
+
+// The `sglang` JSON key: one request's SGLang layout.
+absl::StatusOr<nlohmann::json> SglangJson(const planner::Tree& tree, int64_t c,
+                                          const std::string& mode_name, int draft_token_num) {
+  using planner::SglangTreeMaskMode;
+  planner::SglangLayoutOptions options;
+  options.draft_token_num = draft_token_num;
+  bool known = false;
+  for (const auto m : {SglangTreeMaskMode::kFullMask, SglangTreeMaskMode::kQlenOnly,
+                       SglangTreeMaskMode::kQlenOnlyBitpacking}) {
+    if (mode_name == planner::SglangTreeMaskModeName(m)) {
+      options.mode = m;
+      known = true;
+    }
+  }
+  if (!known) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--tree-mask-mode %s: must be FULL_MASK, QLEN_ONLY or QLEN_ONLY_BITPACKING", mode_name));
+  }
+  planner::SglangLayout layout;
+  if (absl::Status st = planner::ComputeSglangLayout(tree, c, options, &layout); !st.ok()) {
+    return st;
+  }
+  nlohmann::json j;
+  j["draft_token_num"] = layout.draft_token_num;
+  j["tree_mask_mode"] = planner::SglangTreeMaskModeName(layout.mode);
+  j["draft_tokens"] = layout.draft_tokens;
+  j["positions"] = layout.positions;
+  j["retrive_index"] = nlohmann::json::array({nlohmann::json(layout.retrive_index)});
+  j["retrive_next_token"] = nlohmann::json::array({nlohmann::json(layout.retrive_next_token)});
+  j["retrive_next_sibling"] = nlohmann::json::array({nlohmann::json(layout.retrive_next_sibling)});
+  if (layout.mode == SglangTreeMaskMode::kQlenOnlyBitpacking) {
+    std::vector<uint32_t> rows(layout.draft_token_num);
+    for (int i = 0; i < layout.draft_token_num; ++i) rows[i] = layout.PackedRow(0, i);
+    j["tree_mask"] = rows;
+  } else {
+    j["tree_mask"] = layout.tree_mask;
+  }
+  return j;
+}
 
 int RunPlan(const PlanArgs& a) {
   using namespace specplan::planner;
@@ -179,6 +231,14 @@ int RunPlan(const PlanArgs& a) {
       }
       j["curve"] = std::move(curve);
     }
+    if (a.layout == "sglang") {
+      auto sglang = SglangJson(plan.tree, a.c, a.tree_mask_mode, a.draft_token_num);
+      if (!sglang.ok()) {
+        std::cerr << kCmd << "--layout sglang: " << sglang.status().message() << "\n";
+        return 1;
+      }
+      j["sglang"] = *std::move(sglang);
+    }
     if (a.repeat > 1) {
       j["repeat"] = a.repeat;
       j["plan_us"] = plan_us;
@@ -255,7 +315,28 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
                   "Plan on a specplan-server at HOST:PORT instead of in-process (same output)");
   cmd->add_option("--repeat", args->repeat, "Plan R times and report plan_us (mean per plan; round trip with --server)")
       ->check(CLI::Range(1, 10000000));
-  cmd->callback([args, exit_code] { *exit_code = RunPlan(*args); });
+  auto* layout =
+      cmd->add_option("--layout", args->layout,
+                      "With --json, add the plan in an engine's layout: sglang (key `sglang`)")
+          ->check(CLI::IsMember({"sglang"}));
+  cmd->add_option("--tree-mask-mode", args->tree_mask_mode,
+                  "SGLang tree_mask mode for --layout sglang: FULL_MASK, QLEN_ONLY, "
+                  "QLEN_ONLY_BITPACKING")
+      ->capture_default_str()
+      ->needs(layout);
+  cmd->add_option(
+         "--draft-token-num", args->draft_token_num,
+         "SGLang draft_token_num (slots, root included) for --layout sglang; 0 = tree size")
+      ->check(CLI::Range(0, 8192))
+      ->needs(layout);
+  cmd->callback([args, exit_code] {
+    if (!args->layout.empty() && !args->json) {
+      std::cerr << "specplan plan: --layout " << args->layout << " needs --json\n";
+      *exit_code = 1;
+      return;
+    }
+    *exit_code = RunPlan(*args);
+  });
 }
 
 }  // namespace specplan::cli

@@ -7,84 +7,113 @@
 
 namespace specplan::planner {
 
+int ScanTree(absl::Span<const int32_t> parents, int64_t* depths, int32_t* children) {
+  const int s = static_cast<int>(parents.size());
+  SPECPLAN_CHECK(s >= 1, "tree must hold at least the root");
+  SPECPLAN_CHECK(parents[0] == -1);
+  std::memset(children, 0, sizeof(int32_t) * s);
+  depths[0] = 0;
+  int64_t max_depth = 0;
+  for (int i = 1; i < s; ++i) {
+    const int p = parents[i];
+    SPECPLAN_CHECK(p >= 0 && p < i, "parents must be topological");
+    depths[i] = depths[p] + 1;
+    max_depth = std::max(max_depth, depths[i]);
+    ++children[p];
+  }
+  return static_cast<int>(max_depth);
+}
+
+template <typename Word>
+void WritePackedAncestorMask(absl::Span<const int32_t> parents, int words_per_row, Word* out) {
+  constexpr int kBits = 8 * sizeof(Word);
+  const int s = static_cast<int>(parents.size());
+  const int words = words_per_row;
+  // Row i = row parent(i) | bit i, built incrementally.
+  std::memset(out, 0, sizeof(Word) * words);
+  out[0] = 1u;
+  for (int i = 1; i < s; ++i) {
+    Word* row = out + static_cast<size_t>(i) * words;
+    const Word* prow = out + static_cast<size_t>(parents[i]) * words;
+    // Bits above the parent's own index are zero in its row; copy only the live words.
+    const int live = parents[i] / kBits + 1;
+    std::memcpy(row, prow, sizeof(Word) * live);
+    std::memset(row + live, 0, sizeof(Word) * (words - live));
+    row[i / kBits] |= Word{1} << (i % kBits);
+  }
+}
+template void WritePackedAncestorMask<uint32_t>(absl::Span<const int32_t>, int, uint32_t*);
+template void WritePackedAncestorMask<uint64_t>(absl::Span<const int32_t>, int, uint64_t*);
+
+void WriteDenseAncestorMask(absl::Span<const int32_t> parents, size_t row_stride, uint8_t* out) {
+  const int s = static_cast<int>(parents.size());
+  // Same recurrence on bytes: row i = row parent(i) up to the parent's column, then byte i.
+  std::memset(out, 0, s);
+  out[0] = 1;
+  for (int i = 1; i < s; ++i) {
+    const int p = parents[i];
+    uint8_t* row = out + static_cast<size_t>(i) * row_stride;
+    std::memcpy(row, out + static_cast<size_t>(p) * row_stride, p + 1);
+    std::memset(row + p + 1, 0, s - p - 1);
+    row[i] = 1;
+  }
+}
+
+int CountLeaves(absl::Span<const int32_t> children) {
+  int leaves = 0;
+  for (const int32_t c : children) leaves += c == 0;
+  return leaves;
+}
+
+void WriteRetrieve(absl::Span<const int32_t> parents, const int64_t* depths,
+                   const int32_t* children, int width, int32_t* out) {
+  const int s = static_cast<int>(parents.size());
+  int32_t* r = out;
+  for (int i = 0; i < s; ++i) {
+    if (children[i] != 0) continue;
+    const int d = static_cast<int>(depths[i]);
+    for (int k = d + 1; k < width; ++k) r[k] = -1;
+    for (int v = i, k = d; v >= 0; v = parents[v], --k) r[k] = v;
+    r += width;
+  }
+}
+
 void ComputeTreeOutputs(const Tree& tree, const TreeOutputOptions& options, TreeOutputs* out) {
   SPECPLAN_CHECK(out != nullptr);
   const int s = tree.size();
   SPECPLAN_CHECK(s >= 1, "tree must hold at least the root");
   SPECPLAN_CHECK(tree.parents.size() == static_cast<size_t>(s));
-  SPECPLAN_CHECK(tree.parents[0] == -1);
+  const absl::Span<const int32_t> parents(tree.parents);
   out->size = s;
 
   // Parents and positions (depth recomputed from parents so a tree without depths works too).
   out->parents.assign(tree.parents.begin(), tree.parents.end());
   out->positions.resize(s);
-  out->scratch_children.assign(s, 0);
-  int max_depth = 0;
-  out->positions[0] = 0;
-  for (int i = 1; i < s; ++i) {
-    const int p = tree.parents[i];
-    SPECPLAN_CHECK(p >= 0 && p < i, "parents must be topological");
-    const int64_t d = out->positions[p] + 1;
-    out->positions[i] = d;
-    max_depth = std::max<int>(max_depth, static_cast<int>(d));
-    ++out->scratch_children[p];
-  }
-  out->max_depth = max_depth;
+  out->scratch_children.resize(s);
+  out->max_depth = ScanTree(parents, out->positions.data(), out->scratch_children.data());
 
-  // Packed ancestor mask, incrementally: row i = row parent(i) | bit i.
   const int words = (s + 63) / 64;
   out->mask_words = words;
   if (options.packed_mask) {
     out->mask_packed.resize(static_cast<size_t>(s) * words);
-    uint64_t* m = out->mask_packed.data();
-    std::memset(m, 0, sizeof(uint64_t) * words);
-    m[0] = 1u;
-    for (int i = 1; i < s; ++i) {
-      uint64_t* row = m + static_cast<size_t>(i) * words;
-      const uint64_t* prow = m + static_cast<size_t>(tree.parents[i]) * words;
-      // Bits above the parent's own index are zero in its row; copy only the live words.
-      const int live = tree.parents[i] / 64 + 1;
-      std::memcpy(row, prow, sizeof(uint64_t) * live);
-      std::memset(row + live, 0, sizeof(uint64_t) * (words - live));
-      row[i >> 6] |= uint64_t{1} << (i & 63);
-    }
+    WritePackedAncestorMask<uint64_t>(parents, words, out->mask_packed.data());
   } else {
     out->mask_packed.clear();
   }
 
-  // Dense ancestor mask, same recurrence on bytes.
   if (options.dense_mask) {
     out->mask_dense.resize(static_cast<size_t>(s) * s);
-    uint8_t* m = out->mask_dense.data();
-    std::memset(m, 0, static_cast<size_t>(s) * s);
-    m[0] = 1;
-    for (int i = 1; i < s; ++i) {
-      const int p = tree.parents[i];
-      uint8_t* row = m + static_cast<size_t>(i) * s;
-      std::memcpy(row, m + static_cast<size_t>(p) * s, p + 1);
-      row[i] = 1;
-    }
+    WriteDenseAncestorMask(parents, s, out->mask_dense.data());
   } else {
     out->mask_dense.clear();
   }
 
-  // Retrieve matrix: one row per leaf in ascending index order.
-  out->retrieve_width = max_depth + 1;
-  int leaves = 0;
-  for (int i = 0; i < s; ++i) leaves += out->scratch_children[i] == 0;
-  out->num_leaves = leaves;
+  out->retrieve_width = out->max_depth + 1;
+  out->num_leaves = CountLeaves(out->scratch_children);
   if (options.retrieve) {
-    const int w = out->retrieve_width;
-    out->retrieve.resize(static_cast<size_t>(leaves) * w);
-    int row = 0;
-    for (int i = 0; i < s; ++i) {
-      if (out->scratch_children[i] != 0) continue;
-      int32_t* r = out->retrieve.data() + static_cast<size_t>(row) * w;
-      const int d = static_cast<int>(out->positions[i]);
-      for (int k = d + 1; k < w; ++k) r[k] = -1;
-      for (int v = i, k = d; v >= 0; v = tree.parents[v], --k) r[k] = v;
-      ++row;
-    }
+    out->retrieve.resize(static_cast<size_t>(out->num_leaves) * out->retrieve_width);
+    WriteRetrieve(parents, out->positions.data(), out->scratch_children.data(), out->retrieve_width,
+                  out->retrieve.data());
   } else {
     out->retrieve.clear();
   }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "planner/tree.h"
 
 namespace specplan::planner {
@@ -49,6 +50,37 @@ struct TreeOutputs {
 // Fills `out` for `tree`. The tree must satisfy ValidateTree (checked cheaply with SPECPLAN_CHECK:
 // sizes agree, parents[0] = -1, parents[i] < i); depths are recomputed from parents.
 void ComputeTreeOutputs(const Tree& tree, const TreeOutputOptions& options, TreeOutputs* out);
+
+// ---- Row writers --------------------------------------------------------------------------------
+// The pieces ComputeTreeOutputs is made of, for callers that lay several trees out in one buffer
+// (engine_layouts.h). Each writes one tree into caller memory and allocates nothing. `parents` is
+// the tree's parent list, [s] with s >= 1, parents[0] = -1 and 0 <= parents[i] < i (checked by
+// ScanTree with SPECPLAN_CHECK; the writers below assume a list ScanTree accepted).
+
+// Writes depth(i) to depths[0..s) and the number of children of node i to children[0..s);
+// returns the largest depth.
+int ScanTree(absl::Span<const int32_t> parents, int64_t* depths, int32_t* children);
+
+// Ancestor mask packed into words of type Word (uint32_t or uint64_t), W = bits of Word: row i is
+// words [i * words_per_row, (i + 1) * words_per_row) of out; bit j of the row (word j / W, bit
+// j % W) is 1 iff j == i or j is an ancestor of i, bits >= s are 0. Needs words_per_row >=
+// ceil(s / W).
+template <typename Word>
+void WritePackedAncestorMask(absl::Span<const int32_t> parents, int words_per_row, Word* out);
+
+// Ancestor mask one byte per entry: row i starts at out + i * row_stride (row_stride >= s);
+// entry j of row i, j < s, is 1 iff j == i or j is an ancestor of i, else 0. Bytes from s to
+// row_stride of each row are left as they were.
+void WriteDenseAncestorMask(absl::Span<const int32_t> parents, size_t row_stride, uint8_t* out);
+
+// Number of nodes whose child count (from ScanTree) is 0 = rows of the retrieve matrix.
+int CountLeaves(absl::Span<const int32_t> children);
+
+// Retrieve matrix from ScanTree's depths and child counts: one row of `width` (>= max depth + 1)
+// per leaf, leaves in ascending index, root-to-leaf node indices, -1 padded; writes
+// CountLeaves(children) * width entries.
+void WriteRetrieve(absl::Span<const int32_t> parents, const int64_t* depths,
+                   const int32_t* children, int width, int32_t* out);
 
 }  // namespace specplan::planner
 

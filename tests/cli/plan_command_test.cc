@@ -2,8 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "run_command.h"
 
@@ -83,6 +84,88 @@ TEST(PlanCommand, BadMarginalsNameTheField) {
   r = RunSpecplan("plan --marginals " + SourcePath("examples/marginals.json") +
                   " --c 0 --n-max 4 --budget 4");
   EXPECT_NE(r.exit_code, 0);
+}
+
+TEST(PlanCommand, SglangLayoutKeyAddsOneKeyAndKeepsTheRest) {
+  const std::string small = WriteTemp(
+      "sglang_marginals.json",
+      R"({"root_token": 1, "tokens": [[5, 6], [7, 8]], "probs": [[0.6, 0.3], [0.5, 0.4]]})");
+  // Budget 1: the tree is root 1 -> 5, over c = 2 cached tokens.
+  struct Case {
+    const char* mode;
+    std::vector<int> mask;
+  };
+  const Case cases[] = {
+      {"FULL_MASK", {1, 1, 1, 0, /**/ 1, 1, 1, 1}},  // rows of c + D = 4: prefix, then the tree
+      {"QLEN_ONLY", {1, 0, /**/ 1, 1}},
+      {"QLEN_ONLY_BITPACKING", {0b1, 0b11}},
+  };
+  for (const Case& c : cases) {
+    auto r = RunSpecplan("plan --marginals " + small + " --c 2 --budget 1 --json --layout sglang" +
+                         " --tree-mask-mode " + c.mode);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = nlohmann::json::parse(r.output)["sglang"];
+    EXPECT_EQ(j["tree_mask_mode"], c.mode);
+    EXPECT_EQ(j["draft_token_num"], 2);
+    EXPECT_EQ(j["draft_tokens"], nlohmann::json({1, 5}));
+    EXPECT_EQ(j["positions"], nlohmann::json({2, 3}));
+    EXPECT_EQ(j["retrive_index"], nlohmann::json::parse("[[0, 1]]"));
+    EXPECT_EQ(j["retrive_next_token"], nlohmann::json::parse("[[1, -1]]"));
+    EXPECT_EQ(j["retrive_next_sibling"], nlohmann::json::parse("[[-1, -1]]"));
+    EXPECT_EQ(j["tree_mask"], nlohmann::json(c.mask)) << c.mode;
+  }
+
+  // A larger plan: the other keys are exactly those printed without --layout, and the SGLang walk
+  // from slot 0 reaches every node from its parent.
+  const std::string base = "plan --marginals " + SourcePath("examples/marginals.json") +
+                           " --model qwen3-8b --gpu h100 --c 1024 --n-max 24 --json";
+  auto plain = RunSpecplan(base);
+  auto with = RunSpecplan(base + " --layout sglang --draft-token-num 32");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  ASSERT_EQ(with.exit_code, 0) << with.output;
+  auto j = nlohmann::json::parse(with.output);
+  const auto sg = j["sglang"];
+  j.erase("sglang");
+  EXPECT_EQ(j, nlohmann::json::parse(plain.output));
+  const int s = static_cast<int>(j["tokens"].size());
+  ASSERT_GT(s, 2);
+  ASSERT_EQ(sg["draft_token_num"], 32);
+  ASSERT_EQ(sg["tree_mask"].size(), 32u * 32u);
+  const auto& next = sg["retrive_next_token"][0];
+  const auto& sib = sg["retrive_next_sibling"][0];
+  std::vector<int> stack = {0}, seen(32, 0);
+  int visited = 0;
+  while (!stack.empty()) {
+    const int v = stack.back();
+    stack.pop_back();
+    ASSERT_LT(v, s);
+    ASSERT_EQ(seen[v]++, 0);
+    ++visited;
+    EXPECT_EQ(sg["draft_tokens"][v], j["tokens"][v]);
+    EXPECT_EQ(sg["positions"][v], j["positions"][v]);
+    for (int ch = next[v]; ch != -1; ch = sib[ch]) {
+      EXPECT_EQ(j["parents"][ch], v);
+      stack.push_back(ch);
+    }
+  }
+  EXPECT_EQ(visited, s);
+}
+
+TEST(PlanCommand, SglangLayoutErrorsNameTheProblem) {
+  const std::string base =
+      "plan --marginals " + SourcePath("examples/marginals.json") + " --c 0 --budget 40";
+  auto r = RunSpecplan(base + " --json --layout sglang --tree-mask-mode QLEN_ONLY_BITPACKING");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("draft_token_num = 41: QLEN_ONLY_BITPACKING holds at most 32"));
+  r = RunSpecplan(base + " --json --layout sglang --draft-token-num 8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("draft_token_num = 8: must be >= the size of trees[0] = 41"));
+  r = RunSpecplan(base + " --json --layout sglang --tree-mask-mode FULL");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--tree-mask-mode FULL"));
+  r = RunSpecplan(base + " --layout sglang");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("needs --json"));
 }
 
 TEST(MergeCommand, MergesExampleTreesWithBlockMask) {

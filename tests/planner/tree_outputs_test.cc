@@ -5,25 +5,13 @@
 #include <random>
 #include <vector>
 
+#include "tests/planner/random_tree.h"
+
 namespace specplan::planner {
 namespace {
 
-Tree RandomTree(std::mt19937& rng, int s) {
-  Tree t;
-  t.ResetRoot(7);
-  for (int i = 1; i < s; ++i) {
-    std::uniform_int_distribution<int> pick(0, i - 1);
-    t.AddNode(pick(rng), 100 + i, 0.5);
-  }
-  return t;
-}
-
-bool IsAncestorOrSelf(const Tree& t, int j, int i) {
-  for (int v = i; v >= 0; v = t.parents[v]) {
-    if (v == j) return true;
-  }
-  return false;
-}
+using testing::IsAncestorOrSelf;
+using testing::RandomTree;
 
 TEST(TreeOutputsTest, MatchesReferenceOnRandomTrees) {
   std::mt19937 rng(1);
