@@ -3,6 +3,7 @@
 //
 //   specplan plan-batch --requests FILE.jsonl --model M --gpu G (--n-max N | --budget N)
 //                       [--profile F] [--scan] [--max-ms-per-token X] [--json]
+//                       [--layout ragged|sglang [--tree-mask-mode M] [--draft-token-num D]]
 //
 // Each line of FILE is one request: {"marginals": {"root_token", "tokens", "probs"}, "c": int}
 // with optional "n_max" (cap on that request's draft nodes) and "weight" (> 0, default 1). Blank
@@ -21,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/layout_json.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
 #include "planner/batch_plan.h"
@@ -46,6 +48,9 @@ struct PlanBatchArgs {
   double t_draft_ms = 0;
   double t_aux_ms = 0;
   double draft_batch_growth = 0;
+  std::string layout;
+  std::string tree_mask_mode = "QLEN_ONLY";
+  int draft_token_num = 0;
 };
 
 // One parsed line of the requests file.
@@ -246,6 +251,18 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     j["speculation_pays"] = plan.speculation_pays;
     j["lattice_exhausted"] = plan.lattice_exhausted;
     if (want_cost) j["latency_model"] = latency_kind;
+    if (!a.layout.empty()) {
+      std::vector<int64_t> contexts;
+      for (const BatchRequest& r : requests) contexts.push_back(r.c);
+      auto layout = a.layout == "sglang"
+                        ? SglangJson(plan.trees, contexts, a.tree_mask_mode, a.draft_token_num)
+                        : RaggedJson(plan.trees, contexts);
+      if (!layout.ok()) {
+        std::cerr << kCmd << "--layout " << a.layout << ": " << layout.status().message() << "\n";
+        return 1;
+      }
+      j[a.layout] = std::move(*layout);
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -325,7 +342,29 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
                   "request; maximises goodput under it")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object");
-  cmd->callback([args, exit_code] { *exit_code = RunPlanBatch(*args); });
+  auto* layout = cmd->add_option("--layout", args->layout,
+                                 "With --json, add the batch in an engine's layout: ragged (key "
+                                 "`ragged`: cu_seqlens, tokens, positions, parents) or sglang "
+                                 "(key `sglang`)")
+                     ->check(CLI::IsMember({"ragged", "sglang"}));
+  cmd->add_option("--tree-mask-mode", args->tree_mask_mode,
+                  "SGLang tree_mask mode for --layout sglang: FULL_MASK, QLEN_ONLY, "
+                  "QLEN_ONLY_BITPACKING")
+      ->capture_default_str()
+      ->needs(layout);
+  cmd->add_option("--draft-token-num", args->draft_token_num,
+                  "SGLang draft_token_num (slots per request, root included) for --layout sglang; "
+                  "0 = the largest tree's size")
+      ->check(CLI::Range(0, 8192))
+      ->needs(layout);
+  cmd->callback([args, exit_code] {
+    if (!args->layout.empty() && !args->json) {
+      std::cerr << "specplan plan-batch: --layout " << args->layout << " needs --json\n";
+      *exit_code = 1;
+      return;
+    }
+    *exit_code = RunPlanBatch(*args);
+  });
 }
 
 }  // namespace specplan::cli

@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/layout_json.h"
 #include "cli/remote.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
@@ -63,46 +64,6 @@ struct PlanArgs {
 };
 
 nlohmann::json JsonOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nullptr; }
-
-// The `sglang` JSON key: one request's SGLang layout.
-absl::StatusOr<nlohmann::json> SglangJson(const planner::Tree& tree, int64_t c,
-                                          const std::string& mode_name, int draft_token_num) {
-  using planner::SglangTreeMaskMode;
-  planner::SglangLayoutOptions options;
-  options.draft_token_num = draft_token_num;
-  bool known = false;
-  for (const auto m : {SglangTreeMaskMode::kFullMask, SglangTreeMaskMode::kQlenOnly,
-                       SglangTreeMaskMode::kQlenOnlyBitpacking}) {
-    if (mode_name == planner::SglangTreeMaskModeName(m)) {
-      options.mode = m;
-      known = true;
-    }
-  }
-  if (!known) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--tree-mask-mode %s: must be FULL_MASK, QLEN_ONLY or QLEN_ONLY_BITPACKING", mode_name));
-  }
-  planner::SglangLayout layout;
-  if (absl::Status st = planner::ComputeSglangLayout(tree, c, options, &layout); !st.ok()) {
-    return st;
-  }
-  nlohmann::json j;
-  j["draft_token_num"] = layout.draft_token_num;
-  j["tree_mask_mode"] = planner::SglangTreeMaskModeName(layout.mode);
-  j["draft_tokens"] = layout.draft_tokens;
-  j["positions"] = layout.positions;
-  j["retrive_index"] = nlohmann::json::array({nlohmann::json(layout.retrive_index)});
-  j["retrive_next_token"] = nlohmann::json::array({nlohmann::json(layout.retrive_next_token)});
-  j["retrive_next_sibling"] = nlohmann::json::array({nlohmann::json(layout.retrive_next_sibling)});
-  if (layout.mode == SglangTreeMaskMode::kQlenOnlyBitpacking) {
-    std::vector<uint32_t> rows(layout.draft_token_num);
-    for (int i = 0; i < layout.draft_token_num; ++i) rows[i] = layout.PackedRow(0, i);
-    j["tree_mask"] = rows;
-  } else {
-    j["tree_mask"] = layout.tree_mask;
-  }
-  return j;
-}
 
 int RunPlan(const PlanArgs& a) {
   using namespace specplan::planner;
@@ -145,9 +106,10 @@ int RunPlan(const PlanArgs& a) {
   double plan_us = 0;
   if (!a.server.empty()) {
     if (!a.profile.empty() || !a.latency_model.empty()) {
-      std::cerr << kCmd << "--profile and --latency-model are local; with --server the server's "
-                           "stored profile for --gpu/--model/--dtype and its default model are "
-                           "used\n";
+      std::cerr << kCmd
+                << "--profile and --latency-model are local; with --server the server's "
+                   "stored profile for --gpu/--model/--dtype and its default model are "
+                   "used\n";
       return 1;
     }
     RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, a.c};
@@ -161,15 +123,15 @@ int RunPlan(const PlanArgs& a) {
       }
       latency_kind = used->latency_model;
     }
-    plan_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                  .count() /
-              repeat;
+    plan_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        repeat;
   } else {
     std::unique_ptr<costmodel::LatencyModel> latency;
     std::unique_ptr<costmodel::CycleCost> cost;
     if (want_cost) {
-      auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype,
-                                                     a.latency_model);
+      auto resolved =
+          costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model);
       if (!resolved.ok()) {
         std::cerr << kCmd << resolved.status().message() << "\n";
         return 1;
@@ -190,9 +152,9 @@ int RunPlan(const PlanArgs& a) {
       }
       ComputeTreeOutputs(plan.tree, out_options, &outputs);
     }
-    plan_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                  .count() /
-              repeat;
+    plan_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        repeat;
   }
 
   const char* mode_name = options.mode == BudgetMode::kFixed        ? "fixed"
@@ -232,7 +194,8 @@ int RunPlan(const PlanArgs& a) {
       j["curve"] = std::move(curve);
     }
     if (a.layout == "sglang") {
-      auto sglang = SglangJson(plan.tree, a.c, a.tree_mask_mode, a.draft_token_num);
+      const int64_t c = a.c;
+      auto sglang = SglangJson({&plan.tree, 1}, {&c, 1}, a.tree_mask_mode, a.draft_token_num);
       if (!sglang.ok()) {
         std::cerr << kCmd << "--layout sglang: " << sglang.status().message() << "\n";
         return 1;
@@ -296,9 +259,10 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   group->require_option(1);
   cmd->add_option("--profile", args->profile,
                   "Calibrated profile JSON (default: bundled profile when present, else roofline)");
-  cmd->add_option("--latency-model", args->latency_model,
-                  "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
-                  "overlap, kernel_sum or table (local only)");
+  cmd->add_option(
+      "--latency-model", args->latency_model,
+      "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
+      "overlap, kernel_sum or table (local only)");
   cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
       ->capture_default_str();
   cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")
@@ -313,7 +277,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", args->json, "Print one JSON object");
   cmd->add_option("--server", args->server,
                   "Plan on a specplan-server at HOST:PORT instead of in-process (same output)");
-  cmd->add_option("--repeat", args->repeat, "Plan R times and report plan_us (mean per plan; round trip with --server)")
+  cmd->add_option("--repeat", args->repeat,
+                  "Plan R times and report plan_us (mean per plan; round trip with --server)")
       ->check(CLI::Range(1, 10000000));
   auto* layout =
       cmd->add_option("--layout", args->layout,

@@ -62,6 +62,38 @@ TEST(PlanBatchCommand, FixedBudgetIsTheTotalOverTheBatch) {
   EXPECT_EQ(j["requests"][1]["positions"][0], 10);
 }
 
+// The batch in the engine layouts: the ragged arrays concatenate the requests' trees, and the
+// SGLang layout pads every request to the largest tree.
+TEST(PlanBatchCommand, LayoutsCarryEveryRequestsTree) {
+  const std::string file =
+      WriteTemp("batch_layout.jsonl", std::string(R"({"marginals": )") + kSmall +
+                                          R"(, "c": 5, "n_max": 3})" + "\n" + R"({"marginals": )" +
+                                          kSmall + R"(, "c": 9, "n_max": 0})" + "\n");
+  auto r = RunSpecplan("plan-batch --requests " + file + " --budget 6 --json --layout ragged");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["requests"][0]["n"], 3);
+  ASSERT_EQ(j["requests"][1]["n"], 0);
+  EXPECT_EQ(j["ragged"]["cu_seqlens"], nlohmann::json::parse("[0, 4, 5]"));
+  // Request 0: root 1, then 5 (rho .6), 6 (.3 at depth 1) before 7 (.3 = .6 x .5 at depth 2: ties
+  // go to the smaller depth) -> depths 0 1 1 2 over c = 5; request 1 is its root at c = 9.
+  EXPECT_EQ(j["ragged"]["positions"], nlohmann::json::parse("[5, 6, 6, 7, 9]"));
+  EXPECT_EQ(j["ragged"]["parents"], nlohmann::json::parse("[-1, 0, 0, 1, -1]"));
+  EXPECT_EQ(j["ragged"]["tokens"][4], 1);  // request 1: its root only
+  r = RunSpecplan("plan-batch --requests " + file +
+                  " --budget 6 --json --layout sglang --tree-mask-mode QLEN_ONLY_BITPACKING");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = nlohmann::json::parse(r.output);
+  const auto& sg = j["sglang"];
+  EXPECT_EQ(sg["draft_token_num"], 4);
+  EXPECT_EQ(sg["retrive_index"], nlohmann::json::parse("[[0, 1, 2, 3], [4, 5, 6, 7]]"));
+  EXPECT_EQ(sg["retrive_next_token"][1], nlohmann::json::parse("[-1, -1, -1, -1]"));
+  EXPECT_EQ(sg["tree_mask"].size(), 8u);
+  r = RunSpecplan("plan-batch --requests " + file + " --budget 6 --layout ragged");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--layout ragged needs --json"));
+}
+
 TEST(PlanBatchCommand, HumanOutputSaysWhenSpeculationDoesNotPay) {
   const std::string weak = R"({"root_token": 1, "tokens": [[5, 6]], "probs": [[0.02, 0.01]]})";
   std::string lines;
