@@ -13,13 +13,14 @@ PerTermFeatures ComputePerTermFeatures(const RooflineEstimate& e, const GpuSpec&
   f.compute_s = e.terms.total_flops() / gpu.peak_flops;
   f.weights_s = e.terms.weight_bytes / gpu.mem_bw;
   f.kv_attention_s = (e.terms.kv_bytes + e.terms.activation_bytes) / gpu.mem_bw;
+  f.comm_s = e.comm_s;
   return f;
 }
 
 double PerTermCoefficients::Predict(const PerTermFeatures& f) const {
   const double compute_branch = compute * f.compute_s + compute_overhead_s;
   const double memory_branch = weights * f.weights_s + kv_attention * f.kv_attention_s;
-  return std::max(compute_branch, memory_branch);
+  return std::max(compute_branch, memory_branch) + f.comm_s;
 }
 
 double PerTermLatency::VerifySeconds(int64_t s, int64_t c) const {
@@ -39,6 +40,7 @@ OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gp
   f.attention_s = t.attn_score_flops / gpu.peak_flops;
   f.weights_s = t.weight_bytes / gpu.mem_bw;
   f.kv_attention_s = (t.kv_bytes + t.activation_bytes) / gpu.mem_bw;
+  f.comm_s = CommunicationSeconds(model, gpu, s);
   return f;
 }
 
@@ -46,10 +48,10 @@ double OverlapCoefficients::Predict(const OverlapFeatures& f) const {
   const double compute_branch = gemm * f.gemm_s + attention * f.attention_s;
   const double memory_branch = weights * f.weights_s + kv_attention * f.kv_attention_s;
   const double hi = std::max(compute_branch, memory_branch);
-  if (hi <= 0) return overhead_s;
+  if (hi <= 0) return overhead_s + f.comm_s;
   // Smooth max, scaled by the larger branch so large p cannot overflow.
   const double sum = std::pow(compute_branch / hi, p) + std::pow(memory_branch / hi, p);
-  return overhead_s + hi * std::pow(sum, 1.0 / p);
+  return overhead_s + hi * std::pow(sum, 1.0 / p) + f.comm_s;
 }
 
 double OverlapLatency::VerifySeconds(int64_t s, int64_t c) const {
@@ -62,8 +64,11 @@ KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec
   SPECPLAN_CHECK(tile >= 1 && attention_tile >= 1);
   const RooflineTerms t = ComputeRooflineTerms(model, s, c);
   const double L = model.layers, bp = model.bytes_per_element();
-  const double cache_read = bp * L * 2 * static_cast<double>(c) * model.h_kv();
-  const double scores = bp * L * 2 * model.n_q * static_cast<double>(s) * static_cast<double>(c + s);
+  // Per GPU under tensor parallelism (as in ComputeRooflineTerms).
+  const double h_kv = static_cast<double>(model.kv_heads_per_gpu()) * model.head_dim;
+  const double n_q = static_cast<double>(model.n_q) / static_cast<double>(model.tp);
+  const double cache_read = bp * L * 2 * static_cast<double>(c) * h_kv;
+  const double scores = bp * L * 2 * n_q * static_cast<double>(s) * static_cast<double>(c + s);
   const int64_t s_tiled = (s + tile - 1) / tile * tile;
   KernelSumFeatures f;
   f.s = s;
@@ -73,7 +78,9 @@ KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec
   f.weights_s = t.weight_bytes / gpu.mem_bw;
   f.kv_s = cache_read / gpu.mem_bw;
   f.attention_s = t.attn_score_flops / gpu.peak_flops;
-  f.elementwise_s = std::max(0.0, t.kv_bytes + t.activation_bytes - cache_read - scores) / gpu.mem_bw;
+  f.elementwise_s =
+      std::max(0.0, t.kv_bytes + t.activation_bytes - cache_read - scores) / gpu.mem_bw;
+  f.comm_s = CommunicationSeconds(model, gpu, s);
   return f;
 }
 
@@ -84,7 +91,8 @@ double KernelSumCoefficients::Predict(const KernelSumFeatures& f) const {
   if (hi > 0) gemms = hi * std::pow(std::pow(a / hi, p) + std::pow(b / hi, p), 1.0 / p);
   const double attn = f.s == 1 ? decode * f.kv_s
                                : verify_overhead_s + verify * static_cast<double>(f.waves) * f.kv_s;
-  return overhead_s + gemms + attn + attention * f.attention_s + elementwise * f.elementwise_s;
+  return overhead_s + gemms + attn + attention * f.attention_s + elementwise * f.elementwise_s +
+         f.comm_s;
 }
 
 double KernelSumLatency::VerifySeconds(int64_t s, int64_t c) const {
@@ -111,9 +119,8 @@ absl::Status ValidateLatencyTable(const LatencyTable& t) {
   if (auto st = check_grid(t.s_grid, "s", 1); !st.ok()) return st;
   if (auto st = check_grid(t.c_grid, "c", 0); !st.ok()) return st;
   if (t.seconds.size() != t.c_grid.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("seconds: ", t.seconds.size(),
-                                                   " rows, expected one per c (", t.c_grid.size(),
-                                                   ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "seconds: ", t.seconds.size(), " rows, expected one per c (", t.c_grid.size(), ")"));
   }
   for (size_t ci = 0; ci < t.seconds.size(); ++ci) {
     if (t.seconds[ci].size() != t.s_grid.size()) {

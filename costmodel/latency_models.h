@@ -1,7 +1,8 @@
 // The latency models behind LatencyModel::VerifySeconds(s, c):
 //   roofline    bare max(FLOPs/peak, bytes/bandwidth)                    (bastion.txt App. F)
-//   linear      a * R(s, c) + b, R = bare roofline                       (bastion.txt §2.4, H.4 "Static")
-//   per_term    max(k_c * F + b_c, k_w * W + k_kv * KVA): compute, weight-streaming and KV/attention
+//   linear      a * R(s, c) + b, R = bare roofline                       (bastion.txt §2.4, H.4
+//   "Static") per_term    max(k_c * F + b_c, k_w * W + k_kv * KVA): compute, weight-streaming and
+//   KV/attention
 //               traffic each with its own efficiency, all >= 0
 //   overlap     b + smooth_max_p(k_g*G_q + k_a*A, k_w*W + k_kv*KVA): separate achieved efficiencies
 //               for GEMMs (FLOPs with s rounded up to the GEMM tile q), attention scores, weight
@@ -11,14 +12,20 @@
 //               b + smooth_max_p(k_g*G_q, k_w*W)                     GEMMs: weight streaming until
 //                                                                    the knee in s, then compute
 //                 + k_d*KV                        (s = 1)            decode attention kernel
-//                 + b_v + k_v*ceil(s/t_a)*KV      (s > 1)            verify/prefill attention kernel:
+//                 + b_v + k_v*ceil(s/t_a)*KV      (s > 1)            verify/prefill attention
+//                 kernel:
 //                                                                    streams the cache once per
 //                                                                    wave of t_a query tokens
-//                 + k_a*A + k_e*E                                    score FLOPs; elementwise traffic
+//                 + k_a*A + k_e*E                                    score FLOPs; elementwise
+//                 traffic
 //               (fits measured H100 passes to ~2-3 % where overlap cannot get under ~10 %: see
 //               costmodel/README.md, "Calibrated forms")
 //   table       measured grid over (s, c), bilinear inside, roofline-scaled outside
-//   ema         multiplicative bias on any base, updated online            (bastion.txt H.4 EMA, EMA+Calib)
+//   ema         multiplicative bias on any base, updated online            (bastion.txt H.4 EMA,
+//   EMA+Calib)
+// Under tensor parallelism (ModelSpec::tp > 1) every feature is per GPU, and the all-reduce time
+// X = CommunicationSeconds (roofline.h) is added to every calibrated form unscaled (per_term,
+// overlap, kernel_sum: + X; linear: a * R + b with R = the roofline, which includes X).
 #ifndef SPECPLAN_COSTMODEL_LATENCY_MODELS_H_
 #define SPECPLAN_COSTMODEL_LATENCY_MODELS_H_
 
@@ -79,10 +86,11 @@ struct PerTermFeatures {
   double compute_s = 0;
   double weights_s = 0;
   double kv_attention_s = 0;
+  double comm_s = 0;  // all-reduces (tensor parallelism), added unscaled
 };
 PerTermFeatures ComputePerTermFeatures(const RooflineEstimate& e, const GpuSpec& gpu);
 
-// T = max(compute * F + compute_overhead_s, weights * W + kv_attention * KVA); all >= 0.
+// T = max(compute * F + compute_overhead_s, weights * W + kv_attention * KVA) + X; all >= 0.
 // Each multiplier is 1 / achieved fraction of peak for that term.
 struct PerTermCoefficients {
   double compute = 1.0;
@@ -114,12 +122,13 @@ struct OverlapFeatures {
   double attention_s = 0;
   double weights_s = 0;
   double kv_attention_s = 0;
+  double comm_s = 0;  // all-reduces (tensor parallelism), added unscaled
 };
 // Requires tile >= 1. With tile = 1 the GEMM FLOPs are exact.
 OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
                                        int64_t c, int64_t tile);
 
-// T = overhead_s + ((k_g G + k_a A)^p + (k_w W + k_kv KVA)^p)^(1/p). Each k is 1 / the achieved
+// T = overhead_s + ((k_g G + k_a A)^p + (k_w W + k_kv KVA)^p)^(1/p) + X. Each k is 1 / the achieved
 // fraction of peak for its term (all >= 0, not all 0); p >= 1; overhead_s >= 0 is the fixed cost
 // of a pass (per-layer launches and host work times the layer count, which one profile cannot
 // tell apart); tile in [1, 4096] is the GEMM row tile in s (1, 16, 32, 64 or 128 from the fit).
@@ -162,18 +171,20 @@ struct KernelSumFeatures {
   double kv_s = 0;
   double attention_s = 0;
   double elementwise_s = 0;
+  double comm_s = 0;  // all-reduces (tensor parallelism), added unscaled
 };
 // Requires tile >= 1 and attention_tile >= 1.
 KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
                                            int64_t c, int64_t tile, int64_t attention_tile);
 
 // T = overhead_s + ((gemm G)^p + (weights W)^p)^(1/p)
-//     + (s = 1 ? decode KV : verify_overhead_s + verify waves KV) + attention A + elementwise E.
+//     + (s = 1 ? decode KV : verify_overhead_s + verify waves KV) + attention A + elementwise E +
+//     X.
 // Every multiplier (1 / achieved fraction of peak) and both overheads are >= 0; p >= 1;
 // tile in [1, 4096] is the GEMM row tile; attention_tile in [1, 65536] is how many query tokens
 // the verify attention kernel covers per pass over the cache (the fit picks it from 64..2048).
 struct KernelSumCoefficients {
-  double overhead_s = 0.0;         // seconds: launch gaps and fixed per-kernel costs
+  double overhead_s = 0.0;  // seconds: launch gaps and fixed per-kernel costs
   double gemm = 1.0;
   double weights = 1.0;
   double p = 8.0;
@@ -182,8 +193,8 @@ struct KernelSumCoefficients {
   double verify_overhead_s = 0.0;  // seconds the s > 1 attention kernel costs at c = 0
   double attention = 0.0;          // score-FLOP multiplier
   double elementwise = 1.0;
-  int64_t tile = 1;                // tokens
-  int64_t attention_tile = 2048;   // tokens
+  int64_t tile = 1;               // tokens
+  int64_t attention_tile = 2048;  // tokens
 
   double Predict(const KernelSumFeatures& f) const;
 };
@@ -225,12 +236,13 @@ class TableLatency : public LatencyModel {
   LatencyTable table_;
 };
 
-// Online residual correction (bastion.txt H.4): bias <- (1 - alpha) bias + alpha * obs / base(s, c);
-// predicts bias * base(s, c). Over the bare roofline this is "EMA"; over a calibrated model it is
-// "EMA+Calib". Observe() may run concurrently with VerifySeconds() (the bias is atomic).
+// Online residual correction (bastion.txt H.4): bias <- (1 - alpha) bias + alpha * obs / base(s,
+// c); predicts bias * base(s, c). Over the bare roofline this is "EMA"; over a calibrated model it
+// is "EMA+Calib". Observe() may run concurrently with VerifySeconds() (the bias is atomic).
 class EmaCorrectedLatency : public LatencyModel {
  public:
-  EmaCorrectedLatency(std::shared_ptr<const LatencyModel> base, double alpha, double initial_bias = 1);
+  EmaCorrectedLatency(std::shared_ptr<const LatencyModel> base, double alpha,
+                      double initial_bias = 1);
   double VerifySeconds(int64_t s, int64_t c) const override {
     return bias_.load(std::memory_order_relaxed) * base_->VerifySeconds(s, c);
   }
