@@ -38,6 +38,7 @@ struct PlanArgs {
   std::string profile;
   std::string latency_model;
   std::string dtype = "bf16";
+  int64_t tp = 0;  // 0 = not given: the profile's, else 1
   int64_t c = 0;
   int n_max = -1;
   int budget = -1;
@@ -93,12 +94,14 @@ int RunPlan(const PlanArgs& a) {
   double plan_us = 0;
   if (!a.server.empty()) {
     if (!a.profile.empty() || !a.latency_model.empty()) {
-      std::cerr << kCmd << "--profile and --latency-model are local; with --server the server's "
-                           "stored profile for --gpu/--model/--dtype and its default model are "
-                           "used\n";
+      std::cerr << kCmd
+                << "--profile and --latency-model are local; with --server the server's "
+                   "stored profile for --gpu/--model/--dtype and its default model are "
+                   "used\n";
       return 1;
     }
     RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, a.c};
+    rc.tp = a.tp == 0 ? 1 : a.tp;
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < repeat; ++r) {
       auto used = RemotePlanTree(a.server, *marginals, options, want_cost ? &rc : nullptr, a.c,
@@ -109,15 +112,15 @@ int RunPlan(const PlanArgs& a) {
       }
       latency_kind = used->latency_model;
     }
-    plan_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                  .count() /
-              repeat;
+    plan_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        repeat;
   } else {
     std::unique_ptr<costmodel::LatencyModel> latency;
     std::unique_ptr<costmodel::CycleCost> cost;
     if (want_cost) {
-      auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype,
-                                                     a.latency_model);
+      auto resolved =
+          costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model, a.tp);
       if (!resolved.ok()) {
         std::cerr << kCmd << resolved.status().message() << "\n";
         return 1;
@@ -138,9 +141,9 @@ int RunPlan(const PlanArgs& a) {
       }
       ComputeTreeOutputs(plan.tree, out_options, &outputs);
     }
-    plan_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                  .count() /
-              repeat;
+    plan_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        repeat;
   }
 
   const char* mode_name = options.mode == BudgetMode::kFixed        ? "fixed"
@@ -236,9 +239,13 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   group->require_option(1);
   cmd->add_option("--profile", args->profile,
                   "Calibrated profile JSON (default: bundled profile when present, else roofline)");
-  cmd->add_option("--latency-model", args->latency_model,
-                  "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
-                  "overlap, kernel_sum or table (local only)");
+  cmd->add_option(
+      "--latency-model", args->latency_model,
+      "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
+      "overlap, kernel_sum or table (local only)");
+  cmd->add_option("--tp", args->tp,
+                  "Tensor parallelism: split the model over N GPUs (per-GPU roofline plus two "
+                  "all-reduces per layer; default: the profile's, else 1)");
   cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
       ->capture_default_str();
   cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")
@@ -253,7 +260,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", args->json, "Print one JSON object");
   cmd->add_option("--server", args->server,
                   "Plan on a specplan-server at HOST:PORT instead of in-process (same output)");
-  cmd->add_option("--repeat", args->repeat, "Plan R times and report plan_us (mean per plan; round trip with --server)")
+  cmd->add_option("--repeat", args->repeat,
+                  "Plan R times and report plan_us (mean per plan; round trip with --server)")
       ->check(CLI::Range(1, 10000000));
   cmd->callback([args, exit_code] { *exit_code = RunPlan(*args); });
 }
