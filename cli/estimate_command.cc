@@ -1,9 +1,8 @@
 // specplan estimate: roofline terms and predicted verification latency for one (s, c) point.
 #include <cstdio>
 #include <iostream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
@@ -24,6 +23,7 @@ struct EstimateArgs {
   std::string profile;
   std::string latency_model;
   std::string dtype = "bf16";
+  int64_t tp = 0;  // 0 = not given: the profile's, else 1
   std::string drafter = "parallel";
   int gamma = 16;
   double t_net_ms = 0, t_head_ms = 0, t_light_ms = 0, t_aux_ms = 0;
@@ -71,9 +71,16 @@ int RunEstimate(const EstimateArgs& a) {
     }
     model_spec = *m;
     model_spec.dtype = *dtype;
+    model_spec.tp = a.tp == 0 ? 1 : a.tp;
     gpu_spec = *g;
-    auto remote = cli::RemoteEstimateLatency(
-        a.server, cli::RemoteCost{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, a.c}, a.s);
+    if (const std::string why = TensorParallelProblem(model_spec, gpu_spec, model_spec.tp);
+        !why.empty()) {
+      std::cerr << "specplan estimate: --tp " << model_spec.tp << ": " << why << "\n";
+      return 1;
+    }
+    cli::RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, a.c};
+    rc.tp = model_spec.tp;
+    auto remote = cli::RemoteEstimateLatency(a.server, rc, a.s);
     if (!remote.ok()) {
       std::cerr << "specplan estimate: " << remote.status().message() << "\n";
       return 1;
@@ -85,7 +92,7 @@ int RunEstimate(const EstimateArgs& a) {
     aux_s = remote->aux_s;
     cycle_s = remote->cycle_s;
   } else {
-    auto resolved = ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model);
+    auto resolved = ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model, a.tp);
     if (!resolved.ok()) {
       std::cerr << "specplan estimate: " << resolved.status().message() << "\n";
       return 1;
@@ -108,6 +115,8 @@ int RunEstimate(const EstimateArgs& a) {
     j["model"] = model_spec.name;
     j["gpu"] = gpu_spec.name;
     j["dtype"] = DTypeName(model_spec.dtype);
+    j["tp"] = model_spec.tp;
+    if (model_spec.is_moe()) j["experts_streamed"] = ExpectedDistinctExperts(model_spec, a.s);
     j["s"] = a.s;
     j["c"] = a.c;
     j["predicted_s"] = predicted;
@@ -123,19 +132,34 @@ int RunEstimate(const EstimateArgs& a) {
     return 0;
   }
   const RooflineTerms& t = e.terms;
+  if (model_spec.tp > 1) {
+    std::cout << absl::StrFormat(
+        "tensor parallel: tp = %d GPUs; terms below are per GPU; %d all-reduces of %.4g bytes = "
+        "%.4f ms\n",
+        model_spec.tp, t.allreduces, t.allreduce_bytes, e.comm_s * 1e3);
+  }
+  if (model_spec.is_moe()) {
+    std::cout << absl::StrFormat(
+        "MoE: %d experts, top-%d; %d tokens stream %.2f distinct experts per layer (%.1f%%)\n",
+        model_spec.experts, model_spec.experts_active, a.s,
+        ExpectedDistinctExperts(model_spec, a.s),
+        100 * ExpectedDistinctExperts(model_spec, a.s) / model_spec.experts);
+  }
   std::cout << absl::StrFormat(
       "model %s on %s (%s), s = %d new tokens over c = %d cached\n"
       "  FLOPs  %.4g  (attention %.4g = proj %.4g + scores %.4g, FFN %.4g, LM head %.4g)\n"
       "  bytes  %.4g  (weights %.4g, KV cache %.4g, activations %.4g)\n"
-      "  roofline  compute %.4f ms, memory %.4f ms -> %.4f ms (%s-bound)\n"
+      "  roofline  compute %.4f ms, memory %.4f ms%s -> %.4f ms (%s-bound)\n"
       "  predicted %.4f ms (%s%s%s)\n"
       "  cycle C(n=%d) = draft %.4f + aux %.4f + verify %.4f = %.4f ms\n",
-      model_spec.name, gpu_spec.name, DTypeName(model_spec.dtype),
-      a.s, a.c, t.total_flops(), t.attention_flops(), t.attn_proj_flops, t.attn_score_flops,
-      t.ffn_flops, t.lm_head_flops, t.total_bytes(), t.weight_bytes, t.kv_bytes,
-      t.activation_bytes, e.compute_s * 1e3, e.memory_s * 1e3, e.seconds * 1e3, BoundName(e.bound),
-      predicted * 1e3, kind, profile_path.empty() ? "" : ", profile ", profile_path, n,
-      draft_s * 1e3, aux_s * 1e3, verify_s * 1e3, cycle_s * 1e3);
+      model_spec.name, gpu_spec.name, DTypeName(model_spec.dtype), a.s, a.c, t.total_flops(),
+      t.attention_flops(), t.attn_proj_flops, t.attn_score_flops, t.ffn_flops, t.lm_head_flops,
+      t.total_bytes(), t.weight_bytes, t.kv_bytes, t.activation_bytes, e.compute_s * 1e3,
+      e.memory_s * 1e3,
+      model_spec.tp > 1 ? absl::StrFormat(", all-reduce %.4f ms", e.comm_s * 1e3) : "",
+      e.seconds * 1e3, BoundName(e.bound), predicted * 1e3, kind,
+      profile_path.empty() ? "" : ", profile ", profile_path, n, draft_s * 1e3, aux_s * 1e3,
+      verify_s * 1e3, cycle_s * 1e3);
   return 0;
 }
 
@@ -159,11 +183,15 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--profile", args->profile,
                   "Calibrated profile JSON (default: the bundled calib/<gpu>/<model>-<dtype>.json "
                   "when present, else the bare roofline)");
-  cmd->add_option("--latency-model", args->latency_model,
-                  "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
-                  "overlap, kernel_sum or table (local only)");
+  cmd->add_option(
+      "--latency-model", args->latency_model,
+      "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
+      "overlap, kernel_sum or table (local only)");
   cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
       ->capture_default_str();
+  cmd->add_option("--tp", args->tp,
+                  "Tensor parallelism: split the model over N GPUs (per-GPU roofline plus two "
+                  "all-reduces per layer; default: the profile's, else 1)");
   cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")
       ->capture_default_str();
   cmd->add_option("--gamma", args->gamma, "Drafted positions per cycle")

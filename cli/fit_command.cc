@@ -1,7 +1,7 @@
 // specplan fit: fit a latency profile to samples measured elsewhere (an engine's own timings, or
 // public measurements), without LibTorch. The same fit as `calibrate --from-samples`
-// (costmodel::FitProfile); calibrate is the tool that also measures. `fit --refit PROFILE` refits an
-// existing profile's own samples with this build's forms and keeps what it says about where they
+// (costmodel::FitProfile); calibrate is the tool that also measures. `fit --refit PROFILE` refits
+// an existing profile's own samples with this build's forms and keeps what it says about where they
 // were measured (device, timer, software, created_utc, provenance).
 #include <ctime>
 #include <iostream>
@@ -28,6 +28,7 @@ struct FitArgs {
   std::string provenance;
   double holdout = 0;
   uint64_t seed = 1;
+  int64_t tp = 1;
 };
 
 std::string NowUtcForNote() {
@@ -98,6 +99,10 @@ int RunFit(const FitArgs& a) {
   model->dtype = *dtype;
   auto gpu = ResolveGpu(a.gpu);
   if (!gpu.ok()) return fail(gpu.status());
+  if (const std::string why = TensorParallelProblem(*model, *gpu, a.tp); !why.empty()) {
+    return fail(absl::InvalidArgumentError(absl::StrCat("--tp ", a.tp, ": ", why)));
+  }
+  model->tp = a.tp;
   auto samples = ReadSamplesFile(a.samples);
   if (!samples.ok()) return fail(samples.status());
   FitOptions options;
@@ -113,7 +118,7 @@ int RunFit(const FitArgs& a) {
   p.device_name = "unknown (external samples)";
   p.provenance = a.provenance;
   const std::string out =
-      a.out.empty() ? BundledProfilePath(DefaultCalibDir(), p.gpu, p.model, p.dtype) : a.out;
+      a.out.empty() ? BundledProfilePath(DefaultCalibDir(), p.gpu, p.model, p.dtype, a.tp) : a.out;
   if (absl::Status st = SaveProfile(p, out); !st.ok()) return fail(st);
   std::cout << absl::StrFormat("profile  %s\n", out);
   std::cout << DescribeFit(p);
@@ -145,6 +150,10 @@ void RegisterFitCommand(CLI::App& app, int* exit_code) {
                   "the default model is chosen by cross-validation either way)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.95));
+  cmd->add_option("--tp", args->tp,
+                  "Tensor parallelism the samples were measured at (recorded in the profile; "
+                  "features per GPU plus two all-reduces per layer)")
+      ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the held-out split and k-fold shuffle")
       ->capture_default_str();
   cmd->add_option("--provenance", args->provenance,

@@ -48,6 +48,7 @@ struct PlanArgs {
   std::string profile;
   std::string latency_model;
   std::string dtype = "bf16";
+  int64_t tp = 0;  // 0 = not given: the profile's, else 1
   int64_t c = 0;
   int n_max = -1;
   int budget = -1;
@@ -113,6 +114,7 @@ int RunPlan(const PlanArgs& a) {
       return 1;
     }
     RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, a.c};
+    rc.tp = a.tp == 0 ? 1 : a.tp;
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < repeat; ++r) {
       auto used = RemotePlanTree(a.server, *marginals, options, want_cost ? &rc : nullptr, a.c,
@@ -131,7 +133,7 @@ int RunPlan(const PlanArgs& a) {
     std::unique_ptr<costmodel::CycleCost> cost;
     if (want_cost) {
       auto resolved =
-          costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model);
+          costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model, a.tp);
       if (!resolved.ok()) {
         std::cerr << kCmd << resolved.status().message() << "\n";
         return 1;
@@ -263,6 +265,9 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       "--latency-model", args->latency_model,
       "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
       "overlap, kernel_sum or table (local only)");
+  cmd->add_option("--tp", args->tp,
+                  "Tensor parallelism: split the model over N GPUs (per-GPU roofline plus two "
+                  "all-reduces per layer; default: the profile's, else 1)");
   cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
       ->capture_default_str();
   cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")

@@ -44,6 +44,7 @@ struct WhatIfArgs {
   std::string profile;
   std::string latency_model;
   std::string dtype = "bf16";
+  int64_t tp = 0;  // 0 = not given: the profile's, else 1
   std::string budgets = "1,2,4,8,16,32,64,128";
   std::string strategies = "all";
   int n_max = 0;
@@ -121,7 +122,8 @@ bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfO
     std::cerr << kCmd << "--trace " << trace.status().message() << "\n";
     return false;
   }
-  auto resolved = costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, dtype, a.latency_model);
+  auto resolved =
+      costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, dtype, a.latency_model, a.tp);
   if (!resolved.ok()) {
     std::cerr << kCmd << resolved.status().message() << "\n";
     return false;
@@ -178,7 +180,8 @@ bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIf
   }
   if (isatty(STDERR_FILENO)) std::cerr << kCmd << "sweeping on " << a.server << "\n";
   auto remote =
-      RemoteWhatIf(a.server, text, a.trace, RemoteCost{a.model, a.gpu, dtype, {}, 0, 0}, options);
+      RemoteWhatIf(a.server, text, a.trace,
+                   RemoteCost{a.model, a.gpu, dtype, {}, 0, 0, a.tp == 0 ? 1 : a.tp}, options);
   if (!remote.ok()) {
     std::cerr << kCmd << remote.status().message() << "\n";
     return false;
@@ -278,9 +281,13 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--gpu", args->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
   cmd->add_option("--profile", args->profile,
                   "Calibrated profile JSON (default: bundled profile when present, else roofline)");
-  cmd->add_option("--latency-model", args->latency_model,
-                  "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
-                  "overlap, kernel_sum or table (local only)");
+  cmd->add_option(
+      "--latency-model", args->latency_model,
+      "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
+      "overlap, kernel_sum or table (local only)");
+  cmd->add_option("--tp", args->tp,
+                  "Tensor parallelism: split the model over N GPUs (per-GPU roofline plus two "
+                  "all-reduces per layer; default: the profile's, else 1)");
   cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
       ->capture_default_str();
   cmd->add_option("--budgets", args->budgets,

@@ -156,11 +156,12 @@ absl::StatusOr<PerTermCoefficients> FitPerTerm(const RooflineLatency& roofline,
     std::vector<double> ym, yc;
     for (size_t i = 0; i < n; ++i) {
       if (compute_bound[i]) {
+        // The all-reduce time (0 at tp = 1) is known, not fitted: each branch fits the rest.
         ac.push_back({f[i].compute_s, 1.0});
-        yc.push_back(samples[i].seconds);
+        yc.push_back(samples[i].seconds - f[i].comm_s);
       } else {
         am.push_back({f[i].weights_s, f[i].kv_attention_s});
-        ym.push_back(samples[i].seconds);
+        ym.push_back(samples[i].seconds - f[i].comm_s);
       }
     }
     if (!am.empty()) {
@@ -400,7 +401,8 @@ struct KernelSumProblem {
         const double gemms = hi * std::pow(sum, 1 / c.p);
         da = a * std::pow(a / gemms, c.p - 1);
         db = b * std::pow(b / gemms, c.p - 1);
-        const double log_terms = (pa > 0 ? pa * std::log(xa) : 0) + (pb > 0 ? pb * std::log(xb) : 0);
+        const double log_terms =
+            (pa > 0 ? pa * std::log(xa) : 0) + (pb > 0 ? pb * std::log(xb) : 0);
         dp = gemms * (log_terms / (c.p * sum) - std::log(sum) / (c.p * c.p)) * (c.p - 1);
       }
       const bool decode = x.s == 1;
@@ -434,8 +436,8 @@ absl::StatusOr<KernelSumCoefficients> FitKernelSum(const RooflineLatency& roofli
                                                    const std::vector<LatencySample>& samples) {
   if (auto st = ValidateSamples(samples); !st.ok()) return st;
   if (samples.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "samples: kernel_sum calibration needs >= 2 samples, got ", samples.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("samples: kernel_sum calibration needs >= 2 samples, got ", samples.size()));
   }
   double y_scale = std::numeric_limits<double>::infinity();
   for (const LatencySample& x : samples) y_scale = std::min(y_scale, x.seconds);
@@ -466,8 +468,8 @@ absl::StatusOr<KernelSumCoefficients> FitKernelSum(const RooflineLatency& roofli
         const double b0 = k == 0 ? 0.3 : 0.05, k0 = k == 0 ? 1.0 : 2.0, p0 = k == 0 ? 8 : 2,
                      a0 = k == 0 ? 0.1 : 1.0;
         KernelSumParams u;
-        u << std::log(b0), std::log(k0), std::log(k0), std::log(p0 - 1), std::log(k0),
-            std::log(k0), std::log(b0 / 10), std::log(a0), std::log(k0);
+        u << std::log(b0), std::log(k0), std::log(k0), std::log(p0 - 1), std::log(k0), std::log(k0),
+            std::log(b0 / 10), std::log(a0), std::log(k0);
         starts.push_back(u);
       }
       double tile_cost = std::numeric_limits<double>::infinity();

@@ -13,13 +13,14 @@ PerTermFeatures ComputePerTermFeatures(const RooflineEstimate& e, const GpuSpec&
   f.compute_s = e.terms.total_flops() / gpu.peak_flops;
   f.weights_s = e.terms.weight_bytes / gpu.mem_bw;
   f.kv_attention_s = (e.terms.kv_bytes + e.terms.activation_bytes) / gpu.mem_bw;
+  f.comm_s = e.comm_s;
   return f;
 }
 
 double PerTermCoefficients::Predict(const PerTermFeatures& f) const {
   const double compute_branch = compute * f.compute_s + compute_overhead_s;
   const double memory_branch = weights * f.weights_s + kv_attention * f.kv_attention_s;
-  return std::max(compute_branch, memory_branch);
+  return std::max(compute_branch, memory_branch) + f.comm_s;
 }
 
 double PerTermLatency::VerifySeconds(int64_t s, int64_t c) const {
@@ -49,6 +50,7 @@ OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gp
   f.attention_s = t.attn_score_flops / gpu.peak_flops;
   f.weights_s = t.weight_bytes / gpu.mem_bw;
   f.kv_attention_s = (t.kv_bytes + t.activation_bytes) / gpu.mem_bw;
+  f.comm_s = CommunicationSeconds(model, gpu, pass.tokens);
   return f;
 }
 
@@ -56,10 +58,10 @@ double OverlapCoefficients::Predict(const OverlapFeatures& f) const {
   const double compute_branch = gemm * f.gemm_s + attention * f.attention_s;
   const double memory_branch = weights * f.weights_s + kv_attention * f.kv_attention_s;
   const double hi = std::max(compute_branch, memory_branch);
-  if (hi <= 0) return overhead_s;
+  if (hi <= 0) return overhead_s + f.comm_s;
   // Smooth max, scaled by the larger branch so large p cannot overflow.
   const double sum = std::pow(compute_branch / hi, p) + std::pow(memory_branch / hi, p);
-  return overhead_s + hi * std::pow(sum, 1.0 / p);
+  return overhead_s + hi * std::pow(sum, 1.0 / p) + f.comm_s;
 }
 
 double OverlapLatency::VerifySeconds(int64_t s, int64_t c) const {
@@ -77,8 +79,11 @@ KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec
   SPECPLAN_CHECK(tile >= 1);
   const RooflineTerms t = ComputeRooflineTerms(model, pass);
   const double L = model.layers, bp = model.bytes_per_element();
-  const double cache_read = bp * L * 2 * pass.context * model.h_kv();
-  const double scores = bp * L * 2 * model.n_q * pass.score_pairs;
+  // Per GPU under tensor parallelism (as in ComputeRooflineTerms).
+  const double h_kv = static_cast<double>(model.kv_heads_per_gpu()) * model.head_dim;
+  const double n_q = static_cast<double>(model.n_q) / static_cast<double>(model.tp);
+  const double cache_read = bp * L * 2 * pass.context * h_kv;
+  const double scores = bp * L * 2 * n_q * pass.score_pairs;
   const double S = pass.tokens;
   const double s_tiled = std::ceil(S / static_cast<double>(tile)) * static_cast<double>(tile);
   KernelSumFeatures f;
@@ -90,6 +95,7 @@ KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec
   f.attention_s = t.attn_score_flops / gpu.peak_flops;
   f.elementwise_s =
       std::max(0.0, t.kv_bytes + t.activation_bytes - cache_read - scores) / gpu.mem_bw;
+  f.comm_s = CommunicationSeconds(model, gpu, pass.tokens);
   return f;
 }
 
@@ -106,7 +112,7 @@ double KernelSumCoefficients::PassSeconds(const KernelSumFeatures& f) const {
   const double hi = std::max(a, b);
   double gemms = 0;
   if (hi > 0) gemms = hi * std::pow(std::pow(a / hi, p) + std::pow(b / hi, p), 1.0 / p);
-  return overhead_s + gemms + attention * f.attention_s + elementwise * f.elementwise_s;
+  return overhead_s + gemms + attention * f.attention_s + elementwise * f.elementwise_s + f.comm_s;
 }
 
 double KernelSumCoefficients::Predict(const KernelSumFeatures& f) const {
@@ -127,8 +133,9 @@ double KernelSumLatency::VerifyBatchSeconds(const BatchShape& batch) const {
   const KernelSumFeatures f =
       ComputeKernelSumFeatures(m, roofline_.gpu(), batch.totals(), coef_.tile);
   // Seconds to read one cached token's K and V in every layer.
-  const double kv_per_token =
-      m.bytes_per_element() * m.layers * 2 * m.h_kv() / roofline_.gpu().mem_bw;
+  const double kv_per_token = m.bytes_per_element() * m.layers * 2 *
+                              static_cast<double>(m.kv_heads_per_gpu()) * m.head_dim /
+                              roofline_.gpu().mem_bw;
   double attn = coef_.decode * batch.decode_context() * kv_per_token;
   if (batch.verify_sequences() > 0) {
     // One verify kernel per layer covers every s > 1 row; each sequence reads its cache once per

@@ -23,6 +23,9 @@
 //   table       measured grid over (s, c), bilinear inside, roofline-scaled outside
 //   ema         multiplicative bias on any base, updated online            (bastion.txt H.4 EMA,
 //   EMA+Calib)
+// Under tensor parallelism (ModelSpec::tp > 1) every feature is per GPU, and the all-reduce time
+// X = CommunicationSeconds (roofline.h) is added to every calibrated form unscaled (per_term,
+// overlap, kernel_sum: + X; linear: a * R + b with R = the roofline, which includes X).
 #ifndef SPECPLAN_COSTMODEL_LATENCY_MODELS_H_
 #define SPECPLAN_COSTMODEL_LATENCY_MODELS_H_
 
@@ -92,10 +95,11 @@ struct PerTermFeatures {
   double compute_s = 0;
   double weights_s = 0;
   double kv_attention_s = 0;
+  double comm_s = 0;  // all-reduces (tensor parallelism), added unscaled
 };
 PerTermFeatures ComputePerTermFeatures(const RooflineEstimate& e, const GpuSpec& gpu);
 
-// T = max(compute * F + compute_overhead_s, weights * W + kv_attention * KVA); all >= 0.
+// T = max(compute * F + compute_overhead_s, weights * W + kv_attention * KVA) + X; all >= 0.
 // Each multiplier is 1 / achieved fraction of peak for that term.
 struct PerTermCoefficients {
   double compute = 1.0;
@@ -128,6 +132,7 @@ struct OverlapFeatures {
   double attention_s = 0;
   double weights_s = 0;
   double kv_attention_s = 0;
+  double comm_s = 0;  // all-reduces (tensor parallelism), added unscaled
 };
 // Requires tile >= 1. With tile = 1 the GEMM FLOPs are exact.
 OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
@@ -136,7 +141,7 @@ OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gp
 OverlapFeatures ComputeOverlapFeatures(const ModelSpec& model, const GpuSpec& gpu,
                                        const PassTotals& pass, int64_t tile);
 
-// T = overhead_s + ((k_g G + k_a A)^p + (k_w W + k_kv KVA)^p)^(1/p). Each k is 1 / the achieved
+// T = overhead_s + ((k_g G + k_a A)^p + (k_w W + k_kv KVA)^p)^(1/p) + X. Each k is 1 / the achieved
 // fraction of peak for its term (all >= 0, not all 0); p >= 1; overhead_s >= 0 is the fixed cost
 // of a pass (per-layer launches and host work times the layer count, which one profile cannot
 // tell apart); tile in [1, 4096] is the GEMM row tile in s (1, 16, 32, 64 or 128 from the fit).
@@ -180,6 +185,7 @@ struct KernelSumFeatures {
   double kv_s = 0;
   double attention_s = 0;
   double elementwise_s = 0;
+  double comm_s = 0;  // all-reduces (tensor parallelism), added unscaled
 };
 // Requires tile >= 1 and attention_tile >= 1.
 KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
@@ -192,7 +198,8 @@ KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec
                                            const PassTotals& pass, int64_t tile);
 
 // T = overhead_s + ((gemm G)^p + (weights W)^p)^(1/p)
-//     + (s = 1 ? decode KV : verify_overhead_s + verify waves KV) + attention A + elementwise E.
+//     + (s = 1 ? decode KV : verify_overhead_s + verify waves KV) + attention A + elementwise E +
+//     X.
 // Every multiplier (1 / achieved fraction of peak) and both overheads are >= 0; p >= 1;
 // tile in [1, 4096] is the GEMM row tile; attention_tile in [1, 65536] is how many query tokens
 // the verify attention kernel covers per pass over the cache (the fit picks it from 64..2048).
@@ -210,7 +217,8 @@ struct KernelSumCoefficients {
   int64_t attention_tile = 2048;  // tokens
 
   double Predict(const KernelSumFeatures& f) const;
-  // Everything but the attention kernels' KV term: overhead, GEMMs, score FLOPs, elementwise.
+  // Everything but the attention kernels' KV term: overhead, GEMMs, score FLOPs, elementwise and
+  // the all-reduces.
   double PassSeconds(const KernelSumFeatures& f) const;
 };
 

@@ -4,10 +4,9 @@
 #define SPECPLAN_COSTMODEL_MODEL_SPEC_H_
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "absl/status/statusor.h"
 
@@ -15,46 +14,81 @@ namespace specplan::costmodel {
 
 // Element type of weights, KV cache and activations.
 enum class DType { kFloat32, kBFloat16, kFloat16, kFloat8 };
-absl::StatusOr<DType> ParseDType(const std::string& name);  // "fp32"|"float32", "bf16"|"bfloat16", ...
-const char* DTypeName(DType dtype);                        // "fp32", "bf16", "fp16", "fp8"
-int DTypeBytes(DType dtype);                               // 4, 2, 2, 1
+absl::StatusOr<DType> ParseDType(
+    const std::string& name);        // "fp32"|"float32", "bf16"|"bfloat16", ...
+const char* DTypeName(DType dtype);  // "fp32", "bf16", "fp16", "fp8"
+int DTypeBytes(DType dtype);         // 4, 2, 2, 1
 
 struct ModelSpec {
   std::string name;        // registry name or the config's path
-  std::string model_type;  // HF model_type: llama, mistral, qwen2, qwen3, gpt_neox
+  std::string model_type;  // HF model_type: llama, mistral, qwen2, qwen3, gpt_neox,
+                           // qwen3_moe, gpt_oss, mixtral
   int64_t layers = 0;      // [L] transformer blocks
   int64_t hidden = 0;      // [h] residual width
   int64_t n_q = 0;         // [n_q] query heads
   int64_t n_kv = 0;        // [n_kv] key/value heads (GQA); == n_q for MHA
   int64_t head_dim = 0;    // [d] per-head width
-  int64_t ffn = 0;         // [h_ffn] MLP intermediate width
+  int64_t ffn = 0;         // [h_ffn] dense MLP intermediate width; 0 for MoE models (experts > 0)
   int64_t vocab = 0;       // [V]
   bool gated_mlp = true;   // SwiGLU (3 matrices) vs plain GELU MLP (2 matrices, GPT-NeoX)
   bool tied_embeddings = false;  // input embedding shares the LM head's matrix
   DType dtype = DType::kBFloat16;
 
-  int64_t h_q() const { return n_q * head_dim; }    // [h_q] query width
-  int64_t h_kv() const { return n_kv * head_dim; }  // [h_kv] key (= value) width
+  // Mixture of experts (experts > 0): every layer's MLP is a router over `experts` gated MLPs of
+  // width expert_ffn, of which each token uses experts_active, plus optional always-active shared
+  // experts. experts = 0 is a dense model (the other expert fields then must be 0).
+  int64_t experts = 0;            // [E] routed experts per layer
+  int64_t experts_active = 0;     // [k] routed experts per token (top-k), 1 <= k <= E
+  int64_t expert_ffn = 0;         // [h_e] intermediate width of one routed expert
+  int64_t shared_expert_ffn = 0;  // [h_sh] summed width of the shared experts; 0 = none
+  // Zipf exponent alpha of expert popularity (roofline.h ExpectedDistinctExperts): expert i
+  // (1-based) is chosen by a token with probability min(1, k * i^-alpha / sum_j j^-alpha);
+  // 0 = uniform routing. A measured figure for the deployment's traffic, not a config value.
+  double routing_skew = 0;
+
+  // Tensor parallelism (a deployment choice, not architecture): weights, heads and KV cache are
+  // split over tp GPUs, with two all-reduces of the residual stream per layer. tp must divide n_q;
+  // each GPU holds n_kv / tp KV heads when tp divides n_kv, else one replicated KV head, which
+  // needs tp to be a multiple of n_kv (vLLM's rule). Roofline terms of a spec with tp > 1 are per
+  // GPU.
+  int64_t tp = 1;
+
+  bool is_moe() const { return experts > 0; }
+
+  int64_t h_q() const { return n_q * head_dim; }               // [h_q] query width
+  int64_t h_kv() const { return n_kv * head_dim; }             // [h_kv] key (= value) width
   int bytes_per_element() const { return DTypeBytes(dtype); }  // [bp]
-  // Parameter count (embeddings counted once when tied; norms and biases ignored).
+  int64_t kv_heads_per_gpu() const { return n_kv >= tp ? n_kv / tp : 1; }
+  // Parameter count of the whole model, all experts and all tp shards (embeddings counted once
+  // when tied; norms and biases ignored).
   int64_t ParameterCount() const;
 };
 
-// Checks every field is positive and consistent (n_q divisible by n_kv); names the bad field.
+// Checks every field is positive and consistent (n_q divisible by n_kv, expert fields, tp);
+// names the bad field.
 absl::Status ValidateModelSpec(const ModelSpec& spec);
 
-// Reads a HuggingFace config.json object (model_type llama, mistral, qwen2, qwen3, gpt_neox).
+// Why `tp` GPUs cannot split `spec` ("must divide n_q = 32", ...), or "" when they can. Callers
+// name the field themselves ("--tp 3: must divide n_q = 32").
+std::string TensorParallelProblem(const ModelSpec& spec, int64_t tp);
+
+// Reads a HuggingFace config.json object (model_type llama, mistral, qwen2, qwen3, gpt_neox;
+// MoE: qwen3_moe, gpt_oss, mixtral).
 // `name` is recorded in the spec. Missing required keys or unsupported model_type are errors.
-absl::StatusOr<ModelSpec> ModelSpecFromHfConfig(const nlohmann::json& config, const std::string& name);
+absl::StatusOr<ModelSpec> ModelSpecFromHfConfig(const nlohmann::json& config,
+                                                const std::string& name);
 absl::StatusOr<ModelSpec> ModelSpecFromHfConfigFile(const std::string& path);
 
 // Built-in specs copied from the published config.json files (see model_spec.cc for sources).
 absl::StatusOr<ModelSpec> LookupModel(const std::string& name);  // case-insensitive
 std::vector<std::string> KnownModelNames();
 
-// Resolves a --model argument: a built-in name, or a path to a config.json (or a directory holding one).
+// Resolves a --model argument: a built-in name, or a path to a config.json (or a directory holding
+// one).
 absl::StatusOr<ModelSpec> ResolveModel(const std::string& name_or_path);
 
+// The expert fields and tp are written only when set (MoE, tp > 1) and read as optional, so
+// profiles written before they existed load as dense models at tp = 1.
 nlohmann::json ModelSpecToJson(const ModelSpec& spec);
 absl::StatusOr<ModelSpec> ModelSpecFromJson(const nlohmann::json& j);  // inverse of ModelSpecToJson
 

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "costmodel/atomic_file.h"
 #include "costmodel/json_util.h"
 #include "util/status_macros.h"
@@ -24,8 +24,8 @@ using json_util::GetInt;
 using json_util::GetNumber;
 using json_util::GetString;
 
-constexpr const char* kModelKinds[] = {"roofline", "linear", "per_term", "overlap",
-                                        "kernel_sum", "table"};
+constexpr const char* kModelKinds[] = {"roofline", "linear",     "per_term",
+                                       "overlap",  "kernel_sum", "table"};
 constexpr const char* kTimers[] = {"cupti", "cuda_events", "host_clock", "external"};
 
 bool OneOf(const std::string& v, const char* const* begin, const char* const* end) {
@@ -157,14 +157,11 @@ absl::Status ValidateOverlap(const OverlapCoefficients& c) {
 }
 
 absl::Status ValidateKernelSum(const KernelSumCoefficients& c) {
-  const std::pair<const char*, double> fields[] = {{"overhead_s", c.overhead_s},
-                                                   {"gemm", c.gemm},
-                                                   {"weights", c.weights},
-                                                   {"decode", c.decode},
-                                                   {"verify", c.verify},
-                                                   {"verify_overhead_s", c.verify_overhead_s},
-                                                   {"attention", c.attention},
-                                                   {"elementwise", c.elementwise}};
+  const std::pair<const char*, double> fields[] = {
+      {"overhead_s", c.overhead_s}, {"gemm", c.gemm},
+      {"weights", c.weights},       {"decode", c.decode},
+      {"verify", c.verify},         {"verify_overhead_s", c.verify_overhead_s},
+      {"attention", c.attention},   {"elementwise", c.elementwise}};
   for (const auto& [name, v] : fields) {
     if (!std::isfinite(v) || v < 0) {
       return absl::InvalidArgumentError(
@@ -225,13 +222,16 @@ absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
                                    const FitOptions& options) {
   SPECPLAN_RETURN_IF_ERROR(ValidateSamples(samples));
   if (samples.size() < 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("samples: need >= 3 measurements to fit and cross-validate, got ",
-                     samples.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "samples: need >= 3 measurements to fit and cross-validate, got ", samples.size()));
   }
   if (!(options.heldout_fraction >= 0 && options.heldout_fraction < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("heldout_fraction = ", options.heldout_fraction, ": must be in [0, 1)"));
+  }
+  SPECPLAN_RETURN_IF_ERROR(ValidateModelSpec(model));
+  if (const std::string why = TensorParallelProblem(model, gpu, model.tp); !why.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("tp = ", model.tp, ": ", why));
   }
   Profile p;
   p.gpu = gpu.name;
@@ -244,17 +244,17 @@ absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
   std::vector<LatencySample> fit, held;
   SplitHoldout(samples, options.heldout_fraction, options.seed, &fit, &held);
   if (fit.size() < 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("heldout_fraction = ", options.heldout_fraction, ": leaves ", fit.size(),
-                     " of ", samples.size(), " samples to fit; need >= 3"));
+    return absl::InvalidArgumentError(absl::StrCat("heldout_fraction = ", options.heldout_fraction,
+                                                   ": leaves ", fit.size(), " of ", samples.size(),
+                                                   " samples to fit; need >= 3"));
   }
   RooflineLatency roofline(model, gpu);
   for (const LatencySample& x : held) p.samples.push_back({x, true});
   for (const LatencySample& x : fit) p.samples.push_back({x, false});
 
   const int folds = fit.size() <= kMaxLeaveOneOut ? static_cast<int>(fit.size()) : 10;
-  p.cv_method = folds == static_cast<int>(fit.size()) ? "leave-one-out"
-                                                      : absl::StrCat(folds, "-fold");
+  p.cv_method =
+      folds == static_cast<int>(fit.size()) ? "leave-one-out" : absl::StrCat(folds, "-fold");
   // The roofline has nothing to fit: its cross-validated score is its plain score.
   p.cv["roofline"] = Evaluate(roofline, fit);
   double best = std::numeric_limits<double>::infinity();
@@ -313,6 +313,10 @@ std::string DescribeFit(const Profile& p) {
   std::string out = absl::StrFormat("samples  %d fitted, %d held out\n",
                                     static_cast<int64_t>(p.samples.size()) - held, held);
   if (!p.provenance.empty()) absl::StrAppendFormat(&out, "source   %s\n", p.provenance);
+  if (p.model_spec.tp > 1) {
+    absl::StrAppendFormat(&out, "tp       %d GPUs (per-GPU terms + all-reduces)\n",
+                          p.model_spec.tp);
+  }
   absl::StrAppendFormat(&out, "default  %s (lowest %s MAPE)\n", p.default_model,
                         p.cv_method.empty() ? "cross-validated" : p.cv_method);
   for (const char* kind : kModelKinds) {
@@ -328,10 +332,10 @@ std::string DescribeFit(const Profile& p) {
       absl::StrAppend(&line, "  cv --- (not cross-validated)                     ");
     }
     if (ho != p.heldout.end()) {
-      absl::StrAppendFormat(&line, "  held-out MAPE %6.2f%%  RMSE %.4f ms (n=%d)%s",
-                            100 * ho->second.mape, ho->second.rmse_s * 1e3, ho->second.n,
-                            std::string(kind) == "table" ? " in-sample: the table holds every cell"
-                                                         : "");
+      absl::StrAppendFormat(
+          &line, "  held-out MAPE %6.2f%%  RMSE %.4f ms (n=%d)%s", 100 * ho->second.mape,
+          ho->second.rmse_s * 1e3, ho->second.n,
+          std::string(kind) == "table" ? " in-sample: the table holds every cell" : "");
     }
     absl::StrAppend(&out, line, "\n");
   }
@@ -437,6 +441,10 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
                                                    DTypeName(p.model_spec.dtype),
                                                    "': does not match dtype = '", dtype, "'"));
   }
+  if (const std::string why = TensorParallelProblem(p.model_spec, p.gpu_spec, p.model_spec.tp);
+      !why.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model_spec.tp = ", p.model_spec.tp, ": ", why));
+  }
   SPECPLAN_ASSIGN_OR_RETURN(p.device_name, GetString(j, "device_name"));
   SPECPLAN_ASSIGN_OR_RETURN(p.timer, GetString(j, "timer"));
   if (!OneOf(p.timer, std::begin(kTimers), std::end(kTimers))) {
@@ -459,9 +467,9 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   for (auto it = models->begin(); it != models->end(); ++it) {
     if (it.key() != "linear" && it.key() != "per_term" && it.key() != "overlap" &&
         it.key() != "kernel_sum" && it.key() != "table") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("models.", it.key(),
-                       ": unknown model kind (known: linear, per_term, overlap, kernel_sum, table)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "models.", it.key(),
+          ": unknown model kind (known: linear, per_term, overlap, kernel_sum, table)"));
     }
   }
   if (models->contains("linear")) {
@@ -547,9 +555,9 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   }
   SPECPLAN_ASSIGN_OR_RETURN(p.default_model, GetString(j, "default_model"));
   if (!OneOf(p.default_model, std::begin(kModelKinds), std::end(kModelKinds))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "default_model = '", p.default_model,
-        "': expected roofline, linear, per_term, overlap, kernel_sum or table"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("default_model = '", p.default_model,
+                     "': expected roofline, linear, per_term, overlap, kernel_sum or table"));
   }
   if ((p.default_model == "linear" && !p.linear) ||
       (p.default_model == "per_term" && !p.per_term) ||
@@ -643,12 +651,18 @@ absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& p,
   if (OneOf(kind, std::begin(kModelKinds), std::end(kModelKinds))) {
     return absl::NotFoundError(absl::StrCat("latency model '", kind, "': not in this profile"));
   }
-  return absl::InvalidArgumentError(absl::StrCat("latency model '", kind, "': unknown kind (known: ",
-                                                 absl::StrJoin(LatencyModelKinds(), ", "), ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("latency model '", kind,
+                   "': unknown kind (known: ", absl::StrJoin(LatencyModelKinds(), ", "), ")"));
 }
 
-std::string ProfileId(const std::string& gpu, const std::string& model, DType dtype) {
-  return absl::StrCat(gpu, "/", model, "-", DTypeName(dtype));
+namespace {
+// "" at tp = 1 (so every name from before tensor parallelism stays the same), else "-tp<N>".
+std::string TpSuffix(int64_t tp) { return tp == 1 ? "" : absl::StrCat("-tp", tp); }
+}  // namespace
+
+std::string ProfileId(const std::string& gpu, const std::string& model, DType dtype, int64_t tp) {
+  return absl::StrCat(gpu, "/", model, "-", DTypeName(dtype), TpSuffix(tp));
 }
 
 const std::vector<std::string>& LatencyModelKinds() {
@@ -668,15 +682,19 @@ std::string DefaultCalibDir() {
 }
 
 std::string BundledProfilePath(const std::string& calib_dir, const std::string& gpu,
-                               const std::string& model, DType dtype) {
-  return (fs::path(calib_dir) / gpu / absl::StrCat(model, "-", DTypeName(dtype), ".json")).string();
+                               const std::string& model, DType dtype, int64_t tp) {
+  return (fs::path(calib_dir) / gpu /
+          absl::StrCat(model, "-", DTypeName(dtype), TpSuffix(tp), ".json"))
+      .string();
 }
 
 absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& model,
                                                          const std::string& gpu,
                                                          const std::string& profile_path,
-                                                         DType dtype, const std::string& kind) {
+                                                         DType dtype, const std::string& kind,
+                                                         int64_t tp) {
   ResolvedLatencyModel out;
+  if (tp < 0) return absl::InvalidArgumentError(absl::StrCat("--tp ", tp, ": must be >= 1"));
   auto make = [&kind](const Profile& p) -> absl::StatusOr<std::unique_ptr<LatencyModel>> {
     auto m = MakeLatencyModel(p, kind);
     if (!m.ok() && !kind.empty()) {
@@ -704,33 +722,48 @@ absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& mode
                                                        " is for gpu '", p.gpu_spec.name, "'"));
       }
     }
+    if (tp != 0 && tp != p.model_spec.tp) {
+      return absl::InvalidArgumentError(absl::StrCat("--tp ", tp, ": profile ", profile_path,
+                                                     " was fitted at tp = ", p.model_spec.tp));
+    }
     SPECPLAN_ASSIGN_OR_RETURN(out.model, make(p));
     out.model_spec = p.model_spec;
     out.gpu_spec = p.gpu_spec;
     out.profile_path = profile_path;
-    out.profile_id = ProfileId(p.gpu, p.model, p.dtype);
+    out.profile_id = ProfileId(p.gpu, p.model, p.dtype, p.model_spec.tp);
     out.provenance = p.provenance;
     return out;
   }
   SPECPLAN_ASSIGN_OR_RETURN(out.model_spec, ResolveModel(model));
   out.model_spec.dtype = dtype;
   SPECPLAN_ASSIGN_OR_RETURN(out.gpu_spec, ResolveGpu(gpu));
-  const std::string bundled =
-      BundledProfilePath(DefaultCalibDir(), out.gpu_spec.name, out.model_spec.name, dtype);
+  out.model_spec.tp = tp == 0 ? 1 : tp;
+  if (const std::string why =
+          TensorParallelProblem(out.model_spec, out.gpu_spec, out.model_spec.tp);
+      !why.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tp ", out.model_spec.tp, ": ", why));
+  }
+  const std::string bundled = BundledProfilePath(DefaultCalibDir(), out.gpu_spec.name,
+                                                 out.model_spec.name, dtype, out.model_spec.tp);
   std::error_code ec;
   if (fs::is_regular_file(bundled, ec)) {
     SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(bundled));
+    if (p.model_spec.tp != out.model_spec.tp) {
+      return absl::InvalidArgumentError(absl::StrCat("--tp ", out.model_spec.tp, ": profile ",
+                                                     bundled,
+                                                     " was fitted at tp = ", p.model_spec.tp));
+    }
     SPECPLAN_ASSIGN_OR_RETURN(out.model, make(p));
     out.profile_path = bundled;
-    out.profile_id = ProfileId(p.gpu, p.model, p.dtype);
+    out.profile_id = ProfileId(p.gpu, p.model, p.dtype, p.model_spec.tp);
     out.provenance = p.provenance;
     return out;
   }
   if (!kind.empty() && kind != "roofline") {
-    return absl::NotFoundError(absl::StrCat("--latency-model ", kind, ": no profile for ",
-                                            out.gpu_spec.name, " x ", out.model_spec.name, " (",
-                                            DTypeName(dtype), ") at ", bundled,
-                                            "; only 'roofline' is available (or pass --profile)"));
+    return absl::NotFoundError(
+        absl::StrCat("--latency-model ", kind, ": no profile for ", out.gpu_spec.name, " x ",
+                     out.model_spec.name, " (", DTypeName(dtype), TpSuffix(out.model_spec.tp),
+                     ") at ", bundled, "; only 'roofline' is available (or pass --profile)"));
   }
   out.model = std::make_unique<RooflineLatency>(out.model_spec, out.gpu_spec);
   return out;

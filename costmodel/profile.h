@@ -4,7 +4,8 @@
 // {
 //   "format": "specplan.profile", "version": 1,
 //   "gpu": "h100-sxm", "model": "qwen3-8b", "dtype": "bf16",
-//   "gpu_spec": {GpuSpec}, "model_spec": {ModelSpec},
+//   "gpu_spec": {GpuSpec}, "model_spec": {ModelSpec},   // model_spec.tp: tensor parallelism the
+//                                                    // samples were measured at (absent = 1)
 //   "device_name": str, "timer": "cupti" | "cuda_events" | "host_clock" | "external",
 //   "software": {str: str},                       // driver, CUDA, LibTorch versions (free-form)
 //   "created_utc": str,
@@ -25,17 +26,17 @@
 //   "notes": [str],                               // optional: models the fit dropped or skipped
 //   "samples": [{"s", "c", "seconds", "heldout": bool}]
 // }
-// Files written before "overlap", "kernel_sum", "cv", "cv_method", "provenance" and "notes" existed still load.
+// Files written before "overlap", "kernel_sum", "cv", "cv_method", "provenance" and "notes" existed
+// still load.
 #ifndef SPECPLAN_COSTMODEL_PROFILE_H_
 #define SPECPLAN_COSTMODEL_PROFILE_H_
 
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "absl/status/statusor.h"
 #include "costmodel/atomic_file.h"
@@ -89,13 +90,13 @@ absl::Status ValidateOverlap(const OverlapCoefficients& c);
 absl::Status ValidateKernelSum(const KernelSumCoefficients& c);
 
 // Holds out a random `heldout_fraction` of the samples (0 = none), fits every calibrated model
-// (linear, per_term, overlap, kernel_sum) on the rest, cross-validates each fitting procedure on the rest
-// (leave-one-out up to kMaxLeaveOneOut samples, else 10-fold), scores every model on the held-out
-// samples, and picks default_model = the calibrated model with the lowest cross-validated MAPE.
-// A model whose fit fails or whose coefficients the loader would reject is dropped with a note
-// in Profile::notes, as is a model whose cross-validation fails (it cannot be the default); the
-// table is built from all samples when they form a full (s, c) grid, else skipped with a note. If
-// no calibrated model survives, the default is the roofline. The returned profile always passes
+// (linear, per_term, overlap, kernel_sum) on the rest, cross-validates each fitting procedure on
+// the rest (leave-one-out up to kMaxLeaveOneOut samples, else 10-fold), scores every model on the
+// held-out samples, and picks default_model = the calibrated model with the lowest cross-validated
+// MAPE. A model whose fit fails or whose coefficients the loader would reject is dropped with a
+// note in Profile::notes, as is a model whose cross-validation fails (it cannot be the default);
+// the table is built from all samples when they form a full (s, c) grid, else skipped with a note.
+// If no calibrated model survives, the default is the roofline. The returned profile always passes
 // ProfileFromJson(ProfileToJson(profile)). Needs >= 3 valid samples, and >= 3 left to fit.
 inline constexpr size_t kMaxLeaveOneOut = 60;
 struct FitOptions {
@@ -126,20 +127,24 @@ absl::Status SaveProfile(const Profile& profile, const std::string& path,
 const std::vector<std::string>& LatencyModelKinds();
 
 // The latency model a profile describes. kind "" = profile.default_model; also "roofline",
-// "linear", "per_term", "overlap", "kernel_sum", "table". NOT_FOUND if the profile lacks that model.
+// "linear", "per_term", "overlap", "kernel_sum", "table". NOT_FOUND if the profile lacks that
+// model.
 absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& profile,
                                                                const std::string& kind = "");
 
 // Directory of bundled profiles: $SPECPLAN_CALIB_DIR if set, else the repository's calib/.
 std::string DefaultCalibDir();
-// calib/<gpu>/<model>-<dtype>.json under `calib_dir`.
+// calib/<gpu>/<model>-<dtype>.json under `calib_dir`; calib/<gpu>/<model>-<dtype>-tp<N>.json
+// for a profile fitted at tensor parallelism tp = N > 1.
 std::string BundledProfilePath(const std::string& calib_dir, const std::string& gpu,
-                               const std::string& model, DType dtype);
+                               const std::string& model, DType dtype, int64_t tp = 1);
 
 // What a CLI --model/--gpu/--profile triple resolves to.
 // "<gpu>/<model>-<dtype>", e.g. "h100-sxm/qwen3-8b-bf16": how the server and reports name a
-// profile (its path under a profiles directory, without ".json").
-std::string ProfileId(const std::string& gpu, const std::string& model, DType dtype);
+// profile (its path under a profiles directory, without ".json"); "-tp<N>" is appended when the
+// profile was fitted at tp = N > 1 ("h100-sxm/llama-3.3-70b-bf16-tp4").
+std::string ProfileId(const std::string& gpu, const std::string& model, DType dtype,
+                      int64_t tp = 1);
 
 struct ResolvedLatencyModel {
   std::unique_ptr<LatencyModel> model;
@@ -150,14 +155,16 @@ struct ResolvedLatencyModel {
   std::string provenance;    // the profile's provenance ("" when none recorded or no profile)
 };
 // With profile_path set, loads it (and checks it matches model/gpu when those are given).
-// Otherwise uses the bundled profile for (gpu, model, dtype) when one exists, else the bare roofline.
-// `kind` picks a model of the profile other than its default (MakeLatencyModel's kinds; errors
-// name --latency-model); without a profile only "" and "roofline" resolve.
-absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& model,
-                                                         const std::string& gpu,
-                                                         const std::string& profile_path,
-                                                         DType dtype = DType::kBFloat16,
-                                                         const std::string& kind = "");
+// Otherwise uses the bundled profile for (gpu, model, dtype) when one exists, else the bare
+// roofline. `kind` picks a model of the profile other than its default (MakeLatencyModel's kinds;
+// errors name --latency-model); without a profile only "" and "roofline" resolve. `tp` is the
+// tensor-parallel degree (--tp): 0 = not given (a profile's own tp, else 1). Without a profile the
+// model is split over tp GPUs and the bundled profile looked up is the -tp<N> one; with a profile,
+// a given tp must equal the profile's. Errors name --tp and its value
+// ("--tp 3: must divide n_q = 32 (query heads)").
+absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(
+    const std::string& model, const std::string& gpu, const std::string& profile_path,
+    DType dtype = DType::kBFloat16, const std::string& kind = "", int64_t tp = 0);
 // Convenience for callers that only need the model.
 absl::StatusOr<std::unique_ptr<LatencyModel>> LoadLatencyModel(const std::string& model,
                                                                const std::string& gpu,

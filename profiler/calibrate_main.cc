@@ -47,12 +47,16 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--out", o.out,
-                 "Profile path (default calib/<gpu>/<model>-<dtype>.json under the bundled "
+                 "Profile path (default calib/<gpu>/<model>-<dtype>[-tp<N>].json under the bundled "
                  "profiles directory)");
   app.add_option(
       "--from-samples", o.from_samples,
       "Fit samples measured elsewhere instead of running the model: CSV with header "
       "s,c,seconds or JSON [{\"s\",\"c\",\"seconds\"}]; the profile's timer is 'external'");
+  app.add_option("--tp", o.tp,
+                 "With --from-samples: tensor parallelism the samples were measured at (the "
+                 "profile records it; its features are per GPU plus two all-reduces per layer)")
+      ->capture_default_str();
   app.add_option("--samples-out", o.samples_out,
                  "Also write the measured cells as CSV (s,c,seconds + kernel breakdown)");
   app.add_flag("--force", o.force, "Calibrate even if --gpu does not match the device");

@@ -96,14 +96,11 @@ PassInputs RandomTreeInputs(int64_t s, int64_t c, int64_t vocab, std::mt19937_64
 }
 
 // Times the grid. *timer may be replaced when the auto-chosen CUPTI timer fails its first pass.
-absl::StatusOr<std::vector<MeasuredCell>> MeasureGrid(const runtime::Transformer& model,
-                                                      const CalibrateOptions& o,
-                                                      const std::vector<int64_t>& s_grid,
-                                                      const std::vector<int64_t>& c_grid,
-                                                      int repeats, const TimerRequest& request,
-                                                      std::unique_ptr<PassTimer>* timer,
-                                                      std::vector<std::string>* notes,
-                                                      bool* all_graphs) {
+absl::StatusOr<std::vector<MeasuredCell>> MeasureGrid(
+    const runtime::Transformer& model, const CalibrateOptions& o,
+    const std::vector<int64_t>& s_grid, const std::vector<int64_t>& c_grid, int repeats,
+    const TimerRequest& request, std::unique_ptr<PassTimer>* timer, std::vector<std::string>* notes,
+    bool* all_graphs) {
   const torch::Device device = model.options().device;
   runtime::KvCache cache = model.NewCache(c_grid.back() + s_grid.back());
   c10::InferenceMode guard;
@@ -171,8 +168,8 @@ absl::StatusOr<std::vector<MeasuredCell>> MeasureGrid(const runtime::Transformer
       MeasuredCell cell{s, c, MedianTiming(runs)};
       cells.push_back(cell);
       std::string line =
-          absl::StrFormat("[%d/%d] s=%d c=%d: %.3f ms (median of %d, %s%s)", cells.size(), total,
-                          s, c, cell.median.seconds * 1e3, repeats, (*timer)->Name(),
+          absl::StrFormat("[%d/%d] s=%d c=%d: %.3f ms (median of %d, %s%s)", cells.size(), total, s,
+                          c, cell.median.seconds * 1e3, repeats, (*timer)->Name(),
                           graph != nullptr ? ", graph replay" : "");
       if (cell.median.kernels > 0 && cell.median.kernel_seconds > 0) {
         const double k = cell.median.kernel_seconds;
@@ -252,9 +249,20 @@ absl::StatusOr<ResolvedTarget> ResolveTarget(const std::string& model,
   if (model.empty()) return absl::InvalidArgumentError("--model: required");
   ResolvedTarget t;
   if (!config_path.empty()) {
-    SPECPLAN_ASSIGN_OR_RETURN(runtime::ModelConfig cfg, runtime::LoadHfConfig(config_path));
-    t.spec = ModelSpecFromConfig(cfg, model, dtype);
-    t.config = std::move(cfg);
+    absl::StatusOr<runtime::ModelConfig> cfg = runtime::LoadHfConfig(config_path);
+    if (cfg.ok()) {
+      t.spec = ModelSpecFromConfig(*cfg, model, dtype);
+      t.config = *std::move(cfg);
+    } else {
+      // The cost model reads model types the runtime does not run (MoE): enough to fit samples
+      // measured elsewhere; RunCalibration refuses to time a target without a runtime config.
+      absl::StatusOr<costmodel::ModelSpec> spec = costmodel::ResolveModel(config_path);
+      if (!spec.ok()) return cfg.status();
+      t.spec = *std::move(spec);
+      t.spec.name = model;
+      t.spec.dtype = dtype;
+      t.runtime_problem = std::string(cfg.status().message());
+    }
   } else if (auto builtin = runtime::BuiltinConfig(model); builtin.ok()) {
     t.spec = ModelSpecFromConfig(*builtin, model, dtype);
     t.config = *builtin;
@@ -262,12 +270,12 @@ absl::StatusOr<ResolvedTarget> ResolveTarget(const std::string& model,
     t.spec = *spec;
     t.spec.dtype = dtype;
     auto cfg = runtime::RegistryConfig(t.spec.name);
-    if (!cfg.ok()) {
-      return absl::Status(cfg.status().code(),
-                          absl::StrCat("--model ", model, ": cannot build its runtime config: ",
-                                       std::string(cfg.status().message())));
+    if (cfg.ok()) {
+      t.config = *cfg;
+    } else {
+      t.runtime_problem =
+          absl::StrCat("cannot build its runtime config: ", std::string(cfg.status().message()));
     }
-    t.config = *cfg;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "--model '", model, "': not a built-in runtime config (",
@@ -402,12 +410,28 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
         absl::StrCat("--dtype ", dtype_name, ": ", std::string(dtype.status().message())));
   }
   SPECPLAN_ASSIGN_OR_RETURN(ResolvedTarget target, ResolveTarget(o.model, o.config, *dtype));
+  if (o.tp != 1) {
+    if (!from_samples) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tp ", o.tp, ": only with --from-samples (calibrate times one local device)"));
+    }
+    if (const std::string why = costmodel::TensorParallelProblem(target.spec, *gpu, o.tp);
+        !why.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--tp ", o.tp, ": ", why));
+    }
+    target.spec.tp = o.tp;
+  }
+  if (!from_samples && !target.config) {
+    return absl::InvalidArgumentError(absl::StrCat("--model ", o.model, ": ",
+                                                   target.runtime_problem,
+                                                   "; fit its samples with --from-samples"));
+  }
 
   const std::string out_path =
       !o.out.empty() ? o.out
                      : costmodel::BundledProfilePath(
                            o.calib_dir.empty() ? costmodel::DefaultCalibDir() : o.calib_dir,
-                           gpu->name, target.spec.name, *dtype);
+                           gpu->name, target.spec.name, *dtype, target.spec.tp);
   if (std::filesystem::is_directory(out_path)) {
     return absl::InvalidArgumentError(absl::StrCat("--out ", out_path, ": is a directory"));
   }

@@ -1,8 +1,9 @@
 // The calibration run behind `calibrate`: build the target architecture with random weights on the
 // device, time tree-verification passes of random trees of s tokens over c cached tokens on the
 // (s, c) grid (warm-up, repeats, median), fit the cost model (costmodel::FitProfile: linear,
-// per-term, overlap and table models, the default chosen by cross-validation), save the profile atomically and render
-// a measured-vs-predicted PNG next to it. Or, with from_samples, fit samples measured elsewhere.
+// per-term, overlap and table models, the default chosen by cross-validation), save the profile
+// atomically and render a measured-vs-predicted PNG next to it. Or, with from_samples, fit samples
+// measured elsewhere.
 //
 // Nothing is written unless the whole run succeeds: the profile replaces an existing file only
 // once it is complete (costmodel::SaveProfile is atomic), and the PNG is written after it.
@@ -42,6 +43,8 @@ struct CalibrateOptions {
   bool plot = true;             // render <out minus .json>.png
   uint64_t seed = 1;            // random weights, trees, the held-out split and k-fold shuffle
   double holdout = 0;           // --holdout: fraction of samples held out of the fit, in [0, 1)
+  int64_t tp = 1;               // --tp: tensor parallelism the samples were measured at
+                                // (--from-samples only; recorded as model_spec.tp)
   std::string provenance;       // --provenance: recorded in the profile ("" = measured here)
   TimerChoice timer = TimerChoice::kAuto;
   // CUDA: time replays of each cell's pass captured as a CUDA graph (profiler/cuda_graph.h), as
@@ -63,12 +66,15 @@ absl::StatusOr<std::vector<int64_t>> ParseGrid(const std::string& text, const st
 // known) and the cost-model spec the profile records.
 struct ResolvedTarget {
   std::optional<runtime::ModelConfig> config;
-  costmodel::ModelSpec spec;  // spec.name = the profile's model name; spec.dtype = `dtype`
+  costmodel::ModelSpec spec;    // spec.name = the profile's model name; spec.dtype = `dtype`
+  std::string runtime_problem;  // why `config` is absent (e.g. a MoE target the runtime does not
+                                // run); such a target can only be fitted from samples
 };
 // config_path set: runtime::LoadHfConfig(config_path), named `model`. Else a built-in runtime
 // config ("tiny", "tiny-qwen3", ...), else a costmodel registry model (qwen3-8b, llama-3.1-8b, ...)
 // whose runtime config is synthesised from its spec (architecture numbers exact; RoPE constants,
-// which do not affect timing, from the family's published configs).
+// which do not affect timing, from the family's published configs). A config or registry model the
+// runtime cannot build (MoE) resolves with only the spec and `runtime_problem` set.
 absl::StatusOr<ResolvedTarget> ResolveTarget(const std::string& model,
                                              const std::string& config_path,
                                              costmodel::DType dtype);

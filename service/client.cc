@@ -204,7 +204,7 @@ absl::Status FillCost(v1::Planner::Stub* stub, const std::string& server,
   const bool user_gpu = std::filesystem::is_regular_file(in.gpu, ec);
 
   bool stored = false;
-  if (!user_gpu) {
+  if (!user_gpu && in.tp == 1) {
     grpc::ClientContext ctx;
     set_deadline(&ctx);
     v1::ListProfilesResponse list;
@@ -228,9 +228,12 @@ absl::Status FillCost(v1::Planner::Stub* stub, const std::string& server,
       g->set_peak_flops(gpu.peak_flops);
       g->set_mem_bw(gpu.mem_bw);
       g->set_mem_bytes(gpu.mem_bytes);
+      g->set_link_bw(gpu.link_bw);
+      g->set_link_latency_s(gpu.link_latency_s);
     } else {
       m->set_gpu(gpu.name);
     }
+    if (in.tp != 1) m->set_tp(static_cast<int32_t>(in.tp));
   }
   out->set_context_tokens(in.context);
   DrafterToWire(in.drafter, out->mutable_drafter());

@@ -60,6 +60,9 @@ struct RemoteCost {
   costmodel::DrafterCost drafter;
   double t_aux_s = 0;
   int64_t context = 0;  // c
+  // Tensor parallelism (--tp). The server's stored profiles are fitted at tp = 1, so tp > 1 always
+  // sends the cost inline (InlineCostModel.tp).
+  int64_t tp = 1;
 };
 
 struct RemoteResult {

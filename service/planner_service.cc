@@ -1,7 +1,6 @@
 #include "service/planner_service.h"
 
 #include <algorithm>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -247,8 +246,8 @@ absl::StatusOr<ResolvedCost> PlannerService::ResolveCost(const v1::CostSpec& spe
         return absl::NotFoundError(absl::StrCat(pfield, ".latency_model = '", kind, "': profile '",
                                                 r.entry->id, "' has no such model"));
       } else {
-        return Invalid(absl::StrCat(pfield, ".latency_model = '", kind, "': unknown (known: ",
-                                    absl::StrJoin(kinds, ", "), ", ema)"));
+        return Invalid(absl::StrCat(pfield, ".latency_model = '", kind,
+                                    "': unknown (known: ", absl::StrJoin(kinds, ", "), ", ema)"));
       }
       r.model_spec = r.entry->profile.model_spec;
       r.gpu_spec = r.entry->profile.gpu_spec;
@@ -278,6 +277,8 @@ absl::StatusOr<ResolvedCost> PlannerService::ResolveCost(const v1::CostSpec& spe
         r.gpu_spec.peak_flops = g.peak_flops();
         r.gpu_spec.mem_bw = g.mem_bw();
         r.gpu_spec.mem_bytes = g.mem_bytes();
+        r.gpu_spec.link_bw = g.link_bw();
+        r.gpu_spec.link_latency_s = g.link_latency_s();
         SPECPLAN_RETURN_IF_ERROR(
             Prefixed(absl::StrCat(mfield, ".gpu_spec"), costmodel::ValidateGpuSpec(r.gpu_spec)));
       } else {
@@ -294,6 +295,12 @@ absl::StatusOr<ResolvedCost> PlannerService::ResolveCost(const v1::CostSpec& spe
                                     ": must be a finite number >= 0 (0 = bare roofline)"));
       }
       SPECPLAN_RETURN_IF_ERROR(CheckSeconds(m.linear_b_s(), absl::StrCat(mfield, ".linear_b_s")));
+      r.model_spec.tp = m.tp() == 0 ? 1 : m.tp();
+      if (const std::string why =
+              costmodel::TensorParallelProblem(r.model_spec, r.gpu_spec, r.model_spec.tp);
+          !why.empty()) {
+        return Invalid(absl::StrCat(mfield, ".tp = ", m.tp(), ": ", why));
+      }
       costmodel::RooflineLatency roofline(r.model_spec, r.gpu_spec);
       if (m.linear_a() > 0) {
         r.latency = std::make_shared<costmodel::LinearCalibratedLatency>(

@@ -68,7 +68,7 @@ ProfileStore::ProfileStore(std::string dir, double ema_alpha, WriteFault fault)
 absl::StatusOr<std::shared_ptr<ProfileStore::Entry>> ProfileStore::MakeEntry(
     costmodel::Profile profile, std::string path) {
   auto entry = std::make_shared<Entry>();
-  entry->id = ProfileId(profile.gpu, profile.model, profile.dtype);
+  entry->id = ProfileId(profile.gpu, profile.model, profile.dtype, profile.model_spec.tp);
   entry->path = std::move(path);
   for (const std::string& kind : costmodel::LatencyModelKinds()) {
     auto model = costmodel::MakeLatencyModel(profile, kind);
@@ -117,8 +117,8 @@ std::vector<std::string> ProfileStore::LoadAll() {
       if (existing != loaded.end()) {
         // Two files hold the same id: the canonical file (the one Put writes) wins.
         const costmodel::Profile& q = (*entry)->profile;
-        const bool canonical =
-            fs::path(costmodel::BundledProfilePath(dir_, q.gpu, q.model, q.dtype)) == p;
+        const bool canonical = fs::path(costmodel::BundledProfilePath(dir_, q.gpu, q.model, q.dtype,
+                                                                      q.model_spec.tp)) == p;
         if (canonical) {
           errors.push_back(absl::StrCat(existing->second->path, ": duplicate profile id '",
                                         (*entry)->id, "' (", p.string(),
@@ -164,8 +164,8 @@ std::shared_ptr<const ProfileStore::Entry> ProfileStore::Find(const std::string&
 absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> ProfileStore::Put(
     costmodel::Profile profile, bool* replaced) {
   SPECPLAN_RETURN_IF_ERROR(ValidateProfileNames(profile));
-  const std::string path =
-      costmodel::BundledProfilePath(dir_, profile.gpu, profile.model, profile.dtype);
+  const std::string path = costmodel::BundledProfilePath(dir_, profile.gpu, profile.model,
+                                                         profile.dtype, profile.model_spec.tp);
   // Build the entry (and its models) before touching the disk: a profile that cannot serve is
   // refused without writing.
   SPECPLAN_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, MakeEntry(profile, path));

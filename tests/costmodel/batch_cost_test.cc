@@ -2,6 +2,7 @@
 // cycle costs for a batch. Expected values are written from the formulas, not from the code.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <vector>
@@ -66,6 +67,19 @@ TEST(BatchRoofline, SumsPerSequenceTermsAndStreamsWeightsOnce) {
   EXPECT_DOUBLE_EQ(t.weight_bytes, a.weight_bytes);
   // By hand for the score FLOPs: L * 4 * h_q * (3 * 103 + 5 * 2005).
   EXPECT_DOUBLE_EQ(t.attn_score_flops, m.layers * 4.0 * m.h_q() * (3.0 * 103 + 5.0 * 2005));
+}
+
+// An MoE pass streams the experts that all of the batch's tokens route to: two sequences of 8
+// tokens stream E (1 - (1 - k/E)^16) experts per layer, not twice E (1 - (1 - k/E)^8).
+TEST(BatchRoofline, MoeBatchStreamsTheExpertsOfAllItsTokensOnce) {
+  const ModelSpec m = *LookupModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.is_moe());
+  const RooflineTerms t = ComputeRooflineTerms(m, BatchShape({{8, 100}, {8, 900}}).totals());
+  EXPECT_DOUBLE_EQ(t.weight_bytes, WeightBytes(m, 16));
+  EXPECT_DOUBLE_EQ(t.weight_bytes, ComputeRooflineTerms(m, 16, 500).weight_bytes);
+  EXPECT_LT(t.weight_bytes, 2 * ComputeRooflineTerms(m, 8, 100).weight_bytes);
+  const double E = m.experts, k = m.experts_active;
+  EXPECT_NEAR(ExpectedDistinctExperts(m, 16), E * (1 - std::pow(1 - k / E, 16)), 1e-9);
 }
 
 // At batch 1 an 8B target on an H100 is memory-bound far past 64 tokens; 32 requests of 16

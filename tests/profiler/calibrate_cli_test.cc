@@ -87,5 +87,38 @@ TEST(CalibrateCliTest, FromSamplesFitsWithoutAModel) {
   EXPECT_TRUE(costmodel::LoadProfile(out).ok());  // the earlier profile is intact
 }
 
+// --tp: samples measured at tensor parallelism are fitted per GPU and the profile records tp; a
+// MoE target (which the runtime cannot run) is fitted from samples; --tp without --from-samples
+// and a tp the heads do not split by are refused naming the flag.
+TEST(CalibrateCliTest, FromSamplesAtTensorParallelismAndMoe) {
+  testing::TempDir dir;
+  const std::string csv = dir.File("tp.csv");
+  testing::WriteAll(csv,
+                    "s,c,seconds\n1,0,0.010\n2,0,0.011\n4,0,0.012\n8,0,0.014\n"
+                    "1,512,0.012\n2,512,0.013\n4,512,0.014\n8,512,0.016\n");
+  const std::string out = dir.File("tp.json");
+  auto r = RunCalibrate("--gpu h100 --model llama-3.3-70b --tp 4 --from-samples " + csv +
+                        " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto p = costmodel::LoadProfile(out);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->model_spec.tp, 4);
+
+  r = RunCalibrate("--gpu h100 --model qwen3-30b-a3b --from-samples " + csv + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  p = costmodel::LoadProfile(out);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->model_spec.experts, 128);
+
+  r = RunCalibrate("--gpu h100 --model llama-3.3-70b --tp 3 --from-samples " + csv + " --out " +
+                   out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--tp 3: must divide n_q = 64 (query heads)"), std::string::npos)
+      << r.output;
+  r = RunCalibrate("--gpu cpu --model tiny --tp 2 --out " + out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--tp 2: only with --from-samples"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace specplan::profiler
