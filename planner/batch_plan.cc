@@ -140,10 +140,11 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     const Marginals& m = *requests[i].marginals;
     const double rho =
         plan->trees[i].path_probs[parent] * m.probs[static_cast<size_t>(depth - 1) * m.k + rank];
-    heap_.push({scale[i] * rho, static_cast<uint64_t>(depth) << 56 |
-                                    static_cast<uint64_t>(i) << 40 |
-                                    static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 8 |
-                                    static_cast<uint64_t>(rank)});
+    heap_.push(FrontierKey::Make(scale[i] * rho,
+                                 static_cast<uint64_t>(depth) << 56 |
+                                     static_cast<uint64_t>(i) << 40 |
+                                     static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 8 |
+                                     static_cast<uint64_t>(rank)));
   };
   if (options.n_max > 0) {
     for (int i = 0; i < B; ++i) {
@@ -193,7 +194,7 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       plan->lattice_exhausted = true;
       break;
     }
-    const uint64_t tie = heap_.pop().tie;
+    const uint64_t tie = heap_.pop().tie();
     const int depth = static_cast<int>(tie >> 56);
     const int32_t i = static_cast<int32_t>(tie >> 40 & 0xffff);
     const int32_t parent = static_cast<int32_t>(tie >> 8 & 0xffffffff);
@@ -228,7 +229,7 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     if (depth < m.gamma) push(i, node, depth + 1, 0);
   }
   // The off switch: a plan that drafts must beat plain decoding, which pays no drafter.
-  plan->speculation_pays = true;
+  plan->speculation_pays = !evaluate || best_n > 0;  // N* = 0 is a plain decoding step
   if (evaluate && best_n > 0) {
     const double plain_g = weight_sum / ar_s;
     const BatchCurvePoint& p = plan->curve[static_cast<size_t>(best_n)];

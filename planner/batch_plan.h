@@ -92,7 +92,8 @@ struct BatchPlan {
   double cycle_s = std::numeric_limits<double>::quiet_NaN();     // C(N*), NaN without a cost
   double goodput = std::numeric_limits<double>::quiet_NaN();     // Σ Â_i / C(N*), tokens/s
   double ar_goodput = std::numeric_limits<double>::quiet_NaN();  // B / T_AR, tokens/s
-  bool speculation_pays = true;    // false: the off switch chose plain decoding (see above)
+  bool speculation_pays = true;    // false: N* = 0, a plain decoding step (the off switch, or
+                                   // the goodput fell from N = 0 on); always true in kFixed
   bool bound_met = true;           // kLatencyBound: some N met the bound
   bool lattice_exhausted = false;  // every request's frontier ran empty (or hit its cap) first
   std::vector<double> price;       // [B] κ_i used in the order
@@ -111,18 +112,9 @@ class BatchPlanner {
                     const costmodel::BatchCycleCost* cost, BatchPlan* plan);
 
  private:
-  // A frontier entry: 16 bytes. `tie` packs the tie-breakers so that a smaller value pops first:
-  // depth (bits 56..63), request (40..55), parent (8..39), rank (0..7).
-  struct Entry {
-    double key;  // w_i rho / kappa_i
-    uint64_t tie;
-  };
-  struct EntryLess {  // true when a has LOWER priority
-    bool operator()(const Entry& a, const Entry& b) const {
-      return a.key < b.key || (a.key == b.key && a.tie > b.tie);
-    }
-  };
-  FrontierHeap<Entry, EntryLess> heap_;
+  // Frontier entries are FrontierKeys: the score w_i rho / kappa_i, then a tie-breaker in which
+  // a smaller value pops first: depth (bits 56..63), request (40..55), parent (8..39), rank (0..7).
+  FrontierHeap heap_;
   std::vector<int32_t> order_;  // request of each popped node, in pop order
   costmodel::BatchShape shape_;
 };

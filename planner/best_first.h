@@ -77,32 +77,30 @@ struct BestFirstPlan {
 
 namespace internal {
 
-// One frontier entry: child `rank` of tree node `parent`, at `depth`, with path score `rho`.
-// 16 bytes so the heap stays compact (depth <= kMaxMarginalsGamma, rank < kMaxMarginalsK).
+// One frontier entry: child `rank` of tree node `parent`, at `depth`, with path score `rho`, as a
+// FrontierKey: rho first, then smaller depth, smaller parent, smaller rank (depth <=
+// kMaxMarginalsGamma and rank < kMaxMarginalsK fit 16 bits each, parent < kMaxTreeNodes 32 bits).
 struct FrontierEntry {
   double rho;
   int32_t parent;
-  uint16_t depth;
-  uint16_t rank;
-};
+  int depth;
+  int rank;
 
-// Heap order: true when a has LOWER priority than b.
-inline bool FrontierLess(const FrontierEntry& a, const FrontierEntry& b) {
-  if (a.rho != b.rho) return a.rho < b.rho;
-  if (a.depth != b.depth) return a.depth > b.depth;
-  if (a.parent != b.parent) return a.parent > b.parent;
-  return a.rank > b.rank;
-}
-// Function object form so std heap algorithms inline the comparison.
-struct FrontierLessFn {
-  bool operator()(const FrontierEntry& a, const FrontierEntry& b) const {
-    return FrontierLess(a, b);
+  FrontierKey Key() const {
+    return FrontierKey::Make(rho, static_cast<uint64_t>(depth) << 48 |
+                                      static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 16 |
+                                      static_cast<uint64_t>(rank));
+  }
+  static FrontierEntry FromKey(const FrontierKey& k) {
+    const uint64_t tie = k.tie();
+    return {k.score(), static_cast<int32_t>(tie >> 16 & 0xffffffff), static_cast<int>(tie >> 48),
+            static_cast<int>(tie & 0xffff)};
   }
 };
 
 struct EngineWorkspace {
-  FrontierHeap<FrontierEntry, FrontierLessFn> heap;  // [<= 2 n_max + 1]
-  std::vector<int32_t> handles;                      // [tree size] lattice handle per tree node
+  FrontierHeap heap;             // [<= 2 n_max + 1] FrontierEntry keys
+  std::vector<int32_t> handles;  // [tree size] lattice handle per tree node
   std::vector<int32_t> missing;  // tree nodes whose children were needed but are unknown
 
   void Reserve(int n_max) {
@@ -150,7 +148,7 @@ void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, cons
       return;
     }
     if (nc == 0) return;
-    heap.push({rho * lat.ChildProb(h, 0), node, static_cast<uint16_t>(tree.depths[node] + 1), 0});
+    heap.push(FrontierEntry{rho * lat.ChildProb(h, 0), node, tree.depths[node] + 1, 0}.Key());
   };
 
   double a_hat = 1.0;
@@ -170,7 +168,7 @@ void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, cons
       plan->lattice_exhausted = true;
       break;
     }
-    const FrontierEntry e = heap.pop();
+    const FrontierEntry e = FrontierEntry::FromKey(heap.pop());
     const int32_t ph = ws->handles[e.parent];
     const int32_t node = tree.AddNode(e.parent, lat.ChildToken(ph, e.rank), e.rho);
     ws->handles.push_back(lat.Child(ph, e.rank));
@@ -194,8 +192,9 @@ void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, cons
     if (n == spec.n_max) break;
     // Next sibling (same parent, next rank), then the first child of the new node.
     if (e.rank + 1 < lat.NumChildren(ph)) {
-      heap.push({tree.path_probs[e.parent] * lat.ChildProb(ph, e.rank + 1), e.parent, e.depth,
-                 static_cast<uint16_t>(e.rank + 1)});
+      heap.push(FrontierEntry{tree.path_probs[e.parent] * lat.ChildProb(ph, e.rank + 1), e.parent,
+                              e.depth, e.rank + 1}
+                    .Key());
     }
     push_first_child(node, e.rho);
   }

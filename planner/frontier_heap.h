@@ -1,68 +1,109 @@
 // FrontierHeap: the max-priority queue behind the best-first planners' frontiers.
 //
-// A 4-ary implicit heap: a parent's four children are adjacent (64 bytes for 16-byte entries), so
-// a pop walks log4(n) levels instead of the binary heap's log2(n), touching about half as many
-// cache lines. Entries must have a strict total order under `Less` (the planners' tie-breakers make
-// every frontier entry unique), so the pop order is the same as any other correct priority queue's.
-// Storage is a caller-reused vector: no allocation once the capacity has been reached.
+// Entries are 128-bit priorities (FrontierKey): `hi` holds the bits of a non-negative double score,
+// whose IEEE-754 patterns order as the numbers do, and `lo` holds the complement of a tie-breaker,
+// so that of two equal scores the smaller tie-breaker pops first. One unsigned 128-bit comparison
+// orders two entries, without branches on the score, which lets the compiler pick the largest child
+// with conditional moves instead of mispredicted jumps.
+//
+// A 4-ary implicit heap: a parent's four children are adjacent (64 bytes), so a pop walks log4(n)
+// levels instead of a binary heap's log2(n). A pop moves the hole down to a leaf along the larger
+// children and then lifts the old last entry from there (it is small, so it rarely climbs): one
+// comparison per child per level, where the textbook sift-down also compares the moving entry.
+// Entries must be unique (the planners' tie-breakers make them so), so the pop order is the same as
+// any other correct priority queue's. Storage is a caller-reused vector: no allocation once the
+// capacity has been reached.
 #ifndef SPECPLAN_PLANNER_FRONTIER_HEAP_H_
 #define SPECPLAN_PLANNER_FRONTIER_HEAP_H_
 
 #include <cstddef>
-#include <utility>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace specplan::planner {
 
-// Less(a, b) is true when a has LOWER priority than b (std::priority_queue's convention).
-template <class Entry, class Less>
+struct FrontierKey {
+  uint64_t hi = 0;  // bits of the score (a non-negative, non-NaN double)
+  uint64_t lo = 0;  // ~tie: a smaller tie-breaker pops first
+
+  static FrontierKey Make(double score, uint64_t tie) {
+    FrontierKey k;
+    std::memcpy(&k.hi, &score, sizeof(double));
+    k.lo = ~tie;
+    return k;
+  }
+  double score() const {
+    double d;
+    std::memcpy(&d, &hi, sizeof(double));
+    return d;
+  }
+  uint64_t tie() const { return ~lo; }
+};
+
+// True when a has LOWER priority than b.
+inline bool FrontierKeyLess(const FrontierKey& a, const FrontierKey& b) {
+  const unsigned __int128 x = static_cast<unsigned __int128>(a.hi) << 64 | a.lo;
+  const unsigned __int128 y = static_cast<unsigned __int128>(b.hi) << 64 | b.lo;
+  return x < y;
+}
+
 class FrontierHeap {
  public:
   void clear() { v_.clear(); }
   void reserve(size_t n) { v_.reserve(n); }
   bool empty() const { return v_.empty(); }
   size_t size() const { return v_.size(); }
-  const Entry& top() const { return v_.front(); }
+  const FrontierKey& top() const { return v_.front(); }
 
-  void push(const Entry& e) {
-    size_t i = v_.size();
+  void push(const FrontierKey& e) {
     v_.push_back(e);
-    while (i > 0) {
-      const size_t p = (i - 1) / 4;
-      if (!less_(v_[p], e)) break;
-      v_[i] = v_[p];
-      i = p;
-    }
-    v_[i] = e;
+    SiftUp(v_.size() - 1, e);
   }
 
   // Removes and returns the highest-priority entry. Requires !empty().
-  Entry pop() {
-    const Entry out = v_.front();
-    const Entry last = v_.back();
+  FrontierKey pop() {
+    const FrontierKey out = v_.front();
+    const FrontierKey last = v_.back();
     v_.pop_back();
     const size_t n = v_.size();
     if (n == 0) return out;
+    FrontierKey* v = v_.data();
     size_t i = 0;
     for (;;) {
       const size_t first = 4 * i + 1;
-      if (first >= n) break;
       size_t best = first;
-      const size_t end = first + 4 < n ? first + 4 : n;
-      for (size_t c = first + 1; c < end; ++c) {
-        if (less_(v_[best], v_[c])) best = c;
+      if (first + 4 <= n) {
+        // Branch-free tournament over four children.
+        const size_t a = FrontierKeyLess(v[first], v[first + 1]) ? first + 1 : first;
+        const size_t b = FrontierKeyLess(v[first + 2], v[first + 3]) ? first + 3 : first + 2;
+        best = FrontierKeyLess(v[a], v[b]) ? b : a;
+      } else if (first < n) {
+        for (size_t c = first + 1; c < n; ++c) best = FrontierKeyLess(v[best], v[c]) ? c : best;
+      } else {
+        break;
       }
-      if (!less_(last, v_[best])) break;
-      v_[i] = v_[best];
+      v[i] = v[best];
       i = best;
     }
-    v_[i] = last;
+    SiftUp(i, last);
     return out;
   }
 
  private:
-  std::vector<Entry> v_;
-  Less less_;
+  // Places e at hole i, moving lower-priority ancestors down.
+  void SiftUp(size_t i, const FrontierKey& e) {
+    FrontierKey* v = v_.data();
+    while (i > 0) {
+      const size_t p = (i - 1) / 4;
+      if (!FrontierKeyLess(v[p], e)) break;
+      v[i] = v[p];
+      i = p;
+    }
+    v[i] = e;
+  }
+
+  std::vector<FrontierKey> v_;
 };
 
 }  // namespace specplan::planner
