@@ -1,9 +1,11 @@
-// Client side of the CLI's `--server HOST:PORT`: the same requests the in-process commands run,
-// sent to a specplan-server, with the responses turned back into the planner's plain structs so
-// that the commands print exactly what they print in-process. A thin layer over the shared client
-// library (service/client.h, specplan_client); without gRPC in the build every call returns
-// UNIMPLEMENTED (remote_disabled.cc). service/client.h needs no gRPC headers, so this header
-// compiles in both builds.
+// Client side of the CLI's `--server HOST:PORT`: the flag-shaped adapter over the shared client
+// library (service/client.h, specplan_client). A command's cost flags (RemoteCost) become the
+// request's cost the way the in-process command picks its cost: the server's stored profile for
+// (gpu, model, dtype) when it has one, else the bare roofline of the registry entries. The calls
+// send the requests the in-process commands run and turn the responses back into the planner's
+// plain structs, so that the commands print exactly what they print in-process. Without gRPC in
+// the build every call returns UNIMPLEMENTED (remote_disabled.cc). service/client.h needs no gRPC
+// headers, so this header compiles in both builds.
 #ifndef SPECPLAN_CLI_REMOTE_H_
 #define SPECPLAN_CLI_REMOTE_H_
 
@@ -14,32 +16,56 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
 #include "planner/best_first.h"
 #include "planner/marginals.h"
 #include "planner/merge.h"
 #include "planner/tree_outputs.h"
 #include "service/client.h"
+#include "whatif/sweep.h"
 
 namespace specplan::cli {
 
-// The CLI calls the shared client's one-shot functions (service/client.h has their contracts):
+// The cost side of a command, as the user gave it on the command line.
+struct RemoteCost {
+  std::string model;  // registry name (HF config paths are local-only: INVALID_ARGUMENT)
+  std::string gpu;    // registry name, or a path to a JSON GPU spec (sent inline)
+  costmodel::DType dtype = costmodel::DType::kBFloat16;
+  costmodel::DrafterCost drafter;
+  double t_aux_s = 0;
+  int64_t context = 0;  // c
+  int64_t tp = 1;       // --tp; the server's stored profiles are tp = 1, so tp > 1 is sent inline
+};
+
+using client::RemoteEstimate;      // EstimateLatency at one (s, c)
+using client::RemoteResult;        // latency model kind and profile id the server used
+using client::RemoteWhatIfResult;  // the report, the cost used, the server's bundled trace path
+
+// One-shot calls (a fresh channel per call); contracts as PlannerClient's in service/client.h.
 //   RemotePlanTree    PlanTree; positions offset by c, packed mask, retrieve
 //   RemoteMergeTrees  MergeTrees; outputs with dense mask
-//   RemoteEstimateLatency, RemoteProfiles
 //   RemoteWhatIf      WhatIf over a trace sent as text (empty: the server's bundled trace); the
 //                     report equals whatif::RunWhatIf's, so the same table / JSON / plot code runs
-// With gRPC they come from specplan_client; without it, remote_disabled.cc defines them to return
-// UNIMPLEMENTED.
-using client::RemoteCost;      // the cost side of a command, as given on the command line
-using client::RemoteEstimate;  // EstimateLatency at one (s, c)
-using client::RemoteEstimateLatency;
-using client::RemoteMergeTrees;
-using client::RemotePlanTree;
-using client::RemoteProfiles;
-using client::RemoteResult;  // latency model kind and profile id the server used
-using client::RemoteWhatIf;
-using client::RemoteWhatIfResult;  // the report, the cost used, the server's bundled trace path
+absl::StatusOr<RemoteResult> RemotePlanTree(const std::string& server,
+                                            const planner::Marginals& marginals,
+                                            const planner::BestFirstOptions& options,
+                                            const RemoteCost* cost, int64_t c,
+                                            planner::BestFirstPlan* plan,
+                                            planner::TreeOutputs* outputs);
+absl::Status RemoteMergeTrees(const std::string& server, const planner::Tree& a,
+                              const planner::Tree& b, const planner::MergeOptions& options,
+                              int64_t c, planner::MergedTree* merged,
+                              planner::TreeOutputs* outputs);
+absl::StatusOr<RemoteEstimate> RemoteEstimateLatency(const std::string& server,
+                                                     const RemoteCost& cost, int64_t s);
+absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> RemoteProfiles(
+    const std::string& server);
+absl::StatusOr<RemoteWhatIfResult> RemoteWhatIf(const std::string& server,
+                                                const std::string& trace_jsonl,
+                                                const std::string& trace_name,
+                                                const RemoteCost& cost,
+                                                const whatif::WhatIfOptions& options);
 
 }  // namespace specplan::cli
 

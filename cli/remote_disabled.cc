@@ -1,9 +1,9 @@
-// Built instead of linking specplan_client when gRPC is not part of the build
-// (SPECPLAN_WITH_GRPC=OFF): the shared client's one-shot calls, each returning UNIMPLEMENTED, so
-// that every `--server` says how to get it.
+// Built instead of remote.cc (and specplan_client) when gRPC is not part of the build
+// (SPECPLAN_WITH_GRPC=OFF): the CLI's remote calls, each returning UNIMPLEMENTED, so that every
+// `--server` says how to get it.
 #include "cli/remote.h"
 
-namespace specplan::client {
+namespace specplan::cli {
 namespace {
 absl::Status Disabled() {
   return absl::UnimplementedError(
@@ -36,4 +36,4 @@ absl::StatusOr<RemoteWhatIfResult> RemoteWhatIf(const std::string&, const std::s
   return Disabled();
 }
 
-}  // namespace specplan::client
+}  // namespace specplan::cli

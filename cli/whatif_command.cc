@@ -24,12 +24,12 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/remote.h"
-#include "costmodel/atomic_file.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
 #include "plot/chart.h"
+#include "util/atomic_file.h"
 #include "util/file.h"
 #include "whatif/sweep.h"
 #include "whatif/trace.h"
@@ -241,7 +241,7 @@ int RunWhatIf(const WhatIfArgs& a) {
       std::cerr << kCmd << "--plot " << a.plot << ": " << png.status().message() << "\n";
       return 1;
     }
-    absl::Status st = costmodel::WriteFileAtomically(a.plot, *png);
+    absl::Status st = WriteFileAtomically(a.plot, *png);
     if (!st.ok()) {
       std::cerr << kCmd << "--plot " << a.plot << ": " << st.message() << "\n";
       return 1;

@@ -7,7 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "costmodel/json_util.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::costmodel {

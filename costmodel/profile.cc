@@ -6,13 +6,14 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <system_error>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "costmodel/atomic_file.h"
-#include "costmodel/json_util.h"
+#include "util/atomic_file.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::costmodel {
@@ -625,8 +626,8 @@ absl::StatusOr<Profile> LoadProfile(const std::string& path) {
   return p;
 }
 
-absl::Status SaveProfile(const Profile& profile, const std::string& path, WriteFault fault) {
-  return WriteFileAtomically(path, ProfileToJson(profile).dump(2) + "\n", fault);
+absl::Status SaveProfile(const Profile& profile, const std::string& path, Env* env) {
+  return WriteFileAtomically(path, ProfileToJson(profile).dump(2) + "\n", env);
 }
 
 absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& p,
@@ -674,8 +675,12 @@ std::string DefaultCalibDir() {
   if (const char* env = std::getenv("SPECPLAN_CALIB_DIR"); env != nullptr && env[0] != '\0') {
     return env;
   }
-#ifdef SPECPLAN_CALIB_DIR
-  return SPECPLAN_CALIB_DIR;
+#if defined(SPECPLAN_CALIB_DIR) && defined(SPECPLAN_INSTALLED_CALIB_DIR)
+  // A build used from its source tree reads the tree's calib/; an installed library whose source
+  // tree is gone reads the copy `cmake --install` put under <prefix>/share/specplan/calib.
+  std::error_code ec;
+  if (fs::is_directory(SPECPLAN_CALIB_DIR, ec)) return SPECPLAN_CALIB_DIR;
+  return SPECPLAN_INSTALLED_CALIB_DIR;
 #else
   return "calib";
 #endif

@@ -39,11 +39,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "costmodel/atomic_file.h"
 #include "costmodel/fit.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/model_spec.h"
+#include "util/env.h"
 
 namespace specplan::costmodel {
 
@@ -116,11 +116,11 @@ nlohmann::json ProfileToJson(const Profile& profile);
 absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j);
 
 absl::StatusOr<Profile> LoadProfile(const std::string& path);
-// Atomic replace (costmodel/atomic_file.h): writes <path>.tmp.<pid>, fsyncs, renames over path,
-// fsyncs the directory. On any error the previous file at `path` is untouched. Creates parent
-// directories. `fault` is the crash-test seam; production callers leave it at kNone.
+// Atomic replace through `env` (util/atomic_file.h): writes <path>.tmp.<pid>, fsyncs, renames over
+// path, fsyncs the directory. On any error the previous file at `path` is untouched. Creates parent
+// directories.
 absl::Status SaveProfile(const Profile& profile, const std::string& path,
-                         WriteFault fault = WriteFault::kNone);
+                         Env* env = Env::Default());
 
 // Every latency model kind a profile can hold, in a fixed order: roofline, linear, per_term,
 // overlap, kernel_sum, table. The one list the CLI, the server and the loader check against.
@@ -132,7 +132,8 @@ const std::vector<std::string>& LatencyModelKinds();
 absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& profile,
                                                                const std::string& kind = "");
 
-// Directory of bundled profiles: $SPECPLAN_CALIB_DIR if set, else the repository's calib/.
+// Directory of bundled profiles: $SPECPLAN_CALIB_DIR if set, else the repository's calib/ when it
+// exists, else the installed copy (<prefix>/share/specplan/calib).
 std::string DefaultCalibDir();
 // calib/<gpu>/<model>-<dtype>.json under `calib_dir`; calib/<gpu>/<model>-<dtype>-tp<N>.json
 // for a profile fitted at tensor parallelism tp = N > 1.

@@ -1,10 +1,12 @@
 // Kernel-facing outputs of a draft tree (see ../shared/DESIGN.md "Tree"):
-//   positions   pos(i) = position_offset + depth(i)         (depth positions; offset = c for
-//   absolute) mask        row i has bit/byte j set iff j == i or j is an ancestor of i (every row
-//   sees the root) retrieve    one row per leaf (leaves in ascending node index), root-to-leaf node
-//   indices,
+// clang-format off
+//   positions   pos(i) = position_offset + depth(i) (depth positions; offset = c for absolute)
+//   mask        row i has bit/byte j set iff j == i or j is an ancestor of i (every row sees the
+//               root)
+//   retrieve    one row per leaf (leaves in ascending node index), root-to-leaf node indices,
 //               padded with -1 to width max_depth + 1
 //   parents     the parent list, parents[0] = -1
+// clang-format on
 // Plan/run split: the caller owns a TreeOutputs and reuses it; ComputeTreeOutputs resizes its
 // vectors (capacity is kept), so repeated calls on trees no larger than before do not allocate.
 #ifndef SPECPLAN_PLANNER_TREE_OUTPUTS_H_
@@ -19,8 +21,8 @@
 namespace specplan::planner {
 
 struct TreeOutputOptions {
-  int64_t position_offset =
-      0;                    // added to every depth; pass c (cached tokens) for absolute positions
+  // Added to every depth; pass c (cached tokens) for absolute positions.
+  int64_t position_offset = 0;
   bool packed_mask = true;  // fill TreeOutputs::mask_packed
   bool dense_mask = false;  // fill TreeOutputs::mask_dense (s * s bytes)
   bool retrieve = true;     // fill TreeOutputs::retrieve

@@ -1,6 +1,6 @@
 // Small PNG charts (line and scatter plots with axes, ticks, legend and marker lines), rendered
 // with cairo. Used by `specplan whatif --plot` and `calibrate` (measured vs predicted). The caller
-// writes the returned bytes (atomically, via costmodel/atomic_file.h).
+// writes the returned bytes (atomically, via util/atomic_file.h).
 #ifndef SPECPLAN_PLOT_CHART_H_
 #define SPECPLAN_PLOT_CHART_H_
 

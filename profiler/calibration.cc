@@ -17,13 +17,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "costmodel/atomic_file.h"
 #include "plot/chart.h"
 #include "profiler/cuda_graph.h"
 #include "profiler/cuda_info.h"
 #include "profiler/device_check.h"
 #include "profiler/samples_file.h"
 #include "runtime/transformer.h"
+#include "util/atomic_file.h"
 #include "util/status_macros.h"
 
 namespace specplan::profiler {
@@ -546,7 +546,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
   // Optional CSV of the measured cells (written before the profile; a bad path fails the run).
   if (!o.samples_out.empty() && !result.cells.empty()) {
     SPECPLAN_RETURN_IF_ERROR(
-        costmodel::WriteFileAtomically(o.samples_out, CellsToCsv(result.cells)));
+        WriteFileAtomically(o.samples_out, CellsToCsv(result.cells)));
   }
   SPECPLAN_RETURN_IF_ERROR(costmodel::SaveProfile(p, out_path));
   result.profile_path = out_path;
@@ -557,7 +557,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
     absl::StatusOr<std::string> png = RenderCalibrationPng(p);
     if (png.ok()) {
       const std::string png_path = PngPathFor(out_path);
-      absl::Status st = costmodel::WriteFileAtomically(png_path, *png);
+      absl::Status st = WriteFileAtomically(png_path, *png);
       if (st.ok()) {
         result.png_path = png_path;
         Say(o, absl::StrCat("wrote ", png_path));

@@ -152,8 +152,9 @@ absl::StatusOr<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::Create(
         std::vector<int64_t> grid;
         for (int64_t s = 1; s <= options.max_tree_nodes + 1; s *= 2) grid.push_back(s);
         if (grid.back() != options.max_tree_nodes + 1) grid.push_back(options.max_tree_nodes + 1);
-        SPECPLAN_ASSIGN_OR_RETURN(MeasuredLatency m, MeasureVerifyLatency(*target, grid, 64, 3));
-        d->owned_latency_ = std::make_unique<MeasuredLatency>(std::move(m));
+        SPECPLAN_ASSIGN_OR_RETURN(costmodel::GridLatency m,
+                                  MeasureVerifyLatency(*target, grid, 64, 3));
+        d->owned_latency_ = std::make_unique<costmodel::GridLatency>(std::move(m));
         d->latency_ = d->owned_latency_.get();
       }
       break;

@@ -6,27 +6,12 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "util/check.h"
 
 namespace specplan::runtime {
 
-MeasuredLatency::MeasuredLatency(std::vector<int64_t> s_grid, std::vector<double> seconds)
-    : s_grid_(std::move(s_grid)), seconds_(std::move(seconds)) {
-  SPECPLAN_CHECK(!s_grid_.empty() && s_grid_.size() == seconds_.size());
-}
-
-double MeasuredLatency::VerifySeconds(int64_t s, int64_t /*c*/) const {
-  if (s <= s_grid_.front() || s_grid_.size() == 1) return seconds_.front();
-  size_t i = 1;
-  while (i + 1 < s_grid_.size() && s_grid_[i] < s) ++i;
-  const double x0 = static_cast<double>(s_grid_[i - 1]), x1 = static_cast<double>(s_grid_[i]);
-  const double t = (static_cast<double>(s) - x0) / (x1 - x0);
-  return std::max(seconds_[i - 1] + t * (seconds_[i] - seconds_[i - 1]), 1e-9);
-}
-
-absl::StatusOr<MeasuredLatency> MeasureVerifyLatency(const Transformer& model,
-                                                     const std::vector<int64_t>& s_grid, int64_t c,
-                                                     int reps) {
+absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatency(const Transformer& model,
+                                                            const std::vector<int64_t>& s_grid,
+                                                            int64_t c, int reps) {
   if (s_grid.empty()) return absl::InvalidArgumentError("s_grid: empty");
   for (size_t i = 0; i < s_grid.size(); ++i) {
     if (s_grid[i] < 1 || (i > 0 && s_grid[i] <= s_grid[i - 1])) {
@@ -57,7 +42,7 @@ absl::StatusOr<MeasuredLatency> MeasureVerifyLatency(const Transformer& model,
     std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
     seconds.push_back(t[t.size() / 2]);
   }
-  return MeasuredLatency(s_grid, seconds);
+  return costmodel::GridLatency(s_grid, seconds, costmodel::GridSource::kMeasured);
 }
 
 }  // namespace specplan::runtime

@@ -6,8 +6,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "costmodel/json_util.h"
 #include "costmodel/model_spec.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {

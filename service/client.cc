@@ -4,14 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "costmodel/gpu_spec.h"
-#include "costmodel/model_spec.h"
 #include "service/convert.h"
 #include "specplan/v1/planner.grpc.pb.h"
 #include "util/check.h"
@@ -26,83 +23,6 @@ absl::Status FromGrpc(const std::string& server, const grpc::Status& st) {
   if (st.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
                       absl::StrCat("server ", server, ": ", st.error_message()));
-}
-
-template <class T, class R>
-void Assign(const R& repeated, std::vector<T>* out) {
-  out->assign(repeated.begin(), repeated.end());
-}
-
-void OutputsFromWire(const v1::TreeOutputs& in, planner::TreeOutputs* out) {
-  out->size = in.size();
-  out->max_depth = in.max_depth();
-  out->mask_words = in.mask_words();
-  out->num_leaves = in.num_leaves();
-  out->retrieve_width = in.retrieve_width();
-  Assign(in.positions(), &out->positions);
-  Assign(in.parents(), &out->parents);
-  Assign(in.mask_packed(), &out->mask_packed);
-  out->mask_dense.assign(in.mask_dense().begin(), in.mask_dense().end());
-  Assign(in.retrieve(), &out->retrieve);
-}
-
-void TreeFromWire(const v1::Tree& in, planner::Tree* out) {
-  Assign(in.tokens(), &out->tokens);
-  Assign(in.parents(), &out->parents);
-  Assign(in.depths(), &out->depths);
-  Assign(in.path_probs(), &out->path_probs);
-}
-
-void MarginalsToWire(const planner::Marginals& in, v1::Marginals* m) {
-  m->set_root_token(in.root_token);
-  m->set_gamma(in.gamma);
-  m->set_k(in.k);
-  m->mutable_tokens()->Assign(in.tokens.begin(), in.tokens.end());
-  m->mutable_probs()->Assign(in.probs.begin(), in.probs.end());
-}
-
-v1::BudgetMode ModeToWire(planner::BudgetMode mode) {
-  switch (mode) {
-    case planner::BudgetMode::kFixed:
-      return v1::BUDGET_MODE_FIXED;
-    case planner::BudgetMode::kController:
-      return v1::BUDGET_MODE_CONTROLLER;
-    case planner::BudgetMode::kScan:
-      return v1::BUDGET_MODE_SCAN;
-  }
-  return v1::BUDGET_MODE_UNSPECIFIED;
-}
-
-void DrafterToWire(const costmodel::DrafterCost& in, v1::DrafterCost* d) {
-  d->set_drafter_class(costmodel::DrafterClassName(in.cls));
-  d->set_gamma(in.gamma);
-  d->set_t_net_s(in.t_net_s);
-  d->set_t_head_s(in.t_head_s);
-  d->set_t_light_s(in.t_light_s);
-}
-
-void PlanFromWire(const v1::Plan& p, planner::BestFirstPlan* plan) {
-  TreeFromWire(p.tree(), &plan->tree);
-  plan->n = p.n();
-  plan->expected_accepted = p.expected_accepted();
-  plan->cycle_s = p.cycle_s();
-  plan->speedup = p.speedup();
-  plan->l_ar_s = p.l_ar_s();
-  plan->lattice_exhausted = p.lattice_exhausted();
-  plan->curve.clear();
-  const v1::Curve& curve = p.curve();
-  for (int i = 0; i < curve.n_size(); ++i) {
-    plan->curve.push_back(
-        {curve.n(i), curve.expected_accepted(i), curve.cycle_s(i), curve.speedup(i)});
-  }
-}
-
-void MergedFromWire(const v1::MergeTreesResponse& resp, planner::MergedTree* merged) {
-  TreeFromWire(resp.tree(), &merged->tree);
-  Assign(resp.phi_a(), &merged->phi_a);
-  Assign(resp.phi_b(), &merged->phi_b);
-  merged->source.clear();
-  for (int s : resp.source()) merged->source.push_back(static_cast<planner::MergeSource>(s));
 }
 
 void MergeRequestToWire(const planner::Tree& a, const planner::Tree& b,
@@ -185,77 +105,58 @@ absl::Status PlannerClient::Call(const v1::WhatIfRequest& req, v1::WhatIfRespons
 
 namespace {
 
-// The cost the in-process commands would use: the server's stored profile for
-// (gpu, model, dtype) when it has one, else the bare roofline of the registry entries.
-absl::Status FillCost(v1::Planner::Stub* stub, const std::string& server,
-                      const std::function<void(grpc::ClientContext*)>& set_deadline,
-                      const RemoteCost& in, v1::CostSpec* out) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(in.model, ec) ||
-      std::filesystem::is_directory(in.model, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model ", in.model,
-                     ": with --server the model must be a registry name (the server "
-                     "cannot read local config files)"));
-  }
-  SPECPLAN_ASSIGN_OR_RETURN(costmodel::ModelSpec model, costmodel::LookupModel(in.model));
-  SPECPLAN_ASSIGN_OR_RETURN(costmodel::GpuSpec gpu, costmodel::ResolveGpu(in.gpu));
-  const std::string dtype = costmodel::DTypeName(in.dtype);
-  const bool user_gpu = std::filesystem::is_regular_file(in.gpu, ec);
-
-  bool stored = false;
-  if (!user_gpu && in.tp == 1) {
-    grpc::ClientContext ctx;
-    set_deadline(&ctx);
-    v1::ListProfilesResponse list;
-    SPECPLAN_RETURN_IF_ERROR(FromGrpc(server, stub->ListProfiles(&ctx, {}, &list)));
-    for (const v1::ProfileInfo& p : list.profiles()) {
-      if (p.gpu() == gpu.name && p.model() == model.name && p.dtype() == dtype) stored = true;
-    }
-  }
-  if (stored) {
+void CostToWire(const CostRequest& in, v1::CostSpec* out) {
+  if (in.stored_profile) {
     v1::ProfileRef* ref = out->mutable_profile();
-    ref->set_gpu(gpu.name);
-    ref->set_model(model.name);
-    ref->set_dtype(dtype);
+    ref->set_gpu(in.gpu);
+    ref->set_model(in.model);
+    ref->set_dtype(costmodel::DTypeName(in.dtype));
   } else {
     v1::InlineCostModel* m = out->mutable_inline_model();
-    m->set_model(model.name);
-    m->set_dtype(dtype);
-    if (user_gpu) {
+    m->set_model(in.model);
+    m->set_dtype(costmodel::DTypeName(in.dtype));
+    if (in.gpu_spec.has_value()) {
       v1::GpuSpec* g = m->mutable_gpu_spec();
-      g->set_name(gpu.name);
-      g->set_peak_flops(gpu.peak_flops);
-      g->set_mem_bw(gpu.mem_bw);
-      g->set_mem_bytes(gpu.mem_bytes);
-      g->set_link_bw(gpu.link_bw);
-      g->set_link_latency_s(gpu.link_latency_s);
+      g->set_name(in.gpu_spec->name);
+      g->set_peak_flops(in.gpu_spec->peak_flops);
+      g->set_mem_bw(in.gpu_spec->mem_bw);
+      g->set_mem_bytes(in.gpu_spec->mem_bytes);
+      g->set_link_bw(in.gpu_spec->link_bw);
+      g->set_link_latency_s(in.gpu_spec->link_latency_s);
     } else {
-      m->set_gpu(gpu.name);
+      m->set_gpu(in.gpu);
     }
     if (in.tp != 1) m->set_tp(static_cast<int32_t>(in.tp));
   }
   out->set_context_tokens(in.context);
-  DrafterToWire(in.drafter, out->mutable_drafter());
+  service::DrafterCostToProto(in.drafter, out->mutable_drafter());
   out->set_t_aux_s(in.t_aux_s);
-  return absl::OkStatus();
 }
 
 }  // namespace
 
+absl::StatusOr<std::vector<ProfileKey>> PlannerClient::ListProfiles() {
+  grpc::ClientContext ctx;
+  impl_->SetDeadline(&ctx);
+  v1::ListProfilesResponse list;
+  SPECPLAN_RETURN_IF_ERROR(FromGrpc(server_, impl_->stub->ListProfiles(&ctx, {}, &list)));
+  std::vector<ProfileKey> out;
+  out.reserve(list.profiles_size());
+  for (const v1::ProfileInfo& p : list.profiles()) {
+    out.push_back({p.id(), p.gpu(), p.model(), p.dtype()});
+  }
+  return out;
+}
+
 absl::StatusOr<RemoteResult> PlannerClient::PlanTree(const planner::Marginals& marginals,
                                                      const planner::BestFirstOptions& options,
-                                                     const RemoteCost* cost, int64_t c,
+                                                     const CostRequest* cost, int64_t c,
                                                      planner::BestFirstPlan* plan,
                                                      planner::TreeOutputs* outputs) {
   v1::PlanTreeRequest req;
-  MarginalsToWire(marginals, req.mutable_marginals());
-  if (cost != nullptr) {
-    SPECPLAN_RETURN_IF_ERROR(FillCost(
-        impl_->stub.get(), server_, [this](grpc::ClientContext* ctx) { impl_->SetDeadline(ctx); },
-        *cost, req.mutable_cost()));
-  }
-  req.set_mode(ModeToWire(options.mode));
+  service::MarginalsToProto(marginals, req.mutable_marginals());
+  if (cost != nullptr) CostToWire(*cost, req.mutable_cost());
+  req.set_mode(service::BudgetModeToProto(options.mode));
   req.set_n_max(options.n_max);
   req.set_l_ar_s(options.l_ar_s);
   v1::OutputSelection* sel = req.mutable_outputs();
@@ -270,8 +171,8 @@ absl::StatusOr<RemoteResult> PlannerClient::PlanTree(const planner::Marginals& m
 
   v1::PlanTreeResponse resp;
   SPECPLAN_RETURN_IF_ERROR(Call(req, &resp));
-  PlanFromWire(resp.plan(), plan);
-  OutputsFromWire(resp.outputs(), outputs);
+  service::PlanFromProto(resp.plan(), plan);
+  service::TreeOutputsFromProto(resp.outputs(), outputs);
   return RemoteResult{resp.latency_model(), resp.profile_id()};
 }
 
@@ -288,16 +189,14 @@ absl::Status PlannerClient::MergeTrees(const planner::Tree& a, const planner::Tr
   sel->set_dense_mask(true);
   v1::MergeTreesResponse resp;
   SPECPLAN_RETURN_IF_ERROR(Call(req, &resp));
-  MergedFromWire(resp, merged);
-  OutputsFromWire(resp.outputs(), outputs);
+  service::MergedTreeFromProto(resp, merged);
+  service::TreeOutputsFromProto(resp.outputs(), outputs);
   return absl::OkStatus();
 }
 
-absl::StatusOr<RemoteEstimate> PlannerClient::EstimateLatency(const RemoteCost& cost, int64_t s) {
+absl::StatusOr<RemoteEstimate> PlannerClient::EstimateLatency(const CostRequest& cost, int64_t s) {
   v1::EstimateLatencyRequest req;
-  SPECPLAN_RETURN_IF_ERROR(FillCost(
-      impl_->stub.get(), server_, [this](grpc::ClientContext* ctx) { impl_->SetDeadline(ctx); },
-      cost, req.mutable_cost()));
+  CostToWire(cost, req.mutable_cost());
   req.add_s(s);
   req.add_c(cost.context);
   grpc::ClientContext ctx;
@@ -349,19 +248,17 @@ absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> PlannerC
 
 absl::StatusOr<RemoteWhatIfResult> PlannerClient::WhatIf(const std::string& trace_jsonl,
                                                          const std::string& trace_name,
-                                                         const RemoteCost& cost,
+                                                         const CostRequest& cost,
                                                          const whatif::WhatIfOptions& options) {
   v1::WhatIfRequest req;
   SPECPLAN_RETURN_IF_ERROR(service::WhatIfOptionsToProto(options, &req));
   req.set_trace_jsonl(trace_jsonl);
   req.set_trace_name(trace_name);
-  RemoteCost c = cost;
+  CostRequest c = cost;
   c.drafter = options.drafter;
   c.t_aux_s = options.t_aux_s;
   c.context = 0;
-  SPECPLAN_RETURN_IF_ERROR(FillCost(
-      impl_->stub.get(), server_, [this](grpc::ClientContext* ctx) { impl_->SetDeadline(ctx); }, c,
-      req.mutable_cost()));
+  CostToWire(c, req.mutable_cost());
   v1::WhatIfResponse resp;
   SPECPLAN_RETURN_IF_ERROR(Call(req, &resp));
   auto report = service::WhatIfReportFromProto(resp);
@@ -375,43 +272,6 @@ absl::StatusOr<RemoteWhatIfResult> PlannerClient::WhatIf(const std::string& trac
   out.bundled_trace = resp.trace().bundled_path();
   out.run_us = resp.run_us();
   return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// One-shot forms
-
-absl::StatusOr<RemoteResult> RemotePlanTree(const std::string& server,
-                                            const planner::Marginals& marginals,
-                                            const planner::BestFirstOptions& options,
-                                            const RemoteCost* cost, int64_t c,
-                                            planner::BestFirstPlan* plan,
-                                            planner::TreeOutputs* outputs) {
-  return PlannerClient(server).PlanTree(marginals, options, cost, c, plan, outputs);
-}
-
-absl::Status RemoteMergeTrees(const std::string& server, const planner::Tree& a,
-                              const planner::Tree& b, const planner::MergeOptions& options,
-                              int64_t c, planner::MergedTree* merged,
-                              planner::TreeOutputs* outputs) {
-  return PlannerClient(server).MergeTrees(a, b, options, c, merged, outputs);
-}
-
-absl::StatusOr<RemoteEstimate> RemoteEstimateLatency(const std::string& server,
-                                                     const RemoteCost& cost, int64_t s) {
-  return PlannerClient(server).EstimateLatency(cost, s);
-}
-
-absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> RemoteProfiles(
-    const std::string& server) {
-  return PlannerClient(server).Profiles();
-}
-
-absl::StatusOr<RemoteWhatIfResult> RemoteWhatIf(const std::string& server,
-                                                const std::string& trace_jsonl,
-                                                const std::string& trace_name,
-                                                const RemoteCost& cost,
-                                                const whatif::WhatIfOptions& options) {
-  return PlannerClient(server).WhatIf(trace_jsonl, trace_name, cost, options);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -447,8 +307,8 @@ absl::Status RemotePlanBackend::PlanBestFirst(const planner::Marginals& marginal
                                               planner::BestFirstPlan* plan) {
   SPECPLAN_CHECK(plan != nullptr);
   v1::PlanTreeRequest& req = scratch_->plan_req;
-  MarginalsToWire(marginals, req.mutable_marginals());
-  req.set_mode(ModeToWire(options.mode));
+  service::MarginalsToProto(marginals, req.mutable_marginals());
+  req.set_mode(service::BudgetModeToProto(options.mode));
   req.set_n_max(options.n_max);
   req.set_l_ar_s(options.l_ar_s);
   if (cost != nullptr) {
@@ -467,13 +327,13 @@ absl::Status RemotePlanBackend::PlanBestFirst(const planner::Marginals& marginal
     }
     spec->set_context_tokens(cost->context);
     spec->set_t_aux_s(cost->t_aux_s);
-    DrafterToWire(cost->drafter, spec->mutable_drafter());
+    service::DrafterCostToProto(cost->drafter, spec->mutable_drafter());
   } else {
     req.clear_cost();
   }
   ++calls_;
   SPECPLAN_RETURN_IF_ERROR(client_.Call(req, &scratch_->plan_resp));
-  PlanFromWire(scratch_->plan_resp.plan(), plan);
+  service::PlanFromProto(scratch_->plan_resp.plan(), plan);
   return absl::OkStatus();
 }
 
@@ -484,7 +344,7 @@ absl::Status RemotePlanBackend::Merge(const planner::Tree& a, const planner::Tre
   MergeRequestToWire(a, b, options, 0, &scratch_->merge_req);
   ++calls_;
   SPECPLAN_RETURN_IF_ERROR(client_.Call(scratch_->merge_req, &scratch_->merge_resp));
-  MergedFromWire(scratch_->merge_resp, out);
+  service::MergedTreeFromProto(scratch_->merge_resp, out);
   return absl::OkStatus();
 }
 

@@ -1,12 +1,12 @@
 // Client of a specplan-server (library specplan_client), shared by the CLI's `--server HOST:PORT`
-// and the runtime's `--planner HOST:PORT`:
+// (through its flag-shaped adapter, cli/remote.h) and specplan-bench's `--planner HOST:PORT`:
 //   * PlannerClient keeps one channel and stub to a server, so a decoding loop that calls it every
 //     step reuses one HTTP/2 connection (no reconnect per step). The channel connects lazily on
 //     the first call and reconnects by itself after a server restart.
-//   * The CLI-level calls (PlanTree, MergeTrees, EstimateLatency, Profiles, WhatIf) send the
-//     requests the in-process commands run and turn the responses back into the planner's (or the
-//     what-if sweep's) plain structs, so the CLI prints exactly what it prints in-process. The
-//     Remote* free functions are their one-shot forms (a fresh client per call).
+//   * The command-level calls (PlanTree, MergeTrees, EstimateLatency, ListProfiles, Profiles,
+//     WhatIf) send the requests the in-process commands run and turn the responses back into the
+//     planner's (or the what-if sweep's) plain structs, so the CLI prints exactly what it prints
+//     in-process. Their cost is a CostRequest: what the request names, already resolved.
 //   * RemotePlanBackend is the planner::PlanBackend over PlanTree / MergeTrees: the plans equal
 //     InProcessPlanBackend's for the same inputs. It sends the caller's latency model as a dense
 //     cost.latency_grid (T_verify at s = 1..n_max + 1, c = the cost's context), so any
@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "costmodel/cycle_cost.h"
+#include "costmodel/gpu_spec.h"
 #include "costmodel/profile.h"
 #include "planner/best_first.h"
 #include "planner/marginals.h"
@@ -52,10 +54,13 @@ struct ClientOptions {
   double whatif_deadline_s = 600;            // per WhatIf call (a whole sweep), seconds (> 0)
 };
 
-// The cost side of a CLI command, as the user gave it on the command line.
-struct RemoteCost {
-  std::string model;  // registry name (HF config paths are local-only)
-  std::string gpu;    // registry name, or a path to a JSON GPU spec (sent inline)
+// The cost a request names (planner.proto CostSpec): the server's stored profile of (gpu, model,
+// dtype), or the bare roofline of a registry model on a registry GPU or on an inline GPU spec.
+struct CostRequest {
+  bool stored_profile = false;  // true: cost.profile; false: cost.inline_model
+  std::string model;            // registry name (profile names are registry names too)
+  std::string gpu;              // registry name; unused when gpu_spec is set
+  std::optional<costmodel::GpuSpec> gpu_spec;  // inline only: a GPU outside the registry
   costmodel::DType dtype = costmodel::DType::kBFloat16;
   costmodel::DrafterCost drafter;
   double t_aux_s = 0;
@@ -63,6 +68,12 @@ struct RemoteCost {
   // Tensor parallelism (--tp). The server's stored profiles are fitted at tp = 1, so tp > 1 always
   // sends the cost inline (InlineCostModel.tp).
   int64_t tp = 1;
+};
+
+// One profile a server holds (ListProfiles).
+struct ProfileKey {
+  std::string id;  // "<gpu>/<model>-<dtype>"
+  std::string gpu, model, dtype;
 };
 
 struct RemoteResult {
@@ -103,11 +114,10 @@ class PlannerClient {
   absl::Status WaitReady(double timeout_s);
 
   // PlanTree. `cost` may be null only in fixed mode. Fills *plan and *outputs (positions offset by
-  // c, packed mask, retrieve) as BestFirstPlanner::Plan + ComputeTreeOutputs would. The cost is the
-  // server's stored profile for (gpu, model, dtype) when it has one, else the bare roofline.
+  // c, packed mask, retrieve) as BestFirstPlanner::Plan + ComputeTreeOutputs would.
   absl::StatusOr<RemoteResult> PlanTree(const planner::Marginals& marginals,
                                         const planner::BestFirstOptions& options,
-                                        const RemoteCost* cost, int64_t c,
+                                        const CostRequest* cost, int64_t c,
                                         planner::BestFirstPlan* plan,
                                         planner::TreeOutputs* outputs);
   // MergeTrees with the same options as planner::MergeTrees; outputs with dense mask.
@@ -115,20 +125,21 @@ class PlannerClient {
                           const planner::MergeOptions& options, int64_t c,
                           planner::MergedTree* merged, planner::TreeOutputs* outputs);
   // EstimateLatency at (s, cost.context).
-  absl::StatusOr<RemoteEstimate> EstimateLatency(const RemoteCost& cost, int64_t s);
+  absl::StatusOr<RemoteEstimate> EstimateLatency(const CostRequest& cost, int64_t s);
+  // The ids and names of the profiles the server holds.
+  absl::StatusOr<std::vector<ProfileKey>> ListProfiles();
   // Every profile the server holds, as (id, profile).
   absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> Profiles();
   // WhatIf over `trace_jsonl` (a whole trace file, whatif/trace.h; empty = the server's bundled
   // trace). `trace_name` names it in the server's error messages (e.g. the local path). The cost
-  // model comes from `cost` as for PlanTree (the server's stored profile for (gpu, model, dtype)
-  // when it has one, else the bare roofline); cost.drafter, cost.t_aux_s and cost.context are not
-  // used. Everything else comes from `options`: budgets, strategies, n_max, drafter, t_aux_s,
-  // policy_forward_s, dynatree, fixed_tree, per_step (validate_trace and progress are ignored:
-  // the server always validates and reports no progress). Options that the request cannot carry
-  // are INVALID_ARGUMENT before any I/O (convert.h WhatIfOptionsToProto). The deadline is
+  // model comes from `cost`; cost.drafter, cost.t_aux_s and cost.context are not used. Everything
+  // else comes from `options`: budgets, strategies, n_max, drafter, t_aux_s, policy_forward_s,
+  // dynatree, fixed_tree, per_step (validate_trace and progress are ignored: the server always
+  // validates and reports no progress). Options that the request cannot carry are INVALID_ARGUMENT
+  // before any I/O (convert.h WhatIfOptionsToProto). The deadline is
   // ClientOptions::whatif_deadline_s.
   absl::StatusOr<RemoteWhatIfResult> WhatIf(const std::string& trace_jsonl,
-                                            const std::string& trace_name, const RemoteCost& cost,
+                                            const std::string& trace_name, const CostRequest& cost,
                                             const whatif::WhatIfOptions& options);
 
   // One RPC on the wire messages (used by RemotePlanBackend; *resp is cleared first).
@@ -141,27 +152,6 @@ class PlannerClient {
   std::string server_;
   std::unique_ptr<Impl> impl_;
 };
-
-// One-shot forms of the PlannerClient calls (a fresh channel per call), as the CLI uses them.
-absl::StatusOr<RemoteResult> RemotePlanTree(const std::string& server,
-                                            const planner::Marginals& marginals,
-                                            const planner::BestFirstOptions& options,
-                                            const RemoteCost* cost, int64_t c,
-                                            planner::BestFirstPlan* plan,
-                                            planner::TreeOutputs* outputs);
-absl::Status RemoteMergeTrees(const std::string& server, const planner::Tree& a,
-                              const planner::Tree& b, const planner::MergeOptions& options,
-                              int64_t c, planner::MergedTree* merged,
-                              planner::TreeOutputs* outputs);
-absl::StatusOr<RemoteEstimate> RemoteEstimateLatency(const std::string& server,
-                                                     const RemoteCost& cost, int64_t s);
-absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> RemoteProfiles(
-    const std::string& server);
-absl::StatusOr<RemoteWhatIfResult> RemoteWhatIf(const std::string& server,
-                                                const std::string& trace_jsonl,
-                                                const std::string& trace_name,
-                                                const RemoteCost& cost,
-                                                const whatif::WhatIfOptions& options);
 
 // planner::PlanBackend over a specplan-server: PlanBestFirst -> PlanTree (cost sent as a dense
 // latency_grid, outputs not requested, curve requested), Merge -> MergeTrees. Requests and replies

@@ -19,6 +19,14 @@ void AssignRepeated(const RepeatedIn& in, VecOut* out) {
   out->assign(in.begin(), in.end());
 }
 
+// The tree's arrays as they are on the wire (no checks).
+void AssignTree(const v1::Tree& in, planner::Tree* out) {
+  AssignRepeated(in.tokens(), &out->tokens);
+  AssignRepeated(in.parents(), &out->parents);
+  AssignRepeated(in.depths(), &out->depths);
+  AssignRepeated(in.path_probs(), &out->path_probs);
+}
+
 }  // namespace
 
 absl::Status ValidateLimits(const ServiceLimits& l) {
@@ -81,12 +89,8 @@ absl::Status TreeFromProto(const v1::Tree& in, const ServiceLimits& limits, absl
         field, ".tokens: ", in.tokens_size(), " nodes (", in.tokens_size() - 1,
         " draft nodes) exceed the server limit of ", limits.max_n, " draft nodes (--max-n)"));
   }
-  AssignRepeated(in.tokens(), &out->tokens);
-  AssignRepeated(in.parents(), &out->parents);
-  AssignRepeated(in.path_probs(), &out->path_probs);
-  if (in.depths_size() > 0) {
-    AssignRepeated(in.depths(), &out->depths);
-  } else {
+  AssignTree(in, out);
+  if (in.depths_size() == 0) {
     // Depths from parents where they are topological; ValidateTree reports the first bad parent.
     out->depths.assign(out->parents.size(), 0);
     for (size_t i = 1; i < out->parents.size(); ++i) {
@@ -95,6 +99,22 @@ absl::Status TreeFromProto(const v1::Tree& in, const ServiceLimits& limits, absl
     }
   }
   return Prefixed(field, planner::ValidateTree(*out));
+}
+
+void MarginalsToProto(const planner::Marginals& in, v1::Marginals* out) {
+  out->set_root_token(in.root_token);
+  out->set_gamma(in.gamma);
+  out->set_k(in.k);
+  out->mutable_tokens()->Assign(in.tokens.begin(), in.tokens.end());
+  out->mutable_probs()->Assign(in.probs.begin(), in.probs.end());
+}
+
+void DrafterCostToProto(const costmodel::DrafterCost& in, v1::DrafterCost* out) {
+  out->set_drafter_class(costmodel::DrafterClassName(in.cls));
+  out->set_gamma(in.gamma);
+  out->set_t_net_s(in.t_net_s);
+  out->set_t_head_s(in.t_head_s);
+  out->set_t_light_s(in.t_light_s);
 }
 
 void TreeToProto(const planner::Tree& in, v1::Tree* out) {
@@ -120,6 +140,18 @@ absl::Status BudgetModeFromProto(int mode, absl::string_view field, planner::Bud
       return Invalid(
           absl::StrCat(field, " = ", mode, ": unknown BudgetMode (use CONTROLLER, FIXED or SCAN)"));
   }
+}
+
+v1::BudgetMode BudgetModeToProto(planner::BudgetMode mode) {
+  switch (mode) {
+    case planner::BudgetMode::kFixed:
+      return v1::BUDGET_MODE_FIXED;
+    case planner::BudgetMode::kController:
+      return v1::BUDGET_MODE_CONTROLLER;
+    case planner::BudgetMode::kScan:
+      return v1::BUDGET_MODE_SCAN;
+  }
+  return v1::BUDGET_MODE_UNSPECIFIED;
 }
 
 absl::Status CheckNMax(int64_t n_max, const ServiceLimits& limits, absl::string_view field) {
@@ -203,24 +235,45 @@ void PlanToProto(const planner::BestFirstPlan& in, const Outputs& o, v1::Plan* o
   }
 }
 
-GridLatency::GridLatency(std::vector<int64_t> s, std::vector<double> seconds)
-    : s_(std::move(s)), seconds_(std::move(seconds)) {
-  SPECPLAN_CHECK(!s_.empty() && s_.size() == seconds_.size());
+void TreeOutputsFromProto(const v1::TreeOutputs& in, planner::TreeOutputs* out) {
+  out->size = in.size();
+  out->max_depth = in.max_depth();
+  out->mask_words = in.mask_words();
+  out->num_leaves = in.num_leaves();
+  out->retrieve_width = in.retrieve_width();
+  AssignRepeated(in.positions(), &out->positions);
+  AssignRepeated(in.parents(), &out->parents);
+  AssignRepeated(in.mask_packed(), &out->mask_packed);
+  out->mask_dense.assign(in.mask_dense().begin(), in.mask_dense().end());
+  AssignRepeated(in.retrieve(), &out->retrieve);
 }
 
-double GridLatency::VerifySeconds(int64_t s, int64_t /*c*/) const {
-  size_t i = static_cast<size_t>(std::lower_bound(s_.begin(), s_.end(), s) - s_.begin());
-  if (i < s_.size() && s_[i] == s) return std::max(seconds_[i], 1e-9);  // exact at grid points
-  if (i == 0 || s_.size() == 1) return std::max(seconds_.front(), 1e-9);
-  if (i == s_.size()) i = s_.size() - 1;  // above the grid: the last segment, extended
-  const double x0 = static_cast<double>(s_[i - 1]), x1 = static_cast<double>(s_[i]);
-  const double t = (static_cast<double>(s) - x0) / (x1 - x0);
-  return std::max(seconds_[i - 1] + t * (seconds_[i] - seconds_[i - 1]), 1e-9);
+void PlanFromProto(const v1::Plan& in, planner::BestFirstPlan* out) {
+  AssignTree(in.tree(), &out->tree);
+  out->n = in.n();
+  out->expected_accepted = in.expected_accepted();
+  out->cycle_s = in.cycle_s();
+  out->speedup = in.speedup();
+  out->l_ar_s = in.l_ar_s();
+  out->lattice_exhausted = in.lattice_exhausted();
+  out->curve.clear();
+  const v1::Curve& curve = in.curve();
+  for (int i = 0; i < curve.n_size(); ++i) {
+    out->curve.push_back(
+        {curve.n(i), curve.expected_accepted(i), curve.cycle_s(i), curve.speedup(i)});
+  }
 }
 
-absl::StatusOr<std::shared_ptr<const GridLatency>> LatencyGridFromProto(const v1::LatencyGrid& in,
-                                                                        const ServiceLimits& limits,
-                                                                        absl::string_view field) {
+void MergedTreeFromProto(const v1::MergeTreesResponse& in, planner::MergedTree* out) {
+  AssignTree(in.tree(), &out->tree);
+  AssignRepeated(in.phi_a(), &out->phi_a);
+  AssignRepeated(in.phi_b(), &out->phi_b);
+  out->source.clear();
+  for (int s : in.source()) out->source.push_back(static_cast<planner::MergeSource>(s));
+}
+
+absl::StatusOr<std::shared_ptr<const costmodel::GridLatency>> LatencyGridFromProto(
+    const v1::LatencyGrid& in, const ServiceLimits& limits, absl::string_view field) {
   if (in.s_size() == 0) return Invalid(absl::StrCat(field, ".s: empty (at least one point)"));
   if (in.s_size() > limits.max_grid_points) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -241,9 +294,10 @@ absl::StatusOr<std::shared_ptr<const GridLatency>> LatencyGridFromProto(const v1
     }
     SPECPLAN_RETURN_IF_ERROR(CheckSeconds(in.seconds(i), absl::StrCat(field, ".seconds[", i, "]")));
   }
-  return std::make_shared<const GridLatency>(
+  return std::make_shared<const costmodel::GridLatency>(
       std::vector<int64_t>(in.s().begin(), in.s().end()),
-      std::vector<double>(in.seconds().begin(), in.seconds().end()));
+      std::vector<double>(in.seconds().begin(), in.seconds().end()),
+      costmodel::GridSource::kCaller);
 }
 
 absl::Status NodeDistributionsFromProto(const v1::NodeDistributions& in,
@@ -256,7 +310,7 @@ absl::Status NodeDistributionsFromProto(const v1::NodeDistributions& in,
 }
 
 // ---------------------------------------------------------------------------------------------
-// WhatIf
+// Policy configs
 
 namespace {
 
@@ -265,13 +319,38 @@ T Or(T value, T fallback) {
   return value == T{} ? fallback : value;
 }
 
-void DrafterCostToProto(const costmodel::DrafterCost& in, v1::DrafterCost* out) {
-  out->set_drafter_class(costmodel::DrafterClassName(in.cls));
-  out->set_gamma(in.gamma);
-  out->set_t_net_s(in.t_net_s);
-  out->set_t_head_s(in.t_head_s);
-  out->set_t_light_s(in.t_light_s);
+}  // namespace
+
+planner::DynaTreeOptions DynaTreeOptionsFromProto(const v1::DynaTreeConfig& c) {
+  planner::DynaTreeOptions d;
+  d.b_min = Or(c.b_min(), d.b_min);
+  d.b_mid = Or(c.b_mid(), d.b_mid);
+  d.b_max = Or(c.b_max(), d.b_max);
+  d.tau_h = Or(c.tau_h(), d.tau_h);
+  d.tau_l = Or(c.tau_l(), d.tau_l);
+  d.d0 = Or(c.d0(), d.d0);
+  d.d_max = Or(c.d_max(), d.d_max);
+  d.rho_stop = Or(c.rho_stop(), d.rho_stop);
+  d.rho_deep = Or(c.rho_deep(), d.rho_deep);
+  d.tau = Or(c.tau(), d.tau);
+  d.n_max = Or(c.n_max(), d.n_max);
+  d.history_adaptation = !c.disable_history_adaptation();
+  return d;
 }
+
+planner::FixedTreeOptions FixedTreeOptionsFromProto(const v1::FixedTreeConfig& c) {
+  planner::FixedTreeOptions f;
+  f.depth = Or(c.depth(), f.depth);
+  f.branch = Or(c.branch(), f.branch);
+  f.tau = c.tau();
+  f.max_nodes = Or(c.max_nodes(), f.max_nodes);
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// WhatIf
+
+namespace {
 
 void SummaryToProto(const whatif::ControllerSummary& in, v1::WhatIfControllerSummary* out) {
   out->set_found(in.found);
@@ -345,28 +424,11 @@ absl::Status WhatIfOptionsFromProto(const v1::WhatIfRequest& in, const ServiceLi
   SPECPLAN_RETURN_IF_ERROR(CheckSeconds(in.policy_forward_s(), "policy_forward_s"));
   out->policy_forward_s = in.policy_forward_s();
 
-  const v1::DynaTreeConfig& c = in.dynatree();
-  planner::DynaTreeOptions& d = out->dynatree;
-  d = planner::DynaTreeOptions();
-  d.b_min = Or(c.b_min(), d.b_min);
-  d.b_mid = Or(c.b_mid(), d.b_mid);
-  d.b_max = Or(c.b_max(), d.b_max);
-  d.tau_h = Or(c.tau_h(), d.tau_h);
-  d.tau_l = Or(c.tau_l(), d.tau_l);
-  d.d0 = Or(c.d0(), d.d0);
-  d.d_max = Or(c.d_max(), d.d_max);
-  d.rho_stop = Or(c.rho_stop(), d.rho_stop);
-  d.rho_deep = Or(c.rho_deep(), d.rho_deep);
-  d.tau = Or(c.tau(), d.tau);
-  d.history_adaptation = !c.disable_history_adaptation();
-  // dynatree.n_max is replaced by the budget.
-
-  const v1::FixedTreeConfig& f = in.fixed_tree();
-  out->fixed_tree = planner::FixedTreeOptions();
-  out->fixed_tree.depth = Or(f.depth(), out->fixed_tree.depth);
-  out->fixed_tree.branch = Or(f.branch(), out->fixed_tree.branch);
-  out->fixed_tree.tau = f.tau();
-  // fixed_tree.max_nodes is replaced by the budget.
+  // dynatree.n_max and fixed_tree.max_nodes are replaced by the budget: the defaults stay.
+  out->dynatree = DynaTreeOptionsFromProto(in.dynatree());
+  out->dynatree.n_max = planner::DynaTreeOptions().n_max;
+  out->fixed_tree = FixedTreeOptionsFromProto(in.fixed_tree());
+  out->fixed_tree.max_nodes = planner::FixedTreeOptions().max_nodes;
   out->per_step = in.per_step();
   out->validate_trace = true;
   return absl::OkStatus();

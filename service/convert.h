@@ -17,8 +17,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/grid_latency.h"
 #include "costmodel/latency_model.h"
 #include "planner/best_first.h"
+#include "planner/dynatree.h"
+#include "planner/fixed_tree.h"
 #include "planner/marginals.h"
 #include "planner/merge.h"
 #include "planner/policy.h"
@@ -61,6 +65,11 @@ void TreeToProto(const planner::Tree& in, v1::Tree* out);
 
 // BudgetMode: UNSPECIFIED -> controller; unknown values are INVALID_ARGUMENT.
 absl::Status BudgetModeFromProto(int mode, absl::string_view field, planner::BudgetMode* out);
+v1::BudgetMode BudgetModeToProto(planner::BudgetMode mode);
+
+// Request side of the client (no checks: the server validates).
+void MarginalsToProto(const planner::Marginals& in, v1::Marginals* out);
+void DrafterCostToProto(const costmodel::DrafterCost& in, v1::DrafterCost* out);
 
 // n_max in [0, limits.max_n]: negative -> INVALID_ARGUMENT, too large -> RESOURCE_EXHAUSTED.
 absl::Status CheckNMax(int64_t n_max, const ServiceLimits& limits, absl::string_view field);
@@ -82,31 +91,25 @@ void TreeOutputsToProto(const planner::TreeOutputs& in, const Outputs& o, v1::Tr
 // Plan summary fields and (when o.curve) the curve.
 void PlanToProto(const planner::BestFirstPlan& in, const Outputs& o, v1::Plan* out);
 
-// T_verify(s) from a caller's v1.LatencyGrid (planner.proto): exact at the grid points, linear in
-// s between them, seconds[0] below the grid, linear extrapolation from the last two points above it
-// (one point: constant); interpolated / extrapolated values are floored at 1 ns. Independent of c.
-// Thread-safe (immutable).
-class GridLatency final : public costmodel::LatencyModel {
- public:
-  // s strictly increasing, >= 1; seconds.size() == s.size() >= 1 (LatencyGridFromProto checks).
-  GridLatency(std::vector<int64_t> s, std::vector<double> seconds);
-  double VerifySeconds(int64_t s, int64_t c) const override;
-  std::string Kind() const override { return "grid"; }
-  const std::vector<int64_t>& s() const { return s_; }
-  const std::vector<double>& seconds() const { return seconds_; }
+// Reply side of the client: a server's reply back into the planner's structs (buffers reused),
+// taken as it is (no checks); the inverses of PlanToProto, TreeOutputsToProto and the server's
+// MergeTrees reply.
+void PlanFromProto(const v1::Plan& in, planner::BestFirstPlan* out);
+void TreeOutputsFromProto(const v1::TreeOutputs& in, planner::TreeOutputs* out);
+void MergedTreeFromProto(const v1::MergeTreesResponse& in, planner::MergedTree* out);
 
- private:
-  std::vector<int64_t> s_;
-  std::vector<double> seconds_;
-};
+// Wire grid -> model (costmodel/grid_latency.h, GridSource::kCaller). Checks: 1 <= points <=
+// limits.max_grid_points (RESOURCE_EXHAUSTED above), equal lengths, s strictly increasing in [1,
+// limits.max_s], seconds in [0, kMaxSeconds] (values below 1 ns count as 1 ns, at grid points too,
+// so no step is free). `field` is the request field ("cost.latency_grid").
+absl::StatusOr<std::shared_ptr<const costmodel::GridLatency>> LatencyGridFromProto(
+    const v1::LatencyGrid& in, const ServiceLimits& limits, absl::string_view field);
 
-// Wire grid -> model. Checks: 1 <= points <= limits.max_grid_points (RESOURCE_EXHAUSTED above),
-// equal lengths, s strictly increasing in [1, limits.max_s], seconds in [0, kMaxSeconds] (values
-// below 1 ns count as 1 ns, at grid points too, so no step is free). `field` is
-// the request field ("cost.latency_grid").
-absl::StatusOr<std::shared_ptr<const GridLatency>> LatencyGridFromProto(const v1::LatencyGrid& in,
-                                                                        const ServiceLimits& limits,
-                                                                        absl::string_view field);
+// Policy configs (planner.proto DynaTreeConfig, FixedTreeConfig) -> options: a 0 field keeps the
+// option's default (n_max / max_nodes included); fixed tau is taken as sent. Values are left to
+// the policy's validator. Shared by PlanSession and WhatIf.
+planner::DynaTreeOptions DynaTreeOptionsFromProto(const v1::DynaTreeConfig& c);
+planner::FixedTreeOptions FixedTreeOptionsFromProto(const v1::FixedTreeConfig& c);
 
 // Wire distributions -> *out (buffers reused); shape checks only, the policy validates values.
 absl::Status NodeDistributionsFromProto(const v1::NodeDistributions& in,

@@ -36,7 +36,7 @@ const char* ModeName(planner::BudgetMode mode) {
 
 }  // namespace
 
-PlanSessionDriver::PlanSessionDriver(const PlannerService* service) : service_(service) {}
+PlanSessionDriver::PlanSessionDriver(const CostResolver* costs) : costs_(costs) {}
 
 absl::Status PlanSessionDriver::Handle(const v1::SessionClientMessage& in,
                                        v1::SessionServerMessage* out) {
@@ -75,7 +75,7 @@ absl::Status PlanSessionDriver::Start(const v1::SessionStart& start,
     return Invalid(
         absl::StrCat("start.root_token = ", start.root_token(), ": token ids must be >= 0"));
   }
-  const ServiceLimits& limits = service_->limits();
+  const ServiceLimits& limits = costs_->limits();
   if (start.context_tokens() < 0 || start.context_tokens() > limits.max_context) {
     return Invalid(absl::StrCat("start.context_tokens = ", start.context_tokens(),
                                 ": must be in [0, ", limits.max_context, "]"));
@@ -85,12 +85,7 @@ absl::Status PlanSessionDriver::Start(const v1::SessionStart& start,
 
   switch (start.policy_case()) {
     case v1::SessionStart::kFixed: {
-      const v1::FixedTreeConfig& c = start.fixed();
-      planner::FixedTreeOptions o;
-      o.depth = Or(c.depth(), o.depth);
-      o.branch = Or(c.branch(), o.branch);
-      o.tau = c.tau();
-      o.max_nodes = Or(c.max_nodes(), o.max_nodes);
+      const planner::FixedTreeOptions o = FixedTreeOptionsFromProto(start.fixed());
       SPECPLAN_RETURN_IF_ERROR(CheckNMax(o.max_nodes, limits, "start.fixed.max_nodes"));
       auto p = planner::FixedTreePolicy::Create(o);
       if (!p.ok()) return Prefixed("start.fixed", p.status());
@@ -107,20 +102,7 @@ absl::Status PlanSessionDriver::Start(const v1::SessionStart& start,
       break;
     }
     case v1::SessionStart::kDynatree: {
-      const v1::DynaTreeConfig& c = start.dynatree();
-      planner::DynaTreeOptions o;
-      o.b_min = Or(c.b_min(), o.b_min);
-      o.b_mid = Or(c.b_mid(), o.b_mid);
-      o.b_max = Or(c.b_max(), o.b_max);
-      o.tau_h = Or(c.tau_h(), o.tau_h);
-      o.tau_l = Or(c.tau_l(), o.tau_l);
-      o.d0 = Or(c.d0(), o.d0);
-      o.d_max = Or(c.d_max(), o.d_max);
-      o.rho_stop = Or(c.rho_stop(), o.rho_stop);
-      o.rho_deep = Or(c.rho_deep(), o.rho_deep);
-      o.tau = Or(c.tau(), o.tau);
-      o.n_max = Or(c.n_max(), o.n_max);
-      o.history_adaptation = !c.disable_history_adaptation();
+      const planner::DynaTreeOptions o = DynaTreeOptionsFromProto(start.dynatree());
       SPECPLAN_RETURN_IF_ERROR(CheckNMax(o.n_max, limits, "start.dynatree.n_max"));
       auto p = planner::DynaTreePolicy::Create(o);
       if (!p.ok()) return Prefixed("start.dynatree", p.status());
@@ -174,8 +156,8 @@ absl::Status PlanSessionDriver::Start(const v1::SessionStart& start,
             "cost.profile or cost.inline_model)");
       }
       if (has_source) {
-        SPECPLAN_ASSIGN_OR_RETURN(
-            cost_, service_->ResolveCost(c.cost(), o.gamma, "start.best_first.cost"));
+        SPECPLAN_ASSIGN_OR_RETURN(cost_,
+                                  costs_->Resolve(c.cost(), o.gamma, "start.best_first.cost"));
         position_offset_ = cost_->context;
       }
       name_ = absl::StrCat("best_first(", ModeName(o.budget.mode), ", n_max=", o.budget.n_max,

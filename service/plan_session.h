@@ -24,15 +24,15 @@
 #include "planner/policy.h"
 #include "planner/tree_outputs.h"
 #include "service/convert.h"
-#include "service/planner_service.h"
+#include "service/cost_resolver.h"
 #include "specplan/v1/planner.pb.h"
 
 namespace specplan::service {
 
 class PlanSessionDriver {
  public:
-  // `service` resolves costs and provides the limits; it must outlive the driver.
-  explicit PlanSessionDriver(const PlannerService* service);
+  // `costs` resolves costs and provides the limits; it must outlive the driver.
+  explicit PlanSessionDriver(const CostResolver* costs);
 
   // Handles one client message; fills *out with the reply (left unset when there is none).
   absl::Status Handle(const v1::SessionClientMessage& in, v1::SessionServerMessage* out);
@@ -47,7 +47,7 @@ class PlanSessionDriver {
   // The next ExpandRequest, or the final plan.
   absl::Status Emit(v1::SessionServerMessage* out);
 
-  const PlannerService* service_;
+  const CostResolver* costs_;
   Kind kind_ = Kind::kNone;
   std::string name_;
   Outputs outputs_;

@@ -121,7 +121,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 PlannerService::PlannerService(ProfileStore* store, ServiceOptions options)
-    : store_(store), options_(std::move(options)) {
+    : store_(store), options_(std::move(options)), costs_(store, options_.limits) {
   SetMessageAllocatorFor_PlanTree(&plan_tree_allocator_);
 }
 
@@ -166,165 +166,6 @@ grpc::Status PlannerService::Serve(Method method, grpc::ServerContextBase* ctx, 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Cost resolution
-
-absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> PlannerService::FindProfile(
-    const v1::ProfileRef& ref, absl::string_view field) const {
-  if (ref.gpu().empty()) return Invalid(absl::StrCat(field, ".gpu: required"));
-  if (ref.model().empty()) return Invalid(absl::StrCat(field, ".model: required"));
-  costmodel::DType dtype = costmodel::DType::kBFloat16;
-  if (!ref.dtype().empty()) {
-    auto parsed = costmodel::ParseDType(ref.dtype());
-    if (!parsed.ok()) {
-      return Invalid(
-          absl::StrCat(field, ".dtype = '", ref.dtype(), "': ", parsed.status().message()));
-    }
-    dtype = *parsed;
-  }
-  const std::string id = ProfileId(ref.gpu(), ref.model(), dtype);
-  if (auto entry = store_->Find(id)) return entry;
-  // Registry aliases ("h100" = "h100-sxm"): retry with canonical names.
-  auto gpu = costmodel::LookupGpu(ref.gpu());
-  auto model = costmodel::LookupModel(ref.model());
-  const std::string canonical =
-      ProfileId(gpu.ok() ? gpu->name : ref.gpu(), model.ok() ? model->name : ref.model(), dtype);
-  if (canonical != id) {
-    if (auto entry = store_->Find(canonical)) return entry;
-  }
-  return absl::NotFoundError(absl::StrCat(field, ": no profile '", id, "' on this server (",
-                                          store_->List().size(),
-                                          " loaded; see ListProfiles, or use an inline model)"));
-}
-
-absl::StatusOr<ResolvedCost> PlannerService::ResolveCost(const v1::CostSpec& spec,
-                                                         int default_gamma,
-                                                         absl::string_view field) const {
-  const ServiceLimits& limits = options_.limits;
-  ResolvedCost r;
-  if (spec.context_tokens() < 0 || spec.context_tokens() > limits.max_context) {
-    return Invalid(absl::StrCat(field, ".context_tokens = ", spec.context_tokens(),
-                                ": must be in [0, ", limits.max_context, "]"));
-  }
-  r.context = spec.context_tokens();
-  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(spec.t_aux_s(), absl::StrCat(field, ".t_aux_s")));
-  r.t_aux_s = spec.t_aux_s();
-
-  const v1::DrafterCost& d = spec.drafter();
-  const std::string dfield = absl::StrCat(field, ".drafter");
-  const std::string cls = d.drafter_class().empty() ? "parallel" : d.drafter_class();
-  auto parsed_cls = costmodel::ParseDrafterClass(cls);
-  if (!parsed_cls.ok()) {
-    return Invalid(absl::StrCat(dfield, ".drafter_class = '", cls,
-                                "': unknown (known: ar, "
-                                "parallel, causal)"));
-  }
-  r.drafter.cls = *parsed_cls;
-  if (d.gamma() < 0 || d.gamma() > 1024) {
-    return Invalid(absl::StrCat(dfield, ".gamma = ", d.gamma(), ": must be in [0, 1024]"));
-  }
-  r.drafter.gamma = d.gamma() == 0 ? default_gamma : d.gamma();
-  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(d.t_net_s(), absl::StrCat(dfield, ".t_net_s")));
-  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(d.t_head_s(), absl::StrCat(dfield, ".t_head_s")));
-  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(d.t_light_s(), absl::StrCat(dfield, ".t_light_s")));
-  r.drafter.t_net_s = d.t_net_s();
-  r.drafter.t_head_s = d.t_head_s();
-  r.drafter.t_light_s = d.t_light_s();
-
-  switch (spec.source_case()) {
-    case v1::CostSpec::kProfile: {
-      const std::string pfield = absl::StrCat(field, ".profile");
-      SPECPLAN_ASSIGN_OR_RETURN(r.entry, FindProfile(spec.profile(), pfield));
-      const std::string& kind = spec.profile().latency_model();
-      if (kind.empty()) {
-        r.latency = r.entry->default_model;
-      } else if (kind == "ema") {
-        r.latency = ProfileStore::EmaModel(*r.entry);
-      } else if (auto it = r.entry->models.find(kind); it != r.entry->models.end()) {
-        r.latency = it->second;
-      } else if (const auto& kinds = costmodel::LatencyModelKinds();
-                 std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) {
-        return absl::NotFoundError(absl::StrCat(pfield, ".latency_model = '", kind, "': profile '",
-                                                r.entry->id, "' has no such model"));
-      } else {
-        return Invalid(absl::StrCat(pfield, ".latency_model = '", kind,
-                                    "': unknown (known: ", absl::StrJoin(kinds, ", "), ", ema)"));
-      }
-      r.model_spec = r.entry->profile.model_spec;
-      r.gpu_spec = r.entry->profile.gpu_spec;
-      break;
-    }
-    case v1::CostSpec::kInlineModel: {
-      const v1::InlineCostModel& m = spec.inline_model();
-      const std::string mfield = absl::StrCat(field, ".inline_model");
-      if (m.model().empty()) return Invalid(absl::StrCat(mfield, ".model: required"));
-      auto model = costmodel::LookupModel(m.model());
-      if (!model.ok()) {
-        return absl::Status(model.status().code(), absl::StrCat(mfield, ".model = '", m.model(),
-                                                                "': ", model.status().message()));
-      }
-      r.model_spec = *std::move(model);
-      if (!m.dtype().empty()) {
-        auto dtype = costmodel::ParseDType(m.dtype());
-        if (!dtype.ok()) {
-          return Invalid(
-              absl::StrCat(mfield, ".dtype = '", m.dtype(), "': ", dtype.status().message()));
-        }
-        r.model_spec.dtype = *dtype;
-      }
-      if (m.has_gpu_spec()) {
-        const v1::GpuSpec& g = m.gpu_spec();
-        r.gpu_spec.name = g.name().empty() ? "custom" : g.name();
-        r.gpu_spec.peak_flops = g.peak_flops();
-        r.gpu_spec.mem_bw = g.mem_bw();
-        r.gpu_spec.mem_bytes = g.mem_bytes();
-        r.gpu_spec.link_bw = g.link_bw();
-        r.gpu_spec.link_latency_s = g.link_latency_s();
-        SPECPLAN_RETURN_IF_ERROR(
-            Prefixed(absl::StrCat(mfield, ".gpu_spec"), costmodel::ValidateGpuSpec(r.gpu_spec)));
-      } else {
-        if (m.gpu().empty()) return Invalid(absl::StrCat(mfield, ".gpu: required (or gpu_spec)"));
-        auto gpu = costmodel::LookupGpu(m.gpu());
-        if (!gpu.ok()) {
-          return absl::Status(gpu.status().code(), absl::StrCat(mfield, ".gpu = '", m.gpu(),
-                                                                "': ", gpu.status().message()));
-        }
-        r.gpu_spec = *std::move(gpu);
-      }
-      if (!std::isfinite(m.linear_a()) || m.linear_a() < 0) {
-        return Invalid(absl::StrCat(mfield, ".linear_a = ", m.linear_a(),
-                                    ": must be a finite number >= 0 (0 = bare roofline)"));
-      }
-      SPECPLAN_RETURN_IF_ERROR(CheckSeconds(m.linear_b_s(), absl::StrCat(mfield, ".linear_b_s")));
-      r.model_spec.tp = m.tp() == 0 ? 1 : m.tp();
-      if (const std::string why =
-              costmodel::TensorParallelProblem(r.model_spec, r.gpu_spec, r.model_spec.tp);
-          !why.empty()) {
-        return Invalid(absl::StrCat(mfield, ".tp = ", m.tp(), ": ", why));
-      }
-      costmodel::RooflineLatency roofline(r.model_spec, r.gpu_spec);
-      if (m.linear_a() > 0) {
-        r.latency = std::make_shared<costmodel::LinearCalibratedLatency>(
-            std::move(roofline), costmodel::LinearCoefficients{m.linear_a(), m.linear_b_s()});
-      } else {
-        r.latency = std::make_shared<costmodel::RooflineLatency>(std::move(roofline));
-      }
-      break;
-    }
-    case v1::CostSpec::kLatencyGrid: {
-      SPECPLAN_ASSIGN_OR_RETURN(
-          r.latency,
-          LatencyGridFromProto(spec.latency_grid(), limits, absl::StrCat(field, ".latency_grid")));
-      break;
-    }
-    case v1::CostSpec::SOURCE_NOT_SET:
-      return Invalid(absl::StrCat(field, ": set ", field, ".profile, ", field, ".inline_model or ",
-                                  field, ".latency_grid"));
-  }
-  r.cycle.emplace(r.latency.get(), r.drafter, r.t_aux_s, r.context);
-  return r;
-}
-
-// ---------------------------------------------------------------------------------------------
 // PlanTree
 
 absl::Status PlannerService::DoPlanTree(const v1::PlanTreeRequest& req,
@@ -354,7 +195,7 @@ absl::Status PlannerService::DoPlanTree(const v1::PlanTreeRequest& req,
         "cost: required in CONTROLLER and SCAN modes (set cost.profile or cost.inline_model)");
   }
   if (has_source) {
-    SPECPLAN_ASSIGN_OR_RETURN(cost, ResolveCost(req.cost(), s.marginals.gamma, "cost"));
+    SPECPLAN_ASSIGN_OR_RETURN(cost, costs_.Resolve(req.cost(), s.marginals.gamma, "cost"));
     position_offset = cost->context;
   } else if (req.has_cost()) {  // FIXED mode, cost used only for context_tokens
     const int64_t c = req.cost().context_tokens();
@@ -372,7 +213,7 @@ absl::Status PlannerService::DoPlanTree(const v1::PlanTreeRequest& req,
   PlanToProto(s.plan, o, resp->mutable_plan());
   TreeOutputsToProto(s.outputs, o, resp->mutable_outputs());
   if (cost) {
-    resp->set_latency_model(cost->latency->Kind());
+    resp->set_latency_model(cost->latency_kind());
     resp->set_profile_id(cost->profile_id());
   }
   resp->set_plan_us(MicrosSince(t0));
@@ -394,7 +235,7 @@ grpc::Status PlannerService::PlanSession(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::SessionServerMessage, v1::SessionClientMessage>* stream) {
   return Serve(Method::kPlanSession, ctx, [&]() -> absl::Status {
-    PlanSessionDriver driver(this);
+    PlanSessionDriver driver(&costs_);
     v1::SessionClientMessage in;
     v1::SessionServerMessage out;
     while (stream->Read(&in)) {
@@ -487,29 +328,29 @@ absl::Status PlannerService::DoEstimateLatency(const v1::EstimateLatencyRequest&
     return Invalid(
         "roofline_terms = true: not available with cost.latency_grid (no model or GPU to split)");
   }
-  SPECPLAN_ASSIGN_OR_RETURN(ResolvedCost cost, ResolveCost(req.cost(), 16, "cost"));
+  SPECPLAN_ASSIGN_OR_RETURN(ResolvedCost cost, costs_.Resolve(req.cost(), 16, "cost"));
   auto* out = resp->mutable_points();
   out->Reserve(static_cast<int>(points));
   for (int64_t c : c_values) {
-    const costmodel::CycleCost cycle(cost.latency.get(), cost.drafter, cost.t_aux_s, c);
+    const costmodel::CycleCost cycle(&cost.latency(), cost.drafter, cost.t_aux_s, c);
     for (int64_t s : s_values) {
       v1::LatencyPoint* p = out->Add();
       p->set_s(s);
       p->set_c(c);
-      p->set_verify_s(cost.latency->VerifySeconds(s, c));
+      p->set_verify_s(cost.latency().VerifySeconds(s, c));
       p->set_cycle_s(cycle.Seconds(s - 1));
       p->set_draft_s(cycle.DraftSeconds());
       p->set_aux_s(cycle.AuxSeconds());
       if (req.roofline_terms()) {
         const costmodel::RooflineEstimate e =
-            costmodel::EstimateRoofline(cost.model_spec, cost.gpu_spec, s, c);
+            costmodel::EstimateRoofline(cost.source->model_spec, cost.source->gpu_spec, s, c);
         p->set_roofline_compute_s(e.compute_s);
         p->set_roofline_memory_s(e.memory_s);
         p->set_roofline_bound(costmodel::BoundName(e.bound));
       }
     }
   }
-  resp->set_latency_model(cost.latency->Kind());
+  resp->set_latency_model(cost.latency_kind());
   resp->set_profile_id(cost.profile_id());
   return absl::OkStatus();
 }
@@ -534,7 +375,7 @@ absl::Status PlannerService::DoWhatIf(const v1::WhatIfRequest& req, v1::WhatIfRe
   // drafter.gamma = 0 becomes the library default; RunWhatIf prices each step with the step's own
   // marginals gamma anyway.
   SPECPLAN_ASSIGN_OR_RETURN(ResolvedCost cost,
-                            ResolveCost(req.cost(), costmodel::DrafterCost().gamma, "cost"));
+                            costs_.Resolve(req.cost(), costmodel::DrafterCost().gamma, "cost"));
   options.drafter = cost.drafter;
   options.t_aux_s = cost.t_aux_s;
 
@@ -581,7 +422,7 @@ absl::Status PlannerService::DoWhatIf(const v1::WhatIfRequest& req, v1::WhatIfRe
                                                      limits.max_whatif_steps, " per request"));
   }
   SPECPLAN_ASSIGN_OR_RETURN(whatif::WhatIfReport report,
-                            whatif::RunWhatIf(trace, *cost.latency, options));
+                            whatif::RunWhatIf(trace, cost.latency(), options));
   WhatIfReportToProto(report, resp);
   resp->mutable_trace()->set_bundled_path(bundled_path);
   resp->set_profile_id(cost.profile_id());
@@ -610,7 +451,7 @@ grpc::Status PlannerService::GetProfile(grpc::ServerContext* ctx, const v1::GetP
                                         v1::GetProfileResponse* resp) {
   return Serve(Method::kGetProfile, ctx, [&]() -> absl::Status {
     if (!req->has_profile()) return Invalid("profile: required");
-    SPECPLAN_ASSIGN_OR_RETURN(auto entry, FindProfile(req->profile(), "profile"));
+    SPECPLAN_ASSIGN_OR_RETURN(auto entry, costs_.FindProfile(req->profile(), "profile"));
     FillInfo(*entry, resp->mutable_info());
     resp->set_profile_json(entry->json_text);
     AcceptanceSnapshot a;
@@ -703,7 +544,7 @@ grpc::Status PlannerService::ReportAcceptance(grpc::ServerContext* ctx,
       reports.push_back(
           {st.accepted_length(), st.draft_nodes(), e, st.context_tokens(), st.verify_s()});
     }
-    SPECPLAN_ASSIGN_OR_RETURN(auto entry, FindProfile(req->profile(), "profile"));
+    SPECPLAN_ASSIGN_OR_RETURN(auto entry, costs_.FindProfile(req->profile(), "profile"));
     AcceptanceSnapshot a;
     CorrectionSnapshot c;
     SPECPLAN_RETURN_IF_ERROR(store_->Report(entry->id, reports, &a, &c));

@@ -23,17 +23,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "costmodel/cycle_cost.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/latency_model.h"
-#include "costmodel/model_spec.h"
 #include "service/arena_allocator.h"
 #include "service/convert.h"
+#include "service/cost_resolver.h"
 #include "service/profile_store.h"
 #include "service/request_stats.h"
 #include "specplan/v1/planner.grpc.pb.h"
@@ -45,21 +41,6 @@ struct ServiceOptions {
   std::string auth_token;    // PutProfile needs "authorization: Bearer <token>"; empty = writes
                              // disabled (PERMISSION_DENIED)
   bool log_requests = true;  // one line per call on stderr
-};
-
-// A CostSpec resolved against the server's profiles: the latency model (kept alive by the
-// shared_ptrs) and the cycle cost C(n) at the request's context length.
-struct ResolvedCost {
-  std::shared_ptr<const costmodel::LatencyModel> latency;
-  std::shared_ptr<const ProfileStore::Entry> entry;  // null for an inline model
-  costmodel::ModelSpec model_spec;  // default-constructed for a latency_grid (no roofline)
-  costmodel::GpuSpec gpu_spec;
-  costmodel::DrafterCost drafter;
-  double t_aux_s = 0;
-  int64_t context = 0;
-  std::optional<costmodel::CycleCost> cycle;  // at `context`
-
-  std::string profile_id() const { return entry ? entry->id : std::string(); }
 };
 
 class PlannerService final : public v1::Planner::WithCallbackMethod_PlanTree<
@@ -98,17 +79,15 @@ class PlannerService final : public v1::Planner::WithCallbackMethod_PlanTree<
   absl::Status DoMergeTrees(const v1::MergeTreesRequest& req, v1::MergeTreesResponse* resp);
   absl::Status DoEstimateLatency(const v1::EstimateLatencyRequest& req,
                                  v1::EstimateLatencyResponse* resp);
-  // WhatIf: validates the request (convert.h WhatIfOptionsFromProto, ResolveCost, the trace with
+  // WhatIf: validates the request (convert.h WhatIfOptionsFromProto, CostResolver, the trace with
   // whatif::ParseTrace: INVALID_ARGUMENT naming the line and field; more than
   // limits.max_whatif_steps steps: RESOURCE_EXHAUSTED), runs whatif::RunWhatIf and fills *resp.
   // An empty trace_jsonl reads the bundled trace (whatif::DefaultTracePath()) on every call;
   // FAILED_PRECONDITION when it cannot be read.
   absl::Status DoWhatIf(const v1::WhatIfRequest& req, v1::WhatIfResponse* resp);
 
-  // Resolves `spec` (`field` is its request path, e.g. "cost"). `default_gamma` fills
-  // drafter.gamma = 0.
-  absl::StatusOr<ResolvedCost> ResolveCost(const v1::CostSpec& spec, int default_gamma,
-                                           absl::string_view field) const;
+  // Resolves request costs (cost_resolver.h); PlanSession streams share it.
+  const CostResolver& costs() const { return costs_; }
 
   const RequestStats& stats() const { return stats_; }
   // Calls (including open PlanSession streams) currently being handled.
@@ -120,12 +99,10 @@ class PlannerService final : public v1::Planner::WithCallbackMethod_PlanTree<
   template <class Fn>
   grpc::Status Serve(Method method, grpc::ServerContextBase* ctx, Fn&& fn);
   absl::Status CheckWriteAuth(const grpc::ServerContext& ctx) const;
-  // Resolves a ProfileRef to an entry id (exact, then registry-canonical names).
-  absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> FindProfile(
-      const v1::ProfileRef& ref, absl::string_view field) const;
 
   ProfileStore* store_;
   ServiceOptions options_;
+  CostResolver costs_;
   PooledArenaAllocator<v1::PlanTreeRequest, v1::PlanTreeResponse> plan_tree_allocator_;
   RequestStats stats_;
   std::atomic<uint64_t> next_request_id_{1};

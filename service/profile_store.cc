@@ -49,21 +49,8 @@ absl::Status ValidateProfileNames(const costmodel::Profile& profile) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<WriteFault> ParseWriteFault(const std::string& value) {
-  if (value.empty()) return WriteFault::kNone;
-  if (value == "abort_mid_tmp_write") return WriteFault::kAbortMidTmpWrite;
-  if (value == "abort_after_tmp_write" || value == "abort_before_rename") {
-    return WriteFault::kAbortAfterTmpWrite;
-  }
-  if (value == "abort_after_rename") return WriteFault::kAbortAfterRename;
-  return absl::InvalidArgumentError(
-      absl::StrCat("SPECPLAN_FAULT_PUT_PROFILE = '", value,
-                   "': unknown (known: abort_mid_tmp_write, abort_after_tmp_write, "
-                   "abort_before_rename, abort_after_rename)"));
-}
-
-ProfileStore::ProfileStore(std::string dir, double ema_alpha, WriteFault fault)
-    : dir_(std::move(dir)), ema_alpha_(ema_alpha), fault_(fault) {}
+ProfileStore::ProfileStore(std::string dir, double ema_alpha, Env* env)
+    : dir_(std::move(dir)), ema_alpha_(ema_alpha), env_(env) {}
 
 absl::StatusOr<std::shared_ptr<ProfileStore::Entry>> ProfileStore::MakeEntry(
     costmodel::Profile profile, std::string path) {
@@ -142,8 +129,11 @@ std::vector<std::string> ProfileStore::LoadAll() {
   } else if (fs::exists(dir_, ec)) {
     errors.push_back(absl::StrCat(dir_, ": not a directory"));
   }
-  std::unique_lock lock(mu_);
-  entries_ = std::move(loaded);
+  {
+    std::unique_lock lock(mu_);
+    entries_ = std::move(loaded);
+  }
+  generation_.fetch_add(1, std::memory_order_acq_rel);
   return errors;
 }
 
@@ -171,7 +161,7 @@ absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> ProfileStore::Put(
   SPECPLAN_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, MakeEntry(profile, path));
 
   std::lock_guard write_lock(write_mu_);
-  SPECPLAN_RETURN_IF_ERROR(costmodel::SaveProfile(profile, path, fault_));
+  SPECPLAN_RETURN_IF_ERROR(costmodel::SaveProfile(profile, path, env_));
   std::shared_ptr<const Entry> old = Find(entry->id);
   entry->feedback = old != nullptr ? old->feedback : std::make_shared<Feedback>();
   {
@@ -179,10 +169,13 @@ absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> ProfileStore::Put(
     entry->feedback->ema =
         std::make_shared<costmodel::EmaCorrectedLatency>(entry->default_model, ema_alpha_);
   }
-  std::unique_lock lock(mu_);
-  // A profile loaded under another file name keeps that file; the new one is authoritative.
-  *replaced = entries_.count(entry->id) > 0;
-  entries_[entry->id] = entry;
+  {
+    std::unique_lock lock(mu_);
+    // A profile loaded under another file name keeps that file; the new one is authoritative.
+    *replaced = entries_.count(entry->id) > 0;
+    entries_[entry->id] = entry;
+  }
+  generation_.fetch_add(1, std::memory_order_acq_rel);
   return std::shared_ptr<const Entry>(entry);
 }
 

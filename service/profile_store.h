@@ -12,6 +12,7 @@
 #ifndef SPECPLAN_SERVICE_PROFILE_STORE_H_
 #define SPECPLAN_SERVICE_PROFILE_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -22,10 +23,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "costmodel/atomic_file.h"
 #include "costmodel/latency_model.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/profile.h"
+#include "util/env.h"
 
 namespace specplan::service {
 
@@ -34,13 +35,6 @@ using costmodel::ProfileId;  // "<gpu>/<model>-<dtype>" (costmodel/profile.h)
 // Checks that a profile's gpu / model names can be used as path components (letters, digits,
 // '.', '_', '-'; not "." or ".."). Errors name the field: "gpu = '../x': ...".
 absl::Status ValidateProfileNames(const costmodel::Profile& profile);
-
-// Fault injection for crash tests of PutProfile (costmodel/atomic_file.h), set only by
-// specplan-server from SPECPLAN_FAULT_PUT_PROFILE: "abort_mid_tmp_write", "abort_after_tmp_write"
-// (= "abort_before_rename"), "abort_after_rename".
-using costmodel::WriteFault;
-// Parses the SPECPLAN_FAULT_PUT_PROFILE value ("" = kNone); INVALID_ARGUMENT names the value.
-absl::StatusOr<WriteFault> ParseWriteFault(const std::string& value);
 
 // Per-profile acceptance statistics (see AcceptanceStats in planner.proto).
 struct AcceptanceSnapshot {
@@ -88,9 +82,9 @@ class ProfileStore {
     std::shared_ptr<Feedback> feedback;  // shared with later versions of the same id
   };
 
-  // `dir` is the profiles directory (it need not exist yet); `ema_alpha` in (0, 1]; `fault` is for
-  // crash tests only.
-  ProfileStore(std::string dir, double ema_alpha, WriteFault fault = WriteFault::kNone);
+  // `dir` is the profiles directory (it need not exist yet); `ema_alpha` in (0, 1]; Put saves
+  // through `env` (util/env.h), which must outlive the store.
+  ProfileStore(std::string dir, double ema_alpha, Env* env = Env::Default());
 
   // Loads every *.json under dir (recursively). Files that fail to load are skipped; their errors
   // are returned ("<path>: <message>"). Replaces the current contents.
@@ -103,6 +97,8 @@ class ProfileStore {
   std::vector<std::shared_ptr<const Entry>> List() const;
   // nullptr when absent.
   std::shared_ptr<const Entry> Find(const std::string& id) const;
+  // Increases whenever the served entries change (LoadAll, Put), after the change is visible.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
   // Validates names, saves `profile` atomically to dir/<gpu>/<model>-<dtype>.json, then makes it
   // the served entry for its id. *replaced = an entry with that id existed. On error nothing
@@ -123,9 +119,10 @@ class ProfileStore {
 
   const std::string dir_;
   const double ema_alpha_;
-  const WriteFault fault_;
+  Env* const env_;
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<const Entry>> entries_;  // guarded by mu_
+  std::atomic<uint64_t> generation_{0};
   std::mutex write_mu_;  // serialises Put (SaveProfile's temp file name is per process)
 };
 

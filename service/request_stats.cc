@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "util/percentile.h"
+
 namespace specplan::service {
 
 const char* MethodName(Method m) {
@@ -51,15 +53,6 @@ void RequestStats::Record(Method m, double micros, bool ok) {
     pm.next = (pm.next + 1) % kWindow;
   }
 }
-
-namespace {
-// Nearest-rank percentile of sorted values.
-double Percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const size_t rank = static_cast<size_t>(std::ceil(q * sorted.size()));
-  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
-}  // namespace
 
 std::vector<MethodSummary> RequestStats::Summaries() const {
   std::vector<MethodSummary> out;

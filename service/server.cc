@@ -58,8 +58,8 @@ absl::StatusOr<std::unique_ptr<RunningServer>> StartServer(const ServerConfig& c
     return absl::InvalidArgumentError("--tls-cert and --tls-key: give both or neither");
   }
   auto running = std::make_unique<RunningServer>();
-  running->store = std::make_unique<ProfileStore>(config.profiles_dir, config.ema_alpha,
-                                                  config.put_profile_fault);
+  running->store =
+      std::make_unique<ProfileStore>(config.profiles_dir, config.ema_alpha, config.env);
   running->load_errors = running->store->LoadAll();
   running->service = std::make_unique<PlannerService>(running->store.get(), config.service);
 

@@ -21,10 +21,9 @@ struct ServerConfig {
   int max_message_bytes = 4 << 20;         // receive and send limit per message
   std::string tls_cert_pem;                // both set: TLS; both empty: plaintext
   std::string tls_key_pem;
-  std::string profiles_dir;  // ProfileStore directory
-  double ema_alpha = 0.1;    // EMA weight of one latency observation, (0, 1]
-  WriteFault put_profile_fault =
-      WriteFault::kNone;  // crash tests only (SPECPLAN_FAULT_PUT_PROFILE)
+  std::string profiles_dir;   // ProfileStore directory
+  double ema_alpha = 0.1;     // EMA weight of one latency observation, (0, 1]
+  Env* env = Env::Default();  // PutProfile saves through it; crash tests inject a faulty one
   ServiceOptions service;
 };
 

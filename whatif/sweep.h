@@ -5,23 +5,27 @@
 // step's drafter output, computes the accepted length it would have realised against the target's
 // recorded greedy continuation (replay.h), and prices the step with the cycle cost at the step's
 // context length (costmodel/cycle_cost.h):
+// clang-format off
 //   C_i(n)   = T_draft + T_aux + T_verify(n + 1, c_i)               seconds, n = draft nodes
 //   T_AR(c)  = T_verify(1, c)                                       seconds, one plain AR step
 //              (the planner's L_AR, best_first.h; a root-only step without drafting cost)
 //   step speedup     = (1 + L_i) * T_AR(c_i) / C_i(n_i)
 //   speedup (a row)  = sum_i (1 + L_i) * T_AR(c_i) / sum_i C_i(n_i)   tokens per second over AR
+// clang-format on
 // where L_i is the realised accepted draft length (root/bonus excluded).
 //
 // Strategies (names as in the CLI's --strategies):
+// clang-format off
 //   best_first   BestFirstPlanner in fixed mode, one row per budget (needs "marginals"). All
-//   budgets
-//                come from one plan at the largest budget: every prefix of the best-first pop
-//                order is the fixed-budget tree of that size (best_first.h, Prop. 2.3).
+//                budgets come from one plan at the largest budget: every prefix of the
+//                best-first pop order is the fixed-budget tree of that size (best_first.h,
+//                Prop. 2.3).
 //   controller   BestFirstPlanner in controller mode (first decrease of S(n)), n_max draft nodes.
 //   scan         BestFirstPlanner in scan mode (argmax of S(n) over n = 0..n_max).
 //   dynatree     DynaTreePolicy with N_max = budget, one row per budget (needs "nodes").
 //   fixed_tree   FixedTreePolicy (D, B, tau) with max_nodes = budget, one row per budget.
 //   linear       LinearChainPolicy with K = budget, one row per budget.
+// clang-format on
 // Policies are replayed over the step's recorded nodes through the TreePolicy expand/observe loop
 // (replay.h RecordedDrafter) and observe the realised length, so history-adaptive policies adapt
 // along the trace (one policy object per row, steps in trace order). Steps lacking the data a

@@ -7,9 +7,9 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
-#include "costmodel/atomic_file.h"
-#include "costmodel/json_util.h"
+#include "util/atomic_file.h"
 #include "util/file.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::whatif {
@@ -405,7 +405,7 @@ absl::Status SaveTrace(const Trace& trace, const std::string& path) {
     auto st = ValidateTraceStep(trace.steps[i], trace.header);
     if (!st.ok()) return Invalid(absl::StrCat("step ", i, ": ", std::string(st.message())));
   }
-  return costmodel::WriteFileAtomically(path, SerializeTrace(trace));
+  return WriteFileAtomically(path, SerializeTrace(trace));
 }
 
 std::string DefaultTracePath() {

@@ -100,7 +100,7 @@ std::string TraceHeaderLine(const TraceHeader& header);
 std::string TraceStepLine(const TraceStep& step);
 // Header line + one line per step, each '\n'-terminated.
 std::string SerializeTrace(const Trace& trace);
-// Validates every step, then writes atomically (costmodel/atomic_file.h).
+// Validates every step, then writes atomically (util/atomic_file.h).
 absl::Status SaveTrace(const Trace& trace, const std::string& path);
 
 // The bundled trace recorded from the built-in tiny model pair (whatif/traces/tiny.jsonl).

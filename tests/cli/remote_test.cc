@@ -1,9 +1,6 @@
 // `--server HOST:PORT` gives the same output as in-process, against the real specplan-server.
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,54 +10,15 @@
 
 #include "costmodel/profile.h"
 #include "run_command.h"
+#include "tests/server_process.h"
 
 namespace specplan {
 namespace {
 
 namespace fs = std::filesystem;
+using ::specplan::test::ServerProcess;
 using ::specplan::testing::RunSpecplan;
 using ::specplan::testing::SourcePath;
-
-// The server binary on a free loopback port, stopped with SIGTERM on destruction.
-class ServerProcess {
- public:
-  explicit ServerProcess(const std::string& profiles_dir) {
-    const std::string binary = std::string(SPECPLAN_BINARY_DIR) + "/service/specplan-server";
-    if (!fs::exists(binary)) return;
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], STDOUT_FILENO);
-      close(fds[0]);
-      execl(binary.c_str(), binary.c_str(), "--listen", "127.0.0.1:0", "--profiles-dir",
-            profiles_dir.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(fds[1]);
-    FILE* out = fdopen(fds[0], "r");
-    char line[512];
-    if (out != nullptr && fgets(line, sizeof(line), out) != nullptr) {
-      const std::string s(line);
-      const size_t at = s.find("127.0.0.1:");
-      if (at != std::string::npos) address_ = s.substr(at, s.find(' ', at) - at);
-    }
-    if (out != nullptr) fclose(out);
-  }
-  ~ServerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-    }
-  }
-  const std::string& address() const { return address_; }
-  bool binary_missing() const { return pid_ <= 0; }
-
- private:
-  pid_t pid_ = -1;
-  std::string address_;
-};
 
 void ExpectSameOutput(const std::string& server, const std::string& args) {
   const auto local = RunSpecplan(args);
@@ -87,15 +45,17 @@ class RemoteTest : public ::testing::Test {
 TEST_F(RemoteTest, PlanMergeEstimateMatchInProcess) {
   // The bundled profiles on both sides (the in-process CLI reads them by default): measured and
   // derived profiles, their default models included, must plan the same over the wire.
-  ServerProcess server(SourcePath("calib"));
+  ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", SourcePath("calib")});
   if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
   ASSERT_FALSE(server.address().empty());
   const std::string m = SourcePath("examples/marginals.json");
   const std::string a = SourcePath("examples/tree_a.json"), b = SourcePath("examples/tree_b.json");
-  ExpectSameOutput(server.address(),
-                   "plan --marginals " + m + " --model qwen3-8b --gpu h100 --c 1024 --n-max 256 --json");
-  ExpectSameOutput(server.address(),
-                   "plan --marginals " + m + " --model llama-3.1-8b --gpu a100 --c 64 --n-max 512 --scan");
+  ExpectSameOutput(
+      server.address(),
+      "plan --marginals " + m + " --model qwen3-8b --gpu h100 --c 1024 --n-max 256 --json");
+  ExpectSameOutput(
+      server.address(),
+      "plan --marginals " + m + " --model llama-3.1-8b --gpu a100 --c 64 --n-max 512 --scan");
   ExpectSameOutput(server.address(), "plan --marginals " + m + " --c 9 --budget 40 --json");
   ExpectSameOutput(server.address(), "merge --a " + a + " --b " + b + " --json");
   ExpectSameOutput(server.address(), "merge --a " + a + " --b " + b + " --dedup --n-max 4 --c 3");
@@ -103,8 +63,8 @@ TEST_F(RemoteTest, PlanMergeEstimateMatchInProcess) {
                    "estimate --model qwen3-4b --gpu h200 --s 33 --c 2048 --drafter causal "
                    "--t-net-ms 2 --t-light-ms 0.1 --json");
   // Errors come back with the field named.
-  auto r = RunSpecplan("plan --marginals " + m + " --model nope --gpu h100 --c 0 --n-max 8 --server " +
-                       server.address());
+  auto r = RunSpecplan("plan --marginals " + m +
+                       " --model nope --gpu h100 --c 0 --n-max 8 --server " + server.address());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("nope"), std::string::npos) << r.output;
 }
@@ -116,15 +76,16 @@ TEST_F(RemoteTest, StoredProfilesAreUsedLikeBundledOnes) {
   const costmodel::RooflineLatency r(model, gpu);
   std::vector<costmodel::LatencySample> samples;
   for (int64_t c : {64, 1024}) {
-    for (int64_t s : {1, 16, 64, 256, 1024}) samples.push_back({s, c, 1.4 * r.VerifySeconds(s, c) + 2e-3});
+    for (int64_t s : {1, 16, 64, 256, 1024})
+      samples.push_back({s, c, 1.4 * r.VerifySeconds(s, c) + 2e-3});
   }
   auto profile = costmodel::FitProfile(model, gpu, samples);
   ASSERT_TRUE(profile.ok()) << profile.status();
-  ASSERT_TRUE(costmodel::SaveProfile(*profile, costmodel::BundledProfilePath(
-                                                   dir_.string(), gpu.name, model.name,
-                                                   costmodel::DType::kBFloat16))
+  ASSERT_TRUE(costmodel::SaveProfile(
+                  *profile, costmodel::BundledProfilePath(dir_.string(), gpu.name, model.name,
+                                                          costmodel::DType::kBFloat16))
                   .ok());
-  ServerProcess server(dir_.string());
+  ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", dir_.string()});
   if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
   ASSERT_FALSE(server.address().empty());
   setenv("SPECPLAN_CALIB_DIR", dir_.c_str(), 1);

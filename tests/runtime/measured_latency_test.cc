@@ -8,7 +8,7 @@ namespace specplan::runtime {
 namespace {
 
 TEST(MeasuredLatencyTest, InterpolatesAndClamps) {
-  MeasuredLatency m({1, 4, 8}, {1.0, 2.0, 4.0});
+  const costmodel::GridLatency m({1, 4, 8}, {1.0, 2.0, 4.0}, costmodel::GridSource::kMeasured);
   EXPECT_DOUBLE_EQ(m.VerifySeconds(1, 0), 1.0);
   EXPECT_DOUBLE_EQ(m.VerifySeconds(0, 0), 1.0);
   EXPECT_DOUBLE_EQ(m.VerifySeconds(2, 100), 1.0 + 1.0 / 3.0);

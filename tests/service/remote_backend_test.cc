@@ -34,7 +34,7 @@
 #include "service/convert.h"
 #include "specplan/v1/planner.grpc.pb.h"
 #include "tests/planner/plan_test_util.h"
-#include "tests/service/server_process.h"
+#include "tests/server_process.h"
 #include "util/status_macros.h"
 
 #ifdef SPECPLAN_TEST_WITH_RUNTIME
@@ -53,8 +53,8 @@ namespace fs = std::filesystem;
 namespace v1 = ::specplan::v1;
 using ::testing::HasSubstr;
 
-using service::testing::ServerBinary;
-using service::testing::ServerProcess;
+using test::ServerBinary;
+using test::ServerProcess;
 
 // One server for the whole suite (starting it is the slow part).
 class RemoteBackendTest : public ::testing::Test {
@@ -147,8 +147,9 @@ TEST_F(RemoteBackendTest, BestFirstPlansEqualInProcessForRandomMarginalsAndLaten
   // The latency models a caller may hold: a measured sparse grid (what the runtime measures on a
   // CPU model), the calibrated linear roofline of a registry model, a measured (s, c) table, and a
   // stepped analytic cost. None of them is known to the server: all travel as latency_grid.
-  const service::GridLatency measured({1, 2, 4, 8, 16, 32, 65},
-                                      {1.1e-3, 1.15e-3, 1.3e-3, 1.6e-3, 2.4e-3, 3.9e-3, 7.2e-3});
+  const costmodel::GridLatency measured({1, 2, 4, 8, 16, 32, 65},
+                                        {1.1e-3, 1.15e-3, 1.3e-3, 1.6e-3, 2.4e-3, 3.9e-3, 7.2e-3},
+                                        costmodel::GridSource::kCaller);
   const costmodel::RooflineLatency roofline(*costmodel::LookupModel("qwen3-8b"),
                                             *costmodel::LookupGpu("h100"));
   const costmodel::LinearCalibratedLatency linear(roofline, {1.7, 4e-4});
@@ -263,7 +264,7 @@ TEST_F(RemoteBackendTest, OneClientServesManyCallsAndTheCliCalls) {
     }
   }
   // The bare roofline of registry names (what `specplan estimate --server` sends).
-  RemoteCost cost;
+  CostRequest cost;
   cost.model = "qwen3-8b";
   cost.gpu = "h100";
   cost.context = 512;
@@ -324,7 +325,7 @@ TEST_F(RemoteBackendTest, LatencyGridPlanTreeMatchesInProcessAndValidates) {
   for (float p : m.probs) req.mutable_marginals()->add_probs(p);
   req.set_mode(v1::BUDGET_MODE_SCAN);
   req.set_n_max(40);
-  // A sparse grid: the server interpolates exactly as service::GridLatency does in-process.
+  // A sparse grid: the server interpolates exactly as costmodel::GridLatency does in-process.
   const std::vector<int64_t> s = {1, 4, 16, 41};
   const std::vector<double> secs = {2e-3, 2.1e-3, 2.9e-3, 6e-3};
   for (size_t i = 0; i < s.size(); ++i) {
@@ -339,7 +340,7 @@ TEST_F(RemoteBackendTest, LatencyGridPlanTreeMatchesInProcessAndValidates) {
     const grpc::Status st = stub->PlanTree(&ctx, req, &resp);
     ASSERT_TRUE(st.ok()) << st.error_message();
     EXPECT_EQ(resp.latency_model(), "grid");
-    const service::GridLatency grid(s, secs);
+    const costmodel::GridLatency grid(s, secs, costmodel::GridSource::kCaller);
     costmodel::DrafterCost dc;
     dc.gamma = m.gamma;  // drafter.gamma 0 = the marginals' gamma
     dc.t_net_s = 5e-4;
@@ -438,8 +439,9 @@ TEST_F(RemoteBackendTest, DecoderWithRemotePlannerEmitsTheInProcessTokens) {
   auto draft = target->Truncated(1);  // a partly agreeing draft: trees are accepted in part
   // A fixed "measured" latency (the runtime's own model type), so that both decoders see the same
   // costs; only the drafter's step time varies, and it travels with each request.
-  const runtime::MeasuredLatency latency({1, 2, 4, 8, 16, 32, 65},
-                                         {2e-3, 2.05e-3, 2.2e-3, 2.6e-3, 3.4e-3, 5e-3, 8.5e-3});
+  const costmodel::GridLatency latency({1, 2, 4, 8, 16, 32, 65},
+                                       {2e-3, 2.05e-3, 2.2e-3, 2.6e-3, 3.4e-3, 5e-3, 8.5e-3},
+                                       costmodel::GridSource::kMeasured);
   std::mt19937_64 rng(77);
   std::vector<std::vector<int64_t>> prompts;
   for (int i = 0; i < 3; ++i) {

@@ -1,7 +1,8 @@
 // Starts the real specplan-server binary on a loopback port: health, a plan, an authorised
 // PutProfile, graceful SIGTERM, a restart (from a --config file) that keeps the profile, crashes
-// in the middle of PutProfile's write (SPECPLAN_FAULT_PUT_PROFILE) followed by a restart, and the
-// Python example client with the build-time stubs.
+// in the middle of PutProfile's write (the test build of the server, fault_server_main.cc, with an
+// Env that aborts at the chosen step) followed by a restart, and the Python example client with
+// the build-time stubs.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,13 +17,22 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "server_process.h"
 #include "service_test_util.h"
+#include "tests/server_process.h"
 
 namespace specplan::service {
 namespace {
 
 using namespace specplan::service::testing;
+using test::ServerBinary;
+using test::ServerProcess;
+
+// The server linked with tests/util/fault_env.h: `--fault NAME` before the server's own flags.
+std::string FaultServerBinary() { return SPECPLAN_BINARY_DIR "/tests/specplan-fault-server"; }
+std::vector<std::string> WithFault(const char* fault, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--fault", fault});
+  return args;
+}
 
 TEST(ServerBinary, ServesPersistsProfilesAndShutsDownGracefully) {
   ASSERT_TRUE(fs::exists(ServerBinary())) << ServerBinary();
@@ -109,6 +119,7 @@ TEST(ServerBinary, ServesPersistsProfilesAndShutsDownGracefully) {
 // the next PutProfile succeeds.
 TEST(ServerBinary, CrashDuringPutProfileKeepsACompleteProfile) {
   ASSERT_TRUE(fs::exists(ServerBinary())) << ServerBinary();
+  ASSERT_TRUE(fs::exists(FaultServerBinary())) << FaultServerBinary();
   const costmodel::Profile old_p = SyntheticProfile(1.0);
   const costmodel::Profile new_p = SyntheticProfile(3.0);
   ASSERT_NE(costmodel::ProfileToJson(old_p), costmodel::ProfileToJson(new_p));
@@ -143,7 +154,7 @@ TEST(ServerBinary, CrashDuringPutProfileKeepsACompleteProfile) {
       return stub->PutProfile(&ctx, req, &resp);
     };
     {
-      ServerProcess server(args, {std::string("SPECPLAN_FAULT_PUT_PROFILE=") + c.fault});
+      ServerProcess server(WithFault(c.fault, args), FaultServerBinary());
       ASSERT_GT(server.port(), 0) << server.first_line();
       const grpc::Status st = put(server.port(), new_p);
       EXPECT_FALSE(st.ok());
@@ -199,11 +210,12 @@ TEST(ServerBinary, CrashDuringPutProfileKeepsACompleteProfile) {
   }
 }
 
-// An unknown SPECPLAN_FAULT_PUT_PROFILE value is refused at start (exit 1), never ignored.
+// An unknown fault name is refused at start (exit 1), never ignored.
 TEST(ServerBinary, UnknownFaultIsRefused) {
   const fs::path dir = TempDir("badfault");
-  ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", dir.string(), "--quiet"},
-                       {"SPECPLAN_FAULT_PUT_PROFILE=abort_sometimes"});
+  ServerProcess server(WithFault("abort_sometimes", {"--listen", "127.0.0.1:0", "--profiles-dir",
+                                                     dir.string(), "--quiet"}),
+                       FaultServerBinary());
   EXPECT_EQ(server.port(), 0) << server.first_line();
   EXPECT_EQ(server.WaitExit(), 1);
   fs::remove_all(dir);

@@ -150,14 +150,14 @@ class WhatIfRpcTest : public ::testing::Test {
     cost.set_t_aux_s(0.0005);
     return cost;
   }
-  static GridLatency GridModel() {
+  static costmodel::GridLatency GridModel() {
     std::vector<int64_t> s;
     std::vector<double> t;
     for (int i = 1; i <= 64; ++i) {
       s.push_back(i);
       t.push_back(0.010 + 0.001 * i);
     }
-    return GridLatency(s, t);
+    return costmodel::GridLatency(s, t, costmodel::GridSource::kCaller);
   }
 
   std::unique_ptr<TestServer> server_;
@@ -199,7 +199,7 @@ TEST_F(WhatIfRpcTest, RowsEqualInProcessReportFieldForField) {
   o.policy_forward_s = 0.0015;
   o.fixed_tree.tau = 0.1;
   o.per_step = true;
-  const GridLatency grid = GridModel();
+  const costmodel::GridLatency grid = GridModel();
   auto local = whatif::RunWhatIf(*trace, grid, o);
   ASSERT_TRUE(local.ok()) << local.status();
   ExpectReportsEqual(*local, *remote);
@@ -250,7 +250,9 @@ TEST_F(WhatIfRpcTest, ClientWithInlineRooflineEqualsInProcess) {
   o.fixed_tree.depth = 3;
   o.fixed_tree.branch = 2;
   o.fixed_tree.tau = 0;
-  const client::RemoteCost cost{"qwen3-8b", "h100", costmodel::DType::kBFloat16, {}, 0, 0};
+  client::CostRequest cost;  // the bare roofline of registry names, as the CLI sends it
+  cost.model = "qwen3-8b";
+  cost.gpu = "h100";
   client::PlannerClient c(address_);
   auto remote = c.WhatIf(FixtureText(), "small.jsonl", cost, o);
   ASSERT_TRUE(remote.ok()) << remote.status();
@@ -297,7 +299,7 @@ TEST_F(WhatIfRpcTest, RowsWithoutStepsKeepNaN) {
 TEST_F(WhatIfRpcTest, EmptyTraceUsesTheBundledTrace) {
   const std::string path = whatif::DefaultTracePath();
   auto trace = whatif::LoadTrace(path);
-  if (!trace.ok()) GTEST_SKIP() << "no bundled trace: " << trace.status();
+  ASSERT_TRUE(trace.ok()) << trace.status();
   v1::WhatIfRequest req;  // no trace_jsonl
   *req.mutable_cost() = GridCost();
   req.add_budgets(1);
@@ -317,7 +319,7 @@ TEST_F(WhatIfRpcTest, EmptyTraceUsesTheBundledTrace) {
   o.strategies = {whatif::Strategy::kBestFirst, whatif::Strategy::kController};
   o.drafter.t_net_s = 0.002;
   o.t_aux_s = 0.0005;
-  const GridLatency grid = GridModel();
+  const costmodel::GridLatency grid = GridModel();
   auto local = whatif::RunWhatIf(*trace, grid, o);
   ASSERT_TRUE(local.ok()) << local.status();
   ExpectReportsEqual(*local, *remote);
@@ -509,9 +511,10 @@ TEST(WhatIfConvert, OptionsRoundTripAndUnsendableOptionsAreRefused) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("dynatree.window"));
   // The client refuses before any I/O (no server at this address).
   client::PlannerClient c("127.0.0.1:1");
-  auto r = c.WhatIf("", "",
-                    client::RemoteCost{"qwen3-8b", "h100", costmodel::DType::kBFloat16, {}, 0, 0},
-                    window);
+  client::CostRequest cost;
+  cost.model = "qwen3-8b";
+  cost.gpu = "h100";
+  auto r = c.WhatIf("", "", cost, window);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
 }
 

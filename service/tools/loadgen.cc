@@ -1,4 +1,4 @@
-#include "service/loadgen.h"
+#include "service/tools/loadgen.h"
 
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "specplan/v1/planner.grpc.pb.h"
 #include "util/check.h"
+#include "util/percentile.h"
 #include "util/status_macros.h"
 
 namespace specplan::service {
@@ -305,13 +306,6 @@ v1::PlanTreeRequest MakePlanRequest(const planner::Marginals& m, int n_max, int6
     o->set_packed_mask(true);
   }
   return req;
-}
-
-double Percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double rank = std::ceil(q * static_cast<double>(sorted.size()));
-  const size_t i = static_cast<size_t>(std::max(1.0, rank)) - 1;
-  return sorted[std::min(i, sorted.size() - 1)];
 }
 
 absl::StatusOr<LoadReport> RunLoad(const LoadConfig& config) {

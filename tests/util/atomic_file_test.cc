@@ -1,6 +1,7 @@
-// Fault tests of the atomic profile write: a crash at every step of write -> fsync -> rename, and a
-// full disk, each leave either the previous profile or the new one, complete and readable.
-#include "costmodel/atomic_file.h"
+// Fault tests of the atomic profile write: a crash at every step of write -> fsync -> rename
+// (injected through FaultEnv), and a full disk, each leave either the previous profile or the new
+// one, complete and readable.
+#include "util/atomic_file.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "costmodel/profile.h"
+#include "tests/util/fault_env.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -73,14 +75,18 @@ TEST(AtomicFile, CrashAtEveryStepLeavesOldOrNewFileComplete) {
   const std::string path = (dir / "p.json").string();
   const std::string old_text(4096, 'o');
   const std::string new_text(8192, 'n');
-  for (WriteFault fault : {WriteFault::kAbortMidTmpWrite, WriteFault::kAbortAfterTmpWrite,
-                           WriteFault::kAbortAfterRename}) {
+  using test::CrashPoint;
+  for (CrashPoint fault :
+       {CrashPoint::kMidTmpWrite, CrashPoint::kAfterTmpWrite, CrashPoint::kAfterRename}) {
     ASSERT_TRUE(WriteFileAtomically(path, old_text).ok());
-    const int status = InChild([&] { (void)WriteFileAtomically(path, new_text, fault); });
+    const int status = InChild([&] {
+      test::FaultEnv env(fault);
+      (void)WriteFileAtomically(path, new_text, &env);
+    });
     ASSERT_TRUE(WIFSIGNALED(status)) << "fault " << static_cast<int>(fault);
     EXPECT_EQ(WTERMSIG(status), SIGABRT);
     const std::string now = Slurp(path);
-    if (fault == WriteFault::kAbortAfterRename) {
+    if (fault == CrashPoint::kAfterRename) {
       EXPECT_EQ(now, new_text);
     } else {
       EXPECT_EQ(now, old_text) << "fault " << static_cast<int>(fault);

@@ -1,7 +1,8 @@
-// specplan-server as a child process, for the tests that run the real binary
-// (server_binary_test.cc, remote_backend_test.cc).
-#ifndef SPECPLAN_TESTS_SERVICE_SERVER_PROCESS_H_
-#define SPECPLAN_TESTS_SERVICE_SERVER_PROCESS_H_
+// specplan-server (or a test build of it) as a child process on a loopback port, for the tests
+// that talk to the real binary: tests/service (server_binary_test.cc, remote_backend_test.cc) and
+// tests/cli (remote_test.cc, whatif_cli_test.cc).
+#ifndef SPECPLAN_TESTS_SERVER_PROCESS_H_
+#define SPECPLAN_TESTS_SERVER_PROCESS_H_
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -15,31 +16,33 @@
 #include <thread>
 #include <vector>
 
-namespace specplan::service::testing {
+namespace specplan::test {
 
-inline const char* ServerBinary() { return SPECPLAN_BINARY_DIR "/service/specplan-server"; }
+inline std::string ServerBinary() {
+  return std::string(SPECPLAN_BINARY_DIR) + "/service/specplan-server";
+}
 
-// A child process running specplan-server; reads its "listening on HOST:PORT" line. Killed
-// (SIGKILL) on destruction unless it was reaped.
+// A child process running `binary` with `args`; reads its first stdout line, "... listening on
+// HOST:PORT (...)". On destruction, unless it was reaped: SIGTERM, up to 10 s to exit, then
+// SIGKILL.
 class ServerProcess {
  public:
-  // `env`: extra "NAME=VALUE" variables of the child.
-  explicit ServerProcess(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  explicit ServerProcess(std::vector<std::string> args, std::string binary = ServerBinary()) {
+    if (access(binary.c_str(), X_OK) != 0) return;  // built without the gRPC service
     int out[2];
     if (pipe(out) != 0) return;
     pid_ = fork();
     if (pid_ == 0) {
-      dup2(out[1], 1);
+      dup2(out[1], STDOUT_FILENO);
       close(out[0]);
       close(out[1]);
       const rlimit no_core{0, 0};  // crash tests abort the server: no core files
       setrlimit(RLIMIT_CORE, &no_core);
-      for (auto& e : env) putenv(e.data());
       std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(ServerBinary()));
+      argv.push_back(binary.data());
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
-      execv(ServerBinary(), argv.data());
+      execv(binary.c_str(), argv.data());
       _exit(127);
     }
     close(out[1]);
@@ -52,15 +55,26 @@ class ServerProcess {
     }
     if (f != nullptr) fclose(f);
   }
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
   ~ServerProcess() {
-    if (pid_ > 0 && !reaped_) {
+    if (pid_ <= 0 || reaped_) return;
+    if (Terminate() < 0) {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
   }
+
+  // The binary does not exist (a build without gRPC) or could not be started.
+  bool binary_missing() const { return pid_ <= 0; }
+  // The listening port; 0 when the server did not start.
   int port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // "127.0.0.1:PORT"; empty when the server did not start.
+  std::string address() const {
+    return port_ > 0 ? "127.0.0.1:" + std::to_string(port_) : std::string();
+  }
   const std::string& first_line() const { return first_line_; }
+
   // SIGTERM, then the exit status (-1 if it did not exit within 10 s).
   int Terminate() {
     kill(pid_, SIGTERM);
@@ -86,6 +100,6 @@ class ServerProcess {
   std::string first_line_;
 };
 
-}  // namespace specplan::service::testing
+}  // namespace specplan::test
 
-#endif  // SPECPLAN_TESTS_SERVICE_SERVER_PROCESS_H_
+#endif  // SPECPLAN_TESTS_SERVER_PROCESS_H_

@@ -9,8 +9,8 @@
 // measured from the scheduled time (the queueing delay counts: no coordinated omission).
 //
 // Thread-safety: RunLoad is reentrant; it starts `clients` threads and joins them before returning.
-#ifndef SPECPLAN_SERVICE_LOADGEN_H_
-#define SPECPLAN_SERVICE_LOADGEN_H_
+#ifndef SPECPLAN_SERVICE_TOOLS_LOADGEN_H_
+#define SPECPLAN_SERVICE_TOOLS_LOADGEN_H_
 
 #include <array>
 #include <cstdint>
@@ -80,9 +80,6 @@ v1::PlanTreeRequest MakePlanRequest(const planner::Marginals& marginals, int n_m
 // Runs one measurement. Fails only on a bad config or an unreachable server (the first warm-up
 // call of each client must succeed); errors during the measured phase are counted in the report.
 absl::StatusOr<LoadReport> RunLoad(const LoadConfig& config);
-
-// Nearest-rank percentile (q in [0, 1]) of `sorted` (ascending); 0 when empty.
-double Percentile(const std::vector<double>& sorted, double q);
 
 // A fixed-width table, one row per report:
 //   rpc       clients  target_qps   requests  errors  seconds      qps  p50_us ...
@@ -190,4 +187,4 @@ nlohmann::json SoakReportToJson(const SoakReport& report);
 
 }  // namespace specplan::service
 
-#endif  // SPECPLAN_SERVICE_LOADGEN_H_
+#endif  // SPECPLAN_SERVICE_TOOLS_LOADGEN_H_

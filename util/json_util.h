@@ -1,6 +1,6 @@
 // Small helpers to read fields out of nlohmann::json with errors that name the field and value.
-#ifndef SPECPLAN_COSTMODEL_JSON_UTIL_H_
-#define SPECPLAN_COSTMODEL_JSON_UTIL_H_
+#ifndef SPECPLAN_UTIL_JSON_UTIL_H_
+#define SPECPLAN_UTIL_JSON_UTIL_H_
 
 #include <cmath>
 #include <cstdint>
@@ -92,4 +92,4 @@ inline absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
 
 }  // namespace specplan::json_util
 
-#endif  // SPECPLAN_COSTMODEL_JSON_UTIL_H_
+#endif  // SPECPLAN_UTIL_JSON_UTIL_H_

@@ -41,8 +41,8 @@
 #include "absl/strings/str_format.h"
 #include "costmodel/profile.h"
 #include "planner/marginals.h"
-#include "service/loadgen.h"
 #include "service/server.h"
+#include "service/tools/loadgen.h"
 
 int main(int argc, char** argv) {
   namespace svc = specplan::service;

@@ -1,0 +1,95 @@
+#include "cli/remote.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/model_spec.h"
+#include "util/status_macros.h"
+
+namespace specplan::cli {
+namespace {
+
+// The cost the in-process command would use: the server's stored profile for (gpu, model, dtype)
+// when it has one (and tp = 1: profiles are fitted on one GPU), else the bare roofline of the
+// registry entries (or of the GPU spec file).
+absl::StatusOr<client::CostRequest> ToCostRequest(client::PlannerClient* client,
+                                                  const RemoteCost& in) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(in.model, ec) ||
+      std::filesystem::is_directory(in.model, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model ", in.model,
+                     ": with --server the model must be a registry name (the server "
+                     "cannot read local config files)"));
+  }
+  SPECPLAN_ASSIGN_OR_RETURN(costmodel::ModelSpec model, costmodel::LookupModel(in.model));
+  SPECPLAN_ASSIGN_OR_RETURN(costmodel::GpuSpec gpu, costmodel::ResolveGpu(in.gpu));
+  const bool user_gpu = std::filesystem::is_regular_file(in.gpu, ec);
+
+  client::CostRequest out;
+  out.model = model.name;
+  out.dtype = in.dtype;
+  out.drafter = in.drafter;
+  out.t_aux_s = in.t_aux_s;
+  out.context = in.context;
+  out.tp = in.tp;
+  if (user_gpu) {
+    out.gpu_spec = gpu;
+    return out;
+  }
+  out.gpu = gpu.name;
+  if (in.tp != 1) return out;
+  SPECPLAN_ASSIGN_OR_RETURN(std::vector<client::ProfileKey> profiles, client->ListProfiles());
+  const std::string dtype = costmodel::DTypeName(in.dtype);
+  for (const client::ProfileKey& p : profiles) {
+    if (p.gpu == gpu.name && p.model == model.name && p.dtype == dtype) out.stored_profile = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<RemoteResult> RemotePlanTree(const std::string& server,
+                                            const planner::Marginals& marginals,
+                                            const planner::BestFirstOptions& options,
+                                            const RemoteCost* cost, int64_t c,
+                                            planner::BestFirstPlan* plan,
+                                            planner::TreeOutputs* outputs) {
+  client::PlannerClient client(server);
+  if (cost == nullptr) return client.PlanTree(marginals, options, nullptr, c, plan, outputs);
+  SPECPLAN_ASSIGN_OR_RETURN(client::CostRequest request, ToCostRequest(&client, *cost));
+  return client.PlanTree(marginals, options, &request, c, plan, outputs);
+}
+
+absl::Status RemoteMergeTrees(const std::string& server, const planner::Tree& a,
+                              const planner::Tree& b, const planner::MergeOptions& options,
+                              int64_t c, planner::MergedTree* merged,
+                              planner::TreeOutputs* outputs) {
+  return client::PlannerClient(server).MergeTrees(a, b, options, c, merged, outputs);
+}
+
+absl::StatusOr<RemoteEstimate> RemoteEstimateLatency(const std::string& server,
+                                                     const RemoteCost& cost, int64_t s) {
+  client::PlannerClient client(server);
+  SPECPLAN_ASSIGN_OR_RETURN(client::CostRequest request, ToCostRequest(&client, cost));
+  return client.EstimateLatency(request, s);
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> RemoteProfiles(
+    const std::string& server) {
+  return client::PlannerClient(server).Profiles();
+}
+
+absl::StatusOr<RemoteWhatIfResult> RemoteWhatIf(const std::string& server,
+                                                const std::string& trace_jsonl,
+                                                const std::string& trace_name,
+                                                const RemoteCost& cost,
+                                                const whatif::WhatIfOptions& options) {
+  client::PlannerClient client(server);
+  SPECPLAN_ASSIGN_OR_RETURN(client::CostRequest request, ToCostRequest(&client, cost));
+  return client.WhatIf(trace_jsonl, trace_name, request, options);
+}
+
+}  // namespace specplan::cli

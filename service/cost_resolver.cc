@@ -1,0 +1,331 @@
+#include "service/cost_resolver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <mutex>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "costmodel/latency_models.h"
+#include "costmodel/model_spec.h"
+#include "costmodel/roofline.h"
+#include "util/status_macros.h"
+
+namespace specplan::service {
+namespace {
+
+absl::Status Invalid(std::string msg) { return absl::InvalidArgumentError(std::move(msg)); }
+
+// CheckSeconds with the field name "<field><leaf>" built only when the value is refused.
+absl::Status CheckSecondsAt(double value, absl::string_view field, absl::string_view leaf) {
+  if (std::isfinite(value) && value >= 0 && value <= kMaxSeconds) return absl::OkStatus();
+  return CheckSeconds(value, absl::StrCat(field, leaf));
+}
+
+// ---- the cache key: the source part of a CostSpec ----
+
+void Mix(uint64_t* h, uint64_t v) { *h ^= v + 0x9e3779b97f4a7c15ULL + (*h << 6) + (*h >> 2); }
+void MixString(uint64_t* h, const std::string& s) {
+  Mix(h, std::hash<std::string_view>()(std::string_view(s)));
+}
+void MixDouble(uint64_t* h, double d) { Mix(h, std::hash<double>()(d)); }
+
+uint64_t SourceHash(const v1::CostSpec& spec) {
+  uint64_t h = static_cast<uint64_t>(spec.source_case());
+  switch (spec.source_case()) {
+    case v1::CostSpec::kProfile: {
+      const v1::ProfileRef& p = spec.profile();
+      MixString(&h, p.gpu());
+      MixString(&h, p.model());
+      MixString(&h, p.dtype());
+      MixString(&h, p.latency_model());
+      break;
+    }
+    case v1::CostSpec::kInlineModel: {
+      const v1::InlineCostModel& m = spec.inline_model();
+      MixString(&h, m.gpu());
+      MixString(&h, m.model());
+      MixString(&h, m.dtype());
+      Mix(&h, m.has_gpu_spec());
+      MixString(&h, m.gpu_spec().name());
+      MixDouble(&h, m.gpu_spec().peak_flops());
+      MixDouble(&h, m.gpu_spec().mem_bw());
+      MixDouble(&h, m.gpu_spec().mem_bytes());
+      MixDouble(&h, m.gpu_spec().link_bw());
+      MixDouble(&h, m.gpu_spec().link_latency_s());
+      Mix(&h, static_cast<uint64_t>(m.tp()));
+      MixDouble(&h, m.linear_a());
+      MixDouble(&h, m.linear_b_s());
+      break;
+    }
+    case v1::CostSpec::kLatencyGrid: {
+      const v1::LatencyGrid& g = spec.latency_grid();
+      Mix(&h, static_cast<uint64_t>(g.s_size()));
+      for (int64_t s : g.s()) Mix(&h, static_cast<uint64_t>(s));
+      for (double t : g.seconds()) MixDouble(&h, t);
+      break;
+    }
+    case v1::CostSpec::SOURCE_NOT_SET:
+      break;
+  }
+  return h;
+}
+
+// Equality compares every field of the source message, so a field added to the proto later takes
+// part without an edit here (the hash above may miss one; that only costs a collision).
+bool SameSource(const v1::CostSpec& a, const v1::CostSpec& b) {
+  if (a.source_case() != b.source_case()) return false;
+  switch (a.source_case()) {
+    case v1::CostSpec::kProfile:
+      return google::protobuf::util::MessageDifferencer::Equals(a.profile(), b.profile());
+    case v1::CostSpec::kInlineModel:
+      return google::protobuf::util::MessageDifferencer::Equals(a.inline_model(),
+                                                                b.inline_model());
+    case v1::CostSpec::kLatencyGrid:
+      return google::protobuf::util::MessageDifferencer::Equals(a.latency_grid(),
+                                                                b.latency_grid());
+    case v1::CostSpec::SOURCE_NOT_SET:
+      return true;
+  }
+  return false;
+}
+
+// The source part of `spec` (what the cache compares), without drafter, t_aux_s and context.
+v1::CostSpec SourceKey(const v1::CostSpec& spec) {
+  v1::CostSpec key;
+  switch (spec.source_case()) {
+    case v1::CostSpec::kProfile:
+      *key.mutable_profile() = spec.profile();
+      break;
+    case v1::CostSpec::kInlineModel:
+      *key.mutable_inline_model() = spec.inline_model();
+      break;
+    case v1::CostSpec::kLatencyGrid:
+      *key.mutable_latency_grid() = spec.latency_grid();
+      break;
+    case v1::CostSpec::SOURCE_NOT_SET:
+      break;
+  }
+  return key;
+}
+
+}  // namespace
+
+const std::string& ResolvedCost::profile_id() const {
+  static const std::string* const kNone = new std::string();
+  return source->entry ? source->entry->id : *kNone;
+}
+
+CostResolver::CostResolver(const ProfileStore* store, ServiceLimits limits, size_t capacity)
+    : store_(store), limits_(std::move(limits)), capacity_(std::max<size_t>(capacity, 1)) {}
+
+size_t CostResolver::cached() const {
+  std::shared_lock lock(mu_);
+  return cache_.size();
+}
+
+absl::StatusOr<ResolvedCost> CostResolver::Resolve(const v1::CostSpec& spec, int default_gamma,
+                                                   absl::string_view field) const {
+  ResolvedCost r;
+  if (spec.context_tokens() < 0 || spec.context_tokens() > limits_.max_context) {
+    return Invalid(absl::StrCat(field, ".context_tokens = ", spec.context_tokens(),
+                                ": must be in [0, ", limits_.max_context, "]"));
+  }
+  r.context = spec.context_tokens();
+  SPECPLAN_RETURN_IF_ERROR(CheckSecondsAt(spec.t_aux_s(), field, ".t_aux_s"));
+  r.t_aux_s = spec.t_aux_s();
+
+  const v1::DrafterCost& d = spec.drafter();
+  if (d.drafter_class().empty()) {
+    r.drafter.cls = costmodel::DrafterClass::kParallelBlock;
+  } else {
+    auto parsed_cls = costmodel::ParseDrafterClass(d.drafter_class());
+    if (!parsed_cls.ok()) {
+      return Invalid(absl::StrCat(field, ".drafter.drafter_class = '", d.drafter_class(),
+                                  "': unknown (known: ar, parallel, causal)"));
+    }
+    r.drafter.cls = *parsed_cls;
+  }
+  if (d.gamma() < 0 || d.gamma() > 1024) {
+    return Invalid(absl::StrCat(field, ".drafter.gamma = ", d.gamma(), ": must be in [0, 1024]"));
+  }
+  r.drafter.gamma = d.gamma() == 0 ? default_gamma : d.gamma();
+  SPECPLAN_RETURN_IF_ERROR(CheckSecondsAt(d.t_net_s(), field, ".drafter.t_net_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckSecondsAt(d.t_head_s(), field, ".drafter.t_head_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckSecondsAt(d.t_light_s(), field, ".drafter.t_light_s"));
+  r.drafter.t_net_s = d.t_net_s();
+  r.drafter.t_head_s = d.t_head_s();
+  r.drafter.t_light_s = d.t_light_s();
+
+  SPECPLAN_ASSIGN_OR_RETURN(r.source, Source(spec, field));
+  r.cycle.emplace(r.source->latency.get(), r.drafter, r.t_aux_s, r.context);
+  return r;
+}
+
+absl::StatusOr<std::shared_ptr<const CostSource>> CostResolver::Source(
+    const v1::CostSpec& spec, absl::string_view field) const {
+  if (spec.source_case() == v1::CostSpec::SOURCE_NOT_SET) {
+    return Invalid(absl::StrCat(field, ": set ", field, ".profile, ", field, ".inline_model or ",
+                                field, ".latency_grid"));
+  }
+  const uint64_t hash = SourceHash(spec);
+  const bool is_profile = spec.source_case() == v1::CostSpec::kProfile;
+  const uint64_t generation = is_profile ? store_->generation() : 0;
+  {
+    std::shared_lock lock(mu_);
+    auto [begin, end] = cache_.equal_range(hash);
+    for (auto it = begin; it != end; ++it) {
+      if (SameSource(it->second.key, spec) &&
+          (!is_profile || it->second.source->store_generation == generation)) {
+        return it->second.source;
+      }
+    }
+  }
+  SPECPLAN_ASSIGN_OR_RETURN(std::shared_ptr<const CostSource> source, ResolveSource(spec, field));
+  std::unique_lock lock(mu_);
+  auto [begin, end] = cache_.equal_range(hash);
+  for (auto it = begin; it != end; ++it) {
+    if (SameSource(it->second.key, spec)) {  // a stale profile, or another thread's result
+      it->second.source = source;
+      return source;
+    }
+  }
+  if (cache_.size() >= capacity_) cache_.clear();
+  cache_.emplace(hash, Cached{SourceKey(spec), source});
+  return source;
+}
+
+absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> CostResolver::FindProfile(
+    const v1::ProfileRef& ref, absl::string_view field) const {
+  if (ref.gpu().empty()) return Invalid(absl::StrCat(field, ".gpu: required"));
+  if (ref.model().empty()) return Invalid(absl::StrCat(field, ".model: required"));
+  costmodel::DType dtype = costmodel::DType::kBFloat16;
+  if (!ref.dtype().empty()) {
+    auto parsed = costmodel::ParseDType(ref.dtype());
+    if (!parsed.ok()) {
+      return Invalid(
+          absl::StrCat(field, ".dtype = '", ref.dtype(), "': ", parsed.status().message()));
+    }
+    dtype = *parsed;
+  }
+  const std::string id = ProfileId(ref.gpu(), ref.model(), dtype);
+  if (auto entry = store_->Find(id)) return entry;
+  // Registry aliases ("h100" = "h100-sxm"): retry with canonical names.
+  auto gpu = costmodel::LookupGpu(ref.gpu());
+  auto model = costmodel::LookupModel(ref.model());
+  const std::string canonical =
+      ProfileId(gpu.ok() ? gpu->name : ref.gpu(), model.ok() ? model->name : ref.model(), dtype);
+  if (canonical != id) {
+    if (auto entry = store_->Find(canonical)) return entry;
+  }
+  return absl::NotFoundError(absl::StrCat(field, ": no profile '", id, "' on this server (",
+                                          store_->List().size(),
+                                          " loaded; see ListProfiles, or use an inline model)"));
+}
+
+absl::StatusOr<std::shared_ptr<const CostSource>> CostResolver::ResolveSource(
+    const v1::CostSpec& spec, absl::string_view field) const {
+  auto r = std::make_shared<CostSource>();
+  switch (spec.source_case()) {
+    case v1::CostSpec::kProfile: {
+      // Read the generation before the lookup: a Put in between only makes the entry stale.
+      r->store_generation = store_->generation();
+      const std::string pfield = absl::StrCat(field, ".profile");
+      SPECPLAN_ASSIGN_OR_RETURN(r->entry, FindProfile(spec.profile(), pfield));
+      const std::string& kind = spec.profile().latency_model();
+      if (kind.empty()) {
+        r->latency = r->entry->default_model;
+      } else if (kind == "ema") {
+        r->latency = ProfileStore::EmaModel(*r->entry);
+      } else if (auto it = r->entry->models.find(kind); it != r->entry->models.end()) {
+        r->latency = it->second;
+      } else if (const auto& kinds = costmodel::LatencyModelKinds();
+                 std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) {
+        return absl::NotFoundError(absl::StrCat(pfield, ".latency_model = '", kind, "': profile '",
+                                                r->entry->id, "' has no such model"));
+      } else {
+        return Invalid(absl::StrCat(pfield, ".latency_model = '", kind,
+                                    "': unknown (known: ", absl::StrJoin(kinds, ", "), ", ema)"));
+      }
+      r->has_specs = true;
+      r->model_spec = r->entry->profile.model_spec;
+      r->gpu_spec = r->entry->profile.gpu_spec;
+      break;
+    }
+    case v1::CostSpec::kInlineModel: {
+      const v1::InlineCostModel& m = spec.inline_model();
+      const std::string mfield = absl::StrCat(field, ".inline_model");
+      if (m.model().empty()) return Invalid(absl::StrCat(mfield, ".model: required"));
+      auto model = costmodel::LookupModel(m.model());
+      if (!model.ok()) {
+        return absl::Status(model.status().code(), absl::StrCat(mfield, ".model = '", m.model(),
+                                                                "': ", model.status().message()));
+      }
+      r->model_spec = *std::move(model);
+      if (!m.dtype().empty()) {
+        auto dtype = costmodel::ParseDType(m.dtype());
+        if (!dtype.ok()) {
+          return Invalid(
+              absl::StrCat(mfield, ".dtype = '", m.dtype(), "': ", dtype.status().message()));
+        }
+        r->model_spec.dtype = *dtype;
+      }
+      if (m.has_gpu_spec()) {
+        const v1::GpuSpec& g = m.gpu_spec();
+        r->gpu_spec.name = g.name().empty() ? "custom" : g.name();
+        r->gpu_spec.peak_flops = g.peak_flops();
+        r->gpu_spec.mem_bw = g.mem_bw();
+        r->gpu_spec.mem_bytes = g.mem_bytes();
+        r->gpu_spec.link_bw = g.link_bw();
+        r->gpu_spec.link_latency_s = g.link_latency_s();
+        SPECPLAN_RETURN_IF_ERROR(
+            Prefixed(absl::StrCat(mfield, ".gpu_spec"), costmodel::ValidateGpuSpec(r->gpu_spec)));
+      } else {
+        if (m.gpu().empty()) return Invalid(absl::StrCat(mfield, ".gpu: required (or gpu_spec)"));
+        auto gpu = costmodel::LookupGpu(m.gpu());
+        if (!gpu.ok()) {
+          return absl::Status(gpu.status().code(), absl::StrCat(mfield, ".gpu = '", m.gpu(),
+                                                                "': ", gpu.status().message()));
+        }
+        r->gpu_spec = *std::move(gpu);
+      }
+      if (!std::isfinite(m.linear_a()) || m.linear_a() < 0) {
+        return Invalid(absl::StrCat(mfield, ".linear_a = ", m.linear_a(),
+                                    ": must be a finite number >= 0 (0 = bare roofline)"));
+      }
+      SPECPLAN_RETURN_IF_ERROR(CheckSecondsAt(m.linear_b_s(), mfield, ".linear_b_s"));
+      r->model_spec.tp = m.tp() == 0 ? 1 : m.tp();
+      if (const std::string why =
+              costmodel::TensorParallelProblem(r->model_spec, r->gpu_spec, r->model_spec.tp);
+          !why.empty()) {
+        return Invalid(absl::StrCat(mfield, ".tp = ", m.tp(), ": ", why));
+      }
+      r->has_specs = true;
+      costmodel::RooflineLatency roofline(r->model_spec, r->gpu_spec);
+      if (m.linear_a() > 0) {
+        r->latency = std::make_shared<costmodel::LinearCalibratedLatency>(
+            std::move(roofline), costmodel::LinearCoefficients{m.linear_a(), m.linear_b_s()});
+      } else {
+        r->latency = std::make_shared<costmodel::RooflineLatency>(std::move(roofline));
+      }
+      break;
+    }
+    case v1::CostSpec::kLatencyGrid: {
+      SPECPLAN_ASSIGN_OR_RETURN(
+          r->latency,
+          LatencyGridFromProto(spec.latency_grid(), limits_, absl::StrCat(field, ".latency_grid")));
+      break;
+    }
+    case v1::CostSpec::SOURCE_NOT_SET:
+      return Invalid(absl::StrCat(field, ": set ", field, ".profile, ", field, ".inline_model or ",
+                                  field, ".latency_grid"));
+  }
+  r->kind = r->latency->Kind();
+  return std::shared_ptr<const CostSource>(std::move(r));
+}
+
+}  // namespace specplan::service

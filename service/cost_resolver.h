@@ -1,0 +1,104 @@
+// Resolves a request's CostSpec (planner.proto) against the server's profiles: a stored profile
+// (any of its latency models, or "ema"), an inline roofline (optionally linear-calibrated) of a
+// registry model on a registry or inline GPU, or a caller's latency grid.
+//
+// The latency models are cached by cost source (the CostSpec's profile / inline_model /
+// latency_grid, compared field by field), so a request that repeats a source builds no model, no
+// field-name string and copies no spec: it takes shared pointers. Profile sources are re-resolved
+// after the ProfileStore changes (Put, LoadAll). The cache holds at most `capacity` sources; when
+// a new one would exceed that, it is emptied first (a client cycling through more sources than
+// that resolves each of them afresh, as without a cache). Errors are not cached.
+//
+// Thread-safety: Resolve may be called concurrently (the cache takes a shared lock to read, an
+// exclusive one to insert).
+#ifndef SPECPLAN_SERVICE_COST_RESOLVER_H_
+#define SPECPLAN_SERVICE_COST_RESOLVER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/latency_model.h"
+#include "costmodel/model_spec.h"
+#include "service/convert.h"
+#include "service/profile_store.h"
+#include "specplan/v1/planner.pb.h"
+
+namespace specplan::service {
+
+// One resolved cost source, immutable and shared by every request that names it.
+struct CostSource {
+  std::shared_ptr<const costmodel::LatencyModel> latency;
+  std::string kind;                                  // latency->Kind()
+  std::shared_ptr<const ProfileStore::Entry> entry;  // the profile; null for other sources
+  bool has_specs = false;  // model_spec / gpu_spec are set (not for a latency grid)
+  costmodel::ModelSpec model_spec;
+  costmodel::GpuSpec gpu_spec;
+  uint64_t store_generation = 0;  // ProfileStore::generation() when a profile was resolved
+};
+
+// A CostSpec resolved for one request: the shared source plus the request's own drafter, T_aux
+// and context, and the cycle cost C(n) at that context.
+struct ResolvedCost {
+  std::shared_ptr<const CostSource> source;
+  costmodel::DrafterCost drafter;
+  double t_aux_s = 0;
+  int64_t context = 0;
+  std::optional<costmodel::CycleCost> cycle;  // at `context`; points into source->latency
+
+  const costmodel::LatencyModel& latency() const { return *source->latency; }
+  const std::string& latency_kind() const { return source->kind; }
+  // The profile's id; "" for an inline model or a latency grid.
+  const std::string& profile_id() const;
+};
+
+class CostResolver {
+ public:
+  static constexpr size_t kDefaultCapacity = 256;
+
+  // `store` must outlive the resolver.
+  CostResolver(const ProfileStore* store, ServiceLimits limits, size_t capacity = kDefaultCapacity);
+
+  // Resolves `spec`; `field` is its request path (e.g. "cost"), used only in error messages.
+  // `default_gamma` fills drafter.gamma = 0. Errors name the field and value (convert.h codes).
+  absl::StatusOr<ResolvedCost> Resolve(const v1::CostSpec& spec, int default_gamma,
+                                       absl::string_view field) const;
+
+  // Resolves a ProfileRef to the served entry (exact id, then registry-canonical names); NOT_FOUND
+  // naming the id when there is none. Not cached.
+  absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> FindProfile(
+      const v1::ProfileRef& ref, absl::string_view field) const;
+
+  const ServiceLimits& limits() const { return limits_; }
+  // Cost sources cached now.
+  size_t cached() const;
+
+ private:
+  struct Cached {
+    v1::CostSpec key;  // the source part of the spec that resolved to `source`
+    std::shared_ptr<const CostSource> source;
+  };
+
+  absl::StatusOr<std::shared_ptr<const CostSource>> Source(const v1::CostSpec& spec,
+                                                           absl::string_view field) const;
+  absl::StatusOr<std::shared_ptr<const CostSource>> ResolveSource(const v1::CostSpec& spec,
+                                                                  absl::string_view field) const;
+  const ProfileStore* store_;
+  const ServiceLimits limits_;
+  const size_t capacity_;
+  mutable std::shared_mutex mu_;
+  mutable std::unordered_multimap<uint64_t, Cached> cache_;  // by source hash; guarded by mu_
+};
+
+}  // namespace specplan::service
+
+#endif  // SPECPLAN_SERVICE_COST_RESOLVER_H_

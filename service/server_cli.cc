@@ -1,0 +1,145 @@
+#include "service/server_cli.h"
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "costmodel/profile.h"
+#include "service/server.h"
+#include "util/file.h"
+
+namespace specplan::service {
+
+namespace {
+
+bool ReadFile(const std::string& path, std::string* out) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return false;
+  *out = *std::move(text);
+  return true;
+}
+
+std::string Trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+}  // namespace
+
+int ServerMain(int argc, char** argv, Env* env) {
+  ConfigureServingProcess();
+  ServerConfig config;
+  config.profiles_dir = costmodel::DefaultCalibDir();
+  std::string auth_token_file, tls_cert, tls_key;
+  bool quiet = false;
+  double grace_s = 5.0;
+
+  CLI::App app{"specplan-server: hardware-aware draft-tree planning over gRPC (specplan.v1)"};
+  app.set_config("--config", "", "Read flags from a TOML/INI file (key = value)");
+  app.add_option("--listen", config.listen, "HOST:PORT to listen on (port 0 = any free port)")
+      ->capture_default_str();
+  app.add_option("--profiles-dir", config.profiles_dir,
+                 "Directory of calibrated profiles (<gpu>/<model>-<dtype>.json)")
+      ->capture_default_str();
+  app.add_option("--threads", config.threads,
+                 "Max gRPC worker threads (0 = gRPC default, grows with load)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", config.max_message_bytes,
+                 "Max size of one request or response message")
+      ->check(CLI::Range(1024, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--max-gamma", config.service.limits.max_gamma,
+                 "Max marginals rows (gamma) per request")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--max-k", config.service.limits.max_k, "Max candidates per row (K)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--max-n", config.service.limits.max_n,
+                 "Max draft nodes of any tree taken or returned (N_max)")
+      ->check(CLI::Range(0, 8191))
+      ->capture_default_str();
+  app.add_option("--max-whatif-steps", config.service.limits.max_whatif_steps,
+                 "Max trace steps one WhatIf request may replay")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
+      ->capture_default_str();
+  app.add_option("--max-whatif-budgets", config.service.limits.max_whatif_budgets,
+                 "Max budgets one WhatIf request may sweep")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--auth-token-file", auth_token_file,
+                 "File holding the bearer token PutProfile requires (without it writes are "
+                 "disabled)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", tls_cert, "PEM certificate chain (enables TLS with --tls-key)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", tls_key, "PEM private key")->check(CLI::ExistingFile);
+  app.add_option("--ema-alpha", config.ema_alpha,
+                 "EMA weight of one measured verify latency (ReportAcceptance)")
+      ->check(CLI::Range(1e-6, 1.0))
+      ->capture_default_str();
+  app.add_option("--grace-s", grace_s, "Seconds calls in flight get on shutdown")
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
+  app.add_flag("--quiet", quiet, "No per-request log lines");
+  CLI11_PARSE(app, argc, argv);
+
+  config.service.log_requests = !quiet;
+  config.env = env;
+  if (!auth_token_file.empty()) {
+    std::string token;
+    if (!ReadFile(auth_token_file, &token) || (token = Trim(token)).empty()) {
+      std::cerr << "specplan-server: --auth-token-file " << auth_token_file
+                << ": unreadable or empty\n";
+      return 1;
+    }
+    config.service.auth_token = token;
+  }
+  if (!tls_cert.empty() && !ReadFile(tls_cert, &config.tls_cert_pem)) {
+    std::cerr << "specplan-server: --tls-cert " << tls_cert << ": unreadable\n";
+    return 1;
+  }
+  if (!tls_key.empty() && !ReadFile(tls_key, &config.tls_key_pem)) {
+    std::cerr << "specplan-server: --tls-key " << tls_key << ": unreadable\n";
+    return 1;
+  }
+
+  // Block the shutdown signals in every thread (gRPC's threads inherit the mask); the main
+  // thread waits for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto running = StartServer(config);
+  if (!running.ok()) {
+    std::cerr << "specplan-server: " << running.status().message() << "\n";
+    return 1;
+  }
+  for (const std::string& e : (*running)->load_errors) {
+    std::cerr << "specplan-server: skipped profile " << e << "\n";
+  }
+  std::string host = config.listen.substr(0, config.listen.rfind(':'));
+  std::cout << "specplan-server listening on " << host << ":" << (*running)->port << " ("
+            << (*running)->store->List().size() << " profiles from " << config.profiles_dir
+            << (config.tls_cert_pem.empty() ? "" : ", TLS")
+            << (config.service.auth_token.empty() ? ", writes disabled" : ", writes need token")
+            << ")" << std::endl;
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::cerr << "specplan-server: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+            << ", shutting down (grace " << grace_s << " s)\n";
+  (*running)->Shutdown(grace_s);
+  std::cerr << "specplan-server: stopped\n";
+  return 0;
+}
+
+}  // namespace specplan::service

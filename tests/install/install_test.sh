@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# CTest: installs the build tree into a fresh prefix, builds tests/install/consumer against it with
+# find_package(specplan), runs it, and checks that the package and the program are free of Torch,
+# gRPC and CUDA. Usage: install_test.sh <build dir> <source dir> <scratch dir>
+set -euo pipefail
+build=$1 src=$2 scratch=$3
+rm -rf "$scratch" && mkdir -p "$scratch"
+prefix="$scratch/prefix"
+cmake --install "$build" --prefix "$prefix" >"$scratch/install.log"
+pkg=$(find "$prefix" -name specplanConfig.cmake -print -quit)
+[[ -n "$pkg" ]] || { echo "no specplanConfig.cmake under $prefix"; exit 1; }
+for f in planner/best_first.h planner/batch_plan.h costmodel/roofline.h util/check.h; do
+  [[ -f "$prefix/include/specplan/$f" ]] || { echo "header $f not installed"; exit 1; }
+done
+[[ -d "$prefix/share/specplan/calib" ]] || { echo "calib/ not installed"; exit 1; }
+if grep -Eil 'torch|grpc|cuda' "$(dirname "$pkg")"/*.cmake; then
+  echo "the exported package names Torch, gRPC or CUDA"; exit 1
+fi
+# The consumer is configured with only the package's prefix: nothing points it at this build tree.
+cmake -S "$src/tests/install/consumer" -B "$scratch/consumer" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$scratch/configure.log"
+cmake --build "$scratch/consumer" >"$scratch/build.log"
+if ldd "$scratch/consumer/consumer" | grep -Ei 'torch|grpc|cuda'; then
+  echo "the consumer links Torch, gRPC or CUDA"; exit 1
+fi
+out=$("$scratch/consumer/consumer")
+echo "$out"
+[[ "$out" =~ ^nodes=[1-9][0-9]*\ speedup=[0-9.]+$ ]] || { echo "unexpected output: $out"; exit 1; }
