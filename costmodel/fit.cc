@@ -1,3 +1,8 @@
+// Fitting latency models to measured samples: non-negative least squares for the linear and
+// per-term kinds, Levenberg-Marquardt (Eigen) for the overlap and kernel-sum kinds, k-fold cross
+// validation and the measured table. Over 500 lines because the two non-linear fits share the
+// solver, the clamping and the multi-start scheme defined in the middle of the file.
+
 #include "costmodel/fit.h"
 
 #include <Eigen/Dense>

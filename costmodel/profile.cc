@@ -1,3 +1,10 @@
+// Calibration profiles: fitting one from samples (FitProfile), validating each kind's coefficients,
+// the JSON form (ProfileToJson / ProfileFromJson; optional sections such as each fitted kind, cv
+// and provenance may be absent), atomic saving through util/Env, and resolving the latency model a
+// command uses (flag, profile file, bundled profile in calib/, or the bare roofline). Over 500
+// lines because the JSON reader names every bad field; splitting the reader from the validators it
+// calls would only move the same checks apart.
+
 #include "costmodel/profile.h"
 
 #include <cerrno>

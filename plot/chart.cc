@@ -1,3 +1,8 @@
+// PNG line charts on cairo: validation of a chart spec (every bad field named), axis ranges and
+// nice ticks (linear and log), text measurement, and panel drawing with clipped segments, markers
+// and a legend. Over 500 lines because tick placement and layout depend on measured text sizes, so
+// the three stages share the cairo context and the layout structs declared here.
+
 #include "plot/chart.h"
 
 #include <cairo.h>

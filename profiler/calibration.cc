@@ -1,3 +1,8 @@
+// `calibrate`: resolves the target (registry name or HF config), times verification passes over the
+// (s, c) grid with the chosen timer, fits every latency-model kind, writes the profile, its raw
+// samples (CSV) and the fit chart (PNG). Over 500 lines because it is the one place that ties the
+// runtime's passes to the cost model's fits; each stage is its own function below.
+
 #include "profiler/calibration.h"
 
 #include <torch/cuda.h>

@@ -1,3 +1,9 @@
+// The gRPC handlers of specplan.v1.Planner, one marked section per RPC. The planning RPCs are a
+// pure Do<Rpc> (request -> response or an absl::Status) wrapped by Serve, which assigns the
+// request id, counts and times the request, logs it and maps the status. Over 500 lines because it
+// holds one handler per RPC; the logic each calls lives in planner/, costmodel/, whatif/,
+// convert.cc and cost_resolver.cc.
+
 #include "service/planner_service.h"
 
 #include <algorithm>

@@ -1,3 +1,9 @@
+// specplan-loadgen's two drivers: the throughput run (RunLoad: closed-loop clients at a fraction of
+// the measured maximum rate, QPS and latency quantiles per RPC) and the soak (RunSoak: a mix of
+// valid and invalid requests, every status checked against the expected one, RSS growth watched).
+// They stay in one file (over 500 lines) because they share the loopback-only target check, the
+// client threads, the latency histogram and the report formats; each section is marked below.
+
 #include "service/tools/loadgen.h"
 
 #include <arpa/inet.h>
