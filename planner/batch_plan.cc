@@ -131,24 +131,20 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       cost != nullptr ? cost->VerifySeconds(shape_) : std::numeric_limits<double>::quiet_NaN();
   plan->ar_goodput = B / ar_s;
 
-  static_assert(kMaxMarginalsGamma < 256 && kMaxMarginalsK < 256 && kMaxBatchRequests < 65536);
-  heap_.clear();
+  // Each request's own frontier (marginals_frontier.h), keyed by w_i rho / kappa_i with the
+  // request in the tie-breaker, and the merge heap of their tops: the global pop order is the
+  // merge of the B sorted streams of pops.
+  if (frontiers_.size() < static_cast<size_t>(B)) frontiers_.resize(static_cast<size_t>(B));
+  merge_.clear();
+  merge_.reserve(static_cast<size_t>(B));
   order_.clear();
-  heap_.reserve(2 * static_cast<size_t>(options.n_max) + static_cast<size_t>(B) + 2);
   order_.reserve(static_cast<size_t>(options.n_max));
-  auto push = [&](int32_t i, int32_t parent, int depth, int rank) {
-    const Marginals& m = *requests[i].marginals;
-    const double rho =
-        plan->trees[i].path_probs[parent] * m.probs[static_cast<size_t>(depth - 1) * m.k + rank];
-    heap_.push(FrontierKey::Make(scale[i] * rho,
-                                 static_cast<uint64_t>(depth) << 56 |
-                                     static_cast<uint64_t>(i) << 40 |
-                                     static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 8 |
-                                     static_cast<uint64_t>(rank)));
-  };
   if (options.n_max > 0) {
     for (int i = 0; i < B; ++i) {
-      if (cap[i] > 0) push(i, 0, 1, 0);
+      if (cap[i] == 0) continue;
+      MarginalsFrontier& f = frontiers_[i];
+      f.Reset(requests[i].marginals, &plan->trees[i], scale[i], static_cast<uint32_t>(i));
+      if (!f.empty()) merge_.push(f.top());
     }
   }
 
@@ -190,27 +186,21 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
 
   int n = 0;
   while (n < options.n_max) {
-    if (heap_.empty()) {
+    if (merge_.empty()) {
       plan->lattice_exhausted = true;
       break;
     }
-    const uint64_t tie = heap_.pop().tie();
-    const int depth = static_cast<int>(tie >> 56);
-    const int32_t i = static_cast<int32_t>(tie >> 40 & 0xffff);
-    const int32_t parent = static_cast<int32_t>(tie >> 8 & 0xffffffff);
-    const int rank = static_cast<int>(tie & 0xff);
-    if (plan->n[i] >= cap[i]) continue;  // this request is full: drop its frontier lazily
-    const Marginals& m = *requests[i].marginals;
+    const int32_t i = static_cast<int32_t>(merge_.top().tie() >> 40 & 0xffff);
+    MarginalsFrontier& f = frontiers_[i];
+    const FrontierCandidate e = f.Pop();
     Tree& tree = plan->trees[i];
-    const size_t row = static_cast<size_t>(depth - 1) * m.k;
-    const double rho = tree.path_probs[parent] * m.probs[row + rank];
-    const int32_t node = tree.AddNode(parent, m.tokens[row + rank], rho);
+    const int32_t node = tree.AddNode(e.parent, e.token, e.rho);
     ++plan->n[i];
     ++n;
     order_.push_back(i);
-    plan->expected_accepted[i] += rho;
-    accepted += rho;
-    weighted += requests[i].weight * rho;
+    plan->expected_accepted[i] += e.rho;
+    accepted += e.rho;
+    weighted += requests[i].weight * e.rho;
     if (evaluate) {
       shape_.Grow(i);
       if (latency && i == argmin_a) {
@@ -224,9 +214,13 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       best_n = n;
     }
     if (n == options.n_max) break;
-    // Next sibling (same parent, next rank), then the first child of the new node.
-    if (rank + 1 < m.k) push(i, parent, depth, rank + 1);
-    if (depth < m.gamma) push(i, node, depth + 1, 0);
+    f.Expand(node, e);
+    // A request that is full (its cap) or whose lattice ran out leaves the merge.
+    if (plan->n[i] >= cap[i] || f.empty()) {
+      merge_.pop();
+    } else {
+      merge_.ReplaceTop(f.top());
+    }
   }
   // The off switch: a plan that drafts must beat plain decoding, which pays no drafter.
   plan->speculation_pays = !evaluate || best_n > 0;  // N* = 0 is a plain decoding step

@@ -47,6 +47,7 @@
 #include "costmodel/cycle_cost.h"
 #include "planner/best_first.h"
 #include "planner/frontier_heap.h"
+#include "planner/marginals_frontier.h"
 #include "planner/marginals.h"
 #include "planner/tree.h"
 
@@ -112,9 +113,11 @@ class BatchPlanner {
                     const costmodel::BatchCycleCost* cost, BatchPlan* plan);
 
  private:
-  // Frontier entries are FrontierKeys: the score w_i rho / kappa_i, then a tie-breaker in which
-  // a smaller value pops first: depth (bits 56..63), request (40..55), parent (8..39), rank (0..7).
-  FrontierHeap heap_;
+  // Request i's frontier keys are the score w_i rho / kappa_i, then a tie-breaker in which a
+  // smaller value pops first: depth (bits 56..63), request (40..55), parent (8..39), rank (0..7)
+  // (MarginalsTie). merge_ holds the top key of every request still growing.
+  std::vector<MarginalsFrontier> frontiers_;  // [>= B] one per request, reused
+  FrontierHeap merge_;
   std::vector<int32_t> order_;  // request of each popped node, in pop order
   costmodel::BatchShape shape_;
 };

@@ -4,21 +4,6 @@
 #include "util/check.h"
 
 namespace specplan::planner {
-namespace {
-
-// Marginals as a lattice: the handle of a node is its depth; children of depth d are row d.
-struct MarginalsLattice {
-  const Marginals* m;
-  int NumChildren(int32_t h) const { return h < m->gamma ? m->k : 0; }
-  double ChildProb(int32_t h, int r) const { return m->probs[static_cast<size_t>(h) * m->k + r]; }
-  int32_t ChildToken(int32_t h, int r) const {
-    return m->tokens[static_cast<size_t>(h) * m->k + r];
-  }
-  int32_t Child(int32_t h, int /*r*/) const { return h + 1; }
-};
-
-}  // namespace
-
 namespace internal {
 
 absl::Status MakeBudgetSpec(const BestFirstOptions& options, const costmodel::CycleCost* cost,
@@ -57,11 +42,12 @@ absl::Status BestFirstPlanner::Plan(const Marginals& marginals, const BestFirstO
   internal::BudgetSpec spec;
   absl::Status st = internal::MakeBudgetSpec(options, cost, &spec);
   if (!st.ok()) return st;
-  ws_.Reserve(options.n_max);
+  frontier_.Reserve(options.n_max);
   plan->tree.Reserve(options.n_max + 1);
   if (options.mode != BudgetMode::kFixed) plan->curve.reserve(options.n_max + 2);
-  MarginalsLattice lattice{&marginals};
-  internal::ExpandBestFirst(lattice, marginals.root_token, /*root_handle=*/0, spec, &ws_, plan);
+  plan->tree.ResetRoot(marginals.root_token);
+  frontier_.Reset(&marginals, &plan->tree, /*scale=*/1.0, /*request=*/0);
+  internal::RunBestFirst(frontier_, spec, plan);
   internal::TruncateToSelected(plan);
   return absl::OkStatus();
 }

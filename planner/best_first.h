@@ -3,7 +3,8 @@
 //
 // Lattice: a node at depth d (root: d = 0) has up to k children, the k candidates of row d of the
 // marginals, with rho(child) = rho(parent) * q_d(x). Because rho(child) <= rho(parent), popping the
-// frontier's largest rho (lazy frontier: on pop, push the node's first child and its next sibling)
+// frontier's largest rho (marginals_frontier.h keeps the frontier as one sorted stream per depth and
+// rank; the lazy frontier of a general lattice pushes a popped node's first child and next sibling)
 // adds nodes in globally non-increasing rho, so every prefix T_n of the pop order maximises
 // Â(T) = sum of rho over T among prefix-closed trees with n draft nodes (Prop. 2.3).
 //
@@ -34,6 +35,7 @@
 #include "absl/status/status.h"
 #include "costmodel/cycle_cost.h"
 #include "planner/frontier_heap.h"
+#include "planner/marginals_frontier.h"
 #include "planner/marginals.h"
 #include "planner/tree.h"
 
@@ -117,39 +119,78 @@ struct BudgetSpec {
   double l_ar_s = 0;                           // resolved L_AR (> 0 when cost is set)
 };
 
-// The best-first engine, shared by marginals and path-conditioned planning. `Lattice` provides:
+// The lazy frontier over a general lattice (path-conditioned planning): on pop, push the popped
+// node's next sibling and its first child. `Lattice` provides:
 //   int NumChildren(int32_t h)            // children of handle h; -1 = unknown (not yet provided)
 //   double ChildProb(int32_t h, int r)    // q of child r, non-increasing in r
 //   int32_t ChildToken(int32_t h, int r)
 //   int32_t Child(int32_t h, int r)       // handle of child r (may create it)
 // Nodes whose children are needed (to push the first child) but unknown are appended to
-// ws->missing and treated as leaves. Fills plan->tree with every popped node (pop order; call
-// TruncateToSelected to keep T_{n*}), the summary fields for n* and the curve.
+// ws->missing and treated as leaves; ws->handles holds the lattice handle of every tree node.
 template <class Lattice>
-void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, const BudgetSpec& spec,
-                     EngineWorkspace* ws, BestFirstPlan* plan) {
-  Tree& tree = plan->tree;
-  tree.ResetRoot(root_token);
-  plan->curve.clear();
-  plan->lattice_exhausted = false;
-  plan->l_ar_s = spec.cost ? spec.l_ar_s : std::numeric_limits<double>::quiet_NaN();
-  ws->handles.clear();
-  ws->handles.push_back(root_handle);
-  ws->heap.clear();
-  ws->missing.clear();
-  auto& heap = ws->heap;
-  const bool evaluate = spec.cost != nullptr && spec.mode != BudgetMode::kFixed;
+class LazyFrontier {
+ public:
+  LazyFrontier(Lattice& lat, const Tree& tree, EngineWorkspace* ws)
+      : lat_(lat), tree_(tree), ws_(ws) {}
 
-  auto push_first_child = [&](int32_t node, double rho) {
-    const int32_t h = ws->handles[node];
-    const int nc = lat.NumChildren(h);
+  // Starts at the root (node 0 of the tree, lattice handle root_handle).
+  void Start(int32_t root_handle, bool expand_root) {
+    ws_->handles.clear();
+    ws_->handles.push_back(root_handle);
+    ws_->heap.clear();
+    ws_->missing.clear();
+    if (expand_root) PushFirstChild(0, 1.0);
+  }
+  bool empty() const { return ws_->heap.empty(); }
+  FrontierCandidate Pop() {
+    const FrontierEntry e = FrontierEntry::FromKey(ws_->heap.pop());
+    return {e.parent, e.depth, e.rank, e.rho,
+            lat_.ChildToken(ws_->handles[e.parent], e.rank)};
+  }
+  void Added(int32_t /*node*/, const FrontierCandidate& c) {
+    ws_->handles.push_back(lat_.Child(ws_->handles[c.parent], c.rank));
+  }
+  // Next sibling (same parent, next rank), then the first child of the new node.
+  void Expand(int32_t node, const FrontierCandidate& c) {
+    const int32_t ph = ws_->handles[c.parent];
+    if (c.rank + 1 < lat_.NumChildren(ph)) {
+      ws_->heap.push(FrontierEntry{tree_.path_probs[c.parent] * lat_.ChildProb(ph, c.rank + 1),
+                                   c.parent, c.depth, c.rank + 1}
+                         .Key());
+    }
+    PushFirstChild(node, c.rho);
+  }
+
+ private:
+  void PushFirstChild(int32_t node, double rho) {
+    const int32_t h = ws_->handles[node];
+    const int nc = lat_.NumChildren(h);
     if (nc < 0) {
-      ws->missing.push_back(node);
+      ws_->missing.push_back(node);
       return;
     }
     if (nc == 0) return;
-    heap.push(FrontierEntry{rho * lat.ChildProb(h, 0), node, tree.depths[node] + 1, 0}.Key());
-  };
+    ws_->heap.push(FrontierEntry{rho * lat_.ChildProb(h, 0), node, tree_.depths[node] + 1, 0}.Key());
+  }
+
+  Lattice& lat_;
+  const Tree& tree_;
+  EngineWorkspace* ws_;
+};
+
+// The best-first engine, shared by marginals (MarginalsFrontier) and path-conditioned planning
+// (LazyFrontier). plan->tree holds only its root and `frontier` has been started on it. A
+// `Frontier` provides empty(), Pop() -> FrontierCandidate (largest key first), Added(node, c)
+// after every pop, and Expand(node, c) to let the new node's children in. Fills plan->tree with
+// every popped node (pop order; call TruncateToSelected to keep T_{n*}), the summary fields for n*
+// and the curve.
+template <class Frontier>
+void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* plan) {
+  Tree& tree = plan->tree;
+  plan->curve.clear();
+  plan->lattice_exhausted = false;
+  plan->l_ar_s = spec.cost ? spec.l_ar_s : std::numeric_limits<double>::quiet_NaN();
+  const bool evaluate = spec.cost != nullptr && spec.mode != BudgetMode::kFixed;
 
   double a_hat = 1.0;
   double best_s = -std::numeric_limits<double>::infinity();
@@ -160,18 +201,16 @@ void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, cons
     prev_s = best_s = spec.l_ar_s / c0;
     plan->curve.push_back({0, 1.0, c0, prev_s});
   }
-  if (spec.n_max > 0) push_first_child(0, 1.0);
 
   int n = 0;
   while (n < spec.n_max) {
-    if (heap.empty()) {
+    if (frontier.empty()) {
       plan->lattice_exhausted = true;
       break;
     }
-    const FrontierEntry e = FrontierEntry::FromKey(heap.pop());
-    const int32_t ph = ws->handles[e.parent];
-    const int32_t node = tree.AddNode(e.parent, lat.ChildToken(ph, e.rank), e.rho);
-    ws->handles.push_back(lat.Child(ph, e.rank));
+    const FrontierCandidate e = frontier.Pop();
+    const int32_t node = tree.AddNode(e.parent, e.token, e.rho);
+    frontier.Added(node, e);
     ++n;
     a_hat += e.rho;
     if (evaluate) {
@@ -190,13 +229,7 @@ void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, cons
       best_n = n;
     }
     if (n == spec.n_max) break;
-    // Next sibling (same parent, next rank), then the first child of the new node.
-    if (e.rank + 1 < lat.NumChildren(ph)) {
-      heap.push(FrontierEntry{tree.path_probs[e.parent] * lat.ChildProb(ph, e.rank + 1), e.parent,
-                              e.depth, e.rank + 1}
-                    .Key());
-    }
-    push_first_child(node, e.rho);
+    frontier.Expand(node, e);
   }
 
   plan->n = best_n;
@@ -216,6 +249,16 @@ void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, cons
       plan->cycle_s = plan->speedup = std::numeric_limits<double>::quiet_NaN();
     }
   }
+}
+
+// Best-first over a general lattice with the lazy frontier (see LazyFrontier).
+template <class Lattice>
+void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, const BudgetSpec& spec,
+                     EngineWorkspace* ws, BestFirstPlan* plan) {
+  plan->tree.ResetRoot(root_token);
+  LazyFrontier<Lattice> frontier(lat, plan->tree, ws);
+  frontier.Start(root_handle, spec.n_max > 0);
+  RunBestFirst(frontier, spec, plan);
 }
 
 // Cuts plan->tree to T_{n*}, the first plan->n + 1 nodes of the pop order (ExpandBestFirst leaves
@@ -241,8 +284,8 @@ absl::Status MakeBudgetSpec(const BestFirstOptions& options, const costmodel::Cy
 class BestFirstPlanner {
  public:
   BestFirstPlanner() = default;
-  // Pre-sizes the workspace for budgets up to n_max draft nodes.
-  void Reserve(int n_max) { ws_.Reserve(n_max); }
+  // Pre-sizes the frontier for budgets up to n_max draft nodes.
+  void Reserve(int n_max) { frontier_.Reserve(n_max); }
 
   // Plans with `options`. `cost` may be null only in BudgetMode::kFixed (then cycle_s/speedup are
   // NaN); it is not retained. Errors: invalid marginals (field named), n_max out of range, missing
@@ -254,7 +297,7 @@ class BestFirstPlanner {
   absl::Status PlanFixed(const Marginals& marginals, int budget, BestFirstPlan* plan);
 
  private:
-  internal::EngineWorkspace ws_;
+  MarginalsFrontier frontier_;
 };
 
 // Number of nodes in the marginals lattice, root excluded (sum_{d=1..gamma} k^d), saturated at cap.

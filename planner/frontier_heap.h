@@ -7,9 +7,10 @@
 // with conditional moves instead of mispredicted jumps.
 //
 // A 4-ary implicit heap: a parent's four children are adjacent (64 bytes), so a pop walks log4(n)
-// levels instead of a binary heap's log2(n). A pop moves the hole down to a leaf along the larger
-// children and then lifts the old last entry from there (it is small, so it rarely climbs): one
-// comparison per child per level, where the textbook sift-down also compares the moving entry.
+// levels instead of a binary heap's log2(n). A pop (or a replace-top) moves the hole down to a leaf
+// along the larger children and then lifts the old last entry (or the new one) from there; it is
+// small, so it rarely climbs: one comparison per child per level, where the textbook sift-down
+// also compares the moving entry.
 // Entries must be unique (the planners' tie-breakers make them so), so the pop order is the same as
 // any other correct priority queue's. Storage is a caller-reused vector: no allocation once the
 // capacity has been reached.
@@ -22,6 +23,16 @@
 #include <vector>
 
 namespace specplan::planner {
+
+// A candidate a frontier hands its planner: child `rank` of tree node `parent`, at `depth`, with
+// path score rho and token.
+struct FrontierCandidate {
+  int32_t parent = 0;
+  int depth = 0;
+  int rank = 0;
+  double rho = 0;
+  int32_t token = 0;
+};
 
 struct FrontierKey {
   uint64_t hi = 0;  // bits of the score (a non-negative, non-NaN double)
@@ -66,8 +77,41 @@ class FrontierHeap {
     const FrontierKey out = v_.front();
     const FrontierKey last = v_.back();
     v_.pop_back();
+    if (!v_.empty()) Fill(last);
+    return out;
+  }
+
+  // Replaces the highest-priority entry by e (a pop and a push in one sift). Requires !empty().
+  // Top-down with an early stop: the planners replace a top by its successor in the same stream,
+  // which often stays near the top, where a bottom-up sift would walk to a leaf and back.
+  void ReplaceTop(const FrontierKey& e) {
     const size_t n = v_.size();
-    if (n == 0) return out;
+    FrontierKey* v = v_.data();
+    size_t i = 0;
+    for (;;) {
+      const size_t first = 4 * i + 1;
+      size_t best = first;
+      if (first + 4 <= n) {
+        const size_t a = FrontierKeyLess(v[first], v[first + 1]) ? first + 1 : first;
+        const size_t b = FrontierKeyLess(v[first + 2], v[first + 3]) ? first + 3 : first + 2;
+        best = FrontierKeyLess(v[a], v[b]) ? b : a;
+      } else if (first < n) {
+        for (size_t c = first + 1; c < n; ++c) best = FrontierKeyLess(v[best], v[c]) ? c : best;
+      } else {
+        break;
+      }
+      if (!FrontierKeyLess(e, v[best])) break;
+      v[i] = v[best];
+      i = best;
+    }
+    v[i] = e;
+  }
+
+ private:
+  // Moves the hole at the root down to a leaf along the larger children, then places e there and
+  // lifts it.
+  void Fill(const FrontierKey& e) {
+    const size_t n = v_.size();
     FrontierKey* v = v_.data();
     size_t i = 0;
     for (;;) {
@@ -86,11 +130,9 @@ class FrontierHeap {
       v[i] = v[best];
       i = best;
     }
-    SiftUp(i, last);
-    return out;
+    SiftUp(i, e);
   }
 
- private:
   // Places e at hole i, moving lower-priority ancestors down.
   void SiftUp(size_t i, const FrontierKey& e) {
     FrontierKey* v = v_.data();
