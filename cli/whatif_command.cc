@@ -66,6 +66,7 @@ struct WhatIfArgs {
   std::string server;
   std::string concurrency;  // --concurrency LIST; empty: the budget sweep
   double draft_batch_growth = whatif::kDefaultDraftBatchGrowth;
+  bool batch_scan = false;
   std::vector<std::string> given;  // long names of the flags given on the command line
 };
 
@@ -214,6 +215,7 @@ int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
   run.options.drafter = drafter;
   run.options.drafter.batch_growth = a.draft_batch_growth;
   run.options.t_aux_s = t_aux_s;
+  run.options.batch_scan = a.batch_scan;
   run.json = a.json;
   run.plot = a.plot;
   return RunWhatIfConcurrency(run);
@@ -267,9 +269,11 @@ bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIf
 
 int RunWhatIf(const WhatIfArgs& a) {
   const char* kCmd = "specplan whatif: ";
-  if (a.concurrency.empty() && Given(a, "--draft-batch-growth")) {
-    std::cerr << kCmd << "--draft-batch-growth applies only with --concurrency\n";
-    return 1;
+  for (const char* flag : {"--draft-batch-growth", "--batch-scan"}) {
+    if (a.concurrency.empty() && Given(a, flag)) {
+      std::cerr << kCmd << flag << " applies only with --concurrency\n";
+      return 1;
+    }
   }
   auto budgets = whatif::ParseBudgetList(a.budgets);
   if (!budgets.ok()) {
@@ -427,6 +431,9 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
          "0 = a weight-bound drafter whose batched pass costs what one request's does")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_flag("--batch-scan", args->batch_scan,
+                "With --concurrency: the batch planner takes the argmax of its goodput G(N) "
+                "instead of stopping at its first decrease (for measured, stepped profiles)");
   cmd->callback([cmd, args, exit_code] {
     for (const CLI::Option* opt : cmd->get_options()) {
       if (opt->count() > 0 && !opt->get_lnames().empty()) {

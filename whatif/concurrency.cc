@@ -173,12 +173,13 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   report.n_max = o.n_max;
   report.drafter = o.drafter;
   report.t_aux_s = o.t_aux_s;
+  report.batch_scan = o.batch_scan;
 
   const int S = static_cast<int>(ring.size());
   planner::BatchPlanner batch_planner;
   planner::BatchPlan batch_plan;
   planner::BatchPlanOptions bo;
-  bo.mode = BudgetMode::kController;
+  bo.mode = o.batch_scan ? BudgetMode::kScan : BudgetMode::kController;
   bo.validate = false;
   std::vector<planner::BatchRequest> requests;
   std::vector<int> at;  // [B] ring position of each request in this batch step
@@ -301,7 +302,8 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
                     {"t_head_s", r.drafter.t_head_s},
                     {"t_light_s", r.drafter.t_light_s},
                     {"batch_growth", r.drafter.batch_growth}}},
-                  {"t_aux_s", r.t_aux_s}};
+                  {"t_aux_s", r.t_aux_s},
+                  {"batch_mode", r.batch_scan ? "scan" : "controller"}};
   json rows = json::array();
   for (const ConcurrencyRow& row : r.rows) {
     rows.push_back({{"batch", row.batch},
@@ -328,10 +330,11 @@ std::string FormatConcurrencyTable(const ConcurrencyReport& r) {
   std::string out = absl::StrFormat(
       "trace: %s -> %s, %d steps (%d with marginals, replayed by every request)\n"
       "cost: %s latency model; drafter %s (t_net %.3f ms, t_head %.3f ms, batch growth %g), "
-      "aux %.3f ms; n_max %d draft nodes per request\n\n",
+      "aux %.3f ms; n_max %d draft nodes per request; batch planner: %s\n\n",
       r.draft, r.target, r.trace_steps, r.ring_steps, r.latency_model,
       costmodel::DrafterClassName(r.drafter.cls), r.drafter.t_net_s * 1e3, r.drafter.t_head_s * 1e3,
-      r.drafter.batch_growth, r.t_aux_s * 1e3, r.n_max);
+      r.drafter.batch_growth, r.t_aux_s * 1e3, r.n_max,
+      r.batch_scan ? "scan (argmax of G(N))" : "controller (first decrease of G(N))");
   out += absl::StrFormat("%5s  %-13s %11s %8s %9s %7s %9s %7s\n", "B", "strategy", "tokens/s",
                          "speedup", "accepted", "tree", "cycle_ms", "plain");
   int last_b = -1;

@@ -31,6 +31,10 @@
 //   batch_planner  planner::BatchPlanner (BudgetMode::kController, kGoodput) over all B requests,
 //                  n_max per request and B n_max over the batch. A step where it returns N* = 0
 //                  (speculation_pays false) is a plain decoding step: 1 token per request, T_AR.
+//                  With options.batch_scan it takes the argmax of G(N) (BudgetMode::kScan)
+//                  instead of the first decrease: measured profiles are stepped (a request's
+//                  first draft node moves it from the decode to the verify attention kernel), so
+//                  G(N) can dip at N = 1 and rise again.
 // clang-format on
 //
 // Per (B, strategy) row, over all R batch steps and B requests (a "request step"):
@@ -90,6 +94,7 @@ struct ConcurrencyOptions {
     return d;
   }();
   double t_aux_s = 0;          // seconds, per batch step
+  bool batch_scan = false;     // batch_planner in BudgetMode::kScan instead of kController
   bool validate_trace = true;  // ValidateTraceStep on every step first
   // Called after each batch size with (sizes done, sizes total); may be empty.
   std::function<void(int, int)> progress;
@@ -123,6 +128,7 @@ struct ConcurrencyReport {
   int n_max = 0;
   costmodel::DrafterCost drafter;
   double t_aux_s = 0;
+  bool batch_scan = false;
   // Rows: batch sizes ascending, strategies in AllConcurrencyStrategies() order within a size.
   std::vector<ConcurrencyRow> rows;
   // Smallest batch size whose batch_planner throughput is not above no_spec's; 0 = never in the

@@ -57,6 +57,9 @@ TEST(WhatIfConcurrencyCommand, BadValuesNameTheFlag) {
   r = RunSpecplan(kBase + "--budgets 1,2 --draft-batch-growth 0.1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("--draft-batch-growth applies only with --concurrency"));
+  r = RunSpecplan(kBase + "--budgets 1,2 --batch-scan");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--batch-scan applies only with --concurrency"));
   r = RunSpecplan(kBase + "--concurrency 2 --strategies best_first");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("--strategies does not apply with --concurrency"));
@@ -70,6 +73,7 @@ TEST(WhatIfConcurrencyCommand, JsonParsesAndStopPointMatchesRows) {
   EXPECT_EQ(j["options"]["concurrency"], nlohmann::json({1, 16, 256}));
   EXPECT_EQ(j["options"]["n_max"], 32);
   EXPECT_DOUBLE_EQ(j["options"]["drafter"]["batch_growth"].get<double>(), 0.1);
+  EXPECT_EQ(j["options"]["batch_mode"], "controller");
   ASSERT_EQ(j["rows"].size(), 12u);
   int first = 0;
   for (size_t i = 0; i < j["rows"].size(); i += 4) {
@@ -87,6 +91,16 @@ TEST(WhatIfConcurrencyCommand, JsonParsesAndStopPointMatchesRows) {
   } else {
     EXPECT_EQ(j["stop_paying_batch"], first);
   }
+}
+
+TEST(WhatIfConcurrencyCommand, BatchScanSelectsTheScanMode) {
+  auto r = RunSpecplan(kBase + "--concurrency 1,32 --batch-scan --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["options"]["batch_mode"], "scan");
+  r = RunSpecplan(kBase + "--concurrency 1,32 --batch-scan");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("batch planner: scan (argmax of G(N))"));
 }
 
 TEST(WhatIfConcurrencyCommand, TraceFlagIsReplayed) {
@@ -117,6 +131,7 @@ TEST(WhatIfConcurrencyCommand, HelpDocumentsTheFlags) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("--concurrency"));
   EXPECT_THAT(r.output, HasSubstr("--draft-batch-growth"));
+  EXPECT_THAT(r.output, HasSubstr("--batch-scan"));
   EXPECT_THAT(r.output, HasSubstr("batch_planner"));
 }
 

@@ -213,6 +213,32 @@ TEST(Concurrency, BatchPlannerBeatsNoSpeculationAndPerRequestControllers) {
   EXPECT_LT(Row(*r, 256, S::kController).throughput, Row(*r, 256, S::kNoSpeculation).throughput);
 }
 
+// The shipped H100 profile is measured, hence stepped: a request's first draft node moves it from
+// the decode to the verify attention kernel. At B = 32 that step makes G(1) < G(0), so the
+// controller rule drafts nothing, while the scan finds a larger batch plan that really pays.
+TEST(Concurrency, ScanModeLooksPastTheFirstDecrease) {
+  const Trace trace = Load(DefaultTracePath());
+  ConcurrencyOptions o = BundledOptions(0.001);
+  o.batch_sizes = {1, 32};
+  auto controller = RunConcurrency(trace, H100Qwen3(), o);
+  o.batch_scan = true;
+  auto scan = RunConcurrency(trace, H100Qwen3(), o);
+  ASSERT_TRUE(controller.ok() && scan.ok());
+  EXPECT_FALSE(controller->batch_scan);
+  EXPECT_TRUE(scan->batch_scan);
+  const ConcurrencyRow& off = Row(*controller, 32, S::kBatchPlanner);
+  const ConcurrencyRow& on = Row(*scan, 32, S::kBatchPlanner);
+  EXPECT_EQ(off.plain_steps, off.steps);
+  EXPECT_LT(on.plain_steps, on.steps);
+  EXPECT_GT(on.mean_tree_size, 1.0);
+  EXPECT_GT(on.throughput, 1.1 * Row(*scan, 32, S::kNoSpeculation).throughput);
+  // The rows of the other strategies do not depend on the planner's mode.
+  EXPECT_EQ(Row(*scan, 32, S::kController).throughput,
+            Row(*controller, 32, S::kController).throughput);
+  EXPECT_THAT(FormatConcurrencyTable(*scan), HasSubstr("batch planner: scan"));
+  EXPECT_EQ(ConcurrencyReportToJson(*scan)["options"]["batch_mode"], "scan");
+}
+
 // The stop-paying batch size is the first row where the planner is not above plain decoding.
 void ExpectStopConsistent(const ConcurrencyReport& r) {
   int first = 0;
