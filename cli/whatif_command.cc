@@ -4,15 +4,18 @@
 //   specplan whatif [--trace FILE] --model M --gpu G [--profile FILE] [--budgets LIST]
 //                   [--strategies LIST] [--n-max N] [--json] [--per-step] [--plot OUT.png]
 //                   [--server HOST:PORT]
+//   specplan whatif --concurrency LIST [--draft-batch-growth F] ... (whatif_concurrency.h)
 //
 // Without --trace the bundled trace (whatif::DefaultTracePath()) is used. Prints a table, or with
 // --json one JSON object (whatif::WhatIfReportToJson); --plot writes a two-panel PNG (speedup and
 // accepted length vs log2(budget), controller and oracle marked) atomically. With --server the
 // sweep runs on a specplan-server (WhatIf RPC): the trace file is read here and sent (without
 // --trace the server's bundled trace is used), and the report comes back whole, so the table,
-// JSON and plot are byte-identical to the in-process run with the same cost model.
+// JSON and plot are byte-identical to the in-process run with the same cost model. With
+// --concurrency the trace is replayed with B requests in flight instead (whatif/concurrency.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -24,6 +27,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/remote.h"
+#include "cli/whatif_concurrency.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/model_spec.h"
@@ -31,6 +35,7 @@
 #include "plot/chart.h"
 #include "util/atomic_file.h"
 #include "util/file.h"
+#include "whatif/concurrency.h"
 #include "whatif/sweep.h"
 #include "whatif/trace.h"
 
@@ -59,7 +64,15 @@ struct WhatIfArgs {
   bool per_step = false;
   std::string plot;
   std::string server;
+  std::string concurrency;  // --concurrency LIST; empty: the budget sweep
+  double draft_batch_growth = whatif::kDefaultDraftBatchGrowth;
+  bool batch_scan = false;
+  std::vector<std::string> given;  // long names of the flags given on the command line
 };
+
+bool Given(const WhatIfArgs& a, const std::string& flag) {
+  return std::find(a.given.begin(), a.given.end(), flag) != a.given.end();
+}
 
 // Two panels over the budget axis: best_first (and each policy) as curves, controller / scan as
 // single points at their mean realised budget, oracle and controller as vertical lines.
@@ -112,22 +125,44 @@ struct WhatIfOutcome {
   std::string profile;  // profile path (in-process) or id (server); "" for the bare roofline
 };
 
-// In-process: load the trace and the latency model, run the sweep.
-bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfOptions& base,
-              WhatIfOutcome* out) {
+// The trace (--trace, else the bundled one) and the latency model, for an in-process run.
+struct LocalInputs {
+  whatif::Trace trace;
+  std::string trace_path;
+  costmodel::ResolvedLatencyModel resolved;
+  std::string profile;  // the bundled profile's id, a --profile file's path, "" for the roofline
+};
+
+bool LoadLocal(const WhatIfArgs& a, costmodel::DType dtype, LocalInputs* in) {
   const char* kCmd = "specplan whatif: ";
-  out->trace_path = a.trace.empty() ? whatif::DefaultTracePath() : a.trace;
-  auto trace = whatif::LoadTrace(out->trace_path);
+  in->trace_path = a.trace.empty() ? whatif::DefaultTracePath() : a.trace;
+  auto trace = whatif::LoadTrace(in->trace_path);
   if (!trace.ok()) {
     std::cerr << kCmd << "--trace " << trace.status().message() << "\n";
     return false;
   }
+  in->trace = *std::move(trace);
   auto resolved =
       costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, dtype, a.latency_model, a.tp);
   if (!resolved.ok()) {
     std::cerr << kCmd << resolved.status().message() << "\n";
     return false;
   }
+  in->resolved = *std::move(resolved);
+  // A bundled profile is named by its id, as the server names it; a --profile file by its path.
+  in->profile = a.profile.empty() ? in->resolved.profile_id : in->resolved.profile_path;
+  return true;
+}
+
+// In-process: load the trace and the latency model, run the sweep.
+bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfOptions& base,
+              WhatIfOutcome* out) {
+  const char* kCmd = "specplan whatif: ";
+  LocalInputs in;
+  if (!LoadLocal(a, dtype, &in)) return false;
+  out->trace_path = in.trace_path;
+  const whatif::Trace* trace = &in.trace;
+  const costmodel::ResolvedLatencyModel* resolved = &in.resolved;
   whatif::WhatIfOptions options = base;
   if (isatty(STDERR_FILENO) && trace->steps.size() >= 2000) {
     options.progress = [](int done, int total) {
@@ -143,9 +178,47 @@ bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfO
   out->report = *std::move(report);
   out->model_name = resolved->model_spec.name;
   out->gpu_name = resolved->gpu_spec.name;
-  // A bundled profile is named by its id, as the server names it; a --profile file by its path.
-  out->profile = a.profile.empty() ? resolved->profile_id : resolved->profile_path;
+  out->profile = in.profile;
   return true;
+}
+
+// --concurrency: the replay with B requests in flight, in-process only.
+// n_max per request: --n-max, else the largest budget (as the sweep's controller).
+int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
+                   const costmodel::DrafterCost& drafter, double t_aux_s, int n_max) {
+  const char* kCmd = "specplan whatif: ";
+  auto sizes = whatif::ParseConcurrencyList(a.concurrency);
+  if (!sizes.ok()) {
+    std::cerr << kCmd << "--concurrency: " << sizes.status().message() << "\n";
+    return 1;
+  }
+  for (const char* flag : {"--server", "--strategies", "--per-step", "--policy-forward-ms",
+                           "--fixed-depth", "--fixed-branch", "--fixed-tau"}) {
+    if (Given(a, flag)) {
+      std::cerr << kCmd << flag << " does not apply with --concurrency (its strategies are "
+                << "no_spec, fixed_tree, controller and batch_planner, run in-process)\n";
+      return 1;
+    }
+  }
+  LocalInputs in;
+  if (!LoadLocal(a, dtype, &in)) return 1;
+  WhatIfConcurrencyRun run;
+  run.trace = &in.trace;
+  run.latency = in.resolved.model.get();
+  run.trace_path = in.trace_path;
+  run.model_name = in.resolved.model_spec.name;
+  run.gpu_name = in.resolved.gpu_spec.name;
+  run.dtype_name = costmodel::DTypeName(dtype);
+  run.profile = in.profile;
+  run.options.batch_sizes = *sizes;
+  run.options.n_max = n_max;
+  run.options.drafter = drafter;
+  run.options.drafter.batch_growth = a.draft_batch_growth;
+  run.options.t_aux_s = t_aux_s;
+  run.options.batch_scan = a.batch_scan;
+  run.json = a.json;
+  run.plot = a.plot;
+  return RunWhatIfConcurrency(run);
 }
 
 // --server: read the trace file here (none: the server's bundled trace), sweep on the server.
@@ -196,6 +269,12 @@ bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIf
 
 int RunWhatIf(const WhatIfArgs& a) {
   const char* kCmd = "specplan whatif: ";
+  for (const char* flag : {"--draft-batch-growth", "--batch-scan"}) {
+    if (a.concurrency.empty() && Given(a, flag)) {
+      std::cerr << kCmd << flag << " applies only with --concurrency\n";
+      return 1;
+    }
+  }
   auto budgets = whatif::ParseBudgetList(a.budgets);
   if (!budgets.ok()) {
     std::cerr << kCmd << "--budgets " << budgets.status().message() << "\n";
@@ -215,6 +294,14 @@ int RunWhatIf(const WhatIfArgs& a) {
   if (!dtype.ok()) {
     std::cerr << kCmd << "--" << dtype.status().message() << "\n";
     return 1;
+  }
+
+  if (!a.concurrency.empty()) {
+    costmodel::DrafterCost drafter;
+    drafter.cls = *drafter_cls;
+    drafter.t_net_s = a.t_draft_ms * 1e-3;
+    return RunConcurrency(a, *dtype, drafter, a.t_aux_ms * 1e-3,
+                          a.n_max > 0 ? a.n_max : budgets->back());
   }
 
   whatif::WhatIfOptions options;
@@ -298,7 +385,8 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                   "or all")
       ->capture_default_str();
   cmd->add_option("--n-max", args->n_max,
-                  "Controller/scan search n = 0..N draft nodes (0: the largest budget)")
+                  "Controller/scan search n = 0..N draft nodes (0: the largest budget); with "
+                  "--concurrency: per request, and fixed_tree's size")
       ->check(CLI::Range(0, 8191))
       ->capture_default_str();
   cmd->add_option("--drafter", args->drafter,
@@ -326,11 +414,34 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--per-step", args->per_step, "JSON: add every row's per-step results");
   cmd->add_option("--plot", args->plot,
                   "Write a PNG: speedup and accepted length vs budget, controller and oracle "
-                  "marked");
+                  "marked (with --concurrency: throughput and speedup over no_spec vs B)");
   cmd->add_option("--server", args->server,
                   "Sweep on a specplan-server at HOST:PORT (the --trace file is read here and "
                   "sent; without --trace the server's bundled trace); same output");
-  cmd->callback([args, exit_code] { *exit_code = RunWhatIf(*args); });
+  cmd->add_option("--concurrency", args->concurrency,
+                  "Replay the trace with B requests in flight for each B of a comma-separated "
+                  "list (e.g. 1,2,4,...,256; each in [1, 4096]): throughput, accepted length and "
+                  "tree size per request for no_spec, fixed_tree (n_max nodes per request), "
+                  "controller (per request) and batch_planner, and the B where speculation stops "
+                  "paying; in-process only");
+  cmd->add_option(
+         "--draft-batch-growth", args->draft_batch_growth,
+         "With --concurrency: each further request in a batched draft pass adds this "
+         "fraction of one request's drafting time, T_draft(B) = T_draft(1) (1 + F (B - 1)); "
+         "0 = a weight-bound drafter whose batched pass costs what one request's does")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--batch-scan", args->batch_scan,
+                "With --concurrency: the batch planner takes the argmax of its goodput G(N) "
+                "instead of stopping at its first decrease (for measured, stepped profiles)");
+  cmd->callback([cmd, args, exit_code] {
+    for (const CLI::Option* opt : cmd->get_options()) {
+      if (opt->count() > 0 && !opt->get_lnames().empty()) {
+        args->given.push_back("--" + opt->get_lnames().front());
+      }
+    }
+    *exit_code = RunWhatIf(*args);
+  });
 }
 
 }  // namespace specplan::cli

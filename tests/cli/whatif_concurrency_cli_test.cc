@@ -1,0 +1,139 @@
+// `specplan whatif --concurrency LIST` (cli/whatif_concurrency.cc) run as a real binary.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "run_command.h"
+
+namespace specplan {
+namespace {
+
+using ::specplan::testing::RunSpecplan;
+using ::specplan::testing::SourcePath;
+using ::testing::HasSubstr;
+
+const std::string kTrace = SourcePath("tests/whatif/data/small.jsonl");
+const std::string kBase = "whatif --model qwen3-8b --gpu h100 --t-draft-ms 1 ";
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(WhatIfConcurrencyCommand, TableHasEveryStrategyAndTheStopLine) {
+  auto r = RunSpecplan(kBase + "--concurrency 1,4,64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("qwen3-8b on h100"));
+  EXPECT_THAT(r.output, HasSubstr("profile h100-sxm/qwen3-8b-bf16"));
+  EXPECT_THAT(r.output, HasSubstr("95 steps (95 with marginals"));
+  EXPECT_THAT(r.output, HasSubstr("batch growth 0.02"));
+  for (const char* s : {"no_spec", "fixed_tree", "controller", "batch_planner"}) {
+    EXPECT_THAT(r.output, HasSubstr(s));
+  }
+  EXPECT_THAT(r.output, HasSubstr("speculation "));
+  EXPECT_THAT(r.output, HasSubstr("tokens/s"));
+}
+
+TEST(WhatIfConcurrencyCommand, BadValuesNameTheFlag) {
+  auto r = RunSpecplan(kBase + "--concurrency 1,0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--concurrency: \"0\" must be a positive integer"));
+  r = RunSpecplan(kBase + "--concurrency 1,abc");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--concurrency: \"abc\" must be a positive integer"));
+  r = RunSpecplan(kBase + "--concurrency 9999");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--concurrency: \"9999\" must be at most 4096"));
+  r = RunSpecplan(kBase + "--concurrency 2 --draft-batch-growth -1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("--draft-batch-growth"));
+  r = RunSpecplan(kBase + "--budgets 1,2 --draft-batch-growth 0.1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--draft-batch-growth applies only with --concurrency"));
+  r = RunSpecplan(kBase + "--budgets 1,2 --batch-scan");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--batch-scan applies only with --concurrency"));
+  r = RunSpecplan(kBase + "--concurrency 2 --strategies best_first");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--strategies does not apply with --concurrency"));
+}
+
+TEST(WhatIfConcurrencyCommand, JsonParsesAndStopPointMatchesRows) {
+  auto r = RunSpecplan(kBase + "--concurrency 256,1,16 --n-max 32 --draft-batch-growth 0.1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["model"], "qwen3-8b");
+  EXPECT_EQ(j["options"]["concurrency"], nlohmann::json({1, 16, 256}));
+  EXPECT_EQ(j["options"]["n_max"], 32);
+  EXPECT_DOUBLE_EQ(j["options"]["drafter"]["batch_growth"].get<double>(), 0.1);
+  EXPECT_EQ(j["options"]["batch_mode"], "controller");
+  ASSERT_EQ(j["rows"].size(), 12u);
+  int first = 0;
+  for (size_t i = 0; i < j["rows"].size(); i += 4) {
+    const auto& plain = j["rows"][i];
+    const auto& planner = j["rows"][i + 3];
+    ASSERT_EQ(plain["strategy"], "no_spec");
+    ASSERT_EQ(planner["strategy"], "batch_planner");
+    ASSERT_EQ(plain["batch"], planner["batch"]);
+    if (first == 0 && !(planner["throughput"].get<double>() > plain["throughput"].get<double>())) {
+      first = planner["batch"].get<int>();
+    }
+  }
+  if (first == 0) {
+    EXPECT_TRUE(j["stop_paying_batch"].is_null()) << j["stop_paying_batch"];
+  } else {
+    EXPECT_EQ(j["stop_paying_batch"], first);
+  }
+}
+
+TEST(WhatIfConcurrencyCommand, BatchScanSelectsTheScanMode) {
+  auto r = RunSpecplan(kBase + "--concurrency 1,32 --batch-scan --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["options"]["batch_mode"], "scan");
+  r = RunSpecplan(kBase + "--concurrency 1,32 --batch-scan");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("batch planner: scan (argmax of G(N))"));
+}
+
+TEST(WhatIfConcurrencyCommand, TraceFlagIsReplayed) {
+  auto r = RunSpecplan(kBase + "--trace " + kTrace + " --concurrency 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["trace"]["path"], kTrace);
+  EXPECT_EQ(j["trace"]["ring_steps"], 2);
+  EXPECT_EQ(j["rows"][0]["steps"], 2);
+}
+
+TEST(WhatIfConcurrencyCommand, PlotWritesAPng) {
+  const std::string out = ::testing::TempDir() + "/whatif_concurrency.png";
+  std::remove(out.c_str());
+  auto r = RunSpecplan(kBase + "--concurrency 1,2,4,8 --plot " + out);
+  if (r.exit_code != 0 && r.output.find("-DSPECPLAN_WITH_PLOT=OFF") != std::string::npos) {
+    GTEST_SKIP() << "built without cairo: " << r.output;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("plot: " + out));
+  const std::string png = ReadAll(out);
+  ASSERT_GT(png.size(), 1000u);
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+}
+
+TEST(WhatIfConcurrencyCommand, HelpDocumentsTheFlags) {
+  auto r = RunSpecplan("whatif --help");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--concurrency"));
+  EXPECT_THAT(r.output, HasSubstr("--draft-batch-growth"));
+  EXPECT_THAT(r.output, HasSubstr("--batch-scan"));
+  EXPECT_THAT(r.output, HasSubstr("batch_planner"));
+}
+
+}  // namespace
+}  // namespace specplan

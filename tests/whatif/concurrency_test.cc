@@ -1,0 +1,332 @@
+#include "whatif/concurrency.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "costmodel/batch_shape.h"
+#include "costmodel/profile.h"
+#include "test_util.h"
+#include "util/check.h"
+#include "whatif/sweep.h"
+#include "whatif/trace.h"
+
+namespace specplan::whatif {
+namespace {
+
+using testing::AffineLatency;
+using ::testing::HasSubstr;
+using S = ConcurrencyStrategy;
+
+Trace Load(const std::string& path) {
+  auto trace = LoadTrace(path);
+  SPECPLAN_CHECK(trace.ok());
+  return std::move(*trace);
+}
+
+// The README's setting: the bundled trace priced as qwen3-8b on an H100 by the shipped profile.
+const costmodel::LatencyModel& H100Qwen3() {
+  static const costmodel::ResolvedLatencyModel* resolved = [] {
+    auto r = costmodel::ResolveLatencyModel("qwen3-8b", "h100", "");
+    SPECPLAN_CHECK(r.ok());
+    return new costmodel::ResolvedLatencyModel(*std::move(r));
+  }();
+  return *resolved->model;
+}
+
+const ConcurrencyRow& Row(const ConcurrencyReport& r, int batch, S s) {
+  const ConcurrencyRow* row = FindConcurrencyRow(r, batch, s);
+  SPECPLAN_CHECK(row != nullptr);
+  return *row;
+}
+
+ConcurrencyOptions BundledOptions(double t_draft_s) {
+  ConcurrencyOptions o;
+  o.batch_sizes = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  o.n_max = 64;
+  o.drafter.t_net_s = t_draft_s;
+  return o;
+}
+
+TEST(ConcurrencyList, ParsesSortsAndNamesBadItems) {
+  auto ok = ParseConcurrencyList("4, 1,256,2");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(*ok, (std::vector<int>{1, 2, 4, 256}));
+  EXPECT_EQ(ParseConcurrencyList("1,0").status().message(), "\"0\" must be a positive integer");
+  EXPECT_EQ(ParseConcurrencyList("-3").status().message(), "\"-3\" must be a positive integer");
+  EXPECT_EQ(ParseConcurrencyList("two").status().message(), "\"two\" must be a positive integer");
+  EXPECT_EQ(ParseConcurrencyList("").status().message(), "\"\" must be a positive integer");
+  EXPECT_EQ(ParseConcurrencyList("4097").status().message(), "\"4097\" must be at most 4096");
+  EXPECT_EQ(ParseConcurrencyList("2,4,2").status().message(), "\"2\" is listed twice");
+}
+
+TEST(Concurrency, RejectsBadOptionsNamingTheField) {
+  const Trace trace = Load(testing::FixturePath());
+  const AffineLatency latency(0.01, 0.001);
+  ConcurrencyOptions o;
+  o.batch_sizes = {};
+  EXPECT_THAT(RunConcurrency(trace, latency, o).status().message(), HasSubstr("batch_sizes"));
+  o.batch_sizes = {1, 0};
+  EXPECT_THAT(RunConcurrency(trace, latency, o).status().message(),
+              HasSubstr("batch_sizes[1] = 0"));
+  o.batch_sizes = {1};
+  o.n_max = 0;
+  EXPECT_THAT(RunConcurrency(trace, latency, o).status().message(), HasSubstr("n_max = 0"));
+  o.n_max = 4;
+  o.drafter.batch_growth = -0.5;
+  EXPECT_THAT(RunConcurrency(trace, latency, o).status().message(),
+              HasSubstr("drafter.batch_growth = -0.5"));
+  o.drafter.batch_growth = 0;
+  o.t_aux_s = -1;
+  EXPECT_THAT(RunConcurrency(trace, latency, o).status().message(), HasSubstr("t_aux_s = -1"));
+  o.t_aux_s = 0;
+  Trace no_marginals = trace;
+  for (TraceStep& s : no_marginals.steps) s.marginals.reset();
+  no_marginals.steps.erase(std::remove_if(no_marginals.steps.begin(), no_marginals.steps.end(),
+                                          [](const TraceStep& s) { return !s.nodes; }),
+                           no_marginals.steps.end());
+  EXPECT_THAT(RunConcurrency(no_marginals, latency, o).status().message(),
+              HasSubstr("no step with marginals"));
+}
+
+// Every step at the same context: plain decoding costs T_AR = T_verify(B x (1, c)) per step and
+// emits B tokens, so its throughput is B / T_AR.
+TEST(Concurrency, NoSpeculationThroughputIsBOverTAR) {
+  Trace trace = Load(testing::FixturePath());
+  for (TraceStep& s : trace.steps) s.c = 100;
+  const AffineLatency latency(0.01, 0.001, 1e-5);
+  ConcurrencyOptions o;
+  o.batch_sizes = {1, 3, 8};
+  o.n_max = 4;
+  o.drafter.t_net_s = 0.002;
+  auto r = RunConcurrency(trace, latency, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->ring_steps, 2);  // step 2 of the fixture has no marginals
+  for (int b : {1, 3, 8}) {
+    const double t_ar = 0.01 + 0.001 * b + 1e-5 * 100;
+    const ConcurrencyRow& row = Row(*r, b, S::kNoSpeculation);
+    EXPECT_DOUBLE_EQ(row.throughput, b / t_ar) << "B = " << b;
+    EXPECT_DOUBLE_EQ(row.cycle_s, t_ar);
+    EXPECT_EQ(row.accepted, 0);
+    EXPECT_EQ(row.mean_tree_size, 0);
+    EXPECT_EQ(row.speedup, 1);
+    EXPECT_EQ(row.plain_steps, row.steps);
+  }
+}
+
+// Hand-worked on the fixture (sweep_test.cc's pop orders): with n_max = 2 the fixed trees are
+// step 0: {5, 6} (L = 1), step 1: {14, 12} (L = 1). At B = 2 both requests verify 3 tokens in
+// one pass: C = T_draft(2) + T_verify(S = 6, mean c = 102) per batch step, 2 x 2 tokens each.
+TEST(Concurrency, FixedTreeBatchPricedByHand) {
+  const Trace trace = Load(testing::FixturePath());
+  const AffineLatency latency(0.01, 0.001, 1e-5);
+  ConcurrencyOptions o;
+  o.batch_sizes = {2};
+  o.n_max = 2;
+  o.drafter.t_net_s = 0.002;
+  o.drafter.batch_growth = 0.5;
+  auto r = RunConcurrency(trace, latency, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ConcurrencyRow& row = Row(*r, 2, S::kFixedTree);
+  const double cycle = 0.002 * 1.5 + (0.01 + 0.001 * 6 + 1e-5 * 102);
+  EXPECT_DOUBLE_EQ(row.cycle_s, cycle);
+  EXPECT_DOUBLE_EQ(row.accepted, 1.0);
+  EXPECT_DOUBLE_EQ(row.mean_tree_size, 2.0);
+  EXPECT_DOUBLE_EQ(row.throughput, 4.0 / cycle);
+}
+
+// With drafting free, B = 1 makes the batch planner BestFirstPlanner's controller node for node
+// and its off switch coincide with n* = 0, so the two rows agree exactly.
+TEST(Concurrency, BatchPlannerAtBatchOneEqualsTheController) {
+  const Trace trace = Load(DefaultTracePath());
+  auto r = RunConcurrency(trace, H100Qwen3(), BundledOptions(0));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ConcurrencyRow& c = Row(*r, 1, S::kController);
+  const ConcurrencyRow& b = Row(*r, 1, S::kBatchPlanner);
+  EXPECT_GT(c.mean_tree_size, 1.0);
+  EXPECT_DOUBLE_EQ(b.mean_tree_size, c.mean_tree_size);
+  EXPECT_DOUBLE_EQ(b.accepted, c.accepted);
+  EXPECT_DOUBLE_EQ(b.tokens, c.tokens);
+  EXPECT_NEAR(b.throughput, c.throughput, 1e-9 * c.throughput);
+}
+
+// The per-request strategies at B = 1 are the one-request sweep's rows (same replay functions).
+TEST(Concurrency, BatchOneMatchesTheSweep) {
+  const Trace trace = Load(DefaultTracePath());
+  ConcurrencyOptions o = BundledOptions(0.001);
+  o.batch_sizes = {1};
+  auto r = RunConcurrency(trace, H100Qwen3(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  WhatIfOptions w;
+  w.budgets = {64};
+  w.strategies = {Strategy::kBestFirst, Strategy::kController};
+  w.drafter.t_net_s = 0.001;
+  auto sweep = RunWhatIf(trace, H100Qwen3(), w);
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  ASSERT_EQ(sweep->rows.size(), 2u);
+  const WhatIfRow& fixed = sweep->rows[0];
+  const WhatIfRow& ctl = sweep->rows[1];
+  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kFixedTree).accepted, fixed.accepted_per_step);
+  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kFixedTree).mean_tree_size, fixed.mean_tree_size);
+  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kFixedTree).cycle_s, fixed.cycle_s);
+  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kController).accepted, ctl.accepted_per_step);
+  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kController).mean_tree_size, ctl.mean_tree_size);
+  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kController).cycle_s, ctl.cycle_s);
+}
+
+// Every request replays every ring step once, so the strategies that ignore the batch accept the
+// same per request at every B; only their price changes.
+TEST(Concurrency, PerRequestStrategiesAcceptTheSameAtEveryBatchSize) {
+  const Trace trace = Load(DefaultTracePath());
+  auto r = RunConcurrency(trace, H100Qwen3(), BundledOptions(0.001));
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (S s : {S::kFixedTree, S::kController}) {
+    const ConcurrencyRow& one = Row(*r, 1, s);
+    for (int b : r->batch_sizes) {
+      const ConcurrencyRow& row = Row(*r, b, s);
+      EXPECT_NEAR(row.accepted, one.accepted, 1e-12) << ConcurrencyStrategyName(s) << " B " << b;
+      EXPECT_NEAR(row.mean_tree_size, one.mean_tree_size, 1e-12);
+      EXPECT_EQ(row.steps, r->ring_steps);
+    }
+  }
+}
+
+// On the bundled trace and the H100 profile, the global planner is never worse than plain
+// decoding or the per-request controller (within 0.5 %), and its trees shrink as B grows.
+TEST(Concurrency, BatchPlannerBeatsNoSpeculationAndPerRequestControllers) {
+  const Trace trace = Load(DefaultTracePath());
+  auto r = RunConcurrency(trace, H100Qwen3(), BundledOptions(0.001));
+  ASSERT_TRUE(r.ok()) << r.status();
+  double prev_tree = 1e9;
+  for (int b : r->batch_sizes) {
+    const double plain = Row(*r, b, S::kNoSpeculation).throughput;
+    const double ctl = Row(*r, b, S::kController).throughput;
+    const ConcurrencyRow& bp = Row(*r, b, S::kBatchPlanner);
+    EXPECT_GE(bp.throughput, 0.995 * std::max(plain, ctl)) << "B = " << b;
+    EXPECT_LE(bp.mean_tree_size, prev_tree) << "B = " << b;
+    prev_tree = bp.mean_tree_size;
+  }
+  // The per-request controller ignores the batch and ends up slower than plain decoding.
+  EXPECT_LT(Row(*r, 256, S::kController).throughput, Row(*r, 256, S::kNoSpeculation).throughput);
+}
+
+// The shipped H100 profile is measured, hence stepped: a request's first draft node moves it from
+// the decode to the verify attention kernel. At B = 32 that step makes G(1) < G(0), so the
+// controller rule drafts nothing, while the scan finds a larger batch plan that really pays.
+TEST(Concurrency, ScanModeLooksPastTheFirstDecrease) {
+  const Trace trace = Load(DefaultTracePath());
+  ConcurrencyOptions o = BundledOptions(0.001);
+  o.batch_sizes = {1, 32};
+  auto controller = RunConcurrency(trace, H100Qwen3(), o);
+  o.batch_scan = true;
+  auto scan = RunConcurrency(trace, H100Qwen3(), o);
+  ASSERT_TRUE(controller.ok() && scan.ok());
+  EXPECT_FALSE(controller->batch_scan);
+  EXPECT_TRUE(scan->batch_scan);
+  const ConcurrencyRow& off = Row(*controller, 32, S::kBatchPlanner);
+  const ConcurrencyRow& on = Row(*scan, 32, S::kBatchPlanner);
+  EXPECT_EQ(off.plain_steps, off.steps);
+  EXPECT_LT(on.plain_steps, on.steps);
+  EXPECT_GT(on.mean_tree_size, 1.0);
+  EXPECT_GT(on.throughput, 1.1 * Row(*scan, 32, S::kNoSpeculation).throughput);
+  // The rows of the other strategies do not depend on the planner's mode.
+  EXPECT_EQ(Row(*scan, 32, S::kController).throughput,
+            Row(*controller, 32, S::kController).throughput);
+  EXPECT_THAT(FormatConcurrencyTable(*scan), HasSubstr("batch planner: scan"));
+  EXPECT_EQ(ConcurrencyReportToJson(*scan)["options"]["batch_mode"], "scan");
+}
+
+// The stop-paying batch size is the first row where the planner is not above plain decoding.
+void ExpectStopConsistent(const ConcurrencyReport& r) {
+  int first = 0;
+  for (int b : r.batch_sizes) {
+    if (first == 0 &&
+        !(Row(r, b, S::kBatchPlanner).throughput > Row(r, b, S::kNoSpeculation).throughput)) {
+      first = b;
+    }
+  }
+  EXPECT_EQ(r.stop_paying_batch, first);
+}
+
+TEST(Concurrency, StopPayingBatchMatchesTheRows) {
+  const Trace trace = Load(DefaultTracePath());
+  auto r = RunConcurrency(trace, H100Qwen3(), BundledOptions(0.001));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectStopConsistent(*r);
+  EXPECT_THAT(FormatConcurrencyTable(*r), HasSubstr("speculation"));
+}
+
+// A cost that grows steeply with tokens and a costly drafter: the planner switches speculation
+// off in every step, which is then priced as plain decoding, and it stops paying at the first B.
+TEST(Concurrency, PlannerOffSwitchIsPlainDecoding) {
+  const Trace trace = Load(testing::FixturePath());
+  const AffineLatency latency(0.001, 0.01);
+  ConcurrencyOptions o;
+  o.batch_sizes = {2, 4};
+  o.n_max = 4;
+  o.drafter.t_net_s = 0.05;
+  auto r = RunConcurrency(trace, latency, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int b : {2, 4}) {
+    const ConcurrencyRow& bp = Row(*r, b, S::kBatchPlanner);
+    const ConcurrencyRow& plain = Row(*r, b, S::kNoSpeculation);
+    EXPECT_EQ(bp.plain_steps, bp.steps);
+    EXPECT_EQ(bp.mean_tree_size, 0);
+    EXPECT_EQ(bp.throughput, plain.throughput);
+  }
+  EXPECT_EQ(r->stop_paying_batch, 2);
+  ExpectStopConsistent(*r);
+  EXPECT_THAT(FormatConcurrencyTable(*r), HasSubstr("speculation stops paying at B = 2"));
+}
+
+// T_draft(B) = T_draft(1) (1 + g (B - 1)): growth adds exactly that to every batch step.
+TEST(Concurrency, DraftBatchGrowthPricesBatchedDrafting) {
+  const Trace trace = Load(testing::FixturePath());
+  const AffineLatency latency(0.01, 0.001, 1e-5);
+  ConcurrencyOptions o;
+  o.batch_sizes = {1, 8};
+  o.n_max = 3;
+  o.drafter.t_net_s = 0.002;
+  o.drafter.batch_growth = 0;
+  auto flat = RunConcurrency(trace, latency, o);
+  o.drafter.batch_growth = 0.25;
+  auto grown = RunConcurrency(trace, latency, o);
+  ASSERT_TRUE(flat.ok() && grown.ok());
+  EXPECT_DOUBLE_EQ(Row(*grown, 1, S::kFixedTree).cycle_s, Row(*flat, 1, S::kFixedTree).cycle_s);
+  EXPECT_NEAR(Row(*grown, 8, S::kFixedTree).cycle_s - Row(*flat, 8, S::kFixedTree).cycle_s,
+              0.002 * 0.25 * 7, 1e-12);
+  EXPECT_NEAR(Row(*grown, 8, S::kController).cycle_s - Row(*flat, 8, S::kController).cycle_s,
+              0.002 * 0.25 * 7, 1e-12);
+  EXPECT_EQ(Row(*grown, 8, S::kNoSpeculation).cycle_s, Row(*flat, 8, S::kNoSpeculation).cycle_s);
+}
+
+TEST(Concurrency, JsonHasEveryRowAndTheStopPoint) {
+  const Trace trace = Load(testing::FixturePath());
+  const AffineLatency latency(0.01, 0.001, 1e-5);
+  ConcurrencyOptions o;
+  o.batch_sizes = {1, 2, 16};
+  o.n_max = 4;
+  auto r = RunConcurrency(trace, latency, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const nlohmann::json j = nlohmann::json::parse(ConcurrencyReportToJson(*r).dump());
+  ASSERT_EQ(j["rows"].size(), 12u);
+  EXPECT_EQ(j["options"]["concurrency"], nlohmann::json({1, 2, 16}));
+  EXPECT_EQ(j["rows"][3]["strategy"], "batch_planner");
+  EXPECT_EQ(j["rows"][4]["batch"], 2);
+  for (const auto& row : j["rows"]) {
+    for (const char* key : {"throughput", "accepted", "mean_tree_size", "cycle_s", "speedup"}) {
+      ASSERT_TRUE(row[key].is_number()) << key << " in " << row.dump();
+    }
+  }
+  if (r->stop_paying_batch > 0) {
+    EXPECT_EQ(j["stop_paying_batch"], r->stop_paying_batch);
+  } else {
+    EXPECT_TRUE(j["stop_paying_batch"].is_null());
+  }
+}
+
+}  // namespace
+}  // namespace specplan::whatif

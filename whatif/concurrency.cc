@@ -1,0 +1,367 @@
+#include "whatif/concurrency.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "costmodel/batch_shape.h"
+#include "planner/batch_plan.h"
+#include "planner/best_first.h"
+#include "util/check.h"
+#include "util/status_macros.h"
+#include "whatif/replay.h"
+
+namespace specplan::whatif {
+namespace {
+
+using costmodel::BatchCycleCost;
+using costmodel::BatchShape;
+using planner::BudgetMode;
+
+absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError(msg); }
+
+constexpr ConcurrencyStrategy kAllConcurrency[] = {
+    ConcurrencyStrategy::kNoSpeculation, ConcurrencyStrategy::kFixedTree,
+    ConcurrencyStrategy::kController, ConcurrencyStrategy::kBatchPlanner};
+constexpr int kStrategies = 4;
+
+absl::Status CheckSeconds(double v, const char* field) {
+  if (!(v >= 0) || !std::isfinite(v)) {
+    return Invalid(absl::StrCat(field, " = ", v, ": must be a finite number of seconds >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+// One replayed ring step and the per-request plans that do not depend on the batch.
+struct RingStep {
+  const TraceStep* step = nullptr;
+  int fixed_n = 0;       // fixed_tree: draft nodes
+  int fixed_l = 0;       // fixed_tree: realised accepted length
+  int controller_n = 0;  // controller: n*
+  int controller_l = 0;  // controller: realised accepted length
+};
+
+// Sums of one (B, strategy) row.
+struct RowSums {
+  double tokens = 0, seconds = 0, accepted = 0, nodes = 0;
+  int64_t plain_steps = 0;
+};
+
+costmodel::DrafterCost BatchDrafter(const ConcurrencyOptions& o, int gamma) {
+  costmodel::DrafterCost d = o.drafter;
+  d.gamma = gamma;
+  return d;
+}
+
+nlohmann::json Num(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); }
+
+}  // namespace
+
+const char* ConcurrencyStrategyName(ConcurrencyStrategy s) {
+  switch (s) {
+    case ConcurrencyStrategy::kNoSpeculation:
+      return "no_spec";
+    case ConcurrencyStrategy::kFixedTree:
+      return "fixed_tree";
+    case ConcurrencyStrategy::kController:
+      return "controller";
+    case ConcurrencyStrategy::kBatchPlanner:
+      return "batch_planner";
+  }
+  return "?";
+}
+
+std::vector<ConcurrencyStrategy> AllConcurrencyStrategies() {
+  return std::vector<ConcurrencyStrategy>(std::begin(kAllConcurrency), std::end(kAllConcurrency));
+}
+
+int MaxConcurrency() { return planner::kMaxBatchRequests; }
+
+absl::StatusOr<std::vector<int>> ParseConcurrencyList(std::string_view text) {
+  std::vector<int> out;
+  std::set<int> seen;
+  for (absl::string_view item : absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    const std::string quoted = absl::StrCat("\"", std::string(item), "\"");
+    int v = 0;
+    if (!absl::SimpleAtoi(item, &v) || v < 1) {
+      return Invalid(absl::StrCat(quoted, " must be a positive integer"));
+    }
+    if (v > MaxConcurrency()) {
+      return Invalid(absl::StrCat(quoted, " must be at most ", MaxConcurrency()));
+    }
+    if (!seen.insert(v).second) return Invalid(absl::StrCat(quoted, " is listed twice"));
+    out.push_back(v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
+                                                 const costmodel::LatencyModel& latency,
+                                                 const ConcurrencyOptions& o) {
+  // Options.
+  std::vector<int> sizes = o.batch_sizes;
+  if (sizes.empty()) return Invalid("batch_sizes: empty (need at least one batch size)");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 1 || sizes[i] > MaxConcurrency()) {
+      return Invalid(absl::StrCat("batch_sizes[", i, "] = ", sizes[i], ": must be in [1, ",
+                                  MaxConcurrency(), "]"));
+    }
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (o.n_max < 1 || o.n_max >= planner::kMaxTreeNodes) {
+    return Invalid(absl::StrCat("n_max = ", o.n_max, ": must be in [1, ",
+                                planner::kMaxTreeNodes - 1, "] draft nodes per request"));
+  }
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.t_aux_s, "t_aux_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_net_s, "drafter.t_net_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_head_s, "drafter.t_head_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_light_s, "drafter.t_light_s"));
+  if (!(o.drafter.batch_growth >= 0) || !std::isfinite(o.drafter.batch_growth)) {
+    return Invalid(absl::StrCat("drafter.batch_growth = ", o.drafter.batch_growth,
+                                ": must be a finite number >= 0"));
+  }
+
+  // The ring of steps with marginals, and the plans that do not depend on the batch.
+  std::vector<RingStep> ring;
+  for (size_t i = 0; i < trace.steps.size(); ++i) {
+    const TraceStep& s = trace.steps[i];
+    if (o.validate_trace) {
+      absl::Status st = ValidateTraceStep(s, trace.header);
+      if (!st.ok()) return Invalid(absl::StrCat("step ", i, ": ", std::string(st.message())));
+    }
+    if (s.marginals) ring.push_back({&s});
+  }
+  if (ring.empty()) return Invalid("trace: no step with marginals");
+  planner::BestFirstPlanner single;
+  planner::BestFirstPlan plan;
+  std::vector<int32_t> matched;
+  single.Reserve(o.n_max);
+  planner::BestFirstOptions controller;
+  controller.mode = BudgetMode::kController;
+  controller.n_max = o.n_max;
+  controller.validate = false;  // validated with the trace
+  for (RingStep& r : ring) {
+    const TraceStep& s = *r.step;
+    absl::Status st = single.PlanFixed(*s.marginals, o.n_max, &plan);
+    if (!st.ok()) return Invalid(absl::StrCat("fixed_tree: ", std::string(st.message())));
+    r.fixed_n = plan.n;
+    r.fixed_l = RealizedAcceptedLength(plan.tree, s.continuation, &matched);
+    const costmodel::CycleCost cost(&latency, BatchDrafter(o, s.marginals->gamma), o.t_aux_s, s.c);
+    st = single.Plan(*s.marginals, controller, &cost, &plan);
+    if (!st.ok()) return Invalid(absl::StrCat("controller: ", std::string(st.message())));
+    r.controller_n = plan.n;
+    r.controller_l = RealizedAcceptedLength(plan.tree, s.continuation, &matched);
+  }
+
+  ConcurrencyReport report;
+  report.target = trace.header.target;
+  report.draft = trace.header.draft;
+  report.trace_steps = static_cast<int64_t>(trace.steps.size());
+  report.ring_steps = static_cast<int64_t>(ring.size());
+  report.latency_model = latency.Kind();
+  report.batch_sizes = sizes;
+  report.n_max = o.n_max;
+  report.drafter = o.drafter;
+  report.t_aux_s = o.t_aux_s;
+  report.batch_scan = o.batch_scan;
+
+  const int S = static_cast<int>(ring.size());
+  planner::BatchPlanner batch_planner;
+  planner::BatchPlan batch_plan;
+  planner::BatchPlanOptions bo;
+  bo.mode = o.batch_scan ? BudgetMode::kScan : BudgetMode::kController;
+  bo.validate = false;
+  std::vector<planner::BatchRequest> requests;
+  std::vector<int> at;  // [B] ring position of each request in this batch step
+  BatchShape plain, fixed, ctl;
+  for (size_t si = 0; si < sizes.size(); ++si) {
+    const int B = sizes[si];
+    RowSums sums[kStrategies];
+    bo.n_max = static_cast<int>(
+        std::min<int64_t>(static_cast<int64_t>(B) * o.n_max, planner::kMaxBatchNodes));
+    requests.assign(static_cast<size_t>(B), planner::BatchRequest{});
+    at.resize(static_cast<size_t>(B));
+    for (int t = 0; t < S; ++t) {
+      plain.Clear();
+      fixed.Clear();
+      ctl.Clear();
+      int gamma = 1;
+      bool ctl_drafts = false;
+      for (int j = 0; j < B; ++j) {
+        const int offset = static_cast<int>(static_cast<int64_t>(j) * S / B);
+        const int k = (offset + t) % S;
+        at[j] = k;
+        const RingStep& r = ring[k];
+        const TraceStep& s = *r.step;
+        gamma = std::max(gamma, s.marginals->gamma);
+        plain.Add(1, s.c);
+        fixed.Add(r.fixed_n + 1, s.c);
+        ctl.Add(r.controller_n + 1, s.c);
+        ctl_drafts = ctl_drafts || r.controller_n > 0;
+        sums[1].tokens += 1 + r.fixed_l;
+        sums[1].accepted += r.fixed_l;
+        sums[1].nodes += r.fixed_n;
+        sums[2].tokens += 1 + r.controller_l;
+        sums[2].accepted += r.controller_l;
+        sums[2].nodes += r.controller_n;
+        requests[j].marginals = &*s.marginals;
+        requests[j].c = s.c;
+        requests[j].n_max = o.n_max;
+      }
+      const BatchCycleCost cost(&latency, BatchDrafter(o, gamma), o.t_aux_s);
+      const double t_ar = latency.VerifyBatchSeconds(plain);
+      // no_spec
+      sums[0].tokens += B;
+      sums[0].seconds += t_ar;
+      ++sums[0].plain_steps;
+      // fixed_tree and controller: every request drafted; the batch is priced together.
+      sums[1].seconds += cost.Seconds(fixed);
+      sums[2].seconds += cost.Seconds(ctl);
+      if (!ctl_drafts) ++sums[2].plain_steps;
+      // batch_planner
+      absl::Status st = batch_planner.Plan(requests, bo, &cost, &batch_plan);
+      if (!st.ok()) {
+        return Invalid(absl::StrCat("batch_planner (B = ", B, ", batch step ", t,
+                                    "): ", std::string(st.message())));
+      }
+      RowSums& bp = sums[3];
+      if (!batch_plan.speculation_pays) {
+        bp.tokens += B;
+        bp.seconds += t_ar;
+        ++bp.plain_steps;
+      } else {
+        bp.seconds += batch_plan.cycle_s;
+        bp.nodes += batch_plan.n_total;
+        for (int j = 0; j < B; ++j) {
+          const int l =
+              RealizedAcceptedLength(batch_plan.trees[j], ring[at[j]].step->continuation, &matched);
+          bp.tokens += 1 + l;
+          bp.accepted += l;
+        }
+      }
+    }
+    const double request_steps = static_cast<double>(B) * S;
+    const double ar_throughput = sums[0].tokens / sums[0].seconds;
+    for (int k = 0; k < kStrategies; ++k) {
+      ConcurrencyRow row;
+      row.batch = B;
+      row.strategy = kAllConcurrency[k];
+      row.steps = S;
+      row.tokens = sums[k].tokens;
+      row.seconds = sums[k].seconds;
+      row.throughput = sums[k].tokens / sums[k].seconds;
+      row.accepted = sums[k].accepted / request_steps;
+      row.mean_tree_size = sums[k].nodes / request_steps;
+      row.cycle_s = sums[k].seconds / S;
+      row.speedup = row.throughput / ar_throughput;
+      row.plain_steps = sums[k].plain_steps;
+      report.rows.push_back(row);
+    }
+    if (report.stop_paying_batch == 0 && !(report.rows.back().throughput > ar_throughput)) {
+      report.stop_paying_batch = B;
+    }
+    if (o.progress) o.progress(static_cast<int>(si) + 1, static_cast<int>(sizes.size()));
+  }
+  return report;
+}
+
+const ConcurrencyRow* FindConcurrencyRow(const ConcurrencyReport& report, int batch,
+                                         ConcurrencyStrategy strategy) {
+  for (const ConcurrencyRow& row : report.rows) {
+    if (row.batch == batch && row.strategy == strategy) return &row;
+  }
+  return nullptr;
+}
+
+nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
+  using nlohmann::json;
+  json j;
+  j["trace"] = {{"target", r.target},
+                {"draft", r.draft},
+                {"steps", r.trace_steps},
+                {"ring_steps", r.ring_steps}};
+  j["latency_model"] = r.latency_model;
+  json strategies = json::array();
+  for (ConcurrencyStrategy s : kAllConcurrency) strategies.push_back(ConcurrencyStrategyName(s));
+  j["options"] = {{"concurrency", r.batch_sizes},
+                  {"strategies", strategies},
+                  {"n_max", r.n_max},
+                  {"drafter",
+                   {{"class", costmodel::DrafterClassName(r.drafter.cls)},
+                    {"t_net_s", r.drafter.t_net_s},
+                    {"t_head_s", r.drafter.t_head_s},
+                    {"t_light_s", r.drafter.t_light_s},
+                    {"batch_growth", r.drafter.batch_growth}}},
+                  {"t_aux_s", r.t_aux_s},
+                  {"batch_mode", r.batch_scan ? "scan" : "controller"}};
+  json rows = json::array();
+  for (const ConcurrencyRow& row : r.rows) {
+    rows.push_back({{"batch", row.batch},
+                    {"strategy", ConcurrencyStrategyName(row.strategy)},
+                    {"steps", row.steps},
+                    {"tokens", row.tokens},
+                    {"seconds", Num(row.seconds)},
+                    {"throughput", Num(row.throughput)},
+                    {"accepted", Num(row.accepted)},
+                    {"mean_tree_size", Num(row.mean_tree_size)},
+                    {"cycle_s", Num(row.cycle_s)},
+                    {"speedup", Num(row.speedup)},
+                    {"plain_steps", row.plain_steps}});
+  }
+  j["rows"] = std::move(rows);
+  j["stop_paying_batch"] = r.stop_paying_batch > 0 ? json(r.stop_paying_batch) : json(nullptr);
+  return j;
+}
+
+std::string FormatConcurrencyTable(const ConcurrencyReport& r) {
+  auto f = [](double x, int prec) {
+    return std::isfinite(x) ? absl::StrFormat("%.*f", prec, x) : std::string("-");
+  };
+  std::string out = absl::StrFormat(
+      "trace: %s -> %s, %d steps (%d with marginals, replayed by every request)\n"
+      "cost: %s latency model; drafter %s (t_net %.3f ms, t_head %.3f ms, batch growth %g), "
+      "aux %.3f ms; n_max %d draft nodes per request; batch planner: %s\n\n",
+      r.draft, r.target, r.trace_steps, r.ring_steps, r.latency_model,
+      costmodel::DrafterClassName(r.drafter.cls), r.drafter.t_net_s * 1e3, r.drafter.t_head_s * 1e3,
+      r.drafter.batch_growth, r.t_aux_s * 1e3, r.n_max,
+      r.batch_scan ? "scan (argmax of G(N))" : "controller (first decrease of G(N))");
+  out += absl::StrFormat("%5s  %-13s %11s %8s %9s %7s %9s %7s\n", "B", "strategy", "tokens/s",
+                         "speedup", "accepted", "tree", "cycle_ms", "plain");
+  int last_b = -1;
+  for (const ConcurrencyRow& row : r.rows) {
+    if (last_b >= 0 && row.batch != last_b) out += "\n";
+    last_b = row.batch;
+    out += absl::StrFormat(
+        "%5d  %-13s %11s %8s %9s %7s %9s %7s\n", row.batch, ConcurrencyStrategyName(row.strategy),
+        f(row.throughput, 1),
+        std::isfinite(row.speedup) ? absl::StrFormat("%.3fx", row.speedup) : std::string("-"),
+        f(row.accepted, 3), f(row.mean_tree_size, 1), f(row.cycle_s * 1e3, 3),
+        absl::StrFormat("%d/%d", row.plain_steps, row.steps));
+  }
+  out += "\n";
+  if (r.stop_paying_batch > 0) {
+    out += absl::StrFormat(
+        "speculation stops paying at B = %d (the batch planner's throughput is not above plain "
+        "decoding's)\n",
+        r.stop_paying_batch);
+  } else {
+    out += absl::StrFormat(
+        "speculation never stops paying in the range (B = %d..%d): the batch planner's throughput "
+        "is above plain decoding's at every B\n",
+        r.batch_sizes.empty() ? 0 : r.batch_sizes.front(),
+        r.batch_sizes.empty() ? 0 : r.batch_sizes.back());
+  }
+  return out;
+}
+
+}  // namespace specplan::whatif

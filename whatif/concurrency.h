@@ -1,0 +1,158 @@
+// What-if under concurrency: replay a recorded trace (trace.h) with B requests in flight, verified
+// together in one ragged pass per step, and compare how four strategies size the draft trees.
+//
+// Requests in flight. The trace's steps that carry "marginals" form a ring of S steps in trace
+// order (one prompt's steps after another's). Request j (j = 0..B-1) starts at ring position
+// o_j = floor(j S / B) and advances one position per batch step, wrapping around; the replay runs
+// R = S batch steps, so every request replays every ring step exactly once and B = 1 is the trace
+// in order. For B > S several requests replay the same step side by side. Each request's realised
+// accepted length L is computed against its step's recorded continuation exactly as the one-request
+// sweep does (replay.h RealizedAcceptedLength); the step's context length c is the recorded one.
+//
+// Cost of one batch step (costmodel/cycle_cost.h BatchCycleCost), request i drafting n_i nodes:
+// clang-format off
+//   C         = T_draft(B) + T_aux + T_verify({(n_i + 1, c_i)})        seconds, one ragged pass
+//   T_draft(B) = T_draft(1) (1 + g (B - 1))      g = options.drafter.batch_growth (DrafterCost)
+//   T_AR      = T_verify({(1, c_i)})                                   seconds, plain decoding
+// clang-format on
+// with gamma = the largest marginals gamma in the batch.
+//
+// Strategies (names as in the JSON and table):
+// clang-format off
+//   no_spec        plain decoding: every request emits 1 token per step; each step costs T_AR
+//                  (no drafter).
+//   fixed_tree     the same fixed budget per request: BestFirstPlanner in fixed mode, exactly
+//                  min(n_max, lattice) draft nodes each (a static tree size tuned for low load).
+//   controller     the per-request controller: each request planned alone by BestFirstPlanner in
+//                  controller mode (n = 0..n_max, priced as a lone request:
+//                  C = T_draft(1) + T_aux + T_verify(n + 1, c)), blind to the batch; the batch is
+//                  then priced together. As in the one-request sweep, a step pays the drafter
+//                  even when every n_i = 0.
+//   batch_planner  planner::BatchPlanner (BudgetMode::kController, kGoodput) over all B requests,
+//                  n_max per request and B n_max over the batch. A step where it returns N* = 0
+//                  (speculation_pays false) is a plain decoding step: 1 token per request, T_AR.
+//                  With options.batch_scan it takes the argmax of G(N) (BudgetMode::kScan)
+//                  instead of the first decrease: measured profiles are stepped (a request's
+//                  first draft node moves it from the decode to the verify attention kernel), so
+//                  G(N) can dip at N = 1 and rise again.
+// clang-format on
+//
+// Per (B, strategy) row, over all R batch steps and B requests (a "request step"):
+//   throughput     = Σ (1 + L) / Σ C             tokens per second over all requests
+//   accepted       = mean L per request step     (root/bonus excluded; no_spec: 0)
+//   tree size      = mean n per request step     (draft nodes)
+//   speedup        = throughput / no_spec throughput at the same B
+// Speculation stops paying at the smallest B in the list whose batch_planner throughput is not
+// above no_spec's (realised, not predicted: the planner prices Â, the replay counts L).
+#ifndef SPECPLAN_WHATIF_CONCURRENCY_H_
+#define SPECPLAN_WHATIF_CONCURRENCY_H_
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/latency_model.h"
+#include "whatif/sweep.h"
+#include "whatif/trace.h"
+
+namespace specplan::whatif {
+
+enum class ConcurrencyStrategy { kNoSpeculation, kFixedTree, kController, kBatchPlanner };
+
+// "no_spec", "fixed_tree", "controller", "batch_planner".
+const char* ConcurrencyStrategyName(ConcurrencyStrategy s);
+// The four strategies, in the order above.
+std::vector<ConcurrencyStrategy> AllConcurrencyStrategies();
+
+// Largest batch size accepted (planner::kMaxBatchRequests).
+int MaxConcurrency();
+
+// Comma-separated batch sizes, e.g. "1,2,4,8". Errors name the bad item and why:
+// "\"0\" must be a positive integer", "\"5000\" must be at most 4096", "\"4\" is listed twice".
+// Sizes come back sorted ascending.
+absl::StatusOr<std::vector<int>> ParseConcurrencyList(std::string_view text);
+
+// The default growth of a batched draft pass (DrafterCost::batch_growth): each further request
+// adds 2 % of one request's drafting time, so B = 256 drafts in 6.1x the time of B = 1 (a small
+// drafter's batched pass stays mostly weight-bound).
+inline constexpr double kDefaultDraftBatchGrowth = 0.02;
+
+struct ConcurrencyOptions {
+  std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64, 128, 256};  // each in [1, 4096]
+  int n_max = 128;  // draft nodes per request: fixed_tree's budget, the controllers' search end;
+                    // in [1, 8191]
+  // The marginals drafter (gamma is replaced by the batch's largest marginals gamma); its
+  // batch_growth prices batched drafting.
+  costmodel::DrafterCost drafter = [] {
+    costmodel::DrafterCost d;
+    d.batch_growth = kDefaultDraftBatchGrowth;
+    return d;
+  }();
+  double t_aux_s = 0;          // seconds, per batch step
+  bool batch_scan = false;     // batch_planner in BudgetMode::kScan instead of kController
+  bool validate_trace = true;  // ValidateTraceStep on every step first
+  // Called after each batch size with (sizes done, sizes total); may be empty.
+  std::function<void(int, int)> progress;
+};
+
+// One (batch size, strategy).
+struct ConcurrencyRow {
+  int batch = 0;
+  ConcurrencyStrategy strategy = ConcurrencyStrategy::kNoSpeculation;
+  int64_t steps = 0;             // R batch steps
+  double tokens = 0;             // Σ (1 + L) over all request steps
+  double seconds = 0;            // Σ C over the batch steps
+  double throughput = kNaN;      // tokens / seconds, tokens per second
+  double accepted = kNaN;        // mean L per request step
+  double mean_tree_size = kNaN;  // mean n per request step
+  double cycle_s = kNaN;         // mean C per batch step, seconds
+  double speedup = kNaN;         // throughput / no_spec throughput at this B
+  // Batch steps in which no request drafted (batch_planner: N* = 0, priced as plain decoding;
+  // controller: every n_i = 0; no_spec: all of them).
+  int64_t plain_steps = 0;
+};
+
+struct ConcurrencyReport {
+  // What was analysed.
+  std::string target, draft;
+  int64_t trace_steps = 0;  // steps in the trace
+  int64_t ring_steps = 0;   // S: the steps with marginals, replayed
+  std::string latency_model;
+  // The options used.
+  std::vector<int> batch_sizes;
+  int n_max = 0;
+  costmodel::DrafterCost drafter;
+  double t_aux_s = 0;
+  bool batch_scan = false;
+  // Rows: batch sizes ascending, strategies in AllConcurrencyStrategies() order within a size.
+  std::vector<ConcurrencyRow> rows;
+  // Smallest batch size whose batch_planner throughput is not above no_spec's; 0 = never in the
+  // range.
+  int stop_paying_batch = 0;
+};
+
+// Runs the replay. InvalidArgument naming the field for bad options (empty or out-of-range batch
+// sizes, n_max, negative times or batch growth), with validate_trace the first bad step ("step 3:
+// ..."), or a trace without any step with marginals.
+absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
+                                                 const costmodel::LatencyModel& latency,
+                                                 const ConcurrencyOptions& options);
+
+// The row of (batch, strategy), or null.
+const ConcurrencyRow* FindConcurrencyRow(const ConcurrencyReport& report, int batch,
+                                         ConcurrencyStrategy strategy);
+
+// JSON form (README "Under concurrency" lists the fields); NaN becomes null.
+nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& report);
+// Human-readable table, one line per (batch size, strategy) grouped by batch size, and the
+// stop-paying line ('\n'-terminated).
+std::string FormatConcurrencyTable(const ConcurrencyReport& report);
+
+}  // namespace specplan::whatif
+
+#endif  // SPECPLAN_WHATIF_CONCURRENCY_H_
