@@ -4,6 +4,7 @@
 //   specplan plan-batch --requests FILE.jsonl --model M --gpu G (--n-max N | --budget N)
 //                       [--profile F] [--scan] [--max-ms-per-token X] [--json]
 //                       [--layout ragged|sglang [--tree-mask-mode M] [--draft-token-num D]]
+//                       [--server HOST:PORT]
 //
 // Each line of FILE is one request: {"marginals": {"root_token", "tokens", "probs"}, "c": int}
 // with optional "n_max" (cap on that request's draft nodes) and "weight" (> 0, default 1). Blank
@@ -11,6 +12,9 @@
 // JSON output: {"n_total", "requests": [{"n", "tokens", "parents", "depths", "positions",
 // "retrieve", "expected_accepted"}], "curve": [{"n", "expected_accepted", "cycle_s", "goodput"}],
 // ...}; a curve point's expected_accepted is Σ Â_i and goodput is tokens per second.
+// --server plans on a specplan-server (the PlanBatch RPC) and prints the same output byte for
+// byte; the cost is the server's stored profile for --gpu/--model/--dtype when it has one, else
+// the bare roofline (--profile and --latency-model are local only, as for `plan`).
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -23,6 +27,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/layout_json.h"
+#include "cli/remote.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
 #include "planner/batch_plan.h"
@@ -51,6 +56,7 @@ struct PlanBatchArgs {
   std::string layout;
   std::string tree_mask_mode = "QLEN_ONLY";
   int draft_token_num = 0;
+  std::string server;
 };
 
 // One parsed line of the requests file.
@@ -176,7 +182,13 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   std::unique_ptr<costmodel::LatencyModel> latency;
   std::unique_ptr<costmodel::BatchCycleCost> cost;
   std::string latency_kind;
-  if (want_cost) {
+  if (!a.server.empty() && (!a.profile.empty() || !a.latency_model.empty())) {
+    std::cerr << kCmd
+              << "--profile and --latency-model are local; with --server the server's stored "
+                 "profile for --gpu/--model/--dtype and its default model are used\n";
+    return 1;
+  }
+  if (want_cost && a.server.empty()) {
     auto resolved =
         costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model);
     if (!resolved.ok()) {
@@ -190,19 +202,30 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   std::vector<BatchRequest> requests;
   requests.reserve(lines->size());
   for (const RequestLine& r : *lines) requests.push_back({&r.marginals, r.c, r.n_max, r.weight});
-  BatchPlanner planner;
   BatchPlan plan;
-  if (absl::Status st = planner.Plan(requests, options, cost.get(), &plan); !st.ok()) {
-    std::cerr << kCmd << st.message() << "\n";
-    return 1;
-  }
   const int B = static_cast<int>(requests.size());
   std::vector<TreeOutputs> outputs(static_cast<size_t>(B));
-  for (int i = 0; i < B; ++i) {
-    TreeOutputOptions o;
-    o.position_offset = requests[i].c;
-    o.packed_mask = false;
-    ComputeTreeOutputs(plan.trees[i], o, &outputs[i]);
+  if (!a.server.empty()) {
+    const RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, /*context=*/0};
+    auto used =
+        RemotePlanBatch(a.server, requests, options, want_cost ? &rc : nullptr, &plan, &outputs);
+    if (!used.ok()) {
+      std::cerr << kCmd << used.status().message() << "\n";
+      return 1;
+    }
+    latency_kind = used->latency_model;
+  } else {
+    BatchPlanner planner;
+    if (absl::Status st = planner.Plan(requests, options, cost.get(), &plan); !st.ok()) {
+      std::cerr << kCmd << st.message() << "\n";
+      return 1;
+    }
+    for (int i = 0; i < B; ++i) {
+      TreeOutputOptions o;
+      o.position_offset = requests[i].c;
+      o.packed_mask = false;
+      ComputeTreeOutputs(plan.trees[i], o, &outputs[i]);
+    }
   }
 
   const char* mode_name = options.mode == BudgetMode::kFixed        ? "fixed"
@@ -342,6 +365,9 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
                   "request; maximises goodput under it")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->add_option("--server", args->server,
+                  "Plan on a specplan-server at HOST:PORT (the PlanBatch RPC) instead of "
+                  "in-process (same output)");
   auto* layout = cmd->add_option("--layout", args->layout,
                                  "With --json, add the batch in an engine's layout: ragged (key "
                                  "`ragged`: cu_seqlens, tokens, positions, parents) or sglang "

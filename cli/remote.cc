@@ -63,6 +63,17 @@ absl::StatusOr<RemoteResult> RemotePlanTree(const std::string& server,
   return client.PlanTree(marginals, options, &request, c, plan, outputs);
 }
 
+absl::StatusOr<RemoteResult> RemotePlanBatch(const std::string& server,
+                                             const std::vector<planner::BatchRequest>& requests,
+                                             const planner::BatchPlanOptions& options,
+                                             const RemoteCost* cost, planner::BatchPlan* plan,
+                                             std::vector<planner::TreeOutputs>* outputs) {
+  client::PlannerClient client(server);
+  if (cost == nullptr) return client.PlanBatch(requests, options, nullptr, plan, outputs);
+  SPECPLAN_ASSIGN_OR_RETURN(client::CostRequest request, ToCostRequest(&client, *cost));
+  return client.PlanBatch(requests, options, &request, plan, outputs);
+}
+
 absl::Status RemoteMergeTrees(const std::string& server, const planner::Tree& a,
                               const planner::Tree& b, const planner::MergeOptions& options,
                               int64_t c, planner::MergedTree* merged,

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
+#include "planner/batch_plan.h"
 #include "planner/best_first.h"
 #include "planner/marginals.h"
 #include "planner/merge.h"
@@ -44,6 +45,8 @@ using client::RemoteWhatIfResult;  // the report, the cost used, the server's bu
 
 // One-shot calls (a fresh channel per call); contracts as PlannerClient's in service/client.h.
 //   RemotePlanTree    PlanTree; positions offset by c, packed mask, retrieve
+//   RemotePlanBatch   PlanBatch; per request positions offset by its c, parents, retrieve; the
+//                     cost's context is not used
 //   RemoteMergeTrees  MergeTrees; outputs with dense mask
 //   RemoteWhatIf      WhatIf over a trace sent as text (empty: the server's bundled trace); the
 //                     report equals whatif::RunWhatIf's, so the same table / JSON / plot code runs
@@ -53,6 +56,11 @@ absl::StatusOr<RemoteResult> RemotePlanTree(const std::string& server,
                                             const RemoteCost* cost, int64_t c,
                                             planner::BestFirstPlan* plan,
                                             planner::TreeOutputs* outputs);
+absl::StatusOr<RemoteResult> RemotePlanBatch(const std::string& server,
+                                             const std::vector<planner::BatchRequest>& requests,
+                                             const planner::BatchPlanOptions& options,
+                                             const RemoteCost* cost, planner::BatchPlan* plan,
+                                             std::vector<planner::TreeOutputs>* outputs);
 absl::Status RemoteMergeTrees(const std::string& server, const planner::Tree& a,
                               const planner::Tree& b, const planner::MergeOptions& options,
                               int64_t c, planner::MergedTree* merged,

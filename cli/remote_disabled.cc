@@ -17,6 +17,13 @@ absl::StatusOr<RemoteResult> RemotePlanTree(const std::string&, const planner::M
                                             planner::TreeOutputs*) {
   return Disabled();
 }
+absl::StatusOr<RemoteResult> RemotePlanBatch(const std::string&,
+                                             const std::vector<planner::BatchRequest>&,
+                                             const planner::BatchPlanOptions&, const RemoteCost*,
+                                             planner::BatchPlan*,
+                                             std::vector<planner::TreeOutputs>*) {
+  return Disabled();
+}
 absl::Status RemoteMergeTrees(const std::string&, const planner::Tree&, const planner::Tree&,
                               const planner::MergeOptions&, int64_t, planner::MergedTree*,
                               planner::TreeOutputs*) {

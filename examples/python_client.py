@@ -16,6 +16,9 @@ reported on stderr.
     {"root_token": int, "tokens": [[int] * k] * gamma, "probs": [[float] * k] * gamma}
 Without it, a deterministic example (gamma=16, K=8) is built inline. With --profile GPU/MODEL the
 server's calibrated profile is used instead of the bare roofline of --gpu/--model.
+After the per-request steps it plans one batch (the PlanBatch RPC): --batch B requests with these
+marginals at contexts --context, --context + 1024, ... under one total budget --batch-n-max, and
+asks for the ragged engine layout; --batch 0 skips it. With --json the batch reply is under "batch".
 Exit status: 0 on success, 1 on an RPC error (the server's message names the bad field).
 """
 
@@ -100,6 +103,54 @@ def to_wire(pb, m):
     return msg
 
 
+def nan_to_none(x):
+    return None if math.isnan(x) else x
+
+
+def plan_batch(pb, stub, args, marginals, cost, mode):
+    """One PlanBatch call: args.batch requests sharing one budget; returns the reply as a dict."""
+    import grpc
+
+    req = pb.PlanBatchRequest(mode=mode, n_max=args.batch_n_max,
+                              objective=pb.BATCH_OBJECTIVE_GOODPUT,
+                              layout=pb.BATCH_LAYOUT_RAGGED)
+    for i in range(args.batch):
+        req.requests.add(marginals=to_wire(pb, marginals), context_tokens=args.context + 1024 * i)
+    req.cost.CopyFrom(cost)
+    req.cost.context_tokens = 0  # each request carries its own c
+    try:
+        resp = stub.PlanBatch(req, timeout=args.timeout, metadata=[("x-request-id", "py-batch")])
+    except grpc.RpcError as e:
+        print("PlanBatch failed: %s: %s" % (e.code().name, e.details()), file=sys.stderr)
+        return None
+    requests = []
+    for r in resp.requests:
+        o, t = r.outputs, r.tree
+        requests.append({
+            "n": r.n, "tokens": list(t.tokens), "parents": list(t.parents),
+            "depths": list(t.depths), "positions": list(o.positions),
+            "retrieve": [list(o.retrieve[i * o.retrieve_width:(i + 1) * o.retrieve_width])
+                         for i in range(o.num_leaves)],
+            "expected_accepted": r.expected_accepted})
+    c = resp.curve
+    curve = [{"n": c.n[i], "expected_accepted": c.expected_accepted[i], "cycle_s": c.cycle_s[i],
+              "goodput": c.goodput[i]} for i in range(len(c.n))]
+    print("batch of %d: N* = %d draft nodes, n_i = %s, goodput %s tokens/s (plain decoding %s), "
+          "server %.1f us"
+          % (len(requests), resp.n_total, [r["n"] for r in requests],
+             "n/a" if math.isnan(resp.goodput) else "%.1f" % resp.goodput,
+             "n/a" if math.isnan(resp.ar_goodput) else "%.1f" % resp.ar_goodput, resp.plan_us))
+    return {"n_total": resp.n_total, "requests": requests, "curve": curve,
+            "cycle_s": nan_to_none(resp.cycle_s), "goodput": nan_to_none(resp.goodput),
+            "ar_goodput": nan_to_none(resp.ar_goodput),
+            "speculation_pays": resp.speculation_pays,
+            "ragged": {"cu_seqlens": list(resp.ragged.cu_seqlens),
+                       "tokens": list(resp.ragged.tokens),
+                       "positions": list(resp.ragged.positions),
+                       "parents": list(resp.ragged.parents)},
+            "latency_model": resp.latency_model}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--server", default="127.0.0.1:50051", help="HOST:PORT of specplan-server")
@@ -112,6 +163,10 @@ def main():
     ap.add_argument("--mode", choices=["controller", "scan", "fixed"], default="controller")
     ap.add_argument("--steps", type=int, default=3, help="decoding steps to simulate")
     ap.add_argument("--timeout", type=float, default=5.0, help="per-call deadline, seconds")
+    ap.add_argument("--batch", type=int, default=4,
+                    help="requests in the PlanBatch call after the steps (0 = none)")
+    ap.add_argument("--batch-n-max", type=int, default=512,
+                    help="PlanBatch: total draft nodes over the batch")
     ap.add_argument("--json", action="store_true", help="print the last plan as JSON")
     ap.add_argument("--stubs-dir", help="directory of the build-time Python stubs "
                     "(<build>/python); default: the newest build*/python, else generate now")
@@ -167,6 +222,11 @@ def main():
             "speedup": None if math.isnan(resp.plan.speedup) else resp.plan.speedup,
             "cycle_s": None if math.isnan(resp.plan.cycle_s) else resp.plan.cycle_s,
             "latency_model": resp.latency_model, "profile_id": resp.profile_id}
+    if args.batch > 0:
+        batch = plan_batch(pb, stub, args, marginals, cost, mode)
+        if batch is None:
+            return 1
+        plan["batch"] = batch
     if args.json:
         print(json.dumps(plan, indent=2))
     else:

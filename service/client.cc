@@ -87,6 +87,13 @@ absl::Status PlannerClient::Call(const v1::PlanTreeRequest& req, v1::PlanTreeRes
   return FromGrpc(server_, impl_->stub->PlanTree(&ctx, req, resp));
 }
 
+absl::Status PlannerClient::Call(const v1::PlanBatchRequest& req, v1::PlanBatchResponse* resp) {
+  grpc::ClientContext ctx;
+  impl_->SetDeadline(&ctx);
+  resp->Clear();
+  return FromGrpc(server_, impl_->stub->PlanBatch(&ctx, req, resp));
+}
+
 absl::Status PlannerClient::Call(const v1::MergeTreesRequest& req, v1::MergeTreesResponse* resp) {
   grpc::ClientContext ctx;
   impl_->SetDeadline(&ctx);
@@ -173,6 +180,23 @@ absl::StatusOr<RemoteResult> PlannerClient::PlanTree(const planner::Marginals& m
   SPECPLAN_RETURN_IF_ERROR(Call(req, &resp));
   service::PlanFromProto(resp.plan(), plan);
   service::TreeOutputsFromProto(resp.outputs(), outputs);
+  return RemoteResult{resp.latency_model(), resp.profile_id()};
+}
+
+absl::StatusOr<RemoteResult> PlannerClient::PlanBatch(
+    const std::vector<planner::BatchRequest>& requests, const planner::BatchPlanOptions& options,
+    const CostRequest* cost, planner::BatchPlan* plan, std::vector<planner::TreeOutputs>* outputs) {
+  v1::PlanBatchRequest req;
+  service::BatchRequestToProto(requests, options, &req);
+  if (cost != nullptr) CostToWire(*cost, req.mutable_cost());
+  v1::OutputSelection* sel = req.mutable_outputs();
+  sel->set_positions(true);
+  sel->set_parents(true);
+  sel->set_retrieve(true);
+  sel->set_curve(true);
+  v1::PlanBatchResponse resp;
+  SPECPLAN_RETURN_IF_ERROR(Call(req, &resp));
+  service::BatchPlanFromProto(resp, plan, outputs);
   return RemoteResult{resp.latency_model(), resp.profile_id()};
 }
 

@@ -3,10 +3,10 @@
 //   * PlannerClient keeps one channel and stub to a server, so a decoding loop that calls it every
 //     step reuses one HTTP/2 connection (no reconnect per step). The channel connects lazily on
 //     the first call and reconnects by itself after a server restart.
-//   * The command-level calls (PlanTree, MergeTrees, EstimateLatency, ListProfiles, Profiles,
-//     WhatIf) send the requests the in-process commands run and turn the responses back into the
-//     planner's (or the what-if sweep's) plain structs, so the CLI prints exactly what it prints
-//     in-process. Their cost is a CostRequest: what the request names, already resolved.
+//   * The command-level calls (PlanTree, PlanBatch, MergeTrees, EstimateLatency, ListProfiles,
+//     Profiles, WhatIf) send the requests the in-process commands run and turn the responses back
+//     into the planner's (or the what-if sweep's) plain structs, so the CLI prints exactly what it
+//     prints in-process. Their cost is a CostRequest: what the request names, already resolved.
 //   * RemotePlanBackend is the planner::PlanBackend over PlanTree / MergeTrees: the plans equal
 //     InProcessPlanBackend's for the same inputs. It sends the caller's latency model as a dense
 //     cost.latency_grid (T_verify at s = 1..n_max + 1, c = the cost's context), so any
@@ -30,6 +30,7 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/profile.h"
+#include "planner/batch_plan.h"
 #include "planner/best_first.h"
 #include "planner/marginals.h"
 #include "planner/merge.h"
@@ -40,6 +41,8 @@
 namespace specplan::v1 {
 class PlanTreeRequest;
 class PlanTreeResponse;
+class PlanBatchRequest;
+class PlanBatchResponse;
 class MergeTreesRequest;
 class MergeTreesResponse;
 class WhatIfRequest;
@@ -120,6 +123,15 @@ class PlannerClient {
                                         const CostRequest* cost, int64_t c,
                                         planner::BestFirstPlan* plan,
                                         planner::TreeOutputs* outputs);
+  // PlanBatch. `cost` may be null only in fixed mode with the goodput objective; its context is
+  // not used (each request carries its own c) and drafter.gamma = 0 means the batch's largest
+  // gamma. Fills *plan as BatchPlanner::Plan would, and (*outputs)[i] for request i (positions
+  // offset by its c, parents, retrieve; no mask) as ComputeTreeOutputs would. `options.validate`
+  // is ignored (the server always validates).
+  absl::StatusOr<RemoteResult> PlanBatch(const std::vector<planner::BatchRequest>& requests,
+                                         const planner::BatchPlanOptions& options,
+                                         const CostRequest* cost, planner::BatchPlan* plan,
+                                         std::vector<planner::TreeOutputs>* outputs);
   // MergeTrees with the same options as planner::MergeTrees; outputs with dense mask.
   absl::Status MergeTrees(const planner::Tree& a, const planner::Tree& b,
                           const planner::MergeOptions& options, int64_t c,
@@ -144,6 +156,7 @@ class PlannerClient {
 
   // One RPC on the wire messages (used by RemotePlanBackend; *resp is cleared first).
   absl::Status Call(const v1::PlanTreeRequest& req, v1::PlanTreeResponse* resp);
+  absl::Status Call(const v1::PlanBatchRequest& req, v1::PlanBatchResponse* resp);
   absl::Status Call(const v1::MergeTreesRequest& req, v1::MergeTreesResponse* resp);
   absl::Status Call(const v1::WhatIfRequest& req, v1::WhatIfResponse* resp);  // whatif deadline
 

@@ -48,6 +48,14 @@ absl::Status ValidateLimits(const ServiceLimits& l) {
     return Invalid(
         absl::StrCat("--max-n = ", l.max_n, ": must be in [0, ", planner::kMaxTreeNodes - 1, "]"));
   }
+  if (l.max_batch_requests < 1 || l.max_batch_requests > planner::kMaxBatchRequests) {
+    return Invalid(absl::StrCat("--max-batch-requests = ", l.max_batch_requests,
+                                ": must be in [1, ", planner::kMaxBatchRequests, "]"));
+  }
+  if (l.max_batch_nodes < 0 || l.max_batch_nodes > planner::kMaxBatchNodes) {
+    return Invalid(absl::StrCat("--max-batch-nodes = ", l.max_batch_nodes, ": must be in [0, ",
+                                planner::kMaxBatchNodes, "]"));
+  }
   return absl::OkStatus();
 }
 
@@ -121,6 +129,7 @@ void DrafterCostToProto(const costmodel::DrafterCost& in, v1::DrafterCost* out) 
   out->set_t_net_s(in.t_net_s);
   out->set_t_head_s(in.t_head_s);
   out->set_t_light_s(in.t_light_s);
+  out->set_batch_growth(in.batch_growth);
 }
 
 void TreeToProto(const planner::Tree& in, v1::Tree* out) {
@@ -313,6 +322,244 @@ absl::Status NodeDistributionsFromProto(const v1::NodeDistributions& in,
   AssignRepeated(in.tokens(), &out->tokens);
   AssignRepeated(in.probs(), &out->probs);
   return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// PlanBatch
+
+absl::Status BatchRequestsFromProto(const v1::PlanBatchRequest& in, const ServiceLimits& limits,
+                                    std::vector<planner::Marginals>* marginals,
+                                    std::vector<planner::BatchRequest>* out) {
+  const int B = in.requests_size();
+  if (B == 0) return Invalid("requests: empty (at least one request)");
+  if (B > limits.max_batch_requests) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("requests: ", B, " requests exceed the server limit ",
+                     limits.max_batch_requests, " (--max-batch-requests)"));
+  }
+  marginals->resize(static_cast<size_t>(B));
+  out->resize(static_cast<size_t>(B));
+  for (int i = 0; i < B; ++i) {
+    const v1::BatchEntry& r = in.requests(i);
+    const std::string at = absl::StrCat("requests[", i, "]");
+    if (!r.has_marginals()) return Invalid(absl::StrCat(at, ".marginals: required"));
+    SPECPLAN_RETURN_IF_ERROR(
+        MarginalsFromProto(r.marginals(), limits, at + ".marginals", &(*marginals)[i]));
+    if (r.context_tokens() < 0 || r.context_tokens() > limits.max_context) {
+      return Invalid(absl::StrCat(at, ".context_tokens = ", r.context_tokens(), ": must be in [0, ",
+                                  limits.max_context, "]"));
+    }
+    planner::BatchRequest& b = (*out)[i];
+    b.marginals = &(*marginals)[i];
+    b.c = r.context_tokens();
+    if (r.has_n_max()) {
+      SPECPLAN_RETURN_IF_ERROR(CheckNMax(r.n_max(), limits, at + ".n_max"));
+      b.n_max = r.n_max();
+    } else {
+      b.n_max = limits.max_n < planner::kMaxTreeNodes - 1 ? limits.max_n : -1;
+    }
+    if (r.weight() == 0) {
+      b.weight = 1.0;
+    } else if (!(std::isfinite(r.weight()) && r.weight() > 0)) {
+      return Invalid(
+          absl::StrCat(at, ".weight = ", r.weight(), ": must be a finite number > 0 (0 = 1)"));
+    } else {
+      b.weight = r.weight();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchOptionsFromProto(const v1::PlanBatchRequest& in, const ServiceLimits& limits,
+                                   planner::BatchPlanOptions* out) {
+  SPECPLAN_RETURN_IF_ERROR(BudgetModeFromProto(in.mode(), "mode", &out->mode));
+  if (in.n_max() < 0) return Invalid(absl::StrCat("n_max = ", in.n_max(), ": must be >= 0"));
+  if (in.n_max() > limits.max_batch_nodes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("n_max = ", in.n_max(), ": exceeds the server limit ", limits.max_batch_nodes,
+                     " draft nodes over the batch "
+                     "(--max-batch-nodes)"));
+  }
+  out->n_max = in.n_max();
+  switch (in.objective()) {
+    case v1::BATCH_OBJECTIVE_UNSPECIFIED:
+    case v1::BATCH_OBJECTIVE_GOODPUT:
+      out->objective = planner::BatchObjective::kGoodput;
+      out->max_seconds_per_token = 0;
+      if (in.max_seconds_per_token() != 0) {
+        return Invalid(absl::StrCat("max_seconds_per_token = ", in.max_seconds_per_token(),
+                                    ": only with objective = LATENCY_BOUND"));
+      }
+      break;
+    case v1::BATCH_OBJECTIVE_LATENCY_BOUND: {
+      const double x = in.max_seconds_per_token();
+      if (!(std::isfinite(x) && x > 0 && x <= kMaxSeconds)) {
+        return Invalid(absl::StrCat("max_seconds_per_token = ", x,
+                                    ": must be a number of seconds in (0, ", kMaxSeconds,
+                                    "] with objective = LATENCY_BOUND"));
+      }
+      out->objective = planner::BatchObjective::kLatencyBound;
+      out->max_seconds_per_token = x;
+      break;
+    }
+    default:
+      return Invalid(absl::StrCat("objective = ", in.objective(),
+                                  ": unknown BatchObjective (use GOODPUT or LATENCY_BOUND)"));
+  }
+  out->validate = false;
+  return absl::OkStatus();
+}
+
+absl::Status SglangOptionsFromProto(const v1::PlanBatchRequest& in,
+                                    planner::SglangLayoutOptions* out) {
+  using planner::SglangTreeMaskMode;
+  const std::string& name = in.tree_mask_mode();
+  if (name.empty()) {
+    out->mode = SglangTreeMaskMode::kQlenOnly;
+  } else {
+    bool known = false;
+    for (const auto m : {SglangTreeMaskMode::kFullMask, SglangTreeMaskMode::kQlenOnly,
+                         SglangTreeMaskMode::kQlenOnlyBitpacking}) {
+      if (name == planner::SglangTreeMaskModeName(m)) {
+        out->mode = m;
+        known = true;
+      }
+    }
+    if (!known) {
+      std::string shown;
+      for (char ch : name.substr(0, 64)) shown.push_back(ch >= 0x20 && ch < 0x7f ? ch : '?');
+      return Invalid(absl::StrCat("tree_mask_mode = '", shown,
+                                  "': unknown (FULL_MASK, QLEN_ONLY or QLEN_ONLY_BITPACKING)"));
+    }
+  }
+  if (in.draft_token_num() < 0 || in.draft_token_num() > planner::kMaxTreeNodes) {
+    return Invalid(absl::StrCat("draft_token_num = ", in.draft_token_num(), ": must be in [0, ",
+                                planner::kMaxTreeNodes, "] (0 = the largest tree's size)"));
+  }
+  out->draft_token_num = in.draft_token_num();
+  return absl::OkStatus();
+}
+
+void BatchRequestToProto(const std::vector<planner::BatchRequest>& requests,
+                         const planner::BatchPlanOptions& options, v1::PlanBatchRequest* out) {
+  out->mutable_requests()->Reserve(static_cast<int>(requests.size()));
+  for (const planner::BatchRequest& r : requests) {
+    v1::BatchEntry* e = out->add_requests();
+    MarginalsToProto(*r.marginals, e->mutable_marginals());
+    e->set_context_tokens(r.c);
+    e->set_has_n_max(r.n_max >= 0);
+    e->set_n_max(r.n_max >= 0 ? r.n_max : 0);
+    e->set_weight(r.weight);
+  }
+  out->set_mode(BudgetModeToProto(options.mode));
+  out->set_n_max(options.n_max);
+  if (options.objective == planner::BatchObjective::kLatencyBound) {
+    out->set_objective(v1::BATCH_OBJECTIVE_LATENCY_BOUND);
+    out->set_max_seconds_per_token(options.max_seconds_per_token);
+  } else {
+    out->set_objective(v1::BATCH_OBJECTIVE_GOODPUT);
+  }
+}
+
+void BatchPlanToProto(const planner::BatchPlan& in,
+                      const std::vector<planner::TreeOutputs>& outputs, const Outputs& o,
+                      v1::PlanBatchResponse* out) {
+  const int B = static_cast<int>(in.trees.size());
+  out->mutable_requests()->Reserve(B);
+  for (int i = 0; i < B; ++i) {
+    v1::BatchPlanEntry* e = out->add_requests();
+    TreeToProto(in.trees[i], e->mutable_tree());
+    e->set_n(in.n[i]);
+    e->set_expected_accepted(in.expected_accepted[i]);
+    e->set_price(in.price[i]);
+    TreeOutputsToProto(outputs[i], o, e->mutable_outputs());
+  }
+  out->set_n_total(in.n_total);
+  out->set_weighted_accepted(in.weighted_accepted);
+  out->set_cycle_s(in.cycle_s);
+  out->set_goodput(in.goodput);
+  out->set_ar_goodput(in.ar_goodput);
+  out->set_speculation_pays(in.speculation_pays);
+  out->set_bound_met(in.bound_met);
+  out->set_lattice_exhausted(in.lattice_exhausted);
+  if (o.curve) {
+    v1::BatchCurve* curve = out->mutable_curve();
+    const int points = static_cast<int>(in.curve.size());
+    curve->mutable_n()->Reserve(points);
+    curve->mutable_expected_accepted()->Reserve(points);
+    curve->mutable_weighted_accepted()->Reserve(points);
+    curve->mutable_cycle_s()->Reserve(points);
+    curve->mutable_goodput()->Reserve(points);
+    for (const planner::BatchCurvePoint& p : in.curve) {
+      curve->add_n(p.n);
+      curve->add_expected_accepted(p.expected_accepted);
+      curve->add_weighted_accepted(p.weighted_accepted);
+      curve->add_cycle_s(p.cycle_s);
+      curve->add_goodput(p.goodput);
+    }
+  }
+}
+
+void BatchPlanFromProto(const v1::PlanBatchResponse& in, planner::BatchPlan* out,
+                        std::vector<planner::TreeOutputs>* outputs) {
+  const int B = in.requests_size();
+  out->trees.resize(static_cast<size_t>(B));
+  out->n.resize(static_cast<size_t>(B));
+  out->expected_accepted.resize(static_cast<size_t>(B));
+  out->price.resize(static_cast<size_t>(B));
+  outputs->resize(static_cast<size_t>(B));
+  for (int i = 0; i < B; ++i) {
+    const v1::BatchPlanEntry& e = in.requests(i);
+    AssignTree(e.tree(), &out->trees[i]);
+    out->n[i] = e.n();
+    out->expected_accepted[i] = e.expected_accepted();
+    out->price[i] = e.price();
+    TreeOutputsFromProto(e.outputs(), &(*outputs)[i]);
+  }
+  out->n_total = in.n_total();
+  out->weighted_accepted = in.weighted_accepted();
+  out->cycle_s = in.cycle_s();
+  out->goodput = in.goodput();
+  out->ar_goodput = in.ar_goodput();
+  out->speculation_pays = in.speculation_pays();
+  out->bound_met = in.bound_met();
+  out->lattice_exhausted = in.lattice_exhausted();
+  out->curve.clear();
+  const v1::BatchCurve& curve = in.curve();
+  for (int i = 0; i < curve.n_size(); ++i) {
+    out->curve.push_back({curve.n(i), curve.expected_accepted(i), curve.weighted_accepted(i),
+                          curve.cycle_s(i), curve.goodput(i)});
+  }
+}
+
+void RaggedBatchToProto(const planner::BatchLayout& in, v1::RaggedBatch* out) {
+  out->mutable_cu_seqlens()->Assign(in.cu_seqlens.begin(), in.cu_seqlens.end());
+  out->mutable_tokens()->Assign(in.tokens.begin(), in.tokens.end());
+  out->mutable_positions()->Assign(in.positions.begin(), in.positions.end());
+  out->mutable_parents()->Assign(in.parents.begin(), in.parents.end());
+  out->mutable_mask_words()->Assign(in.mask_words.begin(), in.mask_words.end());
+  out->mutable_mask_offsets()->Assign(in.mask_offsets.begin(), in.mask_offsets.end());
+  out->mutable_mask_packed()->Assign(in.mask_packed.begin(), in.mask_packed.end());
+  out->mutable_num_leaves()->Assign(in.num_leaves.begin(), in.num_leaves.end());
+  out->mutable_retrieve_width()->Assign(in.retrieve_width.begin(), in.retrieve_width.end());
+  out->mutable_retrieve_offsets()->Assign(in.retrieve_offsets.begin(), in.retrieve_offsets.end());
+  out->mutable_retrieve()->Assign(in.retrieve.begin(), in.retrieve.end());
+}
+
+void SglangBatchToProto(const planner::SglangLayout& in, v1::SglangBatch* out) {
+  out->set_draft_token_num(in.draft_token_num);
+  out->set_tree_mask_mode(planner::SglangTreeMaskModeName(in.mode));
+  out->set_tree_mask_bytes_per_row(in.tree_mask_bytes_per_row);
+  out->mutable_draft_tokens()->Assign(in.draft_tokens.begin(), in.draft_tokens.end());
+  out->mutable_positions()->Assign(in.positions.begin(), in.positions.end());
+  out->mutable_retrive_index()->Assign(in.retrive_index.begin(), in.retrive_index.end());
+  out->mutable_retrive_next_token()->Assign(in.retrive_next_token.begin(),
+                                            in.retrive_next_token.end());
+  out->mutable_retrive_next_sibling()->Assign(in.retrive_next_sibling.begin(),
+                                              in.retrive_next_sibling.end());
+  out->set_tree_mask(reinterpret_cast<const char*>(in.tree_mask.data()), in.tree_mask.size());
+  out->mutable_tree_mask_offsets()->Assign(in.tree_mask_offsets.begin(),
+                                           in.tree_mask_offsets.end());
 }
 
 // ---------------------------------------------------------------------------------------------

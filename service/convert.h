@@ -20,8 +20,10 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/grid_latency.h"
 #include "costmodel/latency_model.h"
+#include "planner/batch_plan.h"
 #include "planner/best_first.h"
 #include "planner/dynatree.h"
+#include "planner/engine_layouts.h"
 #include "planner/fixed_tree.h"
 #include "planner/marginals.h"
 #include "planner/merge.h"
@@ -44,6 +46,8 @@ struct ServiceLimits {
   int max_report_steps = 1 << 16;               // ReportAcceptance steps per call
   int64_t max_whatif_steps = 1 << 17;           // WhatIf: trace steps per request
   int max_whatif_budgets = 64;                  // WhatIf: budgets per request (each <= max_n)
+  int max_batch_requests = planner::kMaxBatchRequests;  // PlanBatch: requests per call (B)
+  int max_batch_nodes = planner::kMaxBatchNodes;        // PlanBatch: n_max, total draft nodes
 };
 
 // Checks the limits themselves (flags): each within the planner's own bounds.
@@ -114,6 +118,44 @@ planner::FixedTreeOptions FixedTreeOptionsFromProto(const v1::FixedTreeConfig& c
 // Wire distributions -> *out (buffers reused); shape checks only, the policy validates values.
 absl::Status NodeDistributionsFromProto(const v1::NodeDistributions& in,
                                         planner::NodeDistributions* out);
+
+// PlanBatch (planner.proto "PlanBatch").
+//
+// The batch of a request: (*marginals)[i] is requests[i].marginals (resized to B; buffers reused)
+// and (*out)[i] points into it, so *marginals must stay put while *out is used. Checks B in
+// [1, limits.max_batch_requests] (RESOURCE_EXHAUSTED above), every request's marginals as
+// MarginalsFromProto does with the field "requests[i].marginals", context_tokens in [0,
+// limits.max_context], n_max (when has_n_max) with CheckNMax, weight (0 = 1, else finite > 0).
+// A request without a cap is capped at limits.max_n when that is below the planner's own limit.
+absl::Status BatchRequestsFromProto(const v1::PlanBatchRequest& in, const ServiceLimits& limits,
+                                    std::vector<planner::Marginals>* marginals,
+                                    std::vector<planner::BatchRequest>* out);
+// The options of a request: mode, n_max (in [0, limits.max_batch_nodes], RESOURCE_EXHAUSTED
+// above), objective and max_seconds_per_token (finite, > 0 for LATENCY_BOUND). validate = false
+// (BatchRequestsFromProto validated the marginals).
+absl::Status BatchOptionsFromProto(const v1::PlanBatchRequest& in, const ServiceLimits& limits,
+                                   planner::BatchPlanOptions* out);
+// The SGLang options of a request: tree_mask_mode ("" = QLEN_ONLY) and draft_token_num (>= 0).
+absl::Status SglangOptionsFromProto(const v1::PlanBatchRequest& in,
+                                    planner::SglangLayoutOptions* out);
+
+// Client side: the requests and options as a PlanBatchRequest (no checks: the server validates).
+// n_max = -1 is sent as has_n_max = false.
+void BatchRequestToProto(const std::vector<planner::BatchRequest>& requests,
+                         const planner::BatchPlanOptions& options, v1::PlanBatchRequest* out);
+
+// Server side: the plan and each request's outputs (outputs[i] for request i, positions offset by
+// its c) into the reply; the curve when o.curve.
+void BatchPlanToProto(const planner::BatchPlan& in,
+                      const std::vector<planner::TreeOutputs>& outputs, const Outputs& o,
+                      v1::PlanBatchResponse* out);
+// Client side, the inverse (buffers reused; taken as it is, no checks).
+void BatchPlanFromProto(const v1::PlanBatchResponse& in, planner::BatchPlan* out,
+                        std::vector<planner::TreeOutputs>* outputs);
+
+// Engine layouts on the wire, both ways.
+void RaggedBatchToProto(const planner::BatchLayout& in, v1::RaggedBatch* out);
+void SglangBatchToProto(const planner::SglangLayout& in, v1::SglangBatch* out);
 
 // WhatIf (planner.proto "WhatIf"). The sweep options of a request, except drafter and t_aux_s
 // (they come with the resolved cost) and the trace: budgets (each in [1, limits.max_n], at most

@@ -160,6 +160,11 @@ absl::StatusOr<ResolvedCost> CostResolver::Resolve(const v1::CostSpec& spec, int
   r.drafter.t_net_s = d.t_net_s();
   r.drafter.t_head_s = d.t_head_s();
   r.drafter.t_light_s = d.t_light_s();
+  if (!(std::isfinite(d.batch_growth()) && d.batch_growth() >= 0 && d.batch_growth() <= 1e6)) {
+    return Invalid(absl::StrCat(field, ".drafter.batch_growth = ", d.batch_growth(),
+                                ": must be a finite number in [0, 1e6]"));
+  }
+  r.drafter.batch_growth = d.batch_growth();
 
   SPECPLAN_ASSIGN_OR_RETURN(r.source, Source(spec, field));
   r.cycle.emplace(r.source->latency.get(), r.drafter, r.t_aux_s, r.context);

@@ -23,6 +23,8 @@
 #include "absl/time/time.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/roofline.h"
+#include "planner/batch_plan.h"
+#include "planner/engine_layouts.h"
 #include "planner/merge.h"
 #include "service/plan_session.h"
 #include "util/status_macros.h"
@@ -49,6 +51,22 @@ struct PlanScratch {
 };
 PlanScratch& ThreadPlanScratch() {
   thread_local PlanScratch scratch;
+  return scratch;
+}
+
+// PlanBatch's scratch, likewise per gRPC thread.
+struct BatchScratch {
+  std::vector<planner::Marginals> marginals;
+  std::vector<planner::BatchRequest> requests;
+  std::vector<int64_t> contexts;
+  planner::BatchPlanner planner;
+  planner::BatchPlan plan;
+  std::vector<planner::TreeOutputs> outputs;
+  planner::BatchLayout ragged;
+  planner::SglangLayout sglang;
+};
+BatchScratch& ThreadBatchScratch() {
+  thread_local BatchScratch scratch;
   return scratch;
 }
 
@@ -231,6 +249,94 @@ grpc::ServerUnaryReactor* PlannerService::PlanTree(grpc::CallbackServerContext* 
                                                    v1::PlanTreeResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   reactor->Finish(Serve(Method::kPlanTree, ctx, [&] { return DoPlanTree(*req, resp); }));
+  return reactor;
+}
+
+// ---------------------------------------------------------------------------------------------
+// PlanBatch
+
+absl::Status PlannerService::DoPlanBatch(const v1::PlanBatchRequest& req,
+                                         v1::PlanBatchResponse* resp) {
+  const Clock::time_point t0 = Clock::now();
+  const ServiceLimits& limits = options_.limits;
+  BatchScratch& s = ThreadBatchScratch();
+  SPECPLAN_RETURN_IF_ERROR(BatchRequestsFromProto(req, limits, &s.marginals, &s.requests));
+  planner::BatchPlanOptions options;
+  SPECPLAN_RETURN_IF_ERROR(BatchOptionsFromProto(req, limits, &options));
+  planner::SglangLayoutOptions sglang_options;
+  switch (req.layout()) {
+    case v1::BATCH_LAYOUT_NONE:
+    case v1::BATCH_LAYOUT_RAGGED:
+      break;
+    case v1::BATCH_LAYOUT_SGLANG:
+      SPECPLAN_RETURN_IF_ERROR(SglangOptionsFromProto(req, &sglang_options));
+      break;
+    default:
+      return Invalid(absl::StrCat("layout = ", req.layout(),
+                                  ": unknown BatchLayoutKind (use NONE, RAGGED or SGLANG)"));
+  }
+
+  const bool has_source =
+      req.has_cost() && req.cost().source_case() != v1::CostSpec::SOURCE_NOT_SET;
+  const bool needs_cost = options.mode != planner::BudgetMode::kFixed ||
+                          options.objective == planner::BatchObjective::kLatencyBound;
+  if (needs_cost && !has_source) {
+    return Invalid(
+        "cost: required in CONTROLLER and SCAN modes and for LATENCY_BOUND (set cost.profile, "
+        "cost.inline_model or cost.latency_grid)");
+  }
+  std::optional<ResolvedCost> cost;
+  std::optional<costmodel::BatchCycleCost> batch_cost;
+  if (has_source) {
+    int gamma = 1;  // drafter.gamma = 0: the batch's largest gamma (as `plan-batch` uses)
+    for (const planner::Marginals& m : s.marginals) gamma = std::max(gamma, m.gamma);
+    SPECPLAN_ASSIGN_OR_RETURN(cost, costs_.Resolve(req.cost(), gamma, "cost"));
+    batch_cost.emplace(&cost->latency(), cost->drafter, cost->t_aux_s);
+  }
+  SPECPLAN_RETURN_IF_ERROR(
+      s.planner.Plan(s.requests, options, batch_cost ? &*batch_cost : nullptr, &s.plan));
+  const int B = static_cast<int>(s.requests.size());
+  const Outputs o = OutputsFromProto(req.has_outputs(), req.outputs());
+  s.outputs.resize(static_cast<size_t>(B));
+  for (int i = 0; i < B; ++i) {
+    planner::ComputeTreeOutputs(s.plan.trees[i], TreeOutputOptionsFor(o, s.requests[i].c),
+                                &s.outputs[i]);
+  }
+  BatchPlanToProto(s.plan, s.outputs, o, resp);
+  if (req.layout() != v1::BATCH_LAYOUT_NONE) {
+    s.contexts.resize(static_cast<size_t>(B));
+    for (int i = 0; i < B; ++i) s.contexts[i] = s.requests[i].c;
+    if (req.layout() == v1::BATCH_LAYOUT_RAGGED) {
+      SPECPLAN_RETURN_IF_ERROR(
+          Prefixed("layout", planner::ComputeBatchLayout(s.plan.trees, s.contexts, &s.ragged)));
+      RaggedBatchToProto(s.ragged, resp->mutable_ragged());
+    } else {
+      // Refusals name the request fields: draft_token_num smaller than a tree, or
+      // QLEN_ONLY_BITPACKING with D > 32.
+      absl::Status st =
+          planner::ComputeSglangLayout(s.plan.trees, s.contexts, sglang_options, &s.sglang);
+      if (!st.ok()) {
+        return Invalid(absl::StrCat("layout = SGLANG (tree_mask_mode ",
+                                    planner::SglangTreeMaskModeName(sglang_options.mode),
+                                    ", draft_token_num ", sglang_options.draft_token_num,
+                                    "): ", st.message()));
+      }
+      SglangBatchToProto(s.sglang, resp->mutable_sglang());
+    }
+  }
+  if (cost) {
+    resp->set_latency_model(cost->latency_kind());
+    resp->set_profile_id(cost->profile_id());
+  }
+  resp->set_plan_us(MicrosSince(t0));
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* PlannerService::PlanBatch(grpc::CallbackServerContext* ctx,
+                                                    const v1::PlanBatchRequest* req,
+                                                    v1::PlanBatchResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(Serve(Method::kPlanBatch, ctx, [&] { return DoPlanBatch(*req, resp); }));
   return reactor;
 }
 

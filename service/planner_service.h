@@ -1,11 +1,11 @@
-// The specplan.v1.Planner gRPC service: PlanTree, PlanSession, MergeTrees, EstimateLatency, the
-// profile RPCs, ReportAcceptance, GetStats, Ping and WhatIf (whatif::RunWhatIf over a trace the
-// client sends, or the server's bundled trace).
+// The specplan.v1.Planner gRPC service: PlanTree, PlanBatch, PlanSession, MergeTrees,
+// EstimateLatency, the profile RPCs, ReportAcceptance, GetStats, Ping and WhatIf (whatif::RunWhatIf
+// over a trace the client sends, or the server's bundled trace).
 //
-// The per-step hot path, PlanTree (and its baseline Ping), uses gRPC's callback API: the handler
-// runs inline on the thread that read the request (no hand-off to a worker pool), and PlanTree's
-// request and reply live on a pooled protobuf arena (arena_allocator.h), so a call allocates
-// nothing in the steady state. The other methods use the synchronous API.
+// The per-step hot paths, PlanTree and PlanBatch (and their baseline Ping), use gRPC's callback
+// API: the handler runs inline on the thread that read the request (no hand-off to a worker pool),
+// and PlanTree's request and reply live on a pooled protobuf arena (arena_allocator.h), so a call
+// allocates nothing in the steady state. The other methods use the synchronous API.
 //
 // Every handler validates the request completely before acting (see convert.h for the codes and
 // message format), never aborts on client input, and logs one line per call:
@@ -43,8 +43,9 @@ struct ServiceOptions {
   bool log_requests = true;  // one line per call on stderr
 };
 
-class PlannerService final : public v1::Planner::WithCallbackMethod_PlanTree<
-                                 v1::Planner::WithCallbackMethod_Ping<v1::Planner::Service>> {
+class PlannerService final
+    : public v1::Planner::WithCallbackMethod_PlanTree<v1::Planner::WithCallbackMethod_PlanBatch<
+          v1::Planner::WithCallbackMethod_Ping<v1::Planner::Service>>> {
  public:
   // `store` must outlive the service.
   PlannerService(ProfileStore* store, ServiceOptions options);
@@ -52,6 +53,9 @@ class PlannerService final : public v1::Planner::WithCallbackMethod_PlanTree<
   grpc::ServerUnaryReactor* PlanTree(grpc::CallbackServerContext* ctx,
                                      const v1::PlanTreeRequest* req,
                                      v1::PlanTreeResponse* resp) override;
+  grpc::ServerUnaryReactor* PlanBatch(grpc::CallbackServerContext* ctx,
+                                      const v1::PlanBatchRequest* req,
+                                      v1::PlanBatchResponse* resp) override;
   grpc::Status PlanSession(grpc::ServerContext* ctx,
                            grpc::ServerReaderWriter<v1::SessionServerMessage,
                                                     v1::SessionClientMessage>* stream) override;
@@ -76,6 +80,10 @@ class PlannerService final : public v1::Planner::WithCallbackMethod_PlanTree<
 
   // The in-process forms the handlers wrap (no logging / stats); public for tests and benches.
   absl::Status DoPlanTree(const v1::PlanTreeRequest& req, v1::PlanTreeResponse* resp);
+  // PlanBatch: validates the whole request (convert.h BatchRequestsFromProto /
+  // BatchOptionsFromProto, the cost through CostResolver), plans with planner::BatchPlanner and
+  // fills each request's outputs and, when asked for, the batch's engine layout.
+  absl::Status DoPlanBatch(const v1::PlanBatchRequest& req, v1::PlanBatchResponse* resp);
   absl::Status DoMergeTrees(const v1::MergeTreesRequest& req, v1::MergeTreesResponse* resp);
   absl::Status DoEstimateLatency(const v1::EstimateLatencyRequest& req,
                                  v1::EstimateLatencyResponse* resp);

@@ -31,6 +31,8 @@ const char* MethodName(Method m) {
       return "Ping";
     case Method::kWhatIf:
       return "WhatIf";
+    case Method::kPlanBatch:
+      return "PlanBatch";
     case Method::kCount:
       break;
   }

@@ -25,6 +25,7 @@ enum class Method : int {
   kGetStats,
   kPing,
   kWhatIf,
+  kPlanBatch,
   kCount,  // number of methods
 };
 const char* MethodName(Method m);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "costmodel/profile.h"
+#include "planner/batch_plan.h"
 #include "service/server.h"
 #include "util/file.h"
 
@@ -72,6 +73,14 @@ int ServerMain(int argc, char** argv, Env* env) {
   app.add_option("--max-whatif-budgets", config.service.limits.max_whatif_budgets,
                  "Max budgets one WhatIf request may sweep")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--max-batch-requests", config.service.limits.max_batch_requests,
+                 "Max requests (B) one PlanBatch call may plan together")
+      ->check(CLI::Range(1, planner::kMaxBatchRequests))
+      ->capture_default_str();
+  app.add_option("--max-batch-nodes", config.service.limits.max_batch_nodes,
+                 "Max total draft nodes (n_max over the batch) of one PlanBatch call")
+      ->check(CLI::Range(0, planner::kMaxBatchNodes))
       ->capture_default_str();
   app.add_option("--auth-token-file", auth_token_file,
                  "File holding the bearer token PutProfile requires (without it writes are "

@@ -69,6 +69,35 @@ TEST_F(RemoteTest, PlanMergeEstimateMatchInProcess) {
   EXPECT_NE(r.output.find("nope"), std::string::npos) << r.output;
 }
 
+TEST_F(RemoteTest, PlanBatchMatchesInProcess) {
+  // `plan-batch --server` (the PlanBatch RPC) prints byte for byte what the in-process command
+  // prints: table and JSON, every mode, the latency bound, layouts, without a cost, and with a
+  // measured bundled profile (h100 x qwen3-8b, kernel_sum) on both sides.
+  ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", SourcePath("calib")});
+  if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
+  ASSERT_FALSE(server.address().empty());
+  const std::string r = "plan-batch --requests " + SourcePath("examples/batch_requests.jsonl");
+  const std::string h100 = r + " --model qwen3-8b --gpu h100";
+  ExpectSameOutput(server.address(), h100 + " --n-max 2048 --scan --t-draft-ms 0.5 --json");
+  ExpectSameOutput(server.address(), h100 + " --n-max 2048 --scan --t-draft-ms 0.5");
+  ExpectSameOutput(server.address(), h100 + " --n-max 512 --json --layout ragged");
+  ExpectSameOutput(server.address(), r + " --model llama-3.1-8b --gpu a100 --n-max 512 "
+                                         "--max-ms-per-token 4 --drafter ar --t-draft-ms 0.2 "
+                                         "--draft-batch-growth 0.1 --t-aux-ms 0.05 --json");
+  ExpectSameOutput(server.address(), r + " --model llama-3.1-8b --gpu a100 --n-max 512 "
+                                         "--max-ms-per-token 4 --drafter ar --t-draft-ms 0.2");
+  ExpectSameOutput(server.address(), r + " --budget 40 --json --layout sglang "
+                                         "--tree-mask-mode FULL_MASK");
+  ExpectSameOutput(server.address(), r + " --budget 40");
+  // Errors: the cost names the model; local-only flags are refused.
+  auto bad = RunSpecplan(r + " --model nope --gpu h100 --n-max 8 --server " + server.address());
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("nope"), std::string::npos) << bad.output;
+  bad = RunSpecplan(h100 + " --n-max 8 --latency-model roofline --server " + server.address());
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--latency-model are local"), std::string::npos) << bad.output;
+}
+
 TEST_F(RemoteTest, StoredProfilesAreUsedLikeBundledOnes) {
   // A fitted profile in the server's directory and, for the in-process run, the calib dir.
   const auto model = *costmodel::LookupModel("qwen3-8b");

@@ -312,6 +312,42 @@ TEST(ServerBinary, PythonClientGetsTheSamePlanAsTheCppClient) {
       plan["positions"].get<std::vector<int64_t>>(),
       std::vector<int64_t>(resp.outputs().positions().begin(), resp.outputs().positions().end()));
   EXPECT_DOUBLE_EQ(plan["speedup"].get<double>(), resp.plan().speedup());
+
+  // Then one PlanBatch call (--batch 4 by default): requests at c = 500 + 1024 i, one budget of
+  // 512 over the batch, the ragged layout.
+  v1::PlanBatchRequest batch_req;
+  for (int i = 0; i < 4; ++i) {
+    v1::BatchEntry* e = batch_req.add_requests();
+    *e->mutable_marginals() = wire;
+    e->set_context_tokens(500 + 1024 * i);
+  }
+  *batch_req.mutable_cost() = InlineCost(0);
+  batch_req.set_mode(v1::BUDGET_MODE_CONTROLLER);
+  batch_req.set_n_max(512);
+  batch_req.set_layout(v1::BATCH_LAYOUT_RAGGED);
+  v1::PlanBatchResponse batch_resp;
+  grpc::ClientContext batch_ctx;
+  ASSERT_TRUE(stub->PlanBatch(&batch_ctx, batch_req, &batch_resp).ok());
+  ASSERT_TRUE(plan.contains("batch")) << out;
+  const nlohmann::json& batch = plan["batch"];
+  EXPECT_EQ(batch["n_total"].get<int>(), batch_resp.n_total());
+  EXPECT_GT(batch_resp.n_total(), 0);
+  ASSERT_EQ(batch["requests"].size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    const v1::BatchPlanEntry& e = batch_resp.requests(i);
+    EXPECT_EQ(batch["requests"][i]["n"].get<int>(), e.n());
+    EXPECT_EQ(batch["requests"][i]["tokens"].get<std::vector<int32_t>>(),
+              std::vector<int32_t>(e.tree().tokens().begin(), e.tree().tokens().end()));
+    EXPECT_EQ(batch["requests"][i]["positions"].get<std::vector<int64_t>>(),
+              std::vector<int64_t>(e.outputs().positions().begin(), e.outputs().positions().end()));
+    EXPECT_DOUBLE_EQ(batch["requests"][i]["expected_accepted"].get<double>(),
+                     e.expected_accepted());
+  }
+  EXPECT_EQ(batch["curve"].size(), static_cast<size_t>(batch_resp.curve().n_size()));
+  EXPECT_DOUBLE_EQ(batch["goodput"].get<double>(), batch_resp.goodput());
+  EXPECT_EQ(batch["ragged"]["cu_seqlens"].get<std::vector<int32_t>>(),
+            std::vector<int32_t>(batch_resp.ragged().cu_seqlens().begin(),
+                                 batch_resp.ragged().cu_seqlens().end()));
   EXPECT_EQ(server.Terminate(), 0);
   fs::remove_all(dir);
 }
