@@ -43,11 +43,14 @@ class MarginalsFrontier {
   // Starts the frontier of a tree that holds only its root (node 0 of `tree`). `m` and `tree` must
   // outlive the use; `tree` is read (path_probs) as the caller grows it. Keeps capacity.
   void Reset(const Marginals* m, const Tree* tree, double scale, uint32_t request) {
-    m_ = m;
+    probs_ = m->probs.data();
+    tokens_ = m->tokens.data();
+    k_ = m->k;
+    gamma_ = m->gamma;
     tree_ = tree;
     scale_ = scale;
     request_ = request;
-    const int gamma = m->gamma;
+    const int gamma = gamma_;
     next_.clear();
     last_.assign(static_cast<size_t>(gamma), -1);
     waiting_.assign(static_cast<size_t>(gamma), m->k);
@@ -71,10 +74,10 @@ class MarginalsFrontier {
     c.depth = static_cast<int>(tie >> 56);
     c.parent = static_cast<int32_t>(tie >> 8 & 0xffffffff);
     c.rank = static_cast<int>(tie & 0xff);
-    const size_t row = static_cast<size_t>(c.depth - 1) * m_->k;
-    const float q = m_->probs[row + c.rank];
+    const size_t row = static_cast<size_t>(c.depth - 1) * k_;
+    const float q = probs_[row + c.rank];
     c.rho = tree_->path_probs[c.parent] * q;
-    c.token = m_->tokens[row + c.rank];
+    c.token = tokens_[row + c.rank];
     // Move stream (depth, rank) to the parent's successor at its depth.
     const int32_t next = next_[c.parent];
     if (next >= 0) {
@@ -93,14 +96,14 @@ class MarginalsFrontier {
 
  private:
   void ExpandAt(int32_t node, int depth) {
-    if (depth >= m_->gamma) return;
+    if (depth >= gamma_) return;
     if (next_.size() <= static_cast<size_t>(node)) next_.resize(static_cast<size_t>(node) + 1);
     next_[node] = -1;
     if (last_[depth] >= 0) next_[last_[depth]] = node;
     last_[depth] = node;
     int& w = waiting_[depth];
-    const size_t row = static_cast<size_t>(depth) * m_->k;
-    for (int r = 0; r < w; ++r) heap_.push(Key(node, depth + 1, r, m_->probs[row + r]));
+    const size_t row = static_cast<size_t>(depth) * k_;
+    for (int r = 0; r < w; ++r) heap_.push(Key(node, depth + 1, r, probs_[row + r]));
     w = 0;
   }
 
@@ -109,7 +112,10 @@ class MarginalsFrontier {
     return FrontierKey::Make(scale_ * rho, MarginalsTie(depth, request_, parent, rank));
   }
 
-  const Marginals* m_ = nullptr;
+  const float* probs_ = nullptr;     // the marginals' [gamma][k] rows
+  const int32_t* tokens_ = nullptr;  // [gamma][k]
+  int k_ = 0;
+  int gamma_ = 0;
   const Tree* tree_ = nullptr;
   double scale_ = 1.0;
   uint32_t request_ = 0;
