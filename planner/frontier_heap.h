@@ -85,51 +85,38 @@ class FrontierHeap {
   // Top-down with an early stop: the planners replace a top by its successor in the same stream,
   // which often stays near the top, where a bottom-up sift would walk to a leaf and back.
   void ReplaceTop(const FrontierKey& e) {
-    const size_t n = v_.size();
     FrontierKey* v = v_.data();
     size_t i = 0;
-    for (;;) {
-      const size_t first = 4 * i + 1;
-      size_t best = first;
-      if (first + 4 <= n) {
-        const size_t a = FrontierKeyLess(v[first], v[first + 1]) ? first + 1 : first;
-        const size_t b = FrontierKeyLess(v[first + 2], v[first + 3]) ? first + 3 : first + 2;
-        best = FrontierKeyLess(v[a], v[b]) ? b : a;
-      } else if (first < n) {
-        for (size_t c = first + 1; c < n; ++c) best = FrontierKeyLess(v[best], v[c]) ? c : best;
-      } else {
-        break;
-      }
-      if (!FrontierKeyLess(e, v[best])) break;
+    for (size_t best; (best = BestChild(i)) != 0 && FrontierKeyLess(e, v[best]); i = best) {
       v[i] = v[best];
-      i = best;
     }
     v[i] = e;
   }
 
  private:
+  // The child of i with the highest priority, or 0 when i is a leaf.
+  size_t BestChild(size_t i) const {
+    const size_t n = v_.size();
+    const FrontierKey* v = v_.data();
+    const size_t first = 4 * i + 1;
+    if (first + 4 <= n) {
+      // Branch-free tournament over four children.
+      const size_t a = FrontierKeyLess(v[first], v[first + 1]) ? first + 1 : first;
+      const size_t b = FrontierKeyLess(v[first + 2], v[first + 3]) ? first + 3 : first + 2;
+      return FrontierKeyLess(v[a], v[b]) ? b : a;
+    }
+    if (first >= n) return 0;
+    size_t best = first;
+    for (size_t c = first + 1; c < n; ++c) best = FrontierKeyLess(v[best], v[c]) ? c : best;
+    return best;
+  }
+
   // Moves the hole at the root down to a leaf along the larger children, then places e there and
   // lifts it.
   void Fill(const FrontierKey& e) {
-    const size_t n = v_.size();
     FrontierKey* v = v_.data();
     size_t i = 0;
-    for (;;) {
-      const size_t first = 4 * i + 1;
-      size_t best = first;
-      if (first + 4 <= n) {
-        // Branch-free tournament over four children.
-        const size_t a = FrontierKeyLess(v[first], v[first + 1]) ? first + 1 : first;
-        const size_t b = FrontierKeyLess(v[first + 2], v[first + 3]) ? first + 3 : first + 2;
-        best = FrontierKeyLess(v[a], v[b]) ? b : a;
-      } else if (first < n) {
-        for (size_t c = first + 1; c < n; ++c) best = FrontierKeyLess(v[best], v[c]) ? c : best;
-      } else {
-        break;
-      }
-      v[i] = v[best];
-      i = best;
-    }
+    for (size_t best; (best = BestChild(i)) != 0; i = best) v[i] = v[best];
     SiftUp(i, e);
   }
 
