@@ -1,8 +1,9 @@
 // Conversions between the specplan.v1 protos and the library types, with validation that names the
 // field path (e.g. "marginals.probs[2][1]") and applies the server's limits: marginals, trees,
-// plans and their outputs, latency grids, policy configs, and the what-if request and report (each
-// section is marked). One file (over 500 lines) so that the client and the server share exactly
-// one definition of every field's meaning.
+// plans and their outputs, latency grids, policy configs, the batch plan request and reply
+// (PlanBatch, with engine layouts), and the what-if request and report (each section is marked).
+// One file (over 500 lines) so that the client and the server share exactly one definition of
+// every field's meaning.
 
 #include "service/convert.h"
 
