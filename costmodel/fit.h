@@ -22,10 +22,10 @@ struct LatencySample {
 absl::Status ValidateSamples(const std::vector<LatencySample>& samples);
 
 struct FitStats {
-  int64_t n = 0;          // samples scored
-  double rmse_s = 0;      // seconds, root mean squared error
-  double mape = 0;        // mean absolute percentage error, as a fraction (0.023 = 2.3 %)
-  double max_abs_s = 0;   // seconds, worst absolute error
+  int64_t n = 0;         // samples scored
+  double rmse_s = 0;     // seconds, root mean squared error
+  double mape = 0;       // mean absolute percentage error, as a fraction (0.023 = 2.3 %)
+  double max_abs_s = 0;  // seconds, worst absolute error
 };
 FitStats Evaluate(const LatencyModel& model, const std::vector<LatencySample>& samples);
 

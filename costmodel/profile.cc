@@ -13,8 +13,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <system_error>
 #include <nlohmann/json.hpp>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -48,9 +48,9 @@ absl::StatusOr<LatencyColumn> FindLatencyColumn(const Has& has, const std::strin
   for (const LatencyColumn& col : kLatencyColumns) {
     if (!has(col.name)) continue;
     if (found) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, what, ": both '", found->name, "' and '", col.name,
-                       "' give the latency; keep one"));
+      return absl::InvalidArgumentError(absl::StrCat(where, what, ": both '", found->name,
+                                                     "' and '", col.name,
+                                                     "' give the latency; keep one"));
     }
     found = col;
   }
@@ -103,9 +103,9 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesCsv(const std::string& te
               where, "header '", line, "': missing column '", need, "' (need s,c,seconds)"));
         }
       }
-      absl::StatusOr<LatencyColumn> lat = FindLatencyColumn(
-          [&col](const char* name) { return col.count(name) != 0; }, where,
-          absl::StrCat("header '", line, "'"));
+      absl::StatusOr<LatencyColumn> lat =
+          FindLatencyColumn([&col](const char* name) { return col.count(name) != 0; }, where,
+                            absl::StrCat("header '", line, "'"));
       if (!lat.ok()) return lat.status();
       latency = *lat;
       ncols = fields.size();
@@ -168,9 +168,9 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesJson(const std::string& t
         return absl::InvalidArgumentError(absl::StrCat(where, key, ": missing"));
       }
     }
-    absl::StatusOr<LatencyColumn> lat = FindLatencyColumn(
-        [&e](const char* name) { return e.contains(name); }, absl::StrCat(source, ": "),
-        absl::StrCat("[", i, "]"));
+    absl::StatusOr<LatencyColumn> lat =
+        FindLatencyColumn([&e](const char* name) { return e.contains(name); },
+                          absl::StrCat(source, ": "), absl::StrCat("[", i, "]"));
     if (!lat.ok()) return lat.status();
     const char* key = lat->name;
     if (!e["s"].is_number_integer()) {

@@ -31,10 +31,10 @@ namespace specplan::costmodel {
 // Errors name the source, line and column: "<source>:4: seconds = 'nan': must be finite and > 0"
 // (the column as the header spells it, e.g. latency_ms).
 absl::StatusOr<std::vector<LatencySample>> ParseSamplesCsv(const std::string& text,
-                                                                      const std::string& source);
+                                                           const std::string& source);
 // Errors name the element and key: "<source>: [2].s = 0: must be >= 1".
 absl::StatusOr<std::vector<LatencySample>> ParseSamplesJson(const std::string& text,
-                                                                       const std::string& source);
+                                                            const std::string& source);
 // Reads `path`: JSON when it ends in .json or its first non-blank character is '[', else CSV.
 // An empty sample list is an error.
 absl::StatusOr<std::vector<LatencySample>> ReadSamplesFile(const std::string& path);

@@ -47,8 +47,8 @@
 #include "costmodel/cycle_cost.h"
 #include "planner/best_first.h"
 #include "planner/frontier_heap.h"
-#include "planner/marginals_frontier.h"
 #include "planner/marginals.h"
+#include "planner/marginals_frontier.h"
 #include "planner/tree.h"
 
 namespace specplan::planner {

@@ -3,10 +3,10 @@
 //
 // Lattice: a node at depth d (root: d = 0) has up to k children, the k candidates of row d of the
 // marginals, with rho(child) = rho(parent) * q_d(x). Because rho(child) <= rho(parent), popping the
-// frontier's largest rho (marginals_frontier.h keeps the frontier as one sorted stream per depth and
-// rank; the lazy frontier of a general lattice pushes a popped node's first child and next sibling)
-// adds nodes in globally non-increasing rho, so every prefix T_n of the pop order maximises
-// Â(T) = sum of rho over T among prefix-closed trees with n draft nodes (Prop. 2.3).
+// frontier's largest rho (marginals_frontier.h keeps the frontier as one sorted stream per depth
+// and rank; the lazy frontier of a general lattice pushes a popped node's first child and next
+// sibling) adds nodes in globally non-increasing rho, so every prefix T_n of the pop order
+// maximises Â(T) = sum of rho over T among prefix-closed trees with n draft nodes (Prop. 2.3).
 //
 // Conventions (the CLI contract follows them):
 //   n                  draft nodes, root excluded; the tree has n + 1 nodes and is verified as
@@ -35,8 +35,8 @@
 #include "absl/status/status.h"
 #include "costmodel/cycle_cost.h"
 #include "planner/frontier_heap.h"
-#include "planner/marginals_frontier.h"
 #include "planner/marginals.h"
+#include "planner/marginals_frontier.h"
 #include "planner/tree.h"
 
 namespace specplan::planner {
@@ -144,8 +144,7 @@ class LazyFrontier {
   bool empty() const { return ws_->heap.empty(); }
   FrontierCandidate Pop() {
     const FrontierEntry e = FrontierEntry::FromKey(ws_->heap.pop());
-    return {e.parent, e.depth, e.rank, e.rho,
-            lat_.ChildToken(ws_->handles[e.parent], e.rank)};
+    return {e.parent, e.depth, e.rank, e.rho, lat_.ChildToken(ws_->handles[e.parent], e.rank)};
   }
   void Added(int32_t /*node*/, const FrontierCandidate& c) {
     ws_->handles.push_back(lat_.Child(ws_->handles[c.parent], c.rank));
@@ -170,7 +169,8 @@ class LazyFrontier {
       return;
     }
     if (nc == 0) return;
-    ws_->heap.push(FrontierEntry{rho * lat_.ChildProb(h, 0), node, tree_.depths[node] + 1, 0}.Key());
+    ws_->heap.push(
+        FrontierEntry{rho * lat_.ChildProb(h, 0), node, tree_.depths[node] + 1, 0}.Key());
   }
 
   Lattice& lat_;

@@ -6,8 +6,9 @@
 // sorted stream over the list of depth-(d - 1) nodes in pop order (a linked list through the tree's
 // node indices). The frontier keeps a heap (FrontierHeap) of the head of every non-empty stream, at
 // most gamma * k entries. A pop moves that stream to the popped node's successor in the list and
-// replaces the heap's top by the new head: one sift-down, where the lazy frontier (best_first.h) pops and then pushes the popped node's next
-// sibling and first child into a heap of up to 2n entries.
+// replaces the heap's top by the new head: one sift-down, where the lazy frontier (best_first.h)
+// pops and then pushes the popped node's next sibling and first child into a heap of up to 2n
+// entries.
 //
 // The pop order equals the lazy frontier's node for node. Both pop the largest key among the
 // children of popped nodes: the head of stream (d, r) may be child r of p before child r - 1 of p
@@ -119,10 +120,10 @@ class MarginalsFrontier {
   const Tree* tree_ = nullptr;
   double scale_ = 1.0;
   uint32_t request_ = 0;
-  std::vector<int32_t> next_;   // [tree size] next expanded node at the same depth, -1 = none yet
-  std::vector<int32_t> last_;   // [gamma] last expanded node at depth d, -1 = none
-  std::vector<int> waiting_;    // [gamma] streams of depth d + 1 caught up: ranks 0..w-1
-  FrontierHeap heap_;           // heads of the non-empty streams
+  std::vector<int32_t> next_;  // [tree size] next expanded node at the same depth, -1 = none yet
+  std::vector<int32_t> last_;  // [gamma] last expanded node at depth d, -1 = none
+  std::vector<int> waiting_;   // [gamma] streams of depth d + 1 caught up: ranks 0..w-1
+  FrontierHeap heap_;          // heads of the non-empty streams
 };
 
 }  // namespace specplan::planner

@@ -14,12 +14,12 @@ absl::Status ValidateTree(const Tree& tree) {
         absl::StrCat("tokens: ", n, " nodes exceeds the limit of ", kMaxTreeNodes));
   }
   if (tree.parents.size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("parents: length ", tree.parents.size(),
-                                                   " does not match tokens length ", n));
+    return absl::InvalidArgumentError(
+        absl::StrCat("parents: length ", tree.parents.size(), " does not match tokens length ", n));
   }
   if (!tree.depths.empty() && tree.depths.size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("depths: length ", tree.depths.size(),
-                                                   " does not match tokens length ", n));
+    return absl::InvalidArgumentError(
+        absl::StrCat("depths: length ", tree.depths.size(), " does not match tokens length ", n));
   }
   if (!tree.path_probs.empty() && tree.path_probs.size() != n) {
     return absl::InvalidArgumentError(absl::StrCat("path_probs: length ", tree.path_probs.size(),
@@ -37,8 +37,8 @@ absl::Status ValidateTree(const Tree& tree) {
     if (i > 0) {
       const int32_t p = tree.parents[i];
       if (p < 0 || static_cast<size_t>(p) >= i) {
-        return absl::InvalidArgumentError(absl::StrCat("parents[", i, "] = ", p, ": must be in [0, ",
-                                                       i, ") (topological order)"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "parents[", i, "] = ", p, ": must be in [0, ", i, ") (topological order)"));
       }
     }
     if (!tree.depths.empty()) {

@@ -550,8 +550,7 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
 
   // Optional CSV of the measured cells (written before the profile; a bad path fails the run).
   if (!o.samples_out.empty() && !result.cells.empty()) {
-    SPECPLAN_RETURN_IF_ERROR(
-        WriteFileAtomically(o.samples_out, CellsToCsv(result.cells)));
+    SPECPLAN_RETURN_IF_ERROR(WriteFileAtomically(o.samples_out, CellsToCsv(result.cells)));
   }
   SPECPLAN_RETURN_IF_ERROR(costmodel::SaveProfile(p, out_path));
   result.profile_path = out_path;

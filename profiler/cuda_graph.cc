@@ -8,10 +8,10 @@
 
 #if SPECPLAN_HAVE_CUDA_GRAPHS
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <c10/core/InferenceMode.h>
 #endif
 
 namespace specplan::profiler {

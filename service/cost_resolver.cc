@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/roofline.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "util/status_macros.h"
 
 namespace specplan::service {
@@ -83,11 +83,9 @@ bool SameSource(const v1::CostSpec& a, const v1::CostSpec& b) {
     case v1::CostSpec::kProfile:
       return google::protobuf::util::MessageDifferencer::Equals(a.profile(), b.profile());
     case v1::CostSpec::kInlineModel:
-      return google::protobuf::util::MessageDifferencer::Equals(a.inline_model(),
-                                                                b.inline_model());
+      return google::protobuf::util::MessageDifferencer::Equals(a.inline_model(), b.inline_model());
     case v1::CostSpec::kLatencyGrid:
-      return google::protobuf::util::MessageDifferencer::Equals(a.latency_grid(),
-                                                                b.latency_grid());
+      return google::protobuf::util::MessageDifferencer::Equals(a.latency_grid(), b.latency_grid());
     case v1::CostSpec::SOURCE_NOT_SET:
       return true;
   }

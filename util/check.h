@@ -7,7 +7,8 @@
 #include <cstdlib>
 
 namespace specplan::internal {
-[[noreturn]] inline void CheckFailed(const char* file, int line, const char* cond, const char* msg) {
+[[noreturn]] inline void CheckFailed(const char* file, int line, const char* cond,
+                                     const char* msg) {
   std::fprintf(stderr, "%s:%d: CHECK failed: %s%s%s\n", file, line, cond, msg[0] ? ": " : "", msg);
   std::fflush(stderr);
   std::abort();
@@ -15,8 +16,8 @@ namespace specplan::internal {
 }  // namespace specplan::internal
 
 // SPECPLAN_CHECK(cond) or SPECPLAN_CHECK(cond, "message").
-#define SPECPLAN_CHECK(cond, ...)                                                      \
-  do {                                                                                 \
+#define SPECPLAN_CHECK(cond, ...)                                                              \
+  do {                                                                                         \
     if (!(cond)) ::specplan::internal::CheckFailed(__FILE__, __LINE__, #cond, "" __VA_ARGS__); \
   } while (0)
 

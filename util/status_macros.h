@@ -9,9 +9,9 @@
 #define SPECPLAN_CONCAT_(a, b) SPECPLAN_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function if `expr` is not OK.
-#define SPECPLAN_RETURN_IF_ERROR(expr)            \
-  do {                                            \
-    ::absl::Status specplan_status_ = (expr);     \
+#define SPECPLAN_RETURN_IF_ERROR(expr)                   \
+  do {                                                   \
+    ::absl::Status specplan_status_ = (expr);            \
     if (!specplan_status_.ok()) return specplan_status_; \
   } while (0)
 

@@ -1,8 +1,8 @@
 // The what-if engine: replays a recorded trace under each strategy (best-first budgets, the budget
-// controller, scan, DynaTree, fixed trees, linear chains), summarises each against the oracle, reports the
-// surrogate's quality, and formats the report as JSON and as a table. Over 500 lines because every
-// strategy's replay shares the step accounting (MakeStep) and the option validation; the formats
-// sit at the end so that a new strategy changes one place per concern.
+// controller, scan, DynaTree, fixed trees, linear chains), summarises each against the oracle,
+// reports the surrogate's quality, and formats the report as JSON and as a table. Over 500 lines
+// because every strategy's replay shares the step accounting (MakeStep) and the option validation;
+// the formats sit at the end so that a new strategy changes one place per concern.
 
 #include "whatif/sweep.h"
 

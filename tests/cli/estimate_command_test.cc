@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "costmodel/latency_models.h"
@@ -46,8 +45,8 @@ TEST(EstimateCommand, CycleCostAddsDrafterClass) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   EXPECT_DOUBLE_EQ(j["cycle"]["draft_s"].get<double>(), 4 * 1.5e-3);
-  EXPECT_NEAR(j["cycle"]["cycle_s"].get<double>(),
-              6e-3 + 0.25e-3 + j["predicted_s"].get<double>(), 1e-12);
+  EXPECT_NEAR(j["cycle"]["cycle_s"].get<double>(), 6e-3 + 0.25e-3 + j["predicted_s"].get<double>(),
+              1e-12);
   EXPECT_EQ(j["cycle"]["n"], 16);
 }
 
@@ -69,7 +68,8 @@ TEST(EstimateCommand, ReadsHfConfigAndUserGpuSpec) {
   {
     FILE* f = fopen((dir + "/config.json").c_str(), "w");
     fputs(R"({"model_type":"qwen2","num_hidden_layers":2,"hidden_size":64,"num_attention_heads":4,
-             "num_key_value_heads":2,"intermediate_size":128,"vocab_size":1000})", f);
+             "num_key_value_heads":2,"intermediate_size":128,"vocab_size":1000})",
+          f);
     fclose(f);
     f = fopen((dir + "/gpu.json").c_str(), "w");
     fputs(R"({"name":"lab-gpu","peak_flops":1e13,"mem_bw":5e11,"mem_bytes":1.6e10})", f);
@@ -133,8 +133,7 @@ TEST(FitCommand, RefitKeepsTheMeasurementMetadata) {
                                     "s,c,latency_ms\n1,0,6.2\n16,0,6.3\n64,0,6.5\n256,0,7.6\n"
                                     "1024,0,20.2\n1,1023,6.29\n1,4095,6.38\n1,16383,7.1\n");
   const std::string first = ::testing::TempDir() + "/refit_first.json";
-  ASSERT_EQ(RunSpecplan("fit --model qwen3-8b --gpu h100 --from-samples " + csv + " --out " +
-                        first)
+  ASSERT_EQ(RunSpecplan("fit --model qwen3-8b --gpu h100 --from-samples " + csv + " --out " + first)
                 .exit_code,
             0);
   // Dress it up as a measured profile, with a stale coefficient.
@@ -179,7 +178,8 @@ TEST(FitCommand, RefitKeepsTheMeasurementMetadata) {
 TEST(LatencyModelFlag, PlanAndWhatIfTakeItAndNameItInErrors) {
   // No profile for qwen3-8b on a100 ships (calib/h100-sxm has one since the measured H100 sets):
   // only the roofline is available.
-  auto est = RunSpecplan("estimate --model qwen3-8b --gpu a100 --s 8 --c 512 --latency-model linear");
+  auto est =
+      RunSpecplan("estimate --model qwen3-8b --gpu a100 --s 8 --c 512 --latency-model linear");
   EXPECT_NE(est.exit_code, 0);
   EXPECT_THAT(est.output, HasSubstr("--latency-model linear: no profile for a100-80g x qwen3-8b"));
   auto plan = RunSpecplan("plan --marginals " + std::string(SPECPLAN_SOURCE_DIR) +
@@ -191,8 +191,9 @@ TEST(LatencyModelFlag, PlanAndWhatIfTakeItAndNameItInErrors) {
                         "/examples/marginals.json --model qwen3-8b --gpu a100 --c 0 --budget 8 "
                         "--latency-model roofline --json");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
-  auto whatif = RunSpecplan("whatif --model qwen3-8b --gpu a100 --budgets 1,2 --latency-model "
-                            "overlap");
+  auto whatif = RunSpecplan(
+      "whatif --model qwen3-8b --gpu a100 --budgets 1,2 --latency-model "
+      "overlap");
   EXPECT_NE(whatif.exit_code, 0);
   EXPECT_THAT(whatif.output, HasSubstr("--latency-model overlap: no profile"));
 }
@@ -218,9 +219,8 @@ TEST(ProfilesCommand, MeasuredProfilesShowTheirDeviceAndTimer) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("h100-sxm     qwen3-8b"));
   EXPECT_THAT(r.output, HasSubstr("default=kernel_sum"));
-  EXPECT_THAT(r.output,
-              HasSubstr("provenance: measured on NVIDIA H100 80GB HBM3 (timer cupti, "
-                        "cuda_graph_replay, 2026-11-23T"));
+  EXPECT_THAT(r.output, HasSubstr("provenance: measured on NVIDIA H100 80GB HBM3 (timer cupti, "
+                                  "cuda_graph_replay, 2026-11-23T"));
   EXPECT_THAT(r.output, HasSubstr("provenance: derived from public measurements"));
 }
 

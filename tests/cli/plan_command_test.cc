@@ -12,8 +12,8 @@ namespace specplan {
 namespace {
 
 using ::specplan::testing::RunSpecplan;
-using ::specplan::testing::WriteTemp;
 using ::specplan::testing::SourcePath;
+using ::specplan::testing::WriteTemp;
 using ::testing::HasSubstr;
 
 TEST(PlanCommand, ControllerJsonHasTheContractFields) {
@@ -39,7 +39,8 @@ TEST(PlanCommand, ControllerJsonHasTheContractFields) {
   ASSERT_GE(curve.size(), static_cast<size_t>(n + 1));
   double best = 0;
   for (const auto& pt : curve) {
-    for (const char* key : {"n", "expected_accepted", "cycle_s", "speedup"}) ASSERT_TRUE(pt.contains(key));
+    for (const char* key : {"n", "expected_accepted", "cycle_s", "speedup"})
+      ASSERT_TRUE(pt.contains(key));
     best = std::max(best, pt["speedup"].get<double>());
   }
   EXPECT_DOUBLE_EQ(j["speedup"].get<double>(), best);
@@ -199,7 +200,8 @@ TEST(MergeCommand, DifferentRootsAreRejected) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("151644"));
   EXPECT_THAT(r.output, HasSubstr("9"));
-  const std::string bad = WriteTemp("bad_parents.json", R"({"tokens": [151644, 1, 2], "parents": [-1, 2, 0]})");
+  const std::string bad =
+      WriteTemp("bad_parents.json", R"({"tokens": [151644, 1, 2], "parents": [-1, 2, 0]})");
   r = RunSpecplan("merge --a " + SourcePath("examples/tree_a.json") + " --b " + bad);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("parents[1]"));

@@ -262,13 +262,12 @@ TEST(Fit, KernelSumFeaturesMatchHandComputedValues) {
   EXPECT_NEAR(f.kv_s, bp * L * 2 * 5 * hkv / 3.35e12, 1e-20);
   // Everything else the roofline streams, less the cache read and the score matrix.
   const RooflineTerms t = ComputeRooflineTerms(m, 3, 5);
-  EXPECT_NEAR(f.elementwise_s,
-              (t.kv_bytes + t.activation_bytes - bp * L * 2 * 5 * hkv - bp * L * 2 * nq * 3 * 8) /
-                  3.35e12,
-              1e-20);
+  EXPECT_NEAR(
+      f.elementwise_s,
+      (t.kv_bytes + t.activation_bytes - bp * L * 2 * 5 * hkv - bp * L * 2 * nq * 3 * 8) / 3.35e12,
+      1e-20);
   // The elementwise term does not depend on c.
-  EXPECT_NEAR(ComputeKernelSumFeatures(m, g, 3, 5000, 64, 2).elementwise_s, f.elementwise_s,
-              1e-18);
+  EXPECT_NEAR(ComputeKernelSumFeatures(m, g, 3, 5000, 64, 2).elementwise_s, f.elementwise_s, 1e-18);
 }
 
 TEST(Fit, KernelSumPredictAddsTheKernelClasses) {
@@ -347,8 +346,8 @@ TEST(Fit, CrossValidateLeaveOneOutMatchesHandComputedErrors) {
     double VerifySeconds(int64_t, int64_t) const override { return v; }
     std::string Kind() const override { return "constant"; }
   };
-  LatencyFitter mean = [](const std::vector<LatencySample>& fit)
-      -> absl::StatusOr<std::unique_ptr<LatencyModel>> {
+  LatencyFitter mean =
+      [](const std::vector<LatencySample>& fit) -> absl::StatusOr<std::unique_ptr<LatencyModel>> {
     double sum = 0;
     for (const LatencySample& x : fit) sum += x.seconds;
     return std::make_unique<Constant>(sum / fit.size());
@@ -367,8 +366,8 @@ TEST(Fit, CrossValidateLeaveOneOutMatchesHandComputedErrors) {
   auto bad = CrossValidate(mean, samples, 4, 1);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("folds = 4"));
-  LatencyFitter failing = [](const std::vector<LatencySample>&)
-      -> absl::StatusOr<std::unique_ptr<LatencyModel>> {
+  LatencyFitter failing =
+      [](const std::vector<LatencySample>&) -> absl::StatusOr<std::unique_ptr<LatencyModel>> {
     return absl::InvalidArgumentError("no");
   };
   auto failed = CrossValidate(failing, samples, 3, 1);

@@ -34,7 +34,8 @@ TEST(GpuSpec, UnknownNameListsKnownNames) {
 }
 
 TEST(GpuSpec, UserSpecFromJson) {
-  nlohmann::json j = {{"name", "my-gpu"}, {"peak_flops", 1e14}, {"mem_bw", 1e12}, {"mem_bytes", 2e10}};
+  nlohmann::json j = {
+      {"name", "my-gpu"}, {"peak_flops", 1e14}, {"mem_bw", 1e12}, {"mem_bytes", 2e10}};
   auto g = GpuSpecFromJson(j);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(g->name, "my-gpu");

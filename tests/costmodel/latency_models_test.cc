@@ -9,12 +9,15 @@
 namespace specplan::costmodel {
 namespace {
 
-RooflineLatency H100Qwen8b() { return RooflineLatency(*LookupModel("qwen3-8b"), *LookupGpu("h100")); }
+RooflineLatency H100Qwen8b() {
+  return RooflineLatency(*LookupModel("qwen3-8b"), *LookupGpu("h100"));
+}
 
 TEST(LatencyModels, LinearIsAffineInTheRoofline) {
   const RooflineLatency r = H100Qwen8b();
   const LinearCalibratedLatency lin(r, {2.0, 1e-3});
-  for (int64_t s : {1, 64, 1024}) EXPECT_DOUBLE_EQ(lin.VerifySeconds(s, 512), 2 * r.VerifySeconds(s, 512) + 1e-3);
+  for (int64_t s : {1, 64, 1024})
+    EXPECT_DOUBLE_EQ(lin.VerifySeconds(s, 512), 2 * r.VerifySeconds(s, 512) + 1e-3);
   EXPECT_EQ(lin.Kind(), "linear");
 }
 

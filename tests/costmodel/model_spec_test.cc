@@ -59,31 +59,31 @@ TEST(ModelSpec, UnknownNameListsKnownNames) {
   EXPECT_THAT(m.status().message(), HasSubstr("gpt-17"));
   EXPECT_THAT(m.status().message(), HasSubstr("qwen3-8b"));
   EXPECT_THAT(m.status().message(), HasSubstr("pythia-70m"));
-  for (const char* name : {"qwen3-0.6b", "qwen3-4b", "qwen3-8b", "llama-3.1-8b", "pythia-70m",
-                           "pythia-2.8b"}) {
+  for (const char* name :
+       {"qwen3-0.6b", "qwen3-4b", "qwen3-8b", "llama-3.1-8b", "pythia-70m", "pythia-2.8b"}) {
     EXPECT_TRUE(LookupModel(name).ok()) << name;
   }
 }
 
 TEST(ModelSpec, ParsesLlamaConfigWithDefaults) {
-  nlohmann::json cfg = {{"model_type", "llama"},        {"num_hidden_layers", 4},
-                        {"hidden_size", 256},           {"num_attention_heads", 8},
-                        {"intermediate_size", 512},     {"vocab_size", 1000},
+  nlohmann::json cfg = {{"model_type", "llama"},    {"num_hidden_layers", 4},
+                        {"hidden_size", 256},       {"num_attention_heads", 8},
+                        {"intermediate_size", 512}, {"vocab_size", 1000},
                         {"torch_dtype", "float16"}};
   auto m = ModelSpecFromHfConfig(cfg, "tiny");
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->n_kv, 8);        // MHA default
-  EXPECT_EQ(m->head_dim, 32);   // hidden / heads
+  EXPECT_EQ(m->n_kv, 8);       // MHA default
+  EXPECT_EQ(m->head_dim, 32);  // hidden / heads
   EXPECT_FALSE(m->tied_embeddings);
   EXPECT_TRUE(m->gated_mlp);
   EXPECT_EQ(m->dtype, DType::kFloat16);
 }
 
 TEST(ModelSpec, ParsesQwen3AndNeoxConfigs) {
-  nlohmann::json q = {{"model_type", "qwen3"},     {"num_hidden_layers", 28},
-                      {"hidden_size", 1024},       {"num_attention_heads", 16},
-                      {"num_key_value_heads", 8},  {"head_dim", 128},
-                      {"intermediate_size", 3072}, {"vocab_size", 151936},
+  nlohmann::json q = {{"model_type", "qwen3"},       {"num_hidden_layers", 28},
+                      {"hidden_size", 1024},         {"num_attention_heads", 16},
+                      {"num_key_value_heads", 8},    {"head_dim", 128},
+                      {"intermediate_size", 3072},   {"vocab_size", 151936},
                       {"tie_word_embeddings", true}, {"torch_dtype", "bfloat16"}};
   auto qm = ModelSpecFromHfConfig(q, "q");
   ASSERT_TRUE(qm.ok()) << qm.status();
@@ -101,9 +101,9 @@ TEST(ModelSpec, ParsesQwen3AndNeoxConfigs) {
 }
 
 TEST(ModelSpec, BadConfigsNameTheField) {
-  nlohmann::json base = {{"model_type", "mistral"},   {"num_hidden_layers", 4},
-                         {"hidden_size", 256},        {"num_attention_heads", 8},
-                         {"intermediate_size", 512},  {"vocab_size", 1000}};
+  nlohmann::json base = {{"model_type", "mistral"},  {"num_hidden_layers", 4},
+                         {"hidden_size", 256},       {"num_attention_heads", 8},
+                         {"intermediate_size", 512}, {"vocab_size", 1000}};
   ASSERT_TRUE(ModelSpecFromHfConfig(base, "x").ok());
 
   auto missing = base;

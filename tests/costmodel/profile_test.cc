@@ -99,9 +99,9 @@ TEST(Profile, HoldoutZeroFitsEverySampleAndStillCrossValidates) {
 // has slope a = 0, and FitProfile wrote a profile the loader then refused
 // ("models.linear.a = 0: must be > 0"). Degenerate fits are now dropped with a note.
 TEST(Profile, DegenerateFitsAreDroppedSoEveryFittedProfileLoads) {
-  const std::vector<LatencySample> samples = {
-      {16, 0, 9.0e-3},  {32, 0, 9.0e-3},  {64, 0, 9.0e-3},   {256, 0, 8.9e-3},
-      {1, 511, 9.0e-3}, {1, 1023, 9.0e-3}, {1, 2047, 9.0e-3}};
+  const std::vector<LatencySample> samples = {{16, 0, 9.0e-3},  {32, 0, 9.0e-3},  {64, 0, 9.0e-3},
+                                              {256, 0, 8.9e-3}, {1, 511, 9.0e-3}, {1, 1023, 9.0e-3},
+                                              {1, 2047, 9.0e-3}};
   const RooflineLatency roofline(*LookupModel("qwen3-8b"), *LookupGpu("a100"));
   auto lin = FitLinear(roofline, samples);
   ASSERT_TRUE(lin.ok());
@@ -129,8 +129,9 @@ TEST(Profile, ScatteredSamplesSkipTheTableWithANote) {
   auto p = FitProfile(*LookupModel("qwen3-4b"), *LookupGpu("a100"), samples);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_FALSE(p->table.has_value());
-  EXPECT_THAT(p->notes, ::testing::Contains(HasSubstr(
-                            "table: skipped: samples: no measurement at (s = 1, c = 64)")));
+  EXPECT_THAT(
+      p->notes,
+      ::testing::Contains(HasSubstr("table: skipped: samples: no measurement at (s = 1, c = 64)")));
 }
 
 TEST(Profile, ProfilesWithoutTheNewKeysStillLoad) {
@@ -281,8 +282,7 @@ TEST(Profile, EveryMalformedClassIsRejectedWithTheField) {
        "models.kernel_sum.tile = 5000: must be in [1, 4096]"},
       {"kernel_sum negative", [](nlohmann::json& j) { j["models"]["kernel_sum"]["verify"] = -2; },
        "models.kernel_sum.verify = -2: must be >= 0"},
-      {"kernel_sum missing",
-       [](nlohmann::json& j) { j["models"]["kernel_sum"].erase("decode"); },
+      {"kernel_sum missing", [](nlohmann::json& j) { j["models"]["kernel_sum"].erase("decode"); },
        "models.kernel_sum.decode: missing"},
       {"kernel_sum all zero",
        [](nlohmann::json& j) {

@@ -36,13 +36,13 @@ TEST_P(PublicSetsTest, DefaultModelCrossValidatesWithinFivePercent) {
   EXPECT_TRUE(ProfileFromJson(ProfileToJson(*p)).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Sets, PublicSetsTest,
-    ::testing::Values(PublicSet{"a100-llama-3-8b.csv", "llama-3.1-8b", "a100-80g"},
-                      PublicSet{"h100-qwen3-8b.csv", "qwen3-8b", "h100-sxm"}),
-    [](const ::testing::TestParamInfo<PublicSet>& info) {
-      return std::string(info.param.gpu).substr(0, 4);
-    });
+INSTANTIATE_TEST_SUITE_P(Sets, PublicSetsTest,
+                         ::testing::Values(PublicSet{"a100-llama-3-8b.csv", "llama-3.1-8b",
+                                                     "a100-80g"},
+                                           PublicSet{"h100-qwen3-8b.csv", "qwen3-8b", "h100-sxm"}),
+                         [](const ::testing::TestParamInfo<PublicSet>& info) {
+                           return std::string(info.param.gpu).substr(0, 4);
+                         });
 
 }  // namespace
 }  // namespace specplan::costmodel

@@ -90,9 +90,8 @@ TEST(SamplesCsvTest, LatencyColumnsTakeTheirUnitsFromTheName) {
                         {"latency_us", "12500"},
                         {"LATENCY_MS", "12.5"}};
   for (const Case& c : cases) {
-    auto s = ParseSamplesCsv(std::string("s,c,source,") + c.column + "\n64,1024,vidur," +
-                                 c.value + "\n",
-                             "x.csv");
+    auto s = ParseSamplesCsv(
+        std::string("s,c,source,") + c.column + "\n64,1024,vidur," + c.value + "\n", "x.csv");
     ASSERT_TRUE(s.ok()) << c.column << ": " << s.status();
     ASSERT_EQ(s->size(), 1u);
     EXPECT_NEAR((*s)[0].seconds, 0.0125, 1e-15) << c.column;
@@ -117,8 +116,7 @@ TEST(SamplesJsonTest, LatencyKeysTakeTheirUnitsFromTheName) {
       << two.status();
   auto none = ParseSamplesJson(R"([{"s": 1, "c": 0, "ms": 1}])", "x.json");
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(Message(none.status()).find("x.json: [0]: missing a latency column"),
-            std::string::npos)
+  EXPECT_NE(Message(none.status()).find("x.json: [0]: missing a latency column"), std::string::npos)
       << none.status();
 }
 

@@ -1,12 +1,11 @@
 #include "profiler/calibration.h"
 
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 
 #include <cmath>
 #include <filesystem>
 #include <sstream>
-
-#include <torch/cuda.h>
 
 #include "absl/strings/str_format.h"
 #include "costmodel/latency_models.h"
