@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "costmodel/cycle_cost.h"
+#include "planner/tree_ops.h"
 #include "planner/tree_outputs.h"
 #include "runtime/measured_latency.h"
 #include "util/check.h"
@@ -208,7 +209,7 @@ absl::Status SpeculativeDecoder::BuildTree(const std::vector<int64_t>& committed
       if (NgramMarginals(committed, target_->config().vocab_size, options_.ngram, &marginals_)) {
         SPECPLAN_RETURN_IF_ERROR(PlanFixed(backend_, marginals_, options_.lookup_budget, &plan_));
         ngram_tree_ = plan_.tree;
-        DropZeroProbabilityNodes(&ngram_tree_);
+        planner::DropZeroProbabilityNodes(&ngram_tree_);
       } else {
         ngram_tree_.ResetRoot(root);
       }
@@ -235,7 +236,7 @@ absl::Status SpeculativeDecoder::BuildTree(const std::vector<int64_t>& committed
             backend_, marginals_, std::min(options_.lookup_budget, options_.max_tree_nodes),
             &plan_));
         tree_ = plan_.tree;
-        DropZeroProbabilityNodes(&tree_);
+        planner::DropZeroProbabilityNodes(&tree_);
       } else {
         tree_.ResetRoot(root);
       }
