@@ -273,20 +273,20 @@ absl::Status RunBench(const Args& args) {
     if (!ar_outputs.empty() && o.sampling.greedy) exact = outputs == ar_outputs ? "yes" : "NO";
     const std::string speedup = ar_tps > 0 ? absl::StrFormat("%.2fx", tps / ar_tps) : "-";
     std::printf("%-10s %9.1f %8s %7.3f %8.2f %7.2f %6lld %9.2f %9.2f %9.1f %6s\n", StrategyName(s),
-                tps, speedup.c_str(), c.acceptance_rate(), c.tokens_per_iteration(),
-                c.mean_accepted_length(), (long long)c.iterations, 1e3 * ttft / n,
+                tps, speedup.c_str(), c.acceptance.AcceptedFraction(), c.tokens_per_iteration(),
+                c.acceptance.MeanAcceptedLength(), (long long)c.iterations(), 1e3 * ttft / n,
                 1e3 * tpot_sum / n, peak_mb, exact.c_str());
     std::fflush(stdout);
     nlohmann::json js = {
         {"outputs", outputs},
         {"tokens_per_s", tps},
         {"speedup_vs_ar", ar_tps > 0 ? nlohmann::json(tps / ar_tps) : nlohmann::json()},
-        {"acceptance_rate", c.acceptance_rate()},
+        {"acceptance_rate", c.acceptance.AcceptedFraction()},
         {"tokens_per_iteration", c.tokens_per_iteration()},
-        {"mean_committed_path_length", c.mean_accepted_length()},
-        {"iterations", c.iterations},
-        {"drafted", c.drafted},
-        {"accepted", c.accepted},
+        {"mean_committed_path_length", c.acceptance.MeanAcceptedLength()},
+        {"iterations", c.iterations()},
+        {"drafted", c.drafted()},
+        {"accepted", c.accepted()},
         {"target_forwards", c.target_forwards},
         {"verified_tokens", c.verified_tokens},
         {"ttft_s", ttft / n},
@@ -317,7 +317,7 @@ absl::Status RunBench(const Args& args) {
       const whatif::Trace trace = recorder->MakeTrace(std::move(h));
       SPECPLAN_RETURN_IF_ERROR(whatif::SaveTrace(trace, args.record_trace));
       std::fprintf(stderr, "trace: %zu steps of %s (%lld iterations) written to %s\n",
-                   trace.steps.size(), StrategyName(s), (long long)c.iterations,
+                   trace.steps.size(), StrategyName(s), (long long)c.iterations(),
                    args.record_trace.c_str());
     }
   }
