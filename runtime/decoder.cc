@@ -142,7 +142,7 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
     planner::ComputeTreeOutputs(tree_, out_opt, &outs);
     std::vector<int64_t> toks(tree_.tokens.begin(), tree_.tokens.end());
     torch::Tensor mask;
-    if (s > 1) mask = TreeAttentionMask(outs.mask_dense, s, c, target_->options().device);
+    if (s > 1) mask = TreeMaskBlock(outs.mask_dense, s, target_->options().device);
     logits = target_->Forward(torch::tensor(toks, torch::kInt64),
                               torch::tensor(outs.positions, torch::kInt64), c, mask, &cache_);
     // Greedy needs only the argmax row (computed on the device); sampling needs the full rows.
