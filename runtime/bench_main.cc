@@ -29,6 +29,7 @@
 #include "costmodel/profile.h"
 #include "runtime/decoder.h"
 #include "runtime/model_loader.h"
+#include "runtime/peak_memory.h"
 #include "runtime/remote_planner.h"
 #include "runtime/trace_recorder.h"
 #include "util/status_macros.h"
@@ -67,20 +68,6 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ReadPrompts(const std::string&
   }
   if (prompts.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no prompts"));
   return prompts;
-}
-
-double PeakRssBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, "VmHWM:")) {
-      std::istringstream ss(line.substr(6));
-      double kb = 0;
-      ss >> kb;
-      return kb * 1024.0;
-    }
-  }
-  return 0;
 }
 
 void Progress(const std::string& name, int done, int total) {
@@ -217,11 +204,15 @@ absl::Status RunBench(const Args& args) {
   double ar_tps = 0;
   std::vector<std::vector<int64_t>> ar_outputs;
   std::printf("%-10s %9s %8s %7s %8s %7s %6s %9s %9s %9s %6s\n", "strategy", "tok/s", "speedup",
-              "accept", "tok/iter", "L_mean", "iters", "TTFT_ms", "TPOT_ms", "peak_MB", "exact");
+              "accept", "tok/iter", "L_mean", "iters", "TTFT_ms", "TPOT_ms",
+              ro.device.is_cuda() ? "dev_MB" : "peak_MB", "exact");
+  std::vector<std::string> policy_rows;  // printed after the main table
   if (!args.record_trace.empty() && strategies.empty()) {
     return absl::InvalidArgumentError("--record-trace: --strategies is empty");
   }
   for (const Strategy& s : strategies) {
+    // Peak memory is this strategy's: decoder creation, warm-up and the measured run.
+    const bool peak_reset = ResetPeakMemory(ro.device);
     StrategyOptions o = StrategyOptions::Defaults(s);
     o.kv_update = kv;
     o.sampling.greedy = args.temperature <= 0;
@@ -268,25 +259,28 @@ absl::Status RunBench(const Args& args) {
       ar_outputs = outputs;
     }
     const double n = static_cast<double>(prompts.size());
-    const double peak_mb = PeakRssBytes() / 1e6;
+    const PeakMemory peak = ReadPeakMemory(ro.device);
+    // On CUDA the column (dev_MB) is the device's peak; the host's is in the JSON report.
+    const double peak_mb =
+        static_cast<double>(peak.device_bytes >= 0 ? peak.device_bytes : peak.host_rss_bytes) / 1e6;
     std::string exact = "-";
     if (!ar_outputs.empty() && o.sampling.greedy) exact = outputs == ar_outputs ? "yes" : "NO";
     const std::string speedup = ar_tps > 0 ? absl::StrFormat("%.2fx", tps / ar_tps) : "-";
     std::printf("%-10s %9.1f %8s %7.3f %8.2f %7.2f %6lld %9.2f %9.2f %9.1f %6s\n", StrategyName(s),
-                tps, speedup.c_str(), c.acceptance_rate(), c.tokens_per_iteration(),
-                c.mean_accepted_length(), (long long)c.iterations, 1e3 * ttft / n,
+                tps, speedup.c_str(), c.acceptance.AcceptedFraction(), c.tokens_per_iteration(),
+                c.acceptance.MeanAcceptedLength(), (long long)c.iterations(), 1e3 * ttft / n,
                 1e3 * tpot_sum / n, peak_mb, exact.c_str());
     std::fflush(stdout);
     nlohmann::json js = {
         {"outputs", outputs},
         {"tokens_per_s", tps},
         {"speedup_vs_ar", ar_tps > 0 ? nlohmann::json(tps / ar_tps) : nlohmann::json()},
-        {"acceptance_rate", c.acceptance_rate()},
+        {"acceptance_rate", c.acceptance.AcceptedFraction()},
         {"tokens_per_iteration", c.tokens_per_iteration()},
-        {"mean_committed_path_length", c.mean_accepted_length()},
-        {"iterations", c.iterations},
-        {"drafted", c.drafted},
-        {"accepted", c.accepted},
+        {"mean_committed_path_length", c.acceptance.MeanAcceptedLength()},
+        {"iterations", c.iterations()},
+        {"drafted", c.drafted()},
+        {"accepted", c.accepted()},
         {"target_forwards", c.target_forwards},
         {"verified_tokens", c.verified_tokens},
         {"ttft_s", ttft / n},
@@ -295,7 +289,10 @@ absl::Status RunBench(const Args& args) {
         {"draft_s", c.draft_s},
         {"verify_s", c.verify_s},
         {"update_s", c.update_s},
-        {"peak_rss_bytes", PeakRssBytes()},
+        {"peak_rss_bytes", peak.host_rss_bytes},
+        {"peak_rss_per_strategy", peak_reset},
+        {"peak_device_bytes",
+         peak.device_bytes >= 0 ? nlohmann::json(peak.device_bytes) : nlohmann::json()},
         {"kv_cache_bytes", dec->cache_bytes()},
         {"target_parameter_bytes", target->ParameterBytes()},
         {"greedy_equals_ar", ar_outputs.empty() || !o.sampling.greedy
@@ -305,6 +302,22 @@ absl::Status RunBench(const Args& args) {
       js["draft_forwards"] = dc->forwards;
       js["draft_fed_tokens"] = dc->fed_tokens;
       js["draft_reused_rows"] = dc->reused_rows;
+    }
+    if (const planner::PolicyStats* ps = dec->policy_stats()) {
+      const std::string policy = dec->strategy().PolicyName();
+      js["policy"] = {{"name", policy},
+                      {"steps", ps->steps},
+                      {"forwards", ps->forwards},
+                      {"expansions", ps->expansions},
+                      {"drafted_nodes", ps->drafted_nodes},
+                      {"tree_nodes", ps->tree_nodes},
+                      {"observed_steps", ps->observed_steps},
+                      {"accepted", ps->accepted},
+                      {"mean_accepted", ps->mean_accepted()}};
+      policy_rows.push_back(absl::StrFormat(
+          "%-10s %-30s %6lld %8lld %10lld %8lld %8lld %8.2f", StrategyName(s), policy,
+          (long long)ps->steps, (long long)ps->forwards, (long long)ps->expansions,
+          (long long)ps->drafted_nodes, (long long)ps->tree_nodes, ps->mean_accepted()));
     }
     report["strategies"][StrategyName(s)] = js;
     if (recorder) {
@@ -317,9 +330,15 @@ absl::Status RunBench(const Args& args) {
       const whatif::Trace trace = recorder->MakeTrace(std::move(h));
       SPECPLAN_RETURN_IF_ERROR(whatif::SaveTrace(trace, args.record_trace));
       std::fprintf(stderr, "trace: %zu steps of %s (%lld iterations) written to %s\n",
-                   trace.steps.size(), StrategyName(s), (long long)c.iterations,
+                   trace.steps.size(), StrategyName(s), (long long)c.iterations(),
                    args.record_trace.c_str());
     }
+  }
+  if (!policy_rows.empty()) {
+    // The planner policies' own counters (planner::PolicyStats) over the measured run.
+    std::printf("\n%-10s %-30s %6s %8s %10s %8s %8s %8s\n", "strategy", "policy", "steps",
+                "forwards", "expansions", "drafted", "nodes", "L_mean");
+    for (const std::string& row : policy_rows) std::printf("%s\n", row.c_str());
   }
   if (!args.json_out.empty()) {
     std::ofstream out(args.json_out);

@@ -6,9 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "costmodel/cycle_cost.h"
 #include "planner/tree_outputs.h"
-#include "runtime/measured_latency.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 
@@ -19,66 +17,7 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-constexpr struct {
-  Strategy s;
-  const char* name;
-} kStrategyNames[] = {
-    {Strategy::kAr, "ar"},
-    {Strategy::kLinear, "linear"},
-    {Strategy::kFixed, "fixed"},
-    {Strategy::kDynaTree, "dynatree"},
-    {Strategy::kBestFirst, "bestfirst"},
-    {Strategy::kLookup, "lookup"},
-    {Strategy::kMerged, "merged"},
-};
-
-// A fixed-budget best-first plan without a cost (BestFirstPlanner::PlanFixed) through `backend`.
-absl::Status PlanFixed(planner::PlanBackend* backend, const planner::Marginals& marginals,
-                       int budget, planner::BestFirstPlan* plan) {
-  planner::BestFirstOptions options;
-  options.mode = planner::BudgetMode::kFixed;
-  options.n_max = budget;
-  return backend->PlanBestFirst(marginals, options, nullptr, plan);
-}
-
 }  // namespace
-
-absl::StatusOr<Strategy> ParseStrategy(const std::string& name) {
-  for (const auto& e : kStrategyNames) {
-    if (name == e.name) return e.s;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("strategy = \"", name,
-                   "\": expected ar, linear, fixed, dynatree, bestfirst, lookup, merged"));
-}
-
-const char* StrategyName(Strategy s) {
-  for (const auto& e : kStrategyNames) {
-    if (s == e.s) return e.name;
-  }
-  return "?";
-}
-
-bool StrategyNeedsDraft(Strategy s) { return s != Strategy::kAr && s != Strategy::kLookup; }
-
-StrategyOptions StrategyOptions::Defaults(Strategy strategy) {
-  StrategyOptions o;
-  o.strategy = strategy;
-  o.linear.k = 6;
-  o.fixed.depth = 4;
-  o.fixed.branch = 2;
-  o.fixed.tau = 0.0;
-  o.fixed.max_nodes = 30;
-  o.dynatree.n_max = 32;
-  o.dynatree.d_max = 6;
-  o.dynatree.d0 = 4;
-  o.bestfirst.mode = planner::BudgetMode::kController;
-  o.bestfirst.n_max = 32;
-  o.merge.dedup = true;
-  o.merge.n_max = 48;
-  o.max_tree_nodes = 64;
-  return o;
-}
 
 absl::StatusOr<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::Create(
     const Transformer* target, const Transformer* draft, const StrategyOptions& options,
@@ -107,67 +46,22 @@ absl::StatusOr<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::Create(
   }
   std::unique_ptr<SpeculativeDecoder> d(new SpeculativeDecoder());
   d->target_ = target;
-  d->draft_ = StrategyNeedsDraft(options.strategy) ? draft : nullptr;
   d->options_ = options;
   d->max_context_ = max_context;
   const int64_t max_len = max_context + options.max_tree_nodes + 2;
   d->cache_ = target->NewCache(max_len);
-  if (d->draft_ != nullptr) {
-    d->drafter_ = std::make_unique<DraftModelDrafter>(
-        d->draft_, max_len + 2 * options.max_tree_nodes, options.draft_top_k);
-  }
-  auto cap = [&](int32_t n) { return std::min<int32_t>(n, options.max_tree_nodes); };
-  d->backend_ = options.plan_backend;
-  if (d->backend_ == nullptr) {
+  planner::PlanBackend* backend = options.plan_backend;
+  if (backend == nullptr) {
     d->owned_backend_ = std::make_unique<planner::InProcessPlanBackend>();
     d->owned_backend_->Reserve(std::min(options.bestfirst.n_max, options.max_tree_nodes));
-    d->backend_ = d->owned_backend_.get();
+    backend = d->owned_backend_.get();
   }
-  switch (options.strategy) {
-    case Strategy::kLinear: {
-      planner::LinearChainOptions o = options.linear;
-      o.k = cap(o.k);
-      SPECPLAN_ASSIGN_OR_RETURN(d->policy_, planner::LinearChainPolicy::Create(o));
-      break;
-    }
-    case Strategy::kFixed: {
-      planner::FixedTreeOptions o = options.fixed;
-      o.max_nodes = cap(o.max_nodes);
-      SPECPLAN_ASSIGN_OR_RETURN(d->policy_, planner::FixedTreePolicy::Create(o));
-      break;
-    }
-    case Strategy::kDynaTree:
-    case Strategy::kMerged: {
-      planner::DynaTreeOptions o = options.dynatree;
-      o.n_max = cap(o.n_max);
-      SPECPLAN_ASSIGN_OR_RETURN(d->policy_, planner::DynaTreePolicy::Create(o));
-      break;
-    }
-    case Strategy::kBestFirst: {
-      if (options.bestfirst.n_max > options.max_tree_nodes) {
-        d->options_.bestfirst.n_max = options.max_tree_nodes;
-      }
-      d->latency_ = options.latency;
-      if (d->latency_ == nullptr) {
-        std::vector<int64_t> grid;
-        for (int64_t s = 1; s <= options.max_tree_nodes + 1; s *= 2) grid.push_back(s);
-        if (grid.back() != options.max_tree_nodes + 1) grid.push_back(options.max_tree_nodes + 1);
-        SPECPLAN_ASSIGN_OR_RETURN(costmodel::GridLatency m,
-                                  MeasureVerifyLatency(*target, grid, 64, 3));
-        d->owned_latency_ = std::make_unique<costmodel::GridLatency>(std::move(m));
-        d->latency_ = d->owned_latency_.get();
-      }
-      break;
-    }
-    default:
-      break;
-  }
-  if (options.strategy == Strategy::kMerged && options.merge.n_max > options.max_tree_nodes) {
-    d->options_.merge.n_max = options.max_tree_nodes;
-  }
-  if (options.strategy == Strategy::kMerged && options.merge.n_max < 0) {
-    d->options_.merge.n_max = options.max_tree_nodes;
-  }
+  StrategyContext ctx;
+  ctx.target = target;
+  ctx.draft = StrategyNeedsDraft(options.strategy) ? draft : nullptr;
+  ctx.max_len = max_len;
+  ctx.backend = backend;
+  SPECPLAN_ASSIGN_OR_RETURN(d->strategy_, CreateDraftStrategy(options, ctx));
   return d;
 }
 
@@ -185,64 +79,6 @@ int64_t SpeculativeDecoder::SelectToken(const torch::Tensor& logits_row, std::mt
   SPECPLAN_CHECK(st.ok(), "ApplySampling failed on model logits");
   std::discrete_distribution<int64_t> dist(probs_.begin(), probs_.end());
   return dist(rng);
-}
-
-absl::Status SpeculativeDecoder::BuildTree(const std::vector<int64_t>& committed, int64_t c) {
-  const int32_t root = static_cast<int32_t>(committed.back());
-  policy_tree_depth_ = -1;
-  switch (options_.strategy) {
-    case Strategy::kAr:
-      tree_.ResetRoot(root);
-      return absl::OkStatus();
-    case Strategy::kLinear:
-    case Strategy::kFixed:
-    case Strategy::kDynaTree:
-    case Strategy::kMerged: {
-      SPECPLAN_ASSIGN_OR_RETURN(const planner::Tree* t, drafter_->DraftTree(*policy_, committed));
-      policy_tree_depth_ = 0;
-      for (int32_t dd : t->depths) policy_tree_depth_ = std::max(policy_tree_depth_, dd);
-      if (options_.strategy != Strategy::kMerged) {
-        tree_ = *t;
-        return absl::OkStatus();
-      }
-      if (NgramMarginals(committed, target_->config().vocab_size, options_.ngram, &marginals_)) {
-        SPECPLAN_RETURN_IF_ERROR(PlanFixed(backend_, marginals_, options_.lookup_budget, &plan_));
-        ngram_tree_ = plan_.tree;
-        DropZeroProbabilityNodes(&ngram_tree_);
-      } else {
-        ngram_tree_.ResetRoot(root);
-      }
-      SPECPLAN_RETURN_IF_ERROR(backend_->Merge(*t, ngram_tree_, options_.merge, &merged_));
-      tree_ = merged_.tree;
-      return absl::OkStatus();
-    }
-    case Strategy::kBestFirst: {
-      SPECPLAN_RETURN_IF_ERROR(
-          drafter_->DraftChain(committed, options_.bestfirst_gamma, &marginals_));
-      costmodel::DrafterCost dc;
-      dc.cls = costmodel::DrafterClass::kAutoregressive;
-      dc.gamma = options_.bestfirst_gamma;
-      dc.t_net_s = drafter_->last_step_seconds();
-      const planner::PlanCost cost{latency_, dc, 0.0, c};
-      SPECPLAN_RETURN_IF_ERROR(
-          backend_->PlanBestFirst(marginals_, options_.bestfirst, &cost, &plan_));
-      tree_ = plan_.tree;
-      return absl::OkStatus();
-    }
-    case Strategy::kLookup: {
-      if (NgramMarginals(committed, target_->config().vocab_size, options_.ngram, &marginals_)) {
-        SPECPLAN_RETURN_IF_ERROR(PlanFixed(
-            backend_, marginals_, std::min(options_.lookup_budget, options_.max_tree_nodes),
-            &plan_));
-        tree_ = plan_.tree;
-        DropZeroProbabilityNodes(&tree_);
-      } else {
-        tree_.ResetRoot(root);
-      }
-      return absl::OkStatus();
-    }
-  }
-  return absl::InternalError("unknown strategy");
 }
 
 absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<int64_t>& prompt,
@@ -269,7 +105,7 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
   GenerationResult result;
   const double t_start = Now();
   cache_.set_length(0);
-  if (drafter_) drafter_->Reset();
+  strategy_->Reset();
 
   // Prefill: the whole prompt; the first token becomes the pending root.
   torch::Tensor logits = target_->ForwardCausal(prompt, 0, &cache_);
@@ -287,11 +123,11 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
   out_opt.retrieve = false;
   planner::TreeOutputs outs;
   std::vector<int32_t> argmax;
-  std::vector<int64_t> accepted_tokens, src;
+  std::vector<int64_t> src;
   while (static_cast<int>(result.tokens.size()) < max_new_tokens) {
     const int64_t c = cache_.length();  // == committed.size() - 1
     double t0 = Now();
-    SPECPLAN_RETURN_IF_ERROR(BuildTree(committed, c));
+    SPECPLAN_RETURN_IF_ERROR(strategy_->BuildTree(DecodeState{committed, c}, &tree_));
     if (tree_.num_draft() > options_.max_tree_nodes) {
       return absl::InternalError(
           absl::StrCat("tree of ", tree_.num_draft(),
@@ -306,7 +142,7 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
     planner::ComputeTreeOutputs(tree_, out_opt, &outs);
     std::vector<int64_t> toks(tree_.tokens.begin(), tree_.tokens.end());
     torch::Tensor mask;
-    if (s > 1) mask = TreeAttentionMask(outs.mask_dense, s, c, target_->options().device);
+    if (s > 1) mask = TreeMaskBlock(outs.mask_dense, s, target_->options().device);
     logits = target_->Forward(torch::tensor(toks, torch::kInt64),
                               torch::tensor(outs.positions, torch::kInt64), c, mask, &cache_);
     // Greedy needs only the argmax row (computed on the device); sampling needs the full rows.
@@ -351,29 +187,12 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
     }
     cache_.set_length(c + L + 1);
 
-    accepted_tokens.clear();
-    for (int k = 1; k <= L; ++k) accepted_tokens.push_back(tree_.tokens[accept_.accepted_nodes[k]]);
-    if (drafter_) drafter_->Commit(accepted_tokens);
-    if (policy_ && policy_tree_depth_ >= 0) {
-      int la = L;
-      if (options_.strategy == Strategy::kMerged) {
-        la = 0;
-        for (int k = 1; k <= L; ++k) {
-          if (static_cast<uint8_t>(merged_.source[accept_.accepted_nodes[k]]) &
-              static_cast<uint8_t>(planner::MergeSource::kA)) {
-            ++la;
-          }
-        }
-      }
-      SPECPLAN_RETURN_IF_ERROR(policy_->ObserveAcceptance(std::min(la, policy_tree_depth_)));
-    }
+    SPECPLAN_RETURN_IF_ERROR(strategy_->Observe(tree_, accept_));
     counters_.acceptance.Add(planner::MakeStepAcceptance(tree_, accept_));
-    counters_.iterations += 1;
-    counters_.drafted += tree_.num_draft();
-    counters_.accepted += L;
     result.iterations += 1;
     result.steps.push_back({c, static_cast<int32_t>(tree_.tokens[0]), L, t1 - t0});
-    for (int64_t t : accepted_tokens) {
+    for (int k = 1; k <= L; ++k) {
+      const int64_t t = tree_.tokens[accept_.accepted_nodes[k]];
       committed.push_back(t);
       result.tokens.push_back(t);
     }

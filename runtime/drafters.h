@@ -107,9 +107,6 @@ struct NgramOptions {
 bool NgramMarginals(const std::vector<int64_t>& context, int64_t vocab, const NgramOptions& options,
                     planner::Marginals* out);
 
-// Removes nodes with path_probs == 0 (and hence their subtrees), keeping order (prefix-closed).
-void DropZeroProbabilityNodes(planner::Tree* tree);
-
 }  // namespace specplan::runtime
 
 #endif  // SPECPLAN_RUNTIME_DRAFTERS_H_

@@ -409,7 +409,12 @@ torch::Tensor Transformer::LayerMask(const torch::Tensor& mask, int64_t s,
   const auto opts = torch::TensorOptions()
                         .dtype(fused ? options_.dtype : torch::kFloat32)
                         .device(options_.device);
-  if (mask.defined()) return mask.to(opts);
+  if (mask.defined() && mask.size(1) == T) return mask.to(opts);
+  if (mask.defined()) {  // [s][s] block over the new tokens: every cached slot is visible
+    torch::Tensor full = torch::zeros({s, T}, opts);
+    full.narrow(1, start_slot, s).copy_(mask);
+    return full;
+  }
   if (s == 1) return torch::Tensor();  // a single token sees every slot
   // Causal: row i sees slots <= start_slot + i.
   return torch::zeros({s, T}, opts).masked_fill_(
@@ -429,7 +434,8 @@ torch::Tensor Transformer::Forward(const torch::Tensor& tokens, const torch::Ten
   torch::Tensor tok = tokens.to(dev, torch::kInt64);
   torch::Tensor pos = positions.to(dev, torch::kFloat32);
   if (mask.defined()) {
-    SPECPLAN_CHECK(mask.dim() == 2 && mask.size(0) == s && mask.size(1) == start_slot + s);
+    SPECPLAN_CHECK(mask.dim() == 2 && mask.size(0) == s &&
+                   (mask.size(1) == start_slot + s || mask.size(1) == s));
   }
   const torch::Tensor m = LayerMask(mask, s, start_slot);
   // cos/sin [s][1][rotary_dim] in the model dtype (HF casts them to the activation dtype).
@@ -477,6 +483,17 @@ torch::Tensor TreeAttentionMask(const std::vector<uint8_t>& ancestor_dense, int6
     }
   }
   return m.to(device);
+}
+
+torch::Tensor TreeMaskBlock(const std::vector<uint8_t>& ancestor_dense, int64_t s,
+                            torch::Device device) {
+  SPECPLAN_CHECK(static_cast<int64_t>(ancestor_dense.size()) == s * s);
+  c10::InferenceMode guard;
+  torch::Tensor visible =
+      torch::from_blob(const_cast<uint8_t*>(ancestor_dense.data()), {s, s}, torch::kUInt8)
+          .to(device, torch::kBool);  // a copy: the result does not alias ancestor_dense
+  return torch::zeros({s, s}, torch::TensorOptions().dtype(torch::kFloat32).device(device))
+      .masked_fill_(visible.logical_not(), -std::numeric_limits<float>::infinity());
 }
 
 }  // namespace specplan::runtime

@@ -76,8 +76,10 @@ class Transformer {
   // attends over slots [0, start_slot + s).
   //   tokens    [s] int64 token ids (any device)
   //   positions [s] int64 absolute RoPE positions
-  //   mask      [s][start_slot + s] additive float mask (0 = visible, -inf = hidden), or an
-  //             undefined tensor for causal attention (row i sees slots <= start_slot + i)
+  //   mask      [s][start_slot + s] additive float mask (0 = visible, -inf = hidden); or
+  //             [s][s] over the new tokens only (every cached slot visible; the full mask is
+  //             then built on the model's device); or an undefined tensor for causal attention
+  //             (row i sees slots <= start_slot + i)
   // Returns logits [s][V] as float32 on the model's device. Does not change cache->length().
   torch::Tensor Forward(const torch::Tensor& tokens, const torch::Tensor& positions,
                         int64_t start_slot, const torch::Tensor& mask, KvCache* cache) const;
@@ -127,6 +129,12 @@ class Transformer {
 // dense ancestor mask, planner::TreeOutputs::mask_dense).
 torch::Tensor TreeAttentionMask(const std::vector<uint8_t>& ancestor_dense, int64_t s, int64_t c,
                                 torch::Device device);
+
+// The new-token block of TreeAttentionMask alone: [s][s] float32 on `device`, entry (i, j) 0 iff
+// ancestor_dense[i * s + j] != 0, else -inf. Only the s * s mask bytes cross from the host; the
+// decoder passes this to Forward, which makes the cached columns visible.
+torch::Tensor TreeMaskBlock(const std::vector<uint8_t>& ancestor_dense, int64_t s,
+                            torch::Device device);
 
 }  // namespace specplan::runtime
 

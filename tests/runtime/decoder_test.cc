@@ -82,9 +82,9 @@ TEST_P(GreedyExactTest, EqualsArTokens) {
       std::vector<int64_t> spec = Decode(*target, draft.get(), StrategyOptions::Defaults(strategy),
                                          prompt, new_tokens, &counters);
       EXPECT_EQ(spec, ar) << StrategyName(strategy) << " draft " << kind.name << " seed " << seed;
-      accepted += counters.accepted;
-      drafted += counters.drafted;
-      iterations += counters.iterations;
+      accepted += counters.accepted();
+      drafted += counters.drafted();
+      iterations += counters.iterations();
     }
     if (strategy != Strategy::kLookup) {
       EXPECT_GT(drafted, 0);
@@ -120,7 +120,7 @@ TEST(DecoderTest, LookupAcceptsOnRepetitiveText) {
   std::vector<int64_t> spec =
       Decode(*target, nullptr, StrategyOptions::Defaults(Strategy::kLookup), prompt, 60, &counters);
   EXPECT_EQ(spec, Decode(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, 60));
-  EXPECT_LT(counters.iterations, 59);
+  EXPECT_LT(counters.iterations(), 59);
 }
 
 TEST(DecoderTest, RebuildEqualsGather) {
@@ -135,7 +135,7 @@ TEST(DecoderTest, RebuildEqualsGather) {
       auto a = Decode(*target, draft.get(), gather, prompt, 16, &cg);
       auto b = Decode(*target, draft.get(), rebuild, prompt, 16, &cr);
       EXPECT_EQ(a, b);
-      EXPECT_EQ(cr.target_forwards, cg.target_forwards + cg.iterations);
+      EXPECT_EQ(cr.target_forwards, cg.target_forwards + cg.iterations());
     }
   }
 }
@@ -149,11 +149,11 @@ TEST(DecoderTest, CountersAreConsistent) {
   EXPECT_EQ(c.prompts, 1);
   EXPECT_EQ(c.new_tokens, 30);
   // Every iteration commits accepted + 1 tokens; the first token comes from prefill.
-  EXPECT_GE(1 + c.accepted + c.iterations, 30);
-  EXPECT_LT(1 + c.accepted + c.iterations, 30 + 7);  // the last step overshoots by <= d_max
-  EXPECT_EQ(c.acceptance.steps, c.iterations);
-  EXPECT_EQ(c.acceptance.accepted_tokens, c.accepted);
-  EXPECT_EQ(c.target_forwards, 1 + c.iterations);
+  EXPECT_GE(1 + c.accepted() + c.iterations(), 30);
+  EXPECT_LT(1 + c.accepted() + c.iterations(), 30 + 7);  // the last step overshoots by <= d_max
+  EXPECT_EQ(c.acceptance.steps, c.iterations());
+  EXPECT_EQ(c.acceptance.accepted_tokens, c.accepted());
+  EXPECT_EQ(c.target_forwards, 1 + c.iterations());
   EXPECT_GT(c.total_s, 0);
 }
 

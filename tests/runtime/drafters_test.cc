@@ -35,19 +35,6 @@ TEST(NgramTest, MarginalsFromContext) {
   EXPECT_FALSE(NgramMarginals({1, 2, 3}, 256, o, &m));  // nothing repeats
 }
 
-TEST(NgramTest, DropZeroProbabilityNodes) {
-  planner::Tree t;
-  t.ResetRoot(1);
-  t.AddNode(0, 2, 0.5);
-  t.AddNode(0, 3, 0.0);
-  t.AddNode(2, 4, 0.0);
-  t.AddNode(1, 5, 0.25);
-  DropZeroProbabilityNodes(&t);
-  ASSERT_EQ(t.size(), 3);
-  EXPECT_EQ(t.tokens, (std::vector<int32_t>{1, 2, 5}));
-  EXPECT_EQ(t.parents, (std::vector<int32_t>{-1, 0, 1}));
-}
-
 // Level-batched drafting gives every node the same distribution as running the draft model on
 // the node's path alone.
 TEST(DraftModelTest, LevelBatchedTreeMatchesPerPathDistributions) {

@@ -47,7 +47,7 @@ DecodeRun Decode(const Transformer& target, const Transformer& draft, const Stra
     }
     run.results.push_back(*std::move(r));
   }
-  run.iterations = (*dec)->counters().iterations;
+  run.iterations = (*dec)->counters().iterations();
   return run;
 }
 

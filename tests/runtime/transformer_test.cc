@@ -78,6 +78,39 @@ TEST_P(TreeVerifyTest, CompactionEqualsRecomputation) {
       << "max diff " << (got - ref).abs().max().item<float>();
 }
 
+// The decoder's [s][s] mask block (TreeMaskBlock) gives exactly the logits of the full
+// [s][c + s] TreeAttentionMask, and is that mask's last s columns.
+TEST_P(TreeVerifyTest, MaskBlockEqualsFullMask) {
+  auto model = TinyModel(GetParam(), 13);
+  const int V = static_cast<int>(model->config().vocab_size);
+  std::mt19937_64 rng(9);
+  for (int c : {0, 1, 7}) {
+    std::vector<int64_t> prefix = RandomTokens(c, V, rng);
+    planner::Tree tree = RandomTree(9, V, rng);
+    planner::TreeOutputOptions oo;
+    oo.position_offset = c;
+    oo.dense_mask = true;
+    planner::TreeOutputs out;
+    planner::ComputeTreeOutputs(tree, oo, &out);
+    const int s = tree.size();
+    const torch::Tensor full = TreeAttentionMask(out.mask_dense, s, c, model->options().device);
+    const torch::Tensor block = TreeMaskBlock(out.mask_dense, s, model->options().device);
+    ASSERT_EQ(block.size(0), s);
+    ASSERT_EQ(block.size(1), s);
+    EXPECT_TRUE(torch::equal(block, full.narrow(1, c, s)));
+    std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
+    torch::Tensor logits[2];
+    for (int k = 0; k < 2; ++k) {
+      KvCache cache = model->NewCache(c + s + 1);
+      if (c > 0) model->ForwardCausal(prefix, 0, &cache);
+      logits[k] = model->Forward(torch::tensor(toks, torch::kInt64),
+                                 torch::tensor(out.positions, torch::kInt64), c,
+                                 k == 0 ? full : block, &cache);
+    }
+    EXPECT_TRUE(torch::equal(logits[0], logits[1])) << GetParam() << " c " << c;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, TreeVerifyTest,
                          ::testing::Values("tiny", "tiny-qwen3", "tiny-neox", "tiny-llama3"));
 

@@ -472,7 +472,7 @@ TEST_F(RemoteBackendTest, DecoderWithRemotePlannerEmitsTheInProcessTokens) {
     }
     // Steps planned remotely (bestfirst: every step; lookup: steps whose context had an n-gram
     // match; merged: a merge every step), and some plans were real trees.
-    const int64_t iterations = (*remote_dec)->counters().iterations;
+    const int64_t iterations = (*remote_dec)->counters().iterations();
     EXPECT_GT(comparing.nonempty_plans, 0);
     if (strategy == Strategy::kBestFirst) {
       EXPECT_EQ(comparing.plans, iterations);

@@ -1,0 +1,45 @@
+// BASTION: the draft model's autoregressive chain of gamma greedy steps gives a top-k lattice
+// (planner::Marginals); best-first expansion under the cost-model controller (planner::
+// BestFirstPlanner through a planner::PlanBackend) picks the tree size that maximises
+// S(n) = Â(n)·L_AR / C(n) with C from a verification-latency model.
+#ifndef SPECPLAN_RUNTIME_STRATEGIES_BEST_FIRST_H_
+#define SPECPLAN_RUNTIME_STRATEGIES_BEST_FIRST_H_
+
+#include <memory>
+#include <vector>
+
+#include "runtime/strategies/draft_strategy.h"
+
+namespace specplan::runtime {
+
+class BestFirstStrategy final : public DraftStrategy {
+ public:
+  // ctx.draft must be non-null. options.bestfirst.n_max is capped at options.max_tree_nodes. With
+  // options.latency null, T_verify is measured on ctx.target now (MeasureVerifyLatency over
+  // s = 1, 2, 4, ..., max_tree_nodes + 1).
+  static absl::StatusOr<std::unique_ptr<BestFirstStrategy>> Create(const StrategyOptions& options,
+                                                                   const StrategyContext& ctx);
+
+  const char* Name() const override { return "bestfirst"; }
+  void Reset() override { drafter_.Reset(); }
+  absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
+  absl::Status Observe(const planner::Tree& tree, const planner::AcceptResult& accept) override;
+  const DrafterCounters* drafter_counters() const override { return &drafter_.counters(); }
+
+ private:
+  BestFirstStrategy(const StrategyOptions& options, const StrategyContext& ctx);
+
+  int gamma_;
+  planner::BestFirstOptions planner_options_;
+  planner::PlanBackend* backend_;
+  DraftModelDrafter drafter_;
+  std::unique_ptr<costmodel::LatencyModel> owned_latency_;
+  const costmodel::LatencyModel* latency_ = nullptr;
+  planner::Marginals marginals_;
+  planner::BestFirstPlan plan_;
+  std::vector<int64_t> accepted_tokens_;
+};
+
+}  // namespace specplan::runtime
+
+#endif  // SPECPLAN_RUNTIME_STRATEGIES_BEST_FIRST_H_

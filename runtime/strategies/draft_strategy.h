@@ -1,0 +1,89 @@
+// The interface every decoding strategy implements (llama.cpp's common_speculative is the model):
+// per step the shared decode loop (runtime/decoder.cc) asks the strategy for a draft tree rooted at
+// the pending token, verifies it in one target pass, accepts, compacts the KV cache, and tells the
+// strategy what was accepted. Everything strategy-specific (draft model, policy, planner backend,
+// n-gram lookup, merge bookkeeping) lives behind this interface, one strategy per file here:
+//   ar.h          root-only trees (plain autoregressive decoding)
+//   draft_tree.h  a draft model driving a planner::TreePolicy (linear, fixed, dynatree)
+//   best_first.h  draft-model AR-chain lattice + best-first with the cost-model controller
+//   lookup.h      prompt-lookup n-gram marginals + fixed-budget best-first (no draft model)
+//   merged.h      dynatree tree and n-gram tree merged under one root
+#ifndef SPECPLAN_RUNTIME_STRATEGIES_DRAFT_STRATEGY_H_
+#define SPECPLAN_RUNTIME_STRATEGIES_DRAFT_STRATEGY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "planner/acceptance.h"
+#include "planner/plan_backend.h"
+#include "planner/policy.h"
+#include "planner/tree.h"
+#include "runtime/drafters.h"
+#include "runtime/strategies/strategy_options.h"
+#include "runtime/transformer.h"
+
+namespace specplan::runtime {
+
+// What a strategy sees of the decode at the start of a step.
+struct DecodeState {
+  // The whole accepted sequence, prompt included; back() is the pending root (accepted, not yet
+  // in the target's KV cache).
+  const std::vector<int64_t>& committed;
+  int64_t c = 0;  // tokens in the target's KV cache (= committed.size() - 1)
+};
+
+// What the factory hands a strategy; pointers are not owned and outlive the strategy.
+struct StrategyContext {
+  const Transformer* target = nullptr;      // non-null
+  const Transformer* draft = nullptr;       // non-null when StrategyNeedsDraft(options.strategy)
+  int64_t max_len = 0;                      // target cache slots (committed tokens + one tree)
+  planner::PlanBackend* backend = nullptr;  // non-null: where best-first plans and merges go
+};
+
+class DraftStrategy {
+ public:
+  virtual ~DraftStrategy() = default;
+
+  // The strategy's name as ParseStrategy reads it ("ar", "linear", ..., "merged").
+  virtual const char* Name() const = 0;
+  // A new prompt starts (Generate): forget per-sequence state such as a draft KV cache.
+  virtual void Reset() {}
+  // Builds this step's draft tree into *tree: root = state.committed.back(), at most
+  // options.max_tree_nodes draft nodes (the decoder checks). *tree is caller-owned and reused.
+  virtual absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) = 0;
+  // After verification of the tree last built: `accept` is the acceptance on `tree` (accepted
+  // nodes root first, accepted_length draft tokens). Feeds draft caches and adaptive policies.
+  virtual absl::Status Observe(const planner::Tree& /*tree*/,
+                               const planner::AcceptResult& /*accept*/) {
+    return absl::OkStatus();
+  }
+
+  // Counters of the planner policy behind the strategy (null when there is none).
+  virtual const planner::PolicyStats* policy_stats() const { return nullptr; }
+  // The policy's identifier with its parameters, e.g. "linear_chain(K=6)" ("" when none).
+  virtual std::string PolicyName() const { return ""; }
+  // Counters of the strategy's draft model (null when it has none).
+  virtual const DrafterCounters* drafter_counters() const { return nullptr; }
+};
+
+// The accepted draft tokens of `accept` on `tree`, root and bonus excluded, into *out.
+inline void AcceptedTokens(const planner::Tree& tree, const planner::AcceptResult& accept,
+                           std::vector<int64_t>* out) {
+  out->clear();
+  for (int k = 1; k <= accept.accepted_length; ++k) {
+    out->push_back(tree.tokens[accept.accepted_nodes[k]]);
+  }
+}
+
+// The strategy named by options.strategy. InvalidArgument when a draft model is needed and
+// ctx.draft is null, or when the strategy's planner options are invalid.
+absl::StatusOr<std::unique_ptr<DraftStrategy>> CreateDraftStrategy(const StrategyOptions& options,
+                                                                   const StrategyContext& ctx);
+
+}  // namespace specplan::runtime
+
+#endif  // SPECPLAN_RUNTIME_STRATEGIES_DRAFT_STRATEGY_H_

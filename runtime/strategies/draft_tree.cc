@@ -1,0 +1,71 @@
+#include "runtime/strategies/draft_tree.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "util/status_macros.h"
+
+namespace specplan::runtime {
+
+absl::StatusOr<std::unique_ptr<DraftTreeStrategy>> DraftTreeStrategy::Create(
+    Strategy which, const StrategyOptions& options, const StrategyContext& ctx) {
+  if (ctx.draft == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("strategy ", StrategyName(which), ": needs a draft model"));
+  }
+  auto cap = [&](int32_t n) { return std::min<int32_t>(n, options.max_tree_nodes); };
+  std::unique_ptr<planner::TreePolicy> policy;
+  switch (which) {
+    case Strategy::kLinear: {
+      planner::LinearChainOptions o = options.linear;
+      o.k = cap(o.k);
+      SPECPLAN_ASSIGN_OR_RETURN(policy, planner::LinearChainPolicy::Create(o));
+      break;
+    }
+    case Strategy::kFixed: {
+      planner::FixedTreeOptions o = options.fixed;
+      o.max_nodes = cap(o.max_nodes);
+      SPECPLAN_ASSIGN_OR_RETURN(policy, planner::FixedTreePolicy::Create(o));
+      break;
+    }
+    case Strategy::kDynaTree: {
+      planner::DynaTreeOptions o = options.dynatree;
+      o.n_max = cap(o.n_max);
+      SPECPLAN_ASSIGN_OR_RETURN(policy, planner::DynaTreePolicy::Create(o));
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("strategy ", StrategyName(which), ": not a draft-tree policy strategy"));
+  }
+  return std::unique_ptr<DraftTreeStrategy>(
+      new DraftTreeStrategy(which, std::move(policy), ctx.draft,
+                            ctx.max_len + 2 * options.max_tree_nodes, options.draft_top_k));
+}
+
+DraftTreeStrategy::DraftTreeStrategy(Strategy which, std::unique_ptr<planner::TreePolicy> policy,
+                                     const Transformer* draft, int64_t max_len, int top_k)
+    : which_(which), policy_(std::move(policy)), drafter_(draft, max_len, top_k) {}
+
+absl::Status DraftTreeStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
+  SPECPLAN_ASSIGN_OR_RETURN(const planner::Tree* t, drafter_.DraftTree(*policy_, state.committed));
+  depth_ = 0;
+  for (int32_t d : t->depths) depth_ = std::max(depth_, d);
+  *tree = *t;
+  return absl::OkStatus();
+}
+
+absl::Status DraftTreeStrategy::Observe(const planner::Tree& tree,
+                                        const planner::AcceptResult& accept) {
+  AcceptedTokens(tree, accept, &accepted_tokens_);
+  return ObserveAccepted(accepted_tokens_, accept.accepted_length);
+}
+
+absl::Status DraftTreeStrategy::ObserveAccepted(const std::vector<int64_t>& accepted_tokens,
+                                                int policy_accepted) {
+  drafter_.Commit(accepted_tokens);
+  if (depth_ < 0) return absl::OkStatus();
+  return policy_->ObserveAcceptance(std::min<int>(policy_accepted, depth_));
+}
+
+}  // namespace specplan::runtime

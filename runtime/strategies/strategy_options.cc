@@ -1,0 +1,60 @@
+#include "runtime/strategies/strategy_options.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace specplan::runtime {
+namespace {
+
+constexpr struct {
+  Strategy s;
+  const char* name;
+} kStrategyNames[] = {
+    {Strategy::kAr, "ar"},
+    {Strategy::kLinear, "linear"},
+    {Strategy::kFixed, "fixed"},
+    {Strategy::kDynaTree, "dynatree"},
+    {Strategy::kBestFirst, "bestfirst"},
+    {Strategy::kLookup, "lookup"},
+    {Strategy::kMerged, "merged"},
+};
+
+}  // namespace
+
+absl::StatusOr<Strategy> ParseStrategy(const std::string& name) {
+  for (const auto& e : kStrategyNames) {
+    if (name == e.name) return e.s;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("strategy = \"", name,
+                   "\": expected ar, linear, fixed, dynatree, bestfirst, lookup, merged"));
+}
+
+const char* StrategyName(Strategy s) {
+  for (const auto& e : kStrategyNames) {
+    if (s == e.s) return e.name;
+  }
+  return "?";
+}
+
+bool StrategyNeedsDraft(Strategy s) { return s != Strategy::kAr && s != Strategy::kLookup; }
+
+StrategyOptions StrategyOptions::Defaults(Strategy strategy) {
+  StrategyOptions o;
+  o.strategy = strategy;
+  o.linear.k = 6;
+  o.fixed.depth = 4;
+  o.fixed.branch = 2;
+  o.fixed.tau = 0.0;
+  o.fixed.max_nodes = 30;
+  o.dynatree.n_max = 32;
+  o.dynatree.d_max = 6;
+  o.dynatree.d0 = 4;
+  o.bestfirst.mode = planner::BudgetMode::kController;
+  o.bestfirst.n_max = 32;
+  o.merge.dedup = true;
+  o.merge.n_max = 48;
+  o.max_tree_nodes = 64;
+  return o;
+}
+
+}  // namespace specplan::runtime

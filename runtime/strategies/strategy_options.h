@@ -1,0 +1,80 @@
+// Which decoding strategy runs and with what settings: the names the bench and tests use, and the
+// options a SpeculativeDecoder (runtime/decoder.h) and its DraftStrategy (draft_strategy.h) read.
+#ifndef SPECPLAN_RUNTIME_STRATEGIES_STRATEGY_OPTIONS_H_
+#define SPECPLAN_RUNTIME_STRATEGIES_STRATEGY_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "costmodel/latency_model.h"
+#include "planner/best_first.h"
+#include "planner/dynatree.h"
+#include "planner/fixed_tree.h"
+#include "planner/linear_chain.h"
+#include "planner/merge.h"
+#include "planner/plan_backend.h"
+#include "runtime/drafters.h"
+
+namespace specplan::runtime {
+
+// One object per strategy (draft_strategy.h): kAr in ar.h; kLinear, kFixed and kDynaTree in
+// draft_tree.h; kBestFirst in best_first.h; kLookup in lookup.h; kMerged in merged.h.
+enum class Strategy {
+  kAr,         // plain autoregressive decoding (root-only trees)
+  kLinear,     // draft-model greedy chain of K tokens (planner::LinearChainPolicy)
+  kFixed,      // draft-model static tree (D, B, tau) (planner::FixedTreePolicy)
+  kDynaTree,   // draft-model confidence-aware tree (planner::DynaTreePolicy)
+  kBestFirst,  // AR-chain lattice + best-first with the cost-model controller (BASTION)
+  kLookup,     // prompt-lookup n-gram marginals + best-first with a fixed budget (no draft model)
+  kMerged,     // DynaTree draft-model tree + n-gram tree merged (planner::MergeTrees), one verify
+};
+
+// "ar", "linear", "fixed", "dynatree", "bestfirst", "lookup", "merged".
+absl::StatusOr<Strategy> ParseStrategy(const std::string& name);
+const char* StrategyName(Strategy s);
+bool StrategyNeedsDraft(Strategy s);
+
+enum class KvUpdate {
+  kGather,   // index_select the accepted rows into place (default)
+  kRebuild,  // roll back to c and re-forward the accepted path (baseline)
+};
+
+struct SamplingOptions {
+  bool greedy = true;        // false: sample with temperature / top_k / top_p
+  float temperature = 1.0f;  // > 0 when !greedy
+  int top_k = 0;             // 0 = all
+  float top_p = 1.0f;
+  uint64_t seed = 0;  // RNG seed of one Generate call (same seed => same output)
+};
+
+struct StrategyOptions {
+  Strategy strategy = Strategy::kAr;
+  KvUpdate kv_update = KvUpdate::kGather;
+  SamplingOptions sampling;
+  int draft_top_k = 4;                 // candidates per draft-model row (>= the policies' breadth)
+  planner::LinearChainOptions linear;  // default K = 8 replaced by 6 in Defaults()
+  planner::FixedTreeOptions fixed;
+  planner::DynaTreeOptions dynatree;
+  // Best-first (BASTION): AR-chain lattice depth gamma, controller over C(n).
+  int bestfirst_gamma = 6;
+  planner::BestFirstOptions bestfirst;
+  // The verification-latency model for the controller; not owned. Null: the best-first strategy
+  // measures one on the target when it is created (MeasureVerifyLatency).
+  const costmodel::LatencyModel* latency = nullptr;
+  // Where best-first / lookup / merged plans come from; not owned, must outlive the decoder. Null:
+  // an in-process planner::InProcessPlanBackend (the default). A remote backend (service/client.h
+  // RemotePlanBackend, `--planner HOST:PORT`) gives the same plans, so the same tokens.
+  planner::PlanBackend* plan_backend = nullptr;
+  NgramOptions ngram;
+  int lookup_budget = 16;       // draft nodes of the n-gram tree (kLookup, and kMerged's B tree)
+  planner::MergeOptions merge;  // kMerged (dedup on, n_max budget)
+  int max_tree_nodes = 128;     // hard cap on s - 1; sizes the caches
+
+  // Small-tree defaults suitable for tiny models and CPU runs.
+  static StrategyOptions Defaults(Strategy strategy);
+};
+
+}  // namespace specplan::runtime
+
+#endif  // SPECPLAN_RUNTIME_STRATEGIES_STRATEGY_OPTIONS_H_
