@@ -68,8 +68,8 @@ absl::StatusOr<RopeScaling> ParseRopeScaling(const nlohmann::json& j, const std:
   } else if (type == "llama3") {
     r.type = RopeScalingType::kLlama3;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".rope_type = \"", type,
-                                                   "\": unsupported (default, linear, llama3)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".rope_type = \"", type, "\": unsupported (default, linear, llama3)"));
   }
   SPECPLAN_ASSIGN_OR_RETURN(r.factor, ju::GetNumber(j, "factor", field));
   if (!(r.factor >= 1.0)) {
@@ -77,10 +77,8 @@ absl::StatusOr<RopeScaling> ParseRopeScaling(const nlohmann::json& j, const std:
         absl::StrCat(field, ".factor = ", r.factor, ": must be >= 1"));
   }
   if (r.type == RopeScalingType::kLlama3) {
-    SPECPLAN_ASSIGN_OR_RETURN(r.low_freq_factor,
-                              ju::GetNumber(j, "low_freq_factor", field));
-    SPECPLAN_ASSIGN_OR_RETURN(r.high_freq_factor,
-                              ju::GetNumber(j, "high_freq_factor", field));
+    SPECPLAN_ASSIGN_OR_RETURN(r.low_freq_factor, ju::GetNumber(j, "low_freq_factor", field));
+    SPECPLAN_ASSIGN_OR_RETURN(r.high_freq_factor, ju::GetNumber(j, "high_freq_factor", field));
     SPECPLAN_ASSIGN_OR_RETURN(r.original_max_position_embeddings,
                               ju::GetInt(j, "original_max_position_embeddings", field));
     if (!(r.high_freq_factor > r.low_freq_factor) || !(r.low_freq_factor > 0)) {
@@ -229,8 +227,7 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const nlohmann::json& j, const std::st
     const nlohmann::json& rp = j["rope_parameters"];
     SPECPLAN_ASSIGN_OR_RETURN(c.rope_scaling, ParseRopeScaling(rp, "rope_parameters"));
     if (Has(rp, "rope_theta")) {
-      SPECPLAN_ASSIGN_OR_RETURN(c.rope_theta,
-                                ju::GetNumber(rp, "rope_theta", "rope_parameters"));
+      SPECPLAN_ASSIGN_OR_RETURN(c.rope_theta, ju::GetNumber(rp, "rope_theta", "rope_parameters"));
     }
     if (Has(rp, "partial_rotary_factor")) {
       SPECPLAN_ASSIGN_OR_RETURN(c.rotary_pct,

@@ -183,8 +183,9 @@ void Transformer::InitRandom(uint64_t seed, double init_scale) {
   } else {
     gen = at::detail::createCPUGenerator(seed);
   }
-  const auto draw_options =
-      torch::TensorOptions().dtype(torch::kFloat32).device(on_device ? options_.device : torch::kCPU);
+  const auto draw_options = torch::TensorOptions()
+                                .dtype(torch::kFloat32)
+                                .device(on_device ? options_.device : torch::kCPU);
   for (auto& [name, t] : named_) {
     torch::Tensor r = at::randn(t.sizes(), gen, draw_options);
     if (absl::StrContains(name, "layernorm.weight") || absl::StrContains(name, "norm.weight")) {
@@ -364,11 +365,10 @@ torch::Tensor Transformer::Attention(const Layer& L, int64_t index, const torch:
     // SDPA with native GQA (query head h reads kv head h / g, as HF's repeat_kv) over strided
     // views of the cache: K/V are never copied. mask: [s][T] in the model dtype, or undefined when
     // every row sees every slot (a single decode token), so SDPA may pick FlashAttention.
-    const torch::Tensor q4 = q.permute({1, 0, 2}).unsqueeze(0);  // [1][nq][s][d]
+    const torch::Tensor q4 = q.permute({1, 0, 2}).unsqueeze(0);            // [1][nq][s][d]
     const torch::Tensor k4 = keys.unsqueeze(0), v4 = values.unsqueeze(0);  // [1][nkv][T][d]
-    out = mask.defined()
-              ? at::scaled_dot_product_attention(q4, k4, v4, mask, 0.0, false, {}, true)
-              : at::scaled_dot_product_attention(q4, k4, v4, {}, 0.0, false, {}, true);
+    out = mask.defined() ? at::scaled_dot_product_attention(q4, k4, v4, mask, 0.0, false, {}, true)
+                         : at::scaled_dot_product_attention(q4, k4, v4, {}, 0.0, false, {}, true);
     out = out.squeeze(0).permute({1, 0, 2}).reshape({s, nq * d});
 #endif
   } else {
@@ -417,9 +417,9 @@ torch::Tensor Transformer::LayerMask(const torch::Tensor& mask, int64_t s,
   }
   if (s == 1) return torch::Tensor();  // a single token sees every slot
   // Causal: row i sees slots <= start_slot + i.
-  return torch::zeros({s, T}, opts).masked_fill_(
-      torch::ones({s, T}, opts.dtype(torch::kBool)).triu_(start_slot + 1),
-      -std::numeric_limits<float>::infinity());
+  return torch::zeros({s, T}, opts)
+      .masked_fill_(torch::ones({s, T}, opts.dtype(torch::kBool)).triu_(start_slot + 1),
+                    -std::numeric_limits<float>::infinity());
 }
 
 torch::Tensor Transformer::Forward(const torch::Tensor& tokens, const torch::Tensor& positions,

@@ -64,7 +64,7 @@ TEST_P(CudaTransformerTest, TreeVerificationMatchesCpuFp32AlongEveryPath) {
   const int V = static_cast<int>(cpu_->config().vocab_size);
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 3; ++trial) {
-    const int c = 5 + trial * 9;  // 5, 14, 23 cached tokens
+    const int c = 5 + trial * 9;   // 5, 14, 23 cached tokens
     const int n = 7 + trial * 12;  // 8, 20, 32 tree tokens with the root
     std::vector<int64_t> prefix = RandomTokens(c, V, rng);
     planner::Tree tree = RandomTree(n, V, rng);
@@ -149,12 +149,11 @@ std::string ParamName(
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(ArchsAndDtypes, CudaTransformerTest,
-                         ::testing::Combine(::testing::Values("tiny", "tiny-qwen3", "tiny-neox",
-                                                              "tiny-llama3"),
-                                            ::testing::Values(torch::kFloat32, torch::kBFloat16,
-                                                              torch::kFloat16)),
-                         ParamName);
+INSTANTIATE_TEST_SUITE_P(
+    ArchsAndDtypes, CudaTransformerTest,
+    ::testing::Combine(::testing::Values("tiny", "tiny-qwen3", "tiny-neox", "tiny-llama3"),
+                       ::testing::Values(torch::kFloat32, torch::kBFloat16, torch::kFloat16)),
+    ParamName);
 
 TEST(CudaRandomInitTest, SameSeedSameWeightsOnTheDevice) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device in this LibTorch/machine";

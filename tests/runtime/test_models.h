@@ -63,10 +63,9 @@ inline torch::Tensor VerifyTree(const Transformer& model, const planner::Tree& t
   planner::TreeOutputs out;
   planner::ComputeTreeOutputs(tree, opt, &out);
   std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
-  return model.Forward(torch::tensor(toks, torch::kInt64),
-                       torch::tensor(out.positions, torch::kInt64), c,
-                       TreeAttentionMask(out.mask_dense, tree.size(), c, model.options().device),
-                       cache);
+  return model.Forward(
+      torch::tensor(toks, torch::kInt64), torch::tensor(out.positions, torch::kInt64), c,
+      TreeAttentionMask(out.mask_dense, tree.size(), c, model.options().device), cache);
 }
 
 // The root-to-`node` path of `tree`: its tokens and the cache slots (c + index) verification wrote

@@ -150,8 +150,8 @@ TEST(TransformerTest, CopyToKeepsTheWeights) {
     c10::InferenceMode guard;
     (*copy)->NamedParameters()[0].second.zero_();
   }
-  EXPECT_FALSE(torch::equal(model->NamedParameters()[0].second,
-                            (*copy)->NamedParameters()[0].second));
+  EXPECT_FALSE(
+      torch::equal(model->NamedParameters()[0].second, (*copy)->NamedParameters()[0].second));
   RuntimeOptions bf16;
   bf16.dtype = torch::kBFloat16;
   auto half = model->CopyTo(bf16);
