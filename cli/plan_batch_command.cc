@@ -33,6 +33,7 @@
 #include "planner/batch_plan.h"
 #include "planner/marginals.h"
 #include "planner/tree_outputs.h"
+#include "util/json_util.h"
 
 namespace specplan::cli {
 namespace {
@@ -231,9 +232,6 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   const char* mode_name = options.mode == BudgetMode::kFixed        ? "fixed"
                           : options.mode == BudgetMode::kController ? "controller"
                                                                     : "scan";
-  const auto json_or_null = [](double x) {
-    return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
-  };
   if (a.json) {
     nlohmann::json j;
     j["mode"] = mode_name;
@@ -267,9 +265,9 @@ int RunPlanBatch(const PlanBatchArgs& a) {
                        {"goodput", p.goodput}});
     }
     j["curve"] = std::move(curve);
-    j["cycle_s"] = json_or_null(plan.cycle_s);
-    j["goodput"] = json_or_null(plan.goodput);
-    j["ar_goodput"] = json_or_null(plan.ar_goodput);
+    j["cycle_s"] = json_util::NumberOrNull(plan.cycle_s);
+    j["goodput"] = json_util::NumberOrNull(plan.goodput);
+    j["ar_goodput"] = json_util::NumberOrNull(plan.ar_goodput);
     if (options.objective == BatchObjective::kLatencyBound) j["bound_met"] = plan.bound_met;
     j["speculation_pays"] = plan.speculation_pays;
     j["lattice_exhausted"] = plan.lattice_exhausted;

@@ -37,6 +37,7 @@
 #include "planner/engine_layouts.h"
 #include "planner/marginals.h"
 #include "planner/tree_outputs.h"
+#include "util/json_util.h"
 
 namespace specplan::cli {
 namespace {
@@ -63,8 +64,6 @@ struct PlanArgs {
   std::string tree_mask_mode = "QLEN_ONLY";
   int draft_token_num = 0;
 };
-
-nlohmann::json JsonOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nullptr; }
 
 int RunPlan(const PlanArgs& a) {
   using namespace specplan::planner;
@@ -179,9 +178,9 @@ int RunPlan(const PlanArgs& a) {
       retrieve.push_back(std::vector<int32_t>(row, row + outputs.retrieve_width));
     }
     j["retrieve"] = std::move(retrieve);
-    j["cycle_s"] = JsonOrNull(plan.cycle_s);
-    j["speedup"] = JsonOrNull(plan.speedup);
-    j["l_ar_s"] = JsonOrNull(plan.l_ar_s);
+    j["cycle_s"] = json_util::NumberOrNull(plan.cycle_s);
+    j["speedup"] = json_util::NumberOrNull(plan.speedup);
+    j["l_ar_s"] = json_util::NumberOrNull(plan.l_ar_s);
     j["lattice_exhausted"] = plan.lattice_exhausted;
     j["c"] = a.c;
     if (want_cost) j["latency_model"] = latency_kind;

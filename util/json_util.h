@@ -1,4 +1,5 @@
-// Small helpers to read fields out of nlohmann::json with errors that name the field and value.
+// Small helpers to read fields out of nlohmann::json with errors that name the field and value, and
+// to write numbers that may be NaN or infinite (JSON has no such numbers: they become null).
 #ifndef SPECPLAN_UTIL_JSON_UTIL_H_
 #define SPECPLAN_UTIL_JSON_UTIL_H_
 
@@ -13,6 +14,11 @@
 #include "util/file.h"
 
 namespace specplan::json_util {
+
+// x as a JSON number, or null when x is NaN or infinite.
+inline nlohmann::json NumberOrNull(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+}
 
 inline std::string Field(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : absl::StrCat(prefix, ".", key);

@@ -15,6 +15,7 @@
 #include "planner/batch_plan.h"
 #include "planner/best_first.h"
 #include "util/check.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 #include "whatif/replay.h"
 
@@ -59,8 +60,6 @@ costmodel::DrafterCost BatchDrafter(const ConcurrencyOptions& o, int gamma) {
   d.gamma = gamma;
   return d;
 }
-
-nlohmann::json Num(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); }
 
 }  // namespace
 
@@ -310,12 +309,12 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
                     {"strategy", ConcurrencyStrategyName(row.strategy)},
                     {"steps", row.steps},
                     {"tokens", row.tokens},
-                    {"seconds", Num(row.seconds)},
-                    {"throughput", Num(row.throughput)},
-                    {"accepted", Num(row.accepted)},
-                    {"mean_tree_size", Num(row.mean_tree_size)},
-                    {"cycle_s", Num(row.cycle_s)},
-                    {"speedup", Num(row.speedup)},
+                    {"seconds", json_util::NumberOrNull(row.seconds)},
+                    {"throughput", json_util::NumberOrNull(row.throughput)},
+                    {"accepted", json_util::NumberOrNull(row.accepted)},
+                    {"mean_tree_size", json_util::NumberOrNull(row.mean_tree_size)},
+                    {"cycle_s", json_util::NumberOrNull(row.cycle_s)},
+                    {"speedup", json_util::NumberOrNull(row.speedup)},
                     {"plain_steps", row.plain_steps}});
   }
   j["rows"] = std::move(rows);

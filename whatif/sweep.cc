@@ -23,6 +23,7 @@
 #include "planner/linear_chain.h"
 #include "planner/policy.h"
 #include "util/check.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 #include "whatif/replay.h"
 
@@ -332,8 +333,6 @@ void ComputeChainSurrogate(const Trace& trace, SurrogateQuality* q) {
   q->chain_spearman = SpearmanCorrelation(pred, real);
 }
 
-nlohmann::json Num(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); }
-
 }  // namespace
 
 const char* StrategyName(Strategy s) {
@@ -561,20 +560,22 @@ nlohmann::json WhatIfReportToJson(const WhatIfReport& r) {
                   {"t_aux_s", r.t_aux_s}};
   json rows = json::array();
   for (const WhatIfRow& row : r.rows) {
-    json jr = {{"strategy", StrategyName(row.strategy)},
-               {"budget", row.budget},
-               {"params", row.params},
-               {"steps_used", row.steps_used},
-               {"steps_skipped", row.steps_skipped},
-               {"accepted_per_step", Num(row.accepted_per_step)},
-               {"tokens_per_step", Num(row.steps_used > 0 ? 1.0 + row.accepted_per_step : kNaN)},
-               {"predicted_accepted_per_step", Num(row.predicted_accepted_per_step)},
-               {"mean_tree_size", Num(row.mean_tree_size)},
-               {"cycle_s", Num(row.cycle_s)},
-               {"t_ar_s", Num(row.t_ar_s)},
-               {"speedup", Num(row.speedup)},
-               {"predicted_speedup", Num(row.predicted_speedup)},
-               {"pearson", Num(row.pearson)}};
+    json jr = {
+        {"strategy", StrategyName(row.strategy)},
+        {"budget", row.budget},
+        {"params", row.params},
+        {"steps_used", row.steps_used},
+        {"steps_skipped", row.steps_skipped},
+        {"accepted_per_step", json_util::NumberOrNull(row.accepted_per_step)},
+        {"tokens_per_step",
+         json_util::NumberOrNull(row.steps_used > 0 ? 1.0 + row.accepted_per_step : kNaN)},
+        {"predicted_accepted_per_step", json_util::NumberOrNull(row.predicted_accepted_per_step)},
+        {"mean_tree_size", json_util::NumberOrNull(row.mean_tree_size)},
+        {"cycle_s", json_util::NumberOrNull(row.cycle_s)},
+        {"t_ar_s", json_util::NumberOrNull(row.t_ar_s)},
+        {"speedup", json_util::NumberOrNull(row.speedup)},
+        {"predicted_speedup", json_util::NumberOrNull(row.predicted_speedup)},
+        {"pearson", json_util::NumberOrNull(row.pearson)}};
     if (!row.per_step.empty()) {
       json steps = json::array();
       for (const StepResult& s : row.per_step) {
@@ -594,28 +595,28 @@ nlohmann::json WhatIfReportToJson(const WhatIfReport& r) {
   if (r.oracle.found) {
     j["oracle"] = {{"strategy", "best_first"},
                    {"budget", r.oracle.budget},
-                   {"speedup", Num(r.oracle.speedup)},
-                   {"accepted_per_step", Num(r.oracle.accepted_per_step)}};
+                   {"speedup", json_util::NumberOrNull(r.oracle.speedup)},
+                   {"accepted_per_step", json_util::NumberOrNull(r.oracle.accepted_per_step)}};
   } else {
     j["oracle"] = nullptr;
   }
   auto summary = [](const ControllerSummary& c) -> json {
     if (!c.found) return nullptr;
-    return {{"speedup", Num(c.speedup)},
-            {"accepted_per_step", Num(c.accepted_per_step)},
-            {"mean_tree_size", Num(c.mean_tree_size)},
-            {"ratio_to_oracle", Num(c.ratio_to_oracle)}};
+    return {{"speedup", json_util::NumberOrNull(c.speedup)},
+            {"accepted_per_step", json_util::NumberOrNull(c.accepted_per_step)},
+            {"mean_tree_size", json_util::NumberOrNull(c.mean_tree_size)},
+            {"ratio_to_oracle", json_util::NumberOrNull(c.ratio_to_oracle)}};
   };
   j["controller"] = summary(r.controller);
   j["scan"] = summary(r.scan);
   const SurrogateQuality& q = r.surrogate;
   j["surrogate"] = {{"steps", q.steps},
-                    {"chain_pearson", Num(q.chain_pearson)},
-                    {"chain_spearman", Num(q.chain_spearman)},
-                    {"chain_predicted_mean", Num(q.chain_predicted_mean)},
-                    {"chain_accepted_mean", Num(q.chain_accepted_mean)},
-                    {"controller_pearson", Num(q.controller_pearson)},
-                    {"controller_spearman", Num(q.controller_spearman)}};
+                    {"chain_pearson", json_util::NumberOrNull(q.chain_pearson)},
+                    {"chain_spearman", json_util::NumberOrNull(q.chain_spearman)},
+                    {"chain_predicted_mean", json_util::NumberOrNull(q.chain_predicted_mean)},
+                    {"chain_accepted_mean", json_util::NumberOrNull(q.chain_accepted_mean)},
+                    {"controller_pearson", json_util::NumberOrNull(q.controller_pearson)},
+                    {"controller_spearman", json_util::NumberOrNull(q.controller_spearman)}};
   return j;
 }
 
