@@ -131,6 +131,7 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       cost != nullptr ? cost->VerifySeconds(shape_) : std::numeric_limits<double>::quiet_NaN();
   plan->ar_goodput = B / ar_s;
 
+  static_assert(kMaxBatchRequests < 65536);  // the request index fits FrontierTie's 16 bits
   // Each request's own frontier (marginals_frontier.h), keyed by w_i rho / kappa_i with the
   // request in the tie-breaker, and the merge heap of their tops: the global pop order is the
   // merge of the B sorted streams of pops.
@@ -190,7 +191,7 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       plan->lattice_exhausted = true;
       break;
     }
-    const int32_t i = static_cast<int32_t>(merge_.top().tie() >> 40 & 0xffff);
+    const int32_t i = static_cast<int32_t>(TieRequest(merge_.top().tie()));
     MarginalsFrontier& f = frontiers_[i];
     const FrontierCandidate e = f.Pop();
     Tree& tree = plan->trees[i];

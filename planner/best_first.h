@@ -80,23 +80,18 @@ struct BestFirstPlan {
 namespace internal {
 
 // One frontier entry: child `rank` of tree node `parent`, at `depth`, with path score `rho`, as a
-// FrontierKey: rho first, then smaller depth, smaller parent, smaller rank (depth <=
-// kMaxMarginalsGamma and rank < kMaxMarginalsK fit 16 bits each, parent < kMaxTreeNodes 32 bits).
+// FrontierKey: rho first, then the FrontierTie (request 0) of depth, parent and rank (depth <=
+// kMaxMarginalsGamma, rank < kMaxMarginalsK and parent < kMaxTreeNodes fit its fields).
 struct FrontierEntry {
   double rho;
   int32_t parent;
   int depth;
   int rank;
 
-  FrontierKey Key() const {
-    return FrontierKey::Make(rho, static_cast<uint64_t>(depth) << 48 |
-                                      static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 16 |
-                                      static_cast<uint64_t>(rank));
-  }
+  FrontierKey Key() const { return FrontierKey::Make(rho, FrontierTie(depth, 0, parent, rank)); }
   static FrontierEntry FromKey(const FrontierKey& k) {
     const uint64_t tie = k.tie();
-    return {k.score(), static_cast<int32_t>(tie >> 16 & 0xffffffff), static_cast<int>(tie >> 48),
-            static_cast<int>(tie & 0xffff)};
+    return {k.score(), TieParent(tie), TieDepth(tie), TieRank(tie)};
   }
 };
 

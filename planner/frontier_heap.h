@@ -52,6 +52,18 @@ struct FrontierKey {
   uint64_t tie() const { return ~lo; }
 };
 
+// The planners' tie-breaker, one layout for all of them: depth (bits 56..63), request (40..55),
+// parent node (8..39), rank (0..7); a smaller value pops first, so equal scores pop by smaller
+// depth, then request, parent and rank. Callers keep depth < 256, request < 65536, rank < 256.
+inline uint64_t FrontierTie(int depth, uint32_t request, int32_t parent, int rank) {
+  return static_cast<uint64_t>(depth) << 56 | static_cast<uint64_t>(request) << 40 |
+         static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 8 | static_cast<uint64_t>(rank);
+}
+inline int TieDepth(uint64_t tie) { return static_cast<int>(tie >> 56); }
+inline uint32_t TieRequest(uint64_t tie) { return static_cast<uint32_t>(tie >> 40 & 0xffff); }
+inline int32_t TieParent(uint64_t tie) { return static_cast<int32_t>(tie >> 8 & 0xffffffff); }
+inline int TieRank(uint64_t tie) { return static_cast<int>(tie & 0xff); }
+
 // True when a has LOWER priority than b.
 inline bool FrontierKeyLess(const FrontierKey& a, const FrontierKey& b) {
   const unsigned __int128 x = static_cast<unsigned __int128>(a.hi) << 64 | a.lo;

@@ -34,11 +34,6 @@ namespace specplan::planner {
 
 static_assert(kMaxMarginalsGamma < 256 && kMaxMarginalsK < 256 && kMaxTreeNodes < (1LL << 32));
 
-inline uint64_t MarginalsTie(int depth, uint32_t request, int32_t parent, int rank) {
-  return static_cast<uint64_t>(depth) << 56 | static_cast<uint64_t>(request) << 40 |
-         static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 8 | static_cast<uint64_t>(rank);
-}
-
 class MarginalsFrontier {
  public:
   // Starts the frontier of a tree that holds only its root (node 0 of `tree`). `m` and `tree` must
@@ -72,9 +67,9 @@ class MarginalsFrontier {
   FrontierCandidate Pop() {
     const uint64_t tie = heap_.top().tie();
     FrontierCandidate c;
-    c.depth = static_cast<int>(tie >> 56);
-    c.parent = static_cast<int32_t>(tie >> 8 & 0xffffffff);
-    c.rank = static_cast<int>(tie & 0xff);
+    c.depth = TieDepth(tie);
+    c.parent = TieParent(tie);
+    c.rank = TieRank(tie);
     const size_t row = static_cast<size_t>(c.depth - 1) * k_;
     const float q = probs_[row + c.rank];
     c.rho = tree_->path_probs[c.parent] * q;
@@ -110,7 +105,7 @@ class MarginalsFrontier {
 
   FrontierKey Key(int32_t parent, int depth, int rank, float q) const {
     const double rho = tree_->path_probs[parent] * q;
-    return FrontierKey::Make(scale_ * rho, MarginalsTie(depth, request_, parent, rank));
+    return FrontierKey::Make(scale_ * rho, FrontierTie(depth, request_, parent, rank));
   }
 
   const float* probs_ = nullptr;     // the marginals' [gamma][k] rows
