@@ -16,6 +16,7 @@
 
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "planner/batch_plan.h"
 #include "planner/tree_outputs.h"
 

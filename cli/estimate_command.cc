@@ -9,6 +9,7 @@
 #include "cli/remote.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
 #include "costmodel/roofline.h"
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
 #include "costmodel/samples_file.h"

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "costmodel/gpu_spec.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "util/status_macros.h"
 

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -71,21 +70,6 @@ absl::Status ValidateModelSpec(const ModelSpec& spec);
 // Why `tp` GPUs cannot split `spec` ("must divide n_q = 32", ...), or "" when they can. Callers
 // name the field themselves ("--tp 3: must divide n_q = 32").
 std::string TensorParallelProblem(const ModelSpec& spec, int64_t tp);
-
-// Reads a HuggingFace config.json object (model_type llama, mistral, qwen2, qwen3, gpt_neox;
-// MoE: qwen3_moe, gpt_oss, mixtral).
-// `name` is recorded in the spec. Missing required keys or unsupported model_type are errors.
-absl::StatusOr<ModelSpec> ModelSpecFromHfConfig(const nlohmann::json& config,
-                                                const std::string& name);
-absl::StatusOr<ModelSpec> ModelSpecFromHfConfigFile(const std::string& path);
-
-// Built-in specs copied from the published config.json files (see model_spec.cc for sources).
-absl::StatusOr<ModelSpec> LookupModel(const std::string& name);  // case-insensitive
-std::vector<std::string> KnownModelNames();
-
-// Resolves a --model argument: a built-in name, or a path to a config.json (or a directory holding
-// one).
-absl::StatusOr<ModelSpec> ResolveModel(const std::string& name_or_path);
 
 // The expert fields and tp are written only when set (MoE, tp > 1) and read as optional, so
 // profiles written before they existed load as dense models at tp = 1.

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "costmodel/model_registry.h"
 #include "util/atomic_file.h"
 #include "util/json_util.h"
 #include "util/status_macros.h"

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "costmodel/gpu_spec.h"
+#include "costmodel/hf_config.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/roofline.h"
 #include "fuzz/fuzz_util.h"

@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "costmodel/model_registry.h"
 #include "plot/chart.h"
 #include "profiler/cuda_graph.h"
 #include "profiler/cuda_info.h"
@@ -231,61 +232,36 @@ absl::StatusOr<std::vector<int64_t>> ParseGrid(const std::string& text, const st
   return out;
 }
 
-costmodel::ModelSpec ModelSpecFromConfig(const runtime::ModelConfig& config,
-                                         const std::string& name, DType dtype) {
-  ModelSpec m;
-  m.name = name;
-  m.model_type = config.model_type;
-  m.layers = config.num_layers;
-  m.hidden = config.hidden_size;
-  m.n_q = config.num_heads;
-  m.n_kv = config.num_kv_heads;
-  m.head_dim = config.head_dim;
-  m.ffn = config.intermediate_size;
-  m.vocab = config.vocab_size;
-  m.gated_mlp = config.family == runtime::ArchFamily::kLlama;
-  m.tied_embeddings = config.tie_word_embeddings;
-  m.dtype = dtype;
-  return m;
-}
-
 absl::StatusOr<ResolvedTarget> ResolveTarget(const std::string& model,
                                              const std::string& config_path, DType dtype) {
   if (model.empty()) return absl::InvalidArgumentError("--model: required");
-  ResolvedTarget t;
+  absl::StatusOr<costmodel::HfConfig> config;
   if (!config_path.empty()) {
-    absl::StatusOr<runtime::ModelConfig> cfg = runtime::LoadHfConfig(config_path);
-    if (cfg.ok()) {
-      t.spec = ModelSpecFromConfig(*cfg, model, dtype);
-      t.config = *std::move(cfg);
-    } else {
-      // The cost model reads model types the runtime does not run (MoE): enough to fit samples
-      // measured elsewhere; RunCalibration refuses to time a target without a runtime config.
-      absl::StatusOr<costmodel::ModelSpec> spec = costmodel::ResolveModel(config_path);
-      if (!spec.ok()) return cfg.status();
-      t.spec = *std::move(spec);
-      t.spec.name = model;
-      t.spec.dtype = dtype;
-      t.runtime_problem = std::string(cfg.status().message());
-    }
+    config = costmodel::HfConfigFromFile(config_path);
+    if (!config.ok()) return config.status();
   } else if (auto builtin = runtime::BuiltinConfig(model); builtin.ok()) {
-    t.spec = ModelSpecFromConfig(*builtin, model, dtype);
-    t.config = *builtin;
-  } else if (auto spec = costmodel::LookupModel(model); spec.ok()) {
-    t.spec = *spec;
-    t.spec.dtype = dtype;
-    auto cfg = runtime::RegistryConfig(t.spec.name);
-    if (cfg.ok()) {
-      t.config = *cfg;
-    } else {
-      t.runtime_problem =
-          absl::StrCat("cannot build its runtime config: ", std::string(cfg.status().message()));
-    }
+    config = *std::move(builtin);
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--model '", model, "': not a built-in runtime config (",
-        absl::StrJoin(runtime::BuiltinConfigNames(), ", "), ") nor a known model (",
-        absl::StrJoin(costmodel::KnownModelNames(), ", "), "); pass --config config.json"));
+    config = costmodel::LookupHfConfig(model);
+    if (!config.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model '", model, "': not a built-in runtime config (",
+          absl::StrJoin(runtime::BuiltinConfigNames(), ", "), ") nor a known model (",
+          absl::StrJoin(costmodel::KnownModelNames(), ", "), "); pass --config config.json"));
+    }
+  }
+  ResolvedTarget t;
+  t.spec = costmodel::ToModelSpec(*config);
+  if (!config_path.empty()) t.spec.name = model;  // else the built-in's or registry's own name
+  t.spec.dtype = dtype;
+  if (absl::Status runnable = runtime::ValidateModelConfig(*config); runnable.ok()) {
+    t.config = *std::move(config);
+  } else {
+    // The cost model reads model types the runtime does not run (MoE): enough to fit samples
+    // measured elsewhere; RunCalibration refuses to time a target without a runtime config.
+    t.runtime_problem = std::string(runnable.message());
+    if (!config_path.empty())
+      t.runtime_problem = absl::StrCat(config_path, ": ", t.runtime_problem);
   }
   absl::Status st = costmodel::ValidateModelSpec(t.spec);
   if (!st.ok()) {

@@ -70,17 +70,14 @@ struct ResolvedTarget {
   std::string runtime_problem;  // why `config` is absent (e.g. a MoE target the runtime does not
                                 // run); such a target can only be fitted from samples
 };
-// config_path set: runtime::LoadHfConfig(config_path), named `model`. Else a built-in runtime
-// config ("tiny", "tiny-qwen3", ...), else a costmodel registry model (qwen3-8b, llama-3.1-8b, ...)
-// whose runtime config is synthesised from its spec (architecture numbers exact; RoPE constants,
-// which do not affect timing, from the family's published configs). A config or registry model the
-// runtime cannot build (MoE) resolves with only the spec and `runtime_problem` set.
+// config_path set: that config.json (costmodel::HfConfigFromFile), named `model`. Else a built-in
+// runtime config ("tiny", "tiny-qwen3", ...), else a costmodel registry model (qwen3-8b,
+// llama-3.1-8b, ...: costmodel::LookupHfConfig, its published config). The spec is
+// costmodel::ToModelSpec of the config. A config the runtime cannot build (MoE) resolves with only
+// the spec and `runtime_problem` set.
 absl::StatusOr<ResolvedTarget> ResolveTarget(const std::string& model,
                                              const std::string& config_path,
                                              costmodel::DType dtype);
-// The cost-model view of a runtime config.
-costmodel::ModelSpec ModelSpecFromConfig(const runtime::ModelConfig& config,
-                                         const std::string& name, costmodel::DType dtype);
 
 // One measured grid cell: medians over the repeats.
 struct MeasuredCell {

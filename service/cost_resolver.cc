@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/roofline.h"
 #include "google/protobuf/util/message_differencer.h"

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "run_command.h"
 
 namespace specplan {

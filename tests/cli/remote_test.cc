@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
 #include "run_command.h"
 #include "tests/server_process.h"

@@ -10,6 +10,7 @@
 #include "costmodel/batch_shape.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/roofline.h"
 
 namespace specplan::costmodel {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <random>
 
+#include "costmodel/model_registry.h"
+
 namespace specplan::costmodel {
 namespace {
 

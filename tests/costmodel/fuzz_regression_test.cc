@@ -9,6 +9,8 @@
 #include <string>
 
 #include "costmodel/gpu_spec.h"
+#include "costmodel/hf_config.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "costmodel/cycle_cost.h"
+#include "costmodel/model_registry.h"
 
 namespace specplan::costmodel {
 namespace {

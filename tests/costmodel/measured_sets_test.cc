@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
 #include "costmodel/samples_file.h"
 

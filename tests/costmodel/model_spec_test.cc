@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "costmodel/hf_config.h"
+#include "costmodel/model_registry.h"
+
 namespace specplan::costmodel {
 namespace {
 
@@ -121,7 +124,8 @@ TEST(ModelSpec, BadConfigsNameTheField) {
 
   auto gqa = base;
   gqa["num_key_value_heads"] = 3;
-  EXPECT_THAT(ModelSpecFromHfConfig(gqa, "x").status().message(), HasSubstr("n_kv = 3"));
+  EXPECT_THAT(ModelSpecFromHfConfig(gqa, "x").status().message(),
+              HasSubstr("num_key_value_heads = 3"));
 
   auto unsupported = base;
   unsupported["model_type"] = "mamba";

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "costmodel/model_registry.h"
+
 namespace specplan::costmodel {
 namespace {
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
 #include "costmodel/samples_file.h"
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "costmodel/model_registry.h"
+
 namespace specplan::costmodel {
 namespace {
 

@@ -9,6 +9,7 @@
 #include "costmodel/fit.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
 #include "costmodel/roofline.h"
 

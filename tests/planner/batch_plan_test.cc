@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "tests/planner/plan_test_util.h"
 #include "tests/planner/random_marginals.h"
 

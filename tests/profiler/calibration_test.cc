@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_format.h"
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
 #include "plot/chart.h"
 #include "tests/profiler/test_util.h"

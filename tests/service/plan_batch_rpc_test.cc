@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "costmodel/cycle_cost.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/roofline.h"
 #include "planner/batch_plan.h"
 #include "planner/best_first.h"

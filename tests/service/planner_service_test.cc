@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "costmodel/cycle_cost.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/roofline.h"
 #include "planner/best_first.h"
 #include "planner/fixed_tree.h"

@@ -41,6 +41,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "costmodel/model_registry.h"
 #include "runtime/decoder.h"
 #include "runtime/measured_latency.h"
 #include "tests/runtime/test_models.h"

@@ -20,6 +20,7 @@
 
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
 #include "service/server.h"

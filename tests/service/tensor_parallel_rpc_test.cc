@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/roofline.h"
 #include "service_test_util.h"
 

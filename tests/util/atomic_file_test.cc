@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
 #include "tests/util/fault_env.h"
 

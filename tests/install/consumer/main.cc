@@ -5,6 +5,7 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "planner/best_first.h"
 
