@@ -30,6 +30,7 @@
 #include "cli/whatif_concurrency.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/gpu_spec.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
 #include "plot/chart.h"
@@ -74,7 +75,7 @@ bool Given(const WhatIfArgs& a, const std::string& flag) {
   return std::find(a.given.begin(), a.given.end(), flag) != a.given.end();
 }
 
-// Two panels over the budget axis: best_first (and each policy) as curves, controller / scan as
+// Two panels over the budget axis: bestfirst (and each policy) as curves, controller / scan as
 // single points at their mean realised budget, oracle and controller as vertical lines.
 std::vector<plot::Chart> MakeCharts(const whatif::WhatIfReport& r) {
   plot::Chart speed, accepted;
@@ -196,7 +197,7 @@ int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
                            "--fixed-depth", "--fixed-branch", "--fixed-tau"}) {
     if (Given(a, flag)) {
       std::cerr << kCmd << flag << " does not apply with --concurrency (its strategies are "
-                << "no_spec, fixed_tree, controller and batch_planner, run in-process)\n";
+                << "ar, fixed, controller and batch, run in-process)\n";
       return 1;
     }
   }
@@ -381,12 +382,12 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                   "Comma-separated draft-node budgets, each in [1, 8191]")
       ->capture_default_str();
   cmd->add_option("--strategies", args->strategies,
-                  "Comma-separated: best_first, controller, scan, dynatree, fixed_tree, linear, "
-                  "or all")
+                  "Comma-separated: bestfirst, controller, scan, dynatree, fixed, linear, or all "
+                  "(see planner/strategy_names.h)")
       ->capture_default_str();
   cmd->add_option("--n-max", args->n_max,
                   "Controller/scan search n = 0..N draft nodes (0: the largest budget); with "
-                  "--concurrency: per request, and fixed_tree's size")
+                  "--concurrency: per request, and fixed's size")
       ->check(CLI::Range(0, 8191))
       ->capture_default_str();
   cmd->add_option("--drafter", args->drafter,
@@ -396,34 +397,33 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                   "Marginals drafter network time, ms (per step for ar, per block otherwise)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--policy-forward-ms", args->policy_forward_ms,
-                  "Drafter time per forward (tree level) for dynatree/fixed_tree/linear, ms")
+                  "Drafter time per forward (tree level) for dynatree/fixed/linear, ms")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--t-aux-ms", args->t_aux_ms, "Tree construction/sampling overhead, ms")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--fixed-depth", args->fixed_depth, "fixed_tree D: maximum depth")
+  cmd->add_option("--fixed-depth", args->fixed_depth, "fixed D: maximum depth")
       ->check(CLI::Range(1, 8191))
       ->capture_default_str();
-  cmd->add_option("--fixed-branch", args->fixed_branch, "fixed_tree B: children per node")
+  cmd->add_option("--fixed-branch", args->fixed_branch, "fixed B: children per node")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd->add_option("--fixed-tau", args->fixed_tau,
-                  "fixed_tree tau: minimum draft prob of a kept candidate")
+                  "fixed tau: minimum draft prob of a kept candidate")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_flag("--per-step", args->per_step, "JSON: add every row's per-step results");
   cmd->add_option("--plot", args->plot,
                   "Write a PNG: speedup and accepted length vs budget, controller and oracle "
-                  "marked (with --concurrency: throughput and speedup over no_spec vs B)");
+                  "marked (with --concurrency: throughput and speedup over ar vs B)");
   cmd->add_option("--server", args->server,
                   "Sweep on a specplan-server at HOST:PORT (the --trace file is read here and "
                   "sent; without --trace the server's bundled trace); same output");
   cmd->add_option("--concurrency", args->concurrency,
                   "Replay the trace with B requests in flight for each B of a comma-separated "
                   "list (e.g. 1,2,4,...,256; each in [1, 4096]): throughput, accepted length and "
-                  "tree size per request for no_spec, fixed_tree (n_max nodes per request), "
-                  "controller (per request) and batch_planner, and the B where speculation stops "
-                  "paying; in-process only");
+                  "tree size per request for ar, fixed (n_max nodes per request), controller (per "
+                  "request) and batch, and the B where speculation stops paying; in-process only");
   cmd->add_option(
          "--draft-batch-growth", args->draft_batch_growth,
          "With --concurrency: each further request in a batched draft pass adds this "

@@ -25,7 +25,7 @@ std::vector<plot::Chart> MakeConcurrencyCharts(const whatif::ConcurrencyReport& 
   tput.y.log = true;
   speed.title = "Speedup over plain decoding at the same B";
   speed.x = tput.x;
-  speed.y.label = "speedup over no_spec";
+  speed.y.label = "speedup over ar";
   for (whatif::ConcurrencyStrategy s : whatif::AllConcurrencyStrategies()) {
     plot::Series t, sp;
     t.label = sp.label = whatif::ConcurrencyStrategyName(s);

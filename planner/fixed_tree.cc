@@ -37,8 +37,8 @@ FixedTreePolicy::FixedTreePolicy(const FixedTreeOptions& options) : options_(opt
 }
 
 std::string FixedTreePolicy::Name() const {
-  return absl::StrCat("fixed_tree(D=", options_.depth, ",B=", options_.branch,
-                      ",tau=", options_.tau, ",N=", options_.max_nodes, ")");
+  return absl::StrCat("fixed(D=", options_.depth, ",B=", options_.branch, ",tau=", options_.tau,
+                      ",N=", options_.max_nodes, ")");
 }
 
 void FixedTreePolicy::OnBegin(std::vector<int32_t>& pending) { pending.push_back(0); }

@@ -160,7 +160,7 @@ absl::Status PlanSessionDriver::Start(const v1::SessionStart& start,
                                   costs_->Resolve(c.cost(), o.gamma, "start.best_first.cost"));
         position_offset_ = cost_->context;
       }
-      name_ = absl::StrCat("best_first(", ModeName(o.budget.mode), ", n_max=", o.budget.n_max,
+      name_ = absl::StrCat("bestfirst(", ModeName(o.budget.mode), ", n_max=", o.budget.n_max,
                            ", gamma=", o.gamma, ", k=", o.k, ")");
       kind_ = Kind::kBestFirst;
       step_ = 0;

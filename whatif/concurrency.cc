@@ -14,12 +14,15 @@
 #include "costmodel/batch_shape.h"
 #include "planner/batch_plan.h"
 #include "planner/best_first.h"
+#include "planner/strategy_names.h"
 #include "util/check.h"
 #include "util/json_util.h"
 #include "util/status_macros.h"
 #include "whatif/replay.h"
 
 namespace specplan::whatif {
+
+namespace sn = ::specplan::planner::strategy_names;
 namespace {
 
 using costmodel::BatchCycleCost;
@@ -43,8 +46,8 @@ absl::Status CheckSeconds(double v, const char* field) {
 // One replayed ring step and the per-request plans that do not depend on the batch.
 struct RingStep {
   const TraceStep* step = nullptr;
-  int fixed_n = 0;       // fixed_tree: draft nodes
-  int fixed_l = 0;       // fixed_tree: realised accepted length
+  int fixed_n = 0;       // fixed: draft nodes
+  int fixed_l = 0;       // fixed: realised accepted length
   int controller_n = 0;  // controller: n*
   int controller_l = 0;  // controller: realised accepted length
 };
@@ -66,13 +69,13 @@ costmodel::DrafterCost BatchDrafter(const ConcurrencyOptions& o, int gamma) {
 const char* ConcurrencyStrategyName(ConcurrencyStrategy s) {
   switch (s) {
     case ConcurrencyStrategy::kNoSpeculation:
-      return "no_spec";
+      return sn::kAr;
     case ConcurrencyStrategy::kFixedTree:
-      return "fixed_tree";
+      return sn::kFixed;
     case ConcurrencyStrategy::kController:
-      return "controller";
+      return sn::kController;
     case ConcurrencyStrategy::kBatchPlanner:
-      return "batch_planner";
+      return sn::kBatch;
   }
   return "?";
 }
@@ -152,7 +155,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   for (RingStep& r : ring) {
     const TraceStep& s = *r.step;
     absl::Status st = single.PlanFixed(*s.marginals, o.n_max, &plan);
-    if (!st.ok()) return Invalid(absl::StrCat("fixed_tree: ", std::string(st.message())));
+    if (!st.ok()) return Invalid(absl::StrCat("fixed: ", std::string(st.message())));
     r.fixed_n = plan.n;
     r.fixed_l = RealizedAcceptedLength(plan.tree, s.continuation, &matched);
     const costmodel::CycleCost cost(&latency, BatchDrafter(o, s.marginals->gamma), o.t_aux_s, s.c);
@@ -219,19 +222,19 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       }
       const BatchCycleCost cost(&latency, BatchDrafter(o, gamma), o.t_aux_s);
       const double t_ar = latency.VerifyBatchSeconds(plain);
-      // no_spec
+      // ar
       sums[0].tokens += B;
       sums[0].seconds += t_ar;
       ++sums[0].plain_steps;
-      // fixed_tree and controller: every request drafted; the batch is priced together.
+      // fixed and controller: every request drafted; the batch is priced together.
       sums[1].seconds += cost.Seconds(fixed);
       sums[2].seconds += cost.Seconds(ctl);
       if (!ctl_drafts) ++sums[2].plain_steps;
-      // batch_planner
+      // batch
       absl::Status st = batch_planner.Plan(requests, bo, &cost, &batch_plan);
       if (!st.ok()) {
-        return Invalid(absl::StrCat("batch_planner (B = ", B, ", batch step ", t,
-                                    "): ", std::string(st.message())));
+        return Invalid(
+            absl::StrCat("batch (B = ", B, ", batch step ", t, "): ", std::string(st.message())));
       }
       RowSums& bp = sums[3];
       if (!batch_plan.speculation_pays) {

@@ -19,16 +19,16 @@
 //
 // Strategies (names as in the JSON and table):
 // clang-format off
-//   no_spec        plain decoding: every request emits 1 token per step; each step costs T_AR
+//   ar             plain decoding: every request emits 1 token per step; each step costs T_AR
 //                  (no drafter).
-//   fixed_tree     the same fixed budget per request: BestFirstPlanner in fixed mode, exactly
+//   fixed          the same fixed budget per request: BestFirstPlanner in fixed mode, exactly
 //                  min(n_max, lattice) draft nodes each (a static tree size tuned for low load).
 //   controller     the per-request controller: each request planned alone by BestFirstPlanner in
 //                  controller mode (n = 0..n_max, priced as a lone request:
 //                  C = T_draft(1) + T_aux + T_verify(n + 1, c)), blind to the batch; the batch is
 //                  then priced together. As in the one-request sweep, a step pays the drafter
 //                  even when every n_i = 0.
-//   batch_planner  planner::BatchPlanner (BudgetMode::kController, kGoodput) over all B requests,
+//   batch          planner::BatchPlanner (BudgetMode::kController, kGoodput) over all B requests,
 //                  n_max per request and B n_max over the batch. A step where it returns N* = 0
 //                  (speculation_pays false) is a plain decoding step: 1 token per request, T_AR.
 //                  With options.batch_scan it takes the argmax of G(N) (BudgetMode::kScan)
@@ -39,11 +39,11 @@
 //
 // Per (B, strategy) row, over all R batch steps and B requests (a "request step"):
 //   throughput     = Σ (1 + L) / Σ C             tokens per second over all requests
-//   accepted       = mean L per request step     (root/bonus excluded; no_spec: 0)
+//   accepted       = mean L per request step     (root/bonus excluded; ar: 0)
 //   tree size      = mean n per request step     (draft nodes)
-//   speedup        = throughput / no_spec throughput at the same B
-// Speculation stops paying at the smallest B in the list whose batch_planner throughput is not
-// above no_spec's (realised, not predicted: the planner prices Â, the replay counts L).
+//   speedup        = throughput / ar throughput at the same B
+// Speculation stops paying at the smallest B in the list whose batch throughput is not above
+// ar's (realised, not predicted: the planner prices Â, the replay counts L).
 #ifndef SPECPLAN_WHATIF_CONCURRENCY_H_
 #define SPECPLAN_WHATIF_CONCURRENCY_H_
 
@@ -64,7 +64,7 @@ namespace specplan::whatif {
 
 enum class ConcurrencyStrategy { kNoSpeculation, kFixedTree, kController, kBatchPlanner };
 
-// "no_spec", "fixed_tree", "controller", "batch_planner".
+// "ar", "fixed", "controller", "batch" (planner/strategy_names.h).
 const char* ConcurrencyStrategyName(ConcurrencyStrategy s);
 // The four strategies, in the order above.
 std::vector<ConcurrencyStrategy> AllConcurrencyStrategies();
@@ -84,7 +84,7 @@ inline constexpr double kDefaultDraftBatchGrowth = 0.02;
 
 struct ConcurrencyOptions {
   std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64, 128, 256};  // each in [1, 4096]
-  int n_max = 128;  // draft nodes per request: fixed_tree's budget, the controllers' search end;
+  int n_max = 128;  // draft nodes per request: fixed's budget, the controllers' search end;
                     // in [1, 8191]
   // The marginals drafter (gamma is replaced by the batch's largest marginals gamma); its
   // batch_growth prices batched drafting.
@@ -94,7 +94,7 @@ struct ConcurrencyOptions {
     return d;
   }();
   double t_aux_s = 0;          // seconds, per batch step
-  bool batch_scan = false;     // batch_planner in BudgetMode::kScan instead of kController
+  bool batch_scan = false;     // batch in BudgetMode::kScan instead of kController
   bool validate_trace = true;  // ValidateTraceStep on every step first
   // Called after each batch size with (sizes done, sizes total); may be empty.
   std::function<void(int, int)> progress;
@@ -111,9 +111,9 @@ struct ConcurrencyRow {
   double accepted = kNaN;        // mean L per request step
   double mean_tree_size = kNaN;  // mean n per request step
   double cycle_s = kNaN;         // mean C per batch step, seconds
-  double speedup = kNaN;         // throughput / no_spec throughput at this B
-  // Batch steps in which no request drafted (batch_planner: N* = 0, priced as plain decoding;
-  // controller: every n_i = 0; no_spec: all of them).
+  double speedup = kNaN;         // throughput / ar throughput at this B
+  // Batch steps in which no request drafted (batch: N* = 0, priced as plain decoding;
+  // controller: every n_i = 0; ar: all of them).
   int64_t plain_steps = 0;
 };
 
@@ -131,7 +131,7 @@ struct ConcurrencyReport {
   bool batch_scan = false;
   // Rows: batch sizes ascending, strategies in AllConcurrencyStrategies() order within a size.
   std::vector<ConcurrencyRow> rows;
-  // Smallest batch size whose batch_planner throughput is not above no_spec's; 0 = never in the
+  // Smallest batch size whose batch throughput is not above ar's; 0 = never in the
   // range.
   int stop_paying_batch = 0;
 };

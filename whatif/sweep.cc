@@ -22,12 +22,15 @@
 #include "planner/best_first.h"
 #include "planner/linear_chain.h"
 #include "planner/policy.h"
+#include "planner/strategy_names.h"
 #include "util/check.h"
 #include "util/json_util.h"
 #include "util/status_macros.h"
 #include "whatif/replay.h"
 
 namespace specplan::whatif {
+
+namespace sn = ::specplan::planner::strategy_names;
 namespace {
 
 using planner::BestFirstOptions;
@@ -119,7 +122,7 @@ struct Workspace {
   planner::NodeDistributions dists;
 };
 
-// best_first: every budget from one fixed plan at the largest budget (prefixes of the pop order).
+// bestfirst: every budget from one fixed plan at the largest budget (prefixes of the pop order).
 absl::Status SweepBestFirst(const Trace& trace, const costmodel::LatencyModel& latency,
                             const WhatIfOptions& o, const std::vector<int>& budgets, Workspace& ws,
                             std::vector<WhatIfRow>* rows) {
@@ -139,7 +142,7 @@ absl::Status SweepBestFirst(const Trace& trace, const costmodel::LatencyModel& l
     }
     absl::Status st = ws.planner.Plan(*s.marginals, bo, nullptr, &ws.plan);
     if (!st.ok())
-      return Invalid(absl::StrCat("step ", i, ": best_first: ", std::string(st.message())));
+      return Invalid(absl::StrCat("step ", i, ": bestfirst: ", std::string(st.message())));
     const planner::Tree& tree = ws.plan.tree;
     RealizedAcceptedLengthPerPrefix(tree, s.continuation, &ws.matched, &ws.prefix_accepted);
     ws.prefix_predicted.resize(static_cast<size_t>(tree.size()));
@@ -160,7 +163,7 @@ absl::Status SweepBestFirst(const Trace& trace, const costmodel::LatencyModel& l
     WhatIfRow row;
     row.strategy = Strategy::kBestFirst;
     row.budget = budgets[b];
-    row.params = absl::StrCat("best_first(fixed, n=", budgets[b], ")");
+    row.params = absl::StrCat("bestfirst(fixed, n=", budgets[b], ")");
     row.steps_skipped = skipped;
     acc[b].Finish(&row);
     rows->push_back(std::move(row));
@@ -338,24 +341,25 @@ void ComputeChainSurrogate(const Trace& trace, SurrogateQuality* q) {
 const char* StrategyName(Strategy s) {
   switch (s) {
     case Strategy::kBestFirst:
-      return "best_first";
+      return sn::kBestFirst;
     case Strategy::kController:
-      return "controller";
+      return sn::kController;
     case Strategy::kScan:
-      return "scan";
+      return sn::kScan;
     case Strategy::kDynaTree:
-      return "dynatree";
+      return sn::kDynaTree;
     case Strategy::kFixedTree:
-      return "fixed_tree";
+      return sn::kFixed;
     case Strategy::kLinear:
-      return "linear";
+      return sn::kLinear;
   }
   return "?";
 }
 
 absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
+  const std::string_view canonical = sn::CanonicalStrategyName(name);
   for (Strategy s : kAll) {
-    if (name == StrategyName(s)) return s;
+    if (canonical == StrategyName(s)) return s;
   }
   std::vector<std::string> known;
   for (Strategy s : kAll) known.push_back(StrategyName(s));
@@ -593,7 +597,7 @@ nlohmann::json WhatIfReportToJson(const WhatIfReport& r) {
   }
   j["rows"] = std::move(rows);
   if (r.oracle.found) {
-    j["oracle"] = {{"strategy", "best_first"},
+    j["oracle"] = {{"strategy", sn::kBestFirst},
                    {"budget", r.oracle.budget},
                    {"speedup", json_util::NumberOrNull(r.oracle.speedup)},
                    {"accepted_per_step", json_util::NumberOrNull(r.oracle.accepted_per_step)}};
@@ -643,10 +647,10 @@ std::string FormatWhatIfTable(const WhatIfReport& r) {
   }
   out += "\n";
   if (r.oracle.found) {
-    out += absl::StrFormat("oracle: best_first budget %d: %.3fx, %.3f accepted per step\n",
+    out += absl::StrFormat("oracle: bestfirst budget %d: %.3fx, %.3f accepted per step\n",
                            r.oracle.budget, r.oracle.speedup, r.oracle.accepted_per_step);
   } else {
-    out += "oracle: none (no step with marginals for best_first)\n";
+    out += "oracle: none (no step with marginals for bestfirst)\n";
   }
   auto line = [&](const char* name, const ControllerSummary& c) {
     if (!c.found) return;

@@ -59,7 +59,8 @@ inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 enum class Strategy { kBestFirst, kController, kScan, kDynaTree, kFixedTree, kLinear };
 
-// "best_first", "controller", "scan", "dynatree", "fixed_tree", "linear".
+// "bestfirst", "controller", "scan", "dynatree", "fixed", "linear" (planner/strategy_names.h);
+// ParseStrategy also takes the names earlier releases wrote (best_first, fixed_tree).
 const char* StrategyName(Strategy s);
 absl::StatusOr<Strategy> ParseStrategy(std::string_view name);
 // Every strategy, in the order above.
@@ -67,7 +68,7 @@ std::vector<Strategy> AllStrategies();
 // True for the strategies that produce one row per budget (all but controller and scan).
 bool SweepsBudgets(Strategy s);
 
-// Comma-separated lists, e.g. "1,2,4,8" / "best_first,controller". Errors name the bad item:
+// Comma-separated lists, e.g. "1,2,4,8" / "bestfirst,controller". Errors name the bad item:
 // "'x': not an integer", "'0': budget must be in [1, 8191] draft nodes", "'foo': unknown strategy
 // (known: ...)", duplicates. Budgets come back sorted ascending.
 absl::StatusOr<std::vector<int>> ParseBudgetList(std::string_view text);
@@ -105,7 +106,7 @@ struct StepResult {
 struct WhatIfRow {
   Strategy strategy = Strategy::kBestFirst;
   int budget = 0;      // the budget swept, or n_max for controller / scan
-  std::string params;  // e.g. "dynatree(...)": the policy's Name(), or "best_first(n=8)"
+  std::string params;  // e.g. "dynatree(...)": the policy's Name(), or "bestfirst(fixed, n=8)"
   int64_t steps_used = 0;
   int64_t steps_skipped = 0;                  // steps without the data the strategy needs
   double accepted_per_step = kNaN;            // mean L (root/bonus excluded)

@@ -9,7 +9,7 @@ namespace specplan::runtime {
 
 class ArStrategy final : public DraftStrategy {
  public:
-  const char* Name() const override { return "ar"; }
+  const char* Name() const override { return StrategyName(Strategy::kAr); }
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override {
     tree->ResetRoot(static_cast<int32_t>(state.committed.back()));
     return absl::OkStatus();

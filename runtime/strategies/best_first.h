@@ -20,7 +20,7 @@ class BestFirstStrategy final : public DraftStrategy {
   static absl::StatusOr<std::unique_ptr<BestFirstStrategy>> Create(const StrategyOptions& options,
                                                                    const StrategyContext& ctx);
 
-  const char* Name() const override { return "bestfirst"; }
+  const char* Name() const override { return StrategyName(Strategy::kBestFirst); }
   void Reset() override { drafter_.Reset(); }
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
   absl::Status Observe(const planner::Tree& tree, const planner::AcceptResult& accept) override;

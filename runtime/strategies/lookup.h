@@ -18,7 +18,7 @@ class LookupStrategy final : public DraftStrategy {
                  planner::PlanBackend* backend)
       : ngram_(ngram), vocab_(vocab), budget_(budget), backend_(backend) {}
 
-  const char* Name() const override { return "lookup"; }
+  const char* Name() const override { return StrategyName(Strategy::kLookup); }
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
 
  private:

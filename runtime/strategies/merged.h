@@ -21,7 +21,7 @@ class MergedStrategy final : public DraftStrategy {
   static absl::StatusOr<std::unique_ptr<MergedStrategy>> Create(const StrategyOptions& options,
                                                                 const StrategyContext& ctx);
 
-  const char* Name() const override { return "merged"; }
+  const char* Name() const override { return StrategyName(Strategy::kMerged); }
   void Reset() override { a_->Reset(); }
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
   absl::Status Observe(const planner::Tree& tree, const planner::AcceptResult& accept) override;

@@ -1,21 +1,24 @@
 #include "runtime/strategies/strategy_options.h"
 
 #include "absl/strings/str_cat.h"
+#include "planner/strategy_names.h"
 
 namespace specplan::runtime {
 namespace {
+
+namespace sn = ::specplan::planner::strategy_names;
 
 constexpr struct {
   Strategy s;
   const char* name;
 } kStrategyNames[] = {
-    {Strategy::kAr, "ar"},
-    {Strategy::kLinear, "linear"},
-    {Strategy::kFixed, "fixed"},
-    {Strategy::kDynaTree, "dynatree"},
-    {Strategy::kBestFirst, "bestfirst"},
-    {Strategy::kLookup, "lookup"},
-    {Strategy::kMerged, "merged"},
+    {Strategy::kAr, sn::kAr},
+    {Strategy::kLinear, sn::kLinear},
+    {Strategy::kFixed, sn::kFixed},
+    {Strategy::kDynaTree, sn::kDynaTree},
+    {Strategy::kBestFirst, sn::kBestFirst},
+    {Strategy::kLookup, sn::kLookup},
+    {Strategy::kMerged, sn::kMerged},
 };
 
 }  // namespace

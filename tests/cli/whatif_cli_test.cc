@@ -35,10 +35,10 @@ TEST(WhatIfCommand, TableNamesOracleControllerAndSurrogate) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("qwen3-8b on h100"));
   EXPECT_THAT(r.output, HasSubstr("3 steps over 2 prompts (2 with marginals, 2 with nodes)"));
-  for (const char* s : {"best_first", "controller", "scan", "dynatree", "fixed_tree", "linear"}) {
+  for (const char* s : {"bestfirst", "controller", "scan", "dynatree", "fixed", "linear"}) {
     EXPECT_THAT(r.output, HasSubstr(s));
   }
-  EXPECT_THAT(r.output, HasSubstr("oracle: best_first budget"));
+  EXPECT_THAT(r.output, HasSubstr("oracle: bestfirst budget"));
   EXPECT_THAT(r.output, HasSubstr("of the oracle"));
   EXPECT_THAT(r.output, HasSubstr("surrogate: Pearson"));
 }
@@ -46,7 +46,7 @@ TEST(WhatIfCommand, TableNamesOracleControllerAndSurrogate) {
 TEST(WhatIfCommand, JsonRowsAndSummaries) {
   auto r = RunSpecplan("whatif --trace " + kTrace +
                        " --model qwen3-8b --gpu h100 --budgets 4,1,2 --strategies "
-                       "best_first,controller,linear --json --per-step");
+                       "bestfirst,controller,linear --json --per-step");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   EXPECT_EQ(j["model"], "qwen3-8b");

@@ -34,7 +34,7 @@ TEST(WhatIfConcurrencyCommand, TableHasEveryStrategyAndTheStopLine) {
   EXPECT_THAT(r.output, HasSubstr("profile h100-sxm/qwen3-8b-bf16"));
   EXPECT_THAT(r.output, HasSubstr("95 steps (95 with marginals"));
   EXPECT_THAT(r.output, HasSubstr("batch growth 0.02"));
-  for (const char* s : {"no_spec", "fixed_tree", "controller", "batch_planner"}) {
+  for (const char* s : {"ar", "fixed", "controller", "batch"}) {
     EXPECT_THAT(r.output, HasSubstr(s));
   }
   EXPECT_THAT(r.output, HasSubstr("speculation "));
@@ -79,8 +79,8 @@ TEST(WhatIfConcurrencyCommand, JsonParsesAndStopPointMatchesRows) {
   for (size_t i = 0; i < j["rows"].size(); i += 4) {
     const auto& plain = j["rows"][i];
     const auto& planner = j["rows"][i + 3];
-    ASSERT_EQ(plain["strategy"], "no_spec");
-    ASSERT_EQ(planner["strategy"], "batch_planner");
+    ASSERT_EQ(plain["strategy"], "ar");
+    ASSERT_EQ(planner["strategy"], "batch");
     ASSERT_EQ(plain["batch"], planner["batch"]);
     if (first == 0 && !(planner["throughput"].get<double>() > plain["throughput"].get<double>())) {
       first = planner["batch"].get<int>();
@@ -132,7 +132,7 @@ TEST(WhatIfConcurrencyCommand, HelpDocumentsTheFlags) {
   EXPECT_THAT(r.output, HasSubstr("--concurrency"));
   EXPECT_THAT(r.output, HasSubstr("--draft-batch-growth"));
   EXPECT_THAT(r.output, HasSubstr("--batch-scan"));
-  EXPECT_THAT(r.output, HasSubstr("batch_planner"));
+  EXPECT_THAT(r.output, HasSubstr("batch "));
 }
 
 }  // namespace

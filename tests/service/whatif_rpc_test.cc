@@ -13,6 +13,7 @@
 
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "service/client.h"
 #include "service/convert.h"
@@ -304,7 +305,7 @@ TEST_F(WhatIfRpcTest, EmptyTraceUsesTheBundledTrace) {
   *req.mutable_cost() = GridCost();
   req.add_budgets(1);
   req.add_budgets(8);
-  req.add_strategies("best_first");
+  req.add_strategies("bestfirst");
   req.add_strategies("controller");
   v1::WhatIfResponse resp;
   const grpc::Status st = Call(req, &resp);

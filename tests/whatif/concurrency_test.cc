@@ -314,7 +314,7 @@ TEST(Concurrency, JsonHasEveryRowAndTheStopPoint) {
   const nlohmann::json j = nlohmann::json::parse(ConcurrencyReportToJson(*r).dump());
   ASSERT_EQ(j["rows"].size(), 12u);
   EXPECT_EQ(j["options"]["concurrency"], nlohmann::json({1, 2, 16}));
-  EXPECT_EQ(j["rows"][3]["strategy"], "batch_planner");
+  EXPECT_EQ(j["rows"][3]["strategy"], "batch");
   EXPECT_EQ(j["rows"][4]["batch"], 2);
   for (const auto& row : j["rows"]) {
     for (const char* key : {"throughput", "accepted", "mean_tree_size", "cycle_s", "speedup"}) {
