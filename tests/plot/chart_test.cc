@@ -1,6 +1,6 @@
 #include "plot/chart.h"
 
-#include <cairo/cairo.h>  // plot/ links cairo privately; its include dir is not exported
+#include <cairo.h>  // only to decode the PNGs (plot/ draws with PLplot)
 
 #include <cmath>
 #include <cstdint>
