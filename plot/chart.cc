@@ -272,7 +272,9 @@ void DrawPolyline(const Frame& f, const std::vector<std::pair<double, double>>& 
   };
   for (size_t i = 1; i < pts.size(); ++i) {
     double ax = pts[i - 1].first, ay = pts[i - 1].second, bx = pts[i].first, by = pts[i].second;
-    if (!std::isfinite(ax + ay + bx + by) || !ClipSegment(f, ax, ay, bx, by)) {
+    const bool finite =
+        std::isfinite(ax) && std::isfinite(ay) && std::isfinite(bx) && std::isfinite(by);
+    if (!finite || !ClipSegment(f, ax, ay, bx, by)) {
       flush();
       continue;
     }
@@ -616,6 +618,7 @@ absl::StatusOr<std::string> RenderPng(const std::vector<Chart>& panels, int widt
   if (stream < 0) {
     std::fclose(out);
     std::free(png_data);
+    plsabort(nullptr);
     g_plplot_errors = nullptr;
     return absl::InternalError(absl::StrCat("plmkstrm: no free PLplot stream: ", errors));
   }
