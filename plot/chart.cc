@@ -1,21 +1,29 @@
-// PNG line charts on cairo: validation of a chart spec (every bad field named), axis ranges and
-// nice ticks (linear and log), text measurement, and panel drawing with clipped segments, markers
-// and a legend. Over 500 lines because tick placement and layout depend on measured text sizes, so
-// the three stages share the cairo context and the layout structs declared here.
+// PNG line charts drawn by PLplot's cairo PNG device (pngcairo): validation of a chart spec (every
+// bad field named), axis ranges, and one PLplot viewport per panel. PLplot draws the frame, ticks,
+// grid, text and legend. Over 500 lines because about 110 are the validation (unchanged from the
+// hand-drawn version) and PLplot has no call for four things chart.h promises or the old charts
+// had, done here: clipping in world coordinates (PLplot converts points to integer device units
+// first, which overflow far off-scale), round markers of a fixed pixel size (filled polygons), a
+// legend in the corner that covers the fewest points, and tick labels on log axes that span fewer
+// than two powers of ten (PLplot labels powers of ten only, so such an axis had none or one).
 
 #include "plot/chart.h"
 
-#include <cairo.h>
+#include <plplot.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
-#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "util/check.h"
 
 namespace specplan::plot {
@@ -30,29 +38,18 @@ constexpr uint32_t kVLineDefault = 0x404040;
 constexpr uint32_t kIdentityColour = 0x999999;
 constexpr uint32_t kGridColour = 0xE6E6E6;
 constexpr uint32_t kMinorGridColour = 0xF3F3F3;
-constexpr uint32_t kAxisColour = 0x000000;
-constexpr uint32_t kTextColour = 0x000000;
+constexpr uint32_t kLegendFrameColour = 0xB0B0B0;
 
-constexpr char kFontFace[] = "sans-serif";
-constexpr double kTitleFont = 14;
-constexpr double kLabelFont = 12;
-constexpr double kTickFont = 11;
-constexpr double kLegendFont = 11;
-constexpr double kLineWidth = 2;
-constexpr double kMarkerRadius = 3.5;
-constexpr int kMinPanelHeight = 90;  // pixels
+// cmap0 slots: 0 background, 1 the current drawing colour, 2 the legend background, 3 its frame,
+// kFirstSeriesSlot + i series i of the panel being drawn (pllegend takes colours as slots).
+constexpr int kDrawSlot = 1, kLegendBgSlot = 2, kLegendFrameSlot = 3, kFirstSeriesSlot = 4;
 
-// "1e+06" -> "1e6", "2.5e-05" -> "2.5e-5": shorter tick labels.
-std::string TidyExponent(std::string s) {
-  const size_t e = s.find('e');
-  if (e == std::string::npos) return s;
-  size_t i = e + 1;
-  const bool negative = i < s.size() && s[i] == '-';
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-  size_t j = i;
-  while (j + 1 < s.size() && s[j] == '0') ++j;
-  return s.substr(0, e + 1) + (negative ? "-" : "") + s.substr(j);
-}
+// Sizes in pixels; pngcairo works at 72 dpi, so a pixel is 25.4 / 72 mm.
+constexpr double kMmPerPx = 25.4 / 72;
+constexpr double kTitleFont = 14, kTextFont = 11;
+constexpr double kLineWidth = 2, kMarkerRadius = 3.5;
+constexpr int kMinPanelHeight = 90;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::string Num(double v) {
   char buf[64];
@@ -60,20 +57,16 @@ std::string Num(double v) {
   return buf;
 }
 
-std::string Rgb(uint32_t rgb) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%X", static_cast<unsigned>(rgb));
-  return buf;
-}
-
-void SetColour(cairo_t* cr, uint32_t rgb, double alpha = 1.0) {
-  cairo_set_source_rgba(cr, ((rgb >> 16) & 0xFF) / 255.0, ((rgb >> 8) & 0xFF) / 255.0,
-                        (rgb & 0xFF) / 255.0, alpha);
-}
-
 bool FinitePoint(const Series& s, size_t i) {
   return std::isfinite(s.x[i]) && std::isfinite(s.y[i]);
 }
+
+uint32_t SeriesColour(const Series& s, size_t index) {
+  return s.rgb ? *s.rgb : kPalette[index % kPaletteSize];
+}
+
+bool HasLine(SeriesStyle st) { return st != SeriesStyle::kPoints; }
+bool HasMarkers(SeriesStyle st) { return st != SeriesStyle::kLine; }
 
 // ---------------------------------------------------------------------------------------------
 // Validation.
@@ -103,7 +96,7 @@ absl::Status ValidateAxis(const Axis& axis, const std::string& where) {
 absl::Status ValidateRgb(const std::optional<uint32_t>& rgb, const std::string& where) {
   if (rgb && *rgb > 0xFFFFFF) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, ".rgb = ", Rgb(*rgb), ": must be <= 0xFFFFFF"));
+        absl::StrCat(where, ".rgb = 0x", absl::Hex(*rgb, absl::kNoPad), ": must be <= 0xFFFFFF"));
   }
   return absl::OkStatus();
 }
@@ -153,25 +146,10 @@ absl::Status ValidatePanel(const Chart& c, const std::string& where) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Scales and ticks.
+// Ranges and world coordinates (log10 of the value on log axes: PLplot's log axes label a
+// window given in decades).
 
-struct Scale {
-  double lo = 0, hi = 1;  // data units
-  bool log = false;
-  double px0 = 0, px1 = 1;  // pixel positions of lo and hi
-
-  double T(double v) const { return log ? std::log10(v) : v; }
-  double ToPx(double v) const {
-    const double t = (T(v) - T(lo)) / (T(hi) - T(lo));
-    return px0 + t * (px1 - px0);
-  }
-  bool Contains(double v) const {
-    const double eps = 1e-9 * (T(hi) - T(lo));
-    return T(v) >= T(lo) - eps && T(v) <= T(hi) + eps;
-  }
-};
-
-// Widens [lo, hi] in transformed space when it is empty or inverted (all values equal).
+// Widens [lo, hi] when it is empty (all values equal).
 void Widen(double& lo, double& hi, bool log) {
   if (hi > lo) return;
   const double v = lo;
@@ -185,10 +163,10 @@ void Widen(double& lo, double& hi, bool log) {
   }
 }
 
-// Axis range: the data range plus a 5% margin (in log space on log axes), overridden by the
-// explicit bounds; one-sided bounds that leave an empty range are widened on the free side.
-void ComputeRange(const std::vector<double>& values, const Axis& axis, double* lo_out,
-                  double* hi_out) {
+// Axis window in world units: the data range plus a 5% margin (in log space on log axes),
+// overridden by the explicit bounds; one-sided bounds that leave an empty range are widened on
+// the free side.
+std::pair<double, double> Window(const std::vector<double>& values, const Axis& axis) {
   double lo = std::numeric_limits<double>::infinity();
   double hi = -lo;
   for (double v : values) {
@@ -215,155 +193,31 @@ void ComputeRange(const std::vector<double>& values, const Axis& axis, double* l
       lo = axis.log ? hi / 10 : hi - std::max(1.0, std::abs(hi) * 0.1);
     }
   }
-  *lo_out = lo;
-  *hi_out = hi;
+  return axis.log ? std::pair{std::log10(lo), std::log10(hi)} : std::pair{lo, hi};
 }
 
-struct Tick {
-  double value;
-  std::string label;  // empty: minor tick (grid only)
+// One panel's window (world units) and viewport size (pixels).
+struct Frame {
+  bool xlog = false, ylog = false;
+  double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  double w_px = 1, h_px = 1, left_px = 0, page_w_px = 1;
+
+  double X(double v) const { return xlog ? std::log10(v) : v; }
+  double Y(double v) const { return ylog ? std::log10(v) : v; }
+  double XPerPx() const { return (x1 - x0) / w_px; }
+  double YPerPx() const { return (y1 - y0) / h_px; }
+  bool Inside(double x, double y) const {
+    const double ex = 1e-9 * (x1 - x0), ey = 1e-9 * (y1 - y0);
+    return x >= x0 - ex && x <= x1 + ex && y >= y0 - ey && y <= y1 + ey;
+  }
 };
 
-// The smallest 1/2/5 x 10^k step >= raw.
-double NiceStep(double raw) {
-  const double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (m * p >= raw * (1 - 1e-9)) return m * p;
-  }
-  return 10 * p;
-}
-
-std::string FormatLinear(double v, double step) {
-  if (std::abs(v) < step * 1e-6) return "0";
-  char buf[64];
-  const double a = std::abs(v);
-  if (a >= 1e6 || a < 1e-4) {
-    const int digits = std::clamp(
-        static_cast<int>(std::floor(std::log10(a)) - std::floor(std::log10(step) + 1e-9)) + 1, 1,
-        15);
-    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
-    return TidyExponent(buf);
-  } else {
-    const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
-    std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-  }
-  return buf;
-}
-
-std::vector<Tick> LinearTicks(double lo, double hi, double step) {
-  std::vector<Tick> ticks;
-  const long first = static_cast<long>(std::ceil(lo / step - 1e-9));
-  const long last = static_cast<long>(std::floor(hi / step + 1e-9));
-  for (long i = first; i <= last && ticks.size() < 1000; ++i) {
-    const double v = static_cast<double>(i) * step;
-    ticks.push_back({v, FormatLinear(v, step)});
-  }
-  return ticks;
-}
-
-// Ticks with at most about `max_ticks` labels: nice linear steps, or decades on log axes (with
-// 2 and 5 multiples, or 1..9, when the range spans less than two decades).
-std::vector<Tick> MakeTicks(const Scale& s, int max_ticks) {
-  max_ticks = std::max(max_ticks, 2);
-  if (!s.log) {
-    double step = NiceStep((s.hi - s.lo) / max_ticks);
-    std::vector<Tick> ticks = LinearTicks(s.lo, s.hi, step);
-    while (static_cast<int>(ticks.size()) > max_ticks + 1) {
-      step = NiceStep(step * 1.5);
-      ticks = LinearTicks(s.lo, s.hi, step);
-    }
-    return ticks;
-  }
-  const double llo = std::log10(s.lo), lhi = std::log10(s.hi);
-  const int kmin = static_cast<int>(std::ceil(llo - 1e-9));
-  const int kmax = static_cast<int>(std::floor(lhi + 1e-9));
-  std::vector<Tick> ticks;
-  if (kmax - kmin + 1 >= 2) {
-    const int decades = kmax - kmin + 1;
-    const int stride = (decades + max_ticks - 1) / max_ticks;
-    for (int k = kmin; k <= kmax; ++k) {
-      const double v = std::pow(10.0, k);
-      const bool major = (k - kmin) % stride == 0;
-      ticks.push_back({v, major ? TidyExponent(Num(v)) : ""});
-    }
-    if (stride == 1 && decades <= 8) {  // minor grid at 2..9 x 10^k
-      for (int k = kmin - 1; k <= kmax; ++k) {
-        for (int m = 2; m <= 9; ++m) {
-          const double v = m * std::pow(10.0, k);
-          if (s.Contains(v)) ticks.push_back({v, ""});
-        }
-      }
-    }
-    return ticks;
-  }
-  for (const std::vector<int>& mantissas :
-       {std::vector<int>{1, 2, 5}, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9}}) {
-    ticks.clear();
-    for (int k = kmin - 1; k <= kmax + 1; ++k) {
-      for (int m : mantissas) {
-        const double v = m * std::pow(10.0, k);
-        if (s.Contains(v)) ticks.push_back({v, TidyExponent(Num(v))});
-      }
-    }
-    if (ticks.size() >= 2 && static_cast<int>(ticks.size()) <= max_ticks + 1) return ticks;
-  }
-  // Less than a factor ~2 in range: linear nice steps mapped through the log scale.
-  Scale lin = s;
-  lin.log = false;
-  return MakeTicks(lin, max_ticks);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Drawing helpers.
-
-struct TextSize {
-  double w = 0, h = 0;
-};
-
-TextSize Measure(cairo_t* cr, const std::string& text, double size, bool bold = false) {
-  cairo_select_font_face(cr, kFontFace, CAIRO_FONT_SLANT_NORMAL,
-                         bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size(cr, size);
-  cairo_text_extents_t e;
-  cairo_text_extents(cr, text.c_str(), &e);
-  return {e.x_advance, size};
-}
-
-// Draws `text` with its anchor at (x, y): ax/ay in {0, 0.5, 1} pick left/centre/right and
-// top/middle/baseline-ish bottom of the font box.
-void DrawText(cairo_t* cr, const std::string& text, double x, double y, double ax, double ay,
-              double size, bool bold = false, uint32_t rgb = kTextColour) {
-  if (text.empty()) return;
-  cairo_select_font_face(cr, kFontFace, CAIRO_FONT_SLANT_NORMAL,
-                         bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size(cr, size);
-  cairo_font_extents_t fe;
-  cairo_font_extents(cr, &fe);
-  cairo_text_extents_t te;
-  cairo_text_extents(cr, text.c_str(), &te);
-  const double h = fe.ascent + fe.descent;
-  SetColour(cr, rgb);
-  cairo_move_to(cr, x - ax * te.x_advance, y - ay * h + fe.ascent);
-  cairo_show_text(cr, text.c_str());
-  cairo_new_path(cr);
-}
-
-// Pixel-crisp coordinate for a 1-px line.
-double Crisp(double v) { return std::floor(v) + 0.5; }
-
-void DrawMarker(cairo_t* cr, double x, double y) {
-  cairo_new_sub_path(cr);
-  cairo_arc(cr, x, y, kMarkerRadius, 0, 2 * M_PI);
-  cairo_fill(cr);
-}
-
-// Liang-Barsky: clips segment (x0,y0)-(x1,y1) to the box; false when it misses the box.
-bool ClipSegment(double& x0, double& y0, double& x1, double& y1, double bx0, double by0, double bx1,
-                 double by1) {
+// Liang-Barsky: clips segment (ax,ay)-(bx,by) to the frame's window; false when it misses it.
+bool ClipSegment(const Frame& f, double& ax, double& ay, double& bx, double& by) {
   double t0 = 0, t1 = 1;
-  const double dx = x1 - x0, dy = y1 - y0;
+  const double dx = bx - ax, dy = by - ay;
   const double p[4] = {-dx, dx, -dy, dy};
-  const double q[4] = {x0 - bx0, bx1 - x0, y0 - by0, by1 - y0};
+  const double q[4] = {ax - f.x0, f.x1 - ax, ay - f.y0, f.y1 - ay};
   for (int i = 0; i < 4; ++i) {
     if (p[i] == 0) {
       if (q[i] < 0) return false;
@@ -377,250 +231,343 @@ bool ClipSegment(double& x0, double& y0, double& x1, double& y1, double bx0, dou
     }
     if (t0 > t1) return false;
   }
-  const double ox0 = x0, oy0 = y0;
-  x0 = ox0 + t0 * dx;
-  y0 = oy0 + t0 * dy;
-  x1 = ox0 + t1 * dx;
-  y1 = oy0 + t1 * dy;
+  const double ox = ax, oy = ay;
+  ax = ox + t0 * dx;
+  ay = oy + t0 * dy;
+  bx = ox + t1 * dx;
+  by = oy + t1 * dy;
   return true;
 }
 
-uint32_t SeriesColour(const Series& s, size_t index) {
-  return s.rgb ? *s.rgb : kPalette[index % kPaletteSize];
+// ---------------------------------------------------------------------------------------------
+// Drawing (the stream is current and the panel's viewport and window are set).
+
+void SetSlot(int slot, uint32_t rgb, double alpha = 1.0) {
+  plscol0a(slot, (rgb >> 16) & 0xFF, (rgb >> 8) & 0xFF, rgb & 0xFF, alpha);
 }
 
-bool HasLine(SeriesStyle st) { return st != SeriesStyle::kPoints; }
-bool HasMarkers(SeriesStyle st) { return st != SeriesStyle::kLine; }
+void UseColour(uint32_t rgb) {
+  SetSlot(kDrawSlot, rgb);
+  plcol0(kDrawSlot);
+}
 
-// ---------------------------------------------------------------------------------------------
-// Layout and rendering of one panel.
+// PLplot has no public call to measure text: an estimate for DejaVu Sans (Debian's default sans).
+double TextWidthPx(const std::string& text, double font_px, bool bold = false) {
+  return (bold ? 0.75 : 0.62) * font_px * text.size();
+}
 
-struct Rect {
-  double x0, y0, x1, y1;
-  double W() const { return x1 - x0; }
-  double H() const { return y1 - y0; }
-};
+void SetFont(double px, bool bold = false) {
+  plschr(px * kMmPerPx, 1.0);
+  plsfont(PL_FCI_SANS, PL_FCI_UPRIGHT, bold ? PL_FCI_BOLD : PL_FCI_MEDIUM);
+}
 
-struct PanelLayout {
-  Scale xs, ys;
-  std::vector<Tick> yticks;
-  double top = 0, bottom = 0;  // plot area rows
-  double ytick_width = 0;      // widest y tick label, pixels
-};
-
-void DrawPanel(cairo_t* cr, const Chart& c, const PanelLayout& lay, const Rect& plot,
-               const std::vector<Tick>& xticks) {
-  const Scale& xs = lay.xs;
-  const Scale& ys = lay.ys;
-
-  // Grid: minor first, then major.
-  cairo_set_line_width(cr, 1);
-  for (int pass = 0; pass < 2; ++pass) {
-    const bool major = pass == 1;
-    SetColour(cr, major ? kGridColour : kMinorGridColour);
-    for (const Tick& t : xticks) {
-      if (t.label.empty() == major || !xs.Contains(t.value)) continue;
-      const double px = Crisp(xs.ToPx(t.value));
-      cairo_move_to(cr, px, plot.y0);
-      cairo_line_to(cr, px, plot.y1);
+// A polyline through world points, split where consecutive points are not both finite and
+// clipped to the window segment by segment.
+void DrawPolyline(const Frame& f, const std::vector<std::pair<double, double>>& pts) {
+  std::vector<PLFLT> xs, ys;
+  const auto flush = [&] {
+    if (xs.size() >= 2) plline(static_cast<PLINT>(xs.size()), xs.data(), ys.data());
+    xs.clear();
+    ys.clear();
+  };
+  for (size_t i = 1; i < pts.size(); ++i) {
+    double ax = pts[i - 1].first, ay = pts[i - 1].second, bx = pts[i].first, by = pts[i].second;
+    const bool finite =
+        std::isfinite(ax) && std::isfinite(ay) && std::isfinite(bx) && std::isfinite(by);
+    if (!finite || !ClipSegment(f, ax, ay, bx, by)) {
+      flush();
+      continue;
     }
-    for (const Tick& t : lay.yticks) {
-      if (t.label.empty() == major || !ys.Contains(t.value)) continue;
-      const double py = Crisp(ys.ToPx(t.value));
-      cairo_move_to(cr, plot.x0, py);
-      cairo_line_to(cr, plot.x1, py);
+    if (xs.empty() || xs.back() != ax || ys.back() != ay) {
+      flush();
+      xs.push_back(ax);
+      ys.push_back(ay);
     }
-    cairo_stroke(cr);
+    xs.push_back(bx);
+    ys.push_back(by);
   }
+  flush();
+}
 
-  // Everything data-driven is clipped to the plot area.
-  cairo_save(cr);
-  cairo_rectangle(cr, plot.x0, plot.y0, plot.W(), plot.H());
-  cairo_clip(cr);
-  const double pad = 8;  // segments are clipped in double precision to a slightly larger box
-  const double bx0 = plot.x0 - pad, by0 = plot.y0 - pad, bx1 = plot.x1 + pad, by1 = plot.y1 + pad;
-
-  if (c.identity_line) {
-    // y = x is a straight line in pixel space when both axes share a scale type; otherwise
-    // sample it densely.
-    SetColour(cr, kIdentityColour);
-    cairo_set_line_width(cr, 1.5);
-    const double lo = std::max(xs.lo, ys.lo), hi = std::min(xs.hi, ys.hi);
-    if (lo < hi) {
-      const int n = xs.log == ys.log ? 1 : 256;
-      bool pen = false;
-      for (int i = 0; i <= n; ++i) {
-        const double v =
-            xs.log ? std::pow(10.0, std::log10(lo) + (std::log10(hi) - std::log10(lo)) * i / n)
-                   : lo + (hi - lo) * i / n;
-        const double px = xs.ToPx(v), py = ys.ToPx(v);
-        if (!std::isfinite(px) || !std::isfinite(py)) continue;
-        if (pen) {
-          cairo_line_to(cr, px, py);
-        } else {
-          cairo_move_to(cr, px, py);
-          pen = true;
-        }
-      }
-      cairo_stroke(cr);
-    }
+void DrawMarker(const Frame& f, double x, double y) {
+  constexpr int kSides = 16;
+  PLFLT xs[kSides], ys[kSides];
+  for (int k = 0; k < kSides; ++k) {
+    const double a = 2 * M_PI * k / kSides;
+    xs[k] = x + kMarkerRadius * std::cos(a) * f.XPerPx();
+    ys[k] = y + kMarkerRadius * std::sin(a) * f.YPerPx();
   }
+  plfill(kSides, xs, ys);
+}
 
-  for (size_t si = 0; si < c.series.size(); ++si) {
-    const Series& s = c.series[si];
-    SetColour(cr, SeriesColour(s, si));
-    if (HasLine(s.style)) {
-      cairo_set_line_width(cr, kLineWidth);
-      cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
-      cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
-      bool have_prev = false;
-      double prev_x = 0, prev_y = 0;    // previous finite point, pixels
-      double pen_x = NAN, pen_y = NAN;  // current path end
-      for (size_t i = 0; i < s.x.size(); ++i) {
-        if (!FinitePoint(s, i)) {
-          have_prev = false;  // non-finite points break the line
-          continue;
-        }
-        const double px = xs.ToPx(s.x[i]), py = ys.ToPx(s.y[i]);
-        if (have_prev) {
-          double ax = prev_x, ay = prev_y, bx = px, by = py;
-          if (ClipSegment(ax, ay, bx, by, bx0, by0, bx1, by1)) {
-            if (ax != pen_x || ay != pen_y) cairo_move_to(cr, ax, ay);
-            cairo_line_to(cr, bx, by);
-            pen_x = bx;
-            pen_y = by;
-          }
-        }
-        prev_x = px;
-        prev_y = py;
-        have_prev = true;
-      }
-      cairo_stroke(cr);
-    }
-    if (HasMarkers(s.style)) {
-      for (size_t i = 0; i < s.x.size(); ++i) {
-        if (!FinitePoint(s, i)) continue;
-        const double px = xs.ToPx(s.x[i]), py = ys.ToPx(s.y[i]);
-        if (px < bx0 || px > bx1 || py < by0 || py > by1) continue;
-        DrawMarker(cr, px, py);
+// A tick label: the value itself, e.g. 200000, 0.25 or 1e6.
+std::string TickText(double value) {
+  std::string text = absl::StrFormat("%.6g", value);
+  // "1e+06" -> "1e6", "2.5e-05" -> "2.5e-5".
+  if (const size_t e = text.find('e'); e != std::string::npos) {
+    const bool minus = text[e + 1] == '-';
+    const size_t digits = text.find_first_not_of("+-0", e + 1);
+    text = absl::StrCat(text.substr(0, e + 1), minus ? "-" : "", text.substr(digits));
+  }
+  return text;
+}
+
+// Tick labels of linear axes ("o" in plbox), instead of PLplot's default of mantissas plus a
+// separate "(x10^6)" above the axis, which falls outside the panel. Ticks PLplot places at zero
+// can carry rounding noise: they print as "0".
+void LinearTickLabel(PLINT axis, PLFLT value, char* label, PLINT length, void* data) {
+  const Frame& f = *static_cast<const Frame*>(data);
+  const double span = axis == PL_X_AXIS ? f.x1 - f.x0 : f.y1 - f.y0;
+  const std::string text = TickText(std::abs(value) < 1e-9 * span ? 0.0 : value);
+  std::snprintf(label, static_cast<size_t>(length), "%s", text.c_str());
+}
+
+// PLplot labels a log axis at powers of ten only. When the window [l0, l1] (in decades) holds
+// fewer than two, these values get labels too: 1-2-5 or 1..9 mantissas, else nice linear steps.
+// Powers of ten are left out (PLplot labels them).
+std::vector<double> ExtraLogTicks(double l0, double l1) {
+  if (std::floor(l1) - std::ceil(l0) >= 1) return {};
+  const double lo = std::pow(10.0, l0) * (1 - 1e-9), hi = std::pow(10.0, l1) * (1 + 1e-9);
+  const auto power_of_ten = [](double v) {
+    return std::abs(std::log10(v) - std::round(std::log10(v))) < 1e-9;
+  };
+  std::vector<double> ticks;
+  for (const int max_mantissa : {5, 9}) {
+    ticks.clear();
+    for (int k = static_cast<int>(std::floor(l0)); k <= static_cast<int>(std::ceil(l1)); ++k) {
+      for (int m = 1; m <= max_mantissa; m += max_mantissa == 5 && m > 1 ? 3 : 1) {
+        const double v = m * std::pow(10.0, k);
+        if (v >= lo && v <= hi) ticks.push_back(v);
       }
     }
+    if (ticks.size() >= 3) break;
   }
+  if (ticks.size() < 3) {
+    const double raw = (hi - lo) / 5, p = std::pow(10.0, std::floor(std::log10(raw)));
+    const double step = raw <= p ? p : raw <= 2 * p ? 2 * p : raw <= 5 * p ? 5 * p : 10 * p;
+    ticks.clear();
+    for (double v = std::ceil(lo / step) * step; v <= hi; v += step) ticks.push_back(v);
+  }
+  ticks.erase(std::remove_if(ticks.begin(), ticks.end(), power_of_ten), ticks.end());
+  return ticks;
+}
 
-  // Dashed vertical reference lines with staggered labels at the top of the plot area.
+// Grid lines (pass 0) or tick marks and labels (pass 1) at ExtraLogTicks.
+void DrawExtraLogTicks(const Chart& c, const Frame& f, int pass) {
+  for (const bool x_axis : {true, false}) {
+    if (!(x_axis ? c.x.log : c.y.log)) continue;
+    for (const double v : x_axis ? ExtraLogTicks(f.x0, f.x1) : ExtraLogTicks(f.y0, f.y1)) {
+      const double w = std::log10(v);
+      const double len = pass == 0 ? 1.0 : 5 / (x_axis ? f.h_px : f.w_px);  // of the plot area
+      const PLFLT xs[2] = {x_axis ? w : f.x0, x_axis ? w : f.x0 + len * (f.x1 - f.x0)};
+      const PLFLT ys[2] = {x_axis ? f.y0 : w, x_axis ? f.y0 + len * (f.y1 - f.y0) : w};
+      plline(2, xs, ys);
+      // At PLplot's own label positions (plmtex displacements in character heights).
+      const double pos = (w - (x_axis ? f.x0 : f.y0)) / (x_axis ? f.x1 - f.x0 : f.y1 - f.y0);
+      if (pass == 1)
+        plmtex(x_axis ? "b" : "lv", x_axis ? 1.5 : 0.5, pos, x_axis ? 0.5 : 1, TickText(v).c_str());
+    }
+  }
+}
+
+void DrawAxes(const Chart& c, Frame& f) {
+  const std::string lx = c.x.log ? "l" : "o", ly = c.y.log ? "l" : "o";
+  plslabelfunc(LinearTickLabel, &f);
+  plwidth(1);
+  UseColour(kMinorGridColour);  // minor grid (log axes only: PLplot draws it at 2..9 x 10^k)
+  plbox(c.x.log ? "lh" : "", 0, 0, c.y.log ? "lh" : "", 0, 0);
+  UseColour(kGridColour);
+  plbox((lx + "g").c_str(), 0, 0, (ly + "g").c_str(), 0, 0);
+  DrawExtraLogTicks(c, f, 0);
+  UseColour(0x000000);
+  SetFont(kTextFont);
+  plbox(("bcnst" + lx).c_str(), 0, 0, ("bcnstv" + ly).c_str(), 0, 0);
+  DrawExtraLogTicks(c, f, 1);
+  plslabelfunc(nullptr, nullptr);
+}
+
+void DrawVLines(const Chart& c, const Frame& f) {
+  // Dash and gap lengths are in micrometres.
+  const PLINT mark = static_cast<PLINT>(6 * kMmPerPx * 1000), space = mark * 2 / 3;
   int shown = 0;
   for (const VerticalLine& v : c.vlines) {
-    if (!xs.Contains(v.x)) continue;
-    const uint32_t rgb = v.rgb ? *v.rgb : kVLineDefault;
-    const double px = std::round(xs.ToPx(v.x));
-    const double dash[] = {6, 4};
-    cairo_set_dash(cr, dash, 2, 0);
-    cairo_set_line_width(cr, 2);
-    cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
-    SetColour(cr, rgb);
-    cairo_move_to(cr, px, plot.y0);
-    cairo_line_to(cr, px, plot.y1);
-    cairo_stroke(cr);
-    cairo_set_dash(cr, nullptr, 0, 0);
+    const double x = f.X(v.x);
+    if (!f.Inside(x, f.y0)) continue;
+    UseColour(v.rgb ? *v.rgb : kVLineDefault);
+    plwidth(kLineWidth);
+    plstyl(1, &mark, &space);
+    const PLFLT xs[2] = {x, x}, ys[2] = {f.y0, f.y1};
+    plline(2, xs, ys);
+    plstyl(0, nullptr, nullptr);
     if (!v.label.empty()) {
-      const TextSize ts = Measure(cr, v.label, kTickFont);
-      const double ty = plot.y0 + 3 + (shown % 3) * (kTickFont + 4);
-      const bool left = px + 4 + ts.w > plot.x1;  // no room on the right: label on the left
-      const double tx = left ? px - 4 - ts.w : px + 4;
-      SetColour(cr, 0xFFFFFF, 0.8);
-      cairo_rectangle(cr, tx - 1, ty - 1, ts.w + 2, ts.h + 3);
-      cairo_fill(cr);
-      DrawText(cr, v.label, tx, ty, 0, 0, kTickFont, false, rgb);
+      // Labels are staggered over three rows under the top edge, on a translucent white box,
+      // right of the line unless (by an estimate of the text width) they would leave the plot.
+      const double row_px = 8 + kTextFont / 2 + (shown % 3) * (kTextFont + 4);
+      const double w_px = TextWidthPx(v.label, kTextFont), h_px = kTextFont / 2 + 2;
+      const bool left = (f.x1 - x) / f.XPerPx() < w_px + 6;
+      const double tx = x + (left ? -4 : 4) * f.XPerPx(), ty = f.y1 - row_px * f.YPerPx();
+      const double bx = tx + (left ? -w_px - 1 : -1) * f.XPerPx(), bw = (w_px + 2) * f.XPerPx();
+      const PLFLT xs[4] = {bx, bx + bw, bx + bw, bx};
+      const PLFLT ys[4] = {ty - h_px * f.YPerPx(), ty - h_px * f.YPerPx(), ty + h_px * f.YPerPx(),
+                           ty + h_px * f.YPerPx()};
+      SetSlot(kDrawSlot, 0xFFFFFF, 0.8);
+      plcol0(kDrawSlot);
+      plfill(4, xs, ys);
+      UseColour(v.rgb ? *v.rgb : kVLineDefault);
+      SetFont(kTextFont);
+      plptex(tx, ty, 1, 0, left ? 1 : 0, v.label.c_str());
     }
     ++shown;
   }
+}
 
-  // Legend: labelled series with a finite point, in the plot corner covering the fewest points.
-  std::vector<size_t> entries;
-  double text_w = 0;
+// Legend of the labelled series with a finite point, in the plot corner that (by an estimate of
+// the legend size) covers the fewest points.
+void DrawLegend(const Chart& c, const Frame& f) {
+  std::vector<PLINT> opts, colours;
+  std::vector<const char*> texts;
+  size_t longest = 0;
   for (size_t si = 0; si < c.series.size(); ++si) {
     const Series& s = c.series[si];
-    if (s.label.empty()) continue;
     bool finite = false;
     for (size_t i = 0; i < s.x.size() && !finite; ++i) finite = FinitePoint(s, i);
-    if (!finite) continue;
-    entries.push_back(si);
-    text_w = std::max(text_w, Measure(cr, s.label, kLegendFont).w);
+    if (s.label.empty() || !finite) continue;
+    opts.push_back((HasLine(s.style) ? PL_LEGEND_LINE : 0) |
+                   (HasMarkers(s.style) ? PL_LEGEND_SYMBOL : 0));
+    colours.push_back(kFirstSeriesSlot + static_cast<PLINT>(si));
+    texts.push_back(s.label.c_str());
+    longest = std::max(longest, s.label.size());
   }
-  if (!entries.empty()) {
-    const double lpad = 6, row = kLegendFont + 5, sample = 24;
-    const double lw = lpad + sample + 6 + text_w + lpad;
-    const double lh = lpad * 2 + row * entries.size() - 5;
-    const double inset = 8;
-    const Rect corners[4] = {
-        {plot.x1 - inset - lw, plot.y0 + inset, plot.x1 - inset, plot.y0 + inset + lh},
-        {plot.x0 + inset, plot.y0 + inset, plot.x0 + inset + lw, plot.y0 + inset + lh},
-        {plot.x1 - inset - lw, plot.y1 - inset - lh, plot.x1 - inset, plot.y1 - inset},
-        {plot.x0 + inset, plot.y1 - inset - lh, plot.x0 + inset + lw, plot.y1 - inset},
-    };
-    int best = 0;
-    long best_count = -1;
-    for (int k = 0; k < 4; ++k) {
-      long count = 0;
-      for (const Series& s : c.series) {
-        for (size_t i = 0; i < s.x.size(); ++i) {
-          if (!FinitePoint(s, i)) continue;
-          const double px = xs.ToPx(s.x[i]), py = ys.ToPx(s.y[i]);
-          count += px >= corners[k].x0 && px <= corners[k].x1 && py >= corners[k].y0 &&
-                   py <= corners[k].y1;
+  if (texts.empty()) return;
+  const size_t n = texts.size();
+  const std::vector<PLINT> black(n, kDrawSlot), ones(n, 1);
+  const std::vector<PLFLT> widths(n, kLineWidth), scales(n, 0.8);
+  const std::vector<const char*> symbols(n, "\u25CF");  // a filled circle, like the markers
+  const double w_px = 0.06 * f.w_px + 40 + TextWidthPx(std::string(longest, 'x'), kTextFont),
+               h_px = 12 + 1.6 * kTextFont * texts.size();
+  const PLINT corners[4] = {PL_POSITION_TOP | PL_POSITION_RIGHT, PL_POSITION_TOP | PL_POSITION_LEFT,
+                            PL_POSITION_BOTTOM | PL_POSITION_RIGHT,
+                            PL_POSITION_BOTTOM | PL_POSITION_LEFT};
+  int best = 0;
+  long best_count = -1;
+  for (int k = 0; k < 4; ++k) {
+    const bool right = corners[k] & PL_POSITION_RIGHT, top = corners[k] & PL_POSITION_TOP;
+    const double bx0 = right ? f.x1 - (w_px + 8) * f.XPerPx() : f.x0;
+    const double bx1 = right ? f.x1 : f.x0 + (w_px + 8) * f.XPerPx();
+    const double by0 = top ? f.y1 - (h_px + 8) * f.YPerPx() : f.y0;
+    const double by1 = top ? f.y1 : f.y0 + (h_px + 8) * f.YPerPx();
+    long count = 0;
+    for (const Series& s : c.series) {
+      for (size_t i = 0; i < s.x.size(); ++i) {
+        if (!FinitePoint(s, i)) continue;
+        const double x = f.X(s.x[i]), y = f.Y(s.y[i]);
+        count += x >= bx0 && x <= bx1 && y >= by0 && y <= by1;
+      }
+    }
+    for (const VerticalLine& v : c.vlines) {  // a top corner would hide the vlines' labels
+      const double x = f.X(v.x);
+      const double label_w = TextWidthPx(v.label, kTextFont) + 16;
+      count += top && !v.label.empty() && x >= bx0 - label_w * f.XPerPx() && x <= bx1 ? 1000 : 0;
+    }
+    if (best_count < 0 || count < best_count) {
+      best = k;
+      best_count = count;
+    }
+  }
+  SetSlot(kLegendBgSlot, 0xFFFFFF, 0.9);
+  SetSlot(kLegendFrameSlot, kLegendFrameColour);
+  SetFont(kTextFont);
+  plwidth(1);
+  UseColour(0x000000);
+  PLFLT legend_w = 0, legend_h = 0;
+  pllegend(&legend_w, &legend_h, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+           corners[best] | PL_POSITION_INSIDE | PL_POSITION_VIEWPORT, 8 / f.w_px, 8 / f.h_px,
+           /*plot_width=*/0.06, kLegendBgSlot, kLegendFrameSlot, 1, 0, 0,
+           static_cast<PLINT>(texts.size()), opts.data(), /*text_offset=*/1.0, /*text_scale=*/1.0,
+           /*text_spacing=*/2.0, /*text_justification=*/0, black.data(), texts.data(), nullptr,
+           nullptr, nullptr, nullptr, colours.data(), ones.data(), widths.data(), colours.data(),
+           scales.data(), ones.data(), symbols.data());
+}
+
+void DrawPanel(const Chart& c, Frame& f) {
+  DrawAxes(c, f);
+  if (c.identity_line) {
+    // y = x is straight in world units when both axes share a scale type; otherwise sampled.
+    const double lo =
+        std::max(c.x.log ? std::pow(10, f.x0) : f.x0, c.y.log ? std::pow(10, f.y0) : f.y0);
+    const double hi =
+        std::min(c.x.log ? std::pow(10, f.x1) : f.x1, c.y.log ? std::pow(10, f.y1) : f.y1);
+    if (lo < hi) {
+      const int n = c.x.log == c.y.log ? 1 : 256;
+      std::vector<std::pair<double, double>> pts;
+      for (int i = 0; i <= n; ++i) {
+        const double v =
+            c.x.log || c.y.log
+                ? std::pow(10.0, std::log10(lo) + (std::log10(hi) - std::log10(lo)) * i / n)
+                : lo + (hi - lo) * i / n;
+        pts.push_back({f.X(v), f.Y(v)});
+      }
+      UseColour(kIdentityColour);
+      plwidth(1.5);
+      DrawPolyline(f, pts);
+    }
+  }
+  for (size_t si = 0; si < c.series.size(); ++si) {
+    const Series& s = c.series[si];
+    const uint32_t rgb = SeriesColour(s, si);
+    SetSlot(kFirstSeriesSlot + static_cast<int>(si), rgb);
+    UseColour(rgb);
+    if (HasLine(s.style)) {
+      std::vector<std::pair<double, double>> pts;
+      for (size_t i = 0; i < s.x.size(); ++i) {
+        pts.push_back(FinitePoint(s, i) ? std::pair{f.X(s.x[i]), f.Y(s.y[i])}
+                                        : std::pair{kNaN, kNaN});  // breaks the line
+      }
+      plwidth(kLineWidth);
+      DrawPolyline(f, pts);
+    }
+    if (HasMarkers(s.style)) {
+      for (size_t i = 0; i < s.x.size(); ++i) {
+        if (FinitePoint(s, i) && f.Inside(f.X(s.x[i]), f.Y(s.y[i]))) {
+          DrawMarker(f, f.X(s.x[i]), f.Y(s.y[i]));
         }
       }
-      if (best_count < 0 || count < best_count) {
-        best = k;
-        best_count = count;
-      }
-    }
-    const Rect& box = corners[best];
-    cairo_rectangle(cr, Crisp(box.x0), Crisp(box.y0), std::round(box.W()), std::round(box.H()));
-    SetColour(cr, 0xFFFFFF, 0.9);
-    cairo_fill_preserve(cr);
-    SetColour(cr, 0xB0B0B0);
-    cairo_set_line_width(cr, 1);
-    cairo_stroke(cr);
-    for (size_t e = 0; e < entries.size(); ++e) {
-      const Series& s = c.series[entries[e]];
-      const double cy = box.y0 + lpad + row * e + kLegendFont / 2 + 1;
-      const double sx = box.x0 + lpad;
-      SetColour(cr, SeriesColour(s, entries[e]));
-      if (HasLine(s.style)) {
-        cairo_set_line_width(cr, kLineWidth);
-        cairo_move_to(cr, sx, cy);
-        cairo_line_to(cr, sx + sample, cy);
-        cairo_stroke(cr);
-      }
-      if (HasMarkers(s.style)) DrawMarker(cr, sx + sample / 2, cy);
-      DrawText(cr, s.label, sx + sample + 6, cy, 0, 0.5, kLegendFont);
     }
   }
-  cairo_restore(cr);
+  DrawVLines(c, f);
+  DrawLegend(c, f);
+  UseColour(0x000000);  // the frame again, over the data
+  plwidth(1);
+  plbox("bc", 0, 0, "bc", 0, 0);
+  if (!c.title.empty()) {  // centred on the page, smaller when (by an estimate) it is too wide
+    SetFont(std::min(kTitleFont,
+                     kTitleFont * (f.page_w_px - 8) / TextWidthPx(c.title, kTitleFont, true)),
+            true);
+    plmtex("t", 1.0, (f.page_w_px / 2 - f.left_px) / f.w_px, 0.5, c.title.c_str());
+  }
+  SetFont(kTextFont);
+  if (!c.x.label.empty()) plmtex("b", 3.2, 0.5, 0.5, c.x.label.c_str());
+  if (!c.y.label.empty()) {  // near the left edge of the page (disp is in character heights)
+    PLFLT def_mm = 0, ht_mm = 0;
+    plgchr(&def_mm, &ht_mm);
+    plmtex("l", (f.left_px - 10) * kMmPerPx / ht_mm, 0.5, 0.5, c.y.label.c_str());
+  }
+}
 
-  // Frame, tick marks and tick labels.
-  SetColour(cr, kAxisColour);
-  cairo_set_line_width(cr, 1);
-  cairo_rectangle(cr, Crisp(plot.x0), Crisp(plot.y0), std::round(plot.W()), std::round(plot.H()));
-  cairo_stroke(cr);
-  for (const Tick& t : xticks) {
-    if (t.label.empty() || !xs.Contains(t.value)) continue;
-    const double px = Crisp(xs.ToPx(t.value));
-    cairo_move_to(cr, px, plot.y1);
-    cairo_line_to(cr, px, plot.y1 + 4);
-    cairo_stroke(cr);
-    DrawText(cr, t.label, px, plot.y1 + 6, 0.5, 0, kTickFont);
-  }
-  for (const Tick& t : lay.yticks) {
-    if (t.label.empty() || !ys.Contains(t.value)) continue;
-    const double py = Crisp(ys.ToPx(t.value));
-    SetColour(cr, kAxisColour);
-    cairo_move_to(cr, plot.x0 - 4, py);
-    cairo_line_to(cr, plot.x0, py);
-    cairo_stroke(cr);
-    DrawText(cr, t.label, plot.x0 - 6, py, 1, 0.5, kTickFont);
-  }
+// PLplot's error hooks are process-wide; the messages of the render in progress land here.
+std::string* g_plplot_errors = nullptr;  // guarded by PlplotMutex()
+
+std::mutex& PlplotMutex() {
+  static std::mutex m;
+  return m;
+}
+
+bool HavePngCairo() {
+  const char *menus[128], *names[128], **pm = menus, **pn = names;
+  int n = 128;
+  plgDevs(&pm, &pn, &n);
+  return std::find_if(pn, pn + n, [](const char* d) { return std::string(d) == "pngcairo"; }) !=
+         pn + n;
 }
 
 }  // namespace
@@ -640,34 +587,56 @@ absl::StatusOr<std::string> RenderPng(const std::vector<Chart>& panels, int widt
                                                    " panels (need ", kMinPanelHeight,
                                                    " pixels per panel)"));
   }
+  size_t max_series = 0;
   for (int p = 0; p < n; ++p) {
     if (absl::Status s = ValidatePanel(panels[p], absl::StrCat("panels[", p, "]")); !s.ok()) {
       return s;
     }
+    max_series = std::max(max_series, panels[p].series.size());
   }
 
-  std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> surface(
-      cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height), cairo_surface_destroy);
-  if (cairo_surface_status(surface.get()) != CAIRO_STATUS_SUCCESS) {
-    return absl::InternalError(
-        absl::StrCat("cairo_image_surface_create(", width, "x", height,
-                     "): ", cairo_status_to_string(cairo_surface_status(surface.get()))));
+  std::lock_guard<std::mutex> lock(PlplotMutex());
+  // Without the device PLplot would prompt on stdin for another one.
+  if (!HavePngCairo()) {
+    return absl::InternalError("PLplot has no pngcairo device (install plplot-driver-cairo)");
   }
-  std::unique_ptr<cairo_t, decltype(&cairo_destroy)> ctx(cairo_create(surface.get()),
-                                                         cairo_destroy);
-  cairo_t* cr = ctx.get();
-  SetColour(cr, 0xFFFFFF);
-  cairo_paint(cr);
+  // The PNG goes to memory; PLplot closes the stream in plend1, which sets png_data/png_size.
+  char* png_data = nullptr;
+  size_t png_size = 0;
+  FILE* out = open_memstream(&png_data, &png_size);
+  if (out == nullptr) return absl::InternalError("open_memstream failed");
+  // Recoverable PLplot errors (plabort) are collected instead of printed; fatal ones (plexit, which
+  // ends the process) come from a missing font or driver file or a bad argument, and validated
+  // input does not make the latter.
+  std::string errors;
+  g_plplot_errors = &errors;
+  plsabort([](const char* msg) { absl::StrAppend(g_plplot_errors, msg, "; "); });
 
-  // Pass 1: ranges, vertical layout and y ticks per panel; the widest left margin is shared so
-  // that stacked panels line up.
-  const double panel_h = static_cast<double>(height) / n;
-  std::vector<PanelLayout> layouts(n);
-  double left = 0;
+  PLINT previous = 0, stream = 0;
+  plgstrm(&previous);
+  plmkstrm(&stream);
+  if (stream < 0) {
+    std::fclose(out);
+    std::free(png_data);
+    plsabort(nullptr);
+    g_plplot_errors = nullptr;
+    return absl::InternalError(absl::StrCat("plmkstrm: no free PLplot stream: ", errors));
+  }
+  plsdev("pngcairo");
+  plsfile(out);
+  plspage(0, 0, width, height, 0, 0);
+  plscmap0n(kFirstSeriesSlot + static_cast<int>(max_series));
+  plscolbg(255, 255, 255);
+  plinit();
+  pladv(0);
+
+  // Panels share the width and the plot area's left edge; margins in pixels.
   bool any_ylabel = false;
+  for (const Chart& c : panels) any_ylabel |= !c.y.label.empty();
+  const double left = any_ylabel ? 84 : 64, right = width - 16.0;
+  const double panel_h = static_cast<double>(height) / n;
   for (int p = 0; p < n; ++p) {
     const Chart& c = panels[p];
-    PanelLayout& lay = layouts[p];
     std::vector<double> xv, yv;
     for (const Series& s : c.series) {
       for (size_t i = 0; i < s.x.size(); ++i) {
@@ -677,77 +646,30 @@ absl::StatusOr<std::string> RenderPng(const std::vector<Chart>& panels, int widt
       }
     }
     for (const VerticalLine& v : c.vlines) xv.push_back(v.x);
-    lay.xs.log = c.x.log;
-    lay.ys.log = c.y.log;
-    ComputeRange(xv, c.x, &lay.xs.lo, &lay.xs.hi);
-    ComputeRange(yv, c.y, &lay.ys.lo, &lay.ys.hi);
-
-    const double y0 = p * panel_h;
-    lay.top = std::round(y0 + (c.title.empty() ? 12 : 30));
-    lay.bottom = std::round(y0 + panel_h - (6 + kTickFont + 6 + (c.x.label.empty() ? 0 : 20)));
-    lay.ys.px0 = lay.bottom;
-    lay.ys.px1 = lay.top;
-    lay.yticks = MakeTicks(lay.ys, static_cast<int>((lay.bottom - lay.top) / 40));
-    for (const Tick& t : lay.yticks) {
-      lay.ytick_width = std::max(lay.ytick_width, Measure(cr, t.label, kTickFont).w);
-    }
-    left = std::max(left, lay.ytick_width);
-    any_ylabel |= !c.y.label.empty();
+    Frame f;
+    f.xlog = c.x.log;
+    f.ylog = c.y.log;
+    std::tie(f.x0, f.x1) = Window(xv, c.x);
+    std::tie(f.y0, f.y1) = Window(yv, c.y);
+    const double top = std::round(p * panel_h + (c.title.empty() ? 14 : 30));
+    const double bottom = std::round((p + 1) * panel_h - (c.x.label.empty() ? 26 : 44));
+    f.w_px = right - left;
+    f.left_px = left;
+    f.page_w_px = width;
+    f.h_px = bottom - top;
+    plvpor(left / width, right / width, 1 - bottom / height, 1 - top / height);
+    plwind(f.x0, f.x1, f.y0, f.y1);
+    DrawPanel(c, f);
   }
-  left = std::min(std::round(8 + (any_ylabel ? 20 : 0) + left + 8), width / 2.0);
-  const double right = width - 16.0;
+  plend1();
+  plsstrm(previous);
+  plsabort(nullptr);
+  g_plplot_errors = nullptr;
 
-  // Pass 2: x ticks (they depend on the shared width) and drawing.
-  for (int p = 0; p < n; ++p) {
-    const Chart& c = panels[p];
-    PanelLayout& lay = layouts[p];
-    lay.xs.px0 = left;
-    lay.xs.px1 = right;
-    const Rect plot{left, lay.top, right, lay.bottom};
-    std::vector<Tick> xticks;
-    for (int max_ticks = static_cast<int>(plot.W() / 70);; --max_ticks) {
-      xticks = MakeTicks(lay.xs, max_ticks);
-      double widest = 0;
-      int labelled = 0;
-      for (const Tick& t : xticks) {
-        if (t.label.empty()) continue;
-        widest = std::max(widest, Measure(cr, t.label, kTickFont).w);
-        ++labelled;
-      }
-      if (max_ticks <= 2 || labelled * (widest + 12) <= plot.W()) break;
-    }
-    DrawPanel(cr, c, lay, plot, xticks);
-
-    const double y0 = p * panel_h;
-    if (!c.title.empty()) {
-      DrawText(cr, c.title, (plot.x0 + plot.x1) / 2, y0 + 8, 0.5, 0, kTitleFont, true);
-    }
-    if (!c.x.label.empty()) {
-      DrawText(cr, c.x.label, (plot.x0 + plot.x1) / 2, plot.y1 + 6 + kTickFont + 6, 0.5, 0,
-               kLabelFont);
-    }
-    if (!c.y.label.empty()) {
-      cairo_save(cr);
-      cairo_translate(cr, 8, (plot.y0 + plot.y1) / 2);
-      cairo_rotate(cr, -M_PI / 2);
-      DrawText(cr, c.y.label, 0, 0, 0.5, 0, kLabelFont);
-      cairo_restore(cr);
-    }
-  }
-
-  cairo_surface_flush(surface.get());
-  std::string png;
-  const cairo_status_t st = cairo_surface_write_to_png_stream(
-      surface.get(),
-      [](void* closure, const unsigned char* data, unsigned int length) {
-        static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
-        return CAIRO_STATUS_SUCCESS;
-      },
-      &png);
-  if (st != CAIRO_STATUS_SUCCESS) {
-    return absl::InternalError(
-        absl::StrCat("cairo_surface_write_to_png_stream: ", cairo_status_to_string(st)));
-  }
+  std::string png(png_data == nullptr ? "" : std::string(png_data, png_size));
+  std::free(png_data);
+  if (!errors.empty()) return absl::InternalError(absl::StrCat("PLplot: ", errors));
+  if (png.size() < 8) return absl::InternalError("PLplot's pngcairo device wrote no PNG");
   return png;
 }
 

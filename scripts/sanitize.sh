@@ -26,7 +26,8 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithD
 
 # Any report is fatal; leaks included. Test discovery (at build time) runs under the same options.
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:print_stacktrace=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:strict_string_checks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-# Leaks inside system libraries (fontconfig under cairo's text) are suppressed by scripts/lsan.supp.
+# Leaks inside system libraries (fontconfig under PLplot's cairo text) are suppressed by
+# scripts/lsan.supp.
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:report_error_type=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 

@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libabsl-dev libeigen3-dev nlohmann-json3-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libcairo2-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcairo2-dev libplplot-dev plplot-driver-cairo
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   python3-grpcio python3-grpc-tools
   libtorch-dev

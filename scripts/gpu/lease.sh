@@ -7,7 +7,7 @@
 # Stages (in the order given; each is time-limited and logged, and a failing stage does not stop
 # the next one):
 #   build        configure + build runtime/, profiler/ and their tests with CUDA and CUPTI against
-#                python3's PyTorch LibTorch (gRPC, cairo and Google Benchmark off)
+#                python3's PyTorch LibTorch (gRPC, PLplot and Google Benchmark off)
 #   gputests     the CUDA tests: transformer exactness (fp32/bf16/fp16), KV gather, random init,
 #                CUDA-event and CUPTI timers, calibrate on CUDA
 #   tests        every runtime and profiler test

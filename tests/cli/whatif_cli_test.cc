@@ -128,7 +128,7 @@ TEST(WhatIfCommand, PlotWritesAPngAtomically) {
   std::remove(out.c_str());
   auto r = RunSpecplan("whatif --trace " + kTrace + " --model qwen3-8b --gpu h100 --plot " + out);
   if (r.exit_code != 0 && r.output.find("-DSPECPLAN_WITH_PLOT=OFF") != std::string::npos) {
-    GTEST_SKIP() << "built without cairo: " << r.output;
+    GTEST_SKIP() << "built without PLplot: " << r.output;
   }
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("plot: " + out));

@@ -117,7 +117,7 @@ TEST(WhatIfConcurrencyCommand, PlotWritesAPng) {
   std::remove(out.c_str());
   auto r = RunSpecplan(kBase + "--concurrency 1,2,4,8 --plot " + out);
   if (r.exit_code != 0 && r.output.find("-DSPECPLAN_WITH_PLOT=OFF") != std::string::npos) {
-    GTEST_SKIP() << "built without cairo: " << r.output;
+    GTEST_SKIP() << "built without PLplot: " << r.output;
   }
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("plot: " + out));

@@ -1,12 +1,13 @@
 #include "plot/chart.h"
 
-#include <cairo/cairo.h>  // plot/ links cairo privately; its include dir is not exported
+#include <cairo.h>  // only to decode the PNGs (plot/ draws with PLplot)
 
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -213,6 +214,10 @@ TEST(RenderPngTest, VerticalLineAtExpectedColumn) {
   }
   EXPECT_NEAR(MeanColumn(dashes, 0, img.width), expected, 1.5);
   EXPECT_GT(dashes.size(), img.height / 3u);  // a long (dashed) vertical run
+  // Its label, in its colour, right of the line and in the top quarter of the image.
+  size_t label = 0;
+  for (const auto& [x, y] : line) label += x > expected + 3 && y < img.height / 4;
+  EXPECT_GT(label, 5u);
   EXPECT_EQ(Find(img, 0x00FF00).size(), 0u);
 }
 
@@ -246,6 +251,25 @@ TEST(RenderPngTest, LogAxisSpacesDecadesEvenly) {
   EXPECT_GT(d, 100);
   EXPECT_NEAR(centres[2] - centres[1], d, 1.5);
   EXPECT_NEAR(centres[3] - centres[2], d, 1.5);
+}
+
+// PLplot labels log axes at powers of ten only; a log axis spanning less than a decade still
+// gets tick labels (text left of the plot area) from chart.cc.
+TEST(RenderPngTest, ShortLogAxisHasTickLabels) {
+  Chart c;
+  c.y.log = true;
+  c.x.min = 0;  // the markers at x = 0 sit on the left edge of the plot area
+  c.series.push_back(Points({0, 1}, {1270, 2070}, 0x0000FF));
+  const Image img = RenderOk({c});
+  const auto edge = Find(img, 0x0000FF);
+  ASSERT_FALSE(edge.empty());
+  int left = img.width;
+  for (const auto& [x, y] : edge) left = std::min(left, x);
+  size_t dark = 0;
+  for (int y = 0; y < img.height; ++y) {
+    for (int x = 0; x < left - 4; ++x) dark += (img.At(x, y) & 0xFF) < 0x80;
+  }
+  EXPECT_GT(dark, 40u);
 }
 
 TEST(RenderPngTest, DegenerateRangesAreWidened) {
@@ -316,6 +340,47 @@ TEST(RenderPngTest, OutputIsDeterministic) {
   EXPECT_EQ(p1->substr(1, 3), "PNG");
   c.series[0].y[0] = 4;
   EXPECT_NE(*RenderPng({c, c}), *p1);
+}
+
+TEST(RenderPngTest, ConcurrentCallsAgreeWithASerialOne) {
+  Chart c;
+  c.title = "concurrent";
+  c.x.log = true;
+  c.x.label = "x";
+  c.y.label = "y";
+  c.series.push_back({"a", {1, 10, 100}, {3, 1, 2}, SeriesStyle::kLinePoints, std::nullopt});
+  c.vlines.push_back({20, "ref", std::nullopt});
+  const absl::StatusOr<std::string> serial = RenderPng({c, c});
+  ASSERT_TRUE(serial.ok()) << serial.status();
+  std::vector<absl::StatusOr<std::string>> results(8);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < results.size(); ++t) {
+    threads.emplace_back([&, t] { results[t] = RenderPng({c, c}); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::StatusOr<std::string>& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(*r, *serial);
+  }
+}
+
+TEST(RenderPngTest, PrintsNothing) {
+  Chart c;
+  c.title = "quiet";
+  c.x.label = "x";
+  c.y.label = "y";
+  c.y.log = true;
+  c.identity_line = true;
+  c.series.push_back({"a", {1, 2, 3}, {1, 20, 300}, SeriesStyle::kLinePoints, std::nullopt});
+  c.vlines.push_back({2, "ref", std::nullopt});
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const absl::StatusOr<std::string> png = RenderPng({c});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(png.ok()) << png.status();
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(err, "");
 }
 
 void ExpectInvalid(const std::vector<Chart>& panels, const std::string& substring, int w = 600,
