@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/cost_flags.h"
 #include "cli/remote.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_models.h"
@@ -16,18 +17,11 @@
 namespace specplan::cli {
 namespace {
 
-struct EstimateArgs {
-  std::string model;
-  std::string gpu;
+struct EstimateArgs : CostFlags {
   int64_t s = 1;
   int64_t c = 0;
-  std::string profile;
-  std::string latency_model;
-  std::string dtype = "bf16";
-  int64_t tp = 0;  // 0 = not given: the profile's, else 1
-  std::string drafter = "parallel";
   int gamma = 16;
-  double t_net_ms = 0, t_head_ms = 0, t_light_ms = 0, t_aux_ms = 0;
+  double t_net_ms = 0, t_head_ms = 0, t_light_ms = 0;
   bool json = false;
   std::string server;
 };
@@ -170,31 +164,15 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<EstimateArgs>();
   CLI::App* cmd = app.add_subcommand(
       "estimate", "Roofline FLOPs/bytes and predicted latency of one verification pass");
-  cmd->add_option("--model", args->model,
-                  "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json")
-      ->required();
-  cmd->add_option("--gpu", args->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec")
-      ->required();
+  const CostFlagOptions cost = AddCostFlags(cmd, args.get());
+  cost.model->required();
+  cost.gpu->required();
   cmd->add_option("--s", args->s, "Tokens verified in the pass (draft nodes + 1 root)")
       ->required()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--c", args->c, "Cached context tokens")
       ->required()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
-  cmd->add_option("--profile", args->profile,
-                  "Calibrated profile JSON (default: the bundled calib/<gpu>/<model>-<dtype>.json "
-                  "when present, else the bare roofline)");
-  cmd->add_option(
-      "--latency-model", args->latency_model,
-      "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
-      "overlap, kernel_sum or table (local only)");
-  cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
-      ->capture_default_str();
-  cmd->add_option("--tp", args->tp,
-                  "Tensor parallelism: split the model over N GPUs (per-GPU roofline plus two "
-                  "all-reduces per layer; default: the profile's, else 1)");
-  cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")
-      ->capture_default_str();
   cmd->add_option("--gamma", args->gamma, "Drafted positions per cycle")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
@@ -203,8 +181,6 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--t-head-ms", args->t_head_ms, "Draft LM head, ms (per step for ar)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--t-light-ms", args->t_light_ms, "Light causal-correction step, ms (causal)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--t-aux-ms", args->t_aux_ms, "Tree construction/sampling overhead, ms")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object");
   cmd->add_option("--server", args->server,

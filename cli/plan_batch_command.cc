@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/cost_flags.h"
 #include "cli/layout_json.h"
 #include "cli/remote.h"
 #include "costmodel/cycle_cost.h"
@@ -38,21 +39,14 @@
 namespace specplan::cli {
 namespace {
 
-struct PlanBatchArgs {
+struct PlanBatchArgs : CostFlags {
   std::string requests;
-  std::string model;
-  std::string gpu;
-  std::string profile;
-  std::string latency_model;
-  std::string dtype = "bf16";
   int n_max = -1;
   int budget = -1;
   bool scan = false;
   double max_ms_per_token = 0;
   bool json = false;
-  std::string drafter = "parallel";
   double t_draft_ms = 0;
-  double t_aux_ms = 0;
   double draft_batch_growth = 0;
   std::string layout;
   std::string tree_mask_mode = "QLEN_ONLY";
@@ -191,7 +185,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   }
   if (want_cost && a.server.empty()) {
     auto resolved =
-        costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model);
+        costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model, a.tp);
     if (!resolved.ok()) {
       std::cerr << kCmd << resolved.status().message() << "\n";
       return 1;
@@ -207,7 +201,8 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   const int B = static_cast<int>(requests.size());
   std::vector<TreeOutputs> outputs(static_cast<size_t>(B));
   if (!a.server.empty()) {
-    const RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, /*context=*/0};
+    RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, /*context=*/0};
+    rc.tp = a.tp == 0 ? 1 : a.tp;
     auto used =
         RemotePlanBatch(a.server, requests, options, want_cost ? &rc : nullptr, &plan, &outputs);
     if (!used.ok()) {
@@ -325,9 +320,7 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
                   "JSONL, one request per line: {\"marginals\": {...}, \"c\": int} with optional "
                   "\"n_max\" and \"weight\"")
       ->required();
-  cmd->add_option("--model", args->model,
-                  "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json");
-  cmd->add_option("--gpu", args->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
+  AddCostFlags(cmd, args.get());
   auto* n_max = cmd->add_option("--n-max", args->n_max,
                                 "Search N = 0..N draft nodes in all (first decrease of the "
                                 "goodput, or its argmax with --scan)")
@@ -340,22 +333,12 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
   group->add_option(n_max);
   group->add_option(budget);
   group->require_option(1);
-  cmd->add_option("--profile", args->profile,
-                  "Calibrated profile JSON (default: bundled profile when present, else roofline)");
-  cmd->add_option("--latency-model", args->latency_model,
-                  "Latency model of the profile to use instead of its default");
-  cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
-      ->capture_default_str();
-  cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")
-      ->capture_default_str();
   cmd->add_option("--t-draft-ms", args->t_draft_ms,
                   "Draft network time for one sequence, ms (per step for ar, per block otherwise)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--draft-batch-growth", args->draft_batch_growth,
                   "Fraction of one sequence's draft time each further sequence adds (0 = "
                   "weight-bound drafter)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--t-aux-ms", args->t_aux_ms, "Tree construction/sampling overhead, ms")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--scan", args->scan, "Evaluate every N and take the argmax");
   cmd->add_option("--max-ms-per-token", args->max_ms_per_token,

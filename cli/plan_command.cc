@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/cost_flags.h"
 #include "cli/layout_json.h"
 #include "cli/remote.h"
 #include "costmodel/cycle_cost.h"
@@ -42,23 +43,15 @@
 namespace specplan::cli {
 namespace {
 
-struct PlanArgs {
+struct PlanArgs : CostFlags {
   std::string marginals;
-  std::string model;
-  std::string gpu;
-  std::string profile;
-  std::string latency_model;
-  std::string dtype = "bf16";
-  int64_t tp = 0;  // 0 = not given: the profile's, else 1
   int64_t c = 0;
   int n_max = -1;
   int budget = -1;
   bool scan = false;
   bool json = false;
   int repeat = 1;
-  std::string drafter = "parallel";
   double t_draft_ms = 0;
-  double t_aux_ms = 0;
   std::string server;
   std::string layout;
   std::string tree_mask_mode = "QLEN_ONLY";
@@ -241,9 +234,7 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
                   "Marginals JSON: {\"root_token\", \"tokens\": [[K]]*gamma, \"probs\": "
                   "[[K]]*gamma}")
       ->required();
-  cmd->add_option("--model", args->model,
-                  "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json");
-  cmd->add_option("--gpu", args->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
+  AddCostFlags(cmd, args.get());
   cmd->add_option("--c", args->c, "Cached context tokens")
       ->required()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
@@ -258,23 +249,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   group->add_option(n_max);
   group->add_option(budget);
   group->require_option(1);
-  cmd->add_option("--profile", args->profile,
-                  "Calibrated profile JSON (default: bundled profile when present, else roofline)");
-  cmd->add_option(
-      "--latency-model", args->latency_model,
-      "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
-      "overlap, kernel_sum or table (local only)");
-  cmd->add_option("--tp", args->tp,
-                  "Tensor parallelism: split the model over N GPUs (per-GPU roofline plus two "
-                  "all-reduces per layer; default: the profile's, else 1)");
-  cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
-      ->capture_default_str();
-  cmd->add_option("--drafter", args->drafter, "Drafter cost class: ar, parallel, causal")
-      ->capture_default_str();
   cmd->add_option("--t-draft-ms", args->t_draft_ms,
                   "Draft network time, ms (per step for ar, per block otherwise)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--t-aux-ms", args->t_aux_ms, "Tree construction/sampling overhead, ms")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--scan", args->scan,
                 "Evaluate every n <= N and take the argmax (stepped / measured costs)");

@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/cost_flags.h"
 #include "cli/remote.h"
 #include "cli/whatif_concurrency.h"
 #include "costmodel/cycle_cost.h"
@@ -43,20 +44,12 @@
 namespace specplan::cli {
 namespace {
 
-struct WhatIfArgs {
+struct WhatIfArgs : CostFlags {
   std::string trace;
-  std::string model;
-  std::string gpu;
-  std::string profile;
-  std::string latency_model;
-  std::string dtype = "bf16";
-  int64_t tp = 0;  // 0 = not given: the profile's, else 1
   std::string budgets = "1,2,4,8,16,32,64,128";
   std::string strategies = "all";
   int n_max = 0;
-  std::string drafter = "parallel";
   double t_draft_ms = 0;
-  double t_aux_ms = 0;
   double policy_forward_ms = 0;
   int fixed_depth = 8;
   int fixed_branch = 3;
@@ -364,20 +357,7 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--trace", args->trace,
                   "Decoding trace (JSONL, whatif/trace.h); default: the bundled trace " +
                       whatif::DefaultTracePath());
-  cmd->add_option("--model", args->model,
-                  "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json");
-  cmd->add_option("--gpu", args->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
-  cmd->add_option("--profile", args->profile,
-                  "Calibrated profile JSON (default: bundled profile when present, else roofline)");
-  cmd->add_option(
-      "--latency-model", args->latency_model,
-      "Latency model of the profile to use instead of its default: roofline, linear, per_term, "
-      "overlap, kernel_sum or table (local only)");
-  cmd->add_option("--tp", args->tp,
-                  "Tensor parallelism: split the model over N GPUs (per-GPU roofline plus two "
-                  "all-reduces per layer; default: the profile's, else 1)");
-  cmd->add_option("--dtype", args->dtype, "Element type: bf16, fp16, fp32, fp8")
-      ->capture_default_str();
+  AddCostFlags(cmd, args.get());
   cmd->add_option("--budgets", args->budgets,
                   "Comma-separated draft-node budgets, each in [1, 8191]")
       ->capture_default_str();
@@ -390,16 +370,11 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                   "--concurrency: per request, and fixed's size")
       ->check(CLI::Range(0, 8191))
       ->capture_default_str();
-  cmd->add_option("--drafter", args->drafter,
-                  "Cost class of the marginals drafter: ar, parallel, causal")
-      ->capture_default_str();
   cmd->add_option("--t-draft-ms", args->t_draft_ms,
                   "Marginals drafter network time, ms (per step for ar, per block otherwise)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--policy-forward-ms", args->policy_forward_ms,
                   "Drafter time per forward (tree level) for dynatree/fixed/linear, ms")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--t-aux-ms", args->t_aux_ms, "Tree construction/sampling overhead, ms")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--fixed-depth", args->fixed_depth, "fixed D: maximum depth")
       ->check(CLI::Range(1, 8191))

@@ -1,6 +1,7 @@
 // The WhatIf RPC against a real server on loopback: the report equals whatif::RunWhatIf's
 // in-process report field for field (and so prints identically), the bundled trace is the default,
 // bad requests name the field, and the client-side option conversion refuses what it cannot send.
+// Over 500 lines because the field-by-field report comparison is spelled out once for all cases.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
