@@ -118,7 +118,10 @@ class BatchPlanner {
   // (FrontierTie). merge_ holds the top key of every request still growing.
   std::vector<MarginalsFrontier> frontiers_;  // [>= B] one per request, reused
   FrontierHeap merge_;
-  std::vector<int32_t> order_;  // request of each popped node, in pop order
+  std::vector<int32_t> order_;  // request of each merged pop, in the global pop order
+  std::vector<std::vector<FrontierKey>> keys_;  // [>= B] key of each of request i's pops so far
+  std::vector<double> scale_;                   // [B] w_i / kappa_i
+  std::vector<int> cap_;                        // [B] most draft nodes request i may take
   costmodel::BatchShape shape_;
 };
 
