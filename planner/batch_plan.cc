@@ -13,6 +13,7 @@ namespace {
 constexpr int64_t kPriceProbeTokens = 16;
 // Pops a request takes ahead of the merge at a time (see Plan).
 constexpr int kRefillChunk = 8;
+constexpr int kControllerChunk = 2;  // the controller's (see Plan)
 
 absl::Status ValidateRequests(const std::vector<BatchRequest>& requests, bool marginals) {
   if (requests.empty()) return absl::InvalidArgumentError("requests: empty batch");
@@ -163,10 +164,10 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     }
   };
   // Chunk sizes: a fixed budget or a scan takes about n_max / B pops per request; the controller
-  // usually stops much earlier, so it pops ahead less.
+  // usually stops much earlier, so it pops ahead less (pops ahead of the stop are wasted).
   const bool to_the_end = !evaluate || scan;
-  const int first_chunk =
-      to_the_end ? std::max(kRefillChunk, (options.n_max + B - 1) / B) : kRefillChunk;
+  const int chunk = to_the_end ? kRefillChunk : kControllerChunk;
+  const int first_chunk = to_the_end ? std::max(chunk, (options.n_max + B - 1) / B) : chunk;
   if (options.n_max > 0) {
     for (int i = 0; i < B; ++i) {
       keys_[i].clear();
@@ -244,7 +245,7 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     // Request i's next pop, popping ahead when the recorded ones are used up; a request that is
     // full (its cap) or whose lattice ran out leaves the merge.
     std::vector<FrontierKey>& keys = keys_[i];
-    if (static_cast<size_t>(taken) == keys.size()) refill(i, kRefillChunk);
+    if (static_cast<size_t>(taken) == keys.size()) refill(i, chunk);
     if (static_cast<size_t>(taken) < keys.size()) {
       merge_.ReplaceTop(keys[static_cast<size_t>(taken)]);
     } else {
