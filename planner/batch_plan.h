@@ -115,7 +115,7 @@ class BatchPlanner {
  private:
   // Request i's frontier keys are the score w_i rho / kappa_i, then a tie-breaker in which a
   // smaller value pops first: depth (bits 56..63), request (40..55), parent (8..39), rank (0..7)
-  // (FrontierTie). merge_ holds the top key of every request still growing.
+  // (FrontierTie). merge_ holds the key of every growing request's next unmerged pop (keys_).
   std::vector<MarginalsFrontier> frontiers_;  // [>= B] one per request, reused
   FrontierHeap merge_;
   std::vector<int32_t> order_;  // request of each merged pop, in the global pop order
