@@ -11,6 +11,9 @@ namespace {
 
 // Tokens of the probe tree that prices one request's draft tokens (see the header).
 constexpr int64_t kPriceProbeTokens = 16;
+// Pops a request takes ahead of the merge at a time (see Plan).
+constexpr int kRefillChunk = 8;
+constexpr int kControllerChunk = 2;  // the controller's (see Plan)
 
 absl::Status ValidateRequests(const std::vector<BatchRequest>& requests, bool marginals) {
   if (requests.empty()) return absl::InvalidArgumentError("requests: empty batch");
@@ -114,14 +117,14 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     }
   }
   // scale_i = w_i / kappa_i; with w = kappa = 1 the key is rho itself (B = 1: BestFirstPlanner).
-  std::vector<double> scale(static_cast<size_t>(B));
-  std::vector<int> cap(static_cast<size_t>(B));
+  scale_.resize(static_cast<size_t>(B));
+  cap_.resize(static_cast<size_t>(B));
   double weight_sum = 0;
   for (int i = 0; i < B; ++i) {
     const BatchRequest& r = requests[i];
-    scale[i] = r.weight == 1.0 && plan->price[i] == 1.0 ? 1.0 : r.weight / plan->price[i];
+    scale_[i] = r.weight == 1.0 && plan->price[i] == 1.0 ? 1.0 : r.weight / plan->price[i];
     const int64_t lattice = LatticeSize(r.marginals->gamma, r.marginals->k, kMaxTreeNodes - 1);
-    cap[i] =
+    cap_[i] =
         static_cast<int>(std::min<int64_t>(r.n_max < 0 ? kMaxTreeNodes - 1 : r.n_max, lattice));
     weight_sum += r.weight;
     plan->trees[i].ResetRoot(r.marginals->root_token);
@@ -133,19 +136,46 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
 
   static_assert(kMaxBatchRequests < 65536);  // the request index fits FrontierTie's 16 bits
   // Each request's own frontier (marginals_frontier.h), keyed by w_i rho / kappa_i with the
-  // request in the tie-breaker, and the merge heap of their tops: the global pop order is the
-  // merge of the B sorted streams of pops.
+  // request in the tie-breaker. A request's pop order does not depend on the other requests, so
+  // each request pops ahead in chunks (refill: its tree grows past what the merge has taken, and
+  // keys_[i] records the key of every pop) while its rows are in cache, and the global pop order
+  // is the merge of the B recorded streams: merge_ holds the key of each request's next unmerged
+  // pop. plan->n[i] counts the pops of request i that the merge has taken; its tree keeps the
+  // pops ahead of that until the final cut below. (Merging the live frontiers pop by pop instead
+  // hopped between 64 requests' rows and heaps at every pop; perf put most of the time there.)
   if (frontiers_.size() < static_cast<size_t>(B)) frontiers_.resize(static_cast<size_t>(B));
+  if (keys_.size() < static_cast<size_t>(B)) keys_.resize(static_cast<size_t>(B));
   merge_.clear();
   merge_.reserve(static_cast<size_t>(B));
   order_.clear();
   order_.reserve(static_cast<size_t>(options.n_max));
+  // Pops request i's frontier up to `chunk` more times (not past its cap), recording the keys.
+  auto refill = [&](int i, int chunk) {
+    MarginalsFrontier& f = frontiers_[i];
+    Tree& tree = plan->trees[i];
+    std::vector<FrontierKey>& keys = keys_[i];
+    int popped = tree.size() - 1;
+    const int stop = std::min(cap_[i], popped + chunk);
+    while (popped < stop && !f.empty()) {
+      keys.push_back(f.top());
+      const FrontierCandidate e = f.Pop();
+      const int32_t node = tree.AddNode(e.parent, e.token, e.rho);
+      if (++popped < cap_[i]) f.Expand(node, e);
+    }
+  };
+  // Chunk sizes: a fixed budget or a scan takes about n_max / B pops per request; the controller
+  // usually stops much earlier, so it pops ahead less (pops ahead of the stop are wasted).
+  const bool to_the_end = !evaluate || scan;
+  const int chunk = to_the_end ? kRefillChunk : kControllerChunk;
+  const int first_chunk = to_the_end ? std::max(chunk, (options.n_max + B - 1) / B) : chunk;
   if (options.n_max > 0) {
     for (int i = 0; i < B; ++i) {
-      if (cap[i] == 0) continue;
-      MarginalsFrontier& f = frontiers_[i];
-      f.Reset(requests[i].marginals, &plan->trees[i], scale[i], static_cast<uint32_t>(i));
-      if (!f.empty()) merge_.push(f.top());
+      keys_[i].clear();
+      if (cap_[i] == 0) continue;
+      frontiers_[i].Reset(requests[i].marginals, &plan->trees[i], scale_[i],
+                          static_cast<uint32_t>(i));
+      refill(i, first_chunk);
+      if (!keys_[i].empty()) merge_.push(keys_[i][0]);
     }
   }
 
@@ -192,16 +222,13 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       break;
     }
     const int32_t i = static_cast<int32_t>(TieRequest(merge_.top().tie()));
-    MarginalsFrontier& f = frontiers_[i];
-    const FrontierCandidate e = f.Pop();
-    Tree& tree = plan->trees[i];
-    const int32_t node = tree.AddNode(e.parent, e.token, e.rho);
-    ++plan->n[i];
+    const int taken = ++plan->n[i];  // the tree node this pop added
+    const double rho = plan->trees[i].path_probs[static_cast<size_t>(taken)];
     ++n;
     order_.push_back(i);
-    plan->expected_accepted[i] += e.rho;
-    accepted += e.rho;
-    weighted += requests[i].weight * e.rho;
+    plan->expected_accepted[i] += rho;
+    accepted += rho;
+    weighted += requests[i].weight * rho;
     if (evaluate) {
       shape_.Grow(i);
       if (latency && i == argmin_a) {
@@ -215,12 +242,14 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       best_n = n;
     }
     if (n == options.n_max) break;
-    f.Expand(node, e);
-    // A request that is full (its cap) or whose lattice ran out leaves the merge.
-    if (plan->n[i] >= cap[i] || f.empty()) {
-      merge_.pop();
+    // Request i's next pop, popping ahead when the recorded ones are used up; a request that is
+    // full (its cap) or whose lattice ran out leaves the merge.
+    std::vector<FrontierKey>& keys = keys_[i];
+    if (static_cast<size_t>(taken) == keys.size()) refill(i, chunk);
+    if (static_cast<size_t>(taken) < keys.size()) {
+      merge_.ReplaceTop(keys[static_cast<size_t>(taken)]);
     } else {
-      merge_.ReplaceTop(f.top());
+      merge_.pop();
     }
   }
   // The off switch: a plan that drafts must beat plain decoding, which pays no drafter.

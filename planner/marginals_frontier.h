@@ -23,6 +23,7 @@
 #ifndef SPECPLAN_PLANNER_MARGINALS_FRONTIER_H_
 #define SPECPLAN_PLANNER_MARGINALS_FRONTIER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -47,7 +48,6 @@ class MarginalsFrontier {
     scale_ = scale;
     request_ = request;
     const int gamma = gamma_;
-    next_.clear();
     last_.assign(static_cast<size_t>(gamma), -1);
     waiting_.assign(static_cast<size_t>(gamma), m->k);
     heap_.clear();
@@ -57,7 +57,9 @@ class MarginalsFrontier {
 
   // Pre-sizes for trees of up to n_max draft nodes, so that the expansions of a first call do not
   // grow the node list (the heap is sized in Reset).
-  void Reserve(int n_max) { next_.reserve(static_cast<size_t>(n_max) + 1); }
+  void Reserve(int n_max) {
+    if (next_.size() <= static_cast<size_t>(n_max)) next_.resize(static_cast<size_t>(n_max) + 1);
+  }
 
   bool empty() const { return heap_.empty(); }
   const FrontierKey& top() const { return heap_.top(); }
@@ -93,7 +95,11 @@ class MarginalsFrontier {
  private:
   void ExpandAt(int32_t node, int depth) {
     if (depth >= gamma_) return;
-    if (next_.size() <= static_cast<size_t>(node)) next_.resize(static_cast<size_t>(node) + 1);
+    // next_ only grows (Reset keeps it: an entry is written here before it is read), and by
+    // doubling, where growing it by one node at a time cost a call per expansion.
+    if (next_.size() <= static_cast<size_t>(node)) {
+      next_.resize(std::max(static_cast<size_t>(node) + 1, 2 * next_.size()));
+    }
     next_[node] = -1;
     if (last_[depth] >= 0) next_[last_[depth]] = node;
     last_[depth] = node;
@@ -115,7 +121,8 @@ class MarginalsFrontier {
   const Tree* tree_ = nullptr;
   double scale_ = 1.0;
   uint32_t request_ = 0;
-  std::vector<int32_t> next_;  // [tree size] next expanded node at the same depth, -1 = none yet
+  std::vector<int32_t> next_;  // [>= tree size] next expanded node at the same depth, -1 = none
+                               // yet; entries of nodes not expanded in this run are stale
   std::vector<int32_t> last_;  // [gamma] last expanded node at depth d, -1 = none
   std::vector<int> waiting_;   // [gamma] streams of depth d + 1 caught up: ranks 0..w-1
   FrontierHeap heap_;          // heads of the non-empty streams

@@ -35,10 +35,17 @@ void WritePackedAncestorMask(absl::Span<const int32_t> parents, int words_per_ro
   for (int i = 1; i < s; ++i) {
     Word* row = out + static_cast<size_t>(i) * words;
     const Word* prow = out + static_cast<size_t>(parents[i]) * words;
-    // Bits above the parent's own index are zero in its row; copy only the live words.
-    const int live = parents[i] / kBits + 1;
-    std::memcpy(row, prow, sizeof(Word) * live);
-    std::memset(row + live, 0, sizeof(Word) * (words - live));
+    // The parent's row is zero above its own bit, so a copy of the whole row is row parent(i).
+    // Short rows (up to 128 nodes with 64-bit words) are copied word by word: there a memcpy
+    // call costs more than the copy.
+    if (words == 1) {
+      row[0] = prow[0];
+    } else if (words == 2) {
+      row[0] = prow[0];
+      row[1] = prow[1];
+    } else {
+      std::memcpy(row, prow, sizeof(Word) * words);
+    }
     row[i / kBits] |= Word{1} << (i % kBits);
   }
 }

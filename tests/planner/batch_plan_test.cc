@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <vector>
@@ -251,6 +252,70 @@ TEST(PlanBatch, ComputeBoundProfileAndWeakDrafterSpeculateNothing) {
       EXPECT_EQ(plan.trees[i].size(), 1);
     }
     EXPECT_GT(plan.ar_goodput, plan.goodput);  // a plain step beats paying for the draft
+  }
+}
+
+// The batch pop order against an oracle: each request planned alone (BestFirstPlanner, its whole
+// lattice), its pops keyed as PlanBatch keys them (w_i rho, then depth, request, parent, rank), and
+// the first N of all requests' pops by key. Identical marginals in several requests tie on every
+// score, so the request tie-breaker decides; budgets cross the planner's pop-ahead chunks, caps
+// and the exhausted lattice.
+TEST(PlanBatch, FixedBudgetPopOrderIsTheMergeOfTheRequestsOwnOrders) {
+  std::mt19937 rng(11);
+  const Marginals geo = Geometric(4, 3, 0.9);
+  std::vector<Marginals> ms = {geo, Random(rng, 4, 3), geo, Random(rng, 3, 4), geo};
+  for (Marginals& m : ms) {
+    for (size_t j = 0; j < m.tokens.size(); ++j) m.tokens[j] = static_cast<int32_t>(j % m.k);
+  }
+  std::vector<BatchRequest> reqs;
+  const double weights[] = {1.0, 2.0, 1.0, 0.5, 1.0};
+  const int caps[] = {-1, -1, 17, -1, 3};
+  for (size_t i = 0; i < ms.size(); ++i) reqs.push_back({&ms[i], 0, caps[i], weights[i]});
+  struct Pop {
+    FrontierKey key;
+    int request;
+  };
+  std::vector<Pop> pops;
+  std::vector<BestFirstPlan> alone(ms.size());
+  BestFirstPlanner single;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const int lattice = static_cast<int>(LatticeSize(ms[i].gamma, ms[i].k));
+    const int n = caps[i] < 0 ? lattice : std::min(caps[i], lattice);
+    ASSERT_TRUE(single.PlanFixed(ms[i], n, &alone[i]).ok());
+    const Tree& t = alone[i].tree;
+    for (int v = 1; v < t.size(); ++v) {
+      pops.push_back({FrontierKey::Make(weights[i] * t.path_probs[v],
+                                        FrontierTie(t.depths[v], static_cast<uint32_t>(i),
+                                                    t.parents[v], t.tokens[v])),
+                      static_cast<int>(i)});
+    }
+  }
+  std::sort(pops.begin(), pops.end(),
+            [](const Pop& a, const Pop& b) { return FrontierKeyLess(b.key, a.key); });
+  BatchPlanner planner;
+  BatchPlan plan;
+  BatchPlanOptions fixed;
+  fixed.mode = BudgetMode::kFixed;
+  const int total = static_cast<int>(pops.size());
+  for (int budget = 0; budget <= total + 3; ++budget) {
+    SCOPED_TRACE(budget);
+    fixed.n_max = budget;
+    ASSERT_TRUE(planner.Plan(reqs, fixed, nullptr, &plan).ok());
+    std::vector<int> want(ms.size(), 0);
+    for (int j = 0; j < std::min(budget, total); ++j) ++want[pops[j].request];
+    EXPECT_EQ(plan.n, want);
+    EXPECT_EQ(plan.n_total, std::min(budget, total));
+    EXPECT_EQ(plan.lattice_exhausted, budget > total);
+    for (size_t i = 0; i < ms.size(); ++i) {
+      const Tree& got = plan.trees[i];
+      const Tree& ref = alone[i].tree;
+      ASSERT_EQ(got.size(), want[i] + 1);
+      for (int v = 0; v < got.size(); ++v) {
+        EXPECT_EQ(got.parents[v], ref.parents[v]);
+        EXPECT_EQ(got.tokens[v], ref.tokens[v]);
+        EXPECT_EQ(got.path_probs[v], ref.path_probs[v]);
+      }
+    }
   }
 }
 
