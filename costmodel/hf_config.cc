@@ -142,9 +142,9 @@ absl::Status ReadExperts(const nlohmann::json& j, HfConfig* c) {
     }
     if (Has(j, "mlp_only_layers") &&
         !(j["mlp_only_layers"].is_array() && j["mlp_only_layers"].empty())) {
-      return absl::InvalidArgumentError(absl::StrCat("mlp_only_layers = ",
-                                                     j["mlp_only_layers"].dump(),
-                                                     ": unsupported (only every layer MoE, [])"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("mlp_only_layers = ", j["mlp_only_layers"].dump(),
+                       ": unsupported (only every layer MoE, [])"));
     }
   } else {
     SPECPLAN_ASSIGN_OR_RETURN(c->experts, PositiveInt(j, "num_local_experts"));

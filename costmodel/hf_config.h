@@ -1,7 +1,7 @@
 // A HuggingFace config.json, read once: every architecture fact the cost model and the runtime take
 // from it. The cost model keeps the numbers the roofline needs (ToModelSpec); the runtime executes
-// the whole config (runtime/model_config.h: ModelConfig is this struct). One reader serves both, and
-// the built-in registry (costmodel/model_registry.h) stores its models as HfConfigs.
+// the whole config (runtime/model_config.h: ModelConfig is this struct). One reader serves both,
+// and the built-in registry (costmodel/model_registry.h) stores its models as HfConfigs.
 //
 // Supported model_type values: llama, mistral, qwen2, qwen3, gpt_neox (dense: the runtime runs
 // them), and qwen3_moe, gpt_oss, mixtral (mixture of experts: the cost model only).
