@@ -44,7 +44,7 @@ int32_t SampleWeights(const std::vector<double>& w, double sum, double u) {
 
 // ---- Greedy ----
 
-void AcceptGreedy(const Tree& tree, absl::Span<const int32_t> argmax, GreedyAcceptWorkspace* ws,
+void AcceptGreedy(const Tree& tree, absl::Span<const TokenId> argmax, GreedyAcceptWorkspace* ws,
                   AcceptResult* out) {
   const int s = tree.size();
   SPECPLAN_CHECK(s >= 1 && static_cast<int>(argmax.size()) == s, "argmax must be [tree.size()]");
@@ -73,7 +73,7 @@ void AcceptGreedy(const Tree& tree, absl::Span<const int32_t> argmax, GreedyAcce
   out->bonus_token = argmax[node];
 }
 
-AcceptResult AcceptGreedy(const Tree& tree, absl::Span<const int32_t> argmax) {
+AcceptResult AcceptGreedy(const Tree& tree, absl::Span<const TokenId> argmax) {
   GreedyAcceptWorkspace ws;
   AcceptResult out;
   AcceptGreedy(tree, argmax, &ws, &out);

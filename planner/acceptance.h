@@ -24,7 +24,7 @@ namespace specplan::planner {
 struct AcceptResult {
   std::vector<int32_t> accepted_nodes;  // [accepted_length + 1] node indices, root first
   int32_t accepted_length = 0;          // accepted draft tokens (root and bonus excluded)
-  int32_t bonus_token = -1;             // token emitted after the last accepted node
+  TokenId bonus_token = -1;             // token emitted after the last accepted node
 };
 
 // ---- Greedy (temperature 0) ----
@@ -40,9 +40,9 @@ struct GreedyAcceptWorkspace {
 // siblings share a token, the first by index wins unless a later one leads to a longer match).
 // bonus_token = argmax[last accepted node]. O(s); does not allocate once the buffers have grown.
 // The tree must satisfy ValidateTree; argmax.size() must equal tree.size() (SPECPLAN_CHECK).
-void AcceptGreedy(const Tree& tree, absl::Span<const int32_t> argmax, GreedyAcceptWorkspace* ws,
+void AcceptGreedy(const Tree& tree, absl::Span<const TokenId> argmax, GreedyAcceptWorkspace* ws,
                   AcceptResult* out);
-AcceptResult AcceptGreedy(const Tree& tree, absl::Span<const int32_t> argmax);
+AcceptResult AcceptGreedy(const Tree& tree, absl::Span<const TokenId> argmax);
 
 // ---- Sampling (temperature > 0): multi-candidate recursive rejection sampling ----
 

@@ -248,7 +248,7 @@ void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* pla
 
 // Best-first over a general lattice with the lazy frontier (see LazyFrontier).
 template <class Lattice>
-void ExpandBestFirst(Lattice& lat, int32_t root_token, int32_t root_handle, const BudgetSpec& spec,
+void ExpandBestFirst(Lattice& lat, TokenId root_token, int32_t root_handle, const BudgetSpec& spec,
                      EngineWorkspace* ws, BestFirstPlan* plan) {
   plan->tree.ResetRoot(root_token);
   LazyFrontier<Lattice> frontier(lat, plan->tree, ws);

@@ -49,7 +49,7 @@ struct BatchLayout {
   int batch_size = 0;    // B
   int total_tokens = 0;  // T
 
-  std::vector<int32_t> tokens;  // [T] token ids, request after request (root first)
+  std::vector<TokenId> tokens;  // [T] token ids, request after request (root first)
   std::vector<int32_t>
       cu_seqlens;  // [B + 1] cu_seqlens[0] = 0, cu_seqlens[b + 1] - cu_seqlens[b] = s_b
   std::vector<int64_t> positions;  // [T] absolute position c_b + depth(i)

@@ -22,6 +22,8 @@
 #include <cstring>
 #include <vector>
 
+#include "planner/token.h"
+
 namespace specplan::planner {
 
 // A candidate a frontier hands its planner: child `rank` of tree node `parent`, at `depth`, with
@@ -31,7 +33,7 @@ struct FrontierCandidate {
   int depth = 0;
   int rank = 0;
   double rho = 0;
-  int32_t token = 0;
+  TokenId token = 0;
 };
 
 struct FrontierKey {

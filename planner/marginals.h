@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "planner/token.h"
 
 namespace specplan::planner {
 
@@ -22,13 +23,13 @@ inline constexpr int kMaxMarginalsK = 64;                  // candidates per pos
 inline constexpr double kMarginalsRowSumTolerance = 1e-6;  // row sum must be <= 1 + this
 
 struct Marginals {
-  int32_t root_token = 0;       // token of the root (pending bonus token), >= 0
+  TokenId root_token = 0;       // token of the root (pending bonus token), >= 0
   int gamma = 0;                // positions, 1..kMaxMarginalsGamma
   int k = 0;                    // candidates per position, 1..kMaxMarginalsK
-  std::vector<int32_t> tokens;  // [gamma][k] token ids >= 0, no repeats within a row
+  std::vector<TokenId> tokens;  // [gamma][k] token ids >= 0, no repeats within a row
   std::vector<float> probs;     // [gamma][k] q_d(token) in [0, 1], each row non-increasing
 
-  int32_t token(int d, int r) const { return tokens[static_cast<size_t>(d) * k + r]; }
+  TokenId token(int d, int r) const { return tokens[static_cast<size_t>(d) * k + r]; }
   float prob(int d, int r) const { return probs[static_cast<size_t>(d) * k + r]; }
 };
 

@@ -115,7 +115,7 @@ class MarginalsFrontier {
   }
 
   const float* probs_ = nullptr;     // the marginals' [gamma][k] rows
-  const int32_t* tokens_ = nullptr;  // [gamma][k]
+  const TokenId* tokens_ = nullptr;  // [gamma][k]
   int k_ = 0;
   int gamma_ = 0;
   const Tree* tree_ = nullptr;

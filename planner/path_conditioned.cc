@@ -36,7 +36,7 @@ struct PathLattice {
   }
 };
 
-absl::Status PathConditionedPlanner::Begin(int32_t root_token,
+absl::Status PathConditionedPlanner::Begin(TokenId root_token,
                                            const PathConditionedOptions& options,
                                            const costmodel::CycleCost* cost) {
   if (root_token < 0) {
@@ -171,7 +171,7 @@ absl::Status PathConditionedPlanner::Finish(BestFirstPlan* plan) {
   return absl::OkStatus();
 }
 
-absl::Status PathConditionedPlanner::Run(int32_t root_token, const PathConditionedOptions& options,
+absl::Status PathConditionedPlanner::Run(TokenId root_token, const PathConditionedOptions& options,
                                          const costmodel::CycleCost* cost,
                                          DistributionProvider& provider, BestFirstPlan* plan) {
   absl::Status st = Begin(root_token, options, cost);

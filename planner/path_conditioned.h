@@ -31,12 +31,13 @@
 #include "absl/types/span.h"
 #include "costmodel/cycle_cost.h"
 #include "planner/best_first.h"
+#include "planner/token.h"
 #include "planner/tree.h"
 
 namespace specplan::planner {
 
 struct TokenProb {
-  int32_t token = 0;  // token id >= 0
+  TokenId token = 0;  // token id >= 0
   float prob = 0.0f;  // q(token | path), in [0, 1]
 };
 
@@ -75,7 +76,7 @@ struct PathRequest {
 class PathConditionedPlanner {
  public:
   // Starts a plan. `cost` must outlive the plan (until Finish); it may be null only in kFixed.
-  absl::Status Begin(int32_t root_token, const PathConditionedOptions& options,
+  absl::Status Begin(TokenId root_token, const PathConditionedOptions& options,
                      const costmodel::CycleCost* cost);
   bool done() const { return done_; }
   // The pending request; nodes is empty when done().
@@ -87,7 +88,7 @@ class PathConditionedPlanner {
   // Copies the final plan (requires done()).
   absl::Status Finish(BestFirstPlan* plan);
   // Drives the loop with `provider`.
-  absl::Status Run(int32_t root_token, const PathConditionedOptions& options,
+  absl::Status Run(TokenId root_token, const PathConditionedOptions& options,
                    const costmodel::CycleCost* cost, DistributionProvider& provider,
                    BestFirstPlan* plan);
 
@@ -96,7 +97,7 @@ class PathConditionedPlanner {
 
   // Lattice store, public for the engine's accessor (not part of the stable API).
   struct LatticeNode {
-    int32_t token = 0;
+    TokenId token = 0;
     int32_t depth = 0;
     int32_t dist_offset = -1;  // into dist_ / child_ids_; -1 = distribution unknown
     int32_t dist_count = 0;
@@ -108,7 +109,7 @@ class PathConditionedPlanner {
 
   PathConditionedOptions options_;
   internal::BudgetSpec spec_;
-  int32_t root_token_ = 0;
+  TokenId root_token_ = 0;
   bool started_ = false;
   bool done_ = false;
   int num_requests_ = 0;

@@ -86,7 +86,7 @@ absl::Status ValidateNodeDistributions(const NodeDistributions& d,
   return absl::OkStatus();
 }
 
-absl::StatusOr<const Tree*> RunPolicy(TreePolicy& policy, int32_t root_token,
+absl::StatusOr<const Tree*> RunPolicy(TreePolicy& policy, TokenId root_token,
                                       const DrafterFn& drafter, NodeDistributions* workspace) {
   NodeDistributions local;
   NodeDistributions& d = workspace != nullptr ? *workspace : local;
@@ -103,7 +103,7 @@ absl::StatusOr<const Tree*> RunPolicy(TreePolicy& policy, int32_t root_token,
   return &policy.tree();
 }
 
-void LevelPolicyBase::Begin(int32_t root_token) {
+void LevelPolicyBase::Begin(TokenId root_token) {
   SPECPLAN_CHECK(root_token >= 0, "root token ids must be >= 0");
   tree_.ResetRoot(root_token);
   pending_.clear();

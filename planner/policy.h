@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "planner/token.h"
 #include "planner/tree.h"
 
 namespace specplan::planner {
@@ -43,16 +44,16 @@ inline constexpr double kProbSumTolerance = 1e-3;
 struct NodeDistributions {
   int32_t k = 0;               // candidates per node (row length), in [1, kMaxCandidatesPerNode]
   std::vector<int32_t> nodes;  // [num_nodes] tree indices; must equal PendingExpansions(), in order
-  std::vector<int32_t> tokens;  // [num_nodes][k] candidate token ids, >= 0; -1 = padding (trailing)
+  std::vector<TokenId> tokens;  // [num_nodes][k] candidate token ids, >= 0; -1 = padding (trailing)
   std::vector<float> probs;     // [num_nodes][k] q(token | path(node)); each row non-increasing,
                                 // in [0, 1], summing to <= 1 (+kProbSumTolerance); padding has 0
 
   int num_nodes() const { return static_cast<int>(nodes.size()); }
   // Sizes tokens/probs to nodes.size() rows of k, filled with padding (-1, 0). Keeps capacity.
   void ResizeRows(int32_t row_len);
-  int32_t token(int row, int j) const { return tokens[static_cast<size_t>(row) * k + j]; }
+  TokenId token(int row, int j) const { return tokens[static_cast<size_t>(row) * k + j]; }
   float prob(int row, int j) const { return probs[static_cast<size_t>(row) * k + j]; }
-  void Set(int row, int j, int32_t tok, float p) {
+  void Set(int row, int j, TokenId tok, float p) {
     tokens[static_cast<size_t>(row) * k + j] = tok;
     probs[static_cast<size_t>(row) * k + j] = p;
   }
@@ -92,7 +93,7 @@ class TreePolicy {
 
   // Starts a new decoding step with a tree holding only the root (`root_token` >= 0, the pending
   // bonus token). Abandons any unfinished step. May finish immediately (no pending expansions).
-  virtual void Begin(int32_t root_token) = 0;
+  virtual void Begin(TokenId root_token) = 0;
   // Nodes whose top-k distributions the drafter must supply next, in the order rows are expected.
   // Empty => the tree is final (or Begin was not called). One call = one draft forward (a level).
   virtual const std::vector<int32_t>& PendingExpansions() const = 0;
@@ -120,7 +121,7 @@ using DrafterFn = std::function<absl::Status(const Tree& tree, NodeDistributions
 // Runs one step: Begin, then drafter/Provide until the tree is final. Returns &policy.tree().
 // `workspace` (optional) is reused across calls so the loop does not allocate after warm-up.
 // Errors from the drafter or from Provide are returned as is (the step is left unfinished).
-absl::StatusOr<const Tree*> RunPolicy(TreePolicy& policy, int32_t root_token,
+absl::StatusOr<const Tree*> RunPolicy(TreePolicy& policy, TokenId root_token,
                                       const DrafterFn& drafter,
                                       NodeDistributions* workspace = nullptr);
 
@@ -133,7 +134,7 @@ absl::StatusOr<const Tree*> RunPolicy(TreePolicy& policy, int32_t root_token,
 class LevelPolicyBase : public TreePolicy {
  public:
   // TreePolicy contract. A negative `root_token` is a programmer error (SPECPLAN_CHECK).
-  void Begin(int32_t root_token) final;
+  void Begin(TokenId root_token) final;
   const std::vector<int32_t>& PendingExpansions() const final { return pending_; }
   absl::Status Provide(const NodeDistributions& dists) final;
   const Tree& tree() const final { return tree_; }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "planner/token.h"
 
 namespace specplan::planner {
 
@@ -16,7 +17,7 @@ namespace specplan::planner {
 inline constexpr int kMaxTreeNodes = 8192;
 
 struct Tree {
-  std::vector<int32_t> tokens;     // [size] token id per node; tokens[0] is the root token
+  std::vector<TokenId> tokens;     // [size] token id per node; tokens[0] is the root token
   std::vector<int32_t> parents;    // [size] parent index; parents[0] = -1
   std::vector<int32_t> depths;     // [size] depth; depths[0] = 0
   std::vector<double> path_probs;  // [size] rho(i) = product of draft probs on the path; rho(0) = 1
@@ -38,7 +39,7 @@ struct Tree {
     path_probs.reserve(n);
   }
   // Starts a tree holding only the root.
-  void ResetRoot(int32_t root_token) {
+  void ResetRoot(TokenId root_token) {
     Clear();
     tokens.push_back(root_token);
     parents.push_back(-1);
@@ -46,7 +47,7 @@ struct Tree {
     path_probs.push_back(1.0);
   }
   // Appends a child of `parent` (which must already exist); returns its index.
-  int AddNode(int parent, int32_t token, double path_prob) {
+  int AddNode(int parent, TokenId token, double path_prob) {
     tokens.push_back(token);
     parents.push_back(parent);
     depths.push_back(depths[parent] + 1);

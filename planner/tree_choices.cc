@@ -86,8 +86,8 @@ void ExportTreeChoices(const Tree& tree, TreeChoices* paths) {
   }
 }
 
-absl::Status ImportTreeChoices(const TreeChoices& paths, Tree* tree, int32_t root_token,
-                               int32_t placeholder_token) {
+absl::Status ImportTreeChoices(const TreeChoices& paths, Tree* tree, TokenId root_token,
+                               TokenId placeholder_token) {
   SPECPLAN_CHECK(tree != nullptr);
   auto status = ValidateTreeChoices(paths);
   if (!status.ok()) return status;

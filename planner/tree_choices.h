@@ -16,7 +16,7 @@ namespace specplan::planner {
 using TreeChoices = std::vector<std::vector<int32_t>>;  // [paths][path length] child ranks
 
 // Token written into imported trees: choices carry topology only.
-inline constexpr int32_t kPlaceholderToken = 0;
+inline constexpr TokenId kPlaceholderToken = 0;
 
 // Checks that every path is non-empty with ranks >= 0, that no path is repeated, that the prefix
 // of every path (path minus its last rank) is listed (or is the root), and that sibling ranks are
@@ -33,8 +33,8 @@ void ExportTreeChoices(const Tree& tree, TreeChoices* paths);
 // ExportTreeChoices(ImportTreeChoices(p)) == p sorted that way. Tokens are unknown: the root gets
 // `root_token`, every draft node `placeholder_token`; path_probs are all 1 (unknown, "certain").
 // The input order is free; on error *tree is left unspecified.
-absl::Status ImportTreeChoices(const TreeChoices& paths, Tree* tree, int32_t root_token = 0,
-                               int32_t placeholder_token = kPlaceholderToken);
+absl::Status ImportTreeChoices(const TreeChoices& paths, Tree* tree, TokenId root_token = 0,
+                               TokenId placeholder_token = kPlaceholderToken);
 
 }  // namespace specplan::planner
 

@@ -81,7 +81,8 @@ struct PassInputs {
 };
 PassInputs RandomTreeInputs(int64_t s, int64_t c, int64_t vocab, std::mt19937_64& rng,
                             torch::Device device) {
-  std::vector<int64_t> parents(s, -1), depth(s, 0), tokens(s), positions(s);
+  std::vector<int64_t> parents(s, -1), depth(s, 0), positions(s);
+  std::vector<planner::TokenId> tokens(s);
   std::vector<uint8_t> dense(static_cast<size_t>(s * s), 0);
   std::uniform_int_distribution<int64_t> token_dist(0, vocab - 1);
   for (int64_t i = 0; i < s; ++i) {
@@ -91,11 +92,11 @@ PassInputs RandomTreeInputs(int64_t s, int64_t c, int64_t vocab, std::mt19937_64
       for (int64_t j = 0; j < s; ++j) dense[i * s + j] = dense[parents[i] * s + j];
     }
     dense[i * s + i] = 1;
-    tokens[i] = token_dist(rng);
+    tokens[i] = static_cast<planner::TokenId>(token_dist(rng));
     positions[i] = c + depth[i];
   }
   PassInputs in;
-  in.tokens = torch::tensor(tokens, torch::kInt64).to(device);
+  in.tokens = torch::tensor(tokens, torch::kInt32).to(device);
   in.positions = torch::tensor(positions, torch::kInt64).to(device);
   in.mask = runtime::TreeAttentionMask(dense, s, c, device);
   return in;

@@ -37,11 +37,11 @@
 namespace specplan::runtime {
 namespace {
 
-absl::StatusOr<std::vector<std::vector<int64_t>>> ReadPrompts(const std::string& path,
-                                                              int64_t vocab) {
+absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(const std::string& path,
+                                                                       int64_t vocab) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::vector<std::vector<int64_t>> prompts;
+  std::vector<std::vector<planner::TokenId>> prompts;
   std::string line;
   int lineno = 0;
   while (std::getline(in, line)) {
@@ -55,14 +55,14 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ReadPrompts(const std::string&
     if (!j.contains("ids") || !j["ids"].is_array() || j["ids"].empty()) {
       return absl::InvalidArgumentError(where + "ids: missing, not an array, or empty");
     }
-    std::vector<int64_t> ids;
+    std::vector<planner::TokenId> ids;
     for (size_t i = 0; i < j["ids"].size(); ++i) {
       const auto& v = j["ids"][i];
       if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab) {
         return absl::InvalidArgumentError(absl::StrCat(where, "ids[", i, "] = ", v.dump(),
                                                        ": must be an integer in [0, ", vocab, ")"));
       }
-      ids.push_back(v.get<int64_t>());
+      ids.push_back(static_cast<planner::TokenId>(v.get<int64_t>()));  // < vocab: fits
     }
     prompts.push_back(std::move(ids));
   }
@@ -202,7 +202,7 @@ absl::Status RunBench(const Args& args) {
   }
   report["planner"] = plan_backend ? plan_backend->Name() : "in-process";
   double ar_tps = 0;
-  std::vector<std::vector<int64_t>> ar_outputs;
+  std::vector<std::vector<planner::TokenId>> ar_outputs;
   std::printf("%-10s %9s %8s %7s %8s %7s %6s %9s %9s %9s %6s\n", "strategy", "tok/s", "speedup",
               "accept", "tok/iter", "L_mean", "iters", "TTFT_ms", "TPOT_ms",
               ro.device.is_cuda() ? "dev_MB" : "peak_MB", "exact");
@@ -239,7 +239,7 @@ absl::Status RunBench(const Args& args) {
           recorder,
           TraceRecorder::Create(draft.get(), o.sampling, longest + args.max_new_tokens + 1, ro));
     }
-    std::vector<std::vector<int64_t>> outputs;
+    std::vector<std::vector<planner::TokenId>> outputs;
     double ttft = 0, tpot_sum = 0;
     for (size_t i = 0; i < prompts.size(); ++i) {
       Progress(StrategyName(s), static_cast<int>(i), static_cast<int>(prompts.size()));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "planner/tree_outputs.h"
@@ -50,6 +51,8 @@ absl::StatusOr<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::Create(
   d->max_context_ = max_context;
   const int64_t max_len = max_context + options.max_tree_nodes + 2;
   d->cache_ = target->NewCache(max_len);
+  d->step_ =
+      StepBuffers(target->options().device, options.max_tree_nodes + 1, options.max_tree_nodes + 1);
   planner::PlanBackend* backend = options.plan_backend;
   if (backend == nullptr) {
     d->owned_backend_ = std::make_unique<planner::InProcessPlanBackend>();
@@ -67,9 +70,10 @@ absl::StatusOr<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::Create(
 
 int64_t SpeculativeDecoder::cache_bytes() const { return cache_.bytes(); }
 
-int64_t SpeculativeDecoder::SelectToken(const torch::Tensor& logits_row, std::mt19937_64& rng) {
+planner::TokenId SpeculativeDecoder::SelectToken(const torch::Tensor& logits_row,
+                                                 std::mt19937_64& rng) {
   const SamplingOptions& s = options_.sampling;
-  if (s.greedy) return logits_row.argmax().item<int64_t>();
+  if (s.greedy) return static_cast<planner::TokenId>(logits_row.argmax().item<int64_t>());
   torch::Tensor row = logits_row.to(torch::kCPU, torch::kFloat32).contiguous();
   const int64_t V = row.size(0);
   probs_.resize(V);
@@ -78,11 +82,11 @@ int64_t SpeculativeDecoder::SelectToken(const torch::Tensor& logits_row, std::mt
                              s.top_p, absl::MakeSpan(probs_), &order_);
   SPECPLAN_CHECK(st.ok(), "ApplySampling failed on model logits");
   std::discrete_distribution<int64_t> dist(probs_.begin(), probs_.end());
-  return dist(rng);
+  return static_cast<planner::TokenId>(dist(rng));  // < V <= planner::kMaxVocabSize
 }
 
-absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<int64_t>& prompt,
-                                                              int max_new_tokens) {
+absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(
+    const std::vector<planner::TokenId>& prompt, int max_new_tokens) {
   const int64_t V = target_->config().vocab_size;
   if (prompt.empty()) return absl::InvalidArgumentError("prompt: empty");
   for (size_t i = 0; i < prompt.size(); ++i) {
@@ -110,7 +114,7 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
   // Prefill: the whole prompt; the first token becomes the pending root.
   torch::Tensor logits = target_->ForwardCausal(prompt, 0, &cache_);
   cache_.set_length(static_cast<int64_t>(prompt.size()));
-  std::vector<int64_t> committed = prompt;
+  std::vector<planner::TokenId> committed = prompt;
   committed.push_back(SelectToken(logits[logits.size(0) - 1], rng));
   result.tokens.push_back(committed.back());
   result.ttft_s = Now() - t_start;
@@ -122,7 +126,7 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
   out_opt.dense_mask = true;
   out_opt.retrieve = false;
   planner::TreeOutputs outs;
-  std::vector<int32_t> argmax;
+  std::vector<planner::TokenId> argmax;
   std::vector<int64_t> src;
   while (static_cast<int>(result.tokens.size()) < max_new_tokens) {
     const int64_t c = cache_.length();  // == committed.size() - 1
@@ -140,11 +144,18 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
     const int64_t s = tree_.size();
     out_opt.position_offset = c;
     planner::ComputeTreeOutputs(tree_, out_opt, &outs);
-    std::vector<int64_t> toks(tree_.tokens.begin(), tree_.tokens.end());
-    torch::Tensor mask;
-    if (s > 1) mask = TreeMaskBlock(outs.mask_dense, s, target_->options().device);
-    logits = target_->Forward(torch::tensor(toks, torch::kInt64),
-                              torch::tensor(outs.positions, torch::kInt64), c, mask, &cache_);
+    // The step's inputs go into the preallocated buffers: tokens, positions c + depth and the
+    // [s][s] ancestor block (Forward makes the c cached slots visible); s == 1 needs no mask.
+    step_.Begin(s, s > 1 ? s : 0);
+    std::copy(tree_.tokens.begin(), tree_.tokens.end(), step_.tokens());
+    std::copy(outs.positions.begin(), outs.positions.end(), step_.positions());
+    if (s > 1) {
+      const float ninf = -std::numeric_limits<float>::infinity();
+      float* m = step_.mask();
+      for (int64_t i = 0; i < s * s; ++i) m[i] = outs.mask_dense[i] ? 0.0f : ninf;
+    }
+    const StepInputs in = step_.Upload();
+    logits = target_->Forward(in.tokens, in.positions, c, in.mask, &cache_);
     // Greedy needs only the argmax row (computed on the device); sampling needs the full rows.
     torch::Tensor am, cpu_logits;
     if (options_.sampling.greedy) {
@@ -158,7 +169,7 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
     counters_.verified_tokens += s;
 
     if (options_.sampling.greedy) {
-      argmax.assign(am.data_ptr<int32_t>(), am.data_ptr<int32_t>() + s);
+      argmax.assign(am.data_ptr<planner::TokenId>(), am.data_ptr<planner::TokenId>() + s);
       planner::AcceptGreedy(tree_, argmax, &greedy_ws_, &accept_);
     } else {
       probs_.resize(static_cast<size_t>(s) * V);
@@ -180,9 +191,9 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
       for (int32_t node : accept_.accepted_nodes) src.push_back(c + node);
       cache_.GatherSlots(src, c);
     } else {
-      std::vector<int64_t> path;
-      for (int32_t node : accept_.accepted_nodes) path.push_back(tree_.tokens[node]);
-      target_->ForwardCausal(path, c, &cache_);
+      path_.clear();
+      for (int32_t node : accept_.accepted_nodes) path_.push_back(tree_.tokens[node]);
+      target_->ForwardCausal(path_, c, &cache_);
       counters_.target_forwards += 1;
     }
     cache_.set_length(c + L + 1);
@@ -190,9 +201,9 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(const std::vector<
     SPECPLAN_RETURN_IF_ERROR(strategy_->Observe(tree_, accept_));
     counters_.acceptance.Add(planner::MakeStepAcceptance(tree_, accept_));
     result.iterations += 1;
-    result.steps.push_back({c, static_cast<int32_t>(tree_.tokens[0]), L, t1 - t0});
+    result.steps.push_back({c, tree_.tokens[0], L, t1 - t0});
     for (int k = 1; k <= L; ++k) {
-      const int64_t t = tree_.tokens[accept_.accepted_nodes[k]];
+      const planner::TokenId t = tree_.tokens[accept_.accepted_nodes[k]];
       committed.push_back(t);
       result.tokens.push_back(t);
     }

@@ -27,6 +27,7 @@
 #include "planner/plan_backend.h"
 #include "planner/policy.h"
 #include "runtime/drafters.h"
+#include "runtime/step_buffers.h"
 #include "runtime/strategies/draft_strategy.h"
 #include "runtime/strategies/strategy_options.h"
 #include "runtime/transformer.h"
@@ -59,15 +60,15 @@ struct DecodeCounters {
 
 // One verification iteration of a Generate call (step boundaries, e.g. for trace recording).
 struct IterationLog {
-  int64_t c = 0;         // tokens in the target cache before the step (= prompt + emitted - 1)
-  int32_t root = 0;      // the pending root token verified first (= tokens[c - prompt size])
-  int32_t accepted = 0;  // accepted draft tokens (bonus excluded); the step emits accepted + 1
-  double draft_s = 0;    // drafting + planning seconds of the step
+  int64_t c = 0;              // tokens in the target cache before the step (= prompt + emitted - 1)
+  planner::TokenId root = 0;  // the pending root token verified first (= tokens[c - prompt size])
+  int32_t accepted = 0;       // accepted draft tokens (bonus excluded); the step emits accepted + 1
+  double draft_s = 0;         // drafting + planning seconds of the step
 };
 
 struct GenerationResult {
-  std::vector<int64_t> tokens;  // [max_new_tokens] generated tokens (prompt excluded)
-  double ttft_s = 0;            // prefill + first token
+  std::vector<planner::TokenId> tokens;  // [max_new_tokens] generated tokens (prompt excluded)
+  double ttft_s = 0;                     // prefill + first token
   double total_s = 0;
   int64_t iterations = 0;
   std::vector<IterationLog> steps;  // [iterations] in order
@@ -83,7 +84,8 @@ class SpeculativeDecoder {
                                                                     int64_t max_context);
 
   // Generates exactly max_new_tokens tokens after `prompt` (ids in [0, V), non-empty).
-  absl::StatusOr<GenerationResult> Generate(const std::vector<int64_t>& prompt, int max_new_tokens);
+  absl::StatusOr<GenerationResult> Generate(const std::vector<planner::TokenId>& prompt,
+                                            int max_new_tokens);
 
   const DecodeCounters& counters() const { return counters_; }
   // The strategy's own counters (null when it has no draft model / no planner policy).
@@ -96,7 +98,7 @@ class SpeculativeDecoder {
 
  private:
   SpeculativeDecoder() = default;
-  int64_t SelectToken(const torch::Tensor& logits_row, std::mt19937_64& rng);
+  planner::TokenId SelectToken(const torch::Tensor& logits_row, std::mt19937_64& rng);
 
   const Transformer* target_ = nullptr;
   StrategyOptions options_;
@@ -105,6 +107,9 @@ class SpeculativeDecoder {
   std::unique_ptr<planner::InProcessPlanBackend> owned_backend_;  // when options_.plan_backend null
   std::unique_ptr<DraftStrategy> strategy_;
   planner::Tree tree_;
+  // This step's verification inputs (tokens, positions, [s][s] mask block), on the target's device.
+  StepBuffers step_;
+  std::vector<planner::TokenId> path_;  // KvUpdate::kRebuild: the accepted path re-forwarded
   planner::GreedyAcceptWorkspace greedy_ws_;
   planner::SampleAcceptWorkspace sample_ws_;
   planner::AcceptResult accept_;

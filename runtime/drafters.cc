@@ -26,7 +26,8 @@ DraftModelDrafter::DraftModelDrafter(const Transformer* model, int64_t max_len, 
     : model_(model),
       cache_(model->NewCache(max_len)),
       top_k_(static_cast<int>(std::min<int64_t>(top_k, model->config().vocab_size))),
-      temperature_(temperature) {
+      temperature_(temperature),
+      step_(model->options().device) {
   SPECPLAN_CHECK(top_k >= 1 && temperature > 0);
 }
 
@@ -36,7 +37,7 @@ void DraftModelDrafter::Reset() {
   fed_of_node_.clear();
 }
 
-absl::Status DraftModelDrafter::Sync(const std::vector<int64_t>& committed) {
+absl::Status DraftModelDrafter::Sync(const std::vector<planner::TokenId>& committed) {
   const int64_t n = static_cast<int64_t>(committed.size());
   if (n < 1) return absl::InvalidArgumentError("committed: empty sequence");
   if (n > cache_.max_len()) {
@@ -45,15 +46,19 @@ absl::Status DraftModelDrafter::Sync(const std::vector<int64_t>& committed) {
   }
   const int64_t len = cache_.length();
   SPECPLAN_CHECK(len <= n - 1, "draft cache ahead of the committed sequence (call Reset)");
-  std::vector<int64_t> feed(committed.begin() + len, committed.end());
+  const int64_t m = n - len;  // committed[len ..], causally at slots len .. n - 1
+  step_.Begin(m, 0);
+  std::copy(committed.begin() + len, committed.end(), step_.tokens());
+  for (int64_t i = 0; i < m; ++i) step_.positions()[i] = len + i;
   const double t0 = Now();
-  torch::Tensor logits = model_->ForwardCausal(feed, len, &cache_);
-  root_logits_ = logits[logits.size(0) - 1];
+  const StepInputs in = step_.Upload();
+  torch::Tensor logits = model_->Forward(in.tokens, in.positions, len, torch::Tensor(), &cache_);
+  root_logits_ = logits[m - 1];
   const double dt = Now() - t0;
   counters_.seconds += dt;
   counters_.forwards += 1;
-  counters_.fed_tokens += static_cast<int64_t>(feed.size());
-  if (feed.size() == 1) last_step_s_ = dt;
+  counters_.fed_tokens += m;
+  if (m == 1) last_step_s_ = dt;
   cache_.set_length(n);
   root_slot_ = n - 1;
   next_slot_ = n;
@@ -69,9 +74,15 @@ void DraftModelDrafter::FeedNodes(const planner::Tree& tree, const std::vector<i
   const int64_t start = next_slot_;
   const int64_t T = start + m;
   if (static_cast<int64_t>(fed_of_node_.size()) < tree.size()) fed_of_node_.resize(tree.size(), -1);
-  std::vector<int64_t> toks(m), pos(m);
-  torch::Tensor mask = torch::full({m, T}, -std::numeric_limits<float>::infinity());
-  float* md = mask.data_ptr<float>();
+  // Mask columns: the slots after the root, [base, T); the root and the committed prefix before
+  // it are visible to every node.
+  const int64_t base = root_slot_ + 1;
+  const int64_t cols = T - base;
+  step_.Begin(m, cols);
+  planner::TokenId* toks = step_.tokens();
+  int64_t* pos = step_.positions();
+  float* md = step_.mask();
+  std::fill(md, md + m * cols, -std::numeric_limits<float>::infinity());
   for (int64_t r = 0; r < m; ++r) {
     const int32_t u = nodes[r];
     const int32_t parent_fed = fed_of_node_[tree.parents[u]];
@@ -79,14 +90,13 @@ void DraftModelDrafter::FeedNodes(const planner::Tree& tree, const std::vector<i
     fed_of_node_[u] = static_cast<int32_t>(fed_.size()) - 1;
     toks[r] = tree.tokens[u];
     pos[r] = root_slot_ + tree.depths[u];
-    float* row = md + r * T;
-    std::fill(row, row + root_slot_ + 1, 0.0f);
-    for (int32_t f = fed_of_node_[u]; f >= 0; f = fed_[f].parent) row[fed_[f].slot] = 0.0f;
+    float* row = md + r * cols;
+    for (int32_t f = fed_of_node_[u]; f >= 0; f = fed_[f].parent) row[fed_[f].slot - base] = 0.0f;
   }
   next_slot_ = T;
   const double t0 = Now();
-  *logits = model_->Forward(torch::tensor(toks, torch::kInt64), torch::tensor(pos, torch::kInt64),
-                            start, mask, &cache_);
+  const StepInputs in = step_.Upload();
+  *logits = model_->Forward(in.tokens, in.positions, start, in.mask, &cache_);
   const double dt = Now() - t0;
   counters_.seconds += dt;
   counters_.forwards += 1;
@@ -107,9 +117,9 @@ void DraftModelDrafter::FillRow(const torch::Tensor& logits_row, planner::NodeDi
 }
 
 absl::StatusOr<const planner::Tree*> DraftModelDrafter::DraftTree(
-    planner::TreePolicy& policy, const std::vector<int64_t>& committed) {
+    planner::TreePolicy& policy, const std::vector<planner::TokenId>& committed) {
   SPECPLAN_RETURN_IF_ERROR(Sync(committed));
-  policy.Begin(static_cast<int32_t>(committed.back()));
+  policy.Begin(committed.back());
   std::vector<int32_t> pending, to_feed;
   std::vector<int> row_of;  // pending row -> row in the fed logits, -1 = root
   torch::Tensor logits;
@@ -141,8 +151,8 @@ absl::StatusOr<const planner::Tree*> DraftModelDrafter::DraftTree(
   return &policy.tree();
 }
 
-absl::Status DraftModelDrafter::DraftChain(const std::vector<int64_t>& committed, int gamma,
-                                           planner::Marginals* out) {
+absl::Status DraftModelDrafter::DraftChain(const std::vector<planner::TokenId>& committed,
+                                           int gamma, planner::Marginals* out) {
   if (gamma < 1 || gamma > planner::kMaxMarginalsGamma) {
     return absl::InvalidArgumentError(
         absl::StrCat("gamma = ", gamma, ": must be in [1, ", planner::kMaxMarginalsGamma, "]"));
@@ -151,7 +161,7 @@ absl::Status DraftModelDrafter::DraftChain(const std::vector<int64_t>& committed
   if (root_slot_ + gamma >= cache_.max_len()) {
     return absl::ResourceExhaustedError("draft cache full for the chain");
   }
-  out->root_token = static_cast<int32_t>(committed.back());
+  out->root_token = committed.back();
   out->gamma = gamma;
   out->k = top_k_;
   out->tokens.assign(static_cast<size_t>(gamma) * top_k_, 0);
@@ -167,11 +177,15 @@ absl::Status DraftModelDrafter::DraftChain(const std::vector<int64_t>& committed
     }
     if (d + 1 == gamma) break;
     // Feed the greedy token: the chain occupies consecutive slots, so causal attention is exact.
-    const int64_t tok = dists_.token(0, 0);
+    const planner::TokenId tok = dists_.token(0, 0);
     const int64_t slot = root_slot_ + 1 + d;
     fed_.push_back({slot, static_cast<int32_t>(fed_.size()) - 1, tok});
+    step_.Begin(1, 0);
+    step_.tokens()[0] = tok;
+    step_.positions()[0] = slot;
     const double t0 = Now();
-    row = model_->ForwardCausal({tok}, slot, &cache_)[0];
+    const StepInputs in = step_.Upload();
+    row = model_->Forward(in.tokens, in.positions, slot, torch::Tensor(), &cache_)[0];
     last_step_s_ = Now() - t0;
     counters_.seconds += last_step_s_;
     counters_.forwards += 1;
@@ -181,10 +195,10 @@ absl::Status DraftModelDrafter::DraftChain(const std::vector<int64_t>& committed
   return absl::OkStatus();
 }
 
-void DraftModelDrafter::Commit(const std::vector<int64_t>& accepted_tokens) {
+void DraftModelDrafter::Commit(const std::vector<planner::TokenId>& accepted_tokens) {
   std::vector<int64_t> src;
   int32_t cur = -1;
-  for (int64_t tok : accepted_tokens) {
+  for (planner::TokenId tok : accepted_tokens) {
     int32_t found = -1;
     for (size_t f = 0; f < fed_.size(); ++f) {
       if (fed_[f].parent == cur && fed_[f].token == tok) {
@@ -202,8 +216,8 @@ void DraftModelDrafter::Commit(const std::vector<int64_t>& accepted_tokens) {
   fed_.clear();
 }
 
-bool NgramMarginals(const std::vector<int64_t>& context, int64_t vocab, const NgramOptions& o,
-                    planner::Marginals* out) {
+bool NgramMarginals(const std::vector<planner::TokenId>& context, int64_t vocab,
+                    const NgramOptions& o, planner::Marginals* out) {
   const int64_t n = static_cast<int64_t>(context.size());
   for (int len = std::min<int64_t>(o.max_ngram, n - 1); len >= o.min_ngram && len >= 1; --len) {
     // Matches: positions j (end of an earlier occurrence of the suffix), most recent first.
@@ -216,14 +230,14 @@ bool NgramMarginals(const std::vector<int64_t>& context, int64_t vocab, const Ng
     if (ends.empty()) continue;
     const double w = 1.0 / static_cast<double>(ends.size());
     int gamma = 0;
-    std::vector<std::vector<std::pair<double, int64_t>>> rows;
+    std::vector<std::vector<std::pair<double, planner::TokenId>>> rows;
     for (int d = 0; d < o.gamma; ++d) {
-      std::map<int64_t, int> counts;
+      std::map<planner::TokenId, int> counts;
       for (int64_t j : ends) {
         if (j + 1 + d < n) ++counts[context[j + 1 + d]];
       }
       if (counts.empty()) break;
-      std::vector<std::pair<double, int64_t>> row;
+      std::vector<std::pair<double, planner::TokenId>> row;
       for (auto& [tok, cnt] : counts) row.push_back({cnt * w, tok});
       std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) {
         return a.first != b.first ? a.first > b.first : a.second < b.second;
@@ -235,17 +249,17 @@ bool NgramMarginals(const std::vector<int64_t>& context, int64_t vocab, const Ng
     if (gamma == 0) continue;
     int k = 1;
     for (const auto& r : rows) k = std::max(k, static_cast<int>(r.size()));
-    out->root_token = static_cast<int32_t>(context.back());
+    out->root_token = context.back();
     out->gamma = gamma;
     out->k = k;
     out->tokens.assign(static_cast<size_t>(gamma) * k, 0);
     out->probs.assign(static_cast<size_t>(gamma) * k, 0.0f);
     for (int d = 0; d < gamma; ++d) {
-      std::set<int64_t> used;
+      std::set<planner::TokenId> used;
       for (const auto& e : rows[d]) used.insert(e.second);
-      int64_t filler = 0;
+      planner::TokenId filler = 0;
       for (int r = 0; r < k; ++r) {
-        int64_t tok;
+        planner::TokenId tok;
         float p = 0.0f;
         if (r < static_cast<int>(rows[d].size())) {
           tok = rows[d][r].second;
@@ -255,7 +269,7 @@ bool NgramMarginals(const std::vector<int64_t>& context, int64_t vocab, const Ng
           tok = filler++;
         }
         SPECPLAN_CHECK(tok < vocab || r < static_cast<int>(rows[d].size()));
-        out->tokens[static_cast<size_t>(d) * k + r] = static_cast<int32_t>(tok);
+        out->tokens[static_cast<size_t>(d) * k + r] = tok;
         out->probs[static_cast<size_t>(d) * k + r] = p;
       }
     }

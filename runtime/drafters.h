@@ -24,6 +24,7 @@
 #include "planner/policy.h"
 #include "planner/tree.h"
 #include "runtime/kv_cache.h"
+#include "runtime/step_buffers.h"
 #include "runtime/transformer.h"
 
 namespace specplan::runtime {
@@ -44,16 +45,16 @@ class DraftModelDrafter {
 
   // Drafts one tree with `policy`. The policy's tree is returned (valid until its next Begin).
   absl::StatusOr<const planner::Tree*> DraftTree(planner::TreePolicy& policy,
-                                                 const std::vector<int64_t>& committed);
+                                                 const std::vector<planner::TokenId>& committed);
 
   // Autoregressive chain of `gamma` greedy draft steps from the root; row d of *out holds the
   // top-k candidates after the depth-d chain prefix (root_token = committed.back()).
-  absl::Status DraftChain(const std::vector<int64_t>& committed, int gamma,
+  absl::Status DraftChain(const std::vector<planner::TokenId>& committed, int gamma,
                           planner::Marginals* out);
 
   // After verification: the accepted draft tokens after the root (bonus excluded). Gathers the
   // K/V rows of the accepted nodes this drafter fed into place so they are not fed again.
-  void Commit(const std::vector<int64_t>& accepted_tokens);
+  void Commit(const std::vector<planner::TokenId>& accepted_tokens);
 
   // Forgets the cache (new prompt).
   void Reset();
@@ -68,11 +69,12 @@ class DraftModelDrafter {
   struct Fed {
     int64_t slot;    // draft cache slot
     int32_t parent;  // index into fed_ of the parent, -1 = the root
-    int64_t token;
+    planner::TokenId token;
   };
   // Feeds committed[cache length ..] causally; stores the root's logits row in root_logits_.
-  absl::Status Sync(const std::vector<int64_t>& committed);
+  absl::Status Sync(const std::vector<planner::TokenId>& committed);
   // Runs nodes (tree indices of `tree`, none fed yet) in one forward; logits [m][V] in *logits.
+  // The mask covers only the slots after the root (every earlier slot is visible).
   void FeedNodes(const planner::Tree& tree, const std::vector<int32_t>& nodes,
                  torch::Tensor* logits);
   void FillRow(const torch::Tensor& logits_row, planner::NodeDistributions* d, int row);
@@ -84,6 +86,7 @@ class DraftModelDrafter {
   int64_t root_slot_ = 0;             // slot of the root (= committed.size() - 1 after Sync)
   int64_t next_slot_ = 0;             // next free slot for draft nodes this step
   torch::Tensor root_logits_;         // [V]
+  StepBuffers step_;                  // per-forward inputs, on the model's device
   std::vector<Fed> fed_;              // nodes fed this step
   std::vector<int32_t> fed_of_node_;  // [tree size] index into fed_, -1 = not fed (root: -1)
   planner::NodeDistributions dists_;
@@ -104,8 +107,8 @@ struct NgramOptions {
 // holds the k most frequent tokens at offset d + 1 after a match, with prob = count / matches.
 // Rows are padded with distinct unused token ids at prob 0. Returns false (and leaves *out
 // unspecified) when nothing matches. root_token = context.back().
-bool NgramMarginals(const std::vector<int64_t>& context, int64_t vocab, const NgramOptions& options,
-                    planner::Marginals* out);
+bool NgramMarginals(const std::vector<planner::TokenId>& context, int64_t vocab,
+                    const NgramOptions& options, planner::Marginals* out);
 
 }  // namespace specplan::runtime
 

@@ -27,9 +27,12 @@ absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatency(const Transformer& m
   c10::InferenceMode guard;
   const int64_t V = model.config().vocab_size;
   for (int64_t s : s_grid) {
-    torch::Tensor tokens = torch::arange(s, torch::kInt64).remainder(V);
-    torch::Tensor positions = torch::arange(c, c + s, torch::kInt64);
-    torch::Tensor mask = torch::zeros({s, c + s});  // timing does not depend on mask values
+    // As the decoder's verification: int32 ids, positions and an [s][s] mask block already on the
+    // model's device (timing does not depend on the mask values).
+    const torch::Device dev = model.options().device;
+    torch::Tensor tokens = torch::arange(s, torch::kInt32).remainder(V).to(dev);
+    torch::Tensor positions = torch::arange(c, c + s, torch::kInt64).to(dev);
+    torch::Tensor mask = torch::zeros({s, s}, torch::TensorOptions().device(dev));
     std::vector<double> t;
     for (int r = 0; r <= reps; ++r) {
       const auto t0 = std::chrono::steady_clock::now();

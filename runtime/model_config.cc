@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "costmodel/model_registry.h"
+#include "planner/token.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -36,6 +37,12 @@ ModelConfig TinyLlama() {
 absl::Status ValidateModelConfig(const ModelConfig& c) {
   SPECPLAN_RETURN_IF_ERROR(costmodel::ValidateHfConfig(c));
   if (!c.unsupported.empty()) return absl::InvalidArgumentError(c.unsupported);
+  if (c.vocab_size > planner::kMaxVocabSize) {
+    return absl::InvalidArgumentError(absl::StrCat("vocab_size = ", c.vocab_size,
+                                                   ": token ids are int32 (planner::TokenId), "
+                                                   "so it must be <= ",
+                                                   planner::kMaxVocabSize));
+  }
   return absl::OkStatus();
 }
 

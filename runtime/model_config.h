@@ -28,7 +28,8 @@ using costmodel::RopeScaling;
 using costmodel::RopeScalingType;
 
 // costmodel::ValidateHfConfig, and the runtime can execute it (config.unsupported is empty: no
-// mixture of experts, no RoPE scaling but linear and llama3, a supported hidden_act).
+// mixture of experts, no RoPE scaling but linear and llama3, a supported hidden_act) with token ids
+// that fit planner::TokenId (vocab_size <= planner::kMaxVocabSize).
 absl::Status ValidateModelConfig(const ModelConfig& config);
 
 // Parses a HuggingFace config.json object the runtime can execute. Errors name the key:

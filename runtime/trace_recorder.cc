@@ -174,7 +174,8 @@ absl::StatusOr<std::unique_ptr<TraceRecorder>> TraceRecorder::Create(
   return r;
 }
 
-absl::Status TraceRecorder::Record(int64_t prompt_index, const std::vector<int64_t>& prompt,
+absl::Status TraceRecorder::Record(int64_t prompt_index,
+                                   const std::vector<planner::TokenId>& prompt,
                                    const GenerationResult& result) {
   if (prompt_index < 0) {
     return absl::InvalidArgumentError(
@@ -182,7 +183,7 @@ absl::Status TraceRecorder::Record(int64_t prompt_index, const std::vector<int64
   }
   if (prompt.empty()) return absl::InvalidArgumentError("prompt: empty");
   const int64_t P = static_cast<int64_t>(prompt.size());
-  const std::vector<int64_t>& out = result.tokens;
+  const std::vector<planner::TokenId>& out = result.tokens;
   const int64_t n_out = static_cast<int64_t>(out.size());
   // Check the step log against the output first, so a bad result records nothing.
   for (size_t i = 0; i < result.steps.size(); ++i) {
@@ -211,8 +212,8 @@ absl::Status TraceRecorder::Record(int64_t prompt_index, const std::vector<int64
   c10::InferenceMode guard;
   chain_drafter_->Reset();
   tree_drafter_->Reset();
-  std::vector<int64_t> committed = prompt;
-  std::vector<int64_t> accepted;
+  std::vector<planner::TokenId> committed = prompt;
+  std::vector<planner::TokenId> accepted;
   planner::Marginals marginals;
   const int64_t V = draft_->config().vocab_size;
   for (const IterationLog& s : result.steps) {

@@ -68,7 +68,7 @@ class TraceRecorder {
   // Appends one step per entry of result.steps (in order) for the Generate(prompt, ...) call that
   // returned `result`, `prompt_index` >= 0. InvalidArgument when result.steps is inconsistent
   // with the prompt and the output (c, root, accepted lengths).
-  absl::Status Record(int64_t prompt_index, const std::vector<int64_t>& prompt,
+  absl::Status Record(int64_t prompt_index, const std::vector<planner::TokenId>& prompt,
                       const GenerationResult& result);
 
   const std::vector<whatif::TraceStep>& steps() const { return steps_; }

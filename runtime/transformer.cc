@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <type_traits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -410,9 +411,10 @@ torch::Tensor Transformer::LayerMask(const torch::Tensor& mask, int64_t s,
                         .dtype(fused ? options_.dtype : torch::kFloat32)
                         .device(options_.device);
   if (mask.defined() && mask.size(1) == T) return mask.to(opts);
-  if (mask.defined()) {  // [s][s] block over the new tokens: every cached slot is visible
+  if (mask.defined()) {  // [s][k] block over the last k slots: every earlier slot is visible
+    const int64_t k = mask.size(1);
     torch::Tensor full = torch::zeros({s, T}, opts);
-    full.narrow(1, start_slot, s).copy_(mask);
+    full.narrow(1, T - k, k).copy_(mask);
     return full;
   }
   if (s == 1) return torch::Tensor();  // a single token sees every slot
@@ -431,11 +433,12 @@ torch::Tensor Transformer::Forward(const torch::Tensor& tokens, const torch::Ten
   SPECPLAN_CHECK(start_slot >= 0 && start_slot + s <= cache->max_len());
   SPECPLAN_CHECK(cache->num_layers() == config_.num_layers);
   const torch::Device dev = options_.device;
-  torch::Tensor tok = tokens.to(dev, torch::kInt64);
+  SPECPLAN_CHECK(tokens.scalar_type() == torch::kInt32 || tokens.scalar_type() == torch::kInt64);
+  torch::Tensor tok = tokens.to(dev);  // the embedding takes int32 or int64 ids; no copy when there
   torch::Tensor pos = positions.to(dev, torch::kFloat32);
   if (mask.defined()) {
-    SPECPLAN_CHECK(mask.dim() == 2 && mask.size(0) == s &&
-                   (mask.size(1) == start_slot + s || mask.size(1) == s));
+    SPECPLAN_CHECK(mask.dim() == 2 && mask.size(0) == s && mask.size(1) >= s &&
+                   mask.size(1) <= start_slot + s);
   }
   const torch::Tensor m = LayerMask(mask, s, start_slot);
   // cos/sin [s][1][rotary_dim] in the model dtype (HF casts them to the activation dtype).
@@ -460,11 +463,13 @@ torch::Tensor Transformer::Forward(const torch::Tensor& tokens, const torch::Ten
   return torch::linear(x, lm_head_).to(torch::kFloat32);
 }
 
-torch::Tensor Transformer::ForwardCausal(const std::vector<int64_t>& tokens, int64_t start,
+torch::Tensor Transformer::ForwardCausal(absl::Span<const planner::TokenId> tokens, int64_t start,
                                          KvCache* cache) const {
   c10::InferenceMode guard;
   const int64_t s = static_cast<int64_t>(tokens.size());
-  torch::Tensor t = torch::from_blob(const_cast<int64_t*>(tokens.data()), {s}, torch::kInt64);
+  static_assert(std::is_same_v<planner::TokenId, int32_t>);
+  torch::Tensor t =
+      torch::from_blob(const_cast<planner::TokenId*>(tokens.data()), {s}, torch::kInt32);
   torch::Tensor p = torch::arange(start, start + s, torch::kInt64);
   return Forward(t, p, start, torch::Tensor(), cache);
 }

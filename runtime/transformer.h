@@ -17,6 +17,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "planner/token.h"
 #include "runtime/kv_cache.h"
 #include "runtime/model_config.h"
 
@@ -74,18 +76,20 @@ class Transformer {
 
   // Runs s new tokens. Writes their K/V into slots [start_slot, start_slot + s) of `cache` and
   // attends over slots [0, start_slot + s).
-  //   tokens    [s] int64 token ids (any device)
-  //   positions [s] int64 absolute RoPE positions
+  //   tokens    [s] int32 (planner::TokenId) or int64 token ids; fastest on the model's device
+  //   positions [s] int64 absolute RoPE positions; fastest on the model's device
   //   mask      [s][start_slot + s] additive float mask (0 = visible, -inf = hidden); or
-  //             [s][s] over the new tokens only (every cached slot visible; the full mask is
-  //             then built on the model's device); or an undefined tensor for causal attention
-  //             (row i sees slots <= start_slot + i)
+  //             [s][k], s <= k < start_slot + s, over the last k slots only (every earlier slot
+  //             visible; the full mask is then built on the model's device), e.g. [s][s] over
+  //             the new tokens; or an undefined tensor for causal attention (row i sees slots
+  //             <= start_slot + i)
   // Returns logits [s][V] as float32 on the model's device. Does not change cache->length().
   torch::Tensor Forward(const torch::Tensor& tokens, const torch::Tensor& positions,
                         int64_t start_slot, const torch::Tensor& mask, KvCache* cache) const;
 
-  // Convenience: causal forward of `tokens` at positions/slots start .. start + s - 1.
-  torch::Tensor ForwardCausal(const std::vector<int64_t>& tokens, int64_t start,
+  // Convenience: causal forward of `tokens` at positions/slots start .. start + s - 1. On the CPU
+  // the token ids are read in place (no copy).
+  torch::Tensor ForwardCausal(absl::Span<const planner::TokenId> tokens, int64_t start,
                               KvCache* cache) const;
 
  private:
@@ -131,8 +135,9 @@ torch::Tensor TreeAttentionMask(const std::vector<uint8_t>& ancestor_dense, int6
                                 torch::Device device);
 
 // The new-token block of TreeAttentionMask alone: [s][s] float32 on `device`, entry (i, j) 0 iff
-// ancestor_dense[i * s + j] != 0, else -inf. Only the s * s mask bytes cross from the host; the
-// decoder passes this to Forward, which makes the cached columns visible.
+// ancestor_dense[i * s + j] != 0, else -inf. Only the s * s mask bytes cross from the host;
+// Forward makes the cached columns visible. (The decoder writes the same block into its
+// preallocated StepBuffers instead of allocating one per step.)
 torch::Tensor TreeMaskBlock(const std::vector<uint8_t>& ancestor_dense, int64_t s,
                             torch::Device device);
 

@@ -11,7 +11,7 @@ class ArStrategy final : public DraftStrategy {
  public:
   const char* Name() const override { return StrategyName(Strategy::kAr); }
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override {
-    tree->ResetRoot(static_cast<int32_t>(state.committed.back()));
+    tree->ResetRoot(state.committed.back());
     return absl::OkStatus();
   }
 };

@@ -37,7 +37,7 @@ class BestFirstStrategy final : public DraftStrategy {
   const costmodel::LatencyModel* latency_ = nullptr;
   planner::Marginals marginals_;
   planner::BestFirstPlan plan_;
-  std::vector<int64_t> accepted_tokens_;
+  std::vector<planner::TokenId> accepted_tokens_;
 };
 
 }  // namespace specplan::runtime

@@ -32,7 +32,7 @@ namespace specplan::runtime {
 struct DecodeState {
   // The whole accepted sequence, prompt included; back() is the pending root (accepted, not yet
   // in the target's KV cache).
-  const std::vector<int64_t>& committed;
+  const std::vector<planner::TokenId>& committed;
   int64_t c = 0;  // tokens in the target's KV cache (= committed.size() - 1)
 };
 
@@ -72,7 +72,7 @@ class DraftStrategy {
 
 // The accepted draft tokens of `accept` on `tree`, root and bonus excluded, into *out.
 inline void AcceptedTokens(const planner::Tree& tree, const planner::AcceptResult& accept,
-                           std::vector<int64_t>* out) {
+                           std::vector<planner::TokenId>* out) {
   out->clear();
   for (int k = 1; k <= accept.accepted_length; ++k) {
     out->push_back(tree.tokens[accept.accepted_nodes[k]]);

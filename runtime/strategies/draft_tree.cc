@@ -61,8 +61,8 @@ absl::Status DraftTreeStrategy::Observe(const planner::Tree& tree,
   return ObserveAccepted(accepted_tokens_, accept.accepted_length);
 }
 
-absl::Status DraftTreeStrategy::ObserveAccepted(const std::vector<int64_t>& accepted_tokens,
-                                                int policy_accepted) {
+absl::Status DraftTreeStrategy::ObserveAccepted(
+    const std::vector<planner::TokenId>& accepted_tokens, int policy_accepted) {
   drafter_.Commit(accepted_tokens);
   if (depth_ < 0) return absl::OkStatus();
   return policy_->ObserveAcceptance(std::min<int>(policy_accepted, depth_));

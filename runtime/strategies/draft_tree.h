@@ -32,7 +32,8 @@ class DraftTreeStrategy final : public DraftStrategy {
   // Observe's two halves, for a strategy that verifies this tree inside a larger one (merged):
   // `accepted_tokens` (bonus excluded) go into the draft cache; `policy_accepted` is how many of
   // them were this policy's tree's nodes (capped at the depth of the last tree built).
-  absl::Status ObserveAccepted(const std::vector<int64_t>& accepted_tokens, int policy_accepted);
+  absl::Status ObserveAccepted(const std::vector<planner::TokenId>& accepted_tokens,
+                               int policy_accepted);
 
  private:
   DraftTreeStrategy(Strategy which, std::unique_ptr<planner::TreePolicy> policy,
@@ -42,7 +43,7 @@ class DraftTreeStrategy final : public DraftStrategy {
   std::unique_ptr<planner::TreePolicy> policy_;
   DraftModelDrafter drafter_;
   int32_t depth_ = -1;  // max depth of the policy's last tree (-1: none built yet)
-  std::vector<int64_t> accepted_tokens_;
+  std::vector<planner::TokenId> accepted_tokens_;
 };
 
 }  // namespace specplan::runtime

@@ -7,7 +7,7 @@ namespace specplan::runtime {
 
 absl::Status LookupStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
   if (!NgramMarginals(state.committed, vocab_, ngram_, &marginals_)) {
-    tree->ResetRoot(static_cast<int32_t>(state.committed.back()));
+    tree->ResetRoot(state.committed.back());
     return absl::OkStatus();
   }
   planner::BestFirstOptions options;

@@ -40,7 +40,7 @@ class MergedStrategy final : public DraftStrategy {
   planner::Tree a_tree_;
   planner::Tree b_tree_;
   planner::MergedTree merged_;
-  std::vector<int64_t> accepted_tokens_;
+  std::vector<planner::TokenId> accepted_tokens_;
 };
 
 }  // namespace specplan::runtime

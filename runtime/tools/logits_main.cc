@@ -134,8 +134,10 @@ absl::Status RunLogits(const Args& args) {
   const int64_t T = static_cast<int64_t>(ids.size());
   KvCache cache = (*model)->NewCache(T);
   torch::NoGradGuard no_grad;
+  // In range (checked above), so every id fits planner::TokenId.
+  const std::vector<planner::TokenId> token_ids(ids.begin(), ids.end());
   const torch::Tensor logits =
-      (*model)->ForwardCausal(ids, 0, &cache).to(torch::kCPU, torch::kFloat32).contiguous();
+      (*model)->ForwardCausal(token_ids, 0, &cache).to(torch::kCPU, torch::kFloat32).contiguous();
   const float* data = logits.data_ptr<float>();
 
   if (!args.out.empty()) {

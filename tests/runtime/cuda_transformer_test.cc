@@ -66,7 +66,7 @@ TEST_P(CudaTransformerTest, TreeVerificationMatchesCpuFp32AlongEveryPath) {
   for (int trial = 0; trial < 3; ++trial) {
     const int c = 5 + trial * 9;   // 5, 14, 23 cached tokens
     const int n = 7 + trial * 12;  // 8, 20, 32 tree tokens with the root
-    std::vector<int64_t> prefix = RandomTokens(c, V, rng);
+    std::vector<planner::TokenId> prefix = RandomTokens(c, V, rng);
     planner::Tree tree = RandomTree(n, V, rng);
     const int s = tree.size();
     KvCache cache = gpu_->NewCache(c + s);
@@ -76,8 +76,8 @@ TEST_P(CudaTransformerTest, TreeVerificationMatchesCpuFp32AlongEveryPath) {
     ASSERT_EQ(logits.size(0), s);
     ASSERT_FALSE(torch::isnan(logits).any().item<bool>());
     for (int i = 0; i < s; ++i) {
-      std::vector<int64_t> seq = prefix;
-      const std::vector<int64_t> path = PathTo(tree, i, c).tokens;
+      std::vector<planner::TokenId> seq = prefix;
+      const std::vector<planner::TokenId> path = PathTo(tree, i, c).tokens;
       seq.insert(seq.end(), path.begin(), path.end());
       const double err = RelativeError(logits[i], LastLogits(*cpu_, seq));
       EXPECT_LT(err, Tolerance(dtype_)) << arch_ << " trial " << trial << " node " << i;
@@ -88,7 +88,7 @@ TEST_P(CudaTransformerTest, TreeVerificationMatchesCpuFp32AlongEveryPath) {
 TEST_P(CudaTransformerTest, ChunkedPrefillAndSingleTokenDecodeMatchCpuFp32) {
   const int V = static_cast<int>(cpu_->config().vocab_size);
   std::mt19937_64 rng(3);
-  std::vector<int64_t> seq = RandomTokens(40, V, rng);
+  std::vector<planner::TokenId> seq = RandomTokens(40, V, rng);
   KvCache ref_cache = cpu_->NewCache(40);
   torch::Tensor ref = cpu_->ForwardCausal(seq, 0, &ref_cache);
   // Causal chunks at start_slot 0 and > 0 (the masked path), then single tokens (no mask).
@@ -96,7 +96,7 @@ TEST_P(CudaTransformerTest, ChunkedPrefillAndSingleTokenDecodeMatchCpuFp32) {
   std::vector<torch::Tensor> rows;
   const std::vector<std::pair<int, int>> chunks = {{0, 17}, {17, 30}};
   for (auto [a, b] : chunks) {
-    std::vector<int64_t> part(seq.begin() + a, seq.begin() + b);
+    std::vector<planner::TokenId> part(seq.begin() + a, seq.begin() + b);
     rows.push_back(gpu_->ForwardCausal(part, a, &cache));
   }
   for (int i = 30; i < 40; ++i) rows.push_back(gpu_->ForwardCausal({seq[i]}, i, &cache));
@@ -111,14 +111,14 @@ TEST_P(CudaTransformerTest, KvGatherMovesRowsExactlyAndMatchesRecomputation) {
   const int V = static_cast<int>(cpu_->config().vocab_size);
   std::mt19937_64 rng(11);
   const int c = 9, n = 15;
-  std::vector<int64_t> prefix = RandomTokens(c, V, rng);
+  std::vector<planner::TokenId> prefix = RandomTokens(c, V, rng);
   planner::Tree tree = RandomTree(n, V, rng);
   KvCache cache = gpu_->NewCache(64);
   gpu_->ForwardCausal(prefix, 0, &cache);
   VerifyTree(*gpu_, tree, c, &cache);
   const testing::TreePath accepted = PathTo(tree, tree.size() - 1, c);
   const std::vector<int64_t>& src = accepted.slots;
-  const std::vector<int64_t>& path = accepted.tokens;
+  const std::vector<planner::TokenId>& path = accepted.tokens;
   const int64_t L = static_cast<int64_t>(src.size());
   torch::Tensor idx = torch::tensor(src, torch::kInt64).to(gpu_->options().device);
   std::vector<torch::Tensor> before_k, before_v;
@@ -132,9 +132,9 @@ TEST_P(CudaTransformerTest, KvGatherMovesRowsExactlyAndMatchesRecomputation) {
     EXPECT_TRUE(torch::equal(cache.v(l).narrow(0, c, L), before_v[l])) << "layer " << l;
   }
   cache.set_length(c + L);
-  const int64_t next = 42 % V;
+  const planner::TokenId next = 42 % V;
   torch::Tensor got = gpu_->ForwardCausal({next}, c + L, &cache)[0];
-  std::vector<int64_t> seq = prefix;
+  std::vector<planner::TokenId> seq = prefix;
   seq.insert(seq.end(), path.begin(), path.end());
   seq.push_back(next);
   EXPECT_LT(RelativeError(got, LastLogits(*cpu_, seq)), Tolerance(dtype_)) << arch_;

@@ -18,13 +18,13 @@ using testing::RandomTokens;
 using testing::ReferenceGreedy;
 using testing::TinyModel;
 
-std::vector<std::vector<int64_t>> Prompts(int count, uint64_t seed) {
+std::vector<std::vector<planner::TokenId>> Prompts(int count, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<std::vector<int64_t>> prompts;
+  std::vector<std::vector<planner::TokenId>> prompts;
   for (int i = 0; i < count; ++i) {
-    std::vector<int64_t> p = RandomTokens(3 + static_cast<int>(rng() % 10), 256, rng);
+    std::vector<planner::TokenId> p = RandomTokens(3 + static_cast<int>(rng() % 10), 256, rng);
     if (i % 2 == 1) {  // repetitive prompt: gives the n-gram drafter matches
-      std::vector<int64_t> q = p;
+      std::vector<planner::TokenId> q = p;
       for (int r = 0; r < 3; ++r) p.insert(p.end(), q.begin(), q.end());
     }
     prompts.push_back(p);
@@ -32,9 +32,10 @@ std::vector<std::vector<int64_t>> Prompts(int count, uint64_t seed) {
   return prompts;
 }
 
-std::vector<int64_t> Decode(const Transformer& target, const Transformer* draft,
-                            const StrategyOptions& options, const std::vector<int64_t>& prompt,
-                            int new_tokens, DecodeCounters* counters = nullptr) {
+std::vector<planner::TokenId> Decode(const Transformer& target, const Transformer* draft,
+                                     const StrategyOptions& options,
+                                     const std::vector<planner::TokenId>& prompt, int new_tokens,
+                                     DecodeCounters* counters = nullptr) {
   auto dec = SpeculativeDecoder::Create(&target, draft, options, 256);
   EXPECT_TRUE(dec.ok()) << dec.status();
   auto out = (*dec)->Generate(prompt, new_tokens);
@@ -76,11 +77,11 @@ TEST_P(GreedyExactTest, EqualsArTokens) {
     const int new_tokens = 20;
     int64_t accepted = 0, drafted = 0, iterations = 0;
     for (const auto& prompt : Prompts(4, seed)) {
-      std::vector<int64_t> ar =
+      std::vector<planner::TokenId> ar =
           Decode(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, new_tokens);
       DecodeCounters counters;
-      std::vector<int64_t> spec = Decode(*target, draft.get(), StrategyOptions::Defaults(strategy),
-                                         prompt, new_tokens, &counters);
+      std::vector<planner::TokenId> spec = Decode(
+          *target, draft.get(), StrategyOptions::Defaults(strategy), prompt, new_tokens, &counters);
       EXPECT_EQ(spec, ar) << StrategyName(strategy) << " draft " << kind.name << " seed " << seed;
       accepted += counters.accepted();
       drafted += counters.drafted();
@@ -115,9 +116,9 @@ INSTANTIATE_TEST_SUITE_P(Strategies, GreedyExactTest,
 TEST(DecoderTest, LookupAcceptsOnRepetitiveText) {
   auto target = TinyModel("tiny", 5);
   // Greedy decoding of a random model falls into a loop quickly; prompt lookup then drafts it.
-  std::vector<int64_t> prompt = {1, 2, 3};
+  std::vector<planner::TokenId> prompt = {1, 2, 3};
   DecodeCounters counters;
-  std::vector<int64_t> spec =
+  std::vector<planner::TokenId> spec =
       Decode(*target, nullptr, StrategyOptions::Defaults(Strategy::kLookup), prompt, 60, &counters);
   EXPECT_EQ(spec, Decode(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, 60));
   EXPECT_LT(counters.iterations(), 59);
@@ -201,7 +202,7 @@ TEST(SamplingTest, SpeculativeMatchesTargetDistribution) {
   config.num_layers = 2;
   auto target = *Transformer::CreateRandom(config, 3, RuntimeOptions(), /*init_scale=*/2.0);
   auto draft = target->Truncated(1);
-  const std::vector<int64_t> prompt = {1, 5, 2};
+  const std::vector<planner::TokenId> prompt = {1, 5, 2};
   const float temperature = 1.0f;
   // Exact marginal of the second token.
   std::vector<double> exact(8, 0.0);
@@ -209,7 +210,7 @@ TEST(SamplingTest, SpeculativeMatchesTargetDistribution) {
     KvCache cache = target->NewCache(8);
     torch::Tensor p1 = torch::softmax(target->ForwardCausal(prompt, 0, &cache)[2], -1);
     for (int t1 = 0; t1 < 8; ++t1) {
-      std::vector<int64_t> seq = prompt;
+      std::vector<planner::TokenId> seq = prompt;
       seq.push_back(t1);
       KvCache c2 = target->NewCache(8);
       torch::Tensor p2 = torch::softmax(target->ForwardCausal(seq, 0, &c2)[3], -1);

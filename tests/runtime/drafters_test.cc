@@ -16,7 +16,7 @@ using testing::TinyModel;
 
 TEST(NgramTest, MarginalsFromContext) {
   // Suffix "1 2" occurred twice before, followed by 3 4 and 3 5.
-  std::vector<int64_t> ctx = {1, 2, 3, 4, 9, 1, 2, 3, 5, 7, 1, 2};
+  std::vector<planner::TokenId> ctx = {1, 2, 3, 4, 9, 1, 2, 3, 5, 7, 1, 2};
   NgramOptions o;
   o.max_ngram = 2;
   o.gamma = 3;
@@ -46,7 +46,7 @@ TEST(DraftModelTest, LevelBatchedTreeMatchesPerPathDistributions) {
   fo.tau = 0;
   fo.max_nodes = 39;
   auto policy = *planner::FixedTreePolicy::Create(fo);
-  std::vector<int64_t> committed = {4, 8, 15, 16, 23, 42};
+  std::vector<planner::TokenId> committed = {4, 8, 15, 16, 23, 42};
   auto tree = drafter.DraftTree(*policy, committed);
   ASSERT_TRUE(tree.ok()) << tree.status();
   const planner::Tree& t = **tree;
@@ -55,16 +55,16 @@ TEST(DraftModelTest, LevelBatchedTreeMatchesPerPathDistributions) {
   // Children of node u must be the top-3 of the draft model on path(u).
   for (int u = 0; u < t.size(); ++u) {
     if (t.depths[u] >= 3) continue;
-    std::vector<int64_t> seq = committed;
-    std::vector<int64_t> path;
+    std::vector<planner::TokenId> seq = committed;
+    std::vector<planner::TokenId> path;
     for (int x = u; x > 0; x = t.parents[x]) path.insert(path.begin(), t.tokens[x]);
     seq.insert(seq.end(), path.begin(), path.end());
     KvCache cache = model->NewCache(static_cast<int64_t>(seq.size()));
     torch::Tensor logits = model->ForwardCausal(seq, 0, &cache);
     auto top = logits[logits.size(0) - 1].topk(3);
-    std::vector<int64_t> expect(std::get<1>(top).data_ptr<int64_t>(),
-                                std::get<1>(top).data_ptr<int64_t>() + 3);
-    std::vector<int64_t> got;
+    std::vector<planner::TokenId> expect(std::get<1>(top).data_ptr<int64_t>(),
+                                         std::get<1>(top).data_ptr<int64_t>() + 3);
+    std::vector<planner::TokenId> got;
     for (int c = 0; c < t.size(); ++c) {
       if (t.parents[c] == u) got.push_back(t.tokens[c]);
     }
@@ -91,11 +91,12 @@ TEST(DraftModelTest, LevelBatchedTreeMatchesPerPathDistributions) {
   EXPECT_EQ(drafter.counters().fed_tokens - fed_before, 1 + 3);  // bonus + 3 chain steps
   ASSERT_TRUE(planner::ValidateMarginals(m).ok()) << planner::ValidateMarginals(m);
   // The chain's rows equal the model's distributions along the greedy path.
-  std::vector<int64_t> seq = committed;
+  std::vector<planner::TokenId> seq = committed;
   for (int d = 0; d < 4; ++d) {
     KvCache cache = model->NewCache(static_cast<int64_t>(seq.size()));
     torch::Tensor logits = model->ForwardCausal(seq, 0, &cache);
-    const int64_t best = logits[logits.size(0) - 1].argmax().item<int64_t>();
+    const auto best =
+        static_cast<planner::TokenId>(logits[logits.size(0) - 1].argmax().item<int64_t>());
     EXPECT_EQ(m.token(d, 0), best) << "depth " << d;
     seq.push_back(best);
   }

@@ -21,7 +21,7 @@ std::string FixtureDir(const std::string& arch) {
 }
 
 struct Reference {
-  std::vector<int64_t> ids;
+  std::vector<planner::TokenId> ids;
   torch::Tensor logits;  // [T][V] float32
 };
 
@@ -68,7 +68,8 @@ TEST_P(HfReferenceTest, ChainVerificationOverTheCacheMatchesTransformers) {
   Reference ref = LoadReference(GetParam());
   const int64_t T = static_cast<int64_t>(ref.ids.size()), c = 16, s = T - c;
   KvCache cache = (*model)->NewCache(T);
-  (*model)->ForwardCausal(std::vector<int64_t>(ref.ids.begin(), ref.ids.begin() + c), 0, &cache);
+  (*model)->ForwardCausal(std::vector<planner::TokenId>(ref.ids.begin(), ref.ids.begin() + c), 0,
+                          &cache);
   planner::Tree tree;
   tree.ResetRoot(static_cast<int32_t>(ref.ids[c]));
   for (int64_t i = 1; i < s; ++i) {

@@ -17,7 +17,7 @@ namespace {
 std::string DataDir() { return std::string(SPECPLAN_SOURCE_DIR) + "/tests/runtime/data"; }
 
 struct Golden {
-  std::vector<int64_t> ids;
+  std::vector<planner::TokenId> ids;
   torch::Tensor logits;  // [T][V] float32
 };
 

@@ -40,14 +40,15 @@ inline planner::Tree RandomTree(int n, int vocab, std::mt19937_64& rng) {
   return t;
 }
 
-inline std::vector<int64_t> RandomTokens(int n, int vocab, std::mt19937_64& rng) {
-  std::vector<int64_t> t(n);
-  for (auto& x : t) x = static_cast<int64_t>(rng() % vocab);
+inline std::vector<planner::TokenId> RandomTokens(int n, int vocab, std::mt19937_64& rng) {
+  std::vector<planner::TokenId> t(n);
+  for (auto& x : t) x = static_cast<planner::TokenId>(rng() % vocab);
   return t;
 }
 
 // Logits [V] of the last token of `seq` by a fresh causal pass.
-inline torch::Tensor LastLogits(const Transformer& model, const std::vector<int64_t>& seq) {
+inline torch::Tensor LastLogits(const Transformer& model,
+                                const std::vector<planner::TokenId>& seq) {
   KvCache cache = model.NewCache(static_cast<int64_t>(seq.size()));
   torch::Tensor logits = model.ForwardCausal(seq, 0, &cache);
   return logits[logits.size(0) - 1];
@@ -62,16 +63,16 @@ inline torch::Tensor VerifyTree(const Transformer& model, const planner::Tree& t
   opt.dense_mask = true;
   planner::TreeOutputs out;
   planner::ComputeTreeOutputs(tree, opt, &out);
-  std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
   return model.Forward(
-      torch::tensor(toks, torch::kInt64), torch::tensor(out.positions, torch::kInt64), c,
+      torch::tensor(tree.tokens, torch::kInt32), torch::tensor(out.positions, torch::kInt64), c,
       TreeAttentionMask(out.mask_dense, tree.size(), c, model.options().device), cache);
 }
 
 // The root-to-`node` path of `tree`: its tokens and the cache slots (c + index) verification wrote
 // them to.
 struct TreePath {
-  std::vector<int64_t> tokens, slots;
+  std::vector<planner::TokenId> tokens;
+  std::vector<int64_t> slots;
 };
 inline TreePath PathTo(const planner::Tree& tree, int node, int64_t c) {
   TreePath p;
@@ -83,13 +84,15 @@ inline TreePath PathTo(const planner::Tree& tree, int node, int64_t c) {
 }
 
 // Greedy continuation by full recomputation (no cache reuse): the simplest reference.
-inline std::vector<int64_t> ReferenceGreedy(const Transformer& model, std::vector<int64_t> seq,
-                                            int new_tokens) {
-  std::vector<int64_t> out;
+inline std::vector<planner::TokenId> ReferenceGreedy(const Transformer& model,
+                                                     std::vector<planner::TokenId> seq,
+                                                     int new_tokens) {
+  std::vector<planner::TokenId> out;
   for (int i = 0; i < new_tokens; ++i) {
     KvCache cache = model.NewCache(static_cast<int64_t>(seq.size()));
     torch::Tensor logits = model.ForwardCausal(seq, 0, &cache);
-    const int64_t next = logits[logits.size(0) - 1].argmax().item<int64_t>();
+    const auto next =
+        static_cast<planner::TokenId>(logits[logits.size(0) - 1].argmax().item<int64_t>());
     out.push_back(next);
     seq.push_back(next);
   }

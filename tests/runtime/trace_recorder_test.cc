@@ -20,8 +20,8 @@ namespace {
 
 using testing::TinyModel;
 
-const std::vector<std::vector<int64_t>>& Prompts() {
-  static const auto* p = new std::vector<std::vector<int64_t>>{
+const std::vector<std::vector<planner::TokenId>>& Prompts() {
+  static const auto* p = new std::vector<std::vector<planner::TokenId>>{
       {63, 114, 31, 203, 25, 113, 23, 63, 114, 31, 203, 25},
       {5, 9, 200, 17, 44},
   };

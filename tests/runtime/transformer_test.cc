@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <random>
 
 #include "planner/tree_outputs.h"
 #include "runtime/kv_cache.h"
+#include "runtime/step_buffers.h"
 #include "tests/runtime/test_models.h"
 
 namespace specplan::runtime {
@@ -30,7 +32,7 @@ TEST_P(TreeVerifyTest, OnePassEqualsSequentialAlongEveryPath) {
   for (int trial = 0; trial < 3; ++trial) {
     const int c = 3 + trial * 5;
     const int n = 6 + trial * 7;
-    std::vector<int64_t> prefix = RandomTokens(c, V, rng);
+    std::vector<planner::TokenId> prefix = RandomTokens(c, V, rng);
     planner::Tree tree = RandomTree(n, V, rng);
     KvCache cache = model->NewCache(c + n + 1);
     model->ForwardCausal(prefix, 0, &cache);
@@ -39,8 +41,8 @@ TEST_P(TreeVerifyTest, OnePassEqualsSequentialAlongEveryPath) {
     ASSERT_EQ(logits.size(0), s);
     ASSERT_EQ(logits.size(1), V);
     for (int i = 0; i < s; ++i) {
-      std::vector<int64_t> seq = prefix;
-      const std::vector<int64_t> path = PathTo(tree, i, c).tokens;
+      std::vector<planner::TokenId> seq = prefix;
+      const std::vector<planner::TokenId> path = PathTo(tree, i, c).tokens;
       seq.insert(seq.end(), path.begin(), path.end());
       torch::Tensor ref = LastLogits(*model, seq);
       EXPECT_TRUE(torch::allclose(logits[i], ref, 1e-4, 1e-4))
@@ -55,7 +57,7 @@ TEST_P(TreeVerifyTest, CompactionEqualsRecomputation) {
   const int V = static_cast<int>(model->config().vocab_size);
   std::mt19937_64 rng(17);
   const int c = 6, n = 14;
-  std::vector<int64_t> prefix = RandomTokens(c, V, rng);
+  std::vector<planner::TokenId> prefix = RandomTokens(c, V, rng);
   planner::Tree tree = RandomTree(n, V, rng);
   KvCache cache = model->NewCache(64);
   model->ForwardCausal(prefix, 0, &cache);
@@ -63,14 +65,14 @@ TEST_P(TreeVerifyTest, CompactionEqualsRecomputation) {
   // Accept the path to the deepest last node.
   const testing::TreePath accepted = PathTo(tree, tree.size() - 1, c);
   const std::vector<int64_t>& src = accepted.slots;
-  const std::vector<int64_t>& path = accepted.tokens;
+  const std::vector<planner::TokenId>& path = accepted.tokens;
   cache.GatherSlots(src, c);
   const int64_t len = c + static_cast<int64_t>(path.size());
   cache.set_length(len);
   // Next token decoded over the compacted cache == full recomputation.
-  const int64_t next = 42;
+  const planner::TokenId next = 42;
   torch::Tensor got = model->ForwardCausal({next}, len, &cache)[0];
-  std::vector<int64_t> seq = prefix;
+  std::vector<planner::TokenId> seq = prefix;
   seq.insert(seq.end(), path.begin(), path.end());
   seq.push_back(next);
   torch::Tensor ref = LastLogits(*model, seq);
@@ -79,13 +81,14 @@ TEST_P(TreeVerifyTest, CompactionEqualsRecomputation) {
 }
 
 // The decoder's [s][s] mask block (TreeMaskBlock) gives exactly the logits of the full
-// [s][c + s] TreeAttentionMask, and is that mask's last s columns.
+// [s][c + s] TreeAttentionMask, and is that mask's last s columns; so does any wider block over the
+// last slots, and int64 token ids give the int32 ids' logits.
 TEST_P(TreeVerifyTest, MaskBlockEqualsFullMask) {
   auto model = TinyModel(GetParam(), 13);
   const int V = static_cast<int>(model->config().vocab_size);
   std::mt19937_64 rng(9);
   for (int c : {0, 1, 7}) {
-    std::vector<int64_t> prefix = RandomTokens(c, V, rng);
+    std::vector<planner::TokenId> prefix = RandomTokens(c, V, rng);
     planner::Tree tree = RandomTree(9, V, rng);
     planner::TreeOutputOptions oo;
     oo.position_offset = c;
@@ -98,17 +101,53 @@ TEST_P(TreeVerifyTest, MaskBlockEqualsFullMask) {
     ASSERT_EQ(block.size(0), s);
     ASSERT_EQ(block.size(1), s);
     EXPECT_TRUE(torch::equal(block, full.narrow(1, c, s)));
-    std::vector<int64_t> toks(tree.tokens.begin(), tree.tokens.end());
-    torch::Tensor logits[2];
-    for (int k = 0; k < 2; ++k) {
+    // Also a block over the last s + e slots (e cached columns included), and int64 token ids.
+    const int e = std::min(c, 3);
+    const torch::Tensor wider = full.narrow(1, c - e, s + e).contiguous();
+    torch::Tensor logits[4];
+    for (int k = 0; k < 4; ++k) {
       KvCache cache = model->NewCache(c + s + 1);
       if (c > 0) model->ForwardCausal(prefix, 0, &cache);
-      logits[k] = model->Forward(torch::tensor(toks, torch::kInt64),
-                                 torch::tensor(out.positions, torch::kInt64), c,
-                                 k == 0 ? full : block, &cache);
+      const torch::Tensor mask = k == 1 ? block : k == 2 ? wider : full;
+      logits[k] = model->Forward(
+          torch::tensor(tree.tokens, torch::kInt32).to(k == 3 ? torch::kInt64 : torch::kInt32),
+          torch::tensor(out.positions, torch::kInt64), c, mask, &cache);
     }
     EXPECT_TRUE(torch::equal(logits[0], logits[1])) << GetParam() << " c " << c;
+    EXPECT_TRUE(torch::equal(logits[0], logits[2])) << GetParam() << " c " << c;
+    EXPECT_TRUE(torch::equal(logits[0], logits[3])) << GetParam() << " c " << c;
   }
+}
+
+// StepBuffers: views of the right shapes and contents, before and after growing.
+TEST(StepBuffersTest, ViewsHoldTheStagedStepAndGrow) {
+  StepBuffers b(torch::kCPU, 2, 2);
+  EXPECT_EQ(b.row_capacity(), 2);
+  for (int64_t s : {1, 2, 5, 3}) {
+    const int64_t cols = s == 1 ? 0 : s + 1;
+    b.Begin(s, cols);
+    for (int64_t i = 0; i < s; ++i) {
+      b.tokens()[i] = static_cast<planner::TokenId>(10 + i);
+      b.positions()[i] = 100 + i;
+    }
+    for (int64_t i = 0; i < s * cols; ++i) b.mask()[i] = static_cast<float>(i);
+    const StepInputs in = b.Upload();
+    ASSERT_EQ(in.tokens.scalar_type(), torch::kInt32);
+    ASSERT_EQ(in.positions.scalar_type(), torch::kInt64);
+    ASSERT_EQ(in.tokens.size(0), s);
+    ASSERT_EQ(in.positions.size(0), s);
+    EXPECT_TRUE(torch::equal(in.tokens, torch::arange(10, 10 + s, torch::kInt32)));
+    EXPECT_TRUE(torch::equal(in.positions, torch::arange(100, 100 + s, torch::kInt64)));
+    if (cols == 0) {
+      EXPECT_FALSE(in.mask.defined());
+    } else {
+      ASSERT_EQ(in.mask.size(0), s);
+      ASSERT_EQ(in.mask.size(1), cols);
+      EXPECT_TRUE(torch::equal(in.mask, torch::arange(s * cols, torch::kFloat32).view({s, cols})));
+    }
+  }
+  EXPECT_GE(b.row_capacity(), 5);
+  EXPECT_GE(b.mask_capacity(), 30);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, TreeVerifyTest,
@@ -117,7 +156,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, TreeVerifyTest,
 TEST(TransformerTest, ChunkedPrefillEqualsTokenByToken) {
   auto model = TinyModel("tiny", 2);
   std::mt19937_64 rng(1);
-  std::vector<int64_t> seq = RandomTokens(9, 256, rng);
+  std::vector<planner::TokenId> seq = RandomTokens(9, 256, rng);
   KvCache a = model->NewCache(16);
   torch::Tensor full = model->ForwardCausal(seq, 0, &a);
   KvCache b = model->NewCache(16);
@@ -178,7 +217,7 @@ TEST(TransformerTest, Bf16TracksFp32) {
   auto f32 = TinyModel("tiny", 9);
   auto bf16 = TinyModel("tiny", 9, torch::kBFloat16);
   KvCache a = f32->NewCache(8), b = bf16->NewCache(8);
-  std::vector<int64_t> seq = {3, 1, 4, 1, 5, 9};
+  std::vector<planner::TokenId> seq = {3, 1, 4, 1, 5, 9};
   torch::Tensor x = f32->ForwardCausal(seq, 0, &a);
   torch::Tensor y = bf16->ForwardCausal(seq, 0, &b);
   EXPECT_EQ(y.scalar_type(), torch::kFloat32);  // logits are returned as float32

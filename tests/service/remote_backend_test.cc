@@ -445,10 +445,10 @@ TEST_F(RemoteBackendTest, DecoderWithRemotePlannerEmitsTheInProcessTokens) {
                                        {2e-3, 2.05e-3, 2.2e-3, 2.6e-3, 3.4e-3, 5e-3, 8.5e-3},
                                        costmodel::GridSource::kMeasured);
   std::mt19937_64 rng(77);
-  std::vector<std::vector<int64_t>> prompts;
+  std::vector<std::vector<planner::TokenId>> prompts;
   for (int i = 0; i < 3; ++i) {
-    std::vector<int64_t> p = runtime::testing::RandomTokens(4 + i, 256, rng);
-    const std::vector<int64_t> q = p;
+    std::vector<planner::TokenId> p = runtime::testing::RandomTokens(4 + i, 256, rng);
+    const std::vector<planner::TokenId> q = p;
     for (int r = 0; r < 3; ++r) p.insert(p.end(), q.begin(), q.end());  // n-gram matches
     prompts.push_back(p);
   }
