@@ -4,8 +4,9 @@ namespace specplan::cli {
 
 CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* f) {
   CostFlagOptions o;
-  o.model = cmd->add_option("--model", f->model,
-                            "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json");
+  o.model =
+      cmd->add_option("--model", f->model,
+                      "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json");
   o.gpu = cmd->add_option("--gpu", f->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
   cmd->add_option("--profile", f->profile,
                   "Calibrated profile JSON (default: the bundled calib/<gpu>/<model>-<dtype>.json "
