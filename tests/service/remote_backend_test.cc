@@ -27,6 +27,7 @@
 
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_models.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "planner/best_first.h"
 #include "planner/merge.h"
@@ -42,7 +43,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "costmodel/model_registry.h"
 #include "runtime/decoder.h"
 #include "runtime/measured_latency.h"
 #include "tests/runtime/test_models.h"
