@@ -24,4 +24,16 @@ absl::Status InProcessPlanBackend::Merge(const Tree& a, const Tree& b, const Mer
   return MergeTrees(a, b, options, &merge_ws_, out);
 }
 
+absl::Status InProcessPlanBackend::PlanBatch(const std::vector<BatchRequest>& requests,
+                                             const BatchPlanOptions& options,
+                                             const BatchPlanCost* cost, BatchPlan* plan) {
+  SPECPLAN_CHECK(plan != nullptr);
+  std::optional<costmodel::BatchCycleCost> cycle;
+  if (cost != nullptr) {
+    SPECPLAN_CHECK(cost->latency != nullptr, "BatchPlanCost::latency is required");
+    cycle.emplace(cost->latency, cost->drafter, cost->t_aux_s);
+  }
+  return batch_.Plan(requests, options, cycle ? &*cycle : nullptr, plan);
+}
+
 }  // namespace specplan::planner

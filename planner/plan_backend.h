@@ -10,10 +10,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_model.h"
+#include "planner/batch_plan.h"
 #include "planner/best_first.h"
 #include "planner/marginals.h"
 #include "planner/merge.h"
@@ -31,6 +33,19 @@ struct PlanCost {
   int64_t context = 0;                               // c: tokens already in the target's KV cache
 };
 
+// The cost side of a batch plan (costmodel::BatchCycleCost): C = T_draft(B) + T_aux +
+// T_verify({(n_i + 1, c_i)}). A remote backend evaluates `latency` for single passes of
+// s = 1 .. Σ_i (cap_i + 1) tokens at the batch's mean context and sends the values, which the
+// server prices a batch with by its total tokens. That is exactly the local pricing for a latency
+// model that prices a batch by its total tokens at the mean context (LatencyModel's default
+// VerifyBatchSeconds, e.g. a measured grid), and an approximation for one with its own batch
+// pricing (the roofline's and fitted profiles' per-sequence attention terms).
+struct BatchPlanCost {
+  const costmodel::LatencyModel* latency = nullptr;  // not owned; required (non-null)
+  costmodel::DrafterCost drafter;                    // T_draft(B)
+  double t_aux_s = 0;                                // seconds per cycle, >= 0
+};
+
 class PlanBackend {
  public:
   virtual ~PlanBackend() = default;
@@ -44,6 +59,13 @@ class PlanBackend {
   // planner::MergeTrees(a, b, options) into *out (buffers reused).
   virtual absl::Status Merge(const Tree& a, const Tree& b, const MergeOptions& options,
                              MergedTree* out) = 0;
+
+  // BatchPlanner::Plan's contract: `cost` may be null only in BudgetMode::kFixed with the goodput
+  // objective; it is not retained. Fills every field of *plan (buffers reused). Every request
+  // carries marginals (a path-conditioned provider is an in-process callback).
+  virtual absl::Status PlanBatch(const std::vector<BatchRequest>& requests,
+                                 const BatchPlanOptions& options, const BatchPlanCost* cost,
+                                 BatchPlan* plan) = 0;
 
   // "in-process", or "remote HOST:PORT".
   virtual std::string Name() const = 0;
@@ -61,10 +83,13 @@ class InProcessPlanBackend final : public PlanBackend {
                              const PlanCost* cost, BestFirstPlan* plan) override;
   absl::Status Merge(const Tree& a, const Tree& b, const MergeOptions& options,
                      MergedTree* out) override;
+  absl::Status PlanBatch(const std::vector<BatchRequest>& requests, const BatchPlanOptions& options,
+                         const BatchPlanCost* cost, BatchPlan* plan) override;
   std::string Name() const override { return "in-process"; }
 
  private:
   BestFirstPlanner best_first_;
+  BatchPlanner batch_;
   MergeWorkspace merge_ws_;
 };
 

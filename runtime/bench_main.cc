@@ -5,9 +5,13 @@
 //   specplan-bench --target random:tiny --draft random:tiny-draft
 //     --strategies ar,linear,fixed,dynatree,bestfirst,merged --max-new-tokens 64 --json out.json
 //
+// --batch B decodes B sequences together (runtime/batch_decoder.h): one target pass verifies every
+// sequence's tree, and prompts join as others finish.
+//
 // --record-trace FILE also records the first listed strategy's (greedy) run as a what-if trace
 // (whatif/trace.h, runtime/trace_recorder.h).
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -27,11 +31,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "costmodel/profile.h"
-#include "runtime/decoder.h"
+#include "runtime/batch_decoder.h"
 #include "runtime/model_loader.h"
 #include "runtime/peak_memory.h"
 #include "runtime/remote_planner.h"
 #include "runtime/trace_recorder.h"
+#include "util/percentile.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -70,7 +75,13 @@ absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(const std
   return prompts;
 }
 
+// A bar on a terminal; a plain line per finished prompt otherwise (logs, CI).
 void Progress(const std::string& name, int done, int total) {
+  static const bool tty = isatty(fileno(stderr)) != 0;
+  if (!tty) {
+    if (done > 0) std::fprintf(stderr, "%s: %d/%d prompts\n", name.c_str(), done, total);
+    return;
+  }
   const int width = 30;
   const int filled = total == 0 ? width : done * width / total;
   std::fprintf(stderr, "\r%-10s [%s%s] %d/%d", name.c_str(), std::string(filled, '#').c_str(),
@@ -86,6 +97,7 @@ struct Args {
   std::string prompts = std::string(SPECPLAN_RUNTIME_PROMPTS_DIR) + "/tiny.jsonl";
   int max_new_tokens = 64;
   int max_prompts = 0;
+  int batch = 1;  // sequences in flight (bounded continuous batching)
   std::string device = "cpu";
   std::string dtype = "fp32";
   std::string json_out;
@@ -173,18 +185,19 @@ absl::Status RunBench(const Args& args) {
 
   std::fprintf(stderr,
                "target %s (%lld layers, h=%lld, V=%lld), draft %s (%lld layers), %s %s, "
-               "%zu prompts, %d new tokens, %d threads\n",
+               "%zu prompts, %d new tokens, batch %d, %d threads\n",
                target->config().name.c_str(), (long long)target->config().num_layers,
                (long long)target->config().hidden_size, (long long)target->config().vocab_size,
                draft->config().name.c_str(), (long long)draft->config().num_layers,
                args.device.c_str(), args.dtype.c_str(), prompts.size(), args.max_new_tokens,
-               torch::get_num_threads());
+               args.batch, torch::get_num_threads());
 
   nlohmann::json report = {{"target", args.target},
                            {"draft", args.draft},
                            {"device", args.device},
                            {"dtype", args.dtype},
                            {"max_new_tokens", args.max_new_tokens},
+                           {"batch", args.batch},
                            {"prompts", prompts.size()},
                            {"temperature", args.temperature},
                            {"kv_update", args.kv_update},
@@ -194,7 +207,8 @@ absl::Status RunBench(const Args& args) {
     SPECPLAN_ASSIGN_OR_RETURN(costmodel::Profile profile, costmodel::LoadProfile(args.profile));
     SPECPLAN_ASSIGN_OR_RETURN(latency, costmodel::MakeLatencyModel(profile));
   }
-  // --planner: every best-first plan and merge goes to the server (same plans, same tokens).
+  // --planner: every best-first plan, merge and batch plan goes to the server (same plans, same
+  // tokens).
   std::unique_ptr<planner::PlanBackend> plan_backend;
   if (!args.planner.empty()) {
     SPECPLAN_ASSIGN_OR_RETURN(plan_backend,
@@ -203,9 +217,9 @@ absl::Status RunBench(const Args& args) {
   report["planner"] = plan_backend ? plan_backend->Name() : "in-process";
   double ar_tps = 0;
   std::vector<std::vector<planner::TokenId>> ar_outputs;
-  std::printf("%-10s %9s %8s %7s %8s %7s %6s %9s %9s %9s %6s\n", "strategy", "tok/s", "speedup",
-              "accept", "tok/iter", "L_mean", "iters", "TTFT_ms", "TPOT_ms",
-              ro.device.is_cuda() ? "dev_MB" : "peak_MB", "exact");
+  std::printf("%-10s %9s %8s %7s %8s %6s %7s %6s %8s %8s %8s %9s %6s\n", "strategy", "tok/s",
+              "speedup", "accept", "tok/iter", "tree", "no_spec", "passes", "TTFT_ms", "TPOT_p50",
+              "TPOT_p99", ro.device.is_cuda() ? "dev_MB" : "peak_MB", "exact");
   std::vector<std::string> policy_rows;  // printed after the main table
   if (!args.record_trace.empty() && strategies.empty()) {
     return absl::InvalidArgumentError("--record-trace: --strategies is empty");
@@ -220,39 +234,49 @@ absl::Status RunBench(const Args& args) {
     o.sampling.seed = args.seed;
     o.latency = latency.get();            // null: measured on the target at Create
     o.plan_backend = plan_backend.get();  // null: in-process
-    SPECPLAN_ASSIGN_OR_RETURN(auto dec,
-                              SpeculativeDecoder::Create(target.get(), draft.get(), o,
-                                                         longest + args.max_new_tokens + 1));
+    const int64_t max_context = longest + args.max_new_tokens + 1;
+    SPECPLAN_ASSIGN_OR_RETURN(
+        auto dec, BatchDecoder::Create(target.get(), draft.get(), o, args.batch, max_context));
     // Warm-up (allocator, kernels) outside the measurement.
-    SPECPLAN_RETURN_IF_ERROR(dec->Generate(prompts[0], std::min(8, args.max_new_tokens)).status());
-    SPECPLAN_ASSIGN_OR_RETURN(dec, SpeculativeDecoder::Create(target.get(), draft.get(), o,
-                                                              longest + args.max_new_tokens + 1));
-    // The recorder re-drafts each step with its own drafters after Generate returns: the run and
-    // its timings are unchanged.
+    SPECPLAN_RETURN_IF_ERROR(dec->Run({prompts[0]}, std::min(8, args.max_new_tokens)).status());
+    SPECPLAN_ASSIGN_OR_RETURN(
+        dec, BatchDecoder::Create(target.get(), draft.get(), o, args.batch, max_context));
+    // The recorder re-drafts each step with its own drafters after the run: the run and its
+    // timings are unchanged.
     std::unique_ptr<TraceRecorder> recorder;
     if (!args.record_trace.empty() && &s == &strategies.front()) {
       TraceRecorderOptions ro;
       ro.gamma = o.bestfirst_gamma;
       ro.top_k = o.draft_top_k;
       ro.max_nodes = args.trace_nodes;
-      SPECPLAN_ASSIGN_OR_RETURN(
-          recorder,
-          TraceRecorder::Create(draft.get(), o.sampling, longest + args.max_new_tokens + 1, ro));
+      SPECPLAN_ASSIGN_OR_RETURN(recorder,
+                                TraceRecorder::Create(draft.get(), o.sampling, max_context, ro));
     }
+    const int total = static_cast<int>(prompts.size());
+    Progress(StrategyName(s), 0, total);
+    SPECPLAN_ASSIGN_OR_RETURN(std::vector<GenerationResult> results,
+                              dec->Run(prompts, args.max_new_tokens, [&](int done, int all) {
+                                Progress(StrategyName(s), done, all);
+                              }));
     std::vector<std::vector<planner::TokenId>> outputs;
+    std::vector<double> tpots;  // per request: time per output token after the first
     double ttft = 0, tpot_sum = 0;
     for (size_t i = 0; i < prompts.size(); ++i) {
-      Progress(StrategyName(s), static_cast<int>(i), static_cast<int>(prompts.size()));
-      SPECPLAN_ASSIGN_OR_RETURN(GenerationResult r, dec->Generate(prompts[i], args.max_new_tokens));
+      const GenerationResult& r = results[i];
       if (recorder) {
         SPECPLAN_RETURN_IF_ERROR(recorder->Record(static_cast<int64_t>(i), prompts[i], r));
       }
       ttft += r.ttft_s;
-      if (args.max_new_tokens > 1) tpot_sum += (r.total_s - r.ttft_s) / (args.max_new_tokens - 1);
-      outputs.push_back(std::move(r.tokens));
+      if (args.max_new_tokens > 1) {
+        tpots.push_back((r.total_s - r.ttft_s) / (args.max_new_tokens - 1));
+        tpot_sum += tpots.back();
+      }
+      outputs.push_back(r.tokens);
     }
-    Progress(StrategyName(s), static_cast<int>(prompts.size()), static_cast<int>(prompts.size()));
-    const DecodeCounters& c = dec->counters();
+    std::sort(tpots.begin(), tpots.end());
+    const double tpot_p50 = Percentile(tpots, 0.5), tpot_p99 = Percentile(tpots, 0.99);
+    const BatchCounters& bc = dec->counters();
+    const DecodeCounters& c = bc.decode;
     const double tps = static_cast<double>(c.new_tokens) / c.total_s;
     if (s == Strategy::kAr) {
       ar_tps = tps;
@@ -266,10 +290,11 @@ absl::Status RunBench(const Args& args) {
     std::string exact = "-";
     if (!ar_outputs.empty() && o.sampling.greedy) exact = outputs == ar_outputs ? "yes" : "NO";
     const std::string speedup = ar_tps > 0 ? absl::StrFormat("%.2fx", tps / ar_tps) : "-";
-    std::printf("%-10s %9.1f %8s %7.3f %8.2f %7.2f %6lld %9.2f %9.2f %9.1f %6s\n", StrategyName(s),
-                tps, speedup.c_str(), c.acceptance.AcceptedFraction(), c.tokens_per_iteration(),
-                c.acceptance.MeanAcceptedLength(), (long long)c.iterations(), 1e3 * ttft / n,
-                1e3 * tpot_sum / n, peak_mb, exact.c_str());
+    std::printf("%-10s %9.1f %8s %7.3f %8.2f %6.2f %7.3f %6lld %8.2f %8.2f %8.2f %9.1f %6s\n",
+                StrategyName(s), tps, speedup.c_str(), c.acceptance.AcceptedFraction(),
+                c.tokens_per_iteration(), bc.mean_tree_size(), bc.undrafted_fraction(),
+                (long long)bc.passes, 1e3 * ttft / n, 1e3 * tpot_p50, 1e3 * tpot_p99, peak_mb,
+                exact.c_str());
     std::fflush(stdout);
     nlohmann::json js = {
         {"outputs", outputs},
@@ -285,6 +310,12 @@ absl::Status RunBench(const Args& args) {
         {"verified_tokens", c.verified_tokens},
         {"ttft_s", ttft / n},
         {"tpot_s", tpot_sum / n},
+        {"tpot_p50_s", tpot_p50},
+        {"tpot_p99_s", tpot_p99},
+        {"mean_tree_size", bc.mean_tree_size()},
+        {"undrafted_fraction", bc.undrafted_fraction()},
+        {"passes", bc.passes},
+        {"mean_batch", bc.mean_batch()},
         {"total_s", c.total_s},
         {"draft_s", c.draft_s},
         {"verify_s", c.verify_s},
@@ -298,12 +329,12 @@ absl::Status RunBench(const Args& args) {
         {"greedy_equals_ar", ar_outputs.empty() || !o.sampling.greedy
                                  ? nlohmann::json()
                                  : nlohmann::json(outputs == ar_outputs)}};
-    if (const DrafterCounters* dc = dec->drafter_counters()) {
+    if (const std::optional<DrafterCounters> dc = dec->drafter_counters()) {
       js["draft_forwards"] = dc->forwards;
       js["draft_fed_tokens"] = dc->fed_tokens;
       js["draft_reused_rows"] = dc->reused_rows;
     }
-    if (const planner::PolicyStats* ps = dec->policy_stats()) {
+    if (const std::optional<planner::PolicyStats> ps = dec->policy_stats()) {
       const std::string policy = dec->strategy().PolicyName();
       js["policy"] = {{"name", policy},
                       {"steps", ps->steps},
@@ -361,7 +392,8 @@ int main(int argc, char** argv) {
                  "layers, shared weights)")
       ->capture_default_str();
   app.add_option("--strategies", args.strategies,
-                 "comma list of ar, linear, fixed, dynatree, bestfirst, lookup, merged")
+                 "comma list of ar, linear, fixed, dynatree, bestfirst, lookup, merged, batch "
+                 "(batch: one global batch planner sizes every sequence's tree)")
       ->capture_default_str();
   app.add_option("--prompts", args.prompts, "JSONL file, one {\"ids\": [int, ...]} per line")
       ->capture_default_str();
@@ -369,6 +401,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--max-prompts", args.max_prompts, "use only the first N prompts (0 = all)");
+  app.add_option("--batch", args.batch,
+                 "sequences decoded together, one verification pass per step; a waiting prompt "
+                 "joins as soon as one finishes")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   app.add_option("--device", args.device, "cpu | cuda | cuda:N")->capture_default_str();
   app.add_option("--dtype", args.dtype, "fp32 | bf16 | fp16")->capture_default_str();
   app.add_option("--json", args.json_out, "write the report (outputs and metrics) here");
@@ -389,9 +426,10 @@ int main(int argc, char** argv) {
                  "recorded draft-tree nodes per trace step (root included)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  app.add_option("--planner", args.planner,
-                 "HOST:PORT of a specplan-server that plans every best-first and merged step "
-                 "(same plans and tokens as in-process; default: plan in-process)");
+  app.add_option(
+      "--planner", args.planner,
+      "HOST:PORT of a specplan-server that plans every best-first, merged and batch step "
+      "(same plans and tokens as in-process; default: plan in-process)");
   app.add_option("--planner-connect-s", args.planner_connect_s,
                  "seconds to wait for the --planner server to answer before failing")
       ->capture_default_str()

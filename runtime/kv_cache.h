@@ -34,6 +34,8 @@ class KvCache {
 
   torch::Tensor& k(int64_t layer) { return k_[layer]; }  // [max_len][n_kv][d]
   torch::Tensor& v(int64_t layer) { return v_[layer]; }  // [max_len][n_kv][d]
+  const torch::Tensor& k(int64_t layer) const { return k_[layer]; }
+  const torch::Tensor& v(int64_t layer) const { return v_[layer]; }
 
   // Moves the rows at slots src_slots[i] to slots dst_start + i in every layer (gathered first,
   // so sources and destinations may overlap). Skips the copy when src_slots[i] == dst_start + i

@@ -48,4 +48,14 @@ absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatency(const Transformer& m
   return costmodel::GridLatency(s_grid, seconds, costmodel::GridSource::kMeasured);
 }
 
+absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatencyUpTo(const Transformer& model,
+                                                                int64_t max_s) {
+  if (max_s < 1)
+    return absl::InvalidArgumentError(absl::StrCat("max_s = ", max_s, ": must be >= 1"));
+  std::vector<int64_t> grid;
+  for (int64_t n = 1; n <= max_s; n *= 2) grid.push_back(n);
+  if (grid.back() != max_s) grid.push_back(max_s);
+  return MeasureVerifyLatency(model, grid, 64, 3);
+}
+
 }  // namespace specplan::runtime

@@ -21,6 +21,11 @@ absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatency(const Transformer& m
                                                             const std::vector<int64_t>& s_grid,
                                                             int64_t c, int reps = 5);
 
+// MeasureVerifyLatency on s = 1, 2, 4, ..., max_s (max_s included) over 64 cached tokens, median
+// of 3: what the best-first and batch strategies use when no calibrated profile is given.
+absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatencyUpTo(const Transformer& model,
+                                                                int64_t max_s);
+
 }  // namespace specplan::runtime
 
 #endif  // SPECPLAN_RUNTIME_MEASURED_LATENCY_H_

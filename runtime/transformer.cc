@@ -334,21 +334,19 @@ torch::Tensor Transformer::Rope(const torch::Tensor& x, const torch::Tensor& cos
 
 torch::Tensor Transformer::Attention(const Layer& L, int64_t index, const torch::Tensor& x,
                                      const torch::Tensor& cos, const torch::Tensor& sin,
-                                     int64_t start_slot, const torch::Tensor& mask,
-                                     KvCache* cache) const {
+                                     absl::Span<const Segment> segments) const {
   const ModelConfig& c = config_;
-  const int64_t s = x.size(0), d = c.head_dim, nq = c.num_heads, nkv = c.num_kv_heads;
-  const int64_t g = nq / nkv;
+  const int64_t S = x.size(0), d = c.head_dim, nq = c.num_heads, nkv = c.num_kv_heads;
   torch::Tensor q, k, v;
   if (c.family == ArchFamily::kGptNeox) {
-    torch::Tensor qkv = torch::linear(x, L.qkv_w, L.qkv_b).view({s, nq, 3 * d});
+    torch::Tensor qkv = torch::linear(x, L.qkv_w, L.qkv_b).view({S, nq, 3 * d});
     q = qkv.narrow(-1, 0, d);
     k = qkv.narrow(-1, d, d);
     v = qkv.narrow(-1, 2 * d, d);
   } else {
-    q = torch::linear(x, L.q_w, L.q_b).view({s, nq, d});
-    k = torch::linear(x, L.k_w, L.k_b).view({s, nkv, d});
-    v = torch::linear(x, L.v_w, L.v_b).view({s, nkv, d});
+    q = torch::linear(x, L.q_w, L.q_b).view({S, nq, d});
+    k = torch::linear(x, L.k_w, L.k_b).view({S, nkv, d});
+    v = torch::linear(x, L.v_w, L.v_b).view({S, nkv, d});
     if (c.qk_norm) {
       q = Norm(q, L.q_norm_w, {});
       k = Norm(k, L.k_norm_w, {});
@@ -356,11 +354,33 @@ torch::Tensor Transformer::Attention(const Layer& L, int64_t index, const torch:
   }
   q = Rope(q, cos, sin);
   k = Rope(k, cos, sin);
-  torch::Tensor& kc = cache->k(index);
-  torch::Tensor& vc = cache->v(index);
-  kc.narrow(0, start_slot, s).copy_(k);
-  vc.narrow(0, start_slot, s).copy_(v);
-  const int64_t T = start_slot + s;
+  torch::Tensor out;
+  if (segments.size() == 1) {
+    out = AttendSegment(index, q, k, v, segments[0]);
+  } else {
+    std::vector<torch::Tensor> outs;
+    outs.reserve(segments.size());
+    for (const Segment& g : segments) {
+      outs.push_back(AttendSegment(index, q.narrow(0, g.offset, g.s), k.narrow(0, g.offset, g.s),
+                                   v.narrow(0, g.offset, g.s), g));
+    }
+    out = torch::cat(outs, 0);
+  }
+  return torch::linear(out, L.o_w, L.o_b);
+}
+
+torch::Tensor Transformer::AttendSegment(int64_t index, const torch::Tensor& q,
+                                         const torch::Tensor& k, const torch::Tensor& v,
+                                         const Segment& seg) const {
+  const ModelConfig& c = config_;
+  const int64_t s = seg.s, d = c.head_dim, nq = c.num_heads, nkv = c.num_kv_heads;
+  const int64_t g = nq / nkv;
+  const torch::Tensor& mask = seg.mask;
+  torch::Tensor& kc = seg.cache->k(index);
+  torch::Tensor& vc = seg.cache->v(index);
+  kc.narrow(0, seg.start_slot, s).copy_(k);
+  vc.narrow(0, seg.start_slot, s).copy_(v);
+  const int64_t T = seg.start_slot + s;
   torch::Tensor keys = kc.narrow(0, 0, T).permute({1, 0, 2});    // [nkv][T][d]
   torch::Tensor values = vc.narrow(0, 0, T).permute({1, 0, 2});  // [nkv][T][d]
   torch::Tensor out;
@@ -386,7 +406,7 @@ torch::Tensor Transformer::Attention(const Layer& L, int64_t index, const torch:
     torch::Tensor p = torch::softmax(scores, -1).to(values.scalar_type()).view({nkv, g * s, T});
     out = torch::bmm(p, values).view({nkv, g, s, d}).permute({2, 0, 1, 3}).reshape({s, nq * d});
   }
-  return torch::linear(out, L.o_w, L.o_b);
+  return out;
 }
 
 torch::Tensor Transformer::Mlp(const Layer& L, const torch::Tensor& x) const {
@@ -430,31 +450,49 @@ torch::Tensor Transformer::LayerMask(const torch::Tensor& mask, int64_t s,
 torch::Tensor Transformer::Forward(const torch::Tensor& tokens, const torch::Tensor& positions,
                                    int64_t start_slot, const torch::Tensor& mask,
                                    KvCache* cache) const {
+  const ForwardSegment segment{tokens, positions, start_slot, mask, cache};
+  return ForwardBatch(absl::MakeConstSpan(&segment, 1));
+}
+
+torch::Tensor Transformer::ForwardBatch(absl::Span<const ForwardSegment> segments) const {
   c10::InferenceMode guard;
-  const int64_t s = tokens.size(0);
-  SPECPLAN_CHECK(s >= 1 && positions.size(0) == s);
-  SPECPLAN_CHECK(start_slot >= 0 && start_slot + s <= cache->max_len());
-  SPECPLAN_CHECK(cache->num_layers() == config_.num_layers);
+  SPECPLAN_CHECK(!segments.empty());
   const torch::Device dev = options_.device;
-  SPECPLAN_CHECK(tokens.scalar_type() == torch::kInt32 || tokens.scalar_type() == torch::kInt64);
-  torch::Tensor tok = tokens.to(dev);  // the embedding takes int32 or int64 ids; no copy when there
-  torch::Tensor pos = positions.to(dev, torch::kFloat32);
-  if (mask.defined()) {
-    SPECPLAN_CHECK(mask.dim() == 2 && mask.size(0) == s && mask.size(1) >= s &&
-                   mask.size(1) <= start_slot + s);
+  std::vector<Segment> segs;
+  segs.reserve(segments.size());
+  std::vector<torch::Tensor> toks, poss;
+  int64_t offset = 0;
+  for (const ForwardSegment& f : segments) {
+    const int64_t s = f.tokens.size(0);
+    SPECPLAN_CHECK(f.cache != nullptr && f.cache->num_layers() == config_.num_layers);
+    SPECPLAN_CHECK(s >= 1 && f.positions.size(0) == s);
+    SPECPLAN_CHECK(f.start_slot >= 0 && f.start_slot + s <= f.cache->max_len());
+    SPECPLAN_CHECK(f.tokens.scalar_type() == torch::kInt32 ||
+                   f.tokens.scalar_type() == torch::kInt64);
+    if (f.mask.defined()) {
+      SPECPLAN_CHECK(f.mask.dim() == 2 && f.mask.size(0) == s && f.mask.size(1) >= s &&
+                     f.mask.size(1) <= f.start_slot + s);
+    }
+    segs.push_back({s, offset, f.start_slot, LayerMask(f.mask, s, f.start_slot), f.cache});
+    offset += s;
+    // The embedding takes int32 or int64 ids; one segment's are used as they are (no copy when
+    // already on the device), several are packed as int64.
+    toks.push_back(segments.size() == 1 ? f.tokens.to(dev) : f.tokens.to(dev, torch::kInt64));
+    poss.push_back(f.positions.to(dev, torch::kFloat32));
   }
-  const torch::Tensor m = LayerMask(mask, s, start_slot);
-  // cos/sin [s][1][rotary_dim] in the model dtype (HF casts them to the activation dtype).
+  const torch::Tensor tok = toks.size() == 1 ? toks[0] : torch::cat(toks, 0);
+  const torch::Tensor pos = poss.size() == 1 ? poss[0] : torch::cat(poss, 0);
+  // cos/sin [S][1][rotary_dim] in the model dtype (HF casts them to the activation dtype).
   torch::Tensor freqs = torch::outer(pos, inv_freq_);
   torch::Tensor emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);
   torch::Tensor cos = emb.cos().to(options_.dtype);
   torch::Tensor sin = emb.sin().to(options_.dtype);
 
-  torch::Tensor x = torch::embedding(embed_, tok);  // [s][h]
+  torch::Tensor x = torch::embedding(embed_, tok);  // [S][h]
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& L = layers_[i];
-    torch::Tensor a = Attention(L, static_cast<int64_t>(i), Norm(x, L.ln1_w, L.ln1_b), cos, sin,
-                                start_slot, m, cache);
+    torch::Tensor a =
+        Attention(L, static_cast<int64_t>(i), Norm(x, L.ln1_w, L.ln1_b), cos, sin, segs);
     if (config_.family == ArchFamily::kGptNeox && config_.use_parallel_residual) {
       x = x + a + Mlp(L, Norm(x, L.ln2_w, L.ln2_b));
     } else {

@@ -36,6 +36,16 @@ const char* DtypeName(torch::ScalarType dtype);
 
 class TensorSource;  // runtime/safetensors.h
 
+// One sequence of a batched forward (Transformer::ForwardBatch): s_i new tokens over its own KV
+// cache. The fields mean what Forward's arguments of the same names mean.
+struct ForwardSegment {
+  torch::Tensor tokens;     // [s_i] int32 or int64
+  torch::Tensor positions;  // [s_i] int64
+  int64_t start_slot = 0;
+  torch::Tensor mask;        // as Forward's `mask` (undefined = causal)
+  KvCache* cache = nullptr;  // not owned; one cache per segment
+};
+
 class Transformer {
  public:
   // Random weights from `seed`: matrices N(0, init_scale^2 / fan_in), an untied LM head
@@ -87,6 +97,14 @@ class Transformer {
   torch::Tensor Forward(const torch::Tensor& tokens, const torch::Tensor& positions,
                         int64_t start_slot, const torch::Tensor& mask, KvCache* cache) const;
 
+  // B sequences in ONE pass, each over its own cache: the token-wise work (embedding, norms,
+  // QKV / output / MLP projections, LM head) runs once over the S = Σ s_i packed tokens, so the
+  // weights are read once per pass; attention runs per sequence over that sequence's cache and
+  // mask. Nothing is padded: time and memory scale with S and Σ s_i (c_i + s_i), not with B times
+  // the largest tree. Returns packed logits [S][V] float32 on the model's device, segment i's rows
+  // at offset Σ_{j<i} s_j. Forward is the one-segment case (the same kernels, the same numbers).
+  torch::Tensor ForwardBatch(absl::Span<const ForwardSegment> segments) const;
+
   // Convenience: causal forward of `tokens` at positions/slots start .. start + s - 1. On the CPU
   // the token ids are read in place (no copy).
   torch::Tensor ForwardCausal(absl::Span<const planner::TokenId> tokens, int64_t start,
@@ -108,9 +126,21 @@ class Transformer {
   torch::Tensor Norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) const;
   torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos,
                      const torch::Tensor& sin) const;  // x [s][heads][d]
+  // A segment of a batched forward after validation: its rows [offset, offset + s) of the packed
+  // activations, and its layer mask (LayerMask).
+  struct Segment {
+    int64_t s = 0, offset = 0, start_slot = 0;
+    torch::Tensor mask;
+    KvCache* cache = nullptr;
+  };
+  // Projections over the packed rows x [S][h]; attention per segment.
   torch::Tensor Attention(const Layer& layer, int64_t index, const torch::Tensor& x,
-                          const torch::Tensor& cos, const torch::Tensor& sin, int64_t start_slot,
-                          const torch::Tensor& mask, KvCache* cache) const;
+                          const torch::Tensor& cos, const torch::Tensor& sin,
+                          absl::Span<const Segment> segments) const;
+  // One segment's attention: q [s][nq][d], k and v [s][nkv][d] after RoPE; writes k and v into
+  // its cache and returns [s][nq * d].
+  torch::Tensor AttendSegment(int64_t index, const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, const Segment& segment) const;
   torch::Tensor Mlp(const Layer& layer, const torch::Tensor& x) const;
   // SDPA with native GQA (LibTorch >= 2.5 on CUDA) rather than the explicit bmm/softmax path.
   bool UseFusedAttention() const;

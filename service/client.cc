@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -304,6 +305,8 @@ absl::StatusOr<RemoteWhatIfResult> PlannerClient::WhatIf(const std::string& trac
 struct RemotePlanBackend::Scratch {
   v1::PlanTreeRequest plan_req;
   v1::PlanTreeResponse plan_resp;
+  v1::PlanBatchRequest batch_req;
+  v1::PlanBatchResponse batch_resp;
   v1::MergeTreesRequest merge_req;
   v1::MergeTreesResponse merge_resp;
 };
@@ -358,6 +361,44 @@ absl::Status RemotePlanBackend::PlanBestFirst(const planner::Marginals& marginal
   ++calls_;
   SPECPLAN_RETURN_IF_ERROR(client_.Call(req, &scratch_->plan_resp));
   service::PlanFromProto(scratch_->plan_resp.plan(), plan);
+  return absl::OkStatus();
+}
+
+absl::Status RemotePlanBackend::PlanBatch(const std::vector<planner::BatchRequest>& requests,
+                                          const planner::BatchPlanOptions& options,
+                                          const planner::BatchPlanCost* cost,
+                                          planner::BatchPlan* plan) {
+  SPECPLAN_CHECK(plan != nullptr);
+  v1::PlanBatchRequest& req = scratch_->batch_req;
+  req.Clear();
+  service::BatchRequestToProto(requests, options, &req);
+  req.mutable_outputs()->set_curve(true);  // the plan and the curve; no per-request outputs
+  if (cost != nullptr) {
+    SPECPLAN_CHECK(cost->latency != nullptr, "BatchPlanCost::latency is required");
+    // Every pass the planner can price: S = 1 .. Σ_i (cap_i + 1) tokens, at the mean context.
+    int64_t points = 0;
+    double context = 0;
+    for (const planner::BatchRequest& r : requests) {
+      const int cap = r.n_max >= 0 ? std::min(r.n_max, options.n_max) : options.n_max;
+      points += std::max(cap, 0) + 1;
+      context += static_cast<double>(r.c);
+    }
+    const int64_t c_mean =
+        requests.empty() ? 0 : std::llround(context / static_cast<double>(requests.size()));
+    v1::CostSpec* spec = req.mutable_cost();
+    v1::LatencyGrid* grid = spec->mutable_latency_grid();
+    grid->mutable_s()->Reserve(static_cast<int>(points));
+    grid->mutable_seconds()->Reserve(static_cast<int>(points));
+    for (int64_t s = 1; s <= points; ++s) {
+      grid->add_s(s);
+      grid->add_seconds(cost->latency->VerifySeconds(s, c_mean));
+    }
+    spec->set_t_aux_s(cost->t_aux_s);
+    service::DrafterCostToProto(cost->drafter, spec->mutable_drafter());
+  }
+  ++calls_;
+  SPECPLAN_RETURN_IF_ERROR(client_.Call(req, &scratch_->batch_resp));
+  service::BatchPlanFromProto(scratch_->batch_resp, plan, nullptr);
   return absl::OkStatus();
 }
 

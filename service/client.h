@@ -167,7 +167,8 @@ class PlannerClient {
 };
 
 // planner::PlanBackend over a specplan-server: PlanBestFirst -> PlanTree (cost sent as a dense
-// latency_grid, outputs not requested, curve requested), Merge -> MergeTrees. Requests and replies
+// latency_grid, outputs not requested, curve requested), Merge -> MergeTrees, PlanBatch ->
+// PlanBatch (cost as a dense latency_grid, curve only). Requests and replies
 // are reused across calls. Server-side limits apply (--max-gamma, --max-k, --max-n): a plan or
 // merge beyond them fails with RESOURCE_EXHAUSTED where the in-process backend would succeed.
 class RemotePlanBackend final : public planner::PlanBackend {
@@ -185,10 +186,15 @@ class RemotePlanBackend final : public planner::PlanBackend {
                              const planner::PlanCost* cost, planner::BestFirstPlan* plan) override;
   absl::Status Merge(const planner::Tree& a, const planner::Tree& b,
                      const planner::MergeOptions& options, planner::MergedTree* out) override;
+  // PlanBatch RPC; the cost goes as a dense latency_grid (planner::BatchPlanCost says when that
+  // prices a batch exactly as in-process). No per-request outputs are requested.
+  absl::Status PlanBatch(const std::vector<planner::BatchRequest>& requests,
+                         const planner::BatchPlanOptions& options,
+                         const planner::BatchPlanCost* cost, planner::BatchPlan* plan) override;
   std::string Name() const override { return "remote " + client_.server(); }
 
   PlannerClient& client() { return client_; }
-  int64_t calls() const { return calls_; }  // RPCs made (PlanTree + MergeTrees)
+  int64_t calls() const { return calls_; }  // RPCs made (PlanTree + MergeTrees + PlanBatch)
 
  private:
   struct Scratch;

@@ -508,14 +508,14 @@ void BatchPlanFromProto(const v1::PlanBatchResponse& in, planner::BatchPlan* out
   out->n.resize(static_cast<size_t>(B));
   out->expected_accepted.resize(static_cast<size_t>(B));
   out->price.resize(static_cast<size_t>(B));
-  outputs->resize(static_cast<size_t>(B));
+  if (outputs != nullptr) outputs->resize(static_cast<size_t>(B));
   for (int i = 0; i < B; ++i) {
     const v1::BatchPlanEntry& e = in.requests(i);
     AssignTree(e.tree(), &out->trees[i]);
     out->n[i] = e.n();
     out->expected_accepted[i] = e.expected_accepted();
     out->price[i] = e.price();
-    TreeOutputsFromProto(e.outputs(), &(*outputs)[i]);
+    if (outputs != nullptr) TreeOutputsFromProto(e.outputs(), &(*outputs)[i]);
   }
   out->n_total = in.n_total();
   out->weighted_accepted = in.weighted_accepted();

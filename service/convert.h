@@ -149,7 +149,8 @@ void BatchRequestToProto(const std::vector<planner::BatchRequest>& requests,
 void BatchPlanToProto(const planner::BatchPlan& in,
                       const std::vector<planner::TreeOutputs>& outputs, const Outputs& o,
                       v1::PlanBatchResponse* out);
-// Client side, the inverse (buffers reused; taken as it is, no checks).
+// Client side, the inverse (buffers reused; taken as it is, no checks). `outputs` may be null
+// (the per-request outputs are then not read).
 void BatchPlanFromProto(const v1::PlanBatchResponse& in, planner::BatchPlan* out,
                         std::vector<planner::TreeOutputs>* outputs);
 

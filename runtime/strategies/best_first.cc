@@ -15,11 +15,8 @@ absl::StatusOr<std::unique_ptr<BestFirstStrategy>> BestFirstStrategy::Create(
   std::unique_ptr<BestFirstStrategy> s(new BestFirstStrategy(options, ctx));
   s->latency_ = options.latency;
   if (s->latency_ == nullptr) {
-    std::vector<int64_t> grid;
-    for (int64_t n = 1; n <= options.max_tree_nodes + 1; n *= 2) grid.push_back(n);
-    if (grid.back() != options.max_tree_nodes + 1) grid.push_back(options.max_tree_nodes + 1);
     SPECPLAN_ASSIGN_OR_RETURN(costmodel::GridLatency m,
-                              MeasureVerifyLatency(*ctx.target, grid, 64, 3));
+                              MeasureVerifyLatencyUpTo(*ctx.target, options.max_tree_nodes + 1));
     s->owned_latency_ = std::make_unique<costmodel::GridLatency>(std::move(m));
     s->latency_ = s->owned_latency_.get();
   }

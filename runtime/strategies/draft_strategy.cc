@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/strategies/ar.h"
+#include "runtime/strategies/batch.h"
 #include "runtime/strategies/best_first.h"
 #include "runtime/strategies/draft_tree.h"
 #include "runtime/strategies/lookup.h"
@@ -29,6 +30,8 @@ absl::StatusOr<std::unique_ptr<DraftStrategy>> CreateDraftStrategy(const Strateg
           std::min(options.lookup_budget, options.max_tree_nodes), ctx.backend);
     case Strategy::kMerged:
       return MergedStrategy::Create(options, ctx);
+    case Strategy::kBatch:
+      return BatchStrategy::Create(options, ctx);
   }
   return absl::InvalidArgumentError("strategy: unknown value");
 }

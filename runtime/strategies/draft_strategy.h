@@ -8,6 +8,7 @@
 //   best_first.h  draft-model AR-chain lattice + best-first with the cost-model controller
 //   lookup.h      prompt-lookup n-gram marginals + fixed-budget best-first (no draft model)
 //   merged.h      dynatree tree and n-gram tree merged under one root
+//   batch.h       draft-model AR-chain lattice; a global batch planner sizes every sequence's tree
 #ifndef SPECPLAN_RUNTIME_STRATEGIES_DRAFT_STRATEGY_H_
 #define SPECPLAN_RUNTIME_STRATEGIES_DRAFT_STRATEGY_H_
 

@@ -19,6 +19,7 @@ constexpr struct {
     {Strategy::kBestFirst, sn::kBestFirst},
     {Strategy::kLookup, sn::kLookup},
     {Strategy::kMerged, sn::kMerged},
+    {Strategy::kBatch, sn::kBatch},
 };
 
 }  // namespace
@@ -29,7 +30,7 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& name) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("strategy = \"", name,
-                   "\": expected ar, linear, fixed, dynatree, bestfirst, lookup, merged"));
+                   "\": expected ar, linear, fixed, dynatree, bestfirst, lookup, merged, batch"));
 }
 
 const char* StrategyName(Strategy s) {

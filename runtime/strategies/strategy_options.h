@@ -19,7 +19,8 @@
 namespace specplan::runtime {
 
 // One object per strategy (draft_strategy.h): kAr in ar.h; kLinear, kFixed and kDynaTree in
-// draft_tree.h; kBestFirst in best_first.h; kLookup in lookup.h; kMerged in merged.h.
+// draft_tree.h; kBestFirst in best_first.h; kLookup in lookup.h; kMerged in merged.h; kBatch in
+// batch.h.
 enum class Strategy {
   kAr,         // plain autoregressive decoding (root-only trees)
   kLinear,     // draft-model greedy chain of K tokens (planner::LinearChainPolicy)
@@ -28,9 +29,11 @@ enum class Strategy {
   kBestFirst,  // AR-chain lattice + best-first with the cost-model controller (BASTION)
   kLookup,     // prompt-lookup n-gram marginals + best-first with a fixed budget (no draft model)
   kMerged,     // DynaTree draft-model tree + n-gram tree merged (planner::MergeTrees), one verify
+  kBatch,  // AR-chain lattice per sequence; one global batch planner sizes every sequence's tree
+           // of a batch (planner::BatchPlanner; runtime/strategies/batch.h)
 };
 
-// "ar", "linear", "fixed", "dynatree", "bestfirst", "lookup", "merged".
+// "ar", "linear", "fixed", "dynatree", "bestfirst", "lookup", "merged", "batch".
 absl::StatusOr<Strategy> ParseStrategy(const std::string& name);
 const char* StrategyName(Strategy s);
 bool StrategyNeedsDraft(Strategy s);
@@ -59,6 +62,13 @@ struct StrategyOptions {
   // Best-first (BASTION): AR-chain lattice depth gamma, controller over C(n).
   int bestfirst_gamma = 6;
   planner::BestFirstOptions bestfirst;
+  // kBatch: bestfirst.n_max caps each sequence's tree; bestfirst.mode picks the batch planner's
+  // stopping rule (kController: the first decrease of the batch goodput; kScan: its argmax;
+  // kFixed: batch_budget nodes over the batch).
+  int batch_budget = 0;  // kFixed only: total draft nodes over the batch (0 = bestfirst.n_max x B)
+  // kBatch: the draft-model step time the batch planner prices, in seconds; < 0: the drafter's
+  // last measured step (the default). A fixed value makes plans reproducible (tests).
+  double batch_draft_step_s = -1;
   // The verification-latency model for the controller; not owned. Null: the best-first strategy
   // measures one on the target when it is created (MeasureVerifyLatency).
   const costmodel::LatencyModel* latency = nullptr;

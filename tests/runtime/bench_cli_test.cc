@@ -1,5 +1,6 @@
 // specplan-bench end to end: runs the built binary on the tiny random pair and checks the JSON
-// report (one output per prompt, greedy outputs identical to AR's, metrics present), and
+// report (one output per prompt, greedy outputs identical to AR's, metrics present), a batch run
+// (--batch: batch fields, plain progress lines without a terminal), and
 // --record-trace (a loadable trace of the first strategy's run; sampling refused).
 #include <gtest/gtest.h>
 
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -48,6 +50,48 @@ TEST(BenchCliTest, TinyPairJsonReport) {
       EXPECT_TRUE(s.at(name).contains(key)) << name << "." << key;
     }
   }
+  fs::remove_all(dir);
+}
+
+// --batch 3 over 5 prompts: every strategy's outputs equal AR's, the batch fields are in the
+// report, and without a terminal the progress is plain lines.
+TEST(BenchCliTest, BatchRunReportsBatchFields) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("specplan_bench_batch_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string out = (dir / "out.json").string();
+  const std::string err = (dir / "err.txt").string();
+  const std::string cmd = Bench() +
+                          " --target random:tiny --draft truncate:2 --strategies "
+                          "ar,fixed,bestfirst,batch --max-prompts 5 --batch 3 "
+                          "--max-new-tokens 10 --threads 1 --json " +
+                          out + " > /dev/null 2> " + err;
+  ASSERT_EQ(RunShell(cmd), 0) << cmd;
+  std::ifstream in(out);
+  nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j.at("batch"), 3);
+  const auto& s = j.at("strategies");
+  const auto& ar = s.at("ar").at("outputs");
+  ASSERT_EQ(ar.size(), 5u);
+  for (const char* name : {"fixed", "bestfirst", "batch"}) {
+    EXPECT_EQ(s.at(name).at("outputs"), ar) << name;
+    EXPECT_EQ(s.at(name).at("greedy_equals_ar"), true) << name;
+  }
+  for (const char* name : {"ar", "fixed", "bestfirst", "batch"}) {
+    for (const char* key :
+         {"tokens_per_s", "tpot_p50_s", "tpot_p99_s", "acceptance_rate", "tokens_per_iteration",
+          "mean_tree_size", "undrafted_fraction", "passes", "mean_batch", "peak_rss_bytes"}) {
+      EXPECT_TRUE(s.at(name).contains(key)) << name << "." << key;
+    }
+    EXPECT_LE(s.at(name).at("mean_batch").get<double>(), 3.0) << name;
+    EXPECT_LE(s.at(name).at("tpot_p50_s").get<double>(), s.at(name).at("tpot_p99_s").get<double>())
+        << name;
+  }
+  EXPECT_EQ(s.at("ar").at("undrafted_fraction"), 1.0);
+  std::ifstream e(err);
+  const std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("batch: 5/5 prompts\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos) << "a progress bar without a terminal";
   fs::remove_all(dir);
 }
 

@@ -53,24 +53,11 @@ TEST(DecoderTest, ArEqualsFullRecomputation) {
   }
 }
 
-struct DraftKind {
-  const char* name;
-  std::unique_ptr<Transformer> (*make)(const Transformer& target);
-};
-
-std::unique_ptr<Transformer> SameAsTarget(const Transformer& t) {
-  return t.Truncated(t.config().num_layers);
-}
-std::unique_ptr<Transformer> FirstLayer(const Transformer& t) { return t.Truncated(1); }
-std::unique_ptr<Transformer> Independent(const Transformer&) { return TinyModel("tiny-draft", 99); }
-
 class GreedyExactTest : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 TEST_P(GreedyExactTest, EqualsArTokens) {
   const Strategy strategy = *ParseStrategy(std::get<0>(GetParam()));
-  static const DraftKind kinds[] = {
-      {"same", SameAsTarget}, {"first_layer", FirstLayer}, {"independent", Independent}};
-  const DraftKind& kind = kinds[std::get<1>(GetParam())];
+  const testing::DraftKind& kind = testing::kDraftKinds[std::get<1>(GetParam())];
   for (uint64_t seed : {31u, 32u}) {
     auto target = TinyModel("tiny", seed);
     auto draft = kind.make(*target);
@@ -103,8 +90,7 @@ TEST_P(GreedyExactTest, EqualsArTokens) {
 }
 
 std::string GreedyExactName(const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
-  static const char* kinds[] = {"same", "first_layer", "independent"};
-  return std::get<0>(info.param) + "_" + kinds[std::get<1>(info.param)];
+  return std::get<0>(info.param) + "_" + testing::kDraftKinds[std::get<1>(info.param)].name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, GreedyExactTest,

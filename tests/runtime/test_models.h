@@ -28,6 +28,18 @@ inline std::unique_ptr<Transformer> TinyModel(const std::string& name, uint64_t 
   return *std::move(model);
 }
 
+// The three drafts the exactness tests pair with a target: the target itself (every greedy chain
+// is accepted), its first layer (accepted in part), an independent tiny-draft (rarely accepted).
+struct DraftKind {
+  const char* name;
+  std::unique_ptr<Transformer> (*make)(const Transformer& target);
+};
+inline const DraftKind kDraftKinds[] = {
+    {"same", [](const Transformer& t) { return t.Truncated(t.config().num_layers); }},
+    {"first_layer", [](const Transformer& t) { return t.Truncated(1); }},
+    {"independent", [](const Transformer&) { return TinyModel("tiny-draft", 99); }},
+};
+
 // A random tree with `n` draft nodes: each node's parent is uniform over earlier nodes; tokens
 // uniform in [0, vocab).
 inline planner::Tree RandomTree(int n, int vocab, std::mt19937_64& rng) {

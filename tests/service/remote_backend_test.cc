@@ -4,7 +4,7 @@
 // latency_grid cost source on the wire (semantics and validation); and, when this binary also
 // links the runtime (SPECPLAN_TEST_WITH_RUNTIME: both gRPC and Torch in the build), a decoder that
 // plans remotely emits the same tokens as one that plans in-process, with every step's remote plan
-// equal to the in-process plan.
+// equal to the in-process plan (one sequence, and a batch through PlanBatch).
 // Over 500 lines because the three parts share one server process and the comparison helpers.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
@@ -43,6 +43,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "runtime/batch_decoder.h"
 #include "runtime/decoder.h"
 #include "runtime/measured_latency.h"
 #include "tests/runtime/test_models.h"
@@ -423,13 +424,30 @@ class ComparingBackend : public planner::PlanBackend {
     ++merges;
     return absl::OkStatus();
   }
+  absl::Status PlanBatch(const std::vector<planner::BatchRequest>& requests,
+                         const planner::BatchPlanOptions& o, const planner::BatchPlanCost* cost,
+                         planner::BatchPlan* plan) override {
+    EXPECT_TRUE(local_.PlanBatch(requests, o, cost, &want_batch_).ok());
+    SPECPLAN_RETURN_IF_ERROR(remote_->PlanBatch(requests, o, cost, plan));
+    EXPECT_EQ(want_batch_.n, plan->n);
+    EXPECT_EQ(want_batch_.speculation_pays, plan->speculation_pays);
+    EXPECT_EQ(want_batch_.curve.size(), plan->curve.size());
+    for (size_t i = 0; i < plan->trees.size() && i < want_batch_.trees.size(); ++i) {
+      EXPECT_EQ(want_batch_.trees[i].tokens, plan->trees[i].tokens) << "request " << i;
+      EXPECT_EQ(want_batch_.trees[i].parents, plan->trees[i].parents) << "request " << i;
+    }
+    ++batch_plans;
+    if (plan->n_total > 0) ++nonempty_plans;
+    return absl::OkStatus();
+  }
   std::string Name() const override { return "comparing " + remote_->Name(); }
-  int plans = 0, nonempty_plans = 0, merges = 0;
+  int plans = 0, nonempty_plans = 0, merges = 0, batch_plans = 0;
 
  private:
   RemotePlanBackend* remote_;
   planner::InProcessPlanBackend local_;
   planner::BestFirstPlan want_plan_;
+  planner::BatchPlan want_batch_;
   planner::MergedTree want_merge_;
 };
 
@@ -488,13 +506,52 @@ TEST_F(RemoteBackendTest, DecoderWithRemotePlannerEmitsTheInProcessTokens) {
   }
 }
 
-// specplan-bench --planner HOST:PORT end to end: every best-first and merged step is planned by the
-// server, the report names it, and the greedy outputs still equal AR's.
+// The batch decoder with strategy batch: every step's batch plan comes from the server's PlanBatch
+// and equals the in-process plan; the tokens are the in-process decoder's (AR's).
+TEST_F(RemoteBackendTest, BatchDecoderWithRemotePlanBatchEmitsTheInProcessTokens) {
+  auto remote = RemotePlanBackend::Connect(Address());
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  auto target = runtime::testing::TinyModel("tiny", 32);
+  auto draft = target->Truncated(target->config().num_layers);
+  const costmodel::GridLatency latency({1, 2, 4, 8, 16, 32, 65},
+                                       {2e-3, 2.05e-3, 2.2e-3, 2.6e-3, 3.4e-3, 5e-3, 8.5e-3},
+                                       costmodel::GridSource::kMeasured);
+  std::mt19937_64 rng(78);
+  std::vector<std::vector<planner::TokenId>> prompts;
+  for (int i = 0; i < 5; ++i)
+    prompts.push_back(runtime::testing::RandomTokens(3 + 2 * i, 256, rng));
+  runtime::StrategyOptions options = runtime::StrategyOptions::Defaults(runtime::Strategy::kBatch);
+  options.latency = &latency;
+  options.batch_draft_step_s = 1e-4;  // the same drafting price in both runs
+  ComparingBackend comparing(remote->get());
+  runtime::StrategyOptions remote_options = options;
+  remote_options.plan_backend = &comparing;
+  auto local_dec = runtime::BatchDecoder::Create(target.get(), draft.get(), options, 3, 256);
+  auto remote_dec =
+      runtime::BatchDecoder::Create(target.get(), draft.get(), remote_options, 3, 256);
+  ASSERT_TRUE(local_dec.ok()) << local_dec.status();
+  ASSERT_TRUE(remote_dec.ok()) << remote_dec.status();
+  auto want = (*local_dec)->Run(prompts, 12);
+  auto got = (*remote_dec)->Run(prompts, 12);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ((*want)[i].tokens, (*got)[i].tokens) << "prompt " << i;
+    EXPECT_EQ((*got)[i].tokens, runtime::testing::ReferenceGreedy(*target, prompts[i], 12));
+  }
+  EXPECT_EQ(comparing.batch_plans, (*remote_dec)->counters().passes);
+  EXPECT_GT(comparing.nonempty_plans, 0);
+  EXPECT_EQ((*local_dec)->counters().draft_nodes, (*remote_dec)->counters().draft_nodes);
+}
+
+// specplan-bench --planner HOST:PORT end to end: every best-first, merged and batch step is
+// planned by the server, the report names it, and the greedy outputs still equal AR's.
 TEST_F(RemoteBackendTest, BenchWithPlannerFlagPlansRemotelyAndEmitsArTokens) {
   const fs::path out = *dir_ / "bench.json";
   const std::string cmd = std::string(SPECPLAN_BINARY_DIR) +
                           "/runtime/specplan-bench --target random:tiny --draft truncate:2 "
-                          "--strategies ar,bestfirst,merged --max-prompts 2 --max-new-tokens 10 "
+                          "--strategies ar,bestfirst,merged,batch --max-prompts 3 --batch 2 "
+                          "--max-new-tokens 10 "
                           "--threads 1 --planner " +
                           Address() + " --json " + out.string() + " > /dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
@@ -502,7 +559,7 @@ TEST_F(RemoteBackendTest, BenchWithPlannerFlagPlansRemotelyAndEmitsArTokens) {
   const nlohmann::json report = nlohmann::json::parse(in);
   EXPECT_EQ(report.at("planner"), "remote " + Address());
   const auto& strategies = report.at("strategies");
-  for (const char* name : {"bestfirst", "merged"}) {
+  for (const char* name : {"bestfirst", "merged", "batch"}) {
     EXPECT_EQ(strategies.at(name).at("greedy_equals_ar"), true) << name;
     EXPECT_EQ(strategies.at(name).at("outputs"), strategies.at("ar").at("outputs")) << name;
   }

@@ -1,0 +1,118 @@
+// The batch decode loop: B sequences verified together, one target pass per step, with bounded
+// continuous batching (a waiting prompt joins as soon as a sequence finishes).
+//
+// One step over the sequences in flight:
+//   1. newcomers are prefilled together in one pass (Transformer::ForwardBatch, causal segments);
+//   2. every sequence drafts: its own strategy builds its tree (ar, linear, fixed, dynatree,
+//      bestfirst, lookup, merged: each request's controller blind to the batch), or, for strategy
+//      `batch`, every sequence drafts its lattice and ONE BatchStepPlanner sizes all the trees
+//      (runtime/strategies/batch.h), where n_i = 0 leaves sequence i a plain decoding step;
+//   3. ONE target pass verifies all trees packed as a ragged batch: no padding, per-sequence
+//      ancestor masks, absolute positions c_i + depth and each sequence's own KV cache
+//      (decode_sequence.h VerifyTogether);
+//   4. each sequence accepts on its own rows and compacts its own KV cache; finished sequences
+//      leave and free their slot.
+// Each sequence keeps its own RNG, prompt i seeded with options.sampling.seed + i, so greedy
+// outputs equal AR's, sampling keeps the target distribution, and with a per-request strategy
+// prompt i emits exactly what SpeculativeDecoder emits for it alone with that seed.
+#ifndef SPECPLAN_RUNTIME_BATCH_DECODER_H_
+#define SPECPLAN_RUNTIME_BATCH_DECODER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodel/latency_model.h"
+#include "planner/batch_plan.h"
+#include "planner/plan_backend.h"
+#include "runtime/decode_sequence.h"
+#include "runtime/strategies/batch.h"
+#include "runtime/strategies/strategy_options.h"
+#include "runtime/transformer.h"
+
+namespace specplan::runtime {
+
+// Batch-wide counters of Run calls, beside the per-request-step ones in `decode` (whose
+// acceptance.steps counts request-steps: one per sequence per verification pass).
+struct BatchCounters {
+  DecodeCounters decode;
+  int64_t passes = 0;           // verification passes (batch steps)
+  int64_t request_steps = 0;    // Σ over passes of the sequences verified
+  int64_t undrafted_steps = 0;  // request-steps whose tree had no draft node
+  int64_t draft_nodes = 0;      // Σ draft nodes over request-steps
+  int64_t prefill_passes = 0;   // prefill passes (each prefills every newcomer of a step)
+  double mean_batch() const {
+    return passes == 0 ? 0.0 : static_cast<double>(request_steps) / static_cast<double>(passes);
+  }
+  double mean_tree_size() const {  // mean draft nodes per request-step
+    return request_steps == 0
+               ? 0.0
+               : static_cast<double>(draft_nodes) / static_cast<double>(request_steps);
+  }
+  double undrafted_fraction() const {
+    return request_steps == 0
+               ? 0.0
+               : static_cast<double>(undrafted_steps) / static_cast<double>(request_steps);
+  }
+};
+
+// One verification pass: which prompts it verified, with their contexts and tree sizes.
+struct BatchStepLog {
+  std::vector<int> prompts;  // prompt index of each sequence verified, in pass order
+  std::vector<int64_t> c;    // its tokens in the target cache before the pass
+  std::vector<int> n;        // its draft nodes this pass
+};
+
+class BatchDecoder {
+ public:
+  // `target` (and `draft`, when StrategyNeedsDraft) are not owned and must outlive the decoder.
+  // Up to `max_batch` sequences are in flight; `max_context` bounds prompt + new tokens. With
+  // options.latency null, the bestfirst and batch strategies share one T_verify model measured on
+  // the target now, over s = 1 .. max_batch * (max_tree_nodes + 1).
+  static absl::StatusOr<std::unique_ptr<BatchDecoder>> Create(const Transformer* target,
+                                                              const Transformer* draft,
+                                                              const StrategyOptions& options,
+                                                              int max_batch, int64_t max_context);
+
+  // Decodes max_new_tokens after each prompt, at most max_batch in flight, prompts joining in
+  // order as slots free up. Results are in prompt order; ttft_s and total_s of a result count from
+  // the moment its prompt joined the batch. `progress(done, total)` runs after each finished
+  // prompt; `on_step` after each verification pass.
+  absl::StatusOr<std::vector<GenerationResult>> Run(
+      const std::vector<std::vector<planner::TokenId>>& prompts, int max_new_tokens,
+      const std::function<void(int, int)>& progress = {},
+      const std::function<void(const BatchStepLog&)>& on_step = {});
+
+  const BatchCounters& counters() const { return counters_; }
+  const StrategyOptions& options() const { return options_; }
+  int max_batch() const { return static_cast<int>(slots_.size()); }
+  // The first slot's strategy (its name and policy; every slot runs the same one).
+  const DraftStrategy& strategy() const { return slots_[0]->strategy(); }
+  // Every slot's draft-model counters summed (nullopt when the strategy has no draft model).
+  std::optional<DrafterCounters> drafter_counters() const;
+  // Every slot's planner-policy counters summed (nullopt when the strategy has no policy).
+  std::optional<planner::PolicyStats> policy_stats() const;
+  // Target KV-cache bytes over all slots (preallocated).
+  int64_t cache_bytes() const;
+
+ private:
+  BatchDecoder() = default;
+  absl::Status DraftAll(const std::vector<DecodeSequence*>& active);
+
+  const Transformer* target_ = nullptr;
+  StrategyOptions options_;
+  int64_t max_context_ = 0;
+  std::unique_ptr<costmodel::LatencyModel> owned_latency_;
+  std::unique_ptr<planner::InProcessPlanBackend> owned_backend_;
+  std::vector<std::unique_ptr<DecodeSequence>> slots_;
+  std::unique_ptr<BatchStepPlanner> batch_planner_;  // strategy kBatch
+  planner::BatchPlan plan_;
+  BatchCounters counters_;
+};
+
+}  // namespace specplan::runtime
+
+#endif  // SPECPLAN_RUNTIME_BATCH_DECODER_H_

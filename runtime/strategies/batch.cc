@@ -1,0 +1,94 @@
+#include "runtime/strategies/batch.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/measured_latency.h"
+#include "util/check.h"
+#include "util/status_macros.h"
+
+namespace specplan::runtime {
+
+BatchStepPlanner::BatchStepPlanner(const StrategyOptions& options,
+                                   const costmodel::LatencyModel* latency,
+                                   planner::PlanBackend* backend)
+    : cap_(std::min(options.bestfirst.n_max, options.max_tree_nodes)),
+      batch_budget_(options.batch_budget),
+      latency_(latency),
+      backend_(backend) {
+  SPECPLAN_CHECK(latency != nullptr && backend != nullptr);
+  options_.mode = options.bestfirst.mode;
+}
+
+absl::Status BatchStepPlanner::Plan(absl::Span<const planner::Marginals* const> marginals,
+                                    absl::Span<const int64_t> contexts,
+                                    const costmodel::DrafterCost& drafter,
+                                    planner::BatchPlan* plan) {
+  SPECPLAN_CHECK(marginals.size() == contexts.size() && !marginals.empty());
+  const int B = static_cast<int>(marginals.size());
+  requests_.resize(marginals.size());
+  for (size_t i = 0; i < marginals.size(); ++i) {
+    requests_[i].marginals = marginals[i];
+    requests_[i].c = contexts[i];
+    requests_[i].n_max = cap_;
+    requests_[i].weight = 1.0;
+  }
+  options_.n_max = options_.mode == planner::BudgetMode::kFixed && batch_budget_ > 0
+                       ? std::min(batch_budget_, cap_ * B)
+                       : cap_ * B;
+  costmodel::DrafterCost dc = drafter;
+  dc.batch_growth = 1.0;  // sequences are drafted one after another
+  const planner::BatchPlanCost cost{latency_, dc, 0.0};
+  return backend_->PlanBatch(requests_, options_, &cost, plan);
+}
+
+absl::StatusOr<std::unique_ptr<BatchStrategy>> BatchStrategy::Create(const StrategyOptions& options,
+                                                                     const StrategyContext& ctx) {
+  if (ctx.draft == nullptr)
+    return absl::InvalidArgumentError("strategy batch: needs a draft model");
+  std::unique_ptr<BatchStrategy> s(new BatchStrategy(options, ctx));
+  const costmodel::LatencyModel* latency = options.latency;
+  if (latency == nullptr) {
+    SPECPLAN_ASSIGN_OR_RETURN(costmodel::GridLatency m,
+                              MeasureVerifyLatencyUpTo(*ctx.target, options.max_tree_nodes + 1));
+    s->owned_latency_ = std::make_unique<costmodel::GridLatency>(std::move(m));
+    latency = s->owned_latency_.get();
+  }
+  s->planner_ = std::make_unique<BatchStepPlanner>(options, latency, ctx.backend);
+  return s;
+}
+
+BatchStrategy::BatchStrategy(const StrategyOptions& options, const StrategyContext& ctx)
+    : gamma_(options.bestfirst_gamma),
+      fixed_step_s_(options.batch_draft_step_s),
+      drafter_(ctx.draft, ctx.max_len + 2 * options.max_tree_nodes, options.draft_top_k) {}
+
+absl::Status BatchStrategy::DraftMarginals(const DecodeState& state) {
+  return drafter_.DraftChain(state.committed, gamma_, &marginals_);
+}
+
+costmodel::DrafterCost BatchStrategy::drafter_cost() const {
+  costmodel::DrafterCost dc;
+  dc.cls = costmodel::DrafterClass::kAutoregressive;
+  dc.gamma = gamma_;
+  dc.t_net_s = fixed_step_s_ >= 0 ? fixed_step_s_ : drafter_.last_step_seconds();
+  return dc;
+}
+
+absl::Status BatchStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
+  SPECPLAN_RETURN_IF_ERROR(DraftMarginals(state));
+  const planner::Marginals* m = &marginals_;
+  SPECPLAN_RETURN_IF_ERROR(planner_->Plan(
+      absl::MakeConstSpan(&m, 1), absl::MakeConstSpan(&state.c, 1), drafter_cost(), &plan_));
+  *tree = plan_.trees[0];
+  return absl::OkStatus();
+}
+
+absl::Status BatchStrategy::Observe(const planner::Tree& tree,
+                                    const planner::AcceptResult& accept) {
+  AcceptedTokens(tree, accept, &accepted_tokens_);
+  drafter_.Commit(accepted_tokens_);
+  return absl::OkStatus();
+}
+
+}  // namespace specplan::runtime

@@ -1,0 +1,86 @@
+// Strategy `batch`: every sequence drafts the draft model's autoregressive-chain lattice (as
+// bestfirst does), and ONE global batch planner (planner::BatchPlanner, planner/batch_plan.h)
+// sizes all the sequences' trees of a batch at once: one budget grown from one frontier, stopping
+// where the batch goodput Σ Â_i / C_batch(N) peaks, with n_i = 0 ("do not speculate this
+// sequence this step") and N = 0 (a plain decoding step) when drafting does not pay.
+//
+// The batch decoder (runtime/batch_decoder.h) drafts each sequence's lattice (DraftMarginals),
+// plans the batch with a BatchStepPlanner and hands each sequence its tree. Decoded alone
+// (SpeculativeDecoder), BuildTree plans a batch of one, which is best-first with the same stopping
+// rule node for node.
+#ifndef SPECPLAN_RUNTIME_STRATEGIES_BATCH_H_
+#define SPECPLAN_RUNTIME_STRATEGIES_BATCH_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "costmodel/cycle_cost.h"
+#include "planner/batch_plan.h"
+#include "runtime/strategies/draft_strategy.h"
+
+namespace specplan::runtime {
+
+// Plans one decoding step of a batch from its sequences' lattices.
+class BatchStepPlanner {
+ public:
+  // `latency` prices a ragged verification pass; `backend` plans (in-process, or a
+  // specplan-server's PlanBatch RPC). Neither is owned; both must outlive the planner.
+  // options.bestfirst.n_max caps each sequence's tree (at most options.max_tree_nodes);
+  // options.bestfirst.mode picks the stopping rule; options.batch_budget is kFixed's total.
+  BatchStepPlanner(const StrategyOptions& options, const costmodel::LatencyModel* latency,
+                   planner::PlanBackend* backend);
+
+  // One request per sequence: (marginals[i], contexts[i]). `drafter` is one sequence's drafting
+  // cost; the runtime drafts the sequences one after another, so the batch pays B times it.
+  absl::Status Plan(absl::Span<const planner::Marginals* const> marginals,
+                    absl::Span<const int64_t> contexts, const costmodel::DrafterCost& drafter,
+                    planner::BatchPlan* plan);
+
+ private:
+  int cap_;
+  planner::BatchPlanOptions options_;
+  int batch_budget_;
+  const costmodel::LatencyModel* latency_;
+  planner::PlanBackend* backend_;
+  std::vector<planner::BatchRequest> requests_;
+};
+
+class BatchStrategy final : public DraftStrategy {
+ public:
+  // ctx.draft must be non-null. With options.latency null, T_verify is measured on ctx.target now
+  // (MeasureVerifyLatencyUpTo, s up to options.max_tree_nodes + 1).
+  static absl::StatusOr<std::unique_ptr<BatchStrategy>> Create(const StrategyOptions& options,
+                                                               const StrategyContext& ctx);
+
+  const char* Name() const override { return StrategyName(Strategy::kBatch); }
+  void Reset() override { drafter_.Reset(); }
+  // A batch of one: DraftMarginals, then the batch planner over this sequence alone.
+  absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
+  absl::Status Observe(const planner::Tree& tree, const planner::AcceptResult& accept) override;
+  const DrafterCounters* drafter_counters() const override { return &drafter_.counters(); }
+
+  // This step's lattice (gamma greedy draft steps from the pending root) into marginals().
+  absl::Status DraftMarginals(const DecodeState& state);
+  const planner::Marginals& marginals() const { return marginals_; }
+  // One sequence's drafting cost (autoregressive, gamma steps of the last measured step time, or
+  // of StrategyOptions::batch_draft_step_s when that is >= 0).
+  costmodel::DrafterCost drafter_cost() const;
+
+ private:
+  BatchStrategy(const StrategyOptions& options, const StrategyContext& ctx);
+
+  int gamma_;
+  double fixed_step_s_;  // StrategyOptions::batch_draft_step_s
+  DraftModelDrafter drafter_;
+  std::unique_ptr<costmodel::LatencyModel> owned_latency_;
+  std::unique_ptr<BatchStepPlanner> planner_;  // the batch of one
+  planner::Marginals marginals_;
+  planner::BatchPlan plan_;
+  std::vector<planner::TokenId> accepted_tokens_;
+};
+
+}  // namespace specplan::runtime
+
+#endif  // SPECPLAN_RUNTIME_STRATEGIES_BATCH_H_

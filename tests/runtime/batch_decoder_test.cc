@@ -1,0 +1,362 @@
+// The batch runtime: one ragged pass over many sequences' trees (Transformer::ForwardBatch) gives
+// each sequence the logits it gets alone; batch decoding with continuous arrivals keeps every
+// sequence's greedy output equal to AR's (many seeds, batch sizes 1, 2, 3, 8, three draft pairs,
+// per-request and global-batch strategies); a sequence in a batch emits exactly what it emits
+// alone (greedy and sampling); per-sequence KV compaction equals recomputation; sampling keeps the
+// target distribution with mixed prompts and tree sizes; the batch planner's trees shrink as the
+// batch grows on a cost that grows with the batch's tokens.
+#include "runtime/batch_decoder.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <random>
+
+#include "costmodel/grid_latency.h"
+#include "runtime/decoder.h"
+#include "tests/runtime/test_models.h"
+
+namespace specplan::runtime {
+namespace {
+
+using testing::RandomTokens;
+using testing::RandomTree;
+using testing::TinyModel;
+
+// Prompts of different lengths, every other one repetitive.
+std::vector<std::vector<planner::TokenId>> Prompts(int count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<planner::TokenId>> prompts;
+  for (int i = 0; i < count; ++i) {
+    std::vector<planner::TokenId> p = RandomTokens(2 + static_cast<int>(rng() % 12), 256, rng);
+    if (i % 2 == 1) {
+      std::vector<planner::TokenId> q = p;
+      for (int r = 0; r < 2; ++r) p.insert(p.end(), q.begin(), q.end());
+    }
+    prompts.push_back(p);
+  }
+  return prompts;
+}
+
+std::vector<planner::TokenId> Alone(const Transformer& target, const Transformer* draft,
+                                    const StrategyOptions& options,
+                                    const std::vector<planner::TokenId>& prompt, int new_tokens) {
+  auto dec = SpeculativeDecoder::Create(&target, draft, options, 256);
+  EXPECT_TRUE(dec.ok()) << dec.status();
+  auto out = (*dec)->Generate(prompt, new_tokens);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out->tokens;
+}
+
+std::vector<std::vector<planner::TokenId>> Batched(
+    const Transformer& target, const Transformer* draft, const StrategyOptions& options,
+    int max_batch, const std::vector<std::vector<planner::TokenId>>& prompts, int new_tokens,
+    BatchCounters* counters = nullptr, std::vector<BatchStepLog>* logs = nullptr) {
+  auto dec = BatchDecoder::Create(&target, draft, options, max_batch, 256);
+  EXPECT_TRUE(dec.ok()) << dec.status();
+  auto out = (*dec)->Run(prompts, new_tokens, {}, [&](const BatchStepLog& log) {
+    if (logs) logs->push_back(log);
+  });
+  EXPECT_TRUE(out.ok()) << out.status();
+  std::vector<std::vector<planner::TokenId>> tokens;
+  for (const GenerationResult& r : *out) {
+    EXPECT_EQ(static_cast<int>(r.tokens.size()), new_tokens);
+    tokens.push_back(r.tokens);
+  }
+  if (counters) *counters = (*dec)->counters();
+  return tokens;
+}
+
+TEST(ForwardBatchTest, EqualsEachSegmentAlone) {
+  auto model = TinyModel("tiny", 7);
+  std::mt19937_64 rng(3);
+  const int64_t V = model->config().vocab_size;
+  // Three sequences: different cached contexts, tree sizes and shapes (one a single token).
+  const std::vector<int64_t> contexts = {5, 0, 11};
+  const std::vector<int> nodes = {6, 0, 9};
+  std::vector<KvCache> batch_caches, alone_caches;
+  std::vector<std::vector<planner::TokenId>> ctx_tokens;
+  for (int64_t c : contexts) {
+    batch_caches.push_back(model->NewCache(32));
+    alone_caches.push_back(model->NewCache(32));
+    ctx_tokens.push_back(RandomTokens(static_cast<int>(c), static_cast<int>(V), rng));
+  }
+  std::vector<planner::Tree> trees;
+  std::vector<ForwardSegment> segments;
+  std::vector<torch::Tensor> expected;
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    if (contexts[i] > 0) {
+      model->ForwardCausal(ctx_tokens[i], 0, &batch_caches[i]);
+      model->ForwardCausal(ctx_tokens[i], 0, &alone_caches[i]);
+    }
+    trees.push_back(RandomTree(nodes[i], static_cast<int>(V), rng));
+    expected.push_back(testing::VerifyTree(*model, trees[i], contexts[i], &alone_caches[i]));
+  }
+  std::vector<planner::TreeOutputs> outs(trees.size());
+  for (size_t i = 0; i < trees.size(); ++i) {
+    planner::TreeOutputOptions opt;
+    opt.position_offset = contexts[i];
+    opt.dense_mask = true;
+    planner::ComputeTreeOutputs(trees[i], opt, &outs[i]);
+    const int64_t s = trees[i].size();
+    segments.push_back({torch::tensor(trees[i].tokens, torch::kInt32),
+                        torch::tensor(outs[i].positions, torch::kInt64), contexts[i],
+                        s > 1 ? TreeMaskBlock(outs[i].mask_dense, s, torch::kCPU) : torch::Tensor(),
+                        &batch_caches[i]});
+  }
+  const torch::Tensor packed = model->ForwardBatch(segments);
+  int64_t offset = 0;
+  for (size_t i = 0; i < trees.size(); ++i) {
+    const int64_t s = trees[i].size();
+    EXPECT_TRUE(torch::allclose(packed.narrow(0, offset, s), expected[i], 1e-4, 1e-5))
+        << "segment " << i;
+    // Each segment wrote its own cache, as the lone pass did.
+    for (int64_t l = 0; l < model->config().num_layers; ++l) {
+      EXPECT_TRUE(torch::allclose(batch_caches[i].k(l).narrow(0, 0, contexts[i] + s),
+                                  alone_caches[i].k(l).narrow(0, 0, contexts[i] + s), 1e-4, 1e-5));
+    }
+    offset += s;
+  }
+  EXPECT_EQ(packed.size(0), offset);
+}
+
+class BatchGreedyTest : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+// Every prompt's output equals its AR output, for batch sizes 1, 2, 3 and 8 over 7 prompts of
+// different lengths (so sequences finish at different steps and newcomers join).
+TEST_P(BatchGreedyTest, EqualsArPerPrompt) {
+  const Strategy strategy = *ParseStrategy(std::get<0>(GetParam()));
+  const testing::DraftKind& kind = testing::kDraftKinds[std::get<1>(GetParam())];
+  for (uint64_t seed : {41u, 42u}) {
+    auto target = TinyModel("tiny", seed);
+    auto draft = kind.make(*target);
+    const int new_tokens = 14;
+    const auto prompts = Prompts(7, seed);
+    std::vector<std::vector<planner::TokenId>> ar;
+    for (const auto& p : prompts) {
+      ar.push_back(
+          Alone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), p, new_tokens));
+    }
+    for (int b : {1, 2, 3, 8}) {
+      BatchCounters counters;
+      const auto out = Batched(*target, draft.get(), StrategyOptions::Defaults(strategy), b,
+                               prompts, new_tokens, &counters);
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_EQ(out[i], ar[i]) << StrategyName(strategy) << " draft " << kind.name << " seed "
+                                 << seed << " batch " << b << " prompt " << i;
+      }
+      EXPECT_LE(counters.mean_batch(), b);
+      EXPECT_EQ(counters.decode.prompts, 7);
+      if (strategy != Strategy::kBatch && strategy != Strategy::kAr) {
+        EXPECT_GT(counters.draft_nodes, 0);
+      }
+    }
+  }
+}
+
+std::string BatchGreedyName(const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
+  return std::get<0>(info.param) + "_" + testing::kDraftKinds[std::get<1>(info.param)].name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, BatchGreedyTest,
+                         ::testing::Combine(::testing::Values("ar", "fixed", "dynatree",
+                                                              "bestfirst", "batch", "merged"),
+                                            ::testing::Values(0, 1, 2)),
+                         BatchGreedyName);
+
+// A latency that grows with the pass's tokens: 1 ms plus 0.1 ms per token.
+costmodel::GridLatency LinearLatency() {
+  return costmodel::GridLatency({1, 4096}, {1e-3, 1e-3 + 4095 * 1e-4},
+                                costmodel::GridSource::kMeasured);
+}
+
+// With a per-request strategy, a sequence decoded in a batch emits exactly the tokens it emits
+// alone with the same seed (prompt i is seeded sampling.seed + i), in greedy and sampling mode.
+// Left out: dynatree and merged, whose policy adapts across prompts (a slot's policy carries what
+// it learnt from the slot's earlier prompts, as a SpeculativeDecoder's does across Generate
+// calls), and bestfirst, whose controller prices the drafting time it measured this step (its
+// trees vary with the machine's timing alone or not).
+TEST(BatchDecoderTest, SequenceEmitsWhatItEmitsAlone) {
+  auto target = TinyModel("tiny", 51);
+  auto draft = target->Truncated(1);
+  const auto latency = LinearLatency();
+  const auto prompts = Prompts(5, 51);
+  for (const char* name : {"linear", "fixed", "lookup"}) {
+    for (bool greedy : {true, false}) {
+      StrategyOptions o = StrategyOptions::Defaults(*ParseStrategy(name));
+      o.sampling.greedy = greedy;
+      o.sampling.temperature = 0.8f;
+      o.sampling.seed = 9;
+      o.latency = &latency;  // the same controller costs alone and in the batch
+      for (int bb : {1, 3}) {
+        const auto out = Batched(*target, draft.get(), o, bb, prompts, 12);
+        for (size_t i = 0; i < prompts.size(); ++i) {
+          StrategyOptions alone = o;
+          alone.sampling.seed = o.sampling.seed + i;
+          EXPECT_EQ(out[i], Alone(*target, draft.get(), alone, prompts[i], 12))
+              << name << (greedy ? " greedy" : " sampling") << " prompt " << i << " B " << bb;
+        }
+      }
+    }
+  }
+}
+
+// Arrivals: with 2 slots and 5 prompts, a newcomer is verified beside a sequence that started
+// before it, no pass holds more than 2 sequences, and every prompt is verified until it is done.
+TEST(BatchDecoderTest, FinishedSequenceFreesItsSlotForANewcomer) {
+  auto target = TinyModel("tiny", 52);
+  auto draft = target->Truncated(1);
+  auto prompts = Prompts(5, 52);
+  std::vector<BatchStepLog> logs;
+  BatchCounters counters;
+  const auto out = Batched(*target, draft.get(), StrategyOptions::Defaults(Strategy::kDynaTree), 2,
+                           prompts, 10, &counters, &logs);
+  bool interleaved = false;
+  int max_prompt_seen = -1;
+  for (const BatchStepLog& log : logs) {
+    EXPECT_LE(log.prompts.size(), 2u);
+    for (int p : log.prompts) {
+      // A prompt beside a later one that joined after it started.
+      if (p < max_prompt_seen) interleaved = true;
+      max_prompt_seen = std::max(max_prompt_seen, p);
+    }
+  }
+  EXPECT_TRUE(interleaved);
+  EXPECT_EQ(max_prompt_seen, 4);
+  EXPECT_EQ(counters.request_steps, static_cast<int64_t>(counters.decode.acceptance.steps));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(out[i],
+              Alone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompts[i], 10));
+  }
+}
+
+// After batch steps, every sequence's compacted cache holds exactly what a fresh causal pass over
+// its committed tokens computes.
+TEST(BatchDecoderTest, PerSequenceKvCompactionEqualsRecomputation) {
+  auto target = TinyModel("tiny", 53);
+  auto draft = target->Truncated(1);
+  StrategyOptions o = StrategyOptions::Defaults(Strategy::kFixed);
+  auto backend = std::make_unique<planner::InProcessPlanBackend>();
+  StrategyContext ctx{target.get(), draft.get(), 128, backend.get()};
+  std::vector<std::unique_ptr<DecodeSequence>> seqs;
+  std::vector<DecodeSequence*> ptrs;
+  const auto prompts = Prompts(3, 53);
+  for (int i = 0; i < 3; ++i) {
+    seqs.push_back(
+        std::make_unique<DecodeSequence>(target.get(), *CreateDraftStrategy(o, ctx), o, 128));
+    seqs.back()->Start(prompts[i], 40, 0);
+    ptrs.push_back(seqs.back().get());
+  }
+  PrefillTogether(*target, ptrs);
+  DecodeCounters counters;
+  for (int step = 0; step < 4; ++step) {
+    for (DecodeSequence* q : ptrs) ASSERT_TRUE(q->Draft().ok());
+    ASSERT_TRUE(VerifyTogether(*target, ptrs, true, &counters).ok());
+  }
+  EXPECT_GT(counters.accepted(), 0);
+  for (DecodeSequence* q : ptrs) {
+    const int64_t c = q->c();
+    const std::vector<planner::TokenId> seq(q->committed().begin(), q->committed().begin() + c);
+    KvCache fresh = target->NewCache(c);
+    target->ForwardCausal(seq, 0, &fresh);
+    for (int64_t l = 0; l < target->config().num_layers; ++l) {
+      EXPECT_TRUE(torch::allclose(q->cache().k(l).narrow(0, 0, c), fresh.k(l), 1e-4, 1e-5));
+      EXPECT_TRUE(torch::allclose(q->cache().v(l).narrow(0, 0, c), fresh.v(l), 1e-4, 1e-5));
+    }
+  }
+}
+
+// On an 8-token vocabulary, the second token of a prompt decoded with the batch planner (beside
+// prompts of other lengths whose trees differ, some drafting nothing) follows the exact target
+// marginal sum_t1 p(t1) p(t2 | t1).
+TEST(BatchDecoderTest, SamplingMatchesTargetDistribution) {
+  ModelConfig config = *BuiltinConfig("tiny");
+  config.vocab_size = 8;
+  config.num_layers = 2;
+  auto target = *Transformer::CreateRandom(config, 3, RuntimeOptions(), /*init_scale=*/2.0);
+  auto draft = target->Truncated(1);
+  const std::vector<planner::TokenId> prompt = {1, 5, 2};
+  std::vector<double> exact(8, 0.0);
+  {
+    KvCache cache = target->NewCache(8);
+    torch::Tensor p1 = torch::softmax(target->ForwardCausal(prompt, 0, &cache)[2], -1);
+    for (int t1 = 0; t1 < 8; ++t1) {
+      std::vector<planner::TokenId> seq = prompt;
+      seq.push_back(t1);
+      KvCache c2 = target->NewCache(8);
+      torch::Tensor p2 = torch::softmax(target->ForwardCausal(seq, 0, &c2)[3], -1);
+      for (int t2 = 0; t2 < 8; ++t2) exact[t2] += p1[t1].item<double>() * p2[t2].item<double>();
+    }
+  }
+  const auto latency = LinearLatency();
+  StrategyOptions o = StrategyOptions::Defaults(Strategy::kBatch);
+  o.sampling.greedy = false;
+  o.sampling.temperature = 1.0f;
+  o.draft_top_k = 3;
+  o.latency = &latency;
+  auto dec = *BatchDecoder::Create(target.get(), draft.get(), o, 4, 32);
+  // Per run: the prompt twice, beside two prompts of other lengths.
+  const std::vector<std::vector<planner::TokenId>> batch = {prompt, {3}, prompt, {4, 4, 6, 0, 7}};
+  const int runs = 1500;
+  std::vector<double> freq(8, 0.0);
+  int64_t undrafted = 0;
+  for (int r = 0; r < runs; ++r) {
+    dec = *BatchDecoder::Create(
+        target.get(), draft.get(),
+        [&] {
+          StrategyOptions x = o;
+          x.sampling.seed = 10000 + 4 * r;
+          return x;
+        }(),
+        4, 32);
+    auto out = dec->Run(batch, 2);
+    ASSERT_TRUE(out.ok()) << out.status();
+    freq[(*out)[0].tokens[1]] += 0.5 / runs;
+    freq[(*out)[2].tokens[1]] += 0.5 / runs;
+    undrafted += dec->counters().undrafted_steps;
+  }
+  double tv = 0;
+  for (int t = 0; t < 8; ++t) tv += 0.5 * std::abs(freq[t] - exact[t]);
+  EXPECT_LT(tv, 0.04) << "TV distance between batch-speculative and exact target marginals";
+  std::printf("undrafted request-steps: %lld\n", static_cast<long long>(undrafted));
+}
+
+// The batch planner on a cost that grows with the pass's tokens: the per-request trees shrink as
+// the batch grows (the fixed 1 ms is shared by more requests, so a node costs relatively more).
+TEST(BatchDecoderTest, BatchPlannerTreesShrinkAsTheBatchGrows) {
+  auto target = TinyModel("tiny", 54);
+  auto draft = target->Truncated(target->config().num_layers);  // accepts every greedy chain
+  const auto latency = LinearLatency();
+  StrategyOptions o = StrategyOptions::Defaults(Strategy::kBatch);
+  o.latency = &latency;
+  o.batch_draft_step_s = 0;  // reproducible plans: drafting priced free
+  const auto prompts = Prompts(8, 54);
+  BatchCounters one, eight;
+  Batched(*target, draft.get(), o, 1, prompts, 16, &one);
+  Batched(*target, draft.get(), o, 8, prompts, 16, &eight);
+  EXPECT_GT(one.mean_tree_size(), 0.0);
+  EXPECT_LT(eight.mean_tree_size(), one.mean_tree_size());
+  std::printf("mean tree size: B = 1 %.2f, B = 8 %.2f\n", one.mean_tree_size(),
+              eight.mean_tree_size());
+}
+
+TEST(BatchDecoderTest, RejectsBadInputs) {
+  auto target = TinyModel("tiny", 1);
+  auto bad =
+      BatchDecoder::Create(target.get(), nullptr, StrategyOptions::Defaults(Strategy::kAr), 0, 64);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("max_batch = 0"), std::string::npos);
+  EXPECT_FALSE(BatchDecoder::Create(target.get(), nullptr,
+                                    StrategyOptions::Defaults(Strategy::kBatch), 2, 64)
+                   .ok());  // needs a draft model
+  auto dec =
+      *BatchDecoder::Create(target.get(), nullptr, StrategyOptions::Defaults(Strategy::kAr), 2, 64);
+  auto r = dec->Run({{1, 2}, {1, 300}}, 4);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("prompts[1]: prompt[1] = 300"), std::string::npos)
+      << r.status();
+}
+
+}  // namespace
+}  // namespace specplan::runtime
