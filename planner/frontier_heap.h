@@ -80,11 +80,6 @@ class FrontierHeap {
   bool empty() const { return v_.empty(); }
   size_t size() const { return v_.size(); }
   const FrontierKey& top() const { return v_.front(); }
-  // The highest-priority entry after the top, or nullptr when the heap holds at most one.
-  const FrontierKey* second() const {
-    const size_t c = BestChild(0);
-    return c == 0 ? nullptr : &v_[c];
-  }
 
   void push(const FrontierKey& e) {
     v_.push_back(e);
