@@ -98,8 +98,16 @@ void WriteRetrieve(absl::Span<const int32_t> parents, const int64_t* depths,
       row_of[v] = row;
     }
     if (v >= 0) {
+      // Copy from[0..k]: blocks of four entries of constant size (inlined) from the top, the
+      // last one at 0 possibly overlapping; short prefixes entry by entry.
       const int32_t* from = out + static_cast<size_t>(row_of[v]) * width;
-      for (int j = 0; j <= k; ++j) r[j] = from[j];
+      const int n = k + 1;
+      if (n >= 4) {
+        for (int j = n; j >= 4; j -= 4) std::memcpy(r + j - 4, from + j - 4, 16);
+        std::memcpy(r, from, 16);
+      } else {
+        for (int j = 0; j < n; ++j) r[j] = from[j];
+      }
     }
     r += width;
     ++row;
