@@ -50,7 +50,8 @@
 // (every merged pop and every head the merge compared are the true ones) and is the plan. A
 // batch without providers runs one round. Rounds are counted in BatchPlan::provider_rounds.
 // Providers are in-process callbacks: the PlanBatch RPC and `specplan plan-batch` carry
-// marginals only.
+// marginals only, and client::PlannerClient::PlanBatch (service/client.h) requires marginals in
+// every request.
 #ifndef SPECPLAN_PLANNER_BATCH_PLAN_H_
 #define SPECPLAN_PLANNER_BATCH_PLAN_H_
 
