@@ -1,8 +1,9 @@
 // PlanBatch: one tree budget across the B requests an engine verifies together in one ragged pass.
 //
-// Each request i brings its drafter's marginals, its context length c_i, an optional cap n_max_i
-// and a weight w_i > 0. The planner grows every request's tree from one global frontier and prices
-// each candidate batch with the batch cycle cost (costmodel::BatchCycleCost):
+// Each request i brings its drafter's marginals or a path-conditioned provider (exactly one), its
+// context length c_i, an optional cap n_max_i and a weight w_i > 0. The planner grows every
+// request's tree from one global frontier and prices each candidate batch with the batch cycle cost
+// (costmodel::BatchCycleCost):
 //   C(N) = T_draft(B) + T_aux + T_verify({(n_i + 1, c_i)}),   N = Σ n_i.
 //
 // Order (the rule). A node of request i with path score ρ has priority  w_i ρ / κ_i.
@@ -35,6 +36,22 @@
 // T_AR per token for every request). Otherwise N* = 0 and `speculation_pays` is false.
 // n_i = 0 means "do not speculate request i this step"; N* = 0 means no request drafts and the
 // engine runs a plain decoding step.
+//
+// Path-conditioned requests (BatchRequest::provider; path_conditioned.h). Their nodes are priced
+// and ordered by the same rule: a node's path score is ρ(u) = Π q(x_j | path to x_j) along its
+// path (ρ(child) <= ρ(parent) still holds), its priority w_i ρ / κ_i with κ_i from the cost as
+// above (the price depends on c_i only, not on the drafter), and ties break the same way (with
+// B = 1 the order is PathConditionedPlanner's node for node). Their lattices are discovered in
+// rounds, as in PathConditionedPlanner: each round runs the whole batch as above over the
+// distributions known so far, a provider request's node whose distribution is unknown counting
+// as a leaf. After a round, every provider request whose merged pops (or root) needed an unknown
+// distribution gets one DistributionProvider::Expand call for exactly those nodes, sorted by
+// (depth, node index), and the batch runs again; the first round that needs nothing is exact
+// (every merged pop and every head the merge compared are the true ones) and is the plan. A
+// batch without providers runs one round. Rounds are counted in BatchPlan::provider_rounds.
+// Providers are in-process callbacks: the PlanBatch RPC and `specplan plan-batch` carry
+// marginals only, and client::PlannerClient::PlanBatch (service/client.h) requires marginals in
+// every request.
 #ifndef SPECPLAN_PLANNER_BATCH_PLAN_H_
 #define SPECPLAN_PLANNER_BATCH_PLAN_H_
 
@@ -49,6 +66,8 @@
 #include "planner/frontier_heap.h"
 #include "planner/marginals.h"
 #include "planner/marginals_frontier.h"
+#include "planner/path_conditioned.h"
+#include "planner/token.h"
 #include "planner/tree.h"
 
 namespace specplan::planner {
@@ -57,11 +76,18 @@ namespace specplan::planner {
 inline constexpr int kMaxBatchRequests = 4096;
 inline constexpr int kMaxBatchNodes = 1 << 20;  // total draft nodes over the batch
 
+// Exactly one of `marginals` and `provider` must be given.
 struct BatchRequest {
-  const Marginals* marginals = nullptr;  // required; not retained
+  const Marginals* marginals = nullptr;  // the drafter's marginals; not retained
   int64_t c = 0;                         // tokens already in this request's KV cache, >= 0
   int n_max = -1;                        // cap on this request's draft nodes; -1 = none
   double weight = 1.0;                   // w_i, finite and > 0
+  // A path-conditioned drafter instead of marginals: asked for q(. | path(u)) during Plan (see
+  // above), not retained. The fields below are read only with a provider.
+  DistributionProvider* provider = nullptr;
+  TokenId root_token = 0;  // the root, the pending bonus token, >= 0
+  int gamma = 16;          // maximum depth of the tree, 1..kMaxMarginalsGamma
+  int k = 8;               // continuations asked per node, 1..kMaxMarginalsK
 };
 
 enum class BatchObjective { kGoodput, kLatencyBound };
@@ -72,7 +98,8 @@ struct BatchPlanOptions {
                     // end otherwise; 0 <= n_max <= kMaxBatchNodes
   BatchObjective objective = BatchObjective::kGoodput;
   double max_seconds_per_token = 0;  // X for kLatencyBound, > 0
-  bool validate = true;              // validate every request's marginals first
+  bool validate = true;              // validate every request's marginals first (a provider's
+                                     // replies are always checked)
 };
 
 struct BatchCurvePoint {
@@ -98,6 +125,7 @@ struct BatchPlan {
   bool bound_met = true;           // kLatencyBound: some N met the bound
   bool lattice_exhausted = false;  // every request's frontier ran empty (or hit its cap) first
   std::vector<double> price;       // [B] κ_i used in the order
+  int provider_rounds = 1;         // runs of the batch merge (1 without providers)
   // One point per evaluated N from 0, in increasing N (kController: up to the point that
   // decreased; kScan and kLatencyBound: 0..N_max or the exhausted lattice; kFixed: empty).
   std::vector<BatchCurvePoint> curve;
@@ -108,11 +136,19 @@ class BatchPlanner {
  public:
   // `cost` may be null only in BudgetMode::kFixed with kGoodput (then cycle_s, goodput and
   // ar_goodput are NaN). Errors name the request and field, e.g.
-  // "requests[3].marginals.probs[2][1] = nan: must be a number in [0, 1]".
+  // "requests[3].marginals.probs[2][1] = nan: must be a number in [0, 1]" or, for a provider's
+  // reply, "requests[2].provider: dists[0][1].prob = 1.5: must be in [0, 1]"; an error status
+  // returned by a provider is passed on with "requests[i].provider: " in front.
   absl::Status Plan(const std::vector<BatchRequest>& requests, const BatchPlanOptions& options,
                     const costmodel::BatchCycleCost* cost, BatchPlan* plan);
 
  private:
+  // After a round: asks every provider request for the distributions the merge needed (see the
+  // header); `last` is the request of the last pop when the round stopped right after taking it,
+  // else -1. *asked tells whether any provider was asked (another round is due).
+  absl::Status AskProviders(const std::vector<BatchRequest>& requests, int last,
+                            const BatchPlan& plan, bool* asked);
+
   // Request i's frontier keys are the score w_i rho / kappa_i, then a tie-breaker in which a
   // smaller value pops first: depth (bits 56..63), request (40..55), parent (8..39), rank (0..7)
   // (FrontierTie). merge_ holds the key of every growing request's next unmerged pop (keys_).
@@ -123,6 +159,18 @@ class BatchPlanner {
   std::vector<double> scale_;                   // [B] w_i / kappa_i
   std::vector<int> cap_;                        // [B] most draft nodes request i may take
   costmodel::BatchShape shape_;
+  // Path-conditioned requests: request i's state is paths_[path_slot_[i]] (-1: marginals).
+  struct PathState {
+    internal::PathLatticeStore lattice;
+    internal::EngineWorkspace ws;  // the lazy frontier's heap, handles and missing nodes
+    std::vector<int32_t> needed;   // missing nodes the merge needed
+    std::vector<int32_t> nodes;    // the same, sorted by (depth, node index): the request
+    std::vector<int32_t> handles;  // their lattice ids
+    std::vector<TokenProb> reply;  // [needed][k]
+    std::vector<int32_t> counts;   // [needed]
+  };
+  std::vector<int> path_slot_;    // [B]
+  std::vector<PathState> paths_;  // [>= number of provider requests], reused
 };
 
 }  // namespace specplan::planner

@@ -79,24 +79,11 @@ struct BestFirstPlan {
 
 namespace internal {
 
-// One frontier entry: child `rank` of tree node `parent`, at `depth`, with path score `rho`, as a
-// FrontierKey: rho first, then the FrontierTie (request 0) of depth, parent and rank (depth <=
-// kMaxMarginalsGamma, rank < kMaxMarginalsK and parent < kMaxTreeNodes fit its fields).
-struct FrontierEntry {
-  double rho;
-  int32_t parent;
-  int depth;
-  int rank;
-
-  FrontierKey Key() const { return FrontierKey::Make(rho, FrontierTie(depth, 0, parent, rank)); }
-  static FrontierEntry FromKey(const FrontierKey& k) {
-    const uint64_t tie = k.tie();
-    return {k.score(), TieParent(tie), TieDepth(tie), TieRank(tie)};
-  }
-};
-
 struct EngineWorkspace {
-  FrontierHeap heap;             // [<= 2 n_max + 1] FrontierEntry keys
+  // [<= 2 n_max + 1] keys of the lazy frontier's entries: child `rank` of tree node `parent` at
+  // `depth` with score scale * rho, then the FrontierTie of depth, request, parent and rank
+  // (depth <= kMaxMarginalsGamma, rank < kMaxMarginalsK and parent < kMaxTreeNodes fit it).
+  FrontierHeap heap;
   std::vector<int32_t> handles;  // [tree size] lattice handle per tree node
   std::vector<int32_t> missing;  // tree nodes whose children were needed but are unknown
 
@@ -122,11 +109,13 @@ struct BudgetSpec {
 //   int32_t Child(int32_t h, int r)       // handle of child r (may create it)
 // Nodes whose children are needed (to push the first child) but unknown are appended to
 // ws->missing and treated as leaves; ws->handles holds the lattice handle of every tree node.
+// Keys are scale * rho with `request` in the tie-breaker (PlanBatch; 1 and 0 for one request).
 template <class Lattice>
 class LazyFrontier {
  public:
-  LazyFrontier(Lattice& lat, const Tree& tree, EngineWorkspace* ws)
-      : lat_(lat), tree_(tree), ws_(ws) {}
+  LazyFrontier(Lattice& lat, const Tree& tree, EngineWorkspace* ws, double scale = 1.0,
+               uint32_t request = 0)
+      : lat_(lat), tree_(tree), ws_(ws), scale_(scale), request_(request) {}
 
   // Starts at the root (node 0 of the tree, lattice handle root_handle).
   void Start(int32_t root_handle, bool expand_root) {
@@ -137,9 +126,15 @@ class LazyFrontier {
     if (expand_root) PushFirstChild(0, 1.0);
   }
   bool empty() const { return ws_->heap.empty(); }
+  const FrontierKey& top() const { return ws_->heap.top(); }
   FrontierCandidate Pop() {
-    const FrontierEntry e = FrontierEntry::FromKey(ws_->heap.pop());
-    return {e.parent, e.depth, e.rank, e.rho, lat_.ChildToken(ws_->handles[e.parent], e.rank)};
+    const uint64_t tie = ws_->heap.pop().tie();
+    const int32_t parent = TieParent(tie);
+    const int rank = TieRank(tie);
+    const int32_t ph = ws_->handles[parent];
+    // rho as the key was made (below), without the scale.
+    const double rho = tree_.path_probs[parent] * lat_.ChildProb(ph, rank);
+    return {parent, TieDepth(tie), rank, rho, lat_.ChildToken(ph, rank)};
   }
   void Added(int32_t /*node*/, const FrontierCandidate& c) {
     ws_->handles.push_back(lat_.Child(ws_->handles[c.parent], c.rank));
@@ -148,9 +143,8 @@ class LazyFrontier {
   void Expand(int32_t node, const FrontierCandidate& c) {
     const int32_t ph = ws_->handles[c.parent];
     if (c.rank + 1 < lat_.NumChildren(ph)) {
-      ws_->heap.push(FrontierEntry{tree_.path_probs[c.parent] * lat_.ChildProb(ph, c.rank + 1),
-                                   c.parent, c.depth, c.rank + 1}
-                         .Key());
+      Push(tree_.path_probs[c.parent] * lat_.ChildProb(ph, c.rank + 1), c.parent, c.depth,
+           c.rank + 1);
     }
     PushFirstChild(node, c.rho);
   }
@@ -164,13 +158,17 @@ class LazyFrontier {
       return;
     }
     if (nc == 0) return;
-    ws_->heap.push(
-        FrontierEntry{rho * lat_.ChildProb(h, 0), node, tree_.depths[node] + 1, 0}.Key());
+    Push(rho * lat_.ChildProb(h, 0), node, tree_.depths[node] + 1, 0);
+  }
+  void Push(double rho, int32_t parent, int depth, int rank) {
+    ws_->heap.push(FrontierKey::Make(scale_ * rho, FrontierTie(depth, request_, parent, rank)));
   }
 
   Lattice& lat_;
   const Tree& tree_;
   EngineWorkspace* ws_;
+  double scale_;
+  uint32_t request_;
 };
 
 // The best-first engine, shared by marginals (MarginalsFrontier) and path-conditioned planning

@@ -9,89 +9,10 @@
 
 namespace specplan::planner {
 
-// The discovered lattice as seen by the best-first engine; handle = lattice node id.
-struct PathLattice {
-  PathConditionedPlanner* p;
-  int NumChildren(int32_t h) const {
-    const auto& n = p->nodes_[h];
-    if (n.depth >= p->options_.gamma) return 0;
-    return n.dist_offset < 0 ? -1 : n.dist_count;
-  }
-  double ChildProb(int32_t h, int r) const { return p->dist_[p->nodes_[h].dist_offset + r].prob; }
-  int32_t ChildToken(int32_t h, int r) const {
-    return p->dist_[p->nodes_[h].dist_offset + r].token;
-  }
-  int32_t Child(int32_t h, int r) {
-    const int32_t slot = p->nodes_[h].dist_offset + r;
-    int32_t id = p->child_ids_[slot];
-    if (id < 0) {
-      id = static_cast<int32_t>(p->nodes_.size());
-      PathConditionedPlanner::LatticeNode n;
-      n.token = p->dist_[slot].token;
-      n.depth = p->nodes_[h].depth + 1;
-      p->nodes_.push_back(n);
-      p->child_ids_[slot] = id;
-    }
-    return id;
-  }
-};
+namespace internal {
 
-absl::Status PathConditionedPlanner::Begin(TokenId root_token,
-                                           const PathConditionedOptions& options,
-                                           const costmodel::CycleCost* cost) {
-  if (root_token < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("root_token = ", root_token, ": token ids must be >= 0"));
-  }
-  if (options.gamma < 1 || options.gamma > kMaxMarginalsGamma) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gamma = ", options.gamma, ": must be in [1, ", kMaxMarginalsGamma, "]"));
-  }
-  if (options.k < 1 || options.k > kMaxMarginalsK) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("k = ", options.k, ": must be in [1, ", kMaxMarginalsK, "]"));
-  }
-  absl::Status st = internal::MakeBudgetSpec(options.budget, cost, &spec_);
-  if (!st.ok()) return st;
-  options_ = options;
-  root_token_ = root_token;
-  started_ = true;
-  done_ = false;
-  num_requests_ = 0;
-  num_expanded_ = 0;
-  nodes_.clear();
-  nodes_.push_back(LatticeNode{root_token, 0, -1, 0});
-  dist_.clear();
-  child_ids_.clear();
-  ws_.Reserve(options.budget.n_max);
-  work_.tree.Reserve(options.budget.n_max + 1);
-  work_.curve.reserve(options.budget.n_max + 2);
-  RunRound();
-  return absl::OkStatus();
-}
-
-void PathConditionedPlanner::RunRound() {
-  PathLattice lattice{this};
-  internal::ExpandBestFirst(lattice, root_token_, /*root_handle=*/0, spec_, &ws_, &work_);
-  request_nodes_.assign(ws_.missing.begin(), ws_.missing.end());
-  const auto& depths = work_.tree.depths;
-  std::sort(request_nodes_.begin(), request_nodes_.end(), [&](int32_t a, int32_t b) {
-    return depths[a] != depths[b] ? depths[a] < depths[b] : a < b;
-  });
-  request_handles_.clear();
-  for (int32_t v : request_nodes_) request_handles_.push_back(ws_.handles[v]);
-  done_ = request_nodes_.empty();
-  request_.tree = &work_.tree;
-  request_.nodes = absl::MakeConstSpan(request_nodes_);
-  request_.k = options_.k;
-}
-
-absl::Status PathConditionedPlanner::Provide(absl::Span<const TokenProb> dists,
-                                             absl::Span<const int32_t> counts) {
-  SPECPLAN_CHECK(started_, "Begin must be called first");
-  if (done_) return absl::FailedPreconditionError("Provide: no request is pending (done)");
-  const size_t m = request_nodes_.size();
-  const int k = options_.k;
+absl::Status ValidateDistributions(absl::Span<const TokenProb> dists,
+                                   absl::Span<const int32_t> counts, size_t m, int k) {
   if (counts.size() != m) {
     return absl::InvalidArgumentError(
         absl::StrCat("counts: ", counts.size(), " entries, expected ", m, " (one per node)"));
@@ -135,14 +56,73 @@ absl::Status PathConditionedPlanner::Provide(absl::Span<const TokenProb> dists,
           absl::StrCat("dists[", i, "]: probs sum to ", sum, ", must be <= 1"));
     }
   }
+  return absl::OkStatus();
+}
+
+void SortRequestNodes(absl::Span<const int32_t> missing, const Tree& tree,
+                      absl::Span<const int32_t> handles, std::vector<int32_t>* nodes,
+                      std::vector<int32_t>* lattice_ids) {
+  nodes->assign(missing.begin(), missing.end());
+  const auto& depths = tree.depths;
+  std::sort(nodes->begin(), nodes->end(), [&](int32_t a, int32_t b) {
+    return depths[a] != depths[b] ? depths[a] < depths[b] : a < b;
+  });
+  lattice_ids->clear();
+  for (int32_t v : *nodes) lattice_ids->push_back(handles[v]);
+}
+
+}  // namespace internal
+
+absl::Status PathConditionedPlanner::Begin(TokenId root_token,
+                                           const PathConditionedOptions& options,
+                                           const costmodel::CycleCost* cost) {
+  if (root_token < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("root_token = ", root_token, ": token ids must be >= 0"));
+  }
+  if (options.gamma < 1 || options.gamma > kMaxMarginalsGamma) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gamma = ", options.gamma, ": must be in [1, ", kMaxMarginalsGamma, "]"));
+  }
+  if (options.k < 1 || options.k > kMaxMarginalsK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("k = ", options.k, ": must be in [1, ", kMaxMarginalsK, "]"));
+  }
+  absl::Status st = internal::MakeBudgetSpec(options.budget, cost, &spec_);
+  if (!st.ok()) return st;
+  options_ = options;
+  root_token_ = root_token;
+  started_ = true;
+  done_ = false;
+  num_requests_ = 0;
+  num_expanded_ = 0;
+  lattice_.Reset(root_token, options.gamma);
+  ws_.Reserve(options.budget.n_max);
+  work_.tree.Reserve(options.budget.n_max + 1);
+  work_.curve.reserve(options.budget.n_max + 2);
+  RunRound();
+  return absl::OkStatus();
+}
+
+void PathConditionedPlanner::RunRound() {
+  internal::ExpandBestFirst(lattice_, root_token_, /*root_handle=*/0, spec_, &ws_, &work_);
+  internal::SortRequestNodes(ws_.missing, work_.tree, ws_.handles, &request_nodes_,
+                             &request_handles_);
+  done_ = request_nodes_.empty();
+  request_.tree = &work_.tree;
+  request_.nodes = absl::MakeConstSpan(request_nodes_);
+  request_.k = options_.k;
+}
+
+absl::Status PathConditionedPlanner::Provide(absl::Span<const TokenProb> dists,
+                                             absl::Span<const int32_t> counts) {
+  SPECPLAN_CHECK(started_, "Begin must be called first");
+  if (done_) return absl::FailedPreconditionError("Provide: no request is pending (done)");
+  const size_t m = request_nodes_.size();
+  const int k = options_.k;
+  if (absl::Status st = internal::ValidateDistributions(dists, counts, m, k); !st.ok()) return st;
   for (size_t i = 0; i < m; ++i) {
-    LatticeNode& n = nodes_[request_handles_[i]];
-    n.dist_offset = static_cast<int32_t>(dist_.size());
-    n.dist_count = counts[i];
-    for (int r = 0; r < counts[i]; ++r) {
-      dist_.push_back(dists[i * k + r]);
-      child_ids_.push_back(-1);
-    }
+    lattice_.SetDistribution(request_handles_[i], dists.data() + i * k, counts[i]);
   }
   ++num_requests_;
   num_expanded_ += static_cast<int>(m);

@@ -36,16 +36,13 @@ void WritePackedAncestorMask(absl::Span<const int32_t> parents, int words_per_ro
     Word* row = out + static_cast<size_t>(i) * words;
     const Word* prow = out + static_cast<size_t>(parents[i]) * words;
     // The parent's row is zero above its own bit, so a copy of the whole row is row parent(i).
-    // Short rows (up to 128 nodes with 64-bit words) are copied word by word: there a memcpy
-    // call costs more than the copy.
-    if (words == 1) {
-      row[0] = prow[0];
-    } else if (words == 2) {
-      row[0] = prow[0];
-      row[1] = prow[1];
-    } else {
-      std::memcpy(row, prow, sizeof(Word) * words);
-    }
+    // Rows are copied in blocks of 32 bytes of constant size, which the compiler inlines, then
+    // word by word: a memcpy call per row costs more than the copy (1025 rows of 17 words at
+    // N = 1024).
+    int w = 0;
+    constexpr int kBlock = 32 / sizeof(Word);
+    for (; w + kBlock <= words; w += kBlock) std::memcpy(row + w, prow + w, 32);
+    for (; w < words; ++w) row[w] = prow[w];
     row[i / kBits] |= Word{1} << (i % kBits);
   }
 }
@@ -73,15 +70,47 @@ int CountLeaves(absl::Span<const int32_t> children) {
 }
 
 void WriteRetrieve(absl::Span<const int32_t> parents, const int64_t* depths,
-                   const int32_t* children, int width, int32_t* out) {
+                   const int32_t* children, int width, int32_t* out, int32_t* row_of) {
   const int s = static_cast<int>(parents.size());
   int32_t* r = out;
+  if (row_of == nullptr) {
+    for (int i = 0; i < s; ++i) {
+      if (children[i] != 0) continue;
+      const int d = static_cast<int>(depths[i]);
+      for (int k = d + 1; k < width; ++k) r[k] = -1;
+      for (int v = i, k = d; v >= 0; v = parents[v], --k) r[k] = v;
+      r += width;
+    }
+    return;
+  }
+  // row_of[v] = an earlier row through v (-1: none yet). A leaf's walk to the root stops at the
+  // first node an earlier row passes through, and that row's prefix up to it is copied: each
+  // node is walked once, where the plain walk above follows Σ depth(leaf) dependent loads.
+  std::fill(row_of, row_of + s, -1);
+  int32_t row = 0;
   for (int i = 0; i < s; ++i) {
     if (children[i] != 0) continue;
     const int d = static_cast<int>(depths[i]);
     for (int k = d + 1; k < width; ++k) r[k] = -1;
-    for (int v = i, k = d; v >= 0; v = parents[v], --k) r[k] = v;
+    int v = i, k = d;
+    for (; v >= 0 && row_of[v] < 0; v = parents[v], --k) {
+      r[k] = v;
+      row_of[v] = row;
+    }
+    if (v >= 0) {
+      // Copy from[0..k]: blocks of four entries of constant size (inlined) from the top, the
+      // last one at 0 possibly overlapping; short prefixes entry by entry.
+      const int32_t* from = out + static_cast<size_t>(row_of[v]) * width;
+      const int n = k + 1;
+      if (n >= 4) {
+        for (int j = n; j >= 4; j -= 4) std::memcpy(r + j - 4, from + j - 4, 16);
+        std::memcpy(r, from, 16);
+      } else {
+        for (int j = 0; j < n; ++j) r[j] = from[j];
+      }
+    }
     r += width;
+    ++row;
   }
 }
 
@@ -119,8 +148,9 @@ void ComputeTreeOutputs(const Tree& tree, const TreeOutputOptions& options, Tree
   out->num_leaves = CountLeaves(out->scratch_children);
   if (options.retrieve) {
     out->retrieve.resize(static_cast<size_t>(out->num_leaves) * out->retrieve_width);
+    out->scratch_rows.resize(s);
     WriteRetrieve(parents, out->positions.data(), out->scratch_children.data(), out->retrieve_width,
-                  out->retrieve.data());
+                  out->retrieve.data(), out->scratch_rows.data());
   } else {
     out->retrieve.clear();
   }

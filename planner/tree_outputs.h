@@ -41,8 +41,9 @@ struct TreeOutputs {
   std::vector<uint8_t> mask_dense;    // [s][s] 1 iff j == i or j is an ancestor of i, else 0
   std::vector<int32_t> retrieve;  // [num_leaves][retrieve_width] root-to-leaf indices, -1 padded
 
-  // Scratch (not an output): child counts per node.
+  // Scratch (not outputs): child counts per node, and WriteRetrieve's row of each node.
   std::vector<int32_t> scratch_children;  // [s]
+  std::vector<int32_t> scratch_rows;      // [s]
 
   bool MaskBit(int i, int j) const {
     return (mask_packed[static_cast<size_t>(i) * mask_words + (j >> 6)] >> (j & 63)) & 1u;
@@ -80,9 +81,10 @@ int CountLeaves(absl::Span<const int32_t> children);
 
 // Retrieve matrix from ScanTree's depths and child counts: one row of `width` (>= max depth + 1)
 // per leaf, leaves in ascending index, root-to-leaf node indices, -1 padded; writes
-// CountLeaves(children) * width entries.
+// CountLeaves(children) * width entries. `row_of`, when given, is [s] scratch that lets a leaf
+// copy the part of its path an earlier row holds (the same output, faster on big trees).
 void WriteRetrieve(absl::Span<const int32_t> parents, const int64_t* depths,
-                   const int32_t* children, int width, int32_t* out);
+                   const int32_t* children, int width, int32_t* out, int32_t* row_of = nullptr);
 
 }  // namespace specplan::planner
 

@@ -61,6 +61,35 @@ TEST(TreeOutputsTest, MatchesReferenceOnRandomTrees) {
   }
 }
 
+// WriteRetrieve with scratch (leaves copy the part of their path an earlier row holds) writes
+// exactly what the plain root walk writes, on random trees and on deep ones (chains with side
+// branches, so that copied prefixes are long and short).
+TEST(TreeOutputsTest, RetrieveWithScratchEqualsThePlainWalk) {
+  std::mt19937 rng(3);
+  std::vector<Tree> trees;
+  for (int s : {1, 2, 7, 64, 300, 1025}) trees.push_back(RandomTree(rng, s));
+  for (int branch : {1, 3, 17}) {
+    Tree t;
+    t.ResetRoot(0);
+    for (int i = 1; i < 600; ++i) {
+      const int p = i % branch == 0 ? static_cast<int>(rng() % i) : i - 1;
+      t.AddNode(p, i, 1.0);
+    }
+    trees.push_back(t);
+  }
+  for (const Tree& t : trees) {
+    const int s = t.size();
+    std::vector<int64_t> depths(s);
+    std::vector<int32_t> children(s), row_of(s);
+    const int width = ScanTree(t.parents, depths.data(), children.data()) + 1;
+    const size_t n = static_cast<size_t>(CountLeaves(children)) * width;
+    std::vector<int32_t> plain(n, -7), fast(n, -9);
+    WriteRetrieve(t.parents, depths.data(), children.data(), width, plain.data());
+    WriteRetrieve(t.parents, depths.data(), children.data(), width, fast.data(), row_of.data());
+    EXPECT_EQ(plain, fast) << "size " << s;
+  }
+}
+
 TEST(TreeOutputsTest, SmallExampleByHand) {
   // 0 -> {1, 2}, 1 -> {3}
   Tree t;
