@@ -18,6 +18,22 @@
 namespace specplan::client {
 namespace {
 
+// The PlanBatch RPC carries marginals: a path-conditioned provider is an in-process callback.
+absl::Status CheckBatchWireable(const std::vector<planner::BatchRequest>& requests) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].provider != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("requests[", i,
+                       "].provider: a path-conditioned provider cannot be sent; the PlanBatch "
+                       "RPC carries marginals only (plan it in-process)"));
+    }
+    if (requests[i].marginals == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("requests[", i, "].marginals: missing"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 namespace v1 = ::specplan::v1;
 
 absl::Status FromGrpc(const std::string& server, const grpc::Status& st) {
@@ -187,6 +203,7 @@ absl::StatusOr<RemoteResult> PlannerClient::PlanTree(const planner::Marginals& m
 absl::StatusOr<RemoteResult> PlannerClient::PlanBatch(
     const std::vector<planner::BatchRequest>& requests, const planner::BatchPlanOptions& options,
     const CostRequest* cost, planner::BatchPlan* plan, std::vector<planner::TreeOutputs>* outputs) {
+  SPECPLAN_RETURN_IF_ERROR(CheckBatchWireable(requests));
   v1::PlanBatchRequest req;
   service::BatchRequestToProto(requests, options, &req);
   if (cost != nullptr) CostToWire(*cost, req.mutable_cost());
@@ -369,6 +386,7 @@ absl::Status RemotePlanBackend::PlanBatch(const std::vector<planner::BatchReques
                                           const planner::BatchPlanCost* cost,
                                           planner::BatchPlan* plan) {
   SPECPLAN_CHECK(plan != nullptr);
+  SPECPLAN_RETURN_IF_ERROR(CheckBatchWireable(requests));
   v1::PlanBatchRequest& req = scratch_->batch_req;
   req.Clear();
   service::BatchRequestToProto(requests, options, &req);

@@ -127,7 +127,9 @@ class PlannerClient {
   // not used (each request carries its own c) and drafter.gamma = 0 means the batch's largest
   // gamma. Fills *plan as BatchPlanner::Plan would, and (*outputs)[i] for request i (positions
   // offset by its c, parents, retrieve; no mask) as ComputeTreeOutputs would. `options.validate`
-  // is ignored (the server always validates).
+  // is ignored (the server always validates). Every request must carry marginals: one with a
+  // path-conditioned provider is INVALID_ARGUMENT before any RPC (a provider is an in-process
+  // callback).
   absl::StatusOr<RemoteResult> PlanBatch(const std::vector<planner::BatchRequest>& requests,
                                          const planner::BatchPlanOptions& options,
                                          const CostRequest* cost, planner::BatchPlan* plan,

@@ -238,6 +238,29 @@ TEST_F(RemoteBackendTest, ErrorsNameTheServerAndTheField) {
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(st.message()), HasSubstr("tokens[0]"));
 
+  // A path-conditioned provider cannot travel: refused before any RPC, naming the request.
+  struct NoProvider : planner::DistributionProvider {
+    absl::Status Expand(const planner::Tree&, absl::Span<const int32_t>, int,
+                        absl::Span<planner::TokenProb>, absl::Span<int32_t>) override {
+      return absl::OkStatus();
+    }
+  } provider;
+  planner::Marginals ok = RandomMarginals(rng, 3, 2);
+  std::vector<planner::BatchRequest> batch(2);
+  batch[0].marginals = &ok;
+  batch[1].provider = &provider;
+  planner::BatchPlan batch_plan;
+  planner::BatchPlanOptions batch_options;
+  batch_options.mode = planner::BudgetMode::kFixed;
+  const int64_t calls = remote.calls();
+  st = remote.PlanBatch(batch, batch_options, nullptr, &batch_plan);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("requests[1].provider"));
+  EXPECT_EQ(remote.calls(), calls);
+  PlannerClient client(Address());
+  EXPECT_EQ(client.PlanBatch(batch, batch_options, nullptr, &batch_plan, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
   // Nothing listens on port 1: Connect fails fast and names the server.
   auto dead = RemotePlanBackend::Connect("127.0.0.1:1", 0.5);
   ASSERT_FALSE(dead.ok());
