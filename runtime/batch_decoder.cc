@@ -216,8 +216,8 @@ absl::StatusOr<std::vector<GenerationResult>> BatchDecoder::Run(
       log.n.push_back(n);
     }
     SPECPLAN_ASSIGN_OR_RETURN(
-        VerifyTimes t,
-        VerifyTogether(*target_, active, options_.sampling.greedy, &counters_.decode));
+        VerifyTimes t, VerifyTogether(*target_, active, options_.sampling.greedy, &counters_.decode,
+                                      counters_.passes));
     counters_.decode.verify_s += t.verify_s;
     counters_.decode.update_s += t.update_s;
     counters_.passes += 1;

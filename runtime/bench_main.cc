@@ -421,7 +421,8 @@ int main(int argc, char** argv) {
                  "default: T_verify measured on the target");
   app.add_option("--record-trace", args.record_trace,
                  "also record the first listed strategy's run as a what-if trace (JSONL, "
-                 "whatif/trace.h) to FILE; greedy only (--temperature 0)");
+                 "whatif/trace.h) to FILE, each step with its verification pass under --batch; "
+                 "greedy only (--temperature 0)");
   app.add_option("--trace-nodes", args.trace_nodes,
                  "recorded draft-tree nodes per trace step (root included)")
       ->capture_default_str()

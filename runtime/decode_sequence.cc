@@ -113,7 +113,8 @@ ForwardSegment DecodeSequence::VerifySegment() {
   return ForwardSegment{in.tokens, in.positions, c, in.mask, &cache_};
 }
 
-absl::Status DecodeSequence::Accept(const SequenceLogits& rows, DecodeCounters* counters) {
+absl::Status DecodeSequence::Accept(const SequenceLogits& rows, DecodeCounters* counters,
+                                    int64_t pass) {
   const int64_t c = cache_.length();  // == committed_.size() - 1
   const int64_t s = tree_.size();
   const int64_t V = target_->config().vocab_size;
@@ -152,7 +153,7 @@ absl::Status DecodeSequence::Accept(const SequenceLogits& rows, DecodeCounters* 
   counters->acceptance.Add(planner::MakeStepAcceptance(tree_, accept_));
   counters->verified_tokens += s;
   result_.iterations += 1;
-  result_.steps.push_back({c, tree_.tokens[0], L, draft_s_});
+  result_.steps.push_back({c, tree_.tokens[0], L, draft_s_, pass});
   for (int k = 1; k <= L; ++k) {
     const planner::TokenId t = tree_.tokens[accept_.accepted_nodes[k]];
     committed_.push_back(t);
@@ -233,7 +234,7 @@ void PrefillTogether(const Transformer& target, absl::Span<DecodeSequence* const
 
 absl::StatusOr<VerifyTimes> VerifyTogether(const Transformer& target,
                                            absl::Span<DecodeSequence* const> sequences, bool greedy,
-                                           DecodeCounters* counters) {
+                                           DecodeCounters* counters, int64_t pass) {
   c10::InferenceMode guard;
   VerifyTimes times;
   const double t0 = Now();
@@ -261,7 +262,7 @@ absl::StatusOr<VerifyTimes> VerifyTogether(const Transformer& target,
       rows.logits = cpu_logits.data_ptr<float>() + offset * V;
     }
     offset += segments[i].tokens.size(0);
-    SPECPLAN_RETURN_IF_ERROR(sequences[i]->Accept(rows, counters));
+    SPECPLAN_RETURN_IF_ERROR(sequences[i]->Accept(rows, counters, pass));
   }
   times.update_s = Now() - t1;
   return times;

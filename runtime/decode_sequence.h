@@ -59,6 +59,7 @@ struct IterationLog {
   planner::TokenId root = 0;  // the pending root token verified first (= tokens[c - prompt size])
   int32_t accepted = 0;       // accepted draft tokens (bonus excluded); the step emits accepted + 1
   double draft_s = 0;         // drafting + planning seconds of the step
+  int64_t pass = -1;          // the batch decoder's verification pass (-1: decoded alone)
 };
 
 struct GenerationResult {
@@ -99,8 +100,9 @@ class DecodeSequence {
   // The verification segment of this step's tree: positions c + depth, the ancestor block.
   ForwardSegment VerifySegment();
   // Acceptance on this sequence's rows, KV update, strategy Observe and the emitted tokens.
-  // `counters` gets the step's acceptance, verified tokens and any rebuild forward.
-  absl::Status Accept(const SequenceLogits& rows, DecodeCounters* counters);
+  // `counters` gets the step's acceptance, verified tokens and any rebuild forward; `pass` is
+  // logged with the step (IterationLog::pass).
+  absl::Status Accept(const SequenceLogits& rows, DecodeCounters* counters, int64_t pass = -1);
 
   bool done() const;
   int64_t c() const { return cache_.length(); }  // tokens in the target cache
@@ -163,10 +165,11 @@ struct VerifyTimes {
 };
 
 // Verifies every sequence's current tree in ONE target pass (ForwardBatch over the packed trees),
-// then accepts on each sequence's rows. Counts one target forward plus each sequence's step.
+// then accepts on each sequence's rows. Counts one target forward plus each sequence's step;
+// `pass` is logged with each sequence's step (IterationLog::pass).
 absl::StatusOr<VerifyTimes> VerifyTogether(const Transformer& target,
                                            absl::Span<DecodeSequence* const> sequences, bool greedy,
-                                           DecodeCounters* counters);
+                                           DecodeCounters* counters, int64_t pass = -1);
 
 }  // namespace specplan::runtime
 

@@ -225,6 +225,7 @@ absl::Status TraceRecorder::Record(int64_t prompt_index,
     step.prompt = prompt_index;
     step.c = s.c;
     step.root = s.root;
+    step.pass = s.pass;
     const double t0 = Now();
     SPECPLAN_RETURN_IF_ERROR(chain_drafter_->DraftChain(committed, options_.gamma, &marginals));
     step.draft_s = Now() - t0;

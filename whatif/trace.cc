@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <unordered_set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "util/atomic_file.h"
@@ -160,6 +162,10 @@ absl::StatusOr<TraceStep> ParseStep(const json& j, const TraceHeader& header) {
   if (j.contains("draft_s")) {
     SPECPLAN_ASSIGN_OR_RETURN(s.draft_s, json_util::GetNumber(j, "draft_s"));
     if (s.draft_s < 0) return Invalid(absl::StrCat("draft_s = ", s.draft_s, ": must be >= 0"));
+  }
+  if (j.contains("pass")) {
+    SPECPLAN_ASSIGN_OR_RETURN(s.pass, json_util::GetInt(j, "pass"));
+    if (s.pass < 0) return Invalid(absl::StrCat("pass = ", s.pass, ": must be >= 0"));
   }
   SPECPLAN_RETURN_IF_ERROR(ValidateTraceStep(s, header));
   return s;
@@ -317,6 +323,7 @@ absl::Status ValidateTraceStep(const TraceStep& s, const TraceHeader& header) {
 absl::StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source_name) {
   Trace trace;
   bool have_header = false;
+  std::set<std::pair<int64_t, int64_t>> passes;  // (pass, prompt) of the steps so far
   size_t line_no = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -349,6 +356,10 @@ absl::StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source_
     }
     auto step = ParseStep(j, trace.header);
     if (!step.ok()) return fail(std::string(step.status().message()));
+    if (step->pass >= 0 && !passes.insert({step->pass, step->prompt}).second) {
+      return fail(absl::StrCat("pass = ", step->pass, ": prompt ", step->prompt,
+                               " already has a step in this pass"));
+    }
     trace.steps.push_back(std::move(*step));
   }
   if (!have_header) {
@@ -387,6 +398,7 @@ std::string TraceStepLine(const TraceStep& s) {
                   {"dist_probs", FloatRows(s.nodes->dist_probs, s.nodes->k)}};
   }
   if (s.draft_s >= 0) j["draft_s"] = s.draft_s;
+  if (s.pass >= 0) j["pass"] = s.pass;
   return j.dump();
 }
 

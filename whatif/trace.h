@@ -17,7 +17,12 @@
 //    "marginals": {"tokens": [[int]*k]*gamma, "probs": [[float]*k]*gamma},   // optional
 //    "nodes": {"parents": [int], "tokens": [int],                            // optional
 //              "dist_tokens": [[int]*k], "dist_probs": [[float]*k]},
-//    "draft_s": float}       // optional: measured drafting seconds of the step, >= 0
+//    "draft_s": float,       // optional: measured drafting seconds of the step, >= 0
+//    "pass": int}            // optional: the verification pass of a batch run that verified the
+//                            // step, >= 0 (specplan-bench --batch --record-trace). The steps that
+//                            // share a pass were verified together in one ragged pass, so a pass's
+//                            // steps are the batch's requests with their context lengths c; two
+//                            // steps of one prompt never share a pass.
 // At least one of "marginals" (a parallel drafter's gamma x k lattice, planner/marginals.h; its
 // root_token is "root") and "nodes" (an autoregressive drafter's distributions) is present.
 // "nodes" is a recorded tree in topological order (parents[0] = -1, parents[i] < i, tokens[0] =
@@ -79,6 +84,7 @@ struct TraceStep {
   std::optional<planner::Marginals> marginals;  // root_token == root
   std::optional<RecordedNodes> nodes;
   double draft_s = -1;  // < 0: not recorded
+  int64_t pass = -1;    // < 0: not recorded (a run of one sequence at a time)
 };
 
 struct Trace {

@@ -9,8 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "whatif/trace.h"
 
@@ -151,6 +154,42 @@ TEST(BenchCliTest, RecordTraceWritesALoadableTrace) {
     }
     EXPECT_LE(s.nodes->size(), 24);
   }
+  fs::remove_all(dir);
+}
+
+// With --batch 2 every recorded step names its verification pass: a pass holds at most 2 prompts,
+// each once, and each prompt's passes increase with its context.
+TEST(BenchCliTest, RecordTraceOfABatchRunRecordsThePasses) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("specplan_bench_trace_b_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string trace_path = (dir / "trace.jsonl").string();
+  const std::string cmd = Bench() +
+                          " --target random:tiny --draft truncate:2 --strategies bestfirst"
+                          " --max-prompts 5 --batch 2 --max-new-tokens 10 --threads 1"
+                          " --trace-nodes 8 --record-trace " +
+                          trace_path + " > /dev/null 2>&1";
+  ASSERT_EQ(RunShell(cmd), 0) << cmd;
+  auto trace = specplan::whatif::LoadTrace(trace_path);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  std::map<int64_t, std::set<int64_t>> prompts_of_pass;
+  std::map<int64_t, std::pair<int64_t, int64_t>> last;  // prompt -> (pass, c)
+  for (const auto& s : trace->steps) {
+    ASSERT_GE(s.pass, 0);
+    EXPECT_TRUE(prompts_of_pass[s.pass].insert(s.prompt).second);
+    if (last.count(s.prompt)) {
+      EXPECT_GT(s.pass, last[s.prompt].first);
+      EXPECT_GT(s.c, last[s.prompt].second);
+    }
+    last[s.prompt] = {s.pass, s.c};
+  }
+  bool shared = false;
+  for (const auto& [pass, prompts] : prompts_of_pass) {
+    EXPECT_LE(prompts.size(), 2u) << "pass " << pass;
+    shared = shared || prompts.size() == 2;
+  }
+  EXPECT_TRUE(shared) << "no pass verified two prompts together";
+  EXPECT_EQ(last.size(), 5u);
   fs::remove_all(dir);
 }
 

@@ -77,6 +77,26 @@ TEST(Trace, SerializeParseRoundTrip) {
   EXPECT_EQ(*saved, text);
 }
 
+// A batch run's verification pass survives the round trip; steps of different prompts share one.
+TEST(Trace, PassRoundTrips) {
+  const std::string marg = R"("marginals":{"tokens":[[3]],"probs":[[0.5]]})";
+  const std::string text =
+      WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],"pass":7,)" + marg + "}\n" +
+               R"({"prompt":1,"c":4,"root":2,"continuation":[3],"pass":7,)" + marg + "}\n" +
+               R"({"prompt":1,"c":6,"root":2,"continuation":[3],)" + marg + "}");
+  auto trace = ParseTrace(text, "t.jsonl");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ASSERT_EQ(trace->steps.size(), 3u);
+  EXPECT_EQ(trace->steps[0].pass, 7);
+  EXPECT_EQ(trace->steps[1].pass, 7);
+  EXPECT_EQ(trace->steps[2].pass, -1);  // not recorded
+  auto again = ParseTrace(SerializeTrace(*trace), "again");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(SerializeTrace(*again), SerializeTrace(*trace));
+  EXPECT_NE(SerializeTrace(*trace).find("\"pass\":7"), std::string::npos);
+  EXPECT_EQ(TraceStepLine(trace->steps[2]).find("pass"), std::string::npos);
+}
+
 TEST(Trace, BlankLinesAndCrlfAreAccepted) {
   const std::string text = std::string(kHeader) + "\r\n\n  \n" +
                            R"({"prompt":0,"c":1,"root":2,"continuation":[3],)"
@@ -156,6 +176,13 @@ TEST(Trace, MalformedTracesNameTheLineAndField) {
        "\n",
        "t.jsonl:1: vocab: missing"},
       {"empty", "\n\n", "empty trace"},
+      {"negative pass",
+       WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],"pass":-2,)" + ok_marg + "}"),
+       "t.jsonl:2: pass = -2: must be >= 0"},
+      {"one prompt twice in a pass",
+       WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],"pass":4,)" + ok_marg + "}\n" +
+                R"({"prompt":0,"c":2,"root":3,"continuation":[3],"pass":4,)" + ok_marg + "}"),
+       "t.jsonl:3: pass = 4: prompt 0 already has a step in this pass"},
   };
   for (const BadCase& c : cases) {
     auto trace = ParseTrace(c.text, "t.jsonl");
