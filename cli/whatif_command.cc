@@ -4,7 +4,7 @@
 //   specplan whatif [--trace FILE] --model M --gpu G [--profile FILE] [--budgets LIST]
 //                   [--strategies LIST] [--n-max N] [--json] [--per-step] [--plot OUT.png]
 //                   [--server HOST:PORT]
-//   specplan whatif --concurrency LIST [--draft-batch-growth F] ... (whatif_concurrency.h)
+//   specplan whatif --concurrency LIST|recorded [--draft-batch-growth F] ... (whatif_concurrency.h)
 //
 // Without --trace the bundled trace (whatif::DefaultTracePath()) is used. Prints a table, or with
 // --json one JSON object (whatif::WhatIfReportToJson); --plot writes a two-panel PNG (speedup and
@@ -181,9 +181,18 @@ bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfO
 int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
                    const costmodel::DrafterCost& drafter, double t_aux_s, int n_max) {
   const char* kCmd = "specplan whatif: ";
-  auto sizes = whatif::ParseConcurrencyList(a.concurrency);
+  // "recorded": the trace's recorded batches (a batch run's passes) instead of a list of sizes.
+  const bool recorded = a.concurrency == "recorded";
+  auto sizes = recorded ? absl::StatusOr<std::vector<int>>(std::vector<int>{})
+                        : whatif::ParseConcurrencyList(a.concurrency);
   if (!sizes.ok()) {
-    std::cerr << kCmd << "--concurrency: " << sizes.status().message() << "\n";
+    std::cerr << kCmd << "--concurrency: " << sizes.status().message()
+              << " (or \"recorded\": the trace's recorded batches)\n";
+    return 1;
+  }
+  if (recorded && !a.plot.empty()) {
+    std::cerr << kCmd << "--plot does not apply with --concurrency recorded (one recorded "
+              << "schedule: nothing to draw against B)\n";
     return 1;
   }
   for (const char* flag : {"--server", "--strategies", "--per-step", "--policy-forward-ms",
@@ -205,6 +214,7 @@ int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
   run.dtype_name = costmodel::DTypeName(dtype);
   run.profile = in.profile;
   run.options.batch_sizes = *sizes;
+  run.options.recorded = recorded;
   run.options.n_max = n_max;
   run.options.drafter = drafter;
   run.options.drafter.batch_growth = a.draft_batch_growth;
@@ -398,7 +408,9 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                   "Replay the trace with B requests in flight for each B of a comma-separated "
                   "list (e.g. 1,2,4,...,256; each in [1, 4096]): throughput, accepted length and "
                   "tree size per request for ar, fixed (n_max nodes per request), controller (per "
-                  "request) and batch, and the B where speculation stops paying; in-process only");
+                  "request) and batch, and the B where speculation stops paying; or \"recorded\": "
+                  "replay a batch run's recorded passes (specplan-bench --batch B --record-trace) "
+                  "as they happened; in-process only");
   cmd->add_option(
          "--draft-batch-growth", args->draft_batch_growth,
          "With --concurrency: each further request in a batched draft pass adds this "

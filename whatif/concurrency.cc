@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
@@ -110,8 +112,10 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
                                                  const costmodel::LatencyModel& latency,
                                                  const ConcurrencyOptions& o) {
   // Options.
-  std::vector<int> sizes = o.batch_sizes;
-  if (sizes.empty()) return Invalid("batch_sizes: empty (need at least one batch size)");
+  std::vector<int> sizes = o.recorded ? std::vector<int>{} : o.batch_sizes;
+  if (sizes.empty() && !o.recorded) {
+    return Invalid("batch_sizes: empty (need at least one batch size)");
+  }
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 1 || sizes[i] > MaxConcurrency()) {
       return Invalid(absl::StrCat("batch_sizes[", i, "] = ", sizes[i], ": must be in [1, ",
@@ -184,24 +188,29 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   bo.mode = o.batch_scan ? BudgetMode::kScan : BudgetMode::kController;
   bo.validate = false;
   std::vector<planner::BatchRequest> requests;
-  std::vector<int> at;  // [B] ring position of each request in this batch step
+  std::vector<int> at;  // ring position of each request in this batch step
   BatchShape plain, fixed, ctl;
-  for (size_t si = 0; si < sizes.size(); ++si) {
-    const int B = sizes[si];
+  // Replays one schedule: `steps` batch steps, step t of size(t) requests, request j at ring
+  // position position(t, j). Appends the four rows labelled `label`; returns batch's throughput
+  // over ar's.
+  auto replay = [&](int label, int steps, const std::function<int(int)>& size,
+                    const std::function<int(int, int)>& position) -> absl::StatusOr<bool> {
     RowSums sums[kStrategies];
-    bo.n_max = static_cast<int>(
-        std::min<int64_t>(static_cast<int64_t>(B) * o.n_max, planner::kMaxBatchNodes));
-    requests.assign(static_cast<size_t>(B), planner::BatchRequest{});
-    at.resize(static_cast<size_t>(B));
-    for (int t = 0; t < S; ++t) {
+    double request_steps = 0;
+    for (int t = 0; t < steps; ++t) {
+      const int B = size(t);
+      request_steps += B;
+      bo.n_max = static_cast<int>(
+          std::min<int64_t>(static_cast<int64_t>(B) * o.n_max, planner::kMaxBatchNodes));
+      requests.assign(static_cast<size_t>(B), planner::BatchRequest{});
+      at.resize(static_cast<size_t>(B));
       plain.Clear();
       fixed.Clear();
       ctl.Clear();
       int gamma = 1;
       bool ctl_drafts = false;
       for (int j = 0; j < B; ++j) {
-        const int offset = static_cast<int>(static_cast<int64_t>(j) * S / B);
-        const int k = (offset + t) % S;
+        const int k = position(t, j);
         at[j] = k;
         const RingStep& r = ring[k];
         const TraceStep& s = *r.step;
@@ -252,26 +261,62 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
         }
       }
     }
-    const double request_steps = static_cast<double>(B) * S;
     const double ar_throughput = sums[0].tokens / sums[0].seconds;
     for (int k = 0; k < kStrategies; ++k) {
       ConcurrencyRow row;
-      row.batch = B;
+      row.batch = label;
       row.strategy = kAllConcurrency[k];
-      row.steps = S;
+      row.steps = steps;
       row.tokens = sums[k].tokens;
       row.seconds = sums[k].seconds;
       row.throughput = sums[k].tokens / sums[k].seconds;
       row.accepted = sums[k].accepted / request_steps;
       row.mean_tree_size = sums[k].nodes / request_steps;
-      row.cycle_s = sums[k].seconds / S;
+      row.cycle_s = sums[k].seconds / steps;
       row.speedup = row.throughput / ar_throughput;
       row.plain_steps = sums[k].plain_steps;
       report.rows.push_back(row);
     }
-    if (report.stop_paying_batch == 0 && !(report.rows.back().throughput > ar_throughput)) {
-      report.stop_paying_batch = B;
+    return report.rows.back().throughput > ar_throughput;
+  };
+
+  if (o.recorded) {
+    // The recorded passes, in pass order: each is one batch step with its recorded requests.
+    std::map<int64_t, std::vector<int>> by_pass;
+    for (int k = 0; k < S; ++k) {
+      const TraceStep& s = *ring[k].step;
+      if (s.pass < 0) {
+        return Invalid(absl::StrCat(
+            "recorded: trace step of prompt ", s.prompt, " at c = ", s.c,
+            " has no \"pass\" (record a batch run: specplan-bench --batch B --record-trace)"));
+      }
+      by_pass[s.pass].push_back(k);
     }
+    std::vector<const std::vector<int>*> passes;
+    for (const auto& [pass, members] : by_pass) passes.push_back(&members);
+    report.batch_sizes.clear();
+    report.recorded_passes = static_cast<int64_t>(passes.size());
+    report.recorded_mean_batch = static_cast<double>(S) / static_cast<double>(passes.size());
+    SPECPLAN_ASSIGN_OR_RETURN(bool pays,
+                              replay(
+                                  kRecordedBatch, static_cast<int>(passes.size()),
+                                  [&](int t) { return static_cast<int>(passes[t]->size()); },
+                                  [&](int t, int j) { return (*passes[t])[j]; }));
+    report.recorded_pays = pays;
+    if (o.progress) o.progress(1, 1);
+    return report;
+  }
+  for (size_t si = 0; si < sizes.size(); ++si) {
+    const int B = sizes[si];
+    // Request j starts at ring position floor(j S / B) and advances one position per step.
+    SPECPLAN_ASSIGN_OR_RETURN(
+        bool pays, replay(
+                       B, S, [B](int) { return B; },
+                       [B, S](int t, int j) {
+                         const int offset = static_cast<int>(static_cast<int64_t>(j) * S / B);
+                         return (offset + t) % S;
+                       }));
+    if (report.stop_paying_batch == 0 && !pays) report.stop_paying_batch = B;
     if (o.progress) o.progress(static_cast<int>(si) + 1, static_cast<int>(sizes.size()));
   }
   return report;
@@ -322,6 +367,12 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
   }
   j["rows"] = std::move(rows);
   j["stop_paying_batch"] = r.stop_paying_batch > 0 ? json(r.stop_paying_batch) : json(nullptr);
+  j["interleaving"] = r.recorded_passes > 0 ? "recorded" : "ring";
+  if (r.recorded_passes > 0) {
+    j["recorded"] = {{"passes", r.recorded_passes},
+                     {"mean_batch", r.recorded_mean_batch},
+                     {"speculation_pays", r.recorded_pays}};
+  }
   return j;
 }
 
@@ -329,11 +380,15 @@ std::string FormatConcurrencyTable(const ConcurrencyReport& r) {
   auto f = [](double x, int prec) {
     return std::isfinite(x) ? absl::StrFormat("%.*f", prec, x) : std::string("-");
   };
+  const std::string replayed =
+      r.recorded_passes > 0
+          ? absl::StrFormat("replayed in the %d recorded passes", r.recorded_passes)
+          : std::string("replayed by every request");
   std::string out = absl::StrFormat(
-      "trace: %s -> %s, %d steps (%d with marginals, replayed by every request)\n"
+      "trace: %s -> %s, %d steps (%d with marginals, %s)\n"
       "cost: %s latency model; drafter %s (t_net %.3f ms, t_head %.3f ms, batch growth %g), "
       "aux %.3f ms; n_max %d draft nodes per request; batch planner: %s\n\n",
-      r.draft, r.target, r.trace_steps, r.ring_steps, r.latency_model,
+      r.draft, r.target, r.trace_steps, r.ring_steps, replayed, r.latency_model,
       costmodel::DrafterClassName(r.drafter.cls), r.drafter.t_net_s * 1e3, r.drafter.t_head_s * 1e3,
       r.drafter.batch_growth, r.t_aux_s * 1e3, r.n_max,
       r.batch_scan ? "scan (argmax of G(N))" : "controller (first decrease of G(N))");
@@ -344,14 +399,20 @@ std::string FormatConcurrencyTable(const ConcurrencyReport& r) {
     if (last_b >= 0 && row.batch != last_b) out += "\n";
     last_b = row.batch;
     out += absl::StrFormat(
-        "%5d  %-13s %11s %8s %9s %7s %9s %7s\n", row.batch, ConcurrencyStrategyName(row.strategy),
-        f(row.throughput, 1),
+        "%5s  %-13s %11s %8s %9s %7s %9s %7s\n",
+        row.batch == kRecordedBatch ? std::string("rec") : absl::StrCat(row.batch),
+        ConcurrencyStrategyName(row.strategy), f(row.throughput, 1),
         std::isfinite(row.speedup) ? absl::StrFormat("%.3fx", row.speedup) : std::string("-"),
         f(row.accepted, 3), f(row.mean_tree_size, 1), f(row.cycle_s * 1e3, 3),
         absl::StrFormat("%d/%d", row.plain_steps, row.steps));
   }
   out += "\n";
-  if (r.stop_paying_batch > 0) {
+  if (r.recorded_passes > 0) {
+    out += absl::StrFormat(
+        "recorded batches (%d passes, mean B = %.2f): the batch planner's throughput is %s plain "
+        "decoding's\n",
+        r.recorded_passes, r.recorded_mean_batch, r.recorded_pays ? "above" : "not above");
+  } else if (r.stop_paying_batch > 0) {
     out += absl::StrFormat(
         "speculation stops paying at B = %d (the batch planner's throughput is not above plain "
         "decoding's)\n",

@@ -9,6 +9,11 @@
 // accepted length L is computed against its step's recorded continuation exactly as the one-request
 // sweep does (replay.h RealizedAcceptedLength); the step's context length c is the recorded one.
 //
+// Recorded interleavings (ConcurrencyOptions::recorded). A trace of a batch run (specplan-bench
+// --batch B --record-trace) names each step's verification pass. The replay then takes the passes
+// as they happened: batch step t is pass t's steps, so the batch sizes, the mix of context lengths
+// and the continuous-batching tail (fewer requests as the last prompts finish) are the run's.
+//
 // Cost of one batch step (costmodel/cycle_cost.h BatchCycleCost), request i drafting n_i nodes:
 // clang-format off
 //   C         = T_draft(B) + T_aux + T_verify({(n_i + 1, c_i)})        seconds, one ragged pass
@@ -96,9 +101,17 @@ struct ConcurrencyOptions {
   double t_aux_s = 0;          // seconds, per batch step
   bool batch_scan = false;     // batch in BudgetMode::kScan instead of kController
   bool validate_trace = true;  // ValidateTraceStep on every step first
+  // Replay the recorded batches instead of the ring: each batch step is one verification pass of
+  // a batch run (the steps sharing a "pass", trace.h), with the requests and context lengths that
+  // pass verified together, in pass order. batch_sizes is then ignored; the rows are labelled
+  // kRecordedBatch. Every step with marginals must carry a pass.
+  bool recorded = false;
   // Called after each batch size with (sizes done, sizes total); may be empty.
   std::function<void(int, int)> progress;
 };
+
+// The batch label of the rows of a recorded-batches replay (ConcurrencyOptions::recorded).
+inline constexpr int kRecordedBatch = 0;
 
 // One (batch size, strategy).
 struct ConcurrencyRow {
@@ -132,8 +145,13 @@ struct ConcurrencyReport {
   // Rows: batch sizes ascending, strategies in AllConcurrencyStrategies() order within a size.
   std::vector<ConcurrencyRow> rows;
   // Smallest batch size whose batch throughput is not above ar's; 0 = never in the
-  // range.
+  // range (and always 0 in a recorded-batches replay).
   int stop_paying_batch = 0;
+  // A recorded-batches replay: the passes replayed (0 = a ring replay), the mean requests per
+  // pass, and whether the batch planner's throughput is above ar's.
+  int64_t recorded_passes = 0;
+  double recorded_mean_batch = 0;
+  bool recorded_pays = false;
 };
 
 // Runs the replay. InvalidArgument naming the field for bad options (empty or out-of-range batch

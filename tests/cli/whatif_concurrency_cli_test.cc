@@ -1,4 +1,4 @@
-// `specplan whatif --concurrency LIST` (cli/whatif_concurrency.cc) run as a real binary.
+// `specplan whatif --concurrency LIST|recorded` (cli/whatif_concurrency.cc) run as a real binary.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -39,6 +39,28 @@ TEST(WhatIfConcurrencyCommand, TableHasEveryStrategyAndTheStopLine) {
   }
   EXPECT_THAT(r.output, HasSubstr("speculation "));
   EXPECT_THAT(r.output, HasSubstr("tokens/s"));
+}
+
+// The bundled trace was recorded from a --batch 4 run: `recorded` replays its passes.
+TEST(WhatIfConcurrencyCommand, RecordedReplaysTheBundledTracesPasses) {
+  auto r = RunSpecplan(kBase + "--concurrency recorded");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("replayed in the 30 recorded passes"));
+  EXPECT_THAT(r.output, HasSubstr("  rec  batch"));
+  EXPECT_THAT(r.output, HasSubstr("recorded batches (30 passes, mean B = 3.17)"));
+  auto j = RunSpecplan(kBase + "--concurrency recorded --json");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  const nlohmann::json report = nlohmann::json::parse(j.output);
+  EXPECT_EQ(report.at("interleaving"), "recorded");
+  EXPECT_EQ(report.at("recorded").at("passes"), 30);
+  EXPECT_EQ(report.at("rows").size(), 4u);
+  // A trace without passes, and --plot, are refused by name.
+  auto bad = RunSpecplan(kBase + "--concurrency recorded --trace " + kTrace);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.output, HasSubstr("has no \"pass\""));
+  bad = RunSpecplan(kBase + "--concurrency recorded --plot /tmp/never.png");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.output, HasSubstr("--plot does not apply with --concurrency recorded"));
 }
 
 TEST(WhatIfConcurrencyCommand, BadValuesNameTheFlag) {

@@ -117,6 +117,65 @@ TEST(Concurrency, NoSpeculationThroughputIsBOverTAR) {
   }
 }
 
+// Recorded interleavings: the bundled trace's own passes, then its steps regrouped into passes by
+// hand. Each batch step
+// is one pass, priced with that pass's requests only; a pass of one request costs what the
+// one-request replay of that step costs, so a schedule of singleton passes equals the ring at B
+// = 1.
+TEST(Concurrency, RecordedPassesAreTheBatchSteps) {
+  Trace trace = Load(DefaultTracePath());
+  const AffineLatency latency(0.01, 0.001, 1e-5);
+  ConcurrencyOptions o;
+  o.n_max = 8;
+  o.drafter.t_net_s = 0.002;
+  o.recorded = true;
+  // The bundled trace was recorded from a batch run: its own passes replay.
+  auto bundled = RunConcurrency(trace, latency, o);
+  ASSERT_TRUE(bundled.ok()) << bundled.status();
+  EXPECT_GT(bundled->recorded_mean_batch, 1.0);
+  // Without passes: refused, naming the remedy.
+  for (TraceStep& s : trace.steps) s.pass = -1;
+  auto none = RunConcurrency(trace, latency, o);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("has no \"pass\""));
+  // Singleton passes in trace order: the ring at B = 1.
+  int64_t pass = 0;
+  for (TraceStep& s : trace.steps) s.pass = s.marginals ? pass++ : -1;
+  auto single = RunConcurrency(trace, latency, o);
+  ASSERT_TRUE(single.ok()) << single.status();
+  ConcurrencyOptions ring = o;
+  ring.recorded = false;
+  ring.batch_sizes = {1};
+  auto b1 = RunConcurrency(trace, latency, ring);
+  ASSERT_TRUE(b1.ok()) << b1.status();
+  EXPECT_EQ(single->recorded_passes, single->ring_steps);
+  EXPECT_DOUBLE_EQ(single->recorded_mean_batch, 1.0);
+  for (S s : AllConcurrencyStrategies()) {
+    EXPECT_NEAR(Row(*single, kRecordedBatch, s).throughput, Row(*b1, 1, s).throughput,
+                1e-9 * Row(*b1, 1, s).throughput);
+    EXPECT_DOUBLE_EQ(Row(*single, kRecordedBatch, s).mean_tree_size, Row(*b1, 1, s).mean_tree_size);
+  }
+  // Pairs of steps (the last pass alone when the count is odd): half the passes, each ar pass
+  // priced as one ragged pass of its requests.
+  int64_t k = 0;
+  for (TraceStep& s : trace.steps) {
+    if (s.marginals) s.pass = k++ / 2;
+  }
+  auto pairs = RunConcurrency(trace, latency, o);
+  ASSERT_TRUE(pairs.ok()) << pairs.status();
+  EXPECT_EQ(pairs->recorded_passes, (k + 1) / 2);
+  EXPECT_DOUBLE_EQ(pairs->recorded_mean_batch, static_cast<double>(k) / ((k + 1) / 2));
+  const ConcurrencyRow& ar = Row(*pairs, kRecordedBatch, S::kNoSpeculation);
+  EXPECT_EQ(ar.steps, (k + 1) / 2);
+  EXPECT_DOUBLE_EQ(ar.tokens, static_cast<double>(k));
+  EXPECT_EQ(ar.plain_steps, ar.steps);
+  const nlohmann::json j = ConcurrencyReportToJson(*pairs);
+  EXPECT_EQ(j.at("interleaving"), "recorded");
+  EXPECT_EQ(j.at("recorded").at("passes"), (k + 1) / 2);
+  EXPECT_THAT(FormatConcurrencyTable(*pairs), HasSubstr("recorded batches ("));
+  EXPECT_THAT(FormatConcurrencyTable(*pairs), HasSubstr("  rec  ar"));
+}
+
 // Hand-worked on the fixture (sweep_test.cc's pop orders): with n_max = 2 the fixed trees are
 // step 0: {5, 6} (L = 1), step 1: {14, 12} (L = 1). At B = 2 both requests verify 3 tokens in
 // one pass: C = T_draft(2) + T_verify(S = 6, mean c = 102) per batch step, 2 x 2 tokens each.
