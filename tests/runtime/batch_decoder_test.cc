@@ -4,12 +4,14 @@
 // per-request and global-batch strategies); a sequence in a batch emits exactly what it emits
 // alone (greedy and sampling); per-sequence KV compaction equals recomputation; sampling keeps the
 // target distribution with mixed prompts and tree sizes; the batch planner's trees shrink as the
-// batch grows on a cost that grows with the batch's tokens.
+// batch grows on a cost that grows with the batch's tokens, with passes that verify drafting
+// requests beside undrafted ones (n_i = 0), still emitting AR's tokens.
 #include "runtime/batch_decoder.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -333,8 +335,22 @@ TEST(BatchDecoderTest, BatchPlannerTreesShrinkAsTheBatchGrows) {
   o.batch_draft_step_s = 0;  // reproducible plans: drafting priced free
   const auto prompts = Prompts(8, 54);
   BatchCounters one, eight;
+  std::vector<BatchStepLog> logs;
   Batched(*target, draft.get(), o, 1, prompts, 16, &one);
-  Batched(*target, draft.get(), o, 8, prompts, 16, &eight);
+  const auto out = Batched(*target, draft.get(), o, 8, prompts, 16, &eight, &logs);
+  // Some passes verify a drafting request beside one the planner left undrafted (n_i = 0), and
+  // the outputs are still AR's.
+  int mixed = 0;
+  for (const BatchStepLog& log : logs) {
+    const auto [lo, hi] = std::minmax_element(log.n.begin(), log.n.end());
+    mixed += *lo == 0 && *hi > 0 ? 1 : 0;
+  }
+  std::printf("passes mixing n_i = 0 and n_i > 0: %d of %zu\n", mixed, logs.size());
+  EXPECT_GT(mixed, 0);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(out[i],
+              Alone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompts[i], 16));
+  }
   EXPECT_GT(one.mean_tree_size(), 0.0);
   EXPECT_LT(eight.mean_tree_size(), one.mean_tree_size());
   std::printf("mean tree size: B = 1 %.2f, B = 8 %.2f\n", one.mean_tree_size(),
