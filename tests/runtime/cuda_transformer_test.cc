@@ -26,14 +26,9 @@ using testing::LastLogits;
 using testing::PathTo;
 using testing::RandomTokens;
 using testing::RandomTree;
+using testing::RelativeError;
 using testing::TinyModel;
 using testing::VerifyTree;
-
-double RelativeError(const torch::Tensor& got, const torch::Tensor& ref) {
-  torch::Tensor g = got.to(torch::kCPU, torch::kFloat64);
-  torch::Tensor r = ref.to(torch::kCPU, torch::kFloat64);
-  return (g - r).norm().item<double>() / r.norm().item<double>();
-}
 
 double Tolerance(torch::ScalarType dtype) {
   if (dtype == torch::kFloat32) return 1e-4;

@@ -35,10 +35,7 @@ Reference LoadReference(const std::string& arch) {
   return r;
 }
 
-double RelativeError(const torch::Tensor& got, const torch::Tensor& ref) {
-  torch::Tensor g = got.to(torch::kFloat64), r = ref.to(torch::kFloat64);
-  return (g - r).norm().item<double>() / r.norm().item<double>();
-}
+using testing::RelativeError;
 
 // float32 against transformers' float64 through 2 layers: ~1e-7 relative; 1e-5 leaves room for
 // summation order while still failing on any RoPE, norm or head-layout mistake (those give > 1e-2).

@@ -10,6 +10,7 @@
 
 #include "runtime/model_loader.h"
 #include "runtime/safetensors.h"
+#include "tests/runtime/test_models.h"
 
 namespace specplan::runtime {
 namespace {
@@ -32,11 +33,7 @@ Golden LoadLogits(const std::string& path) {
   return g;
 }
 
-// ||got - ref|| / ||ref|| over one position's logits.
-double RelativeError(const torch::Tensor& got, const torch::Tensor& ref) {
-  torch::Tensor g = got.to(torch::kFloat64), r = ref.to(torch::kFloat64);
-  return (g - r).norm().item<double>() / r.norm().item<double>();
-}
+using testing::RelativeError;  // over one position's logits
 
 struct Case {
   std::string arch;

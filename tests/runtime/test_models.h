@@ -58,6 +58,13 @@ inline std::vector<planner::TokenId> RandomTokens(int n, int vocab, std::mt19937
   return t;
 }
 
+// ||got - ref|| / ||ref|| in float64 on the host (logits rows or blocks, on any device).
+inline double RelativeError(const torch::Tensor& got, const torch::Tensor& ref) {
+  const torch::Tensor g = got.to(torch::kCPU, torch::kFloat64);
+  const torch::Tensor r = ref.to(torch::kCPU, torch::kFloat64);
+  return (g - r).norm().item<double>() / r.norm().item<double>();
+}
+
 // Logits [V] of the last token of `seq` by a fresh causal pass.
 inline torch::Tensor LastLogits(const Transformer& model,
                                 const std::vector<planner::TokenId>& seq) {
