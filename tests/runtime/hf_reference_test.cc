@@ -20,19 +20,11 @@ std::string FixtureDir(const std::string& arch) {
   return std::string(SPECPLAN_SOURCE_DIR) + "/tests/runtime/data/hf/" + arch;
 }
 
-struct Reference {
-  std::vector<planner::TokenId> ids;
-  torch::Tensor logits;  // [T][V] float32
-};
+using testing::LoadReferenceLogits;
+using Reference = testing::ReferenceLogits;
 
 Reference LoadReference(const std::string& arch) {
-  auto file = SafetensorsFile::Open(FixtureDir(arch) + "/reference.safetensors");
-  EXPECT_TRUE(file.ok()) << file.status();
-  Reference r;
-  torch::Tensor ids = *(*file)->Get("input_ids");
-  r.ids.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
-  r.logits = (*file)->Get("logits")->clone();
-  return r;
+  return LoadReferenceLogits(FixtureDir(arch) + "/reference.safetensors");
 }
 
 using testing::RelativeError;

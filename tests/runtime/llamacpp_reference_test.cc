@@ -17,21 +17,7 @@ namespace {
 
 std::string DataDir() { return std::string(SPECPLAN_SOURCE_DIR) + "/tests/runtime/data"; }
 
-struct Golden {
-  std::vector<planner::TokenId> ids;
-  torch::Tensor logits;  // [T][V] float32
-};
-
-Golden LoadLogits(const std::string& path) {
-  auto file = SafetensorsFile::Open(path);
-  EXPECT_TRUE(file.ok()) << file.status();
-  Golden g;
-  if (!file.ok()) return g;
-  torch::Tensor ids = *(*file)->Get("input_ids");
-  g.ids.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
-  g.logits = (*file)->Get("logits")->clone();
-  return g;
-}
+using Golden = testing::ReferenceLogits;
 
 using testing::RelativeError;  // over one position's logits
 
@@ -54,7 +40,8 @@ class LlamaCppReferenceTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(LlamaCppReferenceTest, CausalLogitsMatchLlamaCpp) {
   const Case& c = GetParam();
-  Golden golden = LoadLogits(DataDir() + "/llamacpp/" + c.arch + "/logits.safetensors");
+  Golden golden =
+      testing::LoadReferenceLogits(DataDir() + "/llamacpp/" + c.arch + "/logits.safetensors");
   ASSERT_FALSE(golden.ids.empty());
   auto model = LoadModel(DataDir() + "/hf/" + c.arch, 0, RuntimeOptions{});
   ASSERT_TRUE(model.ok()) << model.status();
@@ -73,8 +60,9 @@ TEST_P(LlamaCppReferenceTest, CausalLogitsMatchLlamaCpp) {
 // fixture regenerated wrongly fails here, not as a runtime bug.
 TEST_P(LlamaCppReferenceTest, LlamaCppAgreesWithTransformers) {
   const Case& c = GetParam();
-  Golden golden = LoadLogits(DataDir() + "/llamacpp/" + c.arch + "/logits.safetensors");
-  Golden hf = LoadLogits(DataDir() + "/hf/" + c.arch + "/reference.safetensors");
+  Golden golden =
+      testing::LoadReferenceLogits(DataDir() + "/llamacpp/" + c.arch + "/logits.safetensors");
+  Golden hf = testing::LoadReferenceLogits(DataDir() + "/hf/" + c.arch + "/reference.safetensors");
   ASSERT_EQ(golden.ids, hf.ids);
   ASSERT_EQ(golden.logits.sizes(), hf.logits.sizes());
   for (int64_t i = 0; i < golden.logits.size(0); ++i) {

@@ -13,6 +13,7 @@
 #include "planner/tree.h"
 #include "planner/tree_outputs.h"
 #include "runtime/model_config.h"
+#include "runtime/safetensors.h"
 #include "runtime/transformer.h"
 
 namespace specplan::runtime::testing {
@@ -63,6 +64,24 @@ inline double RelativeError(const torch::Tensor& got, const torch::Tensor& ref) 
   const torch::Tensor g = got.to(torch::kCPU, torch::kFloat64);
   const torch::Tensor r = ref.to(torch::kCPU, torch::kFloat64);
   return (g - r).norm().item<double>() / r.norm().item<double>();
+}
+
+// Reference logits of another implementation for given ids (tests/runtime/data: HuggingFace's
+// reference.safetensors, llama.cpp's logits.safetensors): tensors "input_ids" [T] int64 and
+// "logits" [T][V] float32.
+struct ReferenceLogits {
+  std::vector<planner::TokenId> ids;
+  torch::Tensor logits;  // [T][V] float32
+};
+inline ReferenceLogits LoadReferenceLogits(const std::string& path) {
+  auto file = SafetensorsFile::Open(path);
+  EXPECT_TRUE(file.ok()) << path << ": " << file.status();
+  ReferenceLogits r;
+  if (!file.ok()) return r;
+  const torch::Tensor ids = *(*file)->Get("input_ids");
+  r.ids.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+  r.logits = (*file)->Get("logits")->clone();
+  return r;
 }
 
 // Logits [V] of the last token of `seq` by a fresh causal pass.
