@@ -110,6 +110,13 @@ TEST(ModelConfigTest, ErrorsNameTheKey) {
   j = Llama();
   j["rope_scaling"].erase("low_freq_factor");
   EXPECT_NE(msg(j).find("rope_scaling.low_freq_factor: missing"), std::string::npos);
+  // Token ids are int32: a vocabulary of 2^31 cannot be decoded (the cost model still reads it).
+  j = Llama();
+  j["vocab_size"] = int64_t{1} << 31;
+  EXPECT_NE(msg(j).find("vocab_size = 2147483648: token ids are int32"), std::string::npos)
+      << msg(j);
+  j["vocab_size"] = (int64_t{1} << 31) - 1;
+  EXPECT_TRUE(ParseHfConfig(j, "x").ok());
 }
 
 TEST(ModelConfigTest, BuiltinsAndSources) {
