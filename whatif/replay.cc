@@ -7,7 +7,8 @@
 
 namespace specplan::whatif {
 
-int RealizedAcceptedLength(const planner::Tree& tree, absl::Span<const int32_t> continuation,
+int RealizedAcceptedLength(const planner::Tree& tree,
+                           absl::Span<const planner::TokenId> continuation,
                            std::vector<int32_t>* matched) {
   std::vector<int32_t> local;
   std::vector<int32_t>& m = matched != nullptr ? *matched : local;
@@ -33,7 +34,7 @@ int RealizedAcceptedLength(const planner::Tree& tree, absl::Span<const int32_t> 
 }
 
 void RealizedAcceptedLengthPerPrefix(const planner::Tree& tree,
-                                     absl::Span<const int32_t> continuation,
+                                     absl::Span<const planner::TokenId> continuation,
                                      std::vector<int32_t>* matched, std::vector<int32_t>* out) {
   SPECPLAN_CHECK(matched != nullptr && out != nullptr);
   const int size = tree.size();
@@ -73,7 +74,7 @@ void RecordedDrafter::Reset(const RecordedNodes& nodes) {
   map_.clear();
 }
 
-int RecordedDrafter::ChildOf(int recorded_node, int32_t token) const {
+int RecordedDrafter::ChildOf(int recorded_node, planner::TokenId token) const {
   for (int e = child_begin_[recorded_node]; e < child_begin_[recorded_node + 1]; ++e) {
     const int c = children_[e];
     if (nodes_->tokens[c] == token) return c;

@@ -20,14 +20,15 @@ namespace specplan::whatif {
 // continuation.size(). The root (pending bonus token) is always accepted and is not counted, so
 // the step emits L + 1 tokens. `matched` is scratch ([tree.size()], reused; may be null). The tree
 // must be topological (parents[i] < i), as every planner::Tree is.
-int RealizedAcceptedLength(const planner::Tree& tree, absl::Span<const int32_t> continuation,
+int RealizedAcceptedLength(const planner::Tree& tree,
+                           absl::Span<const planner::TokenId> continuation,
                            std::vector<int32_t>* matched = nullptr);
 
 // Same for every prefix of the node order: out[n] = accepted length of the tree made of nodes
 // 0..n (n draft nodes). Meaningful when every prefix is itself a tree (best-first pop order).
 // out: [tree.size()], resized (keeps capacity).
 void RealizedAcceptedLengthPerPrefix(const planner::Tree& tree,
-                                     absl::Span<const int32_t> continuation,
+                                     absl::Span<const planner::TokenId> continuation,
                                      std::vector<int32_t>* matched, std::vector<int32_t>* out);
 
 // Answers a policy's expansion requests from one step's recorded nodes: a policy node whose token
@@ -48,7 +49,7 @@ class RecordedDrafter {
   int RecordedIndex(int u) const { return u < static_cast<int>(map_.size()) ? map_[u] : -1; }
 
  private:
-  int ChildOf(int recorded_node, int32_t token) const;
+  int ChildOf(int recorded_node, planner::TokenId token) const;
 
   const RecordedNodes* nodes_ = nullptr;
   std::vector<int32_t> child_begin_;  // [m + 1] CSR offsets of each recorded node's children

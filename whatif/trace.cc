@@ -189,7 +189,7 @@ json FloatRows(const std::vector<float>& flat, size_t k) {
 
 }  // namespace
 
-int RecordedNodes::Child(int node, int32_t token) const {
+int RecordedNodes::Child(int node, planner::TokenId token) const {
   for (int i = node + 1; i < size(); ++i) {
     if (parents[i] == node && tokens[i] == token) return i;
   }

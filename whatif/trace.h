@@ -43,6 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "planner/marginals.h"
+#include "planner/token.h"
 
 namespace specplan::whatif {
 
@@ -63,15 +64,15 @@ struct TraceHeader {
 
 // An autoregressive drafter's next-token distributions over a recorded tree (see above).
 struct RecordedNodes {
-  std::vector<int32_t> parents;      // [m]
-  std::vector<int32_t> tokens;       // [m]
-  int32_t k = 0;                     // row length
-  std::vector<int32_t> dist_tokens;  // [m][k]
-  std::vector<float> dist_probs;     // [m][k]
+  std::vector<int32_t> parents;               // [m]
+  std::vector<planner::TokenId> tokens;       // [m]
+  int32_t k = 0;                              // row length
+  std::vector<planner::TokenId> dist_tokens;  // [m][k] (-1 = padding)
+  std::vector<float> dist_probs;              // [m][k]
 
   int size() const { return static_cast<int>(parents.size()); }
   // Index of the child of `node` with `token`, or -1.
-  int Child(int node, int32_t token) const;
+  int Child(int node, planner::TokenId token) const;
   // True when row `node` holds a distribution (not all padding).
   bool Expanded(int node) const;
 };
@@ -79,8 +80,8 @@ struct RecordedNodes {
 struct TraceStep {
   int64_t prompt = 0;
   int64_t c = 0;
-  int32_t root = 0;
-  std::vector<int32_t> continuation;
+  planner::TokenId root = 0;
+  std::vector<planner::TokenId> continuation;
   std::optional<planner::Marginals> marginals;  // root_token == root
   std::optional<RecordedNodes> nodes;
   double draft_s = -1;  // < 0: not recorded
