@@ -14,6 +14,7 @@
 #include "costmodel/model_registry.h"
 #include "planner/batch_plan.h"
 #include "planner/path_conditioned.h"
+#include "tests/planner/brute_force.h"
 #include "tests/planner/fake_drafter.h"
 #include "tests/planner/plan_test_util.h"
 #include "tests/planner/random_marginals.h"
@@ -21,7 +22,10 @@
 namespace specplan::planner {
 namespace {
 
+using testing::BruteBestByCount;
 using ::testing::HasSubstr;
+using testing::Lattice;
+using testing::MarginalsLattice;
 
 costmodel::DrafterCost ParallelDrafter(double seconds) {
   costmodel::DrafterCost d;
@@ -65,24 +69,6 @@ class HashProvider : public DistributionProvider {
 
  private:
   testing::HashDrafter d_;
-};
-
-// Path-independent provider: q(. | path(u)) = row depth(u) of the marginals.
-class MarginalsProvider : public DistributionProvider {
- public:
-  explicit MarginalsProvider(const Marginals& m) : m_(m) {}
-  absl::Status Expand(const Tree& tree, absl::Span<const int32_t> nodes, int k,
-                      absl::Span<TokenProb> out, absl::Span<int32_t> counts) override {
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const int d = tree.depths[nodes[i]];
-      counts[i] = std::min(k, m_.k);
-      for (int r = 0; r < counts[i]; ++r) out[i * k + r] = {m_.token(d, r), m_.prob(d, r)};
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  const Marginals& m_;
 };
 
 // With one provider request, PlanBatch is PathConditionedPlanner node for node, in every mode,
@@ -175,7 +161,7 @@ TEST(PlanBatchPath, ProviderOfTheMarginalsPlansAsTheMarginals) {
     const int B = 1 + rep % 6;
     std::vector<Marginals> ms;
     for (int i = 0; i < B; ++i) ms.push_back(Random(rng, 1 + (rep + i) % 6, 1 + (rep + i) % 4));
-    std::vector<MarginalsProvider> providers;
+    std::vector<testing::MarginalsProvider> providers;
     providers.reserve(B);
     for (int i = 0; i < B; ++i) providers.emplace_back(ms[i]);
     std::vector<BatchRequest> plain(B), mixed(B);
@@ -238,33 +224,6 @@ TEST(PlanBatchPath, ProviderOfTheMarginalsPlansAsTheMarginals) {
   EXPECT_GT(with_providers, 20);
 }
 
-// An explicit lattice, root excluded: parent (-1 = the root) and rho of every node.
-struct Lattice {
-  std::vector<int> parent;
-  std::vector<double> rho;
-};
-
-Lattice MarginalsLattice(const Marginals& m) {
-  Lattice l;
-  std::vector<int> level = {-1};
-  std::vector<double> level_rho = {1.0};
-  for (int d = 0; d < m.gamma; ++d) {
-    std::vector<int> next;
-    std::vector<double> next_rho;
-    for (size_t p = 0; p < level.size(); ++p) {
-      for (int r = 0; r < m.k; ++r) {
-        l.parent.push_back(level[p]);
-        l.rho.push_back(level_rho[p] * m.prob(d, r));
-        next.push_back(static_cast<int>(l.parent.size()) - 1);
-        next_rho.push_back(l.rho.back());
-      }
-    }
-    level = next;
-    level_rho = next_rho;
-  }
-  return l;
-}
-
 // The hashed drafter's whole lattice to depth gamma, grown as a Tree so that HashDrafter::Row
 // sees the same token paths as in planning.
 Lattice HashLattice(const testing::HashDrafter& d, int32_t root_token, int gamma) {
@@ -283,25 +242,6 @@ Lattice HashLattice(const testing::HashDrafter& d, int32_t root_token, int gamma
     l.rho.push_back(t.path_probs[v]);
   }
   return l;
-}
-
-// Largest sum of rho over prefix-closed subsets with exactly n nodes, for every n.
-std::vector<double> BruteBestByCount(const Lattice& l) {
-  const int L = static_cast<int>(l.parent.size());
-  std::vector<double> best(L + 1, -1.0);
-  for (uint32_t mask = 0; mask < (1u << L); ++mask) {
-    bool closed = true;
-    double sum = 0;
-    for (int j = 0; j < L && closed; ++j) {
-      if (!(mask >> j & 1)) continue;
-      const int p = l.parent[j];
-      if (p >= 0 && !(mask >> p & 1)) closed = false;
-      sum += l.rho[j];
-    }
-    const int count = __builtin_popcount(mask);
-    if (closed) best[count] = std::max(best[count], sum);
-  }
-  return best;
 }
 
 // A small mixed batch (two marginals requests, two path-dependent providers, weights): for every

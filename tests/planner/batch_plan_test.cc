@@ -10,6 +10,7 @@
 
 #include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
+#include "tests/planner/brute_force.h"
 #include "tests/planner/plan_test_util.h"
 #include "tests/planner/random_marginals.h"
 
@@ -121,42 +122,7 @@ TEST(PlanBatch, OneRequestIsTheSingleRequestPlanner) {
 // Best Σ ρ over prefix-closed subtrees of the marginals lattice with exactly n draft nodes, for
 // every n, by enumerating every subset of the (small) lattice.
 std::vector<double> BruteBestByCount(const Marginals& m) {
-  struct Node {
-    int parent;
-    double rho;
-  };
-  std::vector<Node> nodes;  // lattice nodes, root excluded; parent -1 = the root
-  std::vector<int> level = {-1};
-  std::vector<double> level_rho = {1.0};
-  for (int d = 0; d < m.gamma; ++d) {
-    std::vector<int> next;
-    std::vector<double> next_rho;
-    for (size_t p = 0; p < level.size(); ++p) {
-      for (int r = 0; r < m.k; ++r) {
-        nodes.push_back({level[p], level_rho[p] * m.prob(d, r)});
-        next.push_back(static_cast<int>(nodes.size()) - 1);
-        next_rho.push_back(nodes.back().rho);
-      }
-    }
-    level = next;
-    level_rho = next_rho;
-  }
-  const int L = static_cast<int>(nodes.size());
-  std::vector<double> best(L + 1, -1.0);
-  for (uint32_t mask = 0; mask < (1u << L); ++mask) {
-    bool closed = true;
-    double sum = 0;
-    int count = 0;
-    for (int j = 0; j < L && closed; ++j) {
-      if (!(mask >> j & 1)) continue;
-      const int p = nodes[j].parent;
-      if (p >= 0 && !(mask >> p & 1)) closed = false;
-      sum += nodes[j].rho;
-      ++count;
-    }
-    if (closed) best[count] = std::max(best[count], sum);
-  }
-  return best;
+  return testing::BruteBestByCount(testing::MarginalsLattice(m));
 }
 
 TEST(PlanBatch, FixedBudgetAllocationMaximisesWeightedAcceptanceAgainstBruteForce) {

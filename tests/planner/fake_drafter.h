@@ -1,5 +1,6 @@
 // Test-only fakes for the drafter side of TreePolicy (planner/policy.h), shared by the policy
-// tests: a deterministic hash-based drafter, a scripted drafter and a path-probability check.
+// tests: a deterministic hash-based drafter, a scripted drafter and a path-probability check; and
+// a path-independent DistributionProvider (planner/path_conditioned.h) over marginals.
 #ifndef SPECPLAN_TESTS_PLANNER_FAKE_DRAFTER_H_
 #define SPECPLAN_TESTS_PLANNER_FAKE_DRAFTER_H_
 
@@ -12,6 +13,8 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
+#include "planner/marginals.h"
+#include "planner/path_conditioned.h"
 #include "planner/policy.h"
 #include "planner/tree.h"
 
@@ -100,6 +103,29 @@ inline void ExpectPathProbsConsistent(const Tree& tree) {
     EXPECT_LE(tree.path_probs[i], tree.path_probs[tree.parents[i]]) << "node " << i;
   }
 }
+
+// Path-independent provider: q(. | path(u)) = row depth(u) of the marginals (so a path-conditioned
+// planner must reproduce the marginals planner). Records the depths of each call's nodes.
+class MarginalsProvider : public DistributionProvider {
+ public:
+  explicit MarginalsProvider(const Marginals& m) : m_(m) {}
+  absl::Status Expand(const Tree& tree, absl::Span<const int32_t> nodes, int k,
+                      absl::Span<TokenProb> out, absl::Span<int32_t> counts) override {
+    std::vector<int> depths;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const int d = tree.depths[nodes[i]];
+      depths.push_back(d);
+      counts[i] = std::min(k, m_.k);
+      for (int r = 0; r < counts[i]; ++r) out[i * k + r] = {m_.token(d, r), m_.prob(d, r)};
+    }
+    request_depths.push_back(depths);
+    return absl::OkStatus();
+  }
+  std::vector<std::vector<int>> request_depths;  // per Expand call, the depth of each node
+
+ private:
+  const Marginals& m_;
+};
 
 }  // namespace specplan::planner::testing
 

@@ -11,11 +11,13 @@
 
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_model.h"
+#include "tests/planner/fake_drafter.h"
 #include "tests/planner/random_marginals.h"
 
 namespace specplan::planner {
 namespace {
 
+using planner::testing::MarginalsProvider;
 using planner::testing::RandomMarginalsWith;
 using ::testing::HasSubstr;
 
@@ -40,28 +42,6 @@ Marginals RandomMarginals(std::mt19937& rng, int gamma, int k) {
         return toks;
       });
 }
-
-// Path-independent: q(. | path(u)) = row depth(u) of the marginals. Records request depths.
-class MarginalsProvider : public DistributionProvider {
- public:
-  explicit MarginalsProvider(const Marginals& m) : m_(m) {}
-  absl::Status Expand(const Tree& tree, absl::Span<const int32_t> nodes, int k,
-                      absl::Span<TokenProb> out, absl::Span<int32_t> counts) override {
-    std::vector<int> depths;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const int d = tree.depths[nodes[i]];
-      depths.push_back(d);
-      counts[i] = std::min(k, m_.k);
-      for (int r = 0; r < counts[i]; ++r) out[i * k + r] = {m_.token(d, r), m_.prob(d, r)};
-    }
-    request_depths.push_back(depths);
-    return absl::OkStatus();
-  }
-  std::vector<std::vector<int>> request_depths;
-
- private:
-  const Marginals& m_;
-};
 
 // Path-dependent: a deterministic pseudo-random top-k distribution keyed by the path's tokens.
 void HashedDistribution(const std::vector<int32_t>& path, int k, uint32_t seed,
