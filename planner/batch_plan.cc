@@ -356,6 +356,17 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     };
     if (evaluate) consider(0);
 
+    // Request i's next pop after it has taken `taken` nodes, popping ahead when the recorded ones
+    // are used up; a request that is full (its cap) or whose lattice ran out leaves the merge.
+    auto next_pop = [&](int32_t i, int taken) {
+      std::vector<FrontierKey>& keys = keys_[i];
+      if (static_cast<size_t>(taken) == keys.size()) refill(i, chunk);
+      if (static_cast<size_t>(taken) < keys.size()) {
+        merge_.ReplaceTop(keys[static_cast<size_t>(taken)]);
+      } else {
+        merge_.pop();
+      }
+    };
     int last = -1;  // the request of the last pop when the loop stopped right after taking it
     // A fixed budget needs only the counts plan->n (N* is every pop, and the sums are made at
     // the cut below).
@@ -370,13 +381,7 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
         last = i;
         break;
       }
-      std::vector<FrontierKey>& keys = keys_[i];
-      if (static_cast<size_t>(taken) == keys.size()) refill(i, chunk);
-      if (static_cast<size_t>(taken) < keys.size()) {
-        merge_.ReplaceTop(keys[static_cast<size_t>(taken)]);
-      } else {
-        merge_.pop();
-      }
+      next_pop(i, taken);
     }
     if (!evaluate) best_n = n;
     while (evaluate && n < options.n_max) {
@@ -392,32 +397,18 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       plan->expected_accepted[i] += rho;
       accepted += rho;
       weighted += requests[i].weight * rho;
-      if (evaluate) {
-        shape_.Grow(i);
-        if (latency && i == argmin_a) {
-          for (int j = 0; j < B; ++j) {
-            if (plan->expected_accepted[j] < plan->expected_accepted[argmin_a]) argmin_a = j;
-          }
-          min_a = plan->expected_accepted[argmin_a];
+      shape_.Grow(i);
+      if (latency && i == argmin_a) {
+        for (int j = 0; j < B; ++j) {
+          if (plan->expected_accepted[j] < plan->expected_accepted[argmin_a]) argmin_a = j;
         }
-        if (!consider(n)) {
-          last = i;
-          break;
-        }
+        min_a = plan->expected_accepted[argmin_a];
       }
-      if (n == options.n_max) {
+      if (!consider(n) || n == options.n_max) {
         last = i;
         break;
       }
-      // Request i's next pop, popping ahead when the recorded ones are used up; a request that
-      // is full (its cap) or whose lattice ran out leaves the merge.
-      std::vector<FrontierKey>& keys = keys_[i];
-      if (static_cast<size_t>(taken) == keys.size()) refill(i, chunk);
-      if (static_cast<size_t>(taken) < keys.size()) {
-        merge_.ReplaceTop(keys[static_cast<size_t>(taken)]);
-      } else {
-        merge_.pop();
-      }
+      next_pop(i, taken);
     }
     if (num_paths == 0) break;
     bool asked = false;
