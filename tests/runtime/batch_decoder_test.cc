@@ -22,33 +22,14 @@
 namespace specplan::runtime {
 namespace {
 
+using testing::DecodeAlone;
 using testing::RandomTokens;
 using testing::RandomTree;
 using testing::TinyModel;
 
-// Prompts of different lengths, every other one repetitive.
+// Prompts of 2..13 tokens, every other one repeated twice more.
 std::vector<std::vector<planner::TokenId>> Prompts(int count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::vector<planner::TokenId>> prompts;
-  for (int i = 0; i < count; ++i) {
-    std::vector<planner::TokenId> p = RandomTokens(2 + static_cast<int>(rng() % 12), 256, rng);
-    if (i % 2 == 1) {
-      std::vector<planner::TokenId> q = p;
-      for (int r = 0; r < 2; ++r) p.insert(p.end(), q.begin(), q.end());
-    }
-    prompts.push_back(p);
-  }
-  return prompts;
-}
-
-std::vector<planner::TokenId> Alone(const Transformer& target, const Transformer* draft,
-                                    const StrategyOptions& options,
-                                    const std::vector<planner::TokenId>& prompt, int new_tokens) {
-  auto dec = SpeculativeDecoder::Create(&target, draft, options, 256);
-  EXPECT_TRUE(dec.ok()) << dec.status();
-  auto out = (*dec)->Generate(prompt, new_tokens);
-  EXPECT_TRUE(out.ok()) << out.status();
-  return out->tokens;
+  return testing::RandomPrompts(count, seed, 2, 12, 2);
 }
 
 std::vector<std::vector<planner::TokenId>> Batched(
@@ -138,7 +119,7 @@ TEST_P(BatchGreedyTest, EqualsArPerPrompt) {
     std::vector<std::vector<planner::TokenId>> ar;
     for (const auto& p : prompts) {
       ar.push_back(
-          Alone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), p, new_tokens));
+          DecodeAlone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), p, new_tokens));
     }
     for (int b : {1, 2, 3, 8}) {
       BatchCounters counters;
@@ -196,7 +177,7 @@ TEST(BatchDecoderTest, SequenceEmitsWhatItEmitsAlone) {
         for (size_t i = 0; i < prompts.size(); ++i) {
           StrategyOptions alone = o;
           alone.sampling.seed = o.sampling.seed + i;
-          EXPECT_EQ(out[i], Alone(*target, draft.get(), alone, prompts[i], 12))
+          EXPECT_EQ(out[i], DecodeAlone(*target, draft.get(), alone, prompts[i], 12))
               << name << (greedy ? " greedy" : " sampling") << " prompt " << i << " B " << bb;
         }
       }
@@ -228,8 +209,8 @@ TEST(BatchDecoderTest, FinishedSequenceFreesItsSlotForANewcomer) {
   EXPECT_EQ(max_prompt_seen, 4);
   EXPECT_EQ(counters.request_steps, static_cast<int64_t>(counters.decode.acceptance.steps));
   for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(out[i],
-              Alone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompts[i], 10));
+    EXPECT_EQ(out[i], DecodeAlone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr),
+                                  prompts[i], 10));
   }
 }
 
@@ -273,45 +254,24 @@ TEST(BatchDecoderTest, PerSequenceKvCompactionEqualsRecomputation) {
 // prompts of other lengths whose trees differ, some drafting nothing) follows the exact target
 // marginal sum_t1 p(t1) p(t2 | t1).
 TEST(BatchDecoderTest, SamplingMatchesTargetDistribution) {
-  ModelConfig config = *BuiltinConfig("tiny");
-  config.vocab_size = 8;
-  config.num_layers = 2;
-  auto target = *Transformer::CreateRandom(config, 3, RuntimeOptions(), /*init_scale=*/2.0);
+  auto target = testing::EightTokenModel();
   auto draft = target->Truncated(1);
   const std::vector<planner::TokenId> prompt = {1, 5, 2};
-  std::vector<double> exact(8, 0.0);
-  {
-    KvCache cache = target->NewCache(8);
-    torch::Tensor p1 = torch::softmax(target->ForwardCausal(prompt, 0, &cache)[2], -1);
-    for (int t1 = 0; t1 < 8; ++t1) {
-      std::vector<planner::TokenId> seq = prompt;
-      seq.push_back(t1);
-      KvCache c2 = target->NewCache(8);
-      torch::Tensor p2 = torch::softmax(target->ForwardCausal(seq, 0, &c2)[3], -1);
-      for (int t2 = 0; t2 < 8; ++t2) exact[t2] += p1[t1].item<double>() * p2[t2].item<double>();
-    }
-  }
+  const std::vector<double> exact = testing::ExactSecondTokenMarginal(*target, prompt);
   const auto latency = LinearLatency();
   StrategyOptions o = StrategyOptions::Defaults(Strategy::kBatch);
   o.sampling.greedy = false;
   o.sampling.temperature = 1.0f;
   o.draft_top_k = 3;
   o.latency = &latency;
-  auto dec = *BatchDecoder::Create(target.get(), draft.get(), o, 4, 32);
   // Per run: the prompt twice, beside two prompts of other lengths.
   const std::vector<std::vector<planner::TokenId>> batch = {prompt, {3}, prompt, {4, 4, 6, 0, 7}};
   const int runs = 1500;
   std::vector<double> freq(8, 0.0);
   int64_t undrafted = 0;
   for (int r = 0; r < runs; ++r) {
-    dec = *BatchDecoder::Create(
-        target.get(), draft.get(),
-        [&] {
-          StrategyOptions x = o;
-          x.sampling.seed = 10000 + 4 * r;
-          return x;
-        }(),
-        4, 32);
+    o.sampling.seed = 10000 + 4 * r;
+    auto dec = *BatchDecoder::Create(target.get(), draft.get(), o, 4, 32);
     auto out = dec->Run(batch, 2);
     ASSERT_TRUE(out.ok()) << out.status();
     freq[(*out)[0].tokens[1]] += 0.5 / runs;
@@ -348,8 +308,8 @@ TEST(BatchDecoderTest, BatchPlannerTreesShrinkAsTheBatchGrows) {
   std::printf("passes mixing n_i = 0 and n_i > 0: %d of %zu\n", mixed, logs.size());
   EXPECT_GT(mixed, 0);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(out[i],
-              Alone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompts[i], 16));
+    EXPECT_EQ(out[i], DecodeAlone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr),
+                                  prompts[i], 16));
   }
   EXPECT_GT(one.mean_tree_size(), 0.0);
   EXPECT_LT(eight.mean_tree_size(), one.mean_tree_size());

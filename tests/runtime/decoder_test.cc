@@ -14,41 +14,20 @@
 namespace specplan::runtime {
 namespace {
 
+using testing::DecodeAlone;
 using testing::RandomTokens;
 using testing::ReferenceGreedy;
 using testing::TinyModel;
 
+// Prompts of 3..12 tokens, every other one repeated 3 more times (n-gram matches).
 std::vector<std::vector<planner::TokenId>> Prompts(int count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::vector<planner::TokenId>> prompts;
-  for (int i = 0; i < count; ++i) {
-    std::vector<planner::TokenId> p = RandomTokens(3 + static_cast<int>(rng() % 10), 256, rng);
-    if (i % 2 == 1) {  // repetitive prompt: gives the n-gram drafter matches
-      std::vector<planner::TokenId> q = p;
-      for (int r = 0; r < 3; ++r) p.insert(p.end(), q.begin(), q.end());
-    }
-    prompts.push_back(p);
-  }
-  return prompts;
-}
-
-std::vector<planner::TokenId> Decode(const Transformer& target, const Transformer* draft,
-                                     const StrategyOptions& options,
-                                     const std::vector<planner::TokenId>& prompt, int new_tokens,
-                                     DecodeCounters* counters = nullptr) {
-  auto dec = SpeculativeDecoder::Create(&target, draft, options, 256);
-  EXPECT_TRUE(dec.ok()) << dec.status();
-  auto out = (*dec)->Generate(prompt, new_tokens);
-  EXPECT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(static_cast<int>(out->tokens.size()), new_tokens);
-  if (counters) *counters = (*dec)->counters();
-  return out->tokens;
+  return testing::RandomPrompts(count, seed, 3, 10, 3);
 }
 
 TEST(DecoderTest, ArEqualsFullRecomputation) {
   auto target = TinyModel("tiny", 21);
   for (const auto& prompt : Prompts(3, 1)) {
-    EXPECT_EQ(Decode(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, 12),
+    EXPECT_EQ(DecodeAlone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, 12),
               ReferenceGreedy(*target, prompt, 12));
   }
 }
@@ -64,10 +43,10 @@ TEST_P(GreedyExactTest, EqualsArTokens) {
     const int new_tokens = 20;
     int64_t accepted = 0, drafted = 0, iterations = 0;
     for (const auto& prompt : Prompts(4, seed)) {
-      std::vector<planner::TokenId> ar =
-          Decode(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, new_tokens);
+      std::vector<planner::TokenId> ar = DecodeAlone(
+          *target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, new_tokens);
       DecodeCounters counters;
-      std::vector<planner::TokenId> spec = Decode(
+      std::vector<planner::TokenId> spec = DecodeAlone(
           *target, draft.get(), StrategyOptions::Defaults(strategy), prompt, new_tokens, &counters);
       EXPECT_EQ(spec, ar) << StrategyName(strategy) << " draft " << kind.name << " seed " << seed;
       accepted += counters.accepted();
@@ -104,9 +83,10 @@ TEST(DecoderTest, LookupAcceptsOnRepetitiveText) {
   // Greedy decoding of a random model falls into a loop quickly; prompt lookup then drafts it.
   std::vector<planner::TokenId> prompt = {1, 2, 3};
   DecodeCounters counters;
-  std::vector<planner::TokenId> spec =
-      Decode(*target, nullptr, StrategyOptions::Defaults(Strategy::kLookup), prompt, 60, &counters);
-  EXPECT_EQ(spec, Decode(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, 60));
+  std::vector<planner::TokenId> spec = DecodeAlone(
+      *target, nullptr, StrategyOptions::Defaults(Strategy::kLookup), prompt, 60, &counters);
+  EXPECT_EQ(spec,
+            DecodeAlone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, 60));
   EXPECT_LT(counters.iterations(), 59);
 }
 
@@ -119,8 +99,8 @@ TEST(DecoderTest, RebuildEqualsGather) {
     rebuild.kv_update = KvUpdate::kRebuild;
     for (const auto& prompt : Prompts(2, 4)) {
       DecodeCounters cg, cr;
-      auto a = Decode(*target, draft.get(), gather, prompt, 16, &cg);
-      auto b = Decode(*target, draft.get(), rebuild, prompt, 16, &cr);
+      auto a = DecodeAlone(*target, draft.get(), gather, prompt, 16, &cg);
+      auto b = DecodeAlone(*target, draft.get(), rebuild, prompt, 16, &cr);
       EXPECT_EQ(a, b);
       EXPECT_EQ(cr.target_forwards, cg.target_forwards + cg.iterations());
     }
@@ -131,8 +111,8 @@ TEST(DecoderTest, CountersAreConsistent) {
   auto target = TinyModel("tiny", 12);
   auto draft = target->Truncated(2);
   DecodeCounters c;
-  Decode(*target, draft.get(), StrategyOptions::Defaults(Strategy::kDynaTree), {5, 6, 7, 8}, 30,
-         &c);
+  DecodeAlone(*target, draft.get(), StrategyOptions::Defaults(Strategy::kDynaTree), {5, 6, 7, 8},
+              30, &c);
   EXPECT_EQ(c.prompts, 1);
   EXPECT_EQ(c.new_tokens, 30);
   // Every iteration commits accepted + 1 tokens; the first token comes from prefill.
@@ -173,36 +153,21 @@ TEST(SamplingTest, SameSeedReproducible) {
   o.sampling.greedy = false;
   o.sampling.temperature = 0.8f;
   o.sampling.seed = 77;
-  auto a = Decode(*target, draft.get(), o, {1, 2, 3}, 24);
-  auto b = Decode(*target, draft.get(), o, {1, 2, 3}, 24);
+  auto a = DecodeAlone(*target, draft.get(), o, {1, 2, 3}, 24);
+  auto b = DecodeAlone(*target, draft.get(), o, {1, 2, 3}, 24);
   EXPECT_EQ(a, b);
   o.sampling.seed = 78;
-  EXPECT_NE(a, Decode(*target, draft.get(), o, {1, 2, 3}, 24));
+  EXPECT_NE(a, DecodeAlone(*target, draft.get(), o, {1, 2, 3}, 24));
 }
 
 // On an 8-token vocabulary the distribution of the second generated token (the first one decided
 // by speculative acceptance) matches the exact target marginal sum_t1 p(t1) p(t2 | t1).
 TEST(SamplingTest, SpeculativeMatchesTargetDistribution) {
-  ModelConfig config = *BuiltinConfig("tiny");
-  config.vocab_size = 8;
-  config.num_layers = 2;
-  auto target = *Transformer::CreateRandom(config, 3, RuntimeOptions(), /*init_scale=*/2.0);
+  auto target = testing::EightTokenModel();
   auto draft = target->Truncated(1);
   const std::vector<planner::TokenId> prompt = {1, 5, 2};
   const float temperature = 1.0f;
-  // Exact marginal of the second token.
-  std::vector<double> exact(8, 0.0);
-  {
-    KvCache cache = target->NewCache(8);
-    torch::Tensor p1 = torch::softmax(target->ForwardCausal(prompt, 0, &cache)[2], -1);
-    for (int t1 = 0; t1 < 8; ++t1) {
-      std::vector<planner::TokenId> seq = prompt;
-      seq.push_back(t1);
-      KvCache c2 = target->NewCache(8);
-      torch::Tensor p2 = torch::softmax(target->ForwardCausal(seq, 0, &c2)[3], -1);
-      for (int t2 = 0; t2 < 8; ++t2) exact[t2] += p1[t1].item<double>() * p2[t2].item<double>();
-    }
-  }
+  const std::vector<double> exact = testing::ExactSecondTokenMarginal(*target, prompt);
   StrategyOptions o = StrategyOptions::Defaults(Strategy::kFixed);
   o.sampling.greedy = false;
   o.sampling.temperature = temperature;

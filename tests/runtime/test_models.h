@@ -1,4 +1,5 @@
-// Shared helpers for the runtime tests: tiny random models and random trees.
+// Shared helpers for the runtime tests: tiny random models, random trees and prompts, reference
+// outputs (greedy tokens, exact sampling marginals, other implementations' logits).
 #ifndef SPECPLAN_TESTS_RUNTIME_TEST_MODELS_H_
 #define SPECPLAN_TESTS_RUNTIME_TEST_MODELS_H_
 
@@ -12,6 +13,7 @@
 
 #include "planner/tree.h"
 #include "planner/tree_outputs.h"
+#include "runtime/decoder.h"
 #include "runtime/model_config.h"
 #include "runtime/safetensors.h"
 #include "runtime/transformer.h"
@@ -135,6 +137,70 @@ inline std::vector<planner::TokenId> ReferenceGreedy(const Transformer& model,
     seq.push_back(next);
   }
   return out;
+}
+
+// `count` prompts of min_len .. min_len + len_spread - 1 random ids in [0, 256); every other one
+// is its first part repeated `repeats` more times (it gives the n-gram drafter matches).
+inline std::vector<std::vector<planner::TokenId>> RandomPrompts(int count, uint64_t seed,
+                                                                int min_len, int len_spread,
+                                                                int repeats) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<planner::TokenId>> prompts;
+  for (int i = 0; i < count; ++i) {
+    std::vector<planner::TokenId> p =
+        RandomTokens(min_len + static_cast<int>(rng() % len_spread), 256, rng);
+    if (i % 2 == 1) {
+      const std::vector<planner::TokenId> q = p;
+      for (int r = 0; r < repeats; ++r) p.insert(p.end(), q.begin(), q.end());
+    }
+    prompts.push_back(p);
+  }
+  return prompts;
+}
+
+// `prompt` decoded alone by a fresh SpeculativeDecoder (max_context 256); *counters gets its
+// counters when given.
+inline std::vector<planner::TokenId> DecodeAlone(const Transformer& target,
+                                                 const Transformer* draft,
+                                                 const StrategyOptions& options,
+                                                 const std::vector<planner::TokenId>& prompt,
+                                                 int new_tokens,
+                                                 DecodeCounters* counters = nullptr) {
+  auto dec = SpeculativeDecoder::Create(&target, draft, options, 256);
+  EXPECT_TRUE(dec.ok()) << dec.status();
+  if (!dec.ok()) return {};
+  auto out = (*dec)->Generate(prompt, new_tokens);
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return {};
+  EXPECT_EQ(static_cast<int>(out->tokens.size()), new_tokens);
+  if (counters) *counters = (*dec)->counters();
+  return out->tokens;
+}
+
+// The sampling-distribution tests' target: 8 tokens, 2 layers, peaked (init_scale 2).
+inline std::unique_ptr<Transformer> EightTokenModel() {
+  ModelConfig config = *BuiltinConfig("tiny");
+  config.vocab_size = 8;
+  config.num_layers = 2;
+  return *Transformer::CreateRandom(config, 3, RuntimeOptions(), /*init_scale=*/2.0);
+}
+
+// The exact distribution of the second token sampled after `prompt` at temperature 1:
+// sum_t1 p(t1 | prompt) p(t2 | prompt, t1), by causal passes over every t1.
+inline std::vector<double> ExactSecondTokenMarginal(const Transformer& model,
+                                                    const std::vector<planner::TokenId>& prompt) {
+  const int64_t V = model.config().vocab_size;
+  std::vector<double> exact(static_cast<size_t>(V), 0.0);
+  const torch::Tensor p1 = torch::softmax(LastLogits(model, prompt), -1);
+  for (int64_t t1 = 0; t1 < V; ++t1) {
+    std::vector<planner::TokenId> seq = prompt;
+    seq.push_back(static_cast<planner::TokenId>(t1));
+    const torch::Tensor p2 = torch::softmax(LastLogits(model, seq), -1);
+    for (int64_t t2 = 0; t2 < V; ++t2) {
+      exact[static_cast<size_t>(t2)] += p1[t1].item<double>() * p2[t2].item<double>();
+    }
+  }
+  return exact;
 }
 
 }  // namespace specplan::runtime::testing
