@@ -3,22 +3,14 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/measured_latency.h"
 #include "util/check.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
-namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const Transformer* target,
                                                                    const Transformer* draft,
                                                                    const StrategyOptions& options,
@@ -34,36 +26,24 @@ absl::StatusOr<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const Transfo
   d->target_ = target;
   d->options_ = options;
   d->max_context_ = max_context;
-  if (d->options_.latency == nullptr &&
-      (options.strategy == Strategy::kBestFirst || options.strategy == Strategy::kBatch)) {
-    // One measured model for every slot (a batch pass is priced by its total tokens).
+  if (options.strategy == Strategy::kBestFirst || options.strategy == Strategy::kBatch) {
+    // One T_verify model for every slot (a batch pass is priced by its total tokens).
     SPECPLAN_ASSIGN_OR_RETURN(
-        costmodel::GridLatency m,
-        MeasureVerifyLatencyUpTo(*target, int64_t{max_batch} * (options.max_tree_nodes + 1)));
-    d->owned_latency_ = std::make_unique<costmodel::GridLatency>(std::move(m));
-    d->options_.latency = d->owned_latency_.get();
+        d->options_.latency,
+        GivenOrMeasuredLatency(options.latency, *target,
+                               int64_t{max_batch} * (options.max_tree_nodes + 1),
+                               &d->owned_latency_));
   }
-  planner::PlanBackend* backend = options.plan_backend;
-  if (backend == nullptr) {
-    d->owned_backend_ = std::make_unique<planner::InProcessPlanBackend>();
-    d->owned_backend_->Reserve(std::min(options.bestfirst.n_max, options.max_tree_nodes));
-    backend = d->owned_backend_.get();
-  }
-  const int64_t max_len = max_context + options.max_tree_nodes + 2;
-  StrategyContext ctx;
-  ctx.target = target;
-  ctx.draft = StrategyNeedsDraft(options.strategy) ? draft : nullptr;
-  ctx.max_len = max_len;
-  ctx.backend = backend;
+  const StrategyContext ctx =
+      MakeStrategyContext(target, draft, d->options_, max_context, &d->owned_backend_);
   for (int i = 0; i < max_batch; ++i) {
-    SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<DraftStrategy> strategy,
-                              CreateDraftStrategy(d->options_, ctx));
-    d->slots_.push_back(
-        std::make_unique<DecodeSequence>(target, std::move(strategy), d->options_, max_len));
+    SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<DecodeSequence> q,
+                              NewDecodeSequence(d->options_, ctx));
+    d->slots_.push_back(std::move(q));
   }
   if (options.strategy == Strategy::kBatch) {
     d->batch_planner_ =
-        std::make_unique<BatchStepPlanner>(d->options_, d->options_.latency, backend);
+        std::make_unique<BatchStepPlanner>(d->options_, d->options_.latency, ctx.backend);
   }
   return d;
 }
@@ -112,7 +92,7 @@ absl::Status BatchDecoder::DraftAll(const std::vector<DecodeSequence*>& active) 
     return absl::OkStatus();
   }
   // Strategy batch: every lattice first, then one plan for the batch.
-  const double t0 = Now();
+  const double t0 = NowSeconds();
   std::vector<const planner::Marginals*> marginals;
   std::vector<int64_t> contexts;
   costmodel::DrafterCost drafter;
@@ -127,7 +107,7 @@ absl::Status BatchDecoder::DraftAll(const std::vector<DecodeSequence*>& active) 
   }
   drafter.t_net_s = step_s / static_cast<double>(active.size());  // one sequence's mean
   SPECPLAN_RETURN_IF_ERROR(batch_planner_->Plan(marginals, contexts, drafter, &plan_));
-  const double share = (Now() - t0) / static_cast<double>(active.size());
+  const double share = (NowSeconds() - t0) / static_cast<double>(active.size());
   for (size_t i = 0; i < active.size(); ++i) {
     SPECPLAN_RETURN_IF_ERROR(active[i]->SetTree(plan_.trees[i], share));
   }
@@ -150,7 +130,7 @@ absl::StatusOr<std::vector<GenerationResult>> BatchDecoder::Run(
   std::vector<GenerationResult> results(prompts.size());
   std::vector<int> prompt_of(slots_.size(), -1);  // -1: the slot is free
   std::vector<double> joined(slots_.size(), 0.0);
-  const double t_run = Now();
+  const double t_run = NowSeconds();
   int next = 0, finished = 0;
   BatchStepLog log;
   std::vector<DecodeSequence*> active, newcomers;
@@ -159,7 +139,7 @@ absl::StatusOr<std::vector<GenerationResult>> BatchDecoder::Run(
   auto retire = [&](size_t slot) {
     DecodeSequence& q = *slots_[slot];
     GenerationResult& r = q.result();
-    r.total_s = Now() - joined[slot];
+    r.total_s = NowSeconds() - joined[slot];
     results[static_cast<size_t>(prompt_of[slot])] = std::move(r);
     prompt_of[slot] = -1;
     counters_.decode.prompts += 1;
@@ -175,7 +155,7 @@ absl::StatusOr<std::vector<GenerationResult>> BatchDecoder::Run(
     for (size_t s = 0; s < slots_.size() && next < total; ++s) {
       if (prompt_of[s] != -1) continue;
       prompt_of[s] = next;
-      joined[s] = Now();
+      joined[s] = NowSeconds();
       slots_[s]->Start(prompts[static_cast<size_t>(next)], max_new_tokens,
                        options_.sampling.seed + static_cast<uint64_t>(next));
       newcomers.push_back(slots_[s].get());
@@ -183,9 +163,9 @@ absl::StatusOr<std::vector<GenerationResult>> BatchDecoder::Run(
       ++next;
     }
     if (!newcomers.empty()) {
-      const double t0 = Now();
+      const double t0 = NowSeconds();
       PrefillTogether(*target_, newcomers);
-      const double t1 = Now();
+      const double t1 = NowSeconds();
       counters_.decode.prefill_s += t1 - t0;
       counters_.decode.target_forwards += 1;
       counters_.prefill_passes += 1;
@@ -227,7 +207,7 @@ absl::StatusOr<std::vector<GenerationResult>> BatchDecoder::Run(
       if (active[k]->done()) retire(active_slots[k]);
     }
   }
-  counters_.decode.total_s += Now() - t_run;
+  counters_.decode.total_s += NowSeconds() - t_run;
   return results;
 }
 

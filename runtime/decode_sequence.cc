@@ -3,22 +3,14 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "util/check.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
-namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 DecodeSequence::DecodeSequence(const Transformer* target, std::unique_ptr<DraftStrategy> strategy,
                                const StrategyOptions& options, int64_t max_len)
     : target_(target),
@@ -70,9 +62,9 @@ planner::TokenId DecodeSequence::SelectToken(const torch::Tensor& logits_row) {
 }
 
 absl::Status DecodeSequence::Draft() {
-  const double t0 = Now();
+  const double t0 = NowSeconds();
   SPECPLAN_RETURN_IF_ERROR(strategy_->BuildTree(state(), &tree_));
-  draft_s_ = Now() - t0;
+  draft_s_ = NowSeconds() - t0;
   return CheckTree();
 }
 
@@ -198,6 +190,29 @@ absl::Status ValidateDecoderOptions(const Transformer& target, const Transformer
   return absl::OkStatus();
 }
 
+StrategyContext MakeStrategyContext(const Transformer* target, const Transformer* draft,
+                                    const StrategyOptions& options, int64_t max_context,
+                                    std::unique_ptr<planner::InProcessPlanBackend>* owned_backend) {
+  StrategyContext ctx;
+  ctx.target = target;
+  ctx.draft = StrategyNeedsDraft(options.strategy) ? draft : nullptr;
+  ctx.max_len = max_context + options.max_tree_nodes + 2;
+  ctx.backend = options.plan_backend;
+  if (ctx.backend == nullptr) {
+    *owned_backend = std::make_unique<planner::InProcessPlanBackend>();
+    (*owned_backend)->Reserve(std::min(options.bestfirst.n_max, options.max_tree_nodes));
+    ctx.backend = owned_backend->get();
+  }
+  return ctx;
+}
+
+absl::StatusOr<std::unique_ptr<DecodeSequence>> NewDecodeSequence(const StrategyOptions& options,
+                                                                  const StrategyContext& ctx) {
+  SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<DraftStrategy> strategy,
+                            CreateDraftStrategy(options, ctx));
+  return std::make_unique<DecodeSequence>(ctx.target, std::move(strategy), options, ctx.max_len);
+}
+
 absl::Status ValidatePrompt(const std::vector<planner::TokenId>& prompt, int64_t vocab,
                             int max_new_tokens, int64_t max_context) {
   if (prompt.empty()) return absl::InvalidArgumentError("prompt: empty");
@@ -237,7 +252,7 @@ absl::StatusOr<VerifyTimes> VerifyTogether(const Transformer& target,
                                            DecodeCounters* counters, int64_t pass) {
   c10::InferenceMode guard;
   VerifyTimes times;
-  const double t0 = Now();
+  const double t0 = NowSeconds();
   std::vector<ForwardSegment> segments;
   segments.reserve(sequences.size());
   for (DecodeSequence* q : sequences) segments.push_back(q->VerifySegment());
@@ -249,7 +264,7 @@ absl::StatusOr<VerifyTimes> VerifyTogether(const Transformer& target,
   } else {
     cpu_logits = logits.to(torch::kCPU).contiguous();
   }
-  const double t1 = Now();
+  const double t1 = NowSeconds();
   times.verify_s = t1 - t0;
   counters->target_forwards += 1;
   const int64_t V = logits.size(1);
@@ -264,7 +279,7 @@ absl::StatusOr<VerifyTimes> VerifyTogether(const Transformer& target,
     offset += segments[i].tokens.size(0);
     SPECPLAN_RETURN_IF_ERROR(sequences[i]->Accept(rows, counters, pass));
   }
-  times.update_s = Now() - t1;
+  times.update_s = NowSeconds() - t1;
   return times;
 }
 

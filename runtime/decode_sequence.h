@@ -150,6 +150,18 @@ class DecodeSequence {
 absl::Status ValidateDecoderOptions(const Transformer& target, const Transformer* draft,
                                     const StrategyOptions& options, int64_t max_context);
 
+// The context both decoders create their sequences' strategies in: the target cache holds
+// max_context + one tree (max_len), the draft model is passed only to strategies that need one,
+// and plans go to options.plan_backend, or to an InProcessPlanBackend created into *owned_backend.
+StrategyContext MakeStrategyContext(const Transformer* target, const Transformer* draft,
+                                    const StrategyOptions& options, int64_t max_context,
+                                    std::unique_ptr<planner::InProcessPlanBackend>* owned_backend);
+
+// A sequence with its own strategy of options.strategy, created in `ctx`, and a target cache of
+// ctx.max_len slots.
+absl::StatusOr<std::unique_ptr<DecodeSequence>> NewDecodeSequence(const StrategyOptions& options,
+                                                                  const StrategyContext& ctx);
+
 // InvalidArgument naming the bad field: an empty prompt, an id outside [0, vocab), max_new_tokens
 // < 1, or prompt + max_new_tokens over max_context.
 absl::Status ValidatePrompt(const std::vector<planner::TokenId>& prompt, int64_t vocab,

@@ -3,23 +3,15 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "planner/tree_outputs.h"
 #include "util/check.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
-namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::Create(
     const Transformer* target, const Transformer* draft, const StrategyOptions& options,
     int64_t max_context) {
@@ -29,21 +21,9 @@ absl::StatusOr<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::Create(
   d->target_ = target;
   d->options_ = options;
   d->max_context_ = max_context;
-  const int64_t max_len = max_context + options.max_tree_nodes + 2;
-  planner::PlanBackend* backend = options.plan_backend;
-  if (backend == nullptr) {
-    d->owned_backend_ = std::make_unique<planner::InProcessPlanBackend>();
-    d->owned_backend_->Reserve(std::min(options.bestfirst.n_max, options.max_tree_nodes));
-    backend = d->owned_backend_.get();
-  }
-  StrategyContext ctx;
-  ctx.target = target;
-  ctx.draft = StrategyNeedsDraft(options.strategy) ? draft : nullptr;
-  ctx.max_len = max_len;
-  ctx.backend = backend;
-  SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<DraftStrategy> strategy,
-                            CreateDraftStrategy(options, ctx));
-  d->sequence_ = std::make_unique<DecodeSequence>(target, std::move(strategy), options, max_len);
+  const StrategyContext ctx =
+      MakeStrategyContext(target, draft, options, max_context, &d->owned_backend_);
+  SPECPLAN_ASSIGN_OR_RETURN(d->sequence_, NewDecodeSequence(options, ctx));
   return d;
 }
 
@@ -56,11 +36,11 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(
   c10::InferenceMode guard;
   DecodeSequence& q = *sequence_;
   DecodeSequence* const one[] = {&q};
-  const double t_start = Now();
+  const double t_start = NowSeconds();
   q.Start(prompt, max_new_tokens, options_.sampling.seed);
   // Prefill: the whole prompt; the first token becomes the pending root.
   PrefillTogether(*target_, one);
-  q.result().ttft_s = Now() - t_start;
+  q.result().ttft_s = NowSeconds() - t_start;
   counters_.prefill_s += q.result().ttft_s;
   counters_.target_forwards += 1;
   while (!q.done()) {
@@ -73,7 +53,7 @@ absl::StatusOr<GenerationResult> SpeculativeDecoder::Generate(
     counters_.update_s += t.update_s;
   }
   GenerationResult result = std::move(q.result());
-  result.total_s = Now() - t_start;
+  result.total_s = NowSeconds() - t_start;
   counters_.total_s += result.total_s;
   counters_.prompts += 1;
   counters_.new_tokens += max_new_tokens;

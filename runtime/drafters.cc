@@ -3,24 +3,16 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "util/check.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
-namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 DraftModelDrafter::DraftModelDrafter(const Transformer* model, int64_t max_len, int top_k,
                                      double temperature)
     : model_(model),
@@ -50,11 +42,11 @@ absl::Status DraftModelDrafter::Sync(const std::vector<planner::TokenId>& commit
   step_.Begin(m, 0);
   std::copy(committed.begin() + len, committed.end(), step_.tokens());
   for (int64_t i = 0; i < m; ++i) step_.positions()[i] = len + i;
-  const double t0 = Now();
+  const double t0 = NowSeconds();
   const StepInputs in = step_.Upload();
   torch::Tensor logits = model_->Forward(in.tokens, in.positions, len, torch::Tensor(), &cache_);
   root_logits_ = logits[m - 1];
-  const double dt = Now() - t0;
+  const double dt = NowSeconds() - t0;
   counters_.seconds += dt;
   counters_.forwards += 1;
   counters_.fed_tokens += m;
@@ -94,10 +86,10 @@ void DraftModelDrafter::FeedNodes(const planner::Tree& tree, const std::vector<i
     for (int32_t f = fed_of_node_[u]; f >= 0; f = fed_[f].parent) row[fed_[f].slot - base] = 0.0f;
   }
   next_slot_ = T;
-  const double t0 = Now();
+  const double t0 = NowSeconds();
   const StepInputs in = step_.Upload();
   *logits = model_->Forward(in.tokens, in.positions, start, in.mask, &cache_);
-  const double dt = Now() - t0;
+  const double dt = NowSeconds() - t0;
   counters_.seconds += dt;
   counters_.forwards += 1;
   counters_.fed_tokens += m;
@@ -183,10 +175,10 @@ absl::Status DraftModelDrafter::DraftChain(const std::vector<planner::TokenId>& 
     step_.Begin(1, 0);
     step_.tokens()[0] = tok;
     step_.positions()[0] = slot;
-    const double t0 = Now();
+    const double t0 = NowSeconds();
     const StepInputs in = step_.Upload();
     row = model_->Forward(in.tokens, in.positions, slot, torch::Tensor(), &cache_)[0];
-    last_step_s_ = Now() - t0;
+    last_step_s_ = NowSeconds() - t0;
     counters_.seconds += last_step_s_;
     counters_.forwards += 1;
     counters_.fed_tokens += 1;

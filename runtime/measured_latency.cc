@@ -58,4 +58,14 @@ absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatencyUpTo(const Transforme
   return MeasureVerifyLatency(model, grid, 64, 3);
 }
 
+absl::StatusOr<const costmodel::LatencyModel*> GivenOrMeasuredLatency(
+    const costmodel::LatencyModel* given, const Transformer& model, int64_t max_s,
+    std::unique_ptr<costmodel::LatencyModel>* owned) {
+  if (given != nullptr) return given;
+  absl::StatusOr<costmodel::GridLatency> m = MeasureVerifyLatencyUpTo(model, max_s);
+  if (!m.ok()) return m.status();
+  *owned = std::make_unique<costmodel::GridLatency>(*std::move(m));
+  return owned->get();
+}
+
 }  // namespace specplan::runtime

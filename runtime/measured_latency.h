@@ -7,6 +7,7 @@
 #define SPECPLAN_RUNTIME_MEASURED_LATENCY_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,12 @@ absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatency(const Transformer& m
 // of 3: what the best-first and batch strategies use when no calibrated profile is given.
 absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatencyUpTo(const Transformer& model,
                                                                 int64_t max_s);
+
+// `given` when non-null; otherwise MeasureVerifyLatencyUpTo(model, max_s), kept alive in *owned.
+// The best-first and batch strategies and the batch decoder take their T_verify model this way.
+absl::StatusOr<const costmodel::LatencyModel*> GivenOrMeasuredLatency(
+    const costmodel::LatencyModel* given, const Transformer& model, int64_t max_s,
+    std::unique_ptr<costmodel::LatencyModel>* owned);
 
 }  // namespace specplan::runtime
 

@@ -3,7 +3,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -11,14 +10,11 @@
 #include "planner/policy.h"
 #include "planner/tree.h"
 #include "util/check.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 constexpr int kMaxRecorderNodes = 4096;
 
@@ -226,9 +222,9 @@ absl::Status TraceRecorder::Record(int64_t prompt_index,
     step.c = s.c;
     step.root = s.root;
     step.pass = s.pass;
-    const double t0 = Now();
+    const double t0 = NowSeconds();
     SPECPLAN_RETURN_IF_ERROR(chain_drafter_->DraftChain(committed, options_.gamma, &marginals));
-    step.draft_s = Now() - t0;
+    step.draft_s = NowSeconds() - t0;
     step.marginals = marginals;
     SPECPLAN_RETURN_IF_ERROR(tree_drafter_->DraftTree(*tree_policy_, committed).status());
     step.nodes = tree_policy_->Recorded();

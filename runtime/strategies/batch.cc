@@ -47,13 +47,9 @@ absl::StatusOr<std::unique_ptr<BatchStrategy>> BatchStrategy::Create(const Strat
   if (ctx.draft == nullptr)
     return absl::InvalidArgumentError("strategy batch: needs a draft model");
   std::unique_ptr<BatchStrategy> s(new BatchStrategy(options, ctx));
-  const costmodel::LatencyModel* latency = options.latency;
-  if (latency == nullptr) {
-    SPECPLAN_ASSIGN_OR_RETURN(costmodel::GridLatency m,
-                              MeasureVerifyLatencyUpTo(*ctx.target, options.max_tree_nodes + 1));
-    s->owned_latency_ = std::make_unique<costmodel::GridLatency>(std::move(m));
-    latency = s->owned_latency_.get();
-  }
+  SPECPLAN_ASSIGN_OR_RETURN(const costmodel::LatencyModel* latency,
+                            GivenOrMeasuredLatency(options.latency, *ctx.target,
+                                                   options.max_tree_nodes + 1, &s->owned_latency_));
   s->planner_ = std::make_unique<BatchStepPlanner>(options, latency, ctx.backend);
   return s;
 }

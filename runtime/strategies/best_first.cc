@@ -13,13 +13,9 @@ absl::StatusOr<std::unique_ptr<BestFirstStrategy>> BestFirstStrategy::Create(
     return absl::InvalidArgumentError("strategy bestfirst: needs a draft model");
   }
   std::unique_ptr<BestFirstStrategy> s(new BestFirstStrategy(options, ctx));
-  s->latency_ = options.latency;
-  if (s->latency_ == nullptr) {
-    SPECPLAN_ASSIGN_OR_RETURN(costmodel::GridLatency m,
-                              MeasureVerifyLatencyUpTo(*ctx.target, options.max_tree_nodes + 1));
-    s->owned_latency_ = std::make_unique<costmodel::GridLatency>(std::move(m));
-    s->latency_ = s->owned_latency_.get();
-  }
+  SPECPLAN_ASSIGN_OR_RETURN(
+      s->latency_, GivenOrMeasuredLatency(options.latency, *ctx.target, options.max_tree_nodes + 1,
+                                          &s->owned_latency_));
   return s;
 }
 
