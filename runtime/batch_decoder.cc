@@ -168,7 +168,6 @@ absl::StatusOr<std::vector<GenerationResult>> BatchDecoder::Run(
       const double t1 = NowSeconds();
       counters_.decode.prefill_s += t1 - t0;
       counters_.decode.target_forwards += 1;
-      counters_.prefill_passes += 1;
       for (size_t k = 0; k < newcomers.size(); ++k) {
         newcomers[k]->result().ttft_s = t1 - joined[newcomer_slots[k]];
         if (newcomers[k]->done()) retire(newcomer_slots[k]);  // max_new_tokens == 1
@@ -189,7 +188,6 @@ absl::StatusOr<std::vector<GenerationResult>> BatchDecoder::Run(
     SPECPLAN_RETURN_IF_ERROR(DraftAll(active));
     for (size_t k = 0; k < active.size(); ++k) {
       const int n = active[k]->tree().num_draft();
-      counters_.draft_nodes += n;
       counters_.undrafted_steps += n == 0 ? 1 : 0;
       log.prompts.push_back(prompt_of[active_slots[k]]);
       log.c.push_back(active[k]->c());
@@ -201,7 +199,6 @@ absl::StatusOr<std::vector<GenerationResult>> BatchDecoder::Run(
     counters_.decode.verify_s += t.verify_s;
     counters_.decode.update_s += t.update_s;
     counters_.passes += 1;
-    counters_.request_steps += static_cast<int64_t>(active.size());
     if (on_step) on_step(log);
     for (size_t k = 0; k < active.size(); ++k) {
       if (active[k]->done()) retire(active_slots[k]);

@@ -40,22 +40,23 @@ namespace specplan::runtime {
 struct BatchCounters {
   DecodeCounters decode;
   int64_t passes = 0;           // verification passes (batch steps)
-  int64_t request_steps = 0;    // Σ over passes of the sequences verified
   int64_t undrafted_steps = 0;  // request-steps whose tree had no draft node
-  int64_t draft_nodes = 0;      // Σ draft nodes over request-steps
-  int64_t prefill_passes = 0;   // prefill passes (each prefills every newcomer of a step)
+  // Σ over passes of the sequences verified (= decode.acceptance.steps).
+  int64_t request_steps() const { return decode.acceptance.steps; }
+  // Σ draft nodes over request-steps (= decode.acceptance.drafted_tokens).
+  int64_t draft_nodes() const { return decode.acceptance.drafted_tokens; }
   double mean_batch() const {
-    return passes == 0 ? 0.0 : static_cast<double>(request_steps) / static_cast<double>(passes);
+    return passes == 0 ? 0.0 : static_cast<double>(request_steps()) / static_cast<double>(passes);
   }
   double mean_tree_size() const {  // mean draft nodes per request-step
-    return request_steps == 0
+    return request_steps() == 0
                ? 0.0
-               : static_cast<double>(draft_nodes) / static_cast<double>(request_steps);
+               : static_cast<double>(draft_nodes()) / static_cast<double>(request_steps());
   }
   double undrafted_fraction() const {
-    return request_steps == 0
+    return request_steps() == 0
                ? 0.0
-               : static_cast<double>(undrafted_steps) / static_cast<double>(request_steps);
+               : static_cast<double>(undrafted_steps) / static_cast<double>(request_steps());
   }
 };
 

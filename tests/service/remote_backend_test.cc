@@ -564,7 +564,7 @@ TEST_F(RemoteBackendTest, BatchDecoderWithRemotePlanBatchEmitsTheInProcessTokens
   }
   EXPECT_EQ(comparing.batch_plans, (*remote_dec)->counters().passes);
   EXPECT_GT(comparing.nonempty_plans, 0);
-  EXPECT_EQ((*local_dec)->counters().draft_nodes, (*remote_dec)->counters().draft_nodes);
+  EXPECT_EQ((*local_dec)->counters().draft_nodes(), (*remote_dec)->counters().draft_nodes());
 }
 
 // specplan-bench --planner HOST:PORT end to end: every best-first, merged and batch step is
