@@ -294,7 +294,6 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
     }
     std::vector<const std::vector<int>*> passes;
     for (const auto& [pass, members] : by_pass) passes.push_back(&members);
-    report.batch_sizes.clear();
     report.recorded_passes = static_cast<int64_t>(passes.size());
     report.recorded_mean_batch = static_cast<double>(S) / static_cast<double>(passes.size());
     SPECPLAN_ASSIGN_OR_RETURN(bool pays,
