@@ -18,6 +18,21 @@
 namespace specplan::client {
 namespace {
 
+// The caller's own latency model as spec's cost.latency_grid: T_verify(s, c) for s = 1..points
+// (what RemotePlanBackend sends, so that remote plans price exactly as in-process ones).
+void DenseLatencyGrid(const costmodel::LatencyModel& latency, int64_t points, int64_t c,
+                      v1::CostSpec* spec) {
+  v1::LatencyGrid* grid = spec->mutable_latency_grid();
+  grid->clear_s();
+  grid->clear_seconds();
+  grid->mutable_s()->Reserve(static_cast<int>(points));
+  grid->mutable_seconds()->Reserve(static_cast<int>(points));
+  for (int64_t s = 1; s <= points; ++s) {
+    grid->add_s(s);
+    grid->add_seconds(latency.VerifySeconds(s, c));
+  }
+}
+
 // The PlanBatch RPC carries marginals: a path-conditioned provider is an in-process callback.
 absl::Status CheckBatchWireable(const std::vector<planner::BatchRequest>& requests) {
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -359,16 +374,7 @@ absl::Status RemotePlanBackend::PlanBestFirst(const planner::Marginals& marginal
     SPECPLAN_CHECK(cost->latency != nullptr, "PlanCost::latency is required");
     v1::CostSpec* spec = req.mutable_cost();
     // Every T_verify the planner can ask for: s = 1 (L_AR, C(0)) .. n_max + 1.
-    v1::LatencyGrid* grid = spec->mutable_latency_grid();
-    grid->clear_s();
-    grid->clear_seconds();
-    const int64_t points = std::max(options.n_max, 0) + 1;
-    grid->mutable_s()->Reserve(static_cast<int>(points));
-    grid->mutable_seconds()->Reserve(static_cast<int>(points));
-    for (int64_t s = 1; s <= points; ++s) {
-      grid->add_s(s);
-      grid->add_seconds(cost->latency->VerifySeconds(s, cost->context));
-    }
+    DenseLatencyGrid(*cost->latency, std::max(options.n_max, 0) + 1, cost->context, spec);
     spec->set_context_tokens(cost->context);
     spec->set_t_aux_s(cost->t_aux_s);
     service::DrafterCostToProto(cost->drafter, spec->mutable_drafter());
@@ -404,13 +410,7 @@ absl::Status RemotePlanBackend::PlanBatch(const std::vector<planner::BatchReques
     const int64_t c_mean =
         requests.empty() ? 0 : std::llround(context / static_cast<double>(requests.size()));
     v1::CostSpec* spec = req.mutable_cost();
-    v1::LatencyGrid* grid = spec->mutable_latency_grid();
-    grid->mutable_s()->Reserve(static_cast<int>(points));
-    grid->mutable_seconds()->Reserve(static_cast<int>(points));
-    for (int64_t s = 1; s <= points; ++s) {
-      grid->add_s(s);
-      grid->add_seconds(cost->latency->VerifySeconds(s, c_mean));
-    }
+    DenseLatencyGrid(*cost->latency, points, c_mean, spec);
     spec->set_t_aux_s(cost->t_aux_s);
     service::DrafterCostToProto(cost->drafter, spec->mutable_drafter());
   }
