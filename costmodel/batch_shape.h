@@ -34,6 +34,12 @@ inline PassTotals SinglePass(int64_t s, int64_t c) {
   return {sd, cd, sd * (cd + sd)};
 }
 
+// The sums of a uniform pass: b sequences, each verifying s tokens over c cached tokens. Doubles,
+// so that a mean sequence (s and c averaged over a batch) has sums too. b = 1 is SinglePass.
+inline PassTotals UniformPass(double b, double s, double c) {
+  return {b * s, b * c, b * s * (c + s)};
+}
+
 class BatchShape {
  public:
   BatchShape() = default;

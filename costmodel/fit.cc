@@ -13,9 +13,11 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "util/check.h"
+#include "util/status_macros.h"
 
 namespace specplan::costmodel {
 
@@ -34,15 +36,31 @@ absl::Status ValidateSamples(const std::vector<LatencySample>& samples) {
       return absl::InvalidArgumentError(
           absl::StrCat("samples[", i, "].seconds = ", x.seconds, ": must be finite and > 0"));
     }
+    if (x.b < 1 || x.b > kMaxSampleBatch) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("samples[", i, "].b = ", x.b, ": must be in [1, ", kMaxSampleBatch, "]"));
+    }
   }
   return absl::OkStatus();
+}
+
+PassTotals SampleTotals(const LatencySample& x) {
+  return UniformPass(static_cast<double>(x.b), static_cast<double>(x.s), static_cast<double>(x.c));
+}
+
+double PredictSample(const LatencyModel& model, const LatencySample& x) {
+  if (x.b == 1) return model.VerifySeconds(x.s, x.c);
+  BatchShape batch;
+  batch.Reserve(static_cast<size_t>(x.b));
+  for (int64_t i = 0; i < x.b; ++i) batch.Add(x.s, x.c);
+  return model.VerifyBatchSeconds(batch);
 }
 
 FitStats Evaluate(const LatencyModel& model, const std::vector<LatencySample>& samples) {
   FitStats st;
   double se = 0, ape = 0;
   for (const LatencySample& x : samples) {
-    const double err = model.VerifySeconds(x.s, x.c) - x.seconds;
+    const double err = PredictSample(model, x) - x.seconds;
     se += err * err;
     ape += std::abs(err) / x.seconds;
     st.max_abs_s = std::max(st.max_abs_s, std::abs(err));
@@ -122,7 +140,7 @@ absl::StatusOr<LinearCoefficients> FitLinear(const RooflineLatency& roofline,
   std::vector<double> y(samples.size());
   double r_min = std::numeric_limits<double>::infinity(), r_max = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
-    const double r = roofline.VerifySeconds(samples[i].s, samples[i].c);
+    const double r = roofline.Estimate(SampleTotals(samples[i])).seconds;
     a[i] = {r, 1.0};
     y[i] = samples[i].seconds;
     r_min = std::min(r_min, r);
@@ -130,7 +148,7 @@ absl::StatusOr<LinearCoefficients> FitLinear(const RooflineLatency& roofline,
   }
   if (!(r_max > r_min * (1 + 1e-12))) {
     return absl::InvalidArgumentError(
-        "samples: linear calibration needs samples at different (s, c) points");
+        "samples: linear calibration needs samples at different (s, c, b) points");
   }
   // a, b >= 0: a negative slope or fixed overhead is not a latency (unconstrained least squares
   // gives b < 0 when the measured cost grows faster than the roofline, e.g. attention on a CPU).
@@ -149,7 +167,7 @@ absl::StatusOr<PerTermCoefficients> FitPerTerm(const RooflineLatency& roofline,
   std::vector<PerTermFeatures> f(n);
   std::vector<bool> compute_bound(n);
   for (size_t i = 0; i < n; ++i) {
-    const RooflineEstimate e = roofline.Estimate(samples[i].s, samples[i].c);
+    const RooflineEstimate e = roofline.Estimate(SampleTotals(samples[i]));
     f[i] = ComputePerTermFeatures(e, roofline.gpu());
     compute_bound[i] = e.bound == Bound::kCompute;
   }
@@ -323,8 +341,8 @@ absl::StatusOr<OverlapCoefficients> FitOverlap(const RooflineLatency& roofline,
   for (int64_t tile : {1, 16, 32, 64, 128}) {
     std::vector<OverlapFeatures> f(samples.size());
     for (size_t i = 0; i < samples.size(); ++i) {
-      f[i] = ComputeOverlapFeatures(roofline.model(), roofline.gpu(), samples[i].s, samples[i].c,
-                                    tile);
+      f[i] =
+          ComputeOverlapFeatures(roofline.model(), roofline.gpu(), SampleTotals(samples[i]), tile);
     }
     // Starts: overhead 1 % or 20 % of the fastest pass, efficiencies 1 or 2, p = 2 or 8.
     for (double b0 : {0.01, 0.2}) {
@@ -458,7 +476,7 @@ absl::StatusOr<KernelSumCoefficients> FitKernelSum(const RooflineLatency& roofli
       std::vector<int64_t> waves(samples.size());
       for (size_t i = 0; i < samples.size(); ++i) {
         prob.f[i] = ComputeKernelSumFeatures(roofline.model(), roofline.gpu(), samples[i].s,
-                                             samples[i].c, tile, attention_tile);
+                                             samples[i].c, tile, attention_tile, samples[i].b);
         waves[i] = prob.f[i].waves;
       }
       // A tile that splits no sampled s differently from the larger one fits the same.
@@ -525,11 +543,11 @@ absl::StatusOr<FitStats> CrossValidate(const LatencyFitter& fitter,
                                                           m.status().message()));
     }
     for (const LatencySample& x : held) {
-      const double err = (*m)->VerifySeconds(x.s, x.c) - x.seconds;
+      const double err = PredictSample(**m, x) - x.seconds;
       if (!std::isfinite(err)) {
         return absl::InvalidArgumentError(absl::StrCat("fold ", fold + 1, " of ", folds,
                                                        ": non-finite prediction at (s = ", x.s,
-                                                       ", c = ", x.c, ")"));
+                                                       ", c = ", x.c, ", b = ", x.b, ")"));
       }
       se += err * err;
       ape += std::abs(err) / x.seconds;
@@ -545,29 +563,44 @@ absl::StatusOr<FitStats> CrossValidate(const LatencyFitter& fitter,
 absl::StatusOr<LatencyTable> BuildTable(const std::vector<LatencySample>& samples) {
   if (auto st = ValidateSamples(samples); !st.ok()) return st;
   if (samples.empty()) return absl::InvalidArgumentError("samples: empty");
-  std::set<int64_t> ss, cs;
-  std::map<std::pair<int64_t, int64_t>, std::vector<double>> cells;
+  std::set<int64_t> ss, cs, bs;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<double>> cells;  // (b, c, s)
   for (const LatencySample& x : samples) {
     ss.insert(x.s);
     cs.insert(x.c);
-    cells[{x.c, x.s}].push_back(x.seconds);
+    bs.insert(x.b);
+    cells[{x.b, x.c, x.s}].push_back(x.seconds);
+  }
+  if (bs.count(1) == 0) {
+    return absl::InvalidArgumentError("samples: no b = 1 measurement; a table needs b = 1");
   }
   LatencyTable t;
   t.s_grid.assign(ss.begin(), ss.end());
   t.c_grid.assign(cs.begin(), cs.end());
-  t.seconds.assign(t.c_grid.size(), std::vector<double>(t.s_grid.size()));
-  for (size_t ci = 0; ci < t.c_grid.size(); ++ci) {
-    for (size_t si = 0; si < t.s_grid.size(); ++si) {
-      auto it = cells.find({t.c_grid[ci], t.s_grid[si]});
-      if (it == cells.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("samples: no measurement at (s = ", t.s_grid[si], ", c = ", t.c_grid[ci],
-                         "); a table needs a full grid"));
+  // One [c][s] layer of medians, or the first missing cell.
+  auto build_layer = [&](int64_t b) -> absl::StatusOr<std::vector<std::vector<double>>> {
+    std::vector<std::vector<double>> layer(t.c_grid.size(), std::vector<double>(t.s_grid.size()));
+    for (size_t ci = 0; ci < t.c_grid.size(); ++ci) {
+      for (size_t si = 0; si < t.s_grid.size(); ++si) {
+        auto it = cells.find({b, t.c_grid[ci], t.s_grid[si]});
+        if (it == cells.end()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "samples: no measurement at (s = ", t.s_grid[si], ", c = ", t.c_grid[ci],
+              b == 1 ? "" : absl::StrCat(", b = ", b), "); a table needs a full grid"));
+        }
+        std::vector<double>& v = it->second;
+        std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+        layer[ci][si] = v[v.size() / 2];
       }
-      std::vector<double>& v = it->second;
-      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-      t.seconds[ci][si] = v[v.size() / 2];
     }
+    return layer;
+  };
+  SPECPLAN_ASSIGN_OR_RETURN(t.seconds, build_layer(1));
+  for (int64_t b : bs) {
+    if (b == 1) continue;
+    t.b_grid.push_back(b);
+    SPECPLAN_ASSIGN_OR_RETURN(std::vector<std::vector<double>> layer, build_layer(b));
+    t.batch_seconds.push_back(std::move(layer));
   }
   return t;
 }

@@ -12,14 +12,27 @@
 
 namespace specplan::costmodel {
 
+// One measured pass: b sequences in one ragged pass (b = 1: a single sequence), each verifying s
+// tokens over c cached tokens.
 struct LatencySample {
-  int64_t s = 1;       // tokens verified in the pass
-  int64_t c = 0;       // cached context tokens
+  int64_t s = 1;       // tokens verified per sequence
+  int64_t c = 0;       // cached context tokens per sequence
   double seconds = 0;  // measured latency of the pass
+  int64_t b = 1;       // sequences in the pass (calibrate --b-grid)
 };
 
-// Checks s >= 1, c >= 0, seconds finite and > 0; errors name samples[i].field and the value.
+// Largest b a sample may have (larger batches are not a verification pass any engine runs).
+inline constexpr int64_t kMaxSampleBatch = 65536;
+
+// Checks s >= 1, c >= 0, seconds finite and > 0, 1 <= b <= kMaxSampleBatch; errors name
+// samples[i].field and the value.
 absl::Status ValidateSamples(const std::vector<LatencySample>& samples);
+
+// The roofline sums of the pass a sample measured (b times the single sequence's).
+PassTotals SampleTotals(const LatencySample& x);
+// What `model` predicts for the sample: VerifySeconds(s, c) when b = 1, else VerifyBatchSeconds
+// of b sequences of (s, c). Every fit, score and cross-validation prices samples this way.
+double PredictSample(const LatencyModel& model, const LatencySample& x);
 
 struct FitStats {
   int64_t n = 0;         // samples scored
@@ -75,8 +88,9 @@ absl::StatusOr<FitStats> CrossValidate(const LatencyFitter& fitter,
                                        const std::vector<LatencySample>& samples, int folds,
                                        uint64_t seed);
 
-// Builds a table from samples on a full (s, c) grid (median of repeats per cell). Errors if a grid
-// cell has no sample, naming the missing (s, c).
+// Builds a table from samples on a full (s, c) grid (median of repeats per cell). Samples with
+// b > 1 add batch layers (LatencyTable::b_grid), each of which must cover the same (s, c) grid.
+// Errors if a grid cell has no sample, naming the missing (s, c) (and b).
 absl::StatusOr<LatencyTable> BuildTable(const std::vector<LatencySample>& samples);
 
 // Non-negative least squares min ||A x - y|| s.t. x >= 0 for a handful of columns (<= 8): exact, by

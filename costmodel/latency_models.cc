@@ -100,9 +100,13 @@ KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec
 }
 
 KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
-                                           int64_t c, int64_t tile, int64_t attention_tile) {
-  SPECPLAN_CHECK(attention_tile >= 1);
-  KernelSumFeatures f = ComputeKernelSumFeatures(model, gpu, SinglePass(s, c), tile);
+                                           int64_t c, int64_t tile, int64_t attention_tile,
+                                           int64_t b) {
+  SPECPLAN_CHECK(attention_tile >= 1 && b >= 1);
+  KernelSumFeatures f = ComputeKernelSumFeatures(
+      model, gpu,
+      UniformPass(static_cast<double>(b), static_cast<double>(s), static_cast<double>(c)), tile);
+  f.s = s;
   f.waves = (s + attention_tile - 1) / attention_tile;
   return f;
 }
@@ -174,22 +178,41 @@ absl::Status ValidateLatencyTable(const LatencyTable& t) {
   };
   if (auto st = check_grid(t.s_grid, "s", 1); !st.ok()) return st;
   if (auto st = check_grid(t.c_grid, "c", 0); !st.ok()) return st;
-  if (t.seconds.size() != t.c_grid.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "seconds: ", t.seconds.size(), " rows, expected one per c (", t.c_grid.size(), ")"));
-  }
-  for (size_t ci = 0; ci < t.seconds.size(); ++ci) {
-    if (t.seconds[ci].size() != t.s_grid.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("seconds[", ci, "]: ", t.seconds[ci].size(),
-                                                     " entries, expected one per s (",
-                                                     t.s_grid.size(), ")"));
+  // One [c][s] layer, named `name` in errors.
+  auto check_layer = [&t](const std::vector<std::vector<double>>& layer,
+                          const std::string& name) -> absl::Status {
+    if (layer.size() != t.c_grid.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": ", layer.size(), " rows, expected one per c (", t.c_grid.size(), ")"));
     }
-    for (size_t si = 0; si < t.s_grid.size(); ++si) {
-      const double v = t.seconds[ci][si];
-      if (!std::isfinite(v) || v <= 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("seconds[", ci, "][", si, "] = ", v, ": must be finite and > 0"));
+    for (size_t ci = 0; ci < layer.size(); ++ci) {
+      if (layer[ci].size() != t.s_grid.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(name, "[", ci, "]: ", layer[ci].size(),
+                                                       " entries, expected one per s (",
+                                                       t.s_grid.size(), ")"));
       }
+      for (size_t si = 0; si < t.s_grid.size(); ++si) {
+        const double v = layer[ci][si];
+        if (!std::isfinite(v) || v <= 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(name, "[", ci, "][", si, "] = ", v, ": must be finite and > 0"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
+  if (auto st = check_layer(t.seconds, "seconds"); !st.ok()) return st;
+  if (t.b_grid.empty() && t.batch_seconds.empty()) return absl::OkStatus();
+  if (auto st = check_grid(t.b_grid, "b", 2); !st.ok()) return st;
+  if (t.batch_seconds.size() != t.b_grid.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("batch_seconds: ", t.batch_seconds.size(),
+                                                   " layers, expected one per b (", t.b_grid.size(),
+                                                   ")"));
+  }
+  for (size_t bi = 0; bi < t.batch_seconds.size(); ++bi) {
+    if (auto st = check_layer(t.batch_seconds[bi], absl::StrCat("batch_seconds[", bi, "]"));
+        !st.ok()) {
+      return st;
     }
   }
   return absl::OkStatus();
@@ -213,14 +236,18 @@ void Bracket(const std::vector<int64_t>& grid, double x, size_t* i, double* w) {
 }
 }  // namespace
 
-double TableLatency::Interpolate(double s, double c) const {
+double TableLatency::Interpolate(const std::vector<std::vector<double>>& T, double s,
+                                 double c) const {
+  s = std::clamp(s, static_cast<double>(table_.s_grid.front()),
+                 static_cast<double>(table_.s_grid.back()));
+  c = std::clamp(c, static_cast<double>(table_.c_grid.front()),
+                 static_cast<double>(table_.c_grid.back()));
   size_t si, ci;
   double ws, wc;
   Bracket(table_.s_grid, s, &si, &ws);
   Bracket(table_.c_grid, c, &ci, &wc);
   const size_t si1 = std::min(si + 1, table_.s_grid.size() - 1);
   const size_t ci1 = std::min(ci + 1, table_.c_grid.size() - 1);
-  const auto& T = table_.seconds;
   const double lo = (1 - ws) * T[ci][si] + ws * T[ci][si1];
   const double hi = (1 - ws) * T[ci1][si] + ws * T[ci1][si1];
   return (1 - wc) * lo + wc * hi;
@@ -229,7 +256,8 @@ double TableLatency::Interpolate(double s, double c) const {
 double TableLatency::VerifySeconds(int64_t s, int64_t c) const {
   const int64_t sc = std::clamp(s, table_.s_grid.front(), table_.s_grid.back());
   const int64_t cc = std::clamp(c, table_.c_grid.front(), table_.c_grid.back());
-  const double inside = Interpolate(static_cast<double>(sc), static_cast<double>(cc));
+  const double inside =
+      Interpolate(table_.seconds, static_cast<double>(sc), static_cast<double>(cc));
   if (sc == s && cc == c) return inside;
   return inside * roofline_.VerifySeconds(s, c) / roofline_.VerifySeconds(sc, cc);
 }
@@ -237,14 +265,36 @@ double TableLatency::VerifySeconds(int64_t s, int64_t c) const {
 double TableLatency::VerifyBatchSeconds(const BatchShape& batch) const {
   SPECPLAN_CHECK(!batch.empty());
   if (batch.size() == 1) return VerifySeconds(batch[0].s, batch[0].c);
-  // The table was measured one sequence at a time: price the equivalent single sequence (all S
-  // tokens over the mean context), then scale by how the roofline prices the real batch against
-  // that sequence.
   const PassTotals& t = batch.totals();
-  const int64_t s_eq = static_cast<int64_t>(t.tokens);
-  const int64_t c_eq = std::llround(t.context / static_cast<double>(batch.size()));
-  return VerifySeconds(s_eq, c_eq) * roofline_.VerifyBatchSeconds(batch) /
-         roofline_.VerifySeconds(s_eq, c_eq);
+  const double n = static_cast<double>(batch.size());
+  if (table_.b_grid.empty()) {
+    // Measured one sequence at a time: price the equivalent single sequence (all S tokens over
+    // the mean context), then scale by how the roofline prices the real batch against it.
+    const int64_t s_eq = static_cast<int64_t>(t.tokens);
+    const int64_t c_eq = std::llround(t.context / n);
+    return VerifySeconds(s_eq, c_eq) * roofline_.VerifyBatchSeconds(batch) /
+           roofline_.VerifySeconds(s_eq, c_eq);
+  }
+  // The mean sequence, read from the layers around B (b = 1 is `seconds`), all clamped to the
+  // grid; the roofline carries the rest (see the header).
+  const double s_eq = std::clamp(t.tokens / n, static_cast<double>(table_.s_grid.front()),
+                                 static_cast<double>(table_.s_grid.back()));
+  const double c_eq = std::clamp(t.context / n, static_cast<double>(table_.c_grid.front()),
+                                 static_cast<double>(table_.c_grid.back()));
+  const double b_eq = std::min(n, static_cast<double>(table_.b_grid.back()));
+  auto layer = [this](size_t k) -> const std::vector<std::vector<double>>& {
+    return k == 0 ? table_.seconds : table_.batch_seconds[k - 1];
+  };
+  size_t k = 0;
+  while (k < table_.b_grid.size() && static_cast<double>(table_.b_grid[k]) < b_eq) ++k;
+  // Layers k (b_grid[k - 1], or 1 when k = 0) and k + 1 bracket b_eq; k + 1 is exact at b_eq.
+  const double b_lo = k == 0 ? 1.0 : static_cast<double>(table_.b_grid[k - 1]);
+  const double b_hi = static_cast<double>(table_.b_grid[k]);
+  const double w = (b_eq - b_lo) / (b_hi - b_lo);
+  const double inside =
+      (1 - w) * Interpolate(layer(k), s_eq, c_eq) + w * Interpolate(layer(k + 1), s_eq, c_eq);
+  return inside * roofline_.VerifyBatchSeconds(batch) /
+         roofline_.Estimate(UniformPass(b_eq, s_eq, c_eq)).seconds;
 }
 
 EmaCorrectedLatency::EmaCorrectedLatency(std::shared_ptr<const LatencyModel> base, double alpha,

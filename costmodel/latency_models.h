@@ -178,7 +178,7 @@ class OverlapLatency : public LatencyModel {
 // new tokens' K/V write), i.e. the roofline's activation and KV bytes minus the cache read and the
 // score matrix, / mem_bw. waves = ceil(s / attention_tile).
 struct KernelSumFeatures {
-  int64_t s = 1;
+  int64_t s = 1;  // tokens per sequence: 1 prices the decode attention kernel, > 1 the verify one
   int64_t waves = 1;
   double gemm_s = 0;
   double weights_s = 0;
@@ -187,9 +187,13 @@ struct KernelSumFeatures {
   double elementwise_s = 0;
   double comm_s = 0;  // all-reduces (tensor parallelism), added unscaled
 };
-// Requires tile >= 1 and attention_tile >= 1.
+// Requires tile >= 1 and attention_tile >= 1. With b > 1: the pass of b sequences of (s, c) each
+// (a uniform ragged batch, as calibrate --b-grid times): the GEMM, weight, cache, score and
+// elementwise terms are the whole pass's, while s and waves stay per sequence, so Predict prices it
+// exactly as KernelSumLatency::VerifyBatchSeconds prices those b sequences.
 KernelSumFeatures ComputeKernelSumFeatures(const ModelSpec& model, const GpuSpec& gpu, int64_t s,
-                                           int64_t c, int64_t tile, int64_t attention_tile);
+                                           int64_t c, int64_t tile, int64_t attention_tile,
+                                           int64_t b = 1);
 // The pass-level features of a ragged batch (s = S, the GEMM tile pads S; kv_s is the whole
 // batch's cache; waves = 1). KernelSumLatency::VerifyBatchSeconds prices the attention kernels
 // per sequence itself: decode rows (s_i = 1) at `decode`, and one verify kernel for the s_i > 1
@@ -236,18 +240,27 @@ class KernelSumLatency : public LatencyModel {
   KernelSumCoefficients coef_;
 };
 
-// Measured grid: seconds[ci][si] at (s_grid[si], c_grid[ci]); grids strictly increasing.
+// Measured grid: seconds[ci][si] at (s_grid[si], c_grid[ci]); grids strictly increasing. An
+// optional batch axis adds layers: batch_seconds[bi][ci][si] is the pass of b_grid[bi] sequences,
+// each of (s_grid[si], c_grid[ci]); b_grid is strictly increasing with every entry >= 2 (b = 1 is
+// `seconds`).
 struct LatencyTable {
   std::vector<int64_t> s_grid;
   std::vector<int64_t> c_grid;
-  std::vector<std::vector<double>> seconds;  // [c_grid.size()][s_grid.size()]
+  std::vector<std::vector<double>> seconds;                     // [c_grid.size()][s_grid.size()]
+  std::vector<int64_t> b_grid;                                  // empty: single sequences only
+  std::vector<std::vector<std::vector<double>>> batch_seconds;  // [b][c][s]
 };
 absl::Status ValidateLatencyTable(const LatencyTable& table);  // names the bad field
 
 // Bilinear interpolation inside the grid; outside, the nearest grid value scaled by the bare
 // roofline's ratio R(s, c) / R(s_clamped, c_clamped), so extrapolation follows the physics.
-// A batch (the table holds single sequences) is priced as the equivalent single sequence
-// T(S, c_mean), S = Σ s_i, c_mean = round(Σ c_i / B), times R(batch) / R(S, c_mean).
+// A batch of B sequences is priced as its mean sequence: s_eq = S / B and c_eq = Σ c_i / B.
+//   With batch layers: the table at (B, s_eq, c_eq), linear in B between layers and bilinear in
+//   (s, c) inside each, every coordinate clamped to its grid, times R(batch) / R(B_cl x (s_cl,
+//   c_cl)), the roofline of the real batch over that of the clamped uniform batch the table read.
+//   A uniform batch on the grid reads its measured cell exactly.
+//   Without: the single sequence T(S, round(c_eq)) times R(batch) / R(S, round(c_eq)).
 class TableLatency : public LatencyModel {
  public:
   TableLatency(RooflineLatency roofline, LatencyTable table)
@@ -258,7 +271,8 @@ class TableLatency : public LatencyModel {
   const LatencyTable& table() const { return table_; }
 
  private:
-  double Interpolate(double s, double c) const;
+  // Bilinear inside one layer ([c][s], clamped to the grid).
+  double Interpolate(const std::vector<std::vector<double>>& layer, double s, double c) const;
   RooflineLatency roofline_;
   LatencyTable table_;
 };

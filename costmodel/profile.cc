@@ -63,6 +63,29 @@ absl::StatusOr<double> NonNegative(const nlohmann::json& j, const std::string& k
   return v;
 }
 
+// One [c][s] layer of a table: an array of arrays of numbers; errors name `name`[ci][si].
+absl::StatusOr<std::vector<std::vector<double>>> TableLayer(const nlohmann::json& j,
+                                                            const std::string& name) {
+  if (!j.is_array()) return absl::InvalidArgumentError(name + ": expected an array of arrays");
+  std::vector<std::vector<double>> layer;
+  for (size_t ci = 0; ci < j.size(); ++ci) {
+    const nlohmann::json& row = j[ci];
+    if (!row.is_array()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, "[", ci, "]: expected an array"));
+    }
+    std::vector<double> r;
+    for (size_t si = 0; si < row.size(); ++si) {
+      if (!row[si].is_number()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, "[", ci, "][", si, "] = ", row[si].dump(), ": expected a number"));
+      }
+      r.push_back(row[si].get<double>());
+    }
+    layer.push_back(std::move(r));
+  }
+  return layer;
+}
+
 absl::StatusOr<std::vector<int64_t>> IntArray(const nlohmann::json& j, const std::string& key,
                                               const std::string& prefix) {
   SPECPLAN_ASSIGN_OR_RETURN(const nlohmann::json* arr, json_util::Get(j, key, prefix));
@@ -297,10 +320,23 @@ absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
   }
   // The table needs the full grid, so it is built from all samples; its held-out score is then
   // an in-sample figure, it is not cross-validated and never the default.
+  // Batch samples add layers when they cover the grid; else the table keeps the b = 1 layer.
   if (auto table = BuildTable(samples); table.ok()) {
     p.table = *table;
   } else {
-    p.notes.push_back(absl::StrCat("table: skipped: ", table.status().message()));
+    std::vector<LatencySample> single;
+    for (const LatencySample& x : samples) {
+      if (x.b == 1) single.push_back(x);
+    }
+    absl::StatusOr<LatencyTable> b1 = absl::InvalidArgumentError("no b = 1 samples");
+    if (!single.empty() && single.size() < samples.size()) b1 = BuildTable(single);
+    if (b1.ok()) {
+      p.table = *b1;
+      p.notes.push_back(absl::StrCat("table: single sequences only, batch layers skipped: ",
+                                     table.status().message()));
+    } else {
+      p.notes.push_back(absl::StrCat("table: skipped: ", table.status().message()));
+    }
   }
   if (!held.empty()) {
     for (const char* kind : kModelKinds) {
@@ -321,6 +357,13 @@ std::string DescribeFit(const Profile& p) {
   for (const ProfileSample& x : p.samples) held += x.heldout ? 1 : 0;
   std::string out = absl::StrFormat("samples  %d fitted, %d held out\n",
                                     static_cast<int64_t>(p.samples.size()) - held, held);
+  std::map<int64_t, int64_t> per_b;  // samples per batch size
+  for (const ProfileSample& x : p.samples) ++per_b[x.sample.b];
+  if (per_b.size() > 1 || per_b.count(1) == 0) {
+    std::vector<std::string> parts;
+    for (const auto& [b, n] : per_b) parts.push_back(absl::StrCat("b=", b, ": ", n));
+    absl::StrAppend(&out, "batches  ", absl::StrJoin(parts, ", "), " (passes of b sequences)\n");
+  }
   if (!p.provenance.empty()) absl::StrAppendFormat(&out, "source   %s\n", p.provenance);
   if (p.model_spec.tp > 1) {
     absl::StrAppendFormat(&out, "tp       %d GPUs (per-GPU terms + all-reduces)\n",
@@ -400,6 +443,10 @@ nlohmann::json ProfileToJson(const Profile& p) {
   if (p.table) {
     models["table"] = {
         {"s", p.table->s_grid}, {"c", p.table->c_grid}, {"seconds", p.table->seconds}};
+    if (!p.table->b_grid.empty()) {
+      models["table"]["b"] = p.table->b_grid;
+      models["table"]["batch_seconds"] = p.table->batch_seconds;
+    }
   }
   j["models"] = models;
   nlohmann::json held = nlohmann::json::object();
@@ -413,10 +460,12 @@ nlohmann::json ProfileToJson(const Profile& p) {
   j["notes"] = p.notes;
   nlohmann::json samples = nlohmann::json::array();
   for (const ProfileSample& x : p.samples) {
-    samples.push_back({{"s", x.sample.s},
-                       {"c", x.sample.c},
-                       {"seconds", x.sample.seconds},
-                       {"heldout", x.heldout}});
+    nlohmann::json sample = {{"s", x.sample.s},
+                             {"c", x.sample.c},
+                             {"seconds", x.sample.seconds},
+                             {"heldout", x.heldout}};
+    if (x.sample.b != 1) sample["b"] = x.sample.b;  // absent = a single sequence
+    samples.push_back(std::move(sample));
   }
   j["samples"] = samples;
   return j;
@@ -539,25 +588,25 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
     SPECPLAN_ASSIGN_OR_RETURN(t.s_grid, IntArray(m, "s", pre));
     SPECPLAN_ASSIGN_OR_RETURN(t.c_grid, IntArray(m, "c", pre));
     SPECPLAN_ASSIGN_OR_RETURN(const nlohmann::json* sec, json_util::Get(m, "seconds", pre));
-    if (!sec->is_array()) {
-      return absl::InvalidArgumentError("models.table.seconds: expected an array of arrays");
+    SPECPLAN_ASSIGN_OR_RETURN(t.seconds, TableLayer(*sec, "models.table.seconds"));
+    // Optional batch axis: both keys or neither.
+    if (m.contains("b") != m.contains("batch_seconds")) {
+      return absl::InvalidArgumentError(
+          "models.table: \"b\" and \"batch_seconds\" come together (the batch axis)");
     }
-    for (size_t ci = 0; ci < sec->size(); ++ci) {
-      const nlohmann::json& row = (*sec)[ci];
-      if (!row.is_array()) {
+    if (m.contains("b")) {
+      SPECPLAN_ASSIGN_OR_RETURN(t.b_grid, IntArray(m, "b", pre));
+      const nlohmann::json& layers = m["batch_seconds"];
+      if (!layers.is_array()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("models.table.seconds[", ci, "]: expected an array"));
+            "models.table.batch_seconds: expected an array of [c][s] arrays");
       }
-      std::vector<double> r;
-      for (size_t si = 0; si < row.size(); ++si) {
-        if (!row[si].is_number()) {
-          return absl::InvalidArgumentError(absl::StrCat("models.table.seconds[", ci, "][", si,
-                                                         "] = ", row[si].dump(),
-                                                         ": expected a number"));
-        }
-        r.push_back(row[si].get<double>());
+      for (size_t bi = 0; bi < layers.size(); ++bi) {
+        SPECPLAN_ASSIGN_OR_RETURN(
+            std::vector<std::vector<double>> layer,
+            TableLayer(layers[bi], absl::StrCat("models.table.batch_seconds[", bi, "]")));
+        t.batch_seconds.push_back(std::move(layer));
       }
-      t.seconds.push_back(std::move(r));
     }
     SPECPLAN_RETURN_IF_ERROR(Prefixed(pre, ValidateLatencyTable(t)));
     p.table = std::move(t);
@@ -618,6 +667,9 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
     SPECPLAN_ASSIGN_OR_RETURN(ps.sample.c, GetInt(x, "c", pre));
     SPECPLAN_ASSIGN_OR_RETURN(ps.sample.seconds, GetNumber(x, "seconds", pre));
     SPECPLAN_ASSIGN_OR_RETURN(ps.heldout, GetBool(x, "heldout", pre));
+    if (x.contains("b")) {
+      SPECPLAN_ASSIGN_OR_RETURN(ps.sample.b, GetInt(x, "b", pre));
+    }
     p.samples.push_back(ps);
   }
   std::vector<LatencySample> plain;

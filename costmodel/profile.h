@@ -17,17 +17,21 @@
 //              "kernel_sum": {"overhead_s", "gemm", "weights", "p", "tile": int, "decode",
 //                             "verify", "verify_overhead_s", "attention_tile": int, "attention",
 //                             "elementwise"},
-//              "table": {"s": [int], "c": [int], "seconds": [[float] per c]}},
+//              "table": {"s": [int], "c": [int], "seconds": [[float] per c],
+//                        "b": [int], "batch_seconds": [[[float] per c] per b]}},  // b optional
 //   "heldout": {"<kind>": {"n", "rmse_s", "mape", "max_abs_s"}},   // scores on held-out samples
 //                                                                   // ({} when none were held out)
 //   "cv": {"<kind>": {"n", "rmse_s", "mape", "max_abs_s"}},        // optional: cross-validated
 //   "cv_method": str,                             // optional: "leave-one-out" or "<k>-fold"
 //   "provenance": str,                            // optional: where the samples come from
 //   "notes": [str],                               // optional: models the fit dropped or skipped
-//   "samples": [{"s", "c", "seconds", "heldout": bool}]
+//   "samples": [{"s", "c", "seconds", "heldout": bool, "b": int}]   // b optional (absent = 1)
 // }
-// Files written before "overlap", "kernel_sum", "cv", "cv_method", "provenance" and "notes" existed
-// still load.
+// The batch axis: a sample with "b" = B > 1 timed one ragged pass of B sequences, each verifying
+// s tokens over c cached tokens (calibrate --b-grid); the table's "b"/"batch_seconds" hold those
+// passes as layers over the same (s, c) grid. Files without it (every profile written before it
+// existed) load as single-sequence profiles. Files written before "overlap", "kernel_sum", "cv",
+// "cv_method", "provenance" and "notes" existed still load.
 #ifndef SPECPLAN_COSTMODEL_PROFILE_H_
 #define SPECPLAN_COSTMODEL_PROFILE_H_
 
@@ -96,6 +100,9 @@ absl::Status ValidateKernelSum(const KernelSumCoefficients& c);
 // MAPE. A model whose fit fails or whose coefficients the loader would reject is dropped with a
 // note in Profile::notes, as is a model whose cross-validation fails (it cannot be the default);
 // the table is built from all samples when they form a full (s, c) grid, else skipped with a note.
+// Samples with b > 1 (passes of b sequences) are fitted and scored with the rest, each priced as
+// PredictSample prices it; they become table layers when every b covers the grid (else the table
+// keeps the b = 1 samples, with a note).
 // If no calibrated model survives, the default is the roofline. The returned profile always passes
 // ProfileFromJson(ProfileToJson(profile)). Needs >= 3 valid samples, and >= 3 left to fit.
 inline constexpr size_t kMaxLeaveOneOut = 60;

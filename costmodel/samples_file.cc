@@ -33,6 +33,10 @@ absl::Status CheckSample(const LatencySample& x, const std::string& where,
     return absl::InvalidArgumentError(absl::StrCat(where, "s = ", x.s, ": must be >= 1"));
   if (x.c < 0)
     return absl::InvalidArgumentError(absl::StrCat(where, "c = ", x.c, ": must be >= 0"));
+  if (x.b < 1 || x.b > kMaxSampleBatch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "b = ", x.b, ": must be in [1, ", kMaxSampleBatch, "]"));
+  }
   if (!(std::isfinite(value) && value > 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, latency_name, " = ", value, ": must be finite and > 0"));
@@ -125,6 +129,10 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesCsv(const std::string& te
     if (!absl::SimpleAtoi(c, &x.c)) {
       return absl::InvalidArgumentError(absl::StrCat(where, "c = '", c, "': expected an integer"));
     }
+    if (auto it = col.find("b"); it != col.end() && !absl::SimpleAtoi(fields[it->second], &x.b)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "b = '", fields[it->second], "': expected an integer"));
+    }
     double value = 0;
     if (!ParseDouble(sec, &value)) {
       return absl::InvalidArgumentError(
@@ -185,8 +193,13 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesJson(const std::string& t
       return absl::InvalidArgumentError(
           absl::StrCat(where, key, " = ", e[key].dump(), ": expected a number"));
     }
+    if (e.contains("b") && !e["b"].is_number_integer()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "b = ", e["b"].dump(), ": expected an integer"));
+    }
     x.s = e["s"].get<int64_t>();
     x.c = e["c"].get<int64_t>();
+    if (e.contains("b")) x.b = e["b"].get<int64_t>();
     const double value = e[key].get<double>();
     absl::Status st = CheckSample(x, where, key, value);
     if (!st.ok()) return st;

@@ -13,6 +13,8 @@
 //   64,1024,9.3
 // JSON: an array of objects [{"s": 1, "c": 0, "seconds": 0.0071}, ...] with the same latency keys
 // (other keys ignored).
+// Batch passes: an optional column (CSV) or key (JSON) `b` gives the sequences in the pass, each
+// verifying s tokens over c cached tokens (absent = 1, a single sequence; 1 <= b <= 65536).
 //
 // s is the number of tokens verified (>= 1), c the cached context (>= 0), the latency the measured
 // time of the pass (finite, > 0); LatencySample::seconds holds it converted to seconds. Exactly one

@@ -16,7 +16,7 @@
 int main(int argc, char** argv) {
   using specplan::profiler::CalibrateOptions;
   CalibrateOptions o;
-  std::string s_grid, c_grid, timer = "auto";
+  std::string s_grid, c_grid, b_grid, timer = "auto";
   bool no_plot = false;
 
   CLI::App app{
@@ -40,6 +40,11 @@ int main(int argc, char** argv) {
   app.add_option("--c-grid", c_grid,
                  "Cached tokens, comma-separated (default CPU 0,64,128,256; CUDA "
                  "0,256,512,1024,2048,4096)");
+  app.add_option("--b-grid", b_grid,
+                 "Sequences per pass, comma-separated, including 1 (default 1): each b > 1 also "
+                 "times one ragged pass of b sequences per (s, c), each with its own tree of s "
+                 "tokens over its own c cached tokens; the fits and the table use these batch "
+                 "samples");
   app.add_option("--repeats", o.repeats,
                  "Timed passes per cell, median kept (default 5 CPU, 10 CUDA)")
       ->check(CLI::PositiveNumber);
@@ -52,13 +57,14 @@ int main(int argc, char** argv) {
   app.add_option(
       "--from-samples", o.from_samples,
       "Fit samples measured elsewhere instead of running the model: CSV with header "
-      "s,c,seconds or JSON [{\"s\",\"c\",\"seconds\"}]; the profile's timer is 'external'");
+      "s,c,seconds or JSON [{\"s\",\"c\",\"seconds\"}], optionally with b (sequences per "
+      "pass); the profile's timer is 'external'");
   app.add_option("--tp", o.tp,
                  "With --from-samples: tensor parallelism the samples were measured at (the "
                  "profile records it; its features are per GPU plus two all-reduces per layer)")
       ->capture_default_str();
   app.add_option("--samples-out", o.samples_out,
-                 "Also write the measured cells as CSV (s,c,seconds + kernel breakdown)");
+                 "Also write the measured cells as CSV (b,s,c,seconds + kernel breakdown)");
   app.add_flag("--force", o.force, "Calibrate even if --gpu does not match the device");
   app.add_option("--device", o.device,
                  "cpu | cuda | cuda:N (default: cpu for --gpu cpu, else cuda when available)");
@@ -98,6 +104,11 @@ int main(int argc, char** argv) {
     auto g = specplan::profiler::ParseGrid(c_grid, "--c-grid", 0);
     if (!g.ok()) return fail(g.status());
     o.c_grid = *g;
+  }
+  if (!b_grid.empty()) {
+    auto g = specplan::profiler::ParseGrid(b_grid, "--b-grid", 1);
+    if (!g.ok()) return fail(g.status());
+    o.b_grid = *g;
   }
   auto choice = specplan::profiler::ParseTimerChoice(timer);
   if (!choice.ok()) return fail(choice.status());

@@ -102,19 +102,24 @@ PassInputs RandomTreeInputs(int64_t s, int64_t c, int64_t vocab, std::mt19937_64
   return in;
 }
 
-// Times the grid. *timer may be replaced when the auto-chosen CUPTI timer fails its first pass.
+// Times the grid: for each b, c and s, one ragged pass of b sequences, each verifying a random
+// tree of s tokens over its own cache of c tokens. *timer may be replaced when the auto-chosen
+// CUPTI timer fails its first pass.
 absl::StatusOr<std::vector<MeasuredCell>> MeasureGrid(
     const runtime::Transformer& model, const CalibrateOptions& o,
-    const std::vector<int64_t>& s_grid, const std::vector<int64_t>& c_grid, int repeats,
-    const TimerRequest& request, std::unique_ptr<PassTimer>* timer, std::vector<std::string>* notes,
-    bool* all_graphs) {
+    const std::vector<int64_t>& s_grid, const std::vector<int64_t>& c_grid,
+    const std::vector<int64_t>& b_grid, int repeats, const TimerRequest& request,
+    std::unique_ptr<PassTimer>* timer, std::vector<std::string>* notes, bool* all_graphs) {
   const torch::Device device = model.options().device;
-  runtime::KvCache cache = model.NewCache(c_grid.back() + s_grid.back());
+  std::vector<runtime::KvCache> caches;  // one per sequence of the largest batch
+  for (int64_t i = 0; i < b_grid.back(); ++i) {
+    caches.push_back(model.NewCache(c_grid.back() + s_grid.back()));
+  }
   c10::InferenceMode guard;
   std::mt19937_64 rng(o.seed ^ 0x5bd1e995ULL);
   const int64_t vocab = model.config().vocab_size;
   std::vector<MeasuredCell> cells;
-  const size_t total = s_grid.size() * c_grid.size();
+  const size_t total = b_grid.size() * s_grid.size() * c_grid.size();
   bool first_pass = true;
   // CUDA graphs: each cell's pass is captured once over static input tensors; every repeat copies
   // a fresh random tree into them and times a replay. Off on the CPU, when not requested, or after
@@ -125,67 +130,79 @@ absl::StatusOr<std::vector<MeasuredCell>> MeasureGrid(
     notes->push_back("cuda graphs: not in this build; timing eager passes");
     Say(o, notes->back());
   }
-  for (int64_t c : c_grid) {
-    for (int64_t s : s_grid) {
-      std::vector<PassTiming> runs;
-      const int extra_warmup = first_pass ? 3 : 0;  // cuBLAS handles, allocator, thread pools
-      PassInputs in = RandomTreeInputs(s, c, vocab, rng, device);
-      auto pass = [&] { (void)model.Forward(in.tokens, in.positions, c, in.mask, &cache); };
-      std::unique_ptr<CapturedPass> graph;
-      if (graphs) {
-        absl::StatusOr<std::unique_ptr<CapturedPass>> captured = CapturedPass::Capture(pass);
-        if (captured.ok()) {
-          graph = *std::move(captured);
-        } else {
-          graphs = false;
-          notes->push_back(absl::StrCat(std::string(captured.status().message()),
-                                        "; timing eager passes from s = ", s, ", c = ", c));
-          Say(o, notes->back());
+  for (int64_t b : b_grid) {
+    for (int64_t c : c_grid) {
+      for (int64_t s : s_grid) {
+        std::vector<PassTiming> runs;
+        const int extra_warmup = first_pass ? 3 : 0;  // cuBLAS handles, allocator, thread pools
+        std::vector<PassInputs> in;
+        std::vector<runtime::ForwardSegment> segments;
+        for (int64_t i = 0; i < b; ++i) {
+          in.push_back(RandomTreeInputs(s, c, vocab, rng, device));
+          segments.push_back({in[i].tokens, in[i].positions, c, in[i].mask, &caches[i]});
         }
-      }
-      std::function<void()> timed = pass;
-      if (graph != nullptr) timed = [&] { graph->Replay(); };
-      for (int r = 0; r < extra_warmup + o.warmup + repeats; ++r) {
-        PassInputs next = RandomTreeInputs(s, c, vocab, rng, device);
-        in.tokens.copy_(next.tokens);
-        in.positions.copy_(next.positions);
-        in.mask.copy_(next.mask);
-        absl::StatusOr<PassTiming> t = (*timer)->Time(timed);
-        if (!t.ok() && first_pass && o.timer == TimerChoice::kAuto && (*timer)->Name() == "cupti") {
-          timer->reset();  // release CUPTI before falling back
-          auto events = MakeCudaEventTimer(request.device_index);
-          const std::string name = events.ok() ? "cuda_events" : "host_clock";
-          notes->push_back(
-              absl::StrCat("cupti: ", std::string(t.status().message()), "; using ", name));
-          Say(o, notes->back());
-          if (events.ok()) {
-            *timer = std::move(*events);
+        auto pass = [&] { (void)model.ForwardBatch(segments); };
+        const std::string cell_name = b == 1 ? absl::StrCat("s = ", s, ", c = ", c)
+                                             : absl::StrCat("b = ", b, ", s = ", s, ", c = ", c);
+        std::unique_ptr<CapturedPass> graph;
+        if (graphs) {
+          absl::StatusOr<std::unique_ptr<CapturedPass>> captured = CapturedPass::Capture(pass);
+          if (captured.ok()) {
+            graph = *std::move(captured);
           } else {
-            *timer = std::make_unique<HostClockTimer>(request.host_sync);
+            graphs = false;
+            notes->push_back(absl::StrCat(std::string(captured.status().message()),
+                                          "; timing eager passes from ", cell_name));
+            Say(o, notes->back());
           }
-          t = (*timer)->Time(timed);
         }
-        if (!t.ok()) {
-          return absl::Status(t.status().code(), absl::StrCat("timing s = ", s, ", c = ", c, ": ",
-                                                              std::string(t.status().message())));
+        std::function<void()> timed = pass;
+        if (graph != nullptr) timed = [&] { graph->Replay(); };
+        for (int r = 0; r < extra_warmup + o.warmup + repeats; ++r) {
+          for (PassInputs& seq : in) {
+            PassInputs next = RandomTreeInputs(s, c, vocab, rng, device);
+            seq.tokens.copy_(next.tokens);
+            seq.positions.copy_(next.positions);
+            seq.mask.copy_(next.mask);
+          }
+          absl::StatusOr<PassTiming> t = (*timer)->Time(timed);
+          if (!t.ok() && first_pass && o.timer == TimerChoice::kAuto &&
+              (*timer)->Name() == "cupti") {
+            timer->reset();  // release CUPTI before falling back
+            auto events = MakeCudaEventTimer(request.device_index);
+            const std::string name = events.ok() ? "cuda_events" : "host_clock";
+            notes->push_back(
+                absl::StrCat("cupti: ", std::string(t.status().message()), "; using ", name));
+            Say(o, notes->back());
+            if (events.ok()) {
+              *timer = std::move(*events);
+            } else {
+              *timer = std::make_unique<HostClockTimer>(request.host_sync);
+            }
+            t = (*timer)->Time(timed);
+          }
+          if (!t.ok()) {
+            return absl::Status(t.status().code(), absl::StrCat("timing ", cell_name, ": ",
+                                                                std::string(t.status().message())));
+          }
+          first_pass = false;
+          if (r >= extra_warmup + o.warmup) runs.push_back(*t);
         }
-        first_pass = false;
-        if (r >= extra_warmup + o.warmup) runs.push_back(*t);
+        MeasuredCell cell{s, c, MedianTiming(runs), b};
+        cells.push_back(cell);
+        std::string line = absl::StrFormat(
+            "[%d/%d] %ss=%d c=%d: %.3f ms (median of %d, %s%s)", cells.size(), total,
+            b == 1 ? "" : absl::StrCat("b=", b, " "), s, c, cell.median.seconds * 1e3, repeats,
+            (*timer)->Name(), graph != nullptr ? ", graph replay" : "");
+        if (cell.median.kernels > 0 && cell.median.kernel_seconds > 0) {
+          const double k = cell.median.kernel_seconds;
+          absl::StrAppendFormat(&line, "; %d kernels, gemm %.0f%% attention %.0f%% other %.0f%%",
+                                cell.median.kernels, 100 * cell.median.gemm_seconds / k,
+                                100 * cell.median.attention_seconds / k,
+                                100 * cell.median.other_seconds / k);
+        }
+        Say(o, line);
       }
-      MeasuredCell cell{s, c, MedianTiming(runs)};
-      cells.push_back(cell);
-      std::string line =
-          absl::StrFormat("[%d/%d] s=%d c=%d: %.3f ms (median of %d, %s%s)", cells.size(), total, s,
-                          c, cell.median.seconds * 1e3, repeats, (*timer)->Name(),
-                          graph != nullptr ? ", graph replay" : "");
-      if (cell.median.kernels > 0 && cell.median.kernel_seconds > 0) {
-        const double k = cell.median.kernel_seconds;
-        absl::StrAppendFormat(&line, "; %d kernels, gemm %.0f%% attention %.0f%% other %.0f%%",
-                              cell.median.kernels, 100 * cell.median.gemm_seconds / k,
-                              100 * cell.median.attention_seconds / k,
-                              100 * cell.median.other_seconds / k);
-      }
-      Say(o, line);
     }
   }
   *all_graphs = graphs;
@@ -273,11 +290,11 @@ absl::StatusOr<ResolvedTarget> ResolveTarget(const std::string& model,
 }
 
 std::string CellsToCsv(const std::vector<MeasuredCell>& cells) {
-  std::string out = "s,c,seconds,kernels,kernel_s,span_s,gemm_s,attention_s,other_s\n";
+  std::string out = "b,s,c,seconds,kernels,kernel_s,span_s,gemm_s,attention_s,other_s\n";
   for (const MeasuredCell& x : cells) {
     const PassTiming& t = x.median;
-    absl::StrAppendFormat(&out, "%d,%d,%.9g,%d,%.9g,%.9g,%.9g,%.9g,%.9g\n", x.s, x.c, t.seconds,
-                          t.kernels, t.kernel_seconds, t.span_seconds, t.gemm_seconds,
+    absl::StrAppendFormat(&out, "%d,%d,%d,%.9g,%d,%.9g,%.9g,%.9g,%.9g,%.9g\n", x.b, x.s, x.c,
+                          t.seconds, t.kernels, t.kernel_seconds, t.span_seconds, t.gemm_seconds,
                           t.attention_seconds, t.other_seconds);
   }
   return out;
@@ -307,7 +324,7 @@ absl::StatusOr<std::string> RenderCalibrationPng(const Profile& p) {
     }
     for (const costmodel::ProfileSample& x : p.samples) {
       series.x.push_back(x.sample.seconds * 1e3);
-      series.y.push_back((*model)->VerifySeconds(x.sample.s, x.sample.c) * 1e3);
+      series.y.push_back(costmodel::PredictSample(**model, x.sample) * 1e3);
     }
     scatter.series.push_back(std::move(series));
   }
@@ -317,17 +334,19 @@ absl::StatusOr<std::string> RenderCalibrationPng(const Profile& p) {
                                p.default_model);
   by_s.x.label = "s (tokens verified)";
   by_s.y.label = "latency (ms)";
-  std::map<int64_t, std::vector<std::pair<int64_t, double>>> by_c;
+  // One series per (b, c): passes of b sequences over c cached tokens each.
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, double>>> by_c;
   for (const costmodel::ProfileSample& x : p.samples) {
-    by_c[x.sample.c].push_back({x.sample.s, x.sample.seconds});
+    by_c[{x.sample.b, x.sample.c}].push_back({x.sample.s, x.sample.seconds});
   }
   auto def = costmodel::MakeLatencyModel(p);
   color = 0;
-  for (auto& [c, points] : by_c) {
+  for (auto& [bc, points] : by_c) {
+    const auto [b, c] = bc;
     std::sort(points.begin(), points.end());
     const uint32_t rgb = kPalette[color++ % 8];
     plot::Series measured;
-    measured.label = absl::StrCat("c=", c);
+    measured.label = b == 1 ? absl::StrCat("c=", c) : absl::StrCat("b=", b, " c=", c);
     measured.style = plot::SeriesStyle::kPoints;
     measured.rgb = rgb;
     plot::Series predicted;
@@ -338,7 +357,7 @@ absl::StatusOr<std::string> RenderCalibrationPng(const Profile& p) {
       measured.y.push_back(sec * 1e3);
       if (def.ok()) {
         predicted.x.push_back(static_cast<double>(s));
-        predicted.y.push_back((*def)->VerifySeconds(s, c) * 1e3);
+        predicted.y.push_back(costmodel::PredictSample(**def, {s, c, 0, b}) * 1e3);
       }
     }
     by_s.series.push_back(std::move(measured));
@@ -403,6 +422,11 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
     }
     target.spec.tp = o.tp;
   }
+  if (from_samples && !o.b_grid.empty()) {
+    return absl::InvalidArgumentError(
+        "--b-grid: only when timing passes here (with --from-samples, the file's b column gives "
+        "each sample's batch)");
+  }
   if (!from_samples && !target.config) {
     return absl::InvalidArgumentError(absl::StrCat("--model ", o.model, ": ",
                                                    target.runtime_problem,
@@ -437,8 +461,20 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
     const bool cuda = device.cuda;
     std::vector<int64_t> s_grid = o.s_grid.empty() ? DefaultSGrid(cuda) : o.s_grid;
     std::vector<int64_t> c_grid = o.c_grid.empty() ? DefaultCGrid(cuda) : o.c_grid;
+    std::vector<int64_t> b_grid = o.b_grid.empty() ? std::vector<int64_t>{1} : o.b_grid;
     std::sort(s_grid.begin(), s_grid.end());
     std::sort(c_grid.begin(), c_grid.end());
+    std::sort(b_grid.begin(), b_grid.end());
+    if (b_grid.front() < 1 || b_grid.back() > kMaxBatch) {
+      const int64_t bad = b_grid.front() < 1 ? b_grid.front() : b_grid.back();
+      return absl::InvalidArgumentError(
+          absl::StrCat("--b-grid: ", bad, " is out of range (must be in [1, ", kMaxBatch, "])"));
+    }
+    if (b_grid.front() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--b-grid: must include 1 (the single-sequence passes every profile holds), got ",
+          absl::StrJoin(b_grid, ",")));
+    }
     if (s_grid.front() < 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("--s-grid: ", s_grid.front(), " is out of range (must be >= 1)"));
@@ -495,20 +531,22 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
                           absl::StrCat("--model ", o.model, " --dtype ", dtype_name, ": ",
                                        std::string(model.status().message())));
     }
-    Say(o, absl::StrFormat("timing %d x %d grid, %d warm-up + %d timed passes per cell (%s)",
+    Say(o, absl::StrFormat("timing %s%d x %d grid, %d warm-up + %d timed passes per cell (%s)",
+                           b_grid.size() > 1 ? absl::StrCat(b_grid.size(), " batch sizes x ") : "",
                            s_grid.size(), c_grid.size(), o.warmup, repeats, timer->Name()));
     bool all_graphs = false;
-    SPECPLAN_ASSIGN_OR_RETURN(result.cells,
-                              MeasureGrid(**model, o, s_grid, c_grid, repeats, request, &timer,
-                                          &result.notes, &all_graphs));
+    SPECPLAN_ASSIGN_OR_RETURN(
+        result.cells, MeasureGrid(**model, o, s_grid, c_grid, b_grid, repeats, request, &timer,
+                                  &result.notes, &all_graphs));
     for (const MeasuredCell& cell : result.cells) {
-      samples.push_back({cell.s, cell.c, cell.median.seconds});
+      samples.push_back({cell.s, cell.c, cell.median.seconds, cell.b});
     }
     timer_name = timer->Name();
     software = SoftwareVersions(cuda);
     if (!cuda) software["torch_threads"] = absl::StrCat(at::get_num_threads());
     software["calibrate"] = absl::StrFormat("repeats=%d warmup=%d seed=%d device=%s", repeats,
                                             o.warmup, o.seed, torch_device.str());
+    if (b_grid.size() > 1) software["calibrate"] += " b_grid=" + absl::StrJoin(b_grid, ",");
     // How each pass ran: replays of a CUDA graph per cell, or eager LibTorch ops.
     if (cuda) software["pass"] = all_graphs ? "cuda_graph_replay" : "eager";
   }

@@ -1,9 +1,9 @@
 // The calibration run behind `calibrate`: build the target architecture with random weights on the
 // device, time tree-verification passes of random trees of s tokens over c cached tokens on the
-// (s, c) grid (warm-up, repeats, median), fit the cost model (costmodel::FitProfile: linear,
-// per-term, overlap and table models, the default chosen by cross-validation), save the profile
-// atomically and render a measured-vs-predicted PNG next to it. Or, with from_samples, fit samples
-// measured elsewhere.
+// (s, c) grid (and ragged passes of b such sequences for each b of an optional batch grid)
+// (warm-up, repeats, median), fit the cost model (costmodel::FitProfile: linear, per-term, overlap
+// and table models, the default chosen by cross-validation), save the profile atomically and render
+// a measured-vs-predicted PNG next to it. Or, with from_samples, fit samples measured elsewhere.
 //
 // Nothing is written unless the whole run succeeds: the profile replaces an existing file only
 // once it is complete (costmodel::SaveProfile is atomic), and the PNG is written after it.
@@ -33,19 +33,23 @@ struct CalibrateOptions {
   std::string device;  // --device "cpu" | "cuda" | "cuda:N"; "" = cuda when LibTorch has it
   std::vector<int64_t> s_grid;  // tokens per pass; empty = the device's default grid
   std::vector<int64_t> c_grid;  // cached tokens; empty = the device's default grid
-  int repeats = 0;              // timed passes per cell (median); 0 = 5 on CPU, 10 on CUDA
-  int warmup = 2;               // untimed passes per cell (plus a few before the first cell)
-  std::string out;              // profile path; "" = costmodel::BundledProfilePath(calib_dir, ...)
-  std::string calib_dir;        // "" = costmodel::DefaultCalibDir()
-  std::string from_samples;     // fit these samples (CSV or JSON, profiler/samples_file.h) instead
-  std::string samples_out;      // optional CSV of the measured cells with the kernel breakdown
-  bool force = false;           // accept a --gpu that does not match the device
-  bool plot = true;             // render <out minus .json>.png
-  uint64_t seed = 1;            // random weights, trees, the held-out split and k-fold shuffle
-  double holdout = 0;           // --holdout: fraction of samples held out of the fit, in [0, 1)
-  int64_t tp = 1;               // --tp: tensor parallelism the samples were measured at
-                                // (--from-samples only; recorded as model_spec.tp)
-  std::string provenance;       // --provenance: recorded in the profile ("" = measured here)
+  // Sequences per pass (--b-grid): each cell b > 1 times one ragged pass of b sequences, each
+  // verifying its own random tree of s tokens over its own c cached tokens. Must include 1;
+  // empty = {1} (single sequences, as every profile before the batch axis).
+  std::vector<int64_t> b_grid;
+  int repeats = 0;           // timed passes per cell (median); 0 = 5 on CPU, 10 on CUDA
+  int warmup = 2;            // untimed passes per cell (plus a few before the first cell)
+  std::string out;           // profile path; "" = costmodel::BundledProfilePath(calib_dir, ...)
+  std::string calib_dir;     // "" = costmodel::DefaultCalibDir()
+  std::string from_samples;  // fit these samples (CSV or JSON, profiler/samples_file.h) instead
+  std::string samples_out;   // optional CSV of the measured cells with the kernel breakdown
+  bool force = false;        // accept a --gpu that does not match the device
+  bool plot = true;          // render <out minus .json>.png
+  uint64_t seed = 1;         // random weights, trees, the held-out split and k-fold shuffle
+  double holdout = 0;        // --holdout: fraction of samples held out of the fit, in [0, 1)
+  int64_t tp = 1;            // --tp: tensor parallelism the samples were measured at
+                             // (--from-samples only; recorded as model_spec.tp)
+  std::string provenance;    // --provenance: recorded in the profile ("" = measured here)
   TimerChoice timer = TimerChoice::kAuto;
   // CUDA: time replays of each cell's pass captured as a CUDA graph (profiler/cuda_graph.h), as
   // engines run their steps; false, or a build/op that cannot capture, times eager passes.
@@ -79,10 +83,14 @@ absl::StatusOr<ResolvedTarget> ResolveTarget(const std::string& model,
                                              const std::string& config_path,
                                              costmodel::DType dtype);
 
+// Largest --b-grid entry.
+inline constexpr int64_t kMaxBatch = 1024;
+
 // One measured grid cell: medians over the repeats.
 struct MeasuredCell {
   int64_t s = 0, c = 0;
   PassTiming median;  // each field the median of its own repeats
+  int64_t b = 1;      // sequences in the pass
 };
 
 struct CalibrationResult {
@@ -104,8 +112,8 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& options
 // error.
 absl::StatusOr<std::string> RenderCalibrationPng(const costmodel::Profile& profile);
 
-// CSV of measured cells: s,c,seconds,kernels,kernel_s,span_s,gemm_s,attention_s,other_s. It is a
-// valid --from-samples input.
+// CSV of measured cells: b,s,c,seconds,kernels,kernel_s,span_s,gemm_s,attention_s,other_s. It is
+// a valid --from-samples input.
 std::string CellsToCsv(const std::vector<MeasuredCell>& cells);
 
 }  // namespace specplan::profiler

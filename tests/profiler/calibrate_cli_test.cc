@@ -16,8 +16,8 @@ TEST(CalibrateCliTest, HelpListsTheFlags) {
   auto r = RunCalibrate("--help");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (const char* flag :
-       {"--gpu", "--model", "--config", "--dtype", "--s-grid", "--c-grid", "--repeats", "--out",
-        "--from-samples", "--force", "--device", "--seed"}) {
+       {"--gpu", "--model", "--config", "--dtype", "--s-grid", "--c-grid", "--b-grid", "--repeats",
+        "--out", "--from-samples", "--force", "--device", "--seed"}) {
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
   }
 }
@@ -40,6 +40,29 @@ TEST(CalibrateCliTest, CpuTinyRunWritesALoadableProfile) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->timer, "host_clock");
   EXPECT_EQ(p->samples.size(), 6u);
+}
+
+// --b-grid from the command line: the batch cells are timed, and a bad entry is named.
+TEST(CalibrateCliTest, BatchGridTimesRaggedPasses) {
+  testing::TempDir dir;
+  const std::string out = dir.File("p/tiny.json");
+  auto r = RunCalibrate(
+      "--gpu cpu --model tiny --s-grid 1,4 --c-grid 0,32 --b-grid 1,2 "
+      "--repeats 1 --no-plot --out " +
+      out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("calibrate: [8/8] b=2 s=4 c=32"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("batches  b=1: 4, b=2: 4"), std::string::npos) << r.output;
+  auto p = costmodel::LoadProfile(out);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->samples.size(), 8u);
+  ASSERT_TRUE(p->table.has_value());
+  EXPECT_EQ(p->table->b_grid, std::vector<int64_t>{2});
+
+  auto bad = RunCalibrate("--gpu cpu --model tiny --b-grid 1,x --out " + dir.File("bad.json"));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--b-grid: 'x' is not an integer"), std::string::npos) << bad.output;
+  EXPECT_FALSE(fs::exists(dir.File("bad.json")));
 }
 
 TEST(CalibrateCliTest, RefusesAMismatchedGpuAndBadFlags) {

@@ -11,6 +11,7 @@
 #include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
+#include "costmodel/samples_file.h"
 #include "plot/chart.h"
 #include "tests/profiler/test_util.h"
 
@@ -223,6 +224,49 @@ TEST(CalibrationTest, CpuEndToEndOnTheTinyModel) {
   }
 }
 
+// --b-grid: each (b, s, c) cell times one ragged pass of b sequences; the profile's samples, table
+// layers and CSV carry b, and the CSV refits to the same samples.
+TEST(CalibrationTest, BatchGridTimesRaggedPassesOfEverySize) {
+  testing::TempDir dir;
+  CalibrateOptions o = TinyCpuOptions(dir);
+  o.b_grid = {1, 3};
+  o.samples_out = dir.File("cells.csv");
+  o.plot = false;
+  std::ostringstream progress;
+  o.progress = &progress;
+  auto r = RunCalibration(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->cells.size(), 12u);  // 2 batch sizes x 3 s x 2 c
+  int batch_cells = 0;
+  for (const MeasuredCell& cell : r->cells) {
+    EXPECT_TRUE(cell.b == 1 || cell.b == 3);
+    batch_cells += cell.b == 3 ? 1 : 0;
+    EXPECT_GT(cell.median.seconds, 0);
+  }
+  EXPECT_EQ(batch_cells, 6);
+  const std::string log = progress.str();
+  EXPECT_NE(log.find("timing 2 batch sizes x 3 x 2 grid"), std::string::npos) << log;
+  EXPECT_NE(log.find("[12/12] b=3 s=16 c=64"), std::string::npos) << log;
+
+  auto p = costmodel::LoadProfile(o.out);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->samples.size(), 12u);
+  ASSERT_TRUE(p->table.has_value());
+  EXPECT_EQ(p->table->b_grid, std::vector<int64_t>{3});
+  EXPECT_NE(p->software.at("calibrate").find("b_grid=1,3"), std::string::npos);
+  // Whichever model is the default, it was scored on the batch passes too.
+  EXPECT_EQ(p->cv.at(p->default_model).n, 12);
+
+  const std::string csv = testing::ReadAll(o.samples_out);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "b,s,c,seconds,kernels,kernel_s,span_s,gemm_s,attention_s,other_s");
+  auto samples = costmodel::ReadSamplesFile(o.samples_out);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 12u);
+  EXPECT_EQ(samples->back().b, 3);
+  EXPECT_EQ(samples->back().s, 16);
+}
+
 // The CUDA pipeline end to end on the tiny model: bf16 by default, a device timer, the device's
 // name recorded. Needs a GPU and a CUDA LibTorch.
 TEST(CalibrationTest, CudaEndToEndOnTheTinyModel) {
@@ -324,6 +368,19 @@ TEST(CalibrationTest, BadInputWritesNothing) {
        },
        "2 cells; need >= 3"},
       {[](CalibrateOptions* o) { o->repeats = -1; }, "--repeats -1"},
+      {[](CalibrateOptions* o) {
+         o->b_grid = {2, 4};
+       },
+       "--b-grid: must include 1"},
+      {[](CalibrateOptions* o) {
+         o->b_grid = {1, 5000};
+       },
+       "--b-grid: 5000 is out of range"},
+      {[](CalibrateOptions* o) {
+         o->b_grid = {1, 2};
+         o->from_samples = "cells.csv";
+       },
+       "--b-grid: only when timing passes here"},
       {[](CalibrateOptions* o) { o->timer = TimerChoice::kCupti; }, "--timer"},
       {[](CalibrateOptions* o) { o->from_samples = "/nonexistent/x.csv"; }, "/nonexistent/x.csv"},
   };
