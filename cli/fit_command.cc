@@ -2,7 +2,8 @@
 // public measurements), without LibTorch. The same fit as `calibrate --from-samples`
 // (costmodel::FitProfile); calibrate is the tool that also measures. `fit --refit PROFILE` refits
 // an existing profile's own samples with this build's forms and keeps what it says about where they
-// were measured (device, timer, software, created_utc, provenance).
+// were measured (device, timer, software, created_utc, provenance). `--score FILE` scores every
+// model of the written profile on other samples.
 #include <ctime>
 #include <iostream>
 #include <string>
@@ -27,6 +28,7 @@ struct FitArgs {
   std::string refit;
   std::string out;
   std::string provenance;
+  std::string score;  // --score: samples to score the written profile's models on
   double holdout = 0;
   uint64_t seed = 1;
   int64_t tp = 1;
@@ -46,6 +48,32 @@ int Fail(const absl::Status& st) {
   return 1;
 }
 
+// The --score samples, read before anything is fitted or written (none: an empty list).
+absl::StatusOr<std::vector<specplan::costmodel::LatencySample>> ReadScoreSamples(const FitArgs& a) {
+  if (a.score.empty()) return std::vector<specplan::costmodel::LatencySample>{};
+  auto samples = specplan::costmodel::ReadSamplesFile(a.score);
+  if (!samples.ok()) {
+    return absl::Status(samples.status().code(),
+                        absl::StrCat("--score: ", samples.status().message()));
+  }
+  return samples;
+}
+
+// Every model of the profile scored on samples it was not fitted to.
+void PrintScores(const specplan::costmodel::Profile& p, const std::string& file,
+                 const std::vector<specplan::costmodel::LatencySample>& samples) {
+  using namespace specplan::costmodel;
+  if (samples.empty()) return;
+  std::cout << absl::StrFormat("score    %s (%d samples)\n", file, samples.size());
+  for (const std::string& kind : LatencyModelKinds()) {
+    auto model = MakeLatencyModel(p, kind);
+    if (!model.ok()) continue;
+    const FitStats st = Evaluate(**model, samples);
+    std::cout << absl::StrFormat("  %-10s  MAPE %6.2f%%  RMSE %.4f ms  max %.4f ms\n", kind,
+                                 100 * st.mape, st.rmse_s * 1e3, st.max_abs_s * 1e3);
+  }
+}
+
 // Refits a profile's own samples (held-out ones too unless --holdout asks for a new split) on its
 // own model_spec and gpu_spec, and carries its measurement metadata over to the new profile.
 int RunRefit(const FitArgs& a) {
@@ -57,6 +85,8 @@ int RunRefit(const FitArgs& a) {
   }
   auto old = LoadProfile(a.refit);
   if (!old.ok()) return Fail(old.status());
+  auto score = ReadScoreSamples(a);
+  if (!score.ok()) return Fail(score.status());
   std::vector<LatencySample> samples;
   for (const ProfileSample& x : old->samples) samples.push_back(x.sample);
   FitOptions options;
@@ -82,6 +112,7 @@ int RunRefit(const FitArgs& a) {
   if (absl::Status st = SaveProfile(p, out); !st.ok()) return Fail(st);
   std::cout << absl::StrFormat("profile  %s (refit of %s)\n", out, a.refit);
   std::cout << DescribeFit(p);
+  PrintScores(p, a.score, *score);
   return 0;
 }
 
@@ -106,6 +137,8 @@ int RunFit(const FitArgs& a) {
   model->tp = a.tp;
   auto samples = ReadSamplesFile(a.samples);
   if (!samples.ok()) return fail(samples.status());
+  auto score = ReadScoreSamples(a);
+  if (!score.ok()) return fail(score.status());
   FitOptions options;
   options.heldout_fraction = a.holdout;
   options.seed = a.seed;
@@ -123,6 +156,7 @@ int RunFit(const FitArgs& a) {
   if (absl::Status st = SaveProfile(p, out); !st.ok()) return fail(st);
   std::cout << absl::StrFormat("profile  %s\n", out);
   std::cout << DescribeFit(p);
+  PrintScores(p, a.score, *score);
   return 0;
 }
 
@@ -138,7 +172,8 @@ void RegisterFitCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--gpu", args->gpu, "GPU: registry name or GPU spec JSON");
   cmd->add_option("--dtype", args->dtype, "fp32 | bf16 | fp16 | fp8")->capture_default_str();
   cmd->add_option("--from-samples", args->samples,
-                  "CSV (header s,c and one of seconds, latency_s, latency_ms, latency_us) or JSON");
+                  "CSV (header s,c and one of seconds, latency_s, latency_ms, latency_us; an "
+                  "optional b column marks passes of b sequences) or JSON");
   cmd->add_option("--refit", args->refit,
                   "Refit this profile's own samples with this build's latency forms, keeping its "
                   "device_name, timer, software, created_utc and provenance; writes over it "
@@ -155,6 +190,9 @@ void RegisterFitCommand(CLI::App& app, int* exit_code) {
                   "Tensor parallelism the samples were measured at (recorded in the profile; "
                   "features per GPU plus two all-reduces per layer)")
       ->capture_default_str();
+  cmd->add_option("--score", args->score,
+                  "Also score every model of the written profile on these samples (same formats "
+                  "as --from-samples), e.g. passes measured apart from the fit");
   cmd->add_option("--seed", args->seed, "Seed of the held-out split and k-fold shuffle")
       ->capture_default_str();
   cmd->add_option("--provenance", args->provenance,

@@ -1,11 +1,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
+#include "costmodel/profile.h"
 #include "run_command.h"
 
 namespace specplan {
@@ -92,6 +94,39 @@ TEST(ProfilesCommand, ChecksAProfileFile) {
   auto r = RunSpecplan("profiles --check " + bad);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("version = 7"));
+}
+
+// Samples with a b column fit with the rest; --score scores the written profile on other samples,
+// and a bad --score file fails before anything is written.
+TEST(FitCommand, BatchSamplesAndScoringOnOtherSamples) {
+  const std::string csv = WriteTemp("fit_batch.csv",
+                                    "b,s,c,latency_ms\n1,1,0,6.2\n1,64,0,6.5\n1,1,4096,6.4\n"
+                                    "1,64,4096,7.3\n4,1,0,6.3\n4,64,0,8.1\n4,1,4096,7.0\n"
+                                    "4,64,4096,11.2\n16,1,0,6.5\n16,64,0,19.0\n"
+                                    "16,1,4096,9.1\n16,64,4096,30.5\n");
+  const std::string score = WriteTemp("fit_score.csv",
+                                      "b,s,c,latency_ms\n8,16,1024,7.4\n"
+                                      "8,64,0,12.0\n");
+  const std::string out = ::testing::TempDir() + "/fit_batch.json";
+  auto r = RunSpecplan("fit --model qwen3-8b --gpu h100 --from-samples " + csv + " --score " +
+                       score + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("batches  b=1: 4, b=4: 4, b=16: 4"));
+  EXPECT_THAT(r.output, HasSubstr("score    " + score + " (2 samples)"));
+  EXPECT_THAT(r.output, HasSubstr("  roofline    MAPE"));
+  EXPECT_THAT(r.output, HasSubstr("  table       MAPE"));  // a full grid per b: batch layers
+  auto p = specplan::costmodel::LoadProfile(out);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->table.has_value());
+  EXPECT_EQ(p->table->b_grid, (std::vector<int64_t>{4, 16}));
+
+  const std::string bad_score = WriteTemp("fit_bad_score.csv", "b,s,c,seconds\n0,1,0,0.01\n");
+  const std::string unwritten = ::testing::TempDir() + "/fit_unwritten.json";
+  auto bad = RunSpecplan("fit --model qwen3-8b --gpu h100 --from-samples " + csv + " --score " +
+                         bad_score + " --out " + unwritten);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.output, HasSubstr("--score: " + bad_score + ":2: b = 0"));
+  EXPECT_FALSE(std::filesystem::exists(unwritten));
 }
 
 TEST(FitCommand, FitsExternalSamplesAndTheProfileServesEveryModel) {
