@@ -12,6 +12,8 @@
 #                CUDA-event and CUPTI timers, calibrate on CUDA
 #   tests        every runtime and profiler test
 #   calib:MODEL  calibrate --gpu $GPU --model MODEL (bf16, CUPTI) over s = 1..1024, c = 0..16k
+#   calib-batch:MODEL  the same with the batch axis: --b-grid 1..64 (B_GRID) over s = 1..128,
+#                c = 0, 1024, 4096 (S_GRID, C_GRID)
 #   hfref        tiny HF checkpoints + reference logits (scripts/gpu/hf_reference.py)
 #   hfbench      copy bandwidth, transformers' generate on a qwen3-8b config (hf_decode_bench.py)
 #   bench        specplan-bench --device cuda: AR decode at c = 1024 and every strategy with a
@@ -101,6 +103,19 @@ stage_calib() {
     --c-grid "${C_GRID:-0,512,1024,2048,4096,8192,16384}" --repeats "${REPEATS:-7}" --warmup 1 \
     --out "$res/calib/$gpu/$model-bf16.json" --samples-out "$res/calib/$gpu/$model-bf16.samples.csv"
   tail -8 "$res/calib_$model.log"
+}
+
+# A profile with the batch axis: ragged passes of b sequences for every b of B_GRID, on a coarser
+# (s, c) grid so that |b| x |s| x |c| cells fit the call (b = 64 at c = 4096 holds 64 caches).
+stage_calib_batch() {
+  local model=$1
+  mkdir -p "$res/calib/$gpu"
+  run "calib_batch_$model" 540 "$build/profiler/calibrate" --gpu "$gpu" --model "$model" \
+    --dtype bf16 --timer cupti --b-grid "${B_GRID:-1,2,4,8,16,32,64}" \
+    --s-grid "${S_GRID:-1,2,4,8,16,32,64,128}" --c-grid "${C_GRID:-0,1024,4096}" \
+    --repeats "${REPEATS:-5}" --warmup 1 --out "$res/calib/$gpu/$model-bf16.json" \
+    --samples-out "$res/calib/$gpu/$model-bf16.samples.csv"
+  tail -10 "$res/calib_batch_$model.log"
 }
 
 stage_debug() {
@@ -199,6 +214,7 @@ for stage in "$@"; do
     gputests) stage_gputests ;;
     tests) stage_tests ;;
     calib:*) stage_calib "${stage#calib:}" ;;
+    calib-batch:*) stage_calib_batch "${stage#calib-batch:}" ;;
     hfref) stage_hfref ;;
     debug) stage_debug ;;
     attnbench) stage_attnbench ;;
