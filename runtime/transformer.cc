@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <type_traits>
 
@@ -116,8 +117,9 @@ const char* DtypeName(torch::ScalarType dtype) {
 Transformer::Transformer(ModelConfig config, RuntimeOptions options)
     : config_(std::move(config)), options_(options) {}
 
-void Transformer::Allocate() {
-  c10::InferenceMode guard;
+void Transformer::Allocate(bool trainable) {
+  std::optional<c10::InferenceMode> guard;
+  if (!trainable) guard.emplace();
   const auto opts = torch::TensorOptions().dtype(options_.dtype).device(options_.device);
   const ModelConfig& c = config_;
   const int64_t h = c.hidden_size, d = c.head_dim, f = c.intermediate_size, V = c.vocab_size;
@@ -233,6 +235,17 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::CreateRandom(
   return m;
 }
 
+absl::StatusOr<std::unique_ptr<Transformer>> Transformer::CreateTrainable(
+    const ModelConfig& config, uint64_t seed, const RuntimeOptions& options, double init_scale) {
+  SPECPLAN_RETURN_IF_ERROR(ValidateModelConfig(config));
+  SPECPLAN_RETURN_IF_ERROR(CheckOptions(options));
+  std::unique_ptr<Transformer> m(new Transformer(config, options));
+  m->Allocate(/*trainable=*/true);
+  m->InitRandom(seed, init_scale);
+  for (auto& [name, t] : m->named_) t.requires_grad_(true);
+  return m;
+}
+
 absl::StatusOr<std::unique_ptr<Transformer>> Transformer::CreateFromSource(
     const ModelConfig& config, const TensorSource& source, const RuntimeOptions& options) {
   SPECPLAN_RETURN_IF_ERROR(ValidateModelConfig(config));
@@ -332,28 +345,34 @@ torch::Tensor Transformer::Rope(const torch::Tensor& x, const torch::Tensor& cos
   return torch::cat({out, x.narrow(-1, rd, d - rd)}, -1);
 }
 
+void Transformer::ProjectQkv(const Layer& L, const torch::Tensor& x, const torch::Tensor& cos,
+                             const torch::Tensor& sin, torch::Tensor* q, torch::Tensor* k,
+                             torch::Tensor* v) const {
+  const ModelConfig& c = config_;
+  const int64_t S = x.size(0), d = c.head_dim, nq = c.num_heads, nkv = c.num_kv_heads;
+  if (c.family == ArchFamily::kGptNeox) {
+    torch::Tensor qkv = torch::linear(x, L.qkv_w, L.qkv_b).view({S, nq, 3 * d});
+    *q = qkv.narrow(-1, 0, d);
+    *k = qkv.narrow(-1, d, d);
+    *v = qkv.narrow(-1, 2 * d, d);
+  } else {
+    *q = torch::linear(x, L.q_w, L.q_b).view({S, nq, d});
+    *k = torch::linear(x, L.k_w, L.k_b).view({S, nkv, d});
+    *v = torch::linear(x, L.v_w, L.v_b).view({S, nkv, d});
+    if (c.qk_norm) {
+      *q = Norm(*q, L.q_norm_w, {});
+      *k = Norm(*k, L.k_norm_w, {});
+    }
+  }
+  *q = Rope(*q, cos, sin);
+  *k = Rope(*k, cos, sin);
+}
+
 torch::Tensor Transformer::Attention(const Layer& L, int64_t index, const torch::Tensor& x,
                                      const torch::Tensor& cos, const torch::Tensor& sin,
                                      absl::Span<const Segment> segments) const {
-  const ModelConfig& c = config_;
-  const int64_t S = x.size(0), d = c.head_dim, nq = c.num_heads, nkv = c.num_kv_heads;
   torch::Tensor q, k, v;
-  if (c.family == ArchFamily::kGptNeox) {
-    torch::Tensor qkv = torch::linear(x, L.qkv_w, L.qkv_b).view({S, nq, 3 * d});
-    q = qkv.narrow(-1, 0, d);
-    k = qkv.narrow(-1, d, d);
-    v = qkv.narrow(-1, 2 * d, d);
-  } else {
-    q = torch::linear(x, L.q_w, L.q_b).view({S, nq, d});
-    k = torch::linear(x, L.k_w, L.k_b).view({S, nkv, d});
-    v = torch::linear(x, L.v_w, L.v_b).view({S, nkv, d});
-    if (c.qk_norm) {
-      q = Norm(q, L.q_norm_w, {});
-      k = Norm(k, L.k_norm_w, {});
-    }
-  }
-  q = Rope(q, cos, sin);
-  k = Rope(k, cos, sin);
+  ProjectQkv(L, x, cos, sin, &q, &k, &v);
   torch::Tensor out;
   if (segments.size() == 1) {
     out = AttendSegment(index, q, k, v, segments[0]);
@@ -482,26 +501,69 @@ torch::Tensor Transformer::ForwardBatch(absl::Span<const ForwardSegment> segment
   }
   const torch::Tensor tok = toks.size() == 1 ? toks[0] : torch::cat(toks, 0);
   const torch::Tensor pos = poss.size() == 1 ? poss[0] : torch::cat(poss, 0);
-  // cos/sin [S][1][rotary_dim] in the model dtype (HF casts them to the activation dtype).
-  torch::Tensor freqs = torch::outer(pos, inv_freq_);
-  torch::Tensor emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);
-  torch::Tensor cos = emb.cos().to(options_.dtype);
-  torch::Tensor sin = emb.sin().to(options_.dtype);
+  torch::Tensor cos, sin;
+  RopeTables(pos, &cos, &sin);
 
   torch::Tensor x = torch::embedding(embed_, tok);  // [S][h]
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& L = layers_[i];
-    torch::Tensor a =
-        Attention(L, static_cast<int64_t>(i), Norm(x, L.ln1_w, L.ln1_b), cos, sin, segs);
-    if (config_.family == ArchFamily::kGptNeox && config_.use_parallel_residual) {
-      x = x + a + Mlp(L, Norm(x, L.ln2_w, L.ln2_b));
-    } else {
-      x = x + a;
-      x = x + Mlp(L, Norm(x, L.ln2_w, L.ln2_b));
-    }
+    x = FinishBlock(
+        L, x, Attention(L, static_cast<int64_t>(i), Norm(x, L.ln1_w, L.ln1_b), cos, sin, segs));
   }
   x = Norm(x, final_w_, final_b_);
   return torch::linear(x, lm_head_).to(torch::kFloat32);
+}
+
+void Transformer::RopeTables(const torch::Tensor& positions, torch::Tensor* cos,
+                             torch::Tensor* sin) const {
+  // HF casts them to the activation dtype.
+  torch::Tensor freqs = torch::outer(positions, inv_freq_);
+  torch::Tensor emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);
+  *cos = emb.cos().to(options_.dtype);
+  *sin = emb.sin().to(options_.dtype);
+}
+
+torch::Tensor Transformer::FinishBlock(const Layer& L, const torch::Tensor& x,
+                                       const torch::Tensor& a) const {
+  if (config_.family == ArchFamily::kGptNeox && config_.use_parallel_residual) {
+    return x + a + Mlp(L, Norm(x, L.ln2_w, L.ln2_b));
+  }
+  torch::Tensor y = x + a;
+  return y + Mlp(L, Norm(y, L.ln2_w, L.ln2_b));
+}
+
+torch::Tensor Transformer::TrainForward(const torch::Tensor& tokens, torch::Tensor* hidden) const {
+  SPECPLAN_CHECK(tokens.dim() == 2 && tokens.size(0) >= 1 && tokens.size(1) >= 1);
+  const ModelConfig& c = config_;
+  const int64_t B = tokens.size(0), T = tokens.size(1), S = B * T;
+  const int64_t d = c.head_dim, nq = c.num_heads, nkv = c.num_kv_heads, g = nq / nkv;
+  const torch::Device dev = options_.device;
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(dev);
+  torch::Tensor cos, sin;
+  RopeTables(torch::arange(T, f32).repeat({B}), &cos, &sin);
+  // Causal mask [T][T]: query t sees keys <= t.
+  const torch::Tensor causal =
+      torch::zeros({T, T}, f32)
+          .masked_fill_(torch::ones({T, T}, f32.dtype(torch::kBool)).triu_(1),
+                        -std::numeric_limits<float>::infinity());
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+
+  torch::Tensor x = torch::embedding(embed_, tokens.reshape({S}).to(dev, torch::kInt64));
+  for (const Layer& L : layers_) {
+    torch::Tensor q, k, v;
+    ProjectQkv(L, Norm(x, L.ln1_w, L.ln1_b), cos, sin, &q, &k, &v);
+    // [B][heads][T][d]; query head j * g + r reads kv head j (HF repeat_kv).
+    q = q.reshape({B, T, nq, d}).permute({0, 2, 1, 3});
+    k = k.reshape({B, T, nkv, d}).permute({0, 2, 1, 3}).repeat_interleave(g, 1);
+    v = v.reshape({B, T, nkv, d}).permute({0, 2, 1, 3}).repeat_interleave(g, 1);
+    torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)).to(torch::kFloat32) * scale;
+    torch::Tensor p = torch::softmax(scores + causal, -1).to(v.scalar_type());
+    torch::Tensor out = torch::matmul(p, v).permute({0, 2, 1, 3}).reshape({S, nq * d});
+    x = FinishBlock(L, x, torch::linear(out, L.o_w, L.o_b));
+  }
+  x = Norm(x, final_w_, final_b_);
+  if (hidden != nullptr) *hidden = x.view({B, T, c.hidden_size});
+  return torch::linear(x, lm_head_).to(torch::kFloat32).view({B, T, c.vocab_size});
 }
 
 torch::Tensor Transformer::ForwardCausal(absl::Span<const planner::TokenId> tokens, int64_t start,

@@ -3,7 +3,8 @@
 // prefill, autoregressive decoding, draft-tree expansion and one-pass tree verification.
 //
 // Parameters are held under their HuggingFace names (NamedParameters), so checkpoints load by name
-// and tests can write them back out. All forwards run under c10::InferenceMode.
+// and tests can write them back out. Every forward over a KV cache runs under c10::InferenceMode;
+// TrainForward, on a model made by CreateTrainable, is the one forward that records gradients.
 #ifndef SPECPLAN_RUNTIME_TRANSFORMER_H_
 #define SPECPLAN_RUNTIME_TRANSFORMER_H_
 
@@ -59,6 +60,12 @@ class Transformer {
                                                                    uint64_t seed,
                                                                    const RuntimeOptions& options,
                                                                    double init_scale = 1.0);
+  // The same random weights as CreateRandom, held as ordinary tensors that take gradients
+  // (requires_grad), for training (train/). It serves every forward as CreateRandom's model does.
+  static absl::StatusOr<std::unique_ptr<Transformer>> CreateTrainable(const ModelConfig& config,
+                                                                      uint64_t seed,
+                                                                      const RuntimeOptions& options,
+                                                                      double init_scale = 1.0);
   // Weights from a checkpoint, by HF name. Errors: a missing tensor, a wrong shape
   // ("model.layers.0.self_attn.q_proj.weight: shape [64, 32], expected [64, 64]"), or an unexpected
   // tensor name (known buffers such as rotary_emb.inv_freq are ignored).
@@ -105,6 +112,12 @@ class Transformer {
   // at offset Σ_{j<i} s_j. Forward is the one-segment case (the same kernels, the same numbers).
   torch::Tensor ForwardBatch(absl::Span<const ForwardSegment> segments) const;
 
+  // Training forward: B sequences of T tokens ([B][T] int64 ids), each causal from position 0, with
+  // no KV cache, recording gradients when the parameters take them (CreateTrainable). Returns
+  // logits [B][T][V] float32; `hidden`, when given, receives the final-norm hidden states
+  // [B][T][h] (what parallel draft heads read). The same layers and numbers as Forward.
+  torch::Tensor TrainForward(const torch::Tensor& tokens, torch::Tensor* hidden = nullptr) const;
+
   // Convenience: causal forward of `tokens` at positions/slots start .. start + s - 1. On the CPU
   // the token ids are read in place (no copy).
   torch::Tensor ForwardCausal(absl::Span<const planner::TokenId> tokens, int64_t start,
@@ -120,8 +133,9 @@ class Transformer {
   };
 
   Transformer(ModelConfig config, RuntimeOptions options);
-  // Allocates every parameter (uninitialised) and fills named_ / expected shapes.
-  void Allocate();
+  // Allocates every parameter (uninitialised) and fills named_ / expected shapes: inference
+  // tensors, or with `trainable` ordinary ones (CreateTrainable sets requires_grad after init).
+  void Allocate(bool trainable = false);
   void InitRandom(uint64_t seed, double init_scale);
   torch::Tensor Norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) const;
   torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos,
@@ -133,6 +147,17 @@ class Transformer {
     torch::Tensor mask;
     KvCache* cache = nullptr;
   };
+  // Q, K, V of the packed rows x [S][h] ([S][nq][d], [S][nkv][d], [S][nkv][d]) after the
+  // q/k norms and RoPE.
+  void ProjectQkv(const Layer& layer, const torch::Tensor& x, const torch::Tensor& cos,
+                  const torch::Tensor& sin, torch::Tensor* q, torch::Tensor* k,
+                  torch::Tensor* v) const;
+  // cos/sin [S][1][rotary_dim] in the model dtype for float positions [S].
+  void RopeTables(const torch::Tensor& positions, torch::Tensor* cos, torch::Tensor* sin) const;
+  // The rest of a block once its attention output `a` (of Norm(x, ln1)) is known: residuals and
+  // the MLP, sequential or parallel (GPT-NeoX) as the config says.
+  torch::Tensor FinishBlock(const Layer& layer, const torch::Tensor& x,
+                            const torch::Tensor& a) const;
   // Projections over the packed rows x [S][h]; attention per segment.
   torch::Tensor Attention(const Layer& layer, int64_t index, const torch::Tensor& x,
                           const torch::Tensor& cos, const torch::Tensor& sin,

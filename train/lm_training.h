@@ -1,0 +1,70 @@
+// Next-token training of a decoder (runtime::Transformer::CreateTrainable): AdamW over random
+// windows of a token stream, a linear warm-up then cosine decay of the learning rate, gradient
+// clipping, all seeded; and the held-out loss that a trained checkpoint is recorded with.
+//
+// Loss: mean next-token cross-entropy in nats over the batch's B x T predictions, where each
+// sequence is a window of T + 1 consecutive tokens (inputs the first T, targets the last T).
+#ifndef SPECPLAN_TRAIN_LM_TRAINING_H_
+#define SPECPLAN_TRAIN_LM_TRAINING_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "planner/token.h"
+#include "runtime/transformer.h"
+
+namespace specplan::train {
+
+// What one optimiser step did (progress callbacks).
+struct LmTrainStep {
+  int64_t step = 0;            // 1-based
+  double loss = 0;             // nats, this step's batch
+  double lr = 0;               // learning rate used
+  double heldout_loss = -1;    // nats, when evaluated at this step; -1 otherwise
+  double elapsed_seconds = 0;  // since training started
+};
+
+struct LmTrainOptions {
+  int64_t steps = 1000;          // optimiser steps (>= 1)
+  int64_t batch = 16;            // windows per step (>= 1)
+  int64_t seq_len = 128;         // T: predictions per window (>= 1)
+  double lr = 3e-3;              // peak learning rate (> 0)
+  double min_lr_fraction = 0.1;  // the cosine decays to lr x this at the last step, in [0, 1]
+  int64_t warmup = 50;           // steps of linear warm-up from lr / warmup (>= 0)
+  double weight_decay = 0.1;     // AdamW decoupled decay (>= 0)
+  double clip_norm = 1.0;        // global gradient-norm clip (> 0)
+  uint64_t seed = 1;             // window sampling
+  int64_t eval_every = 0;        // held-out loss every N steps (0 = at the end only)
+  std::function<void(const LmTrainStep&)> on_step;  // called after every step (may be empty)
+};
+
+// Errors name the field and value ("seq_len = 0: must be >= 1").
+absl::Status ValidateLmTrainOptions(const LmTrainOptions& options);
+
+struct LmTrainResult {
+  std::vector<double> losses;  // [steps] training loss per step, nats
+  double heldout_loss = 0;     // nats, after the last step (HeldoutLoss)
+  double seconds = 0;          // wall time of the whole run
+};
+
+// Trains every parameter of `model` in place. The model must come from CreateTrainable. `train`
+// needs at least seq_len + 1 tokens, `heldout` likewise; token ids must be < the vocabulary.
+// Errors name the field ("train: 10 tokens, fewer than seq_len + 1 = 129").
+absl::StatusOr<LmTrainResult> TrainLanguageModel(runtime::Transformer* model,
+                                                 absl::Span<const planner::TokenId> train,
+                                                 absl::Span<const planner::TokenId> heldout,
+                                                 const LmTrainOptions& options);
+
+// Mean next-token cross-entropy (nats) of `model` over consecutive non-overlapping windows of
+// seq_len + 1 tokens of `tokens` (the tail shorter than a window is dropped), `batch` windows per
+// forward. Deterministic; records no gradients. Needs >= seq_len + 1 tokens.
+absl::StatusOr<double> HeldoutLoss(const runtime::Transformer& model,
+                                   absl::Span<const planner::TokenId> tokens, int64_t seq_len,
+                                   int64_t batch = 16);
+
+}  // namespace specplan::train
+
+#endif  // SPECPLAN_TRAIN_LM_TRAINING_H_
