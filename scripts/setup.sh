@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcairo2-dev libplplot-dev plplot-driver-cairo
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   python3-grpcio python3-grpc-tools
-  libtorch-dev
+  libtorch-dev libsentencepiece-dev
   "$@"
 )
 missing=()
