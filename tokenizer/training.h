@@ -22,8 +22,10 @@ struct TokenizerTrainOptions {
 // Byte fallback is on (any UTF-8 text encodes, unseen characters as byte pieces), every character
 // of the corpus is covered, and the input is read in order (no sampling): with threads = 1 a
 // corpus gives the same pieces and scores every time. SentencePiece logs only its command line. The
-// vocabulary is a soft limit: a corpus too small for vocab_size gets fewer pieces. Errors name the
-// field or SentencePiece's message; nothing is written on error.
+// vocabulary is a soft limit above the corpus's distinct characters (all of which are kept, so
+// vocab_size must hold them; SentencePiece's error says how many are needed): a corpus too small
+// for vocab_size gets fewer pieces. Errors name the field or SentencePiece's message; nothing is
+// written on error.
 absl::Status TrainTokenizer(const TokenizerTrainOptions& options);
 
 }  // namespace specplan::tokenizer

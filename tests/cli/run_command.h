@@ -3,18 +3,13 @@
 #define SPECPLAN_TESTS_CLI_RUN_COMMAND_H_
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <string>
 
-namespace specplan::testing {
+#include "tests/run_binary.h"
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+namespace specplan::testing {
 
 inline std::string SpecplanBinary() { return std::string(SPECPLAN_BINARY_DIR) + "/cli/specplan"; }
 inline std::string SourcePath(const std::string& rel) {
@@ -23,16 +18,7 @@ inline std::string SourcePath(const std::string& rel) {
 
 // `args` is appended to the binary path as shell words.
 inline CommandResult RunSpecplan(const std::string& args) {
-  CommandResult r;
-  const std::string cmd = SpecplanBinary() + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return RunBinary(SpecplanBinary(), args);
 }
 
 // Writes `text` to ::testing::TempDir()/name and returns the path.

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/run_binary.h"
+
 namespace specplan::profiler::testing {
 
 // A directory unique to the running test, removed when the object goes out of scope.
@@ -50,23 +52,11 @@ inline void WriteAll(const std::string& path, const std::string& text) {
   out << text;
 }
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using specplan::testing::CommandResult;
 
 // Runs the built calibrate binary with `args` (shell words).
 inline CommandResult RunCalibrate(const std::string& args) {
-  CommandResult r;
-  const std::string cmd = std::string(SPECPLAN_CALIBRATE_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return specplan::testing::RunBinary(SPECPLAN_CALIBRATE_BINARY, args);
 }
 
 }  // namespace specplan::profiler::testing
