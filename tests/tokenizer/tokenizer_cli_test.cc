@@ -1,6 +1,7 @@
 // Runs the built specplan-tokenizer: train, encode (both formats), decode, and its errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -31,7 +32,7 @@ void WriteAll(const std::string& path, const std::string& text) {
 }
 
 TEST(TokenizerCli, TrainEncodeDecodeRoundTrip) {
-  const std::string dir = ::testing::TempDir() + "/tokenizer_cli";
+  const std::string dir = ::testing::TempDir() + "/tokenizer_cli." + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   const std::string readme = std::string(SPECPLAN_SOURCE_DIR) + "/README.md";
   auto train = RunTool("train --input " + readme + " --model-prefix " + dir +
@@ -68,7 +69,7 @@ TEST(TokenizerCli, TrainEncodeDecodeRoundTrip) {
 }
 
 TEST(TokenizerCli, ErrorsNameTheFileAndLine) {
-  const std::string dir = ::testing::TempDir() + "/tokenizer_cli_bad";
+  const std::string dir = ::testing::TempDir() + "/tokenizer_cli_bad." + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   EXPECT_THAT(RunTool("encode --model " + dir + "/none.model").output,
               HasSubstr("none.model: not a SentencePiece model"));

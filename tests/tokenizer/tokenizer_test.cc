@@ -3,10 +3,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "tokenizer/training.h"
 
@@ -26,7 +28,8 @@ std::string ReadAll(const std::string& path) {
 class TokenizerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = ::testing::TempDir() + "/tokenizer_test";
+    // Per process: CTest runs this suite's tests in parallel processes.
+    dir_ = ::testing::TempDir() + "/tokenizer_test." + std::to_string(getpid());
     std::filesystem::create_directories(dir_);
     TokenizerTrainOptions o;
     o.input = std::string(SPECPLAN_SOURCE_DIR) + "/README.md";
@@ -83,7 +86,7 @@ TEST_F(TokenizerTest, TheSameCorpusGivesTheSameModel) {
 }
 
 TEST(TokenizerTraining, BadOptionsAreNamedAndWriteNothing) {
-  const std::string dir = ::testing::TempDir() + "/tokenizer_bad";
+  const std::string dir = ::testing::TempDir() + "/tokenizer_bad." + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   TokenizerTrainOptions o;
   o.input = std::string(SPECPLAN_SOURCE_DIR) + "/README.md";
