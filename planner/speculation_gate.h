@@ -98,11 +98,11 @@ class AcceptanceEstimator {
 struct SpeculationGateOptions {
   bool enabled = true;  // false: callers skip the gate and always draft their full depth
   AcceptanceEstimatorOptions acceptance;
-  double min_gain = 0.0;         // a depth must beat AR's tokens/s by more than this fraction
-  double time_forget = 0.8;      // EMA factor of the measured draft-level seconds, in [0, 1)
-  int probe_interval = 16;       // undrafted steps before the first probe, >= 1
-  int max_probe_interval = 256;  // the interval doubles per unsuccessful probe up to this
-  int probe_depth = 2;           // depth of a probe (>= 1; 2 also times a single-token level)
+  double min_gain = 0.0;          // a depth must beat AR's tokens/s by more than this fraction
+  double time_forget = 0.8;       // EMA factor of the measured draft-level seconds, in [0, 1)
+  int probe_interval = 64;        // undrafted steps before the first probe, >= 1
+  int max_probe_interval = 1024;  // the interval doubles per unsuccessful probe up to this
+  int probe_depth = 2;            // depth of a probe (>= 1; 2 also times a single-token level)
 };
 
 // Checks ranges; the error names the field and value.
