@@ -72,6 +72,9 @@ absl::Status ValidateSpeculationGateOptions(const SpeculationGateOptions& o) {
     return bad("gate.max_probe_interval", o.max_probe_interval, "[probe_interval, inf)");
   }
   if (o.probe_depth < 1) return bad("gate.probe_depth", o.probe_depth, "[1, inf)");
+  if (!(o.probe_budget >= 0 && o.probe_budget <= 1)) {
+    return bad("gate.probe_budget", o.probe_budget, "[0, 1]");
+  }
   return absl::OkStatus();
 }
 
@@ -83,6 +86,10 @@ SpeculationGate::SpeculationGate(const SpeculationGateOptions& options)
 void SpeculationGate::ObserveDraftLevel(double seconds) {
   if (!(seconds > 0) || !std::isfinite(seconds)) return;
   level_s_ = level_s_ == 0 ? seconds : o_.time_forget * level_s_ + (1 - o_.time_forget) * seconds;
+}
+
+void SpeculationGate::ObserveProbeSeconds(double seconds) {
+  if (seconds > 0 && std::isfinite(seconds)) probe_s_ = seconds;
 }
 
 GateDecision SpeculationGate::Decide(const costmodel::LatencyModel& verify, int64_t c,
@@ -115,7 +122,12 @@ GateDecision SpeculationGate::Decide(const costmodel::LatencyModel& verify, int6
     } else {
       if (probed_last_) interval_ = std::min(2 * interval_, o_.max_probe_interval);
       probed_last_ = false;
-      if (undrafted_run_ >= interval_) {  // interval_ undrafted steps in a row: probe
+      double due = interval_;
+      if (probe_s_ > 0 && o_.probe_budget > 0) {  // the last probe's cost, spread thin enough
+        const double spread = probe_s_ * d.ar_tokens_per_s / o_.probe_budget;
+        due = std::min<double>(std::max(due, std::ceil(spread)), o_.max_probe_interval);
+      }
+      if (undrafted_run_ >= due) {  // enough undrafted steps in a row: probe
         d.depth = probe_depth;
         d.probe = true;
         undrafted_run_ = 0;

@@ -33,9 +33,13 @@
 // probe_interval consecutive undrafted steps it returns a probe (depth min(probe_depth,
 // max_depth), at least min_depth) whose acceptance and timing update the estimates; each probe
 // that is followed by another 0 doubles the interval up to max_probe_interval, and any step the
-// gate drafts on its own merits resets it. So a drafter that became cheap or good again is
-// picked up within one probe, and one that stays useless costs one probe per
-// max_probe_interval steps. Before any draft time has been measured the gate also probes.
+// gate drafts on its own merits resets it. A probe can cost far more than its depth (a drafter
+// that skipped steps first catches up on them), so once the caller reports what a probe cost
+// (ObserveProbeSeconds), the next probe also waits until that cost is at most probe_budget of the
+// AR time in between: at least probe_s / (probe_budget · T(1)) undrafted steps (never more than
+// max_probe_interval). So a drafter that became cheap or good again is picked up within one
+// probe, and one that stays useless costs one probe per max_probe_interval steps. Before any
+// draft time has been measured the gate also probes.
 //
 // Torch-free (planner/ depends on costmodel/ only); not thread-safe, one gate per sequence or
 // strategy.
@@ -103,6 +107,8 @@ struct SpeculationGateOptions {
   int probe_interval = 64;        // undrafted steps before the first probe, >= 1
   int max_probe_interval = 1024;  // the interval doubles per unsuccessful probe up to this
   int probe_depth = 2;            // depth of a probe (>= 1; 2 also times a single-token level)
+  double probe_budget = 0.02;     // most a probe may cost, as a fraction of the AR time until the
+                                  // next one, in [0, 1]; 0: the interval alone spaces probes
 };
 
 // Checks ranges; the error names the field and value.
@@ -134,6 +140,8 @@ class SpeculationGate {
                       int max_depth, double draft_level_s = -1);
   // Measured seconds of one draft level (> 0; anything else is ignored).
   void ObserveDraftLevel(double seconds);
+  // Measured seconds of the last probe's drafting, catch-up included (> 0; else ignored).
+  void ObserveProbeSeconds(double seconds);
   // After verification of a step: feeds the acceptance estimator (see AcceptanceEstimator).
   void Observe(const StepAcceptance& step) { estimator_.Observe(step); }
 
@@ -150,6 +158,7 @@ class SpeculationGate {
   double level_s_ = 0;
   int undrafted_run_ = 0;  // consecutive depth-0 decisions since the last drafted step
   int interval_;           // current probe interval
+  double probe_s_ = 0;     // cost of the last probe, seconds (0: not reported)
   bool probed_last_ = false;
   GateStats stats_;
 };

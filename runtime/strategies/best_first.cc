@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "costmodel/cycle_cost.h"
 #include "runtime/measured_latency.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -41,17 +42,24 @@ BestFirstStrategy::BestFirstStrategy(const StrategyOptions& options, const Strat
 
 absl::Status BestFirstStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
   int depth = gamma_;
+  bool probe = false;
   if (gate_enabled_) {
-    depth = gate_.Decide(*latency_, state.c, 1, gamma_, fixed_level_s_).depth;
+    const planner::GateDecision g = gate_.Decide(*latency_, state.c, 1, gamma_, fixed_level_s_);
+    depth = g.depth;
+    probe = g.probe;
     if (depth == 0) {  // a plain AR step: the draft model does not run
       drafted_ = false;
       tree->ResetRoot(state.committed.back());
       return absl::OkStatus();
     }
   }
+  const double t0 = NowSeconds();
   SPECPLAN_RETURN_IF_ERROR(drafter_.DraftChain(state.committed, depth, &marginals_));
   drafted_ = true;
-  if (gate_enabled_) gate_.ObserveDraftLevel(drafter_.last_level_seconds());
+  if (gate_enabled_) {
+    gate_.ObserveDraftLevel(drafter_.last_level_seconds());
+    if (probe) gate_.ObserveProbeSeconds(NowSeconds() - t0);
+  }
   costmodel::DrafterCost dc;
   dc.cls = costmodel::DrafterClass::kAutoregressive;
   dc.gamma = depth;

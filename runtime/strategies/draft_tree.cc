@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/measured_latency.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -65,6 +66,7 @@ DraftTreeStrategy::DraftTreeStrategy(Strategy which, std::unique_ptr<planner::Tr
     : which_(which), policy_(std::move(policy)), drafter_(draft, max_len, top_k) {}
 
 absl::Status DraftTreeStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
+  bool probe = false;
   if (gate_ != nullptr) {
     // The policy's depth: the EMA of the depths it drafted (d_max before the first tree).
     const planner::AcceptanceEstimator& e = gate_->estimator();
@@ -72,14 +74,20 @@ absl::Status DraftTreeStrategy::BuildTree(const DecodeState& state, planner::Tre
         e.observed_steps() == 0
             ? gate_max_depth_
             : std::clamp(static_cast<int>(std::lround(e.mean_depth())), 1, gate_max_depth_);
-    if (gate_->Decide(*latency_, state.c, d, d, fixed_level_s_).depth == 0) {
+    const planner::GateDecision g = gate_->Decide(*latency_, state.c, d, d, fixed_level_s_);
+    if (g.depth == 0) {
       depth_ = -1;  // a plain AR step: neither the draft model nor the policy runs
       tree->ResetRoot(state.committed.back());
       return absl::OkStatus();
     }
+    probe = g.probe;
   }
+  const double t0 = NowSeconds();
   SPECPLAN_ASSIGN_OR_RETURN(const planner::Tree* t, drafter_.DraftTree(*policy_, state.committed));
-  if (gate_ != nullptr) gate_->ObserveDraftLevel(drafter_.last_level_seconds());
+  if (gate_ != nullptr) {
+    gate_->ObserveDraftLevel(drafter_.last_level_seconds());
+    if (probe) gate_->ObserveProbeSeconds(NowSeconds() - t0);
+  }
   depth_ = 0;
   for (int32_t d : t->depths) depth_ = std::max(depth_, d);
   *tree = *t;

@@ -250,6 +250,41 @@ TEST(SpeculationGateTest, ProbesBackOffWhileOffAndRecoverWhenTheDrafterImproves)
   }
 }
 
+TEST(SpeculationGateTest, ProbesAreSpacedByWhatTheyCost) {
+  const AffineLatency verify(1e-3, 2e-5);  // T(1) = 1 ms
+  SpeculationGateOptions o;
+  o.probe_interval = 4;
+  o.max_probe_interval = 1000;
+  o.probe_budget = 0.1;
+  SpeculationGate gate(o);
+  for (int i = 0; i < 20; ++i) gate.Observe(Chain(6, 6));
+  auto undrafted_before_probe = [&] {
+    int n = 0;
+    while (true) {
+      const GateDecision d = gate.Decide(verify, 0, 1, 6, /*draft_level_s=*/1e-3);
+      if (d.probe) return n;
+      EXPECT_EQ(d.depth, 0);
+      ++n;
+    }
+  };
+  EXPECT_EQ(undrafted_before_probe(), 4);  // no probe cost known yet: the interval
+  // The probe cost 5 ms: at a 10 % budget it must be spread over 5 ms / (0.1 * 1 ms) = 50 steps
+  // (more than the doubled interval, 8).
+  gate.ObserveProbeSeconds(5e-3);
+  EXPECT_NEAR(undrafted_before_probe(), 50, 1);  // ceil of 50 up to rounding
+  // A cheap probe: the doubling interval (16) spaces them again.
+  gate.ObserveProbeSeconds(1e-4);
+  EXPECT_EQ(undrafted_before_probe(), 16);
+  // Never beyond max_probe_interval.
+  o.max_probe_interval = 30;
+  SpeculationGate capped(o);
+  for (int i = 0; i < 20; ++i) capped.Observe(Chain(6, 6));
+  capped.ObserveProbeSeconds(1.0);
+  int n = 0;
+  while (!capped.Decide(verify, 0, 1, 6, 1e-3).probe) ++n;
+  EXPECT_EQ(n, 30);  // a cost known before the first probe spaces it too, up to the cap
+}
+
 TEST(SpeculationGateTest, FixedDraftSecondsOverrideTheMeasuredOnes) {
   const AffineLatency verify(1e-3, 2e-5);
   SpeculationGate gate;
