@@ -26,8 +26,10 @@ absl::StatusOr<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const Transfo
   d->target_ = target;
   d->options_ = options;
   d->max_context_ = max_context;
-  if (options.strategy == Strategy::kBestFirst || options.strategy == Strategy::kBatch) {
-    // One T_verify model for every slot (a batch pass is priced by its total tokens).
+  if (options.strategy == Strategy::kBestFirst || options.strategy == Strategy::kBatch ||
+      (options.strategy == Strategy::kDynaTree && options.gate.enabled)) {
+    // One T_verify model for every slot (a batch pass is priced by its total tokens; dynatree's
+    // speculation gate prices its trees with it).
     SPECPLAN_ASSIGN_OR_RETURN(
         d->options_.latency,
         GivenOrMeasuredLatency(options.latency, *target,

@@ -104,6 +104,7 @@ struct Args {
   uint64_t seed = 0;
   int threads = 0;
   std::string kv_update = "gather";
+  std::string gate = "on";  // the speculation gate of bestfirst / dynatree / batch
   float temperature = 0.0f;
   std::string profile;            // costmodel profile JSON for the best-first controller
   std::string record_trace;       // what-if trace of the first strategy's run
@@ -201,6 +202,7 @@ absl::Status RunBench(const Args& args) {
                            {"prompts", prompts.size()},
                            {"temperature", args.temperature},
                            {"kv_update", args.kv_update},
+                           {"gate", args.gate},
                            {"strategies", nlohmann::json::object()}};
   std::unique_ptr<costmodel::LatencyModel> latency;
   if (!args.profile.empty()) {
@@ -229,6 +231,7 @@ absl::Status RunBench(const Args& args) {
     const bool peak_reset = ResetPeakMemory(ro.device);
     StrategyOptions o = StrategyOptions::Defaults(s);
     o.kv_update = kv;
+    o.gate.enabled = args.gate == "on";
     o.sampling.greedy = args.temperature <= 0;
     o.sampling.temperature = args.temperature > 0 ? args.temperature : 1.0f;
     o.sampling.seed = args.seed;
@@ -411,6 +414,11 @@ int main(int argc, char** argv) {
   app.add_option("--json", args.json_out, "write the report (outputs and metrics) here");
   app.add_option("--seed", args.seed, "random-weight and sampling seed")->capture_default_str();
   app.add_option("--threads", args.threads, "torch intra-op threads (0 = default)");
+  app.add_option("--gate", args.gate,
+                 "on: bestfirst and dynatree decide before drafting whether to draft (and "
+                 "bestfirst how deep; planner/speculation_gate.h); off: they always draft")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--kv-update", args.kv_update,
                  "gather (compact accepted K/V) | rebuild (re-forward the accepted path)")
       ->capture_default_str();

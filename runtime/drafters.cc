@@ -51,6 +51,8 @@ absl::Status DraftModelDrafter::Sync(const std::vector<planner::TokenId>& commit
   counters_.forwards += 1;
   counters_.fed_tokens += m;
   if (m == 1) last_step_s_ = dt;
+  last_sync_tokens_ = m;
+  last_sync_s_ = dt;
   cache_.set_length(n);
   root_slot_ = n - 1;
   next_slot_ = n;
@@ -108,9 +110,22 @@ void DraftModelDrafter::FillRow(const torch::Tensor& logits_row, planner::NodeDi
   }
 }
 
+void DraftModelDrafter::MeasureLevels(double t0, int levels) {
+  const double total = NowSeconds() - t0;
+  if (last_sync_tokens_ == 1) {
+    last_level_s_ = total / levels;
+  } else if (levels > 1) {
+    last_level_s_ = (total - last_sync_s_) / (levels - 1);
+  } else {
+    last_level_s_ = 0;
+  }
+}
+
 absl::StatusOr<const planner::Tree*> DraftModelDrafter::DraftTree(
     planner::TreePolicy& policy, const std::vector<planner::TokenId>& committed) {
+  const double t0 = NowSeconds();
   SPECPLAN_RETURN_IF_ERROR(Sync(committed));
+  int levels = 0;
   policy.Begin(committed.back());
   std::vector<int32_t> pending, to_feed;
   std::vector<int> row_of;  // pending row -> row in the fed logits, -1 = root
@@ -139,7 +154,9 @@ absl::StatusOr<const planner::Tree*> DraftModelDrafter::DraftTree(
       FillRow(row_of[r] < 0 ? root_logits_ : logits[row_of[r]], &dists_, static_cast<int>(r));
     }
     SPECPLAN_RETURN_IF_ERROR(policy.Provide(dists_));
+    ++levels;
   }
+  if (levels > 0) MeasureLevels(t0, levels);
   return &policy.tree();
 }
 
@@ -149,6 +166,7 @@ absl::Status DraftModelDrafter::DraftChain(const std::vector<planner::TokenId>& 
     return absl::InvalidArgumentError(
         absl::StrCat("gamma = ", gamma, ": must be in [1, ", planner::kMaxMarginalsGamma, "]"));
   }
+  const double t0 = NowSeconds();
   SPECPLAN_RETURN_IF_ERROR(Sync(committed));
   if (root_slot_ + gamma >= cache_.max_len()) {
     return absl::ResourceExhaustedError("draft cache full for the chain");
@@ -184,6 +202,7 @@ absl::Status DraftModelDrafter::DraftChain(const std::vector<planner::TokenId>& 
     counters_.fed_tokens += 1;
     next_slot_ = slot + 1;
   }
+  MeasureLevels(t0, gamma);
   return absl::OkStatus();
 }
 

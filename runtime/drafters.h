@@ -64,6 +64,11 @@ class DraftModelDrafter {
   const Transformer& model() const { return *model_; }
   // Wall time of the last single-token draft forward, seconds (for the cost model).
   double last_step_seconds() const { return last_step_s_; }
+  // Wall seconds per draft level (forward and candidate rows) of the last DraftTree / DraftChain
+  // call, without the catch-up of committed tokens the draft cache had not seen (when the call
+  // had to feed more than the root first, its first level is left out: with a single level
+  // there is nothing to measure and this is 0). 0 before any call.
+  double last_level_seconds() const { return last_level_s_; }
 
  private:
   struct Fed {
@@ -92,6 +97,11 @@ class DraftModelDrafter {
   planner::NodeDistributions dists_;
   DrafterCounters counters_;
   double last_step_s_ = 0;
+  double last_level_s_ = 0;
+  int64_t last_sync_tokens_ = 0;  // tokens the last Sync fed (1: the root only)
+  double last_sync_s_ = 0;        // its forward's wall seconds
+  // Sets last_level_s_ for a call that started at t0 and ran `levels` draft levels.
+  void MeasureLevels(double t0, int levels);
 };
 
 struct NgramOptions {

@@ -113,6 +113,7 @@ void FillFeedback(const AcceptanceSnapshot& a, const CorrectionSnapshot& c,
   acceptance->set_expected_steps(a.expected_steps);
   acceptance->set_realised_over_expected(
       a.expected_steps ? a.sum_realised_over_expected / a.expected_steps : 0.0);
+  acceptance->set_realised_over_expected_recent(a.realised_over_expected_recent);
   correction->set_base_model(c.base_model);
   correction->set_alpha(c.alpha);
   correction->set_bias(c.bias);

@@ -183,6 +183,7 @@ void ProfileStore::ReadFeedback(const Entry& entry, AcceptanceSnapshot* acceptan
                                 CorrectionSnapshot* correction) {
   std::lock_guard lock(entry.feedback->mu);
   *acceptance = entry.feedback->acceptance;
+  acceptance->realised_over_expected_recent = entry.feedback->estimator.kappa();
   const auto& ema = entry.feedback->ema;
   correction->base_model = entry.default_model->Kind();
   correction->alpha = ema->alpha();
@@ -212,6 +213,7 @@ absl::Status ProfileStore::Report(const std::string& id,
       if (r.expected_accepted > 0) {
         ++a.expected_steps;
         a.sum_realised_over_expected += (r.accepted_length + 1.0) / r.expected_accepted;
+        entry->feedback->estimator.ObserveSurrogate(r.expected_accepted, r.accepted_length);
       }
       if (r.verify_s > 0) {
         entry->feedback->ema->Observe(int64_t{r.draft_nodes} + 1, r.context_tokens, r.verify_s);

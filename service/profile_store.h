@@ -26,6 +26,7 @@
 #include "costmodel/latency_model.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/profile.h"
+#include "planner/speculation_gate.h"
 #include "util/env.h"
 
 namespace specplan::service {
@@ -43,6 +44,9 @@ struct AcceptanceSnapshot {
   int64_t draft_nodes = 0;
   int64_t expected_steps = 0;             // steps that reported expected_accepted
   double sum_realised_over_expected = 0;  // sum of (accepted + 1) / expected_accepted
+  // kappa of the Feedback's planner::AcceptanceEstimator: EMA of (accepted + 1) /
+  // expected_accepted over the steps that reported it (1 before any).
+  double realised_over_expected_recent = 1;
 };
 
 struct CorrectionSnapshot {
@@ -66,7 +70,11 @@ class ProfileStore {
   // Online state of one id; survives PutProfile (the EMA restarts from bias 1 over the new model).
   struct Feedback {
     mutable std::mutex mu;
-    AcceptanceSnapshot acceptance;                        // guarded by mu
+    AcceptanceSnapshot acceptance;  // guarded by mu
+    // The runtime's speculation-gate estimator, fed the reported (Â, accepted) pairs: its kappa
+    // is AcceptanceSnapshot::realised_over_expected_recent. Reports carry no proposed depth, so
+    // its per-level acceptance is not fed. Guarded by mu.
+    planner::AcceptanceEstimator estimator;
     std::shared_ptr<costmodel::EmaCorrectedLatency> ema;  // guarded by mu (pointer swap only)
   };
 

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "costmodel/cycle_cost.h"
 #include "runtime/measured_latency.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -12,10 +13,17 @@ absl::StatusOr<std::unique_ptr<BestFirstStrategy>> BestFirstStrategy::Create(
   if (ctx.draft == nullptr) {
     return absl::InvalidArgumentError("strategy bestfirst: needs a draft model");
   }
+  SPECPLAN_RETURN_IF_ERROR(planner::ValidateSpeculationGateOptions(options.gate));
   std::unique_ptr<BestFirstStrategy> s(new BestFirstStrategy(options, ctx));
   SPECPLAN_ASSIGN_OR_RETURN(
       s->latency_, GivenOrMeasuredLatency(options.latency, *ctx.target, options.max_tree_nodes + 1,
                                           &s->owned_latency_));
+  if (options.gate.enabled && options.gate_draft_level_s < 0) {
+    // Until it times a draft level itself, the gate assumes one single-token draft forward.
+    SPECPLAN_ASSIGN_OR_RETURN(const costmodel::GridLatency step,
+                              MeasureVerifyLatencyUpTo(*ctx.draft, 1));
+    s->gate_.ObserveDraftLevel(step.VerifySeconds(1, 64));
+  }
   return s;
 }
 
@@ -23,17 +31,38 @@ BestFirstStrategy::BestFirstStrategy(const StrategyOptions& options, const Strat
     : gamma_(options.bestfirst_gamma),
       planner_options_(options.bestfirst),
       backend_(ctx.backend),
-      drafter_(ctx.draft, ctx.max_len + 2 * options.max_tree_nodes, options.draft_top_k) {
+      drafter_(ctx.draft, ctx.max_len + 2 * options.max_tree_nodes, options.draft_top_k),
+      gate_enabled_(options.gate.enabled),
+      fixed_level_s_(options.gate_draft_level_s),
+      gate_(options.gate) {
   if (planner_options_.n_max > options.max_tree_nodes) {
     planner_options_.n_max = options.max_tree_nodes;
   }
 }
 
 absl::Status BestFirstStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
-  SPECPLAN_RETURN_IF_ERROR(drafter_.DraftChain(state.committed, gamma_, &marginals_));
+  int depth = gamma_;
+  bool probe = false;
+  if (gate_enabled_) {
+    const planner::GateDecision g = gate_.Decide(*latency_, state.c, 1, gamma_, fixed_level_s_);
+    depth = g.depth;
+    probe = g.probe;
+    if (depth == 0) {  // a plain AR step: the draft model does not run
+      drafted_ = false;
+      tree->ResetRoot(state.committed.back());
+      return absl::OkStatus();
+    }
+  }
+  const double t0 = NowSeconds();
+  SPECPLAN_RETURN_IF_ERROR(drafter_.DraftChain(state.committed, depth, &marginals_));
+  drafted_ = true;
+  if (gate_enabled_) {
+    gate_.ObserveDraftLevel(drafter_.last_level_seconds());
+    if (probe) gate_.ObserveProbeSeconds(NowSeconds() - t0);
+  }
   costmodel::DrafterCost dc;
   dc.cls = costmodel::DrafterClass::kAutoregressive;
-  dc.gamma = gamma_;
+  dc.gamma = depth;
   dc.t_net_s = drafter_.last_step_seconds();
   const planner::PlanCost cost{latency_, dc, 0.0, state.c};
   SPECPLAN_RETURN_IF_ERROR(backend_->PlanBestFirst(marginals_, planner_options_, &cost, &plan_));
@@ -43,6 +72,12 @@ absl::Status BestFirstStrategy::BuildTree(const DecodeState& state, planner::Tre
 
 absl::Status BestFirstStrategy::Observe(const planner::Tree& tree,
                                         const planner::AcceptResult& accept) {
+  if (gate_enabled_) {
+    gate_.Observe(planner::MakeStepAcceptance(tree, accept));
+    if (drafted_ && plan_.n > 0)
+      gate_.estimator().ObserveSurrogate(plan_.expected_accepted, accept.accepted_length);
+  }
+  if (!drafted_) return absl::OkStatus();  // nothing fed: the next Sync catches up
   AcceptedTokens(tree, accept, &accepted_tokens_);
   drafter_.Commit(accepted_tokens_);
   return absl::OkStatus();

@@ -2,6 +2,12 @@
 // (planner::Marginals); best-first expansion under the cost-model controller (planner::
 // BestFirstPlanner through a planner::PlanBackend) picks the tree size that maximises
 // S(n) = Â(n)·L_AR / C(n) with C from a verification-latency model.
+//
+// With the speculation gate on (StrategyOptions::gate, the default), planner::SpeculationGate
+// first decides the chain depth d in {0, ..., gamma} from the measured draft-level seconds, the
+// same T_verify and the acceptance observed so far: d = 0 builds a root-only tree without running
+// the draft model (a plain AR step; the draft cache catches up on the committed tokens the next
+// time it drafts), d > 0 drafts a d-row lattice that the controller plans on as before.
 #ifndef SPECPLAN_RUNTIME_STRATEGIES_BEST_FIRST_H_
 #define SPECPLAN_RUNTIME_STRATEGIES_BEST_FIRST_H_
 
@@ -25,6 +31,9 @@ class BestFirstStrategy final : public DraftStrategy {
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
   absl::Status Observe(const planner::Tree& tree, const planner::AcceptResult& accept) override;
   const DrafterCounters* drafter_counters() const override { return &drafter_.counters(); }
+  const planner::GateStats* gate_stats() const override {
+    return gate_enabled_ ? &gate_.stats() : nullptr;
+  }
 
  private:
   BestFirstStrategy(const StrategyOptions& options, const StrategyContext& ctx);
@@ -38,6 +47,10 @@ class BestFirstStrategy final : public DraftStrategy {
   planner::Marginals marginals_;
   planner::BestFirstPlan plan_;
   std::vector<planner::TokenId> accepted_tokens_;
+  bool gate_enabled_;
+  double fixed_level_s_;  // StrategyOptions::gate_draft_level_s
+  planner::SpeculationGate gate_;
+  bool drafted_ = false;  // this step ran the draft model (its cache holds fed nodes)
 };
 
 }  // namespace specplan::runtime

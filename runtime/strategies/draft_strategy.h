@@ -22,6 +22,7 @@
 #include "planner/acceptance.h"
 #include "planner/plan_backend.h"
 #include "planner/policy.h"
+#include "planner/speculation_gate.h"
 #include "planner/tree.h"
 #include "runtime/drafters.h"
 #include "runtime/strategies/strategy_options.h"
@@ -69,6 +70,8 @@ class DraftStrategy {
   virtual std::string PolicyName() const { return ""; }
   // Counters of the strategy's draft model (null when it has none).
   virtual const DrafterCounters* drafter_counters() const { return nullptr; }
+  // Counters of the strategy's speculation gate (null when it has none or it is switched off).
+  virtual const planner::GateStats* gate_stats() const { return nullptr; }
 };
 
 // The accepted draft tokens of `accept` on `tree`, root and bonus excluded, into *out.

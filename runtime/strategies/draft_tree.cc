@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/measured_latency.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -38,9 +40,25 @@ absl::StatusOr<std::unique_ptr<DraftTreeStrategy>> DraftTreeStrategy::Create(
       return absl::InvalidArgumentError(
           absl::StrCat("strategy ", StrategyName(which), ": not a draft-tree policy strategy"));
   }
-  return std::unique_ptr<DraftTreeStrategy>(
+  std::unique_ptr<DraftTreeStrategy> s(
       new DraftTreeStrategy(which, std::move(policy), ctx.draft,
                             ctx.max_len + 2 * options.max_tree_nodes, options.draft_top_k));
+  if (which == Strategy::kDynaTree && options.gate.enabled) {
+    SPECPLAN_RETURN_IF_ERROR(planner::ValidateSpeculationGateOptions(options.gate));
+    SPECPLAN_ASSIGN_OR_RETURN(
+        s->latency_, GivenOrMeasuredLatency(options.latency, *ctx.target,
+                                            options.max_tree_nodes + 1, &s->owned_latency_));
+    s->gate_ = std::make_unique<planner::SpeculationGate>(options.gate);
+    if (options.gate_draft_level_s < 0) {
+      // Until it times a draft level itself, the gate assumes one single-token draft forward.
+      SPECPLAN_ASSIGN_OR_RETURN(const costmodel::GridLatency step,
+                                MeasureVerifyLatencyUpTo(*ctx.draft, 1));
+      s->gate_->ObserveDraftLevel(step.VerifySeconds(1, 64));
+    }
+    s->gate_max_depth_ = std::max(1, cap(options.dynatree.d_max));
+    s->fixed_level_s_ = options.gate_draft_level_s;
+  }
+  return s;
 }
 
 DraftTreeStrategy::DraftTreeStrategy(Strategy which, std::unique_ptr<planner::TreePolicy> policy,
@@ -48,7 +66,28 @@ DraftTreeStrategy::DraftTreeStrategy(Strategy which, std::unique_ptr<planner::Tr
     : which_(which), policy_(std::move(policy)), drafter_(draft, max_len, top_k) {}
 
 absl::Status DraftTreeStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
+  bool probe = false;
+  if (gate_ != nullptr) {
+    // The policy's depth: the EMA of the depths it drafted (d_max before the first tree).
+    const planner::AcceptanceEstimator& e = gate_->estimator();
+    const int d =
+        e.observed_steps() == 0
+            ? gate_max_depth_
+            : std::clamp(static_cast<int>(std::lround(e.mean_depth())), 1, gate_max_depth_);
+    const planner::GateDecision g = gate_->Decide(*latency_, state.c, d, d, fixed_level_s_);
+    if (g.depth == 0) {
+      depth_ = -1;  // a plain AR step: neither the draft model nor the policy runs
+      tree->ResetRoot(state.committed.back());
+      return absl::OkStatus();
+    }
+    probe = g.probe;
+  }
+  const double t0 = NowSeconds();
   SPECPLAN_ASSIGN_OR_RETURN(const planner::Tree* t, drafter_.DraftTree(*policy_, state.committed));
+  if (gate_ != nullptr) {
+    gate_->ObserveDraftLevel(drafter_.last_level_seconds());
+    if (probe) gate_->ObserveProbeSeconds(NowSeconds() - t0);
+  }
   depth_ = 0;
   for (int32_t d : t->depths) depth_ = std::max(depth_, d);
   *tree = *t;
@@ -57,6 +96,10 @@ absl::Status DraftTreeStrategy::BuildTree(const DecodeState& state, planner::Tre
 
 absl::Status DraftTreeStrategy::Observe(const planner::Tree& tree,
                                         const planner::AcceptResult& accept) {
+  if (gate_ != nullptr) {
+    if (depth_ < 0) return absl::OkStatus();  // undrafted: nothing fed, nothing to observe
+    gate_->Observe(planner::MakeStepAcceptance(tree, accept));
+  }
   AcceptedTokens(tree, accept, &accepted_tokens_);
   return ObserveAccepted(accepted_tokens_, accept.accepted_length);
 }

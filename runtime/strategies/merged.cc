@@ -6,8 +6,12 @@ namespace specplan::runtime {
 
 absl::StatusOr<std::unique_ptr<MergedStrategy>> MergedStrategy::Create(
     const StrategyOptions& options, const StrategyContext& ctx) {
+  // The DynaTree half always drafts: the speculation gate prices one drafter's tree against a
+  // plain AR step, not a merged tree (StrategyOptions::gate covers bestfirst and dynatree only).
+  StrategyOptions a_options = options;
+  a_options.gate.enabled = false;
   SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<DraftTreeStrategy> a,
-                            DraftTreeStrategy::Create(Strategy::kDynaTree, options, ctx));
+                            DraftTreeStrategy::Create(Strategy::kDynaTree, a_options, ctx));
   return std::unique_ptr<MergedStrategy>(new MergedStrategy(std::move(a), options, ctx));
 }
 

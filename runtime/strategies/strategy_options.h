@@ -14,6 +14,7 @@
 #include "planner/linear_chain.h"
 #include "planner/merge.h"
 #include "planner/plan_backend.h"
+#include "planner/speculation_gate.h"
 #include "runtime/drafters.h"
 
 namespace specplan::runtime {
@@ -69,6 +70,14 @@ struct StrategyOptions {
   // kBatch: the draft-model step time the batch planner prices, in seconds; < 0: the drafter's
   // last measured step (the default). A fixed value makes plans reproducible (tests).
   double batch_draft_step_s = -1;
+  // The speculation gate (planner/speculation_gate.h) of bestfirst and dynatree: before drafting,
+  // from the measured draft-level time, T_verify and the online acceptance estimate, it decides
+  // whether this step drafts at all (both) and how deep (bestfirst: the chain depth, <= gamma).
+  // gate.enabled = false: always draft (the behaviour before the gate; exactness tests).
+  planner::SpeculationGateOptions gate;
+  // Seconds of one draft level the gate prices; < 0: measured every drafted step (the default).
+  // A fixed value makes the gate's decisions reproducible (tests).
+  double gate_draft_level_s = -1;
   // The verification-latency model for the controller; not owned. Null: the best-first strategy
   // measures one on the target when it is created (MeasureVerifyLatency).
   const costmodel::LatencyModel* latency = nullptr;

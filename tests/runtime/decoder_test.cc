@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "costmodel/grid_latency.h"
 #include "tests/runtime/test_models.h"
 
 namespace specplan::runtime {
@@ -46,8 +47,11 @@ TEST_P(GreedyExactTest, EqualsArTokens) {
       std::vector<planner::TokenId> ar = DecodeAlone(
           *target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, new_tokens);
       DecodeCounters counters;
-      std::vector<planner::TokenId> spec = DecodeAlone(
-          *target, draft.get(), StrategyOptions::Defaults(strategy), prompt, new_tokens, &counters);
+      // The speculation gate off: every step drafts (GatedStepsEqualArTokens below has it on).
+      StrategyOptions o = StrategyOptions::Defaults(strategy);
+      o.gate.enabled = false;
+      std::vector<planner::TokenId> spec =
+          DecodeAlone(*target, draft.get(), o, prompt, new_tokens, &counters);
       EXPECT_EQ(spec, ar) << StrategyName(strategy) << " draft " << kind.name << " seed " << seed;
       accepted += counters.accepted();
       drafted += counters.drafted();
@@ -77,6 +81,60 @@ INSTANTIATE_TEST_SUITE_P(Strategies, GreedyExactTest,
                                                               "bestfirst", "lookup", "merged"),
                                             ::testing::Values(0, 1, 2)),
                          GreedyExactName);
+
+// The speculation gate on, with a fixed draft-level time and a given T_verify so its decisions are
+// reproducible: steps it leaves undrafted (no draft forward) and steps it drafts alternate within
+// one sequence, the draft cache catches up across the skipped steps, and the output is AR's.
+TEST(DecoderTest, GatedStepsEqualArTokens) {
+  // T_verify = 1 ms + 0.1 ms per token: a depth-1 step pays only when alpha > ~0.1.
+  const costmodel::GridLatency latency({1, 4096}, {1e-3, 1e-3 + 4095 * 1e-4},
+                                       costmodel::GridSource::kMeasured);
+  for (Strategy s : {Strategy::kBestFirst, Strategy::kDynaTree}) {
+    for (int kind = 0; kind < 3; ++kind) {
+      const testing::DraftKind& dk = testing::kDraftKinds[kind];
+      auto target = TinyModel("tiny", 61);
+      auto draft = dk.make(*target);
+      StrategyOptions o = StrategyOptions::Defaults(s);
+      o.latency = &latency;
+      o.gate_draft_level_s = 1e-5;
+      o.gate.probe_interval = 3;
+      o.gate.max_probe_interval = 6;
+      auto dec = SpeculativeDecoder::Create(target.get(), draft.get(), o, 256);
+      ASSERT_TRUE(dec.ok()) << dec.status();
+      int64_t drafted_steps = 0;
+      for (const auto& prompt : Prompts(3, 61)) {
+        auto out = (*dec)->Generate(prompt, 40);
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_EQ(out->tokens, DecodeAlone(*target, nullptr,
+                                           StrategyOptions::Defaults(Strategy::kAr), prompt, 40))
+            << StrategyName(s) << " draft " << dk.name;
+      }
+      const planner::GateStats* g = (*dec)->strategy().gate_stats();
+      ASSERT_NE(g, nullptr);
+      drafted_steps = g->decisions - g->undrafted;
+      EXPECT_EQ(g->decisions, (*dec)->counters().iterations());
+      EXPECT_GT(drafted_steps, 0) << StrategyName(s) << " draft " << dk.name;
+      if (std::string(dk.name) == "independent") {
+        // A random draft is never accepted: after the prior wears off, only probes draft.
+        EXPECT_GT(g->undrafted, drafted_steps) << StrategyName(s);
+        EXPECT_GT(g->probes, 0) << StrategyName(s);
+      }
+      if (std::string(dk.name) == "same") {
+        // Always accepted and nearly free to draft: every step drafts.
+        EXPECT_EQ(g->undrafted, 0) << StrategyName(s);
+      }
+    }
+  }
+  // Switched off, the strategy has no gate.
+  auto target = TinyModel("tiny", 61);
+  auto draft = target->Truncated(1);
+  StrategyOptions off = StrategyOptions::Defaults(Strategy::kBestFirst);
+  off.gate.enabled = false;
+  off.latency = &latency;
+  auto dec = SpeculativeDecoder::Create(target.get(), draft.get(), off, 64);
+  ASSERT_TRUE(dec.ok());
+  EXPECT_EQ((*dec)->strategy().gate_stats(), nullptr);
+}
 
 TEST(DecoderTest, LookupAcceptsOnRepetitiveText) {
   auto target = TinyModel("tiny", 5);

@@ -37,6 +37,34 @@ TEST(NgramTest, MarginalsFromContext) {
 
 // Level-batched drafting gives every node the same distribution as running the draft model on
 // the node's path alone.
+// last_level_seconds: the seconds per level of the last call, without a catch-up chunk of more
+// than the root (the speculation gate prices draft levels with it).
+TEST(DraftModelTest, LevelSecondsLeaveOutTheCatchUp) {
+  auto model = TinyModel("tiny", 6);
+  DraftModelDrafter drafter(model.get(), 128, 3);
+  EXPECT_EQ(drafter.last_level_seconds(), 0.0);
+  std::vector<planner::TokenId> committed = {4, 8, 15, 16, 23, 42};
+  planner::Marginals m;
+  // Six tokens to catch up and a single level: nothing to measure.
+  ASSERT_TRUE(drafter.DraftChain(committed, 1, &m).ok());
+  EXPECT_EQ(drafter.last_level_seconds(), 0.0);
+  drafter.Commit({});
+  // Four levels after a catch-up chunk: the three single-token levels are measured.
+  committed.push_back(m.tokens[0]);
+  committed.push_back(7);
+  ASSERT_TRUE(drafter.DraftChain(committed, 4, &m).ok());
+  const double after_catch_up = drafter.last_level_seconds();
+  EXPECT_GT(after_catch_up, 0.0);
+  drafter.Commit({m.tokens[0]});
+  // In sync (only the root is new): every level counts, the first included.
+  committed.push_back(m.tokens[0]);
+  committed.push_back(9);
+  ASSERT_TRUE(drafter.DraftChain(committed, 2, &m).ok());
+  EXPECT_GT(drafter.last_level_seconds(), 0.0);
+  // A level costs less than the whole call.
+  EXPECT_LT(drafter.last_level_seconds(), drafter.counters().seconds);
+}
+
 TEST(DraftModelTest, LevelBatchedTreeMatchesPerPathDistributions) {
   auto model = TinyModel("tiny", 6);
   DraftModelDrafter drafter(model.get(), 128, 3);

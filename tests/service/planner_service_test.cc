@@ -644,6 +644,13 @@ TEST_F(ServiceTest, ReportAcceptanceKeepsStatsAndEmaCorrection) {
   EXPECT_DOUBLE_EQ(resp.acceptance().mean_accepted(), 1.3);
   EXPECT_DOUBLE_EQ(resp.acceptance().acceptance_rate(), 13.0 / 150);
   EXPECT_NEAR(resp.acceptance().realised_over_expected(), (13.0 + 10) / 10 / 3.0, 1e-12);
+  // The gate estimator's kappa: EMA (factor 0.95) of the same ratios, starting at the first.
+  double kappa = 0;
+  for (int i = 0; i < 10; ++i) {
+    const double r = (i % 4 + 1.0) / 3.0;
+    kappa = i == 0 ? r : 0.95 * kappa + 0.05 * r;
+  }
+  EXPECT_NEAR(resp.acceptance().realised_over_expected_recent(), kappa, 1e-12);
   EXPECT_EQ(resp.correction().observations(), 10);
   EXPECT_DOUBLE_EQ(resp.correction().alpha(), 0.1);
   const double want_bias = 1 + 0.3 * (1 - std::pow(0.9, 10));  // EMA from 1 towards 1.3
