@@ -238,10 +238,6 @@ void Bracket(const std::vector<int64_t>& grid, double x, size_t* i, double* w) {
 
 double TableLatency::Interpolate(const std::vector<std::vector<double>>& T, double s,
                                  double c) const {
-  s = std::clamp(s, static_cast<double>(table_.s_grid.front()),
-                 static_cast<double>(table_.s_grid.back()));
-  c = std::clamp(c, static_cast<double>(table_.c_grid.front()),
-                 static_cast<double>(table_.c_grid.back()));
   size_t si, ci;
   double ws, wc;
   Bracket(table_.s_grid, s, &si, &ws);

@@ -271,7 +271,7 @@ class TableLatency : public LatencyModel {
   const LatencyTable& table() const { return table_; }
 
  private:
-  // Bilinear inside one layer ([c][s], clamped to the grid).
+  // Bilinear inside one layer ([c][s]); s and c must lie within the grid (callers clamp).
   double Interpolate(const std::vector<std::vector<double>>& layer, double s, double c) const;
   RooflineLatency roofline_;
   LatencyTable table_;

@@ -321,23 +321,19 @@ absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
   // The table needs the full grid, so it is built from all samples; its held-out score is then
   // an in-sample figure, it is not cross-validated and never the default.
   // Batch samples add layers when they cover the grid; else the table keeps the b = 1 layer.
-  if (auto table = BuildTable(samples); table.ok()) {
-    p.table = *table;
-  } else {
-    std::vector<LatencySample> single;
+  absl::StatusOr<LatencyTable> table = BuildTable(samples);
+  if (!table.ok()) {
+    const std::string why = std::string(table.status().message());
+    std::vector<LatencySample> single;  // the b = 1 samples: the table without batch layers
     for (const LatencySample& x : samples) {
       if (x.b == 1) single.push_back(x);
     }
-    absl::StatusOr<LatencyTable> b1 = absl::InvalidArgumentError("no b = 1 samples");
-    if (!single.empty() && single.size() < samples.size()) b1 = BuildTable(single);
-    if (b1.ok()) {
-      p.table = *b1;
-      p.notes.push_back(absl::StrCat("table: single sequences only, batch layers skipped: ",
-                                     table.status().message()));
-    } else {
-      p.notes.push_back(absl::StrCat("table: skipped: ", table.status().message()));
-    }
+    if (single.size() < samples.size()) table = BuildTable(single);
+    p.notes.push_back(
+        table.ok() ? absl::StrCat("table: single sequences only, batch layers skipped: ", why)
+                   : absl::StrCat("table: skipped: ", why));
   }
+  if (table.ok()) p.table = *std::move(table);
   if (!held.empty()) {
     for (const char* kind : kModelKinds) {
       auto m = MakeLatencyModel(p, kind);
