@@ -36,8 +36,9 @@ absl::StatusOr<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const Transfo
                                int64_t{max_batch} * (options.max_tree_nodes + 1),
                                &d->owned_latency_));
   }
-  const StrategyContext ctx =
-      MakeStrategyContext(target, draft, d->options_, max_context, &d->owned_backend_);
+  SPECPLAN_ASSIGN_OR_RETURN(
+      const StrategyContext ctx,
+      MakeStrategyContext(target, draft, d->options_, max_context, &d->owned_backend_));
   for (int i = 0; i < max_batch; ++i) {
     SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<DecodeSequence> q,
                               NewDecodeSequence(d->options_, ctx));

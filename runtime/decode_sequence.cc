@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/measured_latency.h"
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/status_macros.h"
@@ -190,9 +191,9 @@ absl::Status ValidateDecoderOptions(const Transformer& target, const Transformer
   return absl::OkStatus();
 }
 
-StrategyContext MakeStrategyContext(const Transformer* target, const Transformer* draft,
-                                    const StrategyOptions& options, int64_t max_context,
-                                    std::unique_ptr<planner::InProcessPlanBackend>* owned_backend) {
+absl::StatusOr<StrategyContext> MakeStrategyContext(
+    const Transformer* target, const Transformer* draft, const StrategyOptions& options,
+    int64_t max_context, std::unique_ptr<planner::InProcessPlanBackend>* owned_backend) {
   StrategyContext ctx;
   ctx.target = target;
   ctx.draft = StrategyNeedsDraft(options.strategy) ? draft : nullptr;
@@ -202,6 +203,11 @@ StrategyContext MakeStrategyContext(const Transformer* target, const Transformer
     *owned_backend = std::make_unique<planner::InProcessPlanBackend>();
     (*owned_backend)->Reserve(std::min(options.bestfirst.n_max, options.max_tree_nodes));
     ctx.backend = owned_backend->get();
+  }
+  const bool gated =
+      options.strategy == Strategy::kBestFirst || options.strategy == Strategy::kDynaTree;
+  if (gated && ctx.draft != nullptr && options.gate.enabled && options.gate_draft_level_s < 0) {
+    SPECPLAN_ASSIGN_OR_RETURN(ctx.draft_level_s, MeasureSingleTokenSeconds(*ctx.draft));
   }
   return ctx;
 }

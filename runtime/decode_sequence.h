@@ -153,9 +153,11 @@ absl::Status ValidateDecoderOptions(const Transformer& target, const Transformer
 // The context both decoders create their sequences' strategies in: the target cache holds
 // max_context + one tree (max_len), the draft model is passed only to strategies that need one,
 // and plans go to options.plan_backend, or to an InProcessPlanBackend created into *owned_backend.
-StrategyContext MakeStrategyContext(const Transformer* target, const Transformer* draft,
-                                    const StrategyOptions& options, int64_t max_context,
-                                    std::unique_ptr<planner::InProcessPlanBackend>* owned_backend);
+// When bestfirst or dynatree runs its speculation gate on measured draft times, one single-token
+// draft forward is timed here, once for every sequence (StrategyContext::draft_level_s).
+absl::StatusOr<StrategyContext> MakeStrategyContext(
+    const Transformer* target, const Transformer* draft, const StrategyOptions& options,
+    int64_t max_context, std::unique_ptr<planner::InProcessPlanBackend>* owned_backend);
 
 // A sequence with its own strategy of options.strategy, created in `ctx`, and a target cache of
 // ctx.max_len slots.

@@ -58,6 +58,12 @@ absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatencyUpTo(const Transforme
   return MeasureVerifyLatency(model, grid, 64, 3);
 }
 
+absl::StatusOr<double> MeasureSingleTokenSeconds(const Transformer& model) {
+  absl::StatusOr<costmodel::GridLatency> m = MeasureVerifyLatencyUpTo(model, 1);
+  if (!m.ok()) return m.status();
+  return m->VerifySeconds(1, 64);
+}
+
 absl::StatusOr<const costmodel::LatencyModel*> GivenOrMeasuredLatency(
     const costmodel::LatencyModel* given, const Transformer& model, int64_t max_s,
     std::unique_ptr<costmodel::LatencyModel>* owned) {

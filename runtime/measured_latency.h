@@ -27,6 +27,10 @@ absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatency(const Transformer& m
 absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatencyUpTo(const Transformer& model,
                                                                 int64_t max_s);
 
+// Seconds of one single-token forward of `model` over 64 cached tokens (median of 3): the cost of
+// a draft level before the speculation gate has timed one itself.
+absl::StatusOr<double> MeasureSingleTokenSeconds(const Transformer& model);
+
 // `given` when non-null; otherwise MeasureVerifyLatencyUpTo(model, max_s), kept alive in *owned.
 // The best-first and batch strategies and the batch decoder take their T_verify model this way.
 absl::StatusOr<const costmodel::LatencyModel*> GivenOrMeasuredLatency(

@@ -18,12 +18,7 @@ absl::StatusOr<std::unique_ptr<BestFirstStrategy>> BestFirstStrategy::Create(
   SPECPLAN_ASSIGN_OR_RETURN(
       s->latency_, GivenOrMeasuredLatency(options.latency, *ctx.target, options.max_tree_nodes + 1,
                                           &s->owned_latency_));
-  if (options.gate.enabled && options.gate_draft_level_s < 0) {
-    // Until it times a draft level itself, the gate assumes one single-token draft forward.
-    SPECPLAN_ASSIGN_OR_RETURN(const costmodel::GridLatency step,
-                              MeasureVerifyLatencyUpTo(*ctx.draft, 1));
-    s->gate_.ObserveDraftLevel(step.VerifySeconds(1, 64));
-  }
+  SPECPLAN_RETURN_IF_ERROR(SeedDraftLevel(options, ctx, &s->gate_));
   return s;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/measured_latency.h"
 #include "runtime/strategies/ar.h"
 #include "runtime/strategies/batch.h"
 #include "runtime/strategies/best_first.h"
@@ -9,6 +10,7 @@
 #include "runtime/strategies/lookup.h"
 #include "runtime/strategies/merged.h"
 #include "util/check.h"
+#include "util/status_macros.h"
 
 namespace specplan::runtime {
 
@@ -34,6 +36,17 @@ absl::StatusOr<std::unique_ptr<DraftStrategy>> CreateDraftStrategy(const Strateg
       return BatchStrategy::Create(options, ctx);
   }
   return absl::InvalidArgumentError("strategy: unknown value");
+}
+
+absl::Status SeedDraftLevel(const StrategyOptions& options, const StrategyContext& ctx,
+                            planner::SpeculationGate* gate) {
+  if (!options.gate.enabled || options.gate_draft_level_s >= 0) return absl::OkStatus();
+  double seconds = ctx.draft_level_s;
+  if (seconds < 0) {
+    SPECPLAN_ASSIGN_OR_RETURN(seconds, MeasureSingleTokenSeconds(*ctx.draft));
+  }
+  gate->ObserveDraftLevel(seconds);
+  return absl::OkStatus();
 }
 
 }  // namespace specplan::runtime

@@ -44,7 +44,17 @@ struct StrategyContext {
   const Transformer* draft = nullptr;       // non-null when StrategyNeedsDraft(options.strategy)
   int64_t max_len = 0;                      // target cache slots (committed tokens + one tree)
   planner::PlanBackend* backend = nullptr;  // non-null: where best-first plans and merges go
+  // Seconds of one single-token draft forward, measured once for every strategy made in this
+  // context (MakeStrategyContext: a batch decoder's slots share it) as the speculation gate's
+  // first draft-level estimate; < 0: not measured (SeedDraftLevel then measures it).
+  double draft_level_s = -1;
 };
+
+// Gives a speculation gate its first draft-level seconds, unless the gate is off or
+// options.gate_draft_level_s fixes them: ctx.draft_level_s, or, when the context has none, one
+// single-token forward of ctx.draft measured now (MeasureSingleTokenSeconds).
+absl::Status SeedDraftLevel(const StrategyOptions& options, const StrategyContext& ctx,
+                            planner::SpeculationGate* gate);
 
 class DraftStrategy {
  public:

@@ -49,12 +49,7 @@ absl::StatusOr<std::unique_ptr<DraftTreeStrategy>> DraftTreeStrategy::Create(
         s->latency_, GivenOrMeasuredLatency(options.latency, *ctx.target,
                                             options.max_tree_nodes + 1, &s->owned_latency_));
     s->gate_ = std::make_unique<planner::SpeculationGate>(options.gate);
-    if (options.gate_draft_level_s < 0) {
-      // Until it times a draft level itself, the gate assumes one single-token draft forward.
-      SPECPLAN_ASSIGN_OR_RETURN(const costmodel::GridLatency step,
-                                MeasureVerifyLatencyUpTo(*ctx.draft, 1));
-      s->gate_->ObserveDraftLevel(step.VerifySeconds(1, 64));
-    }
+    SPECPLAN_RETURN_IF_ERROR(SeedDraftLevel(options, ctx, s->gate_.get()));
     s->gate_max_depth_ = std::max(1, cap(options.dynatree.d_max));
     s->fixed_level_s_ = options.gate_draft_level_s;
   }
