@@ -7,7 +7,7 @@
 # Stages (in the order given; each is time-limited and logged, and a failing stage does not stop
 # the next one):
 #   build        configure + build runtime/, profiler/ and their tests with CUDA and CUPTI against
-#                python3's PyTorch LibTorch (gRPC, PLplot and Google Benchmark off)
+#                python3's PyTorch LibTorch (gRPC, PLplot, the tokenizer and Google Benchmark off)
 #   gputests     the CUDA tests: transformer exactness (fp32/bf16/fp16), KV gather, random init,
 #                CUDA-event and CUPTI timers, calibrate on CUDA
 #   tests        every runtime and profiler test
@@ -73,7 +73,7 @@ stage_build() {
   export PATH="/usr/local/cuda/bin:$PATH"
   run configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DSPECPLAN_WITH_TORCH=ON -DSPECPLAN_WITH_CUPTI=ON -DSPECPLAN_WITH_GRPC=OFF \
-    -DSPECPLAN_WITH_PLOT=OFF -DSPECPLAN_BUILD_BENCHMARKS=OFF \
+    -DSPECPLAN_WITH_PLOT=OFF -DSPECPLAN_WITH_TOKENIZER=OFF -DSPECPLAN_BUILD_BENCHMARKS=OFF \
     -DCMAKE_PREFIX_PATH="$torch_prefix;/tmp/deps/usr" -DCUDAToolkit_ROOT=/usr/local/cuda \
     -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc || { tail -40 "$res/configure.log"; return 1; }
   run build 420 cmake --build "$build" -j"$(nproc)" --target specplan-bench calibrate \
