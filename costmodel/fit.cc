@@ -563,11 +563,12 @@ absl::StatusOr<FitStats> CrossValidate(const LatencyFitter& fitter,
 absl::StatusOr<LatencyTable> BuildTable(const std::vector<LatencySample>& samples) {
   if (auto st = ValidateSamples(samples); !st.ok()) return st;
   if (samples.empty()) return absl::InvalidArgumentError("samples: empty");
-  std::set<int64_t> ss, cs, bs;
+  // The single-sequence grid and the batch layers' grid, each from its own samples.
+  std::set<int64_t> ss, cs, batch_ss, batch_cs, bs;
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<double>> cells;  // (b, c, s)
   for (const LatencySample& x : samples) {
-    ss.insert(x.s);
-    cs.insert(x.c);
+    (x.b == 1 ? ss : batch_ss).insert(x.s);
+    (x.b == 1 ? cs : batch_cs).insert(x.c);
     bs.insert(x.b);
     cells[{x.b, x.c, x.s}].push_back(x.seconds);
   }
@@ -577,15 +578,17 @@ absl::StatusOr<LatencyTable> BuildTable(const std::vector<LatencySample>& sample
   LatencyTable t;
   t.s_grid.assign(ss.begin(), ss.end());
   t.c_grid.assign(cs.begin(), cs.end());
-  // One [c][s] layer of medians, or the first missing cell.
-  auto build_layer = [&](int64_t b) -> absl::StatusOr<std::vector<std::vector<double>>> {
-    std::vector<std::vector<double>> layer(t.c_grid.size(), std::vector<double>(t.s_grid.size()));
-    for (size_t ci = 0; ci < t.c_grid.size(); ++ci) {
-      for (size_t si = 0; si < t.s_grid.size(); ++si) {
-        auto it = cells.find({b, t.c_grid[ci], t.s_grid[si]});
+  // One [c][s] layer of medians on the grids (sg, cg), or the first missing cell.
+  auto build_layer =
+      [&](int64_t b, const std::vector<int64_t>& sg,
+          const std::vector<int64_t>& cg) -> absl::StatusOr<std::vector<std::vector<double>>> {
+    std::vector<std::vector<double>> layer(cg.size(), std::vector<double>(sg.size()));
+    for (size_t ci = 0; ci < cg.size(); ++ci) {
+      for (size_t si = 0; si < sg.size(); ++si) {
+        auto it = cells.find({b, cg[ci], sg[si]});
         if (it == cells.end()) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "samples: no measurement at (s = ", t.s_grid[si], ", c = ", t.c_grid[ci],
+              "samples: no measurement at (s = ", sg[si], ", c = ", cg[ci],
               b == 1 ? "" : absl::StrCat(", b = ", b), "); a table needs a full grid"));
         }
         std::vector<double>& v = it->second;
@@ -595,12 +598,21 @@ absl::StatusOr<LatencyTable> BuildTable(const std::vector<LatencySample>& sample
     }
     return layer;
   };
-  SPECPLAN_ASSIGN_OR_RETURN(t.seconds, build_layer(1));
+  SPECPLAN_ASSIGN_OR_RETURN(t.seconds, build_layer(1, t.s_grid, t.c_grid));
+  if (bs.size() == 1) return t;
+  t.batch_s_grid.assign(batch_ss.begin(), batch_ss.end());
+  t.batch_c_grid.assign(batch_cs.begin(), batch_cs.end());
   for (int64_t b : bs) {
     if (b == 1) continue;
     t.b_grid.push_back(b);
-    SPECPLAN_ASSIGN_OR_RETURN(std::vector<std::vector<double>> layer, build_layer(b));
+    SPECPLAN_ASSIGN_OR_RETURN(std::vector<std::vector<double>> layer,
+                              build_layer(b, t.batch_s_grid, t.batch_c_grid));
     t.batch_seconds.push_back(std::move(layer));
+  }
+  // Batch layers on the single-sequence grid need no grid of their own.
+  if (t.batch_s_grid == t.s_grid && t.batch_c_grid == t.c_grid) {
+    t.batch_s_grid.clear();
+    t.batch_c_grid.clear();
   }
   return t;
 }

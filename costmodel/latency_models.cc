@@ -178,20 +178,21 @@ absl::Status ValidateLatencyTable(const LatencyTable& t) {
   };
   if (auto st = check_grid(t.s_grid, "s", 1); !st.ok()) return st;
   if (auto st = check_grid(t.c_grid, "c", 0); !st.ok()) return st;
-  // One [c][s] layer, named `name` in errors.
-  auto check_layer = [&t](const std::vector<std::vector<double>>& layer,
-                          const std::string& name) -> absl::Status {
-    if (layer.size() != t.c_grid.size()) {
+  // One [c][s] layer on the grids (s_grid, c_grid), named `name` in errors.
+  auto check_layer = [](const std::vector<std::vector<double>>& layer,
+                        const std::vector<int64_t>& s_grid, const std::vector<int64_t>& c_grid,
+                        const std::string& name) -> absl::Status {
+    if (layer.size() != c_grid.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          name, ": ", layer.size(), " rows, expected one per c (", t.c_grid.size(), ")"));
+          name, ": ", layer.size(), " rows, expected one per c (", c_grid.size(), ")"));
     }
     for (size_t ci = 0; ci < layer.size(); ++ci) {
-      if (layer[ci].size() != t.s_grid.size()) {
+      if (layer[ci].size() != s_grid.size()) {
         return absl::InvalidArgumentError(absl::StrCat(name, "[", ci, "]: ", layer[ci].size(),
                                                        " entries, expected one per s (",
-                                                       t.s_grid.size(), ")"));
+                                                       s_grid.size(), ")"));
       }
-      for (size_t si = 0; si < t.s_grid.size(); ++si) {
+      for (size_t si = 0; si < s_grid.size(); ++si) {
         const double v = layer[ci][si];
         if (!std::isfinite(v) || v <= 0) {
           return absl::InvalidArgumentError(
@@ -201,16 +202,28 @@ absl::Status ValidateLatencyTable(const LatencyTable& t) {
     }
     return absl::OkStatus();
   };
-  if (auto st = check_layer(t.seconds, "seconds"); !st.ok()) return st;
-  if (t.b_grid.empty() && t.batch_seconds.empty()) return absl::OkStatus();
+  if (auto st = check_layer(t.seconds, t.s_grid, t.c_grid, "seconds"); !st.ok()) return st;
+  if (t.b_grid.empty() && t.batch_seconds.empty()) {
+    if (!t.batch_s_grid.empty() || !t.batch_c_grid.empty()) {
+      return absl::InvalidArgumentError("batch_s and batch_c: only with batch layers (b)");
+    }
+    return absl::OkStatus();
+  }
   if (auto st = check_grid(t.b_grid, "b", 2); !st.ok()) return st;
+  if (!t.batch_s_grid.empty()) {
+    if (auto st = check_grid(t.batch_s_grid, "batch_s", 1); !st.ok()) return st;
+  }
+  if (!t.batch_c_grid.empty()) {
+    if (auto st = check_grid(t.batch_c_grid, "batch_c", 0); !st.ok()) return st;
+  }
   if (t.batch_seconds.size() != t.b_grid.size()) {
     return absl::InvalidArgumentError(absl::StrCat("batch_seconds: ", t.batch_seconds.size(),
                                                    " layers, expected one per b (", t.b_grid.size(),
                                                    ")"));
   }
   for (size_t bi = 0; bi < t.batch_seconds.size(); ++bi) {
-    if (auto st = check_layer(t.batch_seconds[bi], absl::StrCat("batch_seconds[", bi, "]"));
+    if (auto st = check_layer(t.batch_seconds[bi], t.layer_s_grid(1), t.layer_c_grid(1),
+                              absl::StrCat("batch_seconds[", bi, "]"));
         !st.ok()) {
       return st;
     }
@@ -236,14 +249,15 @@ void Bracket(const std::vector<int64_t>& grid, double x, size_t* i, double* w) {
 }
 }  // namespace
 
-double TableLatency::Interpolate(const std::vector<std::vector<double>>& T, double s,
-                                 double c) const {
+double TableLatency::Interpolate(const std::vector<std::vector<double>>& T,
+                                 const std::vector<int64_t>& s_grid,
+                                 const std::vector<int64_t>& c_grid, double s, double c) {
   size_t si, ci;
   double ws, wc;
-  Bracket(table_.s_grid, s, &si, &ws);
-  Bracket(table_.c_grid, c, &ci, &wc);
-  const size_t si1 = std::min(si + 1, table_.s_grid.size() - 1);
-  const size_t ci1 = std::min(ci + 1, table_.c_grid.size() - 1);
+  Bracket(s_grid, s, &si, &ws);
+  Bracket(c_grid, c, &ci, &wc);
+  const size_t si1 = std::min(si + 1, s_grid.size() - 1);
+  const size_t ci1 = std::min(ci + 1, c_grid.size() - 1);
   const double lo = (1 - ws) * T[ci][si] + ws * T[ci][si1];
   const double hi = (1 - ws) * T[ci1][si] + ws * T[ci1][si1];
   return (1 - wc) * lo + wc * hi;
@@ -252,8 +266,8 @@ double TableLatency::Interpolate(const std::vector<std::vector<double>>& T, doub
 double TableLatency::VerifySeconds(int64_t s, int64_t c) const {
   const int64_t sc = std::clamp(s, table_.s_grid.front(), table_.s_grid.back());
   const int64_t cc = std::clamp(c, table_.c_grid.front(), table_.c_grid.back());
-  const double inside =
-      Interpolate(table_.seconds, static_cast<double>(sc), static_cast<double>(cc));
+  const double inside = Interpolate(table_.seconds, table_.s_grid, table_.c_grid,
+                                    static_cast<double>(sc), static_cast<double>(cc));
   if (sc == s && cc == c) return inside;
   return inside * roofline_.VerifySeconds(s, c) / roofline_.VerifySeconds(sc, cc);
 }
@@ -271,15 +285,21 @@ double TableLatency::VerifyBatchSeconds(const BatchShape& batch) const {
     return VerifySeconds(s_eq, c_eq) * roofline_.VerifyBatchSeconds(batch) /
            roofline_.VerifySeconds(s_eq, c_eq);
   }
-  // The mean sequence, read from the layers around B (b = 1 is `seconds`), all clamped to the
-  // grid; the roofline carries the rest (see the header).
-  const double s_eq = std::clamp(t.tokens / n, static_cast<double>(table_.s_grid.front()),
-                                 static_cast<double>(table_.s_grid.back()));
-  const double c_eq = std::clamp(t.context / n, static_cast<double>(table_.c_grid.front()),
-                                 static_cast<double>(table_.c_grid.back()));
+  // The mean sequence, read from the two layers around B (b = 1 is `seconds`), each clamped to
+  // its own grid and taken relative to the roofline of the uniform batch it read; the roofline of
+  // the real batch carries the rest (see the header).
+  const double s_mean = t.tokens / n, c_mean = t.context / n;
   const double b_eq = std::min(n, static_cast<double>(table_.b_grid.back()));
-  auto layer = [this](size_t k) -> const std::vector<std::vector<double>>& {
-    return k == 0 ? table_.seconds : table_.batch_seconds[k - 1];
+  auto relative = [&](size_t k) {  // layer k's reading over its uniform batch's roofline
+    const std::vector<int64_t>& sg = table_.layer_s_grid(k);
+    const std::vector<int64_t>& cg = table_.layer_c_grid(k);
+    const double s_cl =
+        std::clamp(s_mean, static_cast<double>(sg.front()), static_cast<double>(sg.back()));
+    const double c_cl =
+        std::clamp(c_mean, static_cast<double>(cg.front()), static_cast<double>(cg.back()));
+    const auto& layer = k == 0 ? table_.seconds : table_.batch_seconds[k - 1];
+    return Interpolate(layer, sg, cg, s_cl, c_cl) /
+           roofline_.Estimate(UniformPass(b_eq, s_cl, c_cl)).seconds;
   };
   size_t k = 0;
   while (k < table_.b_grid.size() && static_cast<double>(table_.b_grid[k]) < b_eq) ++k;
@@ -287,10 +307,7 @@ double TableLatency::VerifyBatchSeconds(const BatchShape& batch) const {
   const double b_lo = k == 0 ? 1.0 : static_cast<double>(table_.b_grid[k - 1]);
   const double b_hi = static_cast<double>(table_.b_grid[k]);
   const double w = (b_eq - b_lo) / (b_hi - b_lo);
-  const double inside =
-      (1 - w) * Interpolate(layer(k), s_eq, c_eq) + w * Interpolate(layer(k + 1), s_eq, c_eq);
-  return inside * roofline_.VerifyBatchSeconds(batch) /
-         roofline_.Estimate(UniformPass(b_eq, s_eq, c_eq)).seconds;
+  return ((1 - w) * relative(k) + w * relative(k + 1)) * roofline_.VerifyBatchSeconds(batch);
 }
 
 EmaCorrectedLatency::EmaCorrectedLatency(std::shared_ptr<const LatencyModel> base, double alpha,

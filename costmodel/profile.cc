@@ -442,6 +442,8 @@ nlohmann::json ProfileToJson(const Profile& p) {
     if (!p.table->b_grid.empty()) {
       models["table"]["b"] = p.table->b_grid;
       models["table"]["batch_seconds"] = p.table->batch_seconds;
+      if (!p.table->batch_s_grid.empty()) models["table"]["batch_s"] = p.table->batch_s_grid;
+      if (!p.table->batch_c_grid.empty()) models["table"]["batch_c"] = p.table->batch_c_grid;
     }
   }
   j["models"] = models;
@@ -603,6 +605,13 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
             TableLayer(layers[bi], absl::StrCat("models.table.batch_seconds[", bi, "]")));
         t.batch_seconds.push_back(std::move(layer));
       }
+    }
+    // Optional grid of the batch layers (absent: the single-sequence grid).
+    if (m.contains("batch_s")) {
+      SPECPLAN_ASSIGN_OR_RETURN(t.batch_s_grid, IntArray(m, "batch_s", pre));
+    }
+    if (m.contains("batch_c")) {
+      SPECPLAN_ASSIGN_OR_RETURN(t.batch_c_grid, IntArray(m, "batch_c", pre));
     }
     SPECPLAN_RETURN_IF_ERROR(Prefixed(pre, ValidateLatencyTable(t)));
     p.table = std::move(t);

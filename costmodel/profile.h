@@ -18,7 +18,8 @@
 //                             "verify", "verify_overhead_s", "attention_tile": int, "attention",
 //                             "elementwise"},
 //              "table": {"s": [int], "c": [int], "seconds": [[float] per c],
-//                        "b": [int], "batch_seconds": [[[float] per c] per b]}},  // b optional
+//                        "b": [int], "batch_seconds": [[[float] per c] per b],  // b optional
+//                        "batch_s": [int], "batch_c": [int]}},  // optional: the layers' grid
 //   "heldout": {"<kind>": {"n", "rmse_s", "mape", "max_abs_s"}},   // scores on held-out samples
 //                                                                   // ({} when none were held out)
 //   "cv": {"<kind>": {"n", "rmse_s", "mape", "max_abs_s"}},        // optional: cross-validated
@@ -29,7 +30,8 @@
 // }
 // The batch axis: a sample with "b" = B > 1 timed one ragged pass of B sequences, each verifying
 // s tokens over c cached tokens (calibrate --b-grid); the table's "b"/"batch_seconds" hold those
-// passes as layers over the same (s, c) grid. Files without it (every profile written before it
+// passes as layers over one (s, c) grid of their own ("batch_s"/"batch_c", absent when it is the
+// single-sequence grid). Files without it (every profile written before it
 // existed) load as single-sequence profiles. Files written before "overlap", "kernel_sum", "cv",
 // "cv_method", "provenance" and "notes" existed still load.
 #ifndef SPECPLAN_COSTMODEL_PROFILE_H_

@@ -185,6 +185,68 @@ TEST(BatchSamples, AnIncompleteBatchLayerIsNamedAndTheProfileKeepsTheSingleLayer
   EXPECT_THAT(p->notes, testing::Contains(HasSubstr("batch layers skipped")));
 }
 
+// Batch passes measured on a coarser (s, c) grid than the single sequences (calibrate's batch
+// stage: b caches of long contexts do not fit the full grid): the layers keep a grid of their own.
+TEST(BatchSamples, BatchLayersOnACoarserGridOfTheirOwn) {
+  const RooflineLatency r = H100Qwen8b();
+  KernelSumCoefficients k;
+  k.verify = 12;
+  k.overhead_s = 2e-3;
+  const KernelSumLatency truth(r, k);
+  std::vector<LatencySample> samples;
+  for (int64_t c : {0, 512, 2048, 8192}) {
+    for (int64_t s : {1, 2, 8, 32, 128, 512}) samples.push_back({s, c, truth.VerifySeconds(s, c)});
+  }
+  for (int64_t b : {4, 16}) {
+    for (int64_t c : {0, 2048}) {
+      for (int64_t s : {1, 8, 32}) {
+        samples.push_back({s, c, truth.VerifyBatchSeconds(Uniform(b, s, c)), b});
+      }
+    }
+  }
+  auto table = BuildTable(samples);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->s_grid, (std::vector<int64_t>{1, 2, 8, 32, 128, 512}));
+  EXPECT_EQ(table->batch_s_grid, (std::vector<int64_t>{1, 8, 32}));
+  EXPECT_EQ(table->batch_c_grid, (std::vector<int64_t>{0, 2048}));
+  const TableLatency t(r, *table);
+  // Measured cells read exactly, single sequences on the fine grid and batches on theirs.
+  EXPECT_DOUBLE_EQ(t.VerifySeconds(512, 8192), truth.VerifySeconds(512, 8192));
+  EXPECT_DOUBLE_EQ(t.VerifyBatchSeconds(Uniform(16, 32, 2048)),
+                   truth.VerifyBatchSeconds(Uniform(16, 32, 2048)));
+  // Between b = 1 (fine grid) and b = 4 (coarse): each layer read relative to its own roofline,
+  // so a uniform batch of 2 at a cell of both grids lies between the two measurements.
+  const double two = t.VerifyBatchSeconds(Uniform(2, 8, 2048));
+  EXPECT_GT(two, truth.VerifySeconds(8, 2048));
+  EXPECT_LT(two, truth.VerifyBatchSeconds(Uniform(4, 8, 2048)));
+  // Past the batch grid (c = 8192, s = 128) the layer is clamped and the roofline carries the rest.
+  const double far = t.VerifyBatchSeconds(Uniform(16, 128, 8192));
+  EXPECT_NEAR(far / truth.VerifyBatchSeconds(Uniform(16, 128, 8192)), 1.0, 0.5);
+
+  auto p = FitProfile(r.model(), r.gpu(), samples);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->table.has_value());
+  EXPECT_EQ(p->table->b_grid, (std::vector<int64_t>{4, 16}));
+  const nlohmann::json j = ProfileToJson(*p);
+  EXPECT_EQ(j["models"]["table"]["batch_s"], nlohmann::json({1, 8, 32}));
+  EXPECT_EQ(j["models"]["table"]["batch_c"], nlohmann::json({0, 2048}));
+  auto back = ProfileFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ProfileToJson(*back), j);
+  // A layer of the wrong shape for the batch grid, and a batch grid without layers, are named.
+  nlohmann::json bad = j;
+  bad["models"]["table"]["batch_s"] = {1, 8};
+  EXPECT_THAT(ProfileFromJson(bad).status().message(),
+              HasSubstr("models.table.batch_seconds[0][0]: 3 entries, expected one per s (2)"));
+  bad = j;
+  bad["models"]["table"]["batch_c"] = {0, 0};
+  EXPECT_THAT(ProfileFromJson(bad).status().message(), HasSubstr("batch_c[1] = 0"));
+  LatencyTable no_layers = *table;
+  no_layers.b_grid.clear();
+  no_layers.batch_seconds.clear();
+  EXPECT_THAT(ValidateLatencyTable(no_layers).message(), HasSubstr("only with batch layers"));
+}
+
 TEST(BatchSamples, ProfilesCarryTheBatchAxisAndOldOnesStillLoad) {
   const RooflineLatency r = H100Qwen8b();
   KernelSumCoefficients k;
@@ -202,6 +264,7 @@ TEST(BatchSamples, ProfilesCarryTheBatchAxisAndOldOnesStillLoad) {
 
   const nlohmann::json j = ProfileToJson(*p);
   EXPECT_EQ(j["models"]["table"]["b"], nlohmann::json({2, 8}));
+  EXPECT_FALSE(j["models"]["table"].contains("batch_s"));  // the layers share the main grid
   auto back = ProfileFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(ProfileToJson(*back), j);
