@@ -29,6 +29,7 @@ struct FitArgs {
   std::string out;
   std::string provenance;
   std::string score;  // --score: samples to score the written profile's models on
+  std::string add;    // --add-samples: fitted beside a refitted profile's own samples
   double holdout = 0;
   uint64_t seed = 1;
   int64_t tp = 1;
@@ -89,6 +90,16 @@ int RunRefit(const FitArgs& a) {
   if (!score.ok()) return Fail(score.status());
   std::vector<LatencySample> samples;
   for (const ProfileSample& x : old->samples) samples.push_back(x.sample);
+  std::vector<LatencySample> added;
+  if (!a.add.empty()) {
+    auto read = ReadSamplesFile(a.add);
+    if (!read.ok()) {
+      return Fail(absl::Status(read.status().code(),
+                               absl::StrCat("--add-samples: ", read.status().message())));
+    }
+    added = *std::move(read);
+    samples.insert(samples.end(), added.begin(), added.end());
+  }
   FitOptions options;
   options.heldout_fraction = a.holdout;
   options.seed = a.seed;
@@ -105,9 +116,12 @@ int RunRefit(const FitArgs& a) {
   p.software = old->software;
   p.created_utc = old->created_utc;
   p.provenance = old->provenance;
-  p.notes.push_back(absl::StrCat("refit ", NowUtcForNote(),
-                                 " by `specplan fit --refit` from the profile's own samples; "
-                                 "created_utc is when they were measured"));
+  p.notes.push_back(absl::StrCat(
+      "refit ", NowUtcForNote(), " by `specplan fit --refit` from the profile's own samples",
+      added.empty() ? ""
+                    : absl::StrCat(" and ", added.size(), " added from ", a.add,
+                                   " (measured apart: their run is not created_utc)"),
+      "; created_utc is when the profile's first samples were measured"));
   const std::string out = a.out.empty() ? a.refit : a.out;
   if (absl::Status st = SaveProfile(p, out); !st.ok()) return Fail(st);
   std::cout << absl::StrFormat("profile  %s (refit of %s)\n", out, a.refit);
@@ -119,6 +133,10 @@ int RunRefit(const FitArgs& a) {
 int RunFit(const FitArgs& a) {
   using namespace specplan::costmodel;
   if (!a.refit.empty()) return RunRefit(a);
+  if (!a.add.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "--add-samples: only with --refit (a new fit takes all its samples from --from-samples)"));
+  }
   auto fail = Fail;
   if (a.model.empty() || a.gpu.empty() || a.samples.empty()) {
     return fail(absl::InvalidArgumentError(
@@ -178,6 +196,10 @@ void RegisterFitCommand(CLI::App& app, int* exit_code) {
                   "Refit this profile's own samples with this build's latency forms, keeping its "
                   "device_name, timer, software, created_utc and provenance; writes over it "
                   "unless --out is given (replaces --model, --gpu and --from-samples)");
+  cmd->add_option("--add-samples", args->add,
+                  "With --refit: also fit these samples (same formats as --from-samples), e.g. "
+                  "batch passes measured later on the same device; the profile keeps them and a "
+                  "note names the file");
   cmd->add_option("--out", args->out,
                   "Profile path (default calib/<gpu>/<model>-<dtype>.json under the bundled "
                   "profiles directory; with --refit, the refitted profile itself)");

@@ -129,6 +129,44 @@ TEST(FitCommand, BatchSamplesAndScoringOnOtherSamples) {
   EXPECT_FALSE(std::filesystem::exists(unwritten));
 }
 
+// --refit --add-samples: batch passes measured later join a profile's own samples.
+TEST(FitCommand, RefitAddsSamplesMeasuredApart) {
+  const std::string single = WriteTemp("refit_single.csv",
+                                       "s,c,latency_ms\n1,0,6.2\n64,0,6.5\n1,4096,6.4\n"
+                                       "64,4096,7.3\n");
+  const std::string batch = WriteTemp("refit_batch.csv",
+                                      "b,s,c,latency_ms\n4,1,0,6.3\n4,64,0,8.1\n4,1,4096,7.0\n"
+                                      "4,64,4096,11.2\n");
+  const std::string out = ::testing::TempDir() + "/refit_base.json";
+  ASSERT_EQ(
+      RunSpecplan("fit --model qwen3-8b --gpu h100 --from-samples " + single + " --out " + out)
+          .exit_code,
+      0);
+  const std::string refit = ::testing::TempDir() + "/refit_added.json";
+  auto r = RunSpecplan("fit --refit " + out + " --add-samples " + batch + " --out " + refit);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("batches  b=1: 4, b=4: 4"));
+  EXPECT_THAT(r.output, HasSubstr("and 4 added from " + batch));
+  auto p = specplan::costmodel::LoadProfile(refit);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->samples.size(), 8u);
+  ASSERT_TRUE(p->table.has_value());
+  EXPECT_EQ(p->table->b_grid, (std::vector<int64_t>{4}));
+
+  // Only with --refit, and a bad file is named before anything is written.
+  auto alone = RunSpecplan("fit --model qwen3-8b --gpu h100 --from-samples " + single +
+                           " --add-samples " + batch + " --out " + refit);
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_THAT(alone.output, HasSubstr("--add-samples: only with --refit"));
+  const std::string bad = WriteTemp("refit_bad.csv", "b,s,c,seconds\n0,1,0,0.01\n");
+  const std::string unwritten = ::testing::TempDir() + "/refit_unwritten.json";
+  auto bad_run =
+      RunSpecplan("fit --refit " + out + " --add-samples " + bad + " --out " + unwritten);
+  EXPECT_NE(bad_run.exit_code, 0);
+  EXPECT_THAT(bad_run.output, HasSubstr("--add-samples: " + bad + ":2: b = 0"));
+  EXPECT_FALSE(std::filesystem::exists(unwritten));
+}
+
 TEST(FitCommand, FitsExternalSamplesAndTheProfileServesEveryModel) {
   // Not a full (s, c) grid: the table is skipped, with a note.
   const std::string csv = WriteTemp("fit_samples.csv",
