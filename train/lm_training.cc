@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "util/clock.h"
 
@@ -78,6 +79,29 @@ absl::Status ValidateLmTrainOptions(const LmTrainOptions& o) {
         absl::StrCat("clip_norm = ", o.clip_norm, ": must be finite and > 0"));
   }
   return absl::OkStatus();
+}
+
+void InitForTraining(runtime::Transformer* model, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  const double residual_std =
+      0.02 / std::sqrt(2.0 * static_cast<double>(model->config().num_layers));
+  for (const auto& [name, t] : model->NamedParameters()) {
+    torch::Tensor r;
+    if (absl::EndsWith(name, ".bias")) {
+      r = torch::zeros(t.sizes());
+    } else if (absl::StrContains(name, "norm")) {
+      r = torch::ones(t.sizes());
+    } else {
+      const bool residual = absl::StrContains(name, "o_proj") ||
+                            absl::StrContains(name, "down_proj") ||
+                            absl::EndsWith(name, "attention.dense.weight") ||
+                            absl::StrContains(name, "dense_4h_to_h");
+      r = at::randn(t.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)) *
+          (residual ? residual_std : 0.02);
+    }
+    t.copy_(r.to(t.device(), t.scalar_type()));
+  }
 }
 
 absl::StatusOr<double> HeldoutLoss(const runtime::Transformer& model,

@@ -41,6 +41,13 @@ struct LmTrainOptions {
   std::function<void(const LmTrainStep&)> on_step;  // called after every step (may be empty)
 };
 
+// Re-draws every parameter of `model` (from CreateTrainable) for training from scratch, GPT-2 /
+// Llama style: N(0, 0.02) for the embedding and every matrix, 0.02 / sqrt(2 x layers) for the
+// matrices that write into the residual stream (o_proj, down_proj, dense, dense_4h_to_h), norms 1,
+// biases 0. Seeded. (CreateTrainable's own draw is CreateRandom's, made for peaked random-weight
+// demos: its N(0, 1) tied embeddings start a language model at a loss far above ln(vocab).)
+void InitForTraining(runtime::Transformer* model, uint64_t seed);
+
 // Errors name the field and value ("seq_len = 0: must be >= 1").
 absl::Status ValidateLmTrainOptions(const LmTrainOptions& options);
 

@@ -1,0 +1,166 @@
+// The train tool's files: token streams, checkpoints that load back through runtime::LoadModel with
+// the held-out loss they were written with, the training init, and specplan-train end to end.
+#include "train/checkpoint.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "runtime/model_loader.h"
+#include "tests/run_binary.h"
+#include "train/lm_training.h"
+
+namespace specplan::train {
+namespace {
+
+using planner::TokenId;
+using ::testing::HasSubstr;
+
+std::string TempDir(const std::string& name) {
+  const std::string dir =
+      ::testing::TempDir() + "/train_ckpt_" + std::to_string(getpid()) + "_" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void WriteStream(const std::string& path, const std::vector<int32_t>& ids) {
+  std::ofstream out(path, std::ios::binary);
+  for (int32_t v : ids) {
+    const uint32_t u = static_cast<uint32_t>(v);
+    const char b[4] = {static_cast<char>(u & 0xff), static_cast<char>((u >> 8) & 0xff),
+                       static_cast<char>((u >> 16) & 0xff), static_cast<char>(u >> 24)};
+    out.write(b, 4);
+  }
+}
+
+// Counting runs mod 48 with noise: learnable in a few steps.
+std::vector<int32_t> Corpus(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> token(0, 47), run(4, 12);
+  std::bernoulli_distribution noise(0.05);
+  std::vector<int32_t> out;
+  while (static_cast<int64_t>(out.size()) < n) {
+    int t = token(rng);
+    for (int k = run(rng); k > 0 && static_cast<int64_t>(out.size()) < n; --k) {
+      out.push_back(noise(rng) ? token(rng) : t);
+      t = (t + 1) % 48;
+    }
+  }
+  return out;
+}
+
+// A toy qwen3 (q/k norms, tied embeddings, GQA) as the config.json the tool reads.
+std::string ToyConfigJson() {
+  return nlohmann::json{
+      {"model_type", "qwen3"},          {"vocab_size", 48},       {"hidden_size", 32},
+      {"intermediate_size", 64},        {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+      {"num_key_value_heads", 2},       {"head_dim", 8},          {"hidden_act", "silu"},
+      {"max_position_embeddings", 256}, {"rms_norm_eps", 1e-6},   {"rope_theta", 10000.0},
+      {"tie_word_embeddings", true}}
+      .dump(2);
+}
+
+TEST(TokenStream, ReadsLittleEndianInt32AndNamesBadInput) {
+  const std::string dir = TempDir("stream");
+  WriteStream(dir + "/ok.ids", {0, 7, 47, 300});
+  auto ok = ReadTokenStream(dir + "/ok.ids", 301);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(*ok, (std::vector<TokenId>{0, 7, 47, 300}));
+  EXPECT_THAT(ReadTokenStream(dir + "/ok.ids", 48).status().message(),
+              HasSubstr("ok.ids: token 3 = 300: outside the vocabulary [0, 48)"));
+  WriteStream(dir + "/neg.ids", {1, -2});
+  EXPECT_THAT(ReadTokenStream(dir + "/neg.ids", 48).status().message(), HasSubstr("token 1 = -2"));
+  std::ofstream(dir + "/odd.ids", std::ios::binary) << "abcde";
+  EXPECT_THAT(ReadTokenStream(dir + "/odd.ids", 48).status().message(),
+              HasSubstr("5 bytes, not a whole number of int32 tokens"));
+  std::ofstream(dir + "/empty.ids", std::ios::binary).flush();
+  EXPECT_THAT(ReadTokenStream(dir + "/empty.ids", 48).status().message(), HasSubstr("no tokens"));
+  EXPECT_EQ(ReadTokenStream(dir + "/missing.ids", 48).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(Checkpoint, LoadsBackWithTheSameHeldOutLossAndTheTrainingInitStartsNearUniform) {
+  auto config = runtime::ParseHfConfig(nlohmann::json::parse(ToyConfigJson()), "toy");
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto model = runtime::Transformer::CreateTrainable(*config, 1, {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<TokenId> heldout;
+  for (int32_t v : Corpus(4000, 9)) heldout.push_back(static_cast<TokenId>(v));
+  // CreateTrainable's demo draw starts far above ln 48 = 3.87; the training init near it.
+  auto demo = HeldoutLoss(**model, heldout, 32);
+  ASSERT_TRUE(demo.ok());
+  InitForTraining(model->get(), 1);
+  auto start = HeldoutLoss(**model, heldout, 32);
+  ASSERT_TRUE(start.ok());
+  EXPECT_GT(*demo, std::log(48.0) + 1.0);
+  EXPECT_NEAR(*start, std::log(48.0), 0.2);
+
+  for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const std::string dir = TempDir(dtype == torch::kFloat32 ? "fp32" : "bf16");
+    ASSERT_TRUE(WriteHfCheckpoint(**model, ToyConfigJson(), dir, dtype).ok());
+    EXPECT_TRUE(std::filesystem::exists(dir + "/config.json"));
+    auto back = runtime::LoadModel(dir, 0, {});
+    ASSERT_TRUE(back.ok()) << back.status();
+    auto loss = HeldoutLoss(**back, heldout, 32);
+    ASSERT_TRUE(loss.ok());
+    if (dtype == torch::kFloat32) {
+      EXPECT_NEAR(*loss, *start, 1e-6);  // the same weights
+    } else {
+      EXPECT_NEAR(*loss, *start, 0.05);  // rounded to bf16
+    }
+  }
+}
+
+// specplan-train end to end: a few steps on a toy corpus, the loss goes down, the files load, and
+// the held-out loss recorded in training.json is the reloaded checkpoint's to 1e-4.
+TEST(TrainCli, TrainsWritesAndRecordsAReproducibleHeldOutLoss) {
+  const std::string dir = TempDir("cli");
+  std::ofstream(dir + "/config.json") << ToyConfigJson();
+  WriteStream(dir + "/train.ids", Corpus(20000, 1));
+  WriteStream(dir + "/heldout.ids", Corpus(3000, 2));
+  const std::string common = "--config " + dir + "/config.json --train " + dir +
+                             "/train.ids --heldout " + dir +
+                             "/heldout.ids --batch 8 --seq-len 32 "
+                             "--lr 1e-2 --warmup 5 --threads 1 ";
+  auto r = specplan::testing::RunBinary(SPECPLAN_TRAIN_BINARY,
+                                        common + "--steps 40 --out " + dir + "/model");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("step 40/40"));
+  std::ifstream log_file(dir + "/model/training.json");
+  const nlohmann::json log = nlohmann::json::parse(log_file);
+  const std::vector<double> losses = log["train_losses"];
+  ASSERT_EQ(losses.size(), 40u);
+  EXPECT_LT(losses.back(), 0.6 * losses.front());
+  EXPECT_EQ(log["stored_dtype"], "bf16");
+  auto back = runtime::LoadModel(dir + "/model", 0, {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  std::vector<TokenId> heldout;
+  for (int32_t v : Corpus(3000, 2)) heldout.push_back(static_cast<TokenId>(v));
+  auto loss = HeldoutLoss(**back, heldout, 32);
+  ASSERT_TRUE(loss.ok());
+  EXPECT_NEAR(*loss, log["heldout_loss"].get<double>(), 1e-4);
+
+  // Bad input is named, and nothing is written.
+  WriteStream(dir + "/bad.ids", {1, 2, 99});
+  auto bad = specplan::testing::RunBinary(
+      SPECPLAN_TRAIN_BINARY, "--config " + dir + "/config.json --train " + dir +
+                                 "/bad.ids --heldout " + dir + "/heldout.ids --out " + dir +
+                                 "/unwritten");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.output, HasSubstr("bad.ids: token 2 = 99: outside the vocabulary [0, 48)"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/unwritten"));
+  auto steps = specplan::testing::RunBinary(SPECPLAN_TRAIN_BINARY,
+                                            common + "--steps 0 --out " + dir + "/unwritten");
+  EXPECT_NE(steps.exit_code, 0);
+  EXPECT_THAT(steps.output, HasSubstr("steps = 0"));
+}
+
+}  // namespace
+}  // namespace specplan::train

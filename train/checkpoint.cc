@@ -1,0 +1,74 @@
+#include "train/checkpoint.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/safetensors.h"
+#include "util/atomic_file.h"
+
+namespace specplan::train {
+
+absl::StatusOr<std::vector<planner::TokenId>> ReadTokenStream(const std::string& path,
+                                                              int64_t vocab_size) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  const std::streamoff bytes = in.tellg();
+  if (bytes % 4 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", bytes, " bytes, not a whole number of int32 tokens"));
+  }
+  if (bytes == 0) return absl::InvalidArgumentError(absl::StrCat(path, ": no tokens"));
+  std::vector<unsigned char> raw(static_cast<size_t>(bytes));
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(raw.data()), bytes)) {
+    return absl::DataLossError(absl::StrCat(path, ": read failed"));
+  }
+  std::vector<planner::TokenId> tokens(raw.size() / 4);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const unsigned char* p = raw.data() + 4 * i;  // little-endian, whatever the host
+    const uint32_t u = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+                       static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+    int32_t v;
+    std::memcpy(&v, &u, sizeof(v));
+    if (v < 0 || v >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": token ", i, " = ", v, ": outside the vocabulary [0, ", vocab_size, ")"));
+    }
+    tokens[i] = static_cast<planner::TokenId>(v);
+  }
+  return tokens;
+}
+
+absl::Status WriteHfCheckpoint(const runtime::Transformer& model, const std::string& config_json,
+                               const std::string& dir, torch::ScalarType dtype,
+                               const std::map<std::string, std::string>& metadata) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat(dir, ": cannot create: ", ec.message()));
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& [name, t] : model.NamedParameters()) {
+      tensors.emplace_back(name, t.detach().to(torch::kCPU, dtype).contiguous());
+    }
+  }
+  const std::string path = dir + "/model.safetensors";
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  if (absl::Status st = runtime::WriteSafetensors(tmp, tensors, metadata); !st.ok()) {
+    std::filesystem::remove(tmp, ec);
+    return st;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return absl::InternalError(absl::StrCat(path, ": rename failed: ", ec.message()));
+  }
+  return WriteFileAtomically(dir + "/config.json", config_json);
+}
+
+}  // namespace specplan::train
