@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "util/atomic_file.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -228,20 +229,16 @@ absl::Status WriteSafetensors(const std::string& path,
   }
   std::string h = header.dump();
   while ((h.size() + 8) % 8 != 0) h.push_back(' ');
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::InternalError(absl::StrCat(path, ": cannot open for writing"));
-  uint8_t len[8];
-  uint64_t n = h.size();
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
-  out.write(reinterpret_cast<const char*>(len), 8);
-  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  std::string file(8, '\0');
+  const uint64_t n = h.size();
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>(static_cast<uint8_t>(n >> (8 * i)));
+  file.reserve(8 + h.size() + static_cast<size_t>(offset));
+  file += h;
   for (const auto& c : data) {
-    out.write(static_cast<const char*>(c.data_ptr()),
-              static_cast<std::streamsize>(c.numel() * c.element_size()));
+    file.append(static_cast<const char*>(c.data_ptr()),
+                static_cast<size_t>(c.numel() * c.element_size()));
   }
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat(path, ": write failed"));
-  return absl::OkStatus();
+  return WriteFileAtomically(path, file);
 }
 
 absl::Status WriteShardedSafetensors(

@@ -77,7 +77,8 @@ class SafetensorsCheckpoint : public TensorSource {
 };
 
 // Writes `tensors` (any device/dtype among those above; stored contiguous, CPU) to `path` in
-// name order, with an optional "__metadata__" map.
+// name order, with an optional "__metadata__" map. The file is replaced atomically
+// (WriteFileAtomically: parent directories created, a failed write leaves `path` as it was).
 absl::Status WriteSafetensors(const std::string& path,
                               const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                               const std::map<std::string, std::string>& metadata = {});

@@ -1,15 +1,12 @@
 #include "train/checkpoint.h"
 
-#include <unistd.h>
-
 #include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/safetensors.h"
 #include "util/atomic_file.h"
+#include "util/status_macros.h"
 
 namespace specplan::train {
 
@@ -47,9 +44,6 @@ absl::StatusOr<std::vector<planner::TokenId>> ReadTokenStream(const std::string&
 absl::Status WriteHfCheckpoint(const runtime::Transformer& model, const std::string& config_json,
                                const std::string& dir, torch::ScalarType dtype,
                                const std::map<std::string, std::string>& metadata) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat(dir, ": cannot create: ", ec.message()));
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
   {
     torch::NoGradGuard no_grad;
@@ -57,17 +51,8 @@ absl::Status WriteHfCheckpoint(const runtime::Transformer& model, const std::str
       tensors.emplace_back(name, t.detach().to(torch::kCPU, dtype).contiguous());
     }
   }
-  const std::string path = dir + "/model.safetensors";
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  if (absl::Status st = runtime::WriteSafetensors(tmp, tensors, metadata); !st.ok()) {
-    std::filesystem::remove(tmp, ec);
-    return st;
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return absl::InternalError(absl::StrCat(path, ": rename failed: ", ec.message()));
-  }
+  SPECPLAN_RETURN_IF_ERROR(
+      runtime::WriteSafetensors(dir + "/model.safetensors", tensors, metadata));
   return WriteFileAtomically(dir + "/config.json", config_json);
 }
 

@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "runtime/model_loader.h"
 #include "tests/run_binary.h"
+#include "tests/train/counting_corpus.h"
 #include "train/lm_training.h"
 
 namespace specplan::train {
@@ -31,9 +31,9 @@ std::string TempDir(const std::string& name) {
   return dir;
 }
 
-void WriteStream(const std::string& path, const std::vector<int32_t>& ids) {
+void WriteStream(const std::string& path, const std::vector<TokenId>& ids) {
   std::ofstream out(path, std::ios::binary);
-  for (int32_t v : ids) {
+  for (TokenId v : ids) {
     const uint32_t u = static_cast<uint32_t>(v);
     const char b[4] = {static_cast<char>(u & 0xff), static_cast<char>((u >> 8) & 0xff),
                        static_cast<char>((u >> 16) & 0xff), static_cast<char>(u >> 24)};
@@ -41,21 +41,8 @@ void WriteStream(const std::string& path, const std::vector<int32_t>& ids) {
   }
 }
 
-// Counting runs mod 48 with noise: learnable in a few steps.
-std::vector<int32_t> Corpus(int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> token(0, 47), run(4, 12);
-  std::bernoulli_distribution noise(0.05);
-  std::vector<int32_t> out;
-  while (static_cast<int64_t>(out.size()) < n) {
-    int t = token(rng);
-    for (int k = run(rng); k > 0 && static_cast<int64_t>(out.size()) < n; --k) {
-      out.push_back(noise(rng) ? token(rng) : t);
-      t = (t + 1) % 48;
-    }
-  }
-  return out;
-}
+// The counting language over the toy vocabulary of ToyConfigJson.
+std::vector<TokenId> Corpus(int64_t n, uint64_t seed) { return CountingCorpus(n, seed, 48); }
 
 // A toy qwen3 (q/k norms, tied embeddings, GQA) as the config.json the tool reads.
 std::string ToyConfigJson() {
@@ -91,8 +78,7 @@ TEST(Checkpoint, LoadsBackWithTheSameHeldOutLossAndTheTrainingInitStartsNearUnif
   ASSERT_TRUE(config.ok()) << config.status();
   auto model = runtime::Transformer::CreateTrainable(*config, 1, {});
   ASSERT_TRUE(model.ok()) << model.status();
-  std::vector<TokenId> heldout;
-  for (int32_t v : Corpus(4000, 9)) heldout.push_back(static_cast<TokenId>(v));
+  const std::vector<TokenId> heldout = Corpus(4000, 9);
   // CreateTrainable's demo draw starts far above ln 48 = 3.87; the training init near it.
   auto demo = HeldoutLoss(**model, heldout, 32);
   ASSERT_TRUE(demo.ok());
@@ -141,8 +127,7 @@ TEST(TrainCli, TrainsWritesAndRecordsAReproducibleHeldOutLoss) {
   EXPECT_EQ(log["stored_dtype"], "bf16");
   auto back = runtime::LoadModel(dir + "/model", 0, {});
   ASSERT_TRUE(back.ok()) << back.status();
-  std::vector<TokenId> heldout;
-  for (int32_t v : Corpus(3000, 2)) heldout.push_back(static_cast<TokenId>(v));
+  const std::vector<TokenId> heldout = Corpus(3000, 2);
   auto loss = HeldoutLoss(**back, heldout, 32);
   ASSERT_TRUE(loss.ok());
   EXPECT_NEAR(*loss, log["heldout_loss"].get<double>(), 1e-4);

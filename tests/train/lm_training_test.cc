@@ -4,9 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <random>
-
 #include "runtime/model_config.h"
+#include "tests/train/counting_corpus.h"
 
 namespace specplan::train {
 namespace {
@@ -28,22 +27,8 @@ runtime::ModelConfig ToyConfig() {
   return c;
 }
 
-// A toy language: runs of counting (t, t + 1, ...) mod 32 from random starts, with 5 % noise, so
-// the next token is predictable from the last one most of the time.
-std::vector<TokenId> ToyCorpus(int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> token(0, 31), run(4, 12);
-  std::bernoulli_distribution noise(0.05);
-  std::vector<TokenId> out;
-  while (static_cast<int64_t>(out.size()) < n) {
-    int t = token(rng);
-    for (int k = run(rng); k > 0 && static_cast<int64_t>(out.size()) < n; --k) {
-      out.push_back(noise(rng) ? token(rng) : t);
-      t = (t + 1) % 32;
-    }
-  }
-  return out;
-}
+// The counting language over the toy vocabulary.
+std::vector<TokenId> ToyCorpus(int64_t n, uint64_t seed) { return CountingCorpus(n, seed, 32); }
 
 LmTrainOptions FewSteps() {
   LmTrainOptions o;
