@@ -15,6 +15,9 @@
 //   lookup      prompt-lookup n-gram marginals, best-first (runtime)
 //   merged      a draft-model tree merged with an n-gram tree (runtime)
 //   batch       the global batch planner, one budget over a batch (planner/batch_plan.h)
+//   heads       best-first over the parallel draft heads' marginals (runtime)
+//   causal      path-conditioned best-first over the causal-correction head (runtime;
+//               planner/path_conditioned.h)
 //
 // Earlier releases of the what-if wrote best_first, fixed_tree, no_spec and batch_planner;
 // CanonicalStrategyName still accepts those on input.
@@ -35,6 +38,8 @@ inline constexpr char kScan[] = "scan";
 inline constexpr char kLookup[] = "lookup";
 inline constexpr char kMerged[] = "merged";
 inline constexpr char kBatch[] = "batch";
+inline constexpr char kHeads[] = "heads";
+inline constexpr char kCausal[] = "causal";
 
 // `name`, or the current spelling of a name earlier releases used (best_first -> bestfirst,
 // fixed_tree -> fixed, no_spec -> ar, batch_planner -> batch).

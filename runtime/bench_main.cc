@@ -32,6 +32,7 @@
 #include "absl/strings/str_split.h"
 #include "costmodel/profile.h"
 #include "runtime/batch_decoder.h"
+#include "runtime/draft_heads.h"
 #include "runtime/model_loader.h"
 #include "runtime/peak_memory.h"
 #include "runtime/remote_planner.h"
@@ -93,6 +94,7 @@ void Progress(const std::string& name, int done, int total) {
 struct Args {
   std::string target = "random:tiny";
   std::string draft = "random:tiny-draft";
+  std::string heads;  // draft heads directory (strategies heads, causal)
   std::string strategies = "ar,linear,fixed,dynatree,bestfirst,merged";
   std::string prompts = std::string(SPECPLAN_RUNTIME_PROMPTS_DIR) + "/tiny.jsonl";
   int max_new_tokens = 64;
@@ -165,6 +167,10 @@ absl::Status RunBench(const Args& args) {
   } else {
     SPECPLAN_ASSIGN_OR_RETURN(draft, LoadModel(args.draft, args.seed + 1, ro));
   }
+  std::unique_ptr<DraftHeads> heads;
+  if (!args.heads.empty()) {
+    SPECPLAN_ASSIGN_OR_RETURN(heads, DraftHeads::Load(args.heads, *target));
+  }
   SPECPLAN_ASSIGN_OR_RETURN(auto prompts, ReadPrompts(args.prompts, target->config().vocab_size));
   if (args.max_prompts > 0 && static_cast<int>(prompts.size()) > args.max_prompts) {
     prompts.resize(args.max_prompts);
@@ -174,6 +180,10 @@ absl::Status RunBench(const Args& args) {
   std::vector<Strategy> strategies;
   for (absl::string_view name : absl::StrSplit(args.strategies, ',', absl::SkipEmpty())) {
     SPECPLAN_ASSIGN_OR_RETURN(Strategy s, ParseStrategy(std::string(name)));
+    if (StrategyNeedsHeads(s) && heads == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--strategies: ", name, " needs draft heads (--heads DIR, e.g. models/heads)"));
+    }
     strategies.push_back(s);
   }
   KvUpdate kv = KvUpdate::kGather;
@@ -195,6 +205,7 @@ absl::Status RunBench(const Args& args) {
 
   nlohmann::json report = {{"target", args.target},
                            {"draft", args.draft},
+                           {"heads", args.heads},
                            {"device", args.device},
                            {"dtype", args.dtype},
                            {"max_new_tokens", args.max_new_tokens},
@@ -235,6 +246,7 @@ absl::Status RunBench(const Args& args) {
     o.sampling.greedy = args.temperature <= 0;
     o.sampling.temperature = args.temperature > 0 ? args.temperature : 1.0f;
     o.sampling.seed = args.seed;
+    o.heads = heads.get();
     o.latency = latency.get();            // null: measured on the target at Create
     o.plan_backend = plan_backend.get();  // null: in-process
     const int64_t max_context = longest + args.max_new_tokens + 1;
@@ -394,9 +406,14 @@ int main(int argc, char** argv) {
                  "DIR, random:NAME, 'target' (the target itself) or truncate:N (its first N "
                  "layers, shared weights)")
       ->capture_default_str();
+  app.add_option("--heads", args.heads,
+                 "DIR of draft heads trained on the target (models/heads): needed by the heads "
+                 "and causal strategies");
   app.add_option("--strategies", args.strategies,
-                 "comma list of ar, linear, fixed, dynatree, bestfirst, lookup, merged, batch "
-                 "(batch: one global batch planner sizes every sequence's tree)")
+                 "comma list of ar, linear, fixed, dynatree, bestfirst, lookup, merged, batch, "
+                 "heads, causal (batch: one global batch planner sizes every sequence's tree; "
+                 "heads: best-first over parallel draft heads; causal: path-conditioned "
+                 "best-first over the causal-correction head)")
       ->capture_default_str();
   app.add_option("--prompts", args.prompts, "JSONL file, one {\"ids\": [int, ...]} per line")
       ->capture_default_str();

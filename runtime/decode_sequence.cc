@@ -42,8 +42,9 @@ ForwardSegment DecodeSequence::PrefillSegment() {
   return ForwardSegment{t, torch::arange(0, p, torch::kInt64), 0, torch::Tensor(), &cache_};
 }
 
-void DecodeSequence::FinishPrefill(const torch::Tensor& last_row) {
+void DecodeSequence::FinishPrefill(const torch::Tensor& last_row, const torch::Tensor& hidden_row) {
   cache_.set_length(static_cast<int64_t>(committed_.size()));
+  hidden_ = hidden_row;
   committed_.push_back(SelectToken(last_row));
   result_.tokens.push_back(committed_.back());
 }
@@ -128,6 +129,8 @@ absl::Status DecodeSequence::Accept(const SequenceLogits& rows, DecodeCounters* 
                             rng_, &sample_ws_, &accept_);
   }
   const int L = accept_.accepted_length;
+  // The last accepted node's row predicted the bonus token, the next root.
+  if (rows.hidden.defined()) hidden_ = rows.hidden[accept_.accepted_nodes.back()];
 
   // KV update: the accepted path root, n_1, ..., n_L into slots c .. c + L.
   if (options_.kv_update == KvUpdate::kGather) {
@@ -170,6 +173,19 @@ absl::Status ValidateDecoderOptions(const Transformer& target, const Transformer
   if (StrategyNeedsDraft(options.strategy) && draft == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("strategy ", StrategyName(options.strategy), ": needs a draft model"));
+  }
+  if (StrategyNeedsHeads(options.strategy)) {
+    if (options.heads == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("strategy ", StrategyName(options.strategy), ": needs draft heads"));
+    }
+    if (&options.heads->target() != &target) {
+      return absl::InvalidArgumentError(
+          "draft heads: loaded on another target model (DraftHeads::Load with this target)");
+    }
+    if (options.strategy == Strategy::kCausal && !options.heads->has_causal()) {
+      return absl::InvalidArgumentError("strategy causal: the draft heads have no causal head");
+    }
   }
   if (draft != nullptr && draft->config().vocab_size != target.config().vocab_size) {
     return absl::InvalidArgumentError(
@@ -244,12 +260,18 @@ void PrefillTogether(const Transformer& target, absl::Span<DecodeSequence* const
   c10::InferenceMode guard;
   std::vector<ForwardSegment> segments;
   segments.reserve(sequences.size());
-  for (DecodeSequence* q : sequences) segments.push_back(q->PrefillSegment());
-  const torch::Tensor logits = target.ForwardBatch(segments);
+  bool hidden_wanted = false;
+  for (DecodeSequence* q : sequences) {
+    segments.push_back(q->PrefillSegment());
+    hidden_wanted = hidden_wanted || q->needs_hidden();
+  }
+  torch::Tensor hidden;
+  const torch::Tensor logits = target.ForwardBatch(segments, hidden_wanted ? &hidden : nullptr);
   int64_t offset = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
     offset += segments[i].tokens.size(0);
-    sequences[i]->FinishPrefill(logits[offset - 1]);
+    sequences[i]->FinishPrefill(
+        logits[offset - 1], sequences[i]->needs_hidden() ? hidden[offset - 1] : torch::Tensor());
   }
 }
 
@@ -261,8 +283,13 @@ absl::StatusOr<VerifyTimes> VerifyTogether(const Transformer& target,
   const double t0 = NowSeconds();
   std::vector<ForwardSegment> segments;
   segments.reserve(sequences.size());
-  for (DecodeSequence* q : sequences) segments.push_back(q->VerifySegment());
-  const torch::Tensor logits = target.ForwardBatch(segments);
+  bool hidden_wanted = false;
+  for (DecodeSequence* q : sequences) {
+    segments.push_back(q->VerifySegment());
+    hidden_wanted = hidden_wanted || q->needs_hidden();
+  }
+  torch::Tensor hidden;
+  const torch::Tensor logits = target.ForwardBatch(segments, hidden_wanted ? &hidden : nullptr);
   // Greedy needs only the argmax rows (computed on the device); sampling needs the full rows.
   torch::Tensor am, cpu_logits;
   if (greedy) {
@@ -282,7 +309,9 @@ absl::StatusOr<VerifyTimes> VerifyTogether(const Transformer& target,
     } else {
       rows.logits = cpu_logits.data_ptr<float>() + offset * V;
     }
-    offset += segments[i].tokens.size(0);
+    const int64_t s = segments[i].tokens.size(0);
+    if (sequences[i]->needs_hidden()) rows.hidden = hidden.narrow(0, offset, s);
+    offset += s;
     SPECPLAN_RETURN_IF_ERROR(sequences[i]->Accept(rows, counters, pass));
   }
   times.update_s = NowSeconds() - t1;

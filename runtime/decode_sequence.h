@@ -74,6 +74,7 @@ struct GenerationResult {
 struct SequenceLogits {
   const planner::TokenId* argmax = nullptr;  // [s] greedy mode: the argmax of each row
   const float* logits = nullptr;             // [s][V] sampling mode: the rows on the host
+  torch::Tensor hidden;  // [s][h] final-norm hidden rows, when the strategy NeedsTargetHidden()
 };
 
 class DecodeSequence {
@@ -90,7 +91,9 @@ class DecodeSequence {
   ForwardSegment PrefillSegment();
   // After the prefill pass: `last_row` [V] is the prompt's last logits row; picks the first token
   // (the pending root).
-  void FinishPrefill(const torch::Tensor& last_row);
+  // `hidden_row`: the last prompt token's final-norm hidden state (kept when the strategy needs
+  // it).
+  void FinishPrefill(const torch::Tensor& last_row, const torch::Tensor& hidden_row = {});
 
   // This step's tree from the strategy (at most options.max_tree_nodes draft nodes; checked).
   absl::Status Draft();
@@ -106,7 +109,8 @@ class DecodeSequence {
 
   bool done() const;
   int64_t c() const { return cache_.length(); }  // tokens in the target cache
-  DecodeState state() const { return DecodeState{committed_, cache_.length()}; }
+  DecodeState state() const { return DecodeState{committed_, cache_.length(), hidden_}; }
+  bool needs_hidden() const { return strategy_->NeedsTargetHidden(); }
   double draft_seconds() const { return draft_s_; }  // this step's drafting + planning
   const planner::Tree& tree() const { return tree_; }
   DraftStrategy& strategy() { return *strategy_; }
@@ -129,6 +133,7 @@ class DecodeSequence {
   StepBuffers step_;
   std::mt19937_64 rng_;
   std::vector<planner::TokenId> committed_;
+  torch::Tensor hidden_;  // [h] the target's hidden row before the root (NeedsTargetHidden only)
   int max_new_tokens_ = 0;
   double draft_s_ = 0;  // this step's drafting + planning seconds
   GenerationResult result_;

@@ -98,16 +98,30 @@ void DraftModelDrafter::FeedNodes(const planner::Tree& tree, const std::vector<i
   if (m == 1) last_step_s_ = dt;
 }
 
-void DraftModelDrafter::FillRow(const torch::Tensor& logits_row, planner::NodeDistributions* d,
-                                int row) {
+void SoftmaxTopK(const torch::Tensor& logits, double temperature, int k,
+                 std::vector<planner::TokenId>* tokens, std::vector<float>* probs) {
   c10::InferenceMode guard;
-  torch::Tensor p = torch::softmax(logits_row.to(torch::kCPU, torch::kFloat64) / temperature_, -1);
-  auto [vals, idx] = p.topk(top_k_);
+  const torch::Tensor rows = logits.dim() == 1 ? logits.unsqueeze(0) : logits;
+  torch::Tensor p = torch::softmax(rows.to(torch::kCPU, torch::kFloat64) / temperature, -1);
+  auto [vals, idx] = p.topk(k);
+  vals = vals.contiguous();
+  idx = idx.contiguous();
   const double* v = vals.data_ptr<double>();
   const int64_t* ix = idx.data_ptr<int64_t>();
-  for (int j = 0; j < top_k_; ++j) {
-    d->Set(row, j, static_cast<int32_t>(ix[j]), static_cast<float>(v[j] * (1.0 - 1e-6)));
+  const int64_t n = vals.numel();
+  tokens->resize(static_cast<size_t>(n));
+  probs->resize(static_cast<size_t>(n));
+  // Shrunk a little so that a row's float sum stays <= 1 (planner::ValidateMarginals).
+  for (int64_t i = 0; i < n; ++i) {
+    (*tokens)[i] = static_cast<planner::TokenId>(ix[i]);
+    (*probs)[i] = static_cast<float>(v[i] * (1.0 - 1e-6));
   }
+}
+
+void DraftModelDrafter::FillRow(const torch::Tensor& logits_row, planner::NodeDistributions* d,
+                                int row) {
+  SoftmaxTopK(logits_row, temperature_, top_k_, &row_tokens_, &row_probs_);
+  for (int j = 0; j < top_k_; ++j) d->Set(row, j, row_tokens_[j], row_probs_[j]);
 }
 
 void DraftModelDrafter::MeasureLevels(double t0, int levels) {

@@ -95,6 +95,8 @@ class DraftModelDrafter {
   std::vector<Fed> fed_;              // nodes fed this step
   std::vector<int32_t> fed_of_node_;  // [tree size] index into fed_, -1 = not fed (root: -1)
   planner::NodeDistributions dists_;
+  std::vector<planner::TokenId> row_tokens_;  // FillRow's scratch
+  std::vector<float> row_probs_;
   DrafterCounters counters_;
   double last_step_s_ = 0;
   double last_level_s_ = 0;
@@ -103,6 +105,12 @@ class DraftModelDrafter {
   // Sets last_level_s_ for a call that started at t0 and ran `levels` draft levels.
   void MeasureLevels(double t0, int levels);
 };
+
+// The top k of softmax(logits / temperature) of each row of logits [m][V] (or one row [V]), on the
+// host: tokens and probs [m][k], each row by descending prob (probs shrunk by 1e-6 relative so
+// that a row sums to <= 1 in float).
+void SoftmaxTopK(const torch::Tensor& logits, double temperature, int k,
+                 std::vector<planner::TokenId>* tokens, std::vector<float>* probs);
 
 struct NgramOptions {
   int max_ngram = 3;     // longest suffix matched first

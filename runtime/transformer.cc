@@ -473,7 +473,8 @@ torch::Tensor Transformer::Forward(const torch::Tensor& tokens, const torch::Ten
   return ForwardBatch(absl::MakeConstSpan(&segment, 1));
 }
 
-torch::Tensor Transformer::ForwardBatch(absl::Span<const ForwardSegment> segments) const {
+torch::Tensor Transformer::ForwardBatch(absl::Span<const ForwardSegment> segments,
+                                        torch::Tensor* hidden) const {
   c10::InferenceMode guard;
   SPECPLAN_CHECK(!segments.empty());
   const torch::Device dev = options_.device;
@@ -511,6 +512,7 @@ torch::Tensor Transformer::ForwardBatch(absl::Span<const ForwardSegment> segment
         L, x, Attention(L, static_cast<int64_t>(i), Norm(x, L.ln1_w, L.ln1_b), cos, sin, segs));
   }
   x = Norm(x, final_w_, final_b_);
+  if (hidden != nullptr) *hidden = x;
   return torch::linear(x, lm_head_).to(torch::kFloat32);
 }
 

@@ -86,6 +86,10 @@ class Transformer {
     return named_;
   }
   int64_t ParameterBytes() const;
+  // The token embedding [V][h] and the LM head [V][h] (the same tensor when tied), which draft
+  // heads share with the target (runtime/draft_heads.h).
+  const torch::Tensor& embedding() const { return embed_; }
+  const torch::Tensor& lm_head() const { return lm_head_; }
 
   KvCache NewCache(int64_t max_len) const {
     return KvCache(config_, max_len, options_.dtype, options_.device);
@@ -110,7 +114,10 @@ class Transformer {
   // mask. Nothing is padded: time and memory scale with S and Σ s_i (c_i + s_i), not with B times
   // the largest tree. Returns packed logits [S][V] float32 on the model's device, segment i's rows
   // at offset Σ_{j<i} s_j. Forward is the one-segment case (the same kernels, the same numbers).
-  torch::Tensor ForwardBatch(absl::Span<const ForwardSegment> segments) const;
+  // `hidden`, when given, receives the final-norm hidden states [S][h] in the model's dtype (the
+  // rows the LM head reads; what parallel draft heads read, runtime/draft_heads.h).
+  torch::Tensor ForwardBatch(absl::Span<const ForwardSegment> segments,
+                             torch::Tensor* hidden = nullptr) const;
 
   // Training forward: B sequences of T tokens ([B][T] int64 ids), each causal from position 0, with
   // no KV cache, recording gradients when the parameters take them (CreateTrainable). Returns

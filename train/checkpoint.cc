@@ -4,8 +4,10 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/model_loader.h"
 #include "runtime/safetensors.h"
 #include "util/atomic_file.h"
+#include "util/check.h"
 #include "util/status_macros.h"
 
 namespace specplan::train {
@@ -54,6 +56,25 @@ absl::Status WriteHfCheckpoint(const runtime::Transformer& model, const std::str
   SPECPLAN_RETURN_IF_ERROR(
       runtime::WriteSafetensors(dir + "/model.safetensors", tensors, metadata));
   return WriteFileAtomically(dir + "/config.json", config_json);
+}
+
+absl::StatusOr<std::unique_ptr<runtime::Transformer>> LoadFrozenForTraining(
+    const std::string& dir) {
+  const runtime::RuntimeOptions ro;  // fp32 on the CPU
+  SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Transformer> loaded,
+                            runtime::LoadModel(dir, 0, ro));
+  SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Transformer> model,
+                            runtime::Transformer::CreateTrainable(loaded->config(), 0, ro));
+  torch::NoGradGuard no_grad;
+  const auto& from = loaded->NamedParameters();
+  const auto& to = model->NamedParameters();
+  SPECPLAN_CHECK(from.size() == to.size());
+  for (size_t i = 0; i < to.size(); ++i) {
+    SPECPLAN_CHECK(from[i].first == to[i].first);
+    to[i].second.requires_grad_(false);
+    to[i].second.copy_(from[i].second);
+  }
+  return model;
 }
 
 }  // namespace specplan::train

@@ -4,6 +4,7 @@
 #define SPECPLAN_TRAIN_CHECKPOINT_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@ absl::StatusOr<std::vector<planner::TokenId>> ReadTokenStream(const std::string&
 absl::Status WriteHfCheckpoint(const runtime::Transformer& model, const std::string& config_json,
                                const std::string& dir, torch::ScalarType dtype,
                                const std::map<std::string, std::string>& metadata = {});
+
+// The checkpoint in `dir` (runtime::LoadModel) as ordinary fp32 CPU tensors that take no gradients:
+// a frozen model that training code may differentiate through (LoadModel's tensors are inference
+// tensors, which autograd refuses to save), e.g. the target under draft heads.
+absl::StatusOr<std::unique_ptr<runtime::Transformer>> LoadFrozenForTraining(const std::string& dir);
 
 }  // namespace specplan::train
 

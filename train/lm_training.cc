@@ -11,9 +11,17 @@
 #include "util/clock.h"
 
 namespace specplan::train {
-namespace {
 
 using planner::TokenId;
+
+WindowSampler::WindowSampler(absl::Span<const TokenId> tokens, int64_t span, uint64_t seed)
+    : rng_(seed), dist_(0, static_cast<int64_t>(tokens.size()) - span - 1) {}
+
+std::vector<int64_t> WindowSampler::Draw(int64_t n) {
+  std::vector<int64_t> starts(static_cast<size_t>(n));
+  for (int64_t& s : starts) s = dist_(rng_);
+  return starts;
+}
 
 absl::Status CheckTokens(absl::Span<const TokenId> tokens, const char* name, int64_t seq_len,
                          int64_t vocab) {
@@ -30,7 +38,6 @@ absl::Status CheckTokens(absl::Span<const TokenId> tokens, const char* name, int
   return absl::OkStatus();
 }
 
-// [n][T + 1] int64 windows starting at `starts`.
 torch::Tensor Windows(absl::Span<const TokenId> tokens, const std::vector<int64_t>& starts,
                       int64_t seq_len) {
   torch::Tensor w = torch::empty({static_cast<int64_t>(starts.size()), seq_len + 1}, torch::kInt64);
@@ -40,6 +47,8 @@ torch::Tensor Windows(absl::Span<const TokenId> tokens, const std::vector<int64_
   }
   return w;
 }
+
+namespace {
 
 // Mean cross-entropy of the model's predictions for windows [n][T + 1].
 torch::Tensor WindowLoss(const runtime::Transformer& model, const torch::Tensor& windows) {
@@ -127,6 +136,55 @@ absl::StatusOr<double> HeldoutLoss(const runtime::Transformer& model,
   return sum / static_cast<double>(windows);
 }
 
+absl::StatusOr<LmTrainResult> RunTrainingLoop(
+    const std::vector<torch::Tensor>& params, const LmTrainOptions& o,
+    const std::function<torch::Tensor(int64_t step)>& batch_loss,
+    const std::function<absl::StatusOr<double>()>& heldout) {
+  if (auto st = ValidateLmTrainOptions(o); !st.ok()) return st;
+  torch::optim::AdamW optimizer(
+      params, torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
+  LmTrainResult result;
+  result.losses.reserve(static_cast<size_t>(o.steps));
+  const double t0 = NowSeconds();
+  for (int64_t step = 1; step <= o.steps; ++step) {
+    // Warm-up: lr * step / warmup; then cosine from lr down to lr * min_lr_fraction.
+    double lr = o.lr;
+    if (step <= o.warmup) {
+      lr = o.lr * static_cast<double>(step) / static_cast<double>(o.warmup);
+    } else if (o.steps > o.warmup) {
+      const double progress =
+          static_cast<double>(step - o.warmup) / static_cast<double>(o.steps - o.warmup);
+      const double cosine = 0.5 * (1 + std::cos(M_PI * progress));
+      lr = o.lr * (o.min_lr_fraction + (1 - o.min_lr_fraction) * cosine);
+    }
+    for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+    optimizer.zero_grad();
+    torch::Tensor loss = batch_loss(step);
+    loss.backward();
+    torch::nn::utils::clip_grad_norm_(params, o.clip_norm);
+    optimizer.step();
+    LmTrainStep info;
+    info.step = step;
+    info.loss = loss.item<double>();
+    info.lr = lr;
+    if (!std::isfinite(info.loss)) {
+      return absl::InternalError(
+          absl::StrCat("step ", step, ": loss = ", info.loss, " (lower lr = ", o.lr, "?)"));
+    }
+    result.losses.push_back(info.loss);
+    if ((o.eval_every > 0 && step % o.eval_every == 0) || step == o.steps) {
+      absl::StatusOr<double> h = heldout();
+      if (!h.ok()) return h.status();
+      info.heldout_loss = *h;
+      if (step == o.steps) result.heldout_loss = *h;
+    }
+    info.elapsed_seconds = NowSeconds() - t0;
+    if (o.on_step) o.on_step(info);
+  }
+  result.seconds = NowSeconds() - t0;
+  return result;
+}
+
 absl::StatusOr<LmTrainResult> TrainLanguageModel(runtime::Transformer* model,
                                                  absl::Span<const TokenId> train,
                                                  absl::Span<const TokenId> heldout,
@@ -143,57 +201,11 @@ absl::StatusOr<LmTrainResult> TrainLanguageModel(runtime::Transformer* model,
     }
     params.push_back(t);
   }
-  torch::optim::AdamW optimizer(
-      params, torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
-  std::mt19937_64 rng(o.seed);
-  std::uniform_int_distribution<int64_t> start_dist(
-      0, static_cast<int64_t>(train.size()) - o.seq_len - 1);
-  LmTrainResult result;
-  result.losses.reserve(static_cast<size_t>(o.steps));
-  const double t0 = NowSeconds();
-  for (int64_t step = 1; step <= o.steps; ++step) {
-    // Warm-up: lr * step / warmup; then cosine from lr down to lr * min_lr_fraction.
-    double lr = o.lr;
-    if (step <= o.warmup) {
-      lr = o.lr * static_cast<double>(step) / static_cast<double>(o.warmup);
-    } else if (o.steps > o.warmup) {
-      const double progress =
-          static_cast<double>(step - o.warmup) / static_cast<double>(o.steps - o.warmup);
-      const double cosine = 0.5 * (1 + std::cos(M_PI * progress));
-      lr = o.lr * (o.min_lr_fraction + (1 - o.min_lr_fraction) * cosine);
-    }
-    for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
-    std::vector<int64_t> starts(static_cast<size_t>(o.batch));
-    for (int64_t& s : starts) s = start_dist(rng);
-    optimizer.zero_grad();
-    torch::Tensor loss = WindowLoss(*model, Windows(train, starts, o.seq_len));
-    loss.backward();
-    torch::nn::utils::clip_grad_norm_(params, o.clip_norm);
-    optimizer.step();
-    LmTrainStep info;
-    info.step = step;
-    info.loss = loss.item<double>();
-    info.lr = lr;
-    if (!std::isfinite(info.loss)) {
-      return absl::InternalError(
-          absl::StrCat("step ", step, ": loss = ", info.loss, " (lower lr = ", o.lr, "?)"));
-    }
-    result.losses.push_back(info.loss);
-    if (o.eval_every > 0 && step % o.eval_every == 0 && step != o.steps) {
-      absl::StatusOr<double> h = HeldoutLoss(*model, heldout, o.seq_len, o.batch);
-      if (!h.ok()) return h.status();
-      info.heldout_loss = *h;
-    }
-    if (step == o.steps) {
-      absl::StatusOr<double> h = HeldoutLoss(*model, heldout, o.seq_len, o.batch);
-      if (!h.ok()) return h.status();
-      result.heldout_loss = info.heldout_loss = *h;
-    }
-    info.elapsed_seconds = NowSeconds() - t0;
-    if (o.on_step) o.on_step(info);
-  }
-  result.seconds = NowSeconds() - t0;
-  return result;
+  WindowSampler sampler(train, o.seq_len, o.seed);
+  return RunTrainingLoop(
+      params, o,
+      [&](int64_t) { return WindowLoss(*model, Windows(train, sampler.Draw(o.batch), o.seq_len)); },
+      [&] { return HeldoutLoss(*model, heldout, o.seq_len, o.batch); });
 }
 
 }  // namespace specplan::train

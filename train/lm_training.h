@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <random>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -64,6 +65,38 @@ absl::StatusOr<LmTrainResult> TrainLanguageModel(runtime::Transformer* model,
                                                  absl::Span<const planner::TokenId> train,
                                                  absl::Span<const planner::TokenId> heldout,
                                                  const LmTrainOptions& options);
+
+// The optimiser loop of TrainLanguageModel, for any loss over any parameters
+// (train/heads_training.h reuses it): AdamW (betas 0.9, 0.95) over `params`, the warm-up and cosine
+// schedule, global-norm clipping and progress (options.on_step). `batch_loss(step)` returns the
+// scalar loss of step `step` (1-based) with its graph; `heldout()` is called every eval_every steps
+// and after the last one, whose value becomes result.heldout_loss. A non-finite loss stops the run
+// with an error.
+absl::StatusOr<LmTrainResult> RunTrainingLoop(
+    const std::vector<torch::Tensor>& params, const LmTrainOptions& options,
+    const std::function<torch::Tensor(int64_t step)>& batch_loss,
+    const std::function<absl::StatusOr<double>()>& heldout);
+
+// Uniform random window starts in a token stream, seeded: windows of `span` + 1 tokens.
+class WindowSampler {
+ public:
+  // tokens.size() must exceed span.
+  WindowSampler(absl::Span<const planner::TokenId> tokens, int64_t span, uint64_t seed);
+  std::vector<int64_t> Draw(int64_t n);
+
+ private:
+  std::mt19937_64 rng_;
+  std::uniform_int_distribution<int64_t> dist_;
+};
+
+// [n][seq_len + 1] int64 windows of `tokens` starting at `starts`.
+torch::Tensor Windows(absl::Span<const planner::TokenId> tokens, const std::vector<int64_t>& starts,
+                      int64_t seq_len);
+
+// At least seq_len + 1 tokens, every id in [0, vocab); errors name `name` ("train: 10 tokens,
+// fewer than seq_len + 1 = 129").
+absl::Status CheckTokens(absl::Span<const planner::TokenId> tokens, const char* name,
+                         int64_t seq_len, int64_t vocab);
 
 // Mean next-token cross-entropy (nats) of `model` over consecutive non-overlapping windows of
 // seq_len + 1 tokens of `tokens` (the tail shorter than a window is dropped), `batch` windows per

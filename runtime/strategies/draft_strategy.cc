@@ -7,6 +7,7 @@
 #include "runtime/strategies/batch.h"
 #include "runtime/strategies/best_first.h"
 #include "runtime/strategies/draft_tree.h"
+#include "runtime/strategies/heads.h"
 #include "runtime/strategies/lookup.h"
 #include "runtime/strategies/merged.h"
 #include "util/check.h"
@@ -34,6 +35,9 @@ absl::StatusOr<std::unique_ptr<DraftStrategy>> CreateDraftStrategy(const Strateg
       return MergedStrategy::Create(options, ctx);
     case Strategy::kBatch:
       return BatchStrategy::Create(options, ctx);
+    case Strategy::kHeads:
+    case Strategy::kCausal:
+      return HeadsStrategy::Create(options, ctx);
   }
   return absl::InvalidArgumentError("strategy: unknown value");
 }

@@ -9,6 +9,8 @@
 //   lookup.h      prompt-lookup n-gram marginals + fixed-budget best-first (no draft model)
 //   merged.h      dynatree tree and n-gram tree merged under one root
 //   batch.h       draft-model AR-chain lattice; a global batch planner sizes every sequence's tree
+//   heads.h       draft heads on the target's hidden row: parallel marginals + best-first, or the
+//                 causal head + path-conditioned best-first
 #ifndef SPECPLAN_RUNTIME_STRATEGIES_DRAFT_STRATEGY_H_
 #define SPECPLAN_RUNTIME_STRATEGIES_DRAFT_STRATEGY_H_
 
@@ -36,6 +38,10 @@ struct DecodeState {
   // in the target's KV cache).
   const std::vector<planner::TokenId>& committed;
   int64_t c = 0;  // tokens in the target's KV cache (= committed.size() - 1)
+  // The target's final-norm hidden state [h] of the last cached token (the row that predicted the
+  // root), on the target's device: what draft heads read (runtime/draft_heads.h). Defined only for
+  // strategies whose NeedsTargetHidden() is true.
+  torch::Tensor target_hidden;
 };
 
 // What the factory hands a strategy; pointers are not owned and outlive the strategy.
@@ -62,6 +68,8 @@ class DraftStrategy {
 
   // The strategy's name as ParseStrategy reads it ("ar", "linear", ..., "merged").
   virtual const char* Name() const = 0;
+  // True when BuildTree reads DecodeState::target_hidden (the verify pass then keeps that row).
+  virtual bool NeedsTargetHidden() const { return false; }
   // A new prompt starts (Generate): forget per-sequence state such as a draft KV cache.
   virtual void Reset() {}
   // Builds this step's draft tree into *tree: root = state.committed.back(), at most

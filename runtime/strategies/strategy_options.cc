@@ -20,6 +20,8 @@ constexpr struct {
     {Strategy::kLookup, sn::kLookup},
     {Strategy::kMerged, sn::kMerged},
     {Strategy::kBatch, sn::kBatch},
+    {Strategy::kHeads, sn::kHeads},
+    {Strategy::kCausal, sn::kCausal},
 };
 
 }  // namespace
@@ -28,9 +30,10 @@ absl::StatusOr<Strategy> ParseStrategy(const std::string& name) {
   for (const auto& e : kStrategyNames) {
     if (name == e.name) return e.s;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("strategy = \"", name,
-                   "\": expected ar, linear, fixed, dynatree, bestfirst, lookup, merged, batch"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "strategy = \"", name,
+      "\": expected ar, linear, fixed, dynatree, bestfirst, lookup, merged, batch, heads, "
+      "causal"));
 }
 
 const char* StrategyName(Strategy s) {
@@ -40,7 +43,11 @@ const char* StrategyName(Strategy s) {
   return "?";
 }
 
-bool StrategyNeedsDraft(Strategy s) { return s != Strategy::kAr && s != Strategy::kLookup; }
+bool StrategyNeedsDraft(Strategy s) {
+  return s != Strategy::kAr && s != Strategy::kLookup && !StrategyNeedsHeads(s);
+}
+
+bool StrategyNeedsHeads(Strategy s) { return s == Strategy::kHeads || s == Strategy::kCausal; }
 
 StrategyOptions StrategyOptions::Defaults(Strategy strategy) {
   StrategyOptions o;

@@ -15,13 +15,14 @@
 #include "planner/merge.h"
 #include "planner/plan_backend.h"
 #include "planner/speculation_gate.h"
+#include "runtime/draft_heads.h"
 #include "runtime/drafters.h"
 
 namespace specplan::runtime {
 
 // One object per strategy (draft_strategy.h): kAr in ar.h; kLinear, kFixed and kDynaTree in
 // draft_tree.h; kBestFirst in best_first.h; kLookup in lookup.h; kMerged in merged.h; kBatch in
-// batch.h.
+// batch.h; kHeads and kCausal in heads.h.
 enum class Strategy {
   kAr,         // plain autoregressive decoding (root-only trees)
   kLinear,     // draft-model greedy chain of K tokens (planner::LinearChainPolicy)
@@ -30,14 +31,18 @@ enum class Strategy {
   kBestFirst,  // AR-chain lattice + best-first with the cost-model controller (BASTION)
   kLookup,     // prompt-lookup n-gram marginals + best-first with a fixed budget (no draft model)
   kMerged,     // DynaTree draft-model tree + n-gram tree merged (planner::MergeTrees), one verify
-  kBatch,  // AR-chain lattice per sequence; one global batch planner sizes every sequence's tree
-           // of a batch (planner::BatchPlanner; runtime/strategies/batch.h)
+  kBatch,   // AR-chain lattice per sequence; one global batch planner sizes every sequence's tree
+            // of a batch (planner::BatchPlanner; runtime/strategies/batch.h)
+  kHeads,   // parallel draft heads' marginals + best-first with the cost-model controller
+  kCausal,  // causal-correction head + path-conditioned best-first with the controller
 };
 
-// "ar", "linear", "fixed", "dynatree", "bestfirst", "lookup", "merged", "batch".
+// "ar", "linear", "fixed", "dynatree", "bestfirst", "lookup", "merged", "batch", "heads",
+// "causal".
 absl::StatusOr<Strategy> ParseStrategy(const std::string& name);
 const char* StrategyName(Strategy s);
-bool StrategyNeedsDraft(Strategy s);
+bool StrategyNeedsDraft(Strategy s);  // a draft model (ctx.draft)
+bool StrategyNeedsHeads(Strategy s);  // draft heads on the target (ctx.heads): heads, causal
 
 enum class KvUpdate {
   kGather,   // index_select the accepted rows into place (default)
@@ -63,6 +68,9 @@ struct StrategyOptions {
   // Best-first (BASTION): AR-chain lattice depth gamma, controller over C(n).
   int bestfirst_gamma = 6;
   planner::BestFirstOptions bestfirst;
+  // kHeads / kCausal: depths drafted below the root, capped at the heads' num_heads (<= 0: all);
+  // rows of draft_top_k candidates; bestfirst.mode / n_max size the tree as for kBestFirst.
+  int heads_gamma = 0;
   // kBatch: bestfirst.n_max caps each sequence's tree; bestfirst.mode picks the batch planner's
   // stopping rule (kController: the first decrease of the batch goodput; kScan: its argmax;
   // kFixed: batch_budget nodes over the batch).
@@ -85,6 +93,8 @@ struct StrategyOptions {
   // an in-process planner::InProcessPlanBackend (the default). A remote backend (service/client.h
   // RemotePlanBackend, `--planner HOST:PORT`) gives the same plans, so the same tokens.
   planner::PlanBackend* plan_backend = nullptr;
+  // Draft heads on the target (kHeads, kCausal); not owned, must outlive the decoder.
+  const DraftHeads* heads = nullptr;
   NgramOptions ngram;
   int lookup_budget = 16;       // draft nodes of the n-gram tree (kLookup, and kMerged's B tree)
   planner::MergeOptions merge;  // kMerged (dedup on, n_max budget)
