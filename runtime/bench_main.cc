@@ -36,6 +36,7 @@
 #include "runtime/model_loader.h"
 #include "runtime/peak_memory.h"
 #include "runtime/remote_planner.h"
+#include "runtime/text_prompts.h"
 #include "runtime/trace_recorder.h"
 #include "util/percentile.h"
 #include "util/status_macros.h"
@@ -43,11 +44,15 @@
 namespace specplan::runtime {
 namespace {
 
-absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(const std::string& path,
-                                                                       int64_t vocab) {
+// Prompt lines are {"ids": [int, ...]} or, with a tokenizer, {"text": "..."} (encoded in one
+// specplan-tokenizer call).
+absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(
+    const std::string& path, int64_t vocab, const TokenizerProcess* tokenizer) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::vector<std::vector<planner::TokenId>> prompts;
+  std::vector<std::string> texts, text_where;
+  std::vector<size_t> text_index;
   std::string line;
   int lineno = 0;
   while (std::getline(in, line)) {
@@ -56,7 +61,23 @@ absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(const std
     const std::string where = absl::StrCat(path, ":", lineno, ": ");
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
-      return absl::InvalidArgumentError(where + "expected a JSON object {\"ids\": [int, ...]}");
+      return absl::InvalidArgumentError(
+          where + "expected a JSON object {\"ids\": [int, ...]} or {\"text\": \"...\"}");
+    }
+    if (!j.contains("ids") && j.contains("text")) {
+      if (!j["text"].is_string() || j["text"].get<std::string>().empty()) {
+        return absl::InvalidArgumentError(where + "text: not a string, or empty");
+      }
+      if (tokenizer == nullptr) {
+        return absl::InvalidArgumentError(
+            where +
+            "a {\"text\": ...} prompt needs --tokenizer MODEL (e.g. models/tokenizer.model)");
+      }
+      text_index.push_back(prompts.size());
+      texts.push_back(j["text"].get<std::string>());
+      text_where.push_back(where);
+      prompts.emplace_back();
+      continue;
     }
     if (!j.contains("ids") || !j["ids"].is_array() || j["ids"].empty()) {
       return absl::InvalidArgumentError(where + "ids: missing, not an array, or empty");
@@ -73,6 +94,23 @@ absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(const std
     prompts.push_back(std::move(ids));
   }
   if (prompts.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no prompts"));
+  if (!texts.empty()) {
+    absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ids = tokenizer->Encode(texts);
+    if (!ids.ok())
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", ids.status().message()));
+    for (size_t t = 0; t < texts.size(); ++t) {
+      for (planner::TokenId id : (*ids)[t]) {
+        if (id < 0 || id >= vocab) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              text_where[t], "the tokenizer gave id ", id, ", outside the target's vocabulary [0, ",
+              vocab, ") (a tokenizer for another model?)"));
+        }
+      }
+      if ((*ids)[t].empty())
+        return absl::InvalidArgumentError(text_where[t] + "text encodes to no ids");
+      prompts[text_index[t]] = std::move((*ids)[t]);
+    }
+  }
   return prompts;
 }
 
@@ -94,7 +132,10 @@ void Progress(const std::string& name, int done, int total) {
 struct Args {
   std::string target = "random:tiny";
   std::string draft = "random:tiny-draft";
-  std::string heads;  // draft heads directory (strategies heads, causal)
+  std::string heads;          // draft heads directory (strategies heads, causal)
+  std::string tokenizer;      // SentencePiece model: {"text": ...} prompts, --print-text
+  std::string tokenizer_bin;  // the specplan-tokenizer executable ("" = beside this one)
+  bool print_text = false;
   std::string strategies = "ar,linear,fixed,dynatree,bestfirst,merged";
   std::string prompts = std::string(SPECPLAN_RUNTIME_PROMPTS_DIR) + "/tiny.jsonl";
   int max_new_tokens = 64;
@@ -171,7 +212,15 @@ absl::Status RunBench(const Args& args) {
   if (!args.heads.empty()) {
     SPECPLAN_ASSIGN_OR_RETURN(heads, DraftHeads::Load(args.heads, *target));
   }
-  SPECPLAN_ASSIGN_OR_RETURN(auto prompts, ReadPrompts(args.prompts, target->config().vocab_size));
+  std::unique_ptr<TokenizerProcess> tokenizer;
+  if (!args.tokenizer.empty()) {
+    tokenizer = std::make_unique<TokenizerProcess>(
+        args.tokenizer_bin.empty() ? DefaultTokenizerBinary() : args.tokenizer_bin, args.tokenizer);
+  } else if (args.print_text) {
+    return absl::InvalidArgumentError("--print-text needs --tokenizer MODEL");
+  }
+  SPECPLAN_ASSIGN_OR_RETURN(
+      auto prompts, ReadPrompts(args.prompts, target->config().vocab_size, tokenizer.get()));
   if (args.max_prompts > 0 && static_cast<int>(prompts.size()) > args.max_prompts) {
     prompts.resize(args.max_prompts);
   }
@@ -233,7 +282,8 @@ absl::Status RunBench(const Args& args) {
   std::printf("%-10s %9s %8s %7s %8s %6s %7s %6s %8s %8s %8s %9s %6s\n", "strategy", "tok/s",
               "speedup", "accept", "tok/iter", "tree", "no_spec", "passes", "TTFT_ms", "TPOT_p50",
               "TPOT_p99", ro.device.is_cuda() ? "dev_MB" : "peak_MB", "exact");
-  std::vector<std::string> policy_rows;  // printed after the main table
+  std::vector<std::string> policy_rows;                      // printed after the main table
+  std::vector<std::vector<planner::TokenId>> first_outputs;  // --print-text
   if (!args.record_trace.empty() && strategies.empty()) {
     return absl::InvalidArgumentError("--record-trace: --strategies is empty");
   }
@@ -297,6 +347,7 @@ absl::Status RunBench(const Args& args) {
       ar_tps = tps;
       ar_outputs = outputs;
     }
+    if (&s == &strategies.front()) first_outputs = outputs;
     const double n = static_cast<double>(prompts.size());
     const PeakMemory peak = ReadPeakMemory(ro.device);
     // On CUDA the column (dev_MB) is the device's peak; the host's is in the JSON report.
@@ -386,6 +437,18 @@ absl::Status RunBench(const Args& args) {
                 "forwards", "expansions", "drafted", "nodes", "L_mean");
     for (const std::string& row : policy_rows) std::printf("%s\n", row.c_str());
   }
+  if (args.print_text && !first_outputs.empty()) {
+    SPECPLAN_ASSIGN_OR_RETURN(std::vector<std::string> prompt_text, tokenizer->Decode(prompts));
+    SPECPLAN_ASSIGN_OR_RETURN(std::vector<std::string> output_text,
+                              tokenizer->Decode(first_outputs));
+    nlohmann::json texts = nlohmann::json::array();
+    std::printf("\n%s outputs:\n", StrategyName(strategies.front()));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      std::printf("[%zu] %s ||| %s\n", i, prompt_text[i].c_str(), output_text[i].c_str());
+      texts.push_back({{"prompt", prompt_text[i]}, {"output", output_text[i]}});
+    }
+    report["texts"] = texts;
+  }
   if (!args.json_out.empty()) {
     std::ofstream out(args.json_out);
     out << report.dump(2) << "\n";
@@ -415,8 +478,18 @@ int main(int argc, char** argv) {
                  "heads: best-first over parallel draft heads; causal: path-conditioned "
                  "best-first over the causal-correction head)")
       ->capture_default_str();
-  app.add_option("--prompts", args.prompts, "JSONL file, one {\"ids\": [int, ...]} per line")
+  app.add_option("--prompts", args.prompts,
+                 "JSONL file, one {\"ids\": [int, ...]} or (with --tokenizer) {\"text\": \"...\"} "
+                 "per line")
       ->capture_default_str();
+  app.add_option("--tokenizer", args.tokenizer,
+                 "SentencePiece model of the target (models/tokenizer.model): encodes text prompts "
+                 "and decodes outputs, through the specplan-tokenizer binary");
+  app.add_option("--tokenizer-bin", args.tokenizer_bin,
+                 "specplan-tokenizer executable (default: the build's, beside this binary, else "
+                 "PATH)");
+  app.add_flag("--print-text", args.print_text,
+               "Print each prompt and the first strategy's continuation as text (--tokenizer)");
   app.add_option("--max-new-tokens", args.max_new_tokens, "tokens generated per prompt")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));

@@ -45,6 +45,7 @@ using specplan::train::LmTrainStep;
 struct Args {
   std::string config, train, heldout, out;
   std::string heads_for;        // target checkpoint: train draft heads on it
+  std::string evaluate;         // evaluate this written checkpoint (or heads) instead
   double lambda_end = 0.5;      // heads: the base loss's final weight
   std::string dtype = "bf16";   // stored weights
   int64_t eval_tokens = 65536;  // held-out tokens of the periodic evaluations (0 = all)
@@ -227,8 +228,44 @@ int RunHeads(Args& a) {
   return 0;
 }
 
+// --evaluate DIR: the held-out figures of a written checkpoint (or, with --heads-for, of the draft
+// heads in DIR on that target), as training.json records them, printed as JSON. No training.
+int RunEvaluate(const Args& a) {
+  using namespace specplan;
+  if (a.threads > 0) torch::set_num_threads(a.threads);
+  nlohmann::json out;
+  if (a.heads_for.empty()) {
+    auto model = runtime::LoadModel(a.evaluate, 0, runtime::RuntimeOptions());
+    if (!model.ok()) return Fail(model.status());
+    auto tokens = train::ReadTokenStream(a.heldout, (*model)->config().vocab_size);
+    if (!tokens.ok()) return Fail(tokens.status());
+    auto loss = train::HeldoutLoss(**model, *tokens, a.o.seq_len);
+    if (!loss.ok()) return Fail(loss.status());
+    out["heldout_loss"] = *loss;
+  } else {
+    auto target = train::LoadFrozenForTraining(a.heads_for);
+    if (!target.ok()) return Fail(target.status());
+    auto heads = runtime::DraftHeads::Load(a.evaluate, **target);
+    if (!heads.ok()) return Fail(heads.status());
+    auto tokens = train::ReadTokenStream(a.heldout, (*target)->config().vocab_size);
+    if (!tokens.ok()) return Fail(tokens.status());
+    auto eval = train::EvaluateDraftHeads(**heads, *tokens, a.o.seq_len, a.o.batch, a.lambda_end);
+    if (!eval.ok()) return Fail(eval.status());
+    out["heldout_objective"] = eval->objective;
+    out["heldout_base_loss"] = eval->base_loss;
+    out["heldout_final_loss"] = eval->final_loss;
+    out["heldout_base_top1"] = eval->base_top1;
+    out["heldout_final_top1"] = eval->final_top1;
+  }
+  out["heldout_file"] = a.heldout;
+  out["heldout_seq_len"] = a.o.seq_len;
+  std::printf("%s\n", out.dump(1).c_str());
+  return 0;
+}
+
 int Run(Args& a) {
   using namespace specplan;
+  if (!a.evaluate.empty()) return RunEvaluate(a);
   if (!a.heads_for.empty()) return RunHeads(a);
   auto in = ReadInputs(a);
   if (!in.ok()) return Fail(in.status());
@@ -289,10 +326,13 @@ int main(int argc, char** argv) {
       "Train one decoder of the model family on a token stream (specplan-tokenizer encode "
       "--format ids) and write it in HuggingFace layout: config.json, model.safetensors and "
       "training.json (losses, held-out loss of the stored weights)"};
-  app.add_option("--config", a.config,
-                 "HF config.json of the model to train; with --heads-for, the heads' config "
-                 "(num_heads, causal_state, causal_rank)")
-      ->required();
+  auto* config_opt = app.add_option("--config", a.config,
+                                    "HF config.json of the model to train; with --heads-for, the "
+                                    "heads' config (num_heads, causal_state, causal_rank)");
+  auto* evaluate_opt = app.add_option(
+      "--evaluate", a.evaluate,
+      "Only evaluate this written checkpoint (with --heads-for: these draft heads) on --heldout "
+      "and print the held-out figures as JSON");
   app.add_option("--heads-for", a.heads_for,
                  "Train draft heads (parallel + causal correction) on this frozen target "
                  "checkpoint instead of a model");
@@ -300,10 +340,11 @@ int main(int argc, char** argv) {
                  "Heads: weight of the parallel heads' own loss at the last step (curriculum "
                  "from 1)")
       ->capture_default_str();
-  app.add_option("--train", a.train, "Training tokens: little-endian int32 stream")->required();
+  auto* train_opt =
+      app.add_option("--train", a.train, "Training tokens: little-endian int32 stream");
   app.add_option("--heldout", a.heldout, "Held-out tokens, same format")->required();
-  app.add_option("--out", a.out, "Checkpoint directory (created; files replaced atomically)")
-      ->required();
+  auto* out_opt =
+      app.add_option("--out", a.out, "Checkpoint directory (created; files replaced atomically)");
   app.add_option("--steps", a.o.steps, "Optimiser steps")->capture_default_str();
   app.add_option("--batch", a.o.batch, "Windows per step")->capture_default_str();
   app.add_option("--seq-len", a.o.seq_len, "Tokens predicted per window")->capture_default_str();
@@ -326,5 +367,13 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", a.dtype, "Stored weights: fp32 | bf16 | fp16")->capture_default_str();
   app.add_option("--threads", a.threads, "torch intra-op threads (0 = default)");
   CLI11_PARSE(app, argc, argv);
+  if (evaluate_opt->count() == 0) {
+    for (const auto* opt : {config_opt, train_opt, out_opt}) {
+      if (opt->count() == 0) {
+        std::cerr << "specplan-train: " << opt->get_name() << " is required (unless --evaluate)\n";
+        return 2;
+      }
+    }
+  }
   return Run(a);
 }
