@@ -27,7 +27,7 @@ absl::StatusOr<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const Transfo
   d->options_ = options;
   d->max_context_ = max_context;
   if (options.strategy == Strategy::kBestFirst || options.strategy == Strategy::kBatch ||
-      StrategyNeedsHeads(options.strategy) ||
+      StrategyNeedsHeads(options) ||
       (options.strategy == Strategy::kDynaTree && options.gate.enabled)) {
     // One T_verify model for every slot (a batch pass is priced by its total tokens; dynatree's
     // speculation gate prices its trees with it).

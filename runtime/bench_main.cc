@@ -136,6 +136,7 @@ struct Args {
   std::string tokenizer;      // SentencePiece model: {"text": ...} prompts, --print-text
   std::string tokenizer_bin;  // the specplan-tokenizer executable ("" = beside this one)
   bool print_text = false;
+  std::string merged_b = "lookup";  // merged's second tree: lookup | heads
   std::string strategies = "ar,linear,fixed,dynatree,bestfirst,merged";
   std::string prompts = std::string(SPECPLAN_RUNTIME_PROMPTS_DIR) + "/tiny.jsonl";
   int max_new_tokens = 64;
@@ -229,7 +230,8 @@ absl::Status RunBench(const Args& args) {
   std::vector<Strategy> strategies;
   for (absl::string_view name : absl::StrSplit(args.strategies, ',', absl::SkipEmpty())) {
     SPECPLAN_ASSIGN_OR_RETURN(Strategy s, ParseStrategy(std::string(name)));
-    if (StrategyNeedsHeads(s) && heads == nullptr) {
+    if ((StrategyNeedsHeads(s) || (s == Strategy::kMerged && args.merged_b == "heads")) &&
+        heads == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--strategies: ", name, " needs draft heads (--heads DIR, e.g. models/heads)"));
     }
@@ -255,6 +257,7 @@ absl::Status RunBench(const Args& args) {
   nlohmann::json report = {{"target", args.target},
                            {"draft", args.draft},
                            {"heads", args.heads},
+                           {"merged_b", args.merged_b},
                            {"device", args.device},
                            {"dtype", args.dtype},
                            {"max_new_tokens", args.max_new_tokens},
@@ -297,6 +300,7 @@ absl::Status RunBench(const Args& args) {
     o.sampling.temperature = args.temperature > 0 ? args.temperature : 1.0f;
     o.sampling.seed = args.seed;
     o.heads = heads.get();
+    o.merged_b = args.merged_b == "heads" ? MergedB::kHeads : MergedB::kLookup;
     o.latency = latency.get();            // null: measured on the target at Create
     o.plan_backend = plan_backend.get();  // null: in-process
     const int64_t max_context = longest + args.max_new_tokens + 1;
@@ -481,6 +485,11 @@ int main(int argc, char** argv) {
   app.add_option("--prompts", args.prompts,
                  "JSONL file, one {\"ids\": [int, ...]} or (with --tokenizer) {\"text\": \"...\"} "
                  "per line")
+      ->capture_default_str();
+  app.add_option("--merged-b", args.merged_b,
+                 "merged's second tree: lookup (prompt lookup n-grams) or heads (best-first over "
+                 "the parallel draft heads, --heads)")
+      ->check(CLI::IsMember({"lookup", "heads"}))
       ->capture_default_str();
   app.add_option("--tokenizer", args.tokenizer,
                  "SentencePiece model of the target (models/tokenizer.model): encodes text prompts "

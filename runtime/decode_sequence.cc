@@ -174,7 +174,7 @@ absl::Status ValidateDecoderOptions(const Transformer& target, const Transformer
     return absl::InvalidArgumentError(
         absl::StrCat("strategy ", StrategyName(options.strategy), ": needs a draft model"));
   }
-  if (StrategyNeedsHeads(options.strategy)) {
+  if (StrategyNeedsHeads(options)) {
     if (options.heads == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("strategy ", StrategyName(options.strategy), ": needs draft heads"));

@@ -1,5 +1,8 @@
 #include "runtime/strategies/merged.h"
 
+#include <algorithm>
+
+#include "runtime/strategies/heads.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -12,15 +15,26 @@ absl::StatusOr<std::unique_ptr<MergedStrategy>> MergedStrategy::Create(
   a_options.gate.enabled = false;
   SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<DraftTreeStrategy> a,
                             DraftTreeStrategy::Create(Strategy::kDynaTree, a_options, ctx));
-  return std::unique_ptr<MergedStrategy>(new MergedStrategy(std::move(a), options, ctx));
+  std::unique_ptr<DraftStrategy> b;
+  if (options.merged_b == MergedB::kHeads) {
+    // The heads' tree: best-first over their marginals, lookup_budget nodes, always drafted.
+    StrategyOptions b_options = a_options;
+    b_options.strategy = Strategy::kHeads;
+    b_options.bestfirst.mode = planner::BudgetMode::kFixed;
+    b_options.bestfirst.n_max = std::min(options.lookup_budget, options.max_tree_nodes);
+    SPECPLAN_ASSIGN_OR_RETURN(b, HeadsStrategy::Create(b_options, ctx));
+  } else {
+    b = std::make_unique<LookupStrategy>(options.ngram, ctx.target->config().vocab_size,
+                                         options.lookup_budget, ctx.backend);
+  }
+  return std::unique_ptr<MergedStrategy>(
+      new MergedStrategy(std::move(a), std::move(b), options, ctx));
 }
 
-MergedStrategy::MergedStrategy(std::unique_ptr<DraftTreeStrategy> a, const StrategyOptions& options,
+MergedStrategy::MergedStrategy(std::unique_ptr<DraftTreeStrategy> a,
+                               std::unique_ptr<DraftStrategy> b, const StrategyOptions& options,
                                const StrategyContext& ctx)
-    : a_(std::move(a)),
-      b_(options.ngram, ctx.target->config().vocab_size, options.lookup_budget, ctx.backend),
-      merge_options_(options.merge),
-      backend_(ctx.backend) {
+    : a_(std::move(a)), b_(std::move(b)), merge_options_(options.merge), backend_(ctx.backend) {
   if (merge_options_.n_max > options.max_tree_nodes || merge_options_.n_max < 0) {
     merge_options_.n_max = options.max_tree_nodes;
   }
@@ -28,7 +42,7 @@ MergedStrategy::MergedStrategy(std::unique_ptr<DraftTreeStrategy> a, const Strat
 
 absl::Status MergedStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
   SPECPLAN_RETURN_IF_ERROR(a_->BuildTree(state, &a_tree_));
-  SPECPLAN_RETURN_IF_ERROR(b_.BuildTree(state, &b_tree_));
+  SPECPLAN_RETURN_IF_ERROR(b_->BuildTree(state, &b_tree_));
   SPECPLAN_RETURN_IF_ERROR(backend_->Merge(a_tree_, b_tree_, merge_options_, &merged_));
   *tree = merged_.tree;
   return absl::OkStatus();

@@ -1,7 +1,8 @@
-// Dual drafting (merged-tree-dual-drafting.txt): the draft model's DynaTree tree (A) and the
-// prompt-lookup tree (B) are merged under one shared root (planner::MergeTrees through a
-// planner::PlanBackend) and verified in one pass. The DynaTree policy observes only the accepted
-// nodes that came from its own tree.
+// Dual drafting (merged-tree-dual-drafting.txt): the draft model's DynaTree tree (A) and a second
+// tree (B) are merged under one shared root (planner::MergeTrees through a planner::PlanBackend)
+// and verified in one pass. B is the prompt-lookup tree (StrategyOptions::merged_b = kLookup, the
+// default) or, with draft heads (kHeads), a fixed-budget best-first tree over the parallel heads'
+// marginals. The DynaTree policy observes only the accepted nodes that came from its own tree.
 #ifndef SPECPLAN_RUNTIME_STRATEGIES_MERGED_H_
 #define SPECPLAN_RUNTIME_STRATEGIES_MERGED_H_
 
@@ -16,12 +17,14 @@ namespace specplan::runtime {
 
 class MergedStrategy final : public DraftStrategy {
  public:
-  // ctx.draft must be non-null. The B tree has options.lookup_budget draft nodes; the merged tree
-  // at most options.merge.n_max, capped at (and, when negative, set to) options.max_tree_nodes.
+  // ctx.draft must be non-null (and options.heads for merged_b = kHeads). The B tree has
+  // options.lookup_budget draft nodes; the merged tree at most options.merge.n_max, capped at
+  // (and, when negative, set to) options.max_tree_nodes.
   static absl::StatusOr<std::unique_ptr<MergedStrategy>> Create(const StrategyOptions& options,
                                                                 const StrategyContext& ctx);
 
   const char* Name() const override { return StrategyName(Strategy::kMerged); }
+  bool NeedsTargetHidden() const override { return b_->NeedsTargetHidden(); }
   void Reset() override { a_->Reset(); }
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
   absl::Status Observe(const planner::Tree& tree, const planner::AcceptResult& accept) override;
@@ -30,11 +33,11 @@ class MergedStrategy final : public DraftStrategy {
   const DrafterCounters* drafter_counters() const override { return a_->drafter_counters(); }
 
  private:
-  MergedStrategy(std::unique_ptr<DraftTreeStrategy> a, const StrategyOptions& options,
-                 const StrategyContext& ctx);
+  MergedStrategy(std::unique_ptr<DraftTreeStrategy> a, std::unique_ptr<DraftStrategy> b,
+                 const StrategyOptions& options, const StrategyContext& ctx);
 
   std::unique_ptr<DraftTreeStrategy> a_;  // the DynaTree draft-model tree
-  LookupStrategy b_;                      // the n-gram tree
+  std::unique_ptr<DraftStrategy> b_;      // the n-gram tree or the heads' tree
   planner::MergeOptions merge_options_;
   planner::PlanBackend* backend_;
   planner::Tree a_tree_;

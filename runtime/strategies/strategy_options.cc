@@ -49,6 +49,11 @@ bool StrategyNeedsDraft(Strategy s) {
 
 bool StrategyNeedsHeads(Strategy s) { return s == Strategy::kHeads || s == Strategy::kCausal; }
 
+bool StrategyNeedsHeads(const StrategyOptions& o) {
+  return StrategyNeedsHeads(o.strategy) ||
+         (o.strategy == Strategy::kMerged && o.merged_b == MergedB::kHeads);
+}
+
 StrategyOptions StrategyOptions::Defaults(Strategy strategy) {
   StrategyOptions o;
   o.strategy = strategy;

@@ -42,11 +42,21 @@ enum class Strategy {
 absl::StatusOr<Strategy> ParseStrategy(const std::string& name);
 const char* StrategyName(Strategy s);
 bool StrategyNeedsDraft(Strategy s);  // a draft model (ctx.draft)
-bool StrategyNeedsHeads(Strategy s);  // draft heads on the target (ctx.heads): heads, causal
+// Draft heads on the target (StrategyOptions::heads): heads, causal, and merged with
+// merged_b = kHeads (StrategyNeedsHeads(options)).
+bool StrategyNeedsHeads(Strategy s);
+struct StrategyOptions;
+bool StrategyNeedsHeads(const StrategyOptions& options);
 
 enum class KvUpdate {
   kGather,   // index_select the accepted rows into place (default)
   kRebuild,  // roll back to c and re-forward the accepted path (baseline)
+};
+
+// kMerged's second tree (runtime/strategies/merged.h).
+enum class MergedB {
+  kLookup,  // the prompt-lookup n-gram tree (default)
+  kHeads,   // best-first over the parallel draft heads' marginals (needs StrategyOptions::heads)
 };
 
 struct SamplingOptions {
@@ -96,7 +106,8 @@ struct StrategyOptions {
   // Draft heads on the target (kHeads, kCausal); not owned, must outlive the decoder.
   const DraftHeads* heads = nullptr;
   NgramOptions ngram;
-  int lookup_budget = 16;       // draft nodes of the n-gram tree (kLookup, and kMerged's B tree)
+  int lookup_budget = 16;  // draft nodes of the n-gram tree (kLookup) and of kMerged's B tree
+  MergedB merged_b = MergedB::kLookup;
   planner::MergeOptions merge;  // kMerged (dedup on, n_max budget)
   int max_tree_nodes = 128;     // hard cap on s - 1; sizes the caches
 

@@ -56,6 +56,45 @@ TEST(BenchCliTest, TinyPairJsonReport) {
   fs::remove_all(dir);
 }
 
+// The shipped family (models/): {"text": ...} prompts through its tokenizer, the draft-heads
+// strategies and merged with the heads' tree keep AR's tokens, and --print-text decodes them.
+TEST(BenchCliTest, TextPromptsWithTheShippedFamily) {
+  const fs::path bin_dir = SPECPLAN_BINARY_DIR;
+  if (!fs::exists(bin_dir / "tokenizer" / "specplan-tokenizer")) {
+    GTEST_SKIP() << "built without the tokenizer (SPECPLAN_WITH_TOKENIZER=OFF)";
+  }
+  const fs::path models = fs::path(SPECPLAN_RUNTIME_PROMPTS_DIR) / ".." / ".." / "models";
+  const fs::path dir =
+      fs::temp_directory_path() / ("specplan_bench_text_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string prompts = (dir / "p.jsonl").string();
+  std::ofstream(prompts) << "{\"text\": \"And God said, Let there be light\"}\n"
+                         << "{\"text\": \"The quick brown fox\"}\n";
+  const std::string out = (dir / "out.json").string();
+  const std::string common = Bench() + " --target " + (models / "target").string() + " --draft " +
+                             (models / "draft").string() + " --heads " +
+                             (models / "heads").string() + " --tokenizer " +
+                             (models / "tokenizer.model").string() + " --prompts " + prompts +
+                             " --max-new-tokens 8 --threads 1";
+  const std::string cmd = common + " --strategies ar,heads,causal,merged --merged-b heads " +
+                          "--print-text --json " + out + " > /dev/null 2>&1";
+  ASSERT_EQ(RunShell(cmd), 0) << cmd;
+  std::ifstream in(out);
+  nlohmann::json j = nlohmann::json::parse(in);
+  const auto& s = j.at("strategies");
+  for (const char* name : {"heads", "causal", "merged"}) {
+    EXPECT_EQ(s.at(name).at("greedy_equals_ar"), true) << name;
+  }
+  ASSERT_EQ(j.at("texts").size(), 2u);
+  EXPECT_EQ(j["texts"][0]["prompt"], "And God said, Let there be light");
+  EXPECT_FALSE(j["texts"][0]["output"].get<std::string>().empty());
+  // The heads strategies without --heads are refused by name; text without --tokenizer too.
+  EXPECT_NE(RunShell(Bench() + " --target " + (models / "target").string() +
+                     " --strategies causal --prompts " + prompts + " > /dev/null 2>&1"),
+            0);
+  fs::remove_all(dir);
+}
+
 // --batch 3 over 5 prompts: every strategy's outputs equal AR's, the batch fields are in the
 // report, and without a terminal the progress is plain lines.
 TEST(BenchCliTest, BatchRunReportsBatchFields) {

@@ -209,6 +209,31 @@ TEST_P(HeadsGreedyTest, EqualsArTokens) {
   }
 }
 
+// merged with the heads' tree as B: the draft model's DynaTree tree and the heads' best-first tree
+// under one root keep AR's tokens.
+TEST(HeadsStrategyTest, MergedWithHeadsEqualsAr) {
+  auto target = TinyModel("tiny", 51);
+  auto draft = target->Truncated(1);
+  auto heads = RandomHeads(*target, 52, 4, 16);
+  const costmodel::GridLatency latency({1, 4096}, {1e-3, 1e-3 + 4095 * 1e-4},
+                                       costmodel::GridSource::kMeasured);
+  StrategyOptions o = StrategyOptions::Defaults(Strategy::kMerged);
+  o.merged_b = MergedB::kHeads;
+  o.latency = &latency;
+  auto missing = SpeculativeDecoder::Create(target.get(), draft.get(), o, 64);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("strategy merged: needs draft heads"),
+            std::string::npos)
+      << missing.status();
+  o.heads = heads.get();
+  for (const auto& prompt : testing::RandomPrompts(3, 51, 3, 10, 3)) {
+    DecodeCounters counters;
+    EXPECT_EQ(DecodeAlone(*target, draft.get(), o, prompt, 24, &counters),
+              DecodeAlone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, 24));
+    EXPECT_GT(counters.drafted(), 0);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, HeadsGreedyTest,
                          ::testing::Combine(::testing::Values("heads", "causal"),
                                             ::testing::Bool()),
