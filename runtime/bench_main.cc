@@ -136,7 +136,8 @@ struct Args {
   std::string tokenizer;      // SentencePiece model: {"text": ...} prompts, --print-text
   std::string tokenizer_bin;  // the specplan-tokenizer executable ("" = beside this one)
   bool print_text = false;
-  std::string merged_b = "lookup";  // merged's second tree: lookup | heads
+  std::string merged_b = "lookup";        // merged's second tree: lookup | heads
+  std::string trace_marginals = "chain";  // --record-trace marginals: chain | heads
   std::string strategies = "ar,linear,fixed,dynatree,bestfirst,merged";
   std::string prompts = std::string(SPECPLAN_RUNTIME_PROMPTS_DIR) + "/tiny.jsonl";
   int max_new_tokens = 64;
@@ -287,6 +288,9 @@ absl::Status RunBench(const Args& args) {
               "TPOT_p99", ro.device.is_cuda() ? "dev_MB" : "peak_MB", "exact");
   std::vector<std::string> policy_rows;                      // printed after the main table
   std::vector<std::vector<planner::TokenId>> first_outputs;  // --print-text
+  if (args.trace_marginals == "heads" && heads == nullptr) {
+    return absl::InvalidArgumentError("--trace-marginals heads: needs --heads DIR");
+  }
   if (!args.record_trace.empty() && strategies.empty()) {
     return absl::InvalidArgumentError("--record-trace: --strategies is empty");
   }
@@ -318,6 +322,7 @@ absl::Status RunBench(const Args& args) {
       ro.gamma = o.bestfirst_gamma;
       ro.top_k = o.draft_top_k;
       ro.max_nodes = args.trace_nodes;
+      if (args.trace_marginals == "heads") ro.heads = heads.get();
       SPECPLAN_ASSIGN_OR_RETURN(recorder,
                                 TraceRecorder::Create(draft.get(), o.sampling, max_context, ro));
     }
@@ -490,6 +495,11 @@ int main(int argc, char** argv) {
                  "merged's second tree: lookup (prompt lookup n-grams) or heads (best-first over "
                  "the parallel draft heads, --heads)")
       ->check(CLI::IsMember({"lookup", "heads"}))
+      ->capture_default_str();
+  app.add_option("--trace-marginals", args.trace_marginals,
+                 "--record-trace's marginals: chain (the draft model's greedy chain lattice) or "
+                 "heads (the parallel draft heads, --heads)")
+      ->check(CLI::IsMember({"chain", "heads"}))
       ->capture_default_str();
   app.add_option("--tokenizer", args.tokenizer,
                  "SentencePiece model of the target (models/tokenizer.model): encodes text prompts "

@@ -167,6 +167,9 @@ absl::StatusOr<std::unique_ptr<TraceRecorder>> TraceRecorder::Create(
   r->chain_drafter_ = std::make_unique<DraftModelDrafter>(draft, max_len, options.top_k);
   r->tree_drafter_ = std::make_unique<DraftModelDrafter>(draft, max_len, options.top_k);
   r->tree_policy_ = std::make_unique<RecordingTreePolicy>(r->options_);
+  if (options.heads != nullptr) {
+    r->heads_drafter_ = std::make_unique<HeadsDrafter>(options.heads, options.top_k);
+  }
   return r;
 }
 
@@ -212,6 +215,23 @@ absl::Status TraceRecorder::Record(int64_t prompt_index,
   std::vector<planner::TokenId> accepted;
   planner::Marginals marginals;
   const int64_t V = draft_->config().vocab_size;
+  // With heads: the target's final-norm hidden rows over prompt + output, one causal pass.
+  torch::Tensor hidden;
+  if (heads_drafter_) {
+    const Transformer& target = options_.heads->target();
+    std::vector<planner::TokenId> all = prompt;
+    all.insert(all.end(), out.begin(), out.end());
+    KvCache cache = target.NewCache(static_cast<int64_t>(all.size()));
+    const torch::Tensor ids =
+        torch::from_blob(all.data(), {static_cast<int64_t>(all.size())}, torch::kInt32);
+    const ForwardSegment seg{ids, torch::arange(0, static_cast<int64_t>(all.size()), torch::kInt64),
+                             0, torch::Tensor(), &cache};
+    target.ForwardBatch(absl::MakeConstSpan(&seg, 1), &hidden);
+  }
+  const int heads_gamma =
+      options_.heads != nullptr
+          ? static_cast<int>(std::min<int64_t>(options_.gamma, options_.heads->num_heads()))
+          : 0;
   for (const IterationLog& s : result.steps) {
     const int64_t r = s.c - P;
     while (static_cast<int64_t>(committed.size()) < P + r + 1) {
@@ -223,7 +243,12 @@ absl::Status TraceRecorder::Record(int64_t prompt_index,
     step.root = s.root;
     step.pass = s.pass;
     const double t0 = NowSeconds();
-    SPECPLAN_RETURN_IF_ERROR(chain_drafter_->DraftChain(committed, options_.gamma, &marginals));
+    if (heads_drafter_) {  // the row of the token before the root (position c - 1)
+      SPECPLAN_RETURN_IF_ERROR(
+          heads_drafter_->DraftMarginals(hidden[s.c - 1], s.root, heads_gamma, &marginals));
+    } else {
+      SPECPLAN_RETURN_IF_ERROR(chain_drafter_->DraftChain(committed, options_.gamma, &marginals));
+    }
     step.draft_s = NowSeconds() - t0;
     step.marginals = marginals;
     SPECPLAN_RETURN_IF_ERROR(tree_drafter_->DraftTree(*tree_policy_, committed).status());

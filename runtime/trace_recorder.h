@@ -18,6 +18,10 @@
 //    (default gamma + 1), fewer at the end of the output;
 //  * "draft_s": wall seconds of the recorder's chain drafting for the step (gamma sequential draft
 //    forwards), c, root and the prompt index.
+// With TraceRecorderOptions::heads the "marginals" are instead the parallel draft heads' rows
+// (HeadsDrafter; min(gamma, num_heads) rows) read off the target's hidden row before each root,
+// which the recorder computes in one causal target pass over prompt + output per Record call, and
+// draft_s is the heads' time. The nodes still come from the draft model.
 // Only greedy runs can be recorded: with sampling the output is not the target's greedy
 // continuation.
 #ifndef SPECPLAN_RUNTIME_TRACE_RECORDER_H_
@@ -30,7 +34,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/decoder.h"
+#include "runtime/draft_heads.h"
 #include "runtime/drafters.h"
+#include "runtime/heads_drafters.h"
 #include "runtime/transformer.h"
 #include "whatif/trace.h"
 
@@ -44,6 +50,9 @@ struct TraceRecorderOptions {
   int fixed_depth = 4;       // the full top-fixed_branch tree above this depth is always recorded
   int fixed_branch = 2;      //   (0 = none)
   int continuation_len = 0;  // continuation tokens per step; 0 = gamma + 1
+  // Marginals from these parallel draft heads (not owned; their target computes the hidden rows)
+  // instead of the draft model's chain. Null: the chain.
+  const DraftHeads* heads = nullptr;
 
   // InvalidArgument naming the field: gamma in [1, planner::kMaxMarginalsGamma], top_k in
   // [1, planner::kMaxMarginalsK], max_nodes in [1, 4096], level_width >= 1, fixed_depth in
@@ -82,6 +91,7 @@ class TraceRecorder {
   const Transformer* draft_ = nullptr;
   TraceRecorderOptions options_;
   std::unique_ptr<DraftModelDrafter> chain_drafter_;
+  std::unique_ptr<HeadsDrafter> heads_drafter_;  // options_.heads
   std::unique_ptr<DraftModelDrafter> tree_drafter_;
   std::unique_ptr<RecordingTreePolicy> tree_policy_;
   std::vector<whatif::TraceStep> steps_;

@@ -14,6 +14,7 @@
 
 #include "costmodel/grid_latency.h"
 #include "runtime/heads_drafters.h"
+#include "runtime/trace_recorder.h"
 #include "tests/runtime/test_models.h"
 
 namespace specplan::runtime {
@@ -231,6 +232,47 @@ TEST(HeadsStrategyTest, MergedWithHeadsEqualsAr) {
     EXPECT_EQ(DecodeAlone(*target, draft.get(), o, prompt, 24, &counters),
               DecodeAlone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, 24));
     EXPECT_GT(counters.drafted(), 0);
+  }
+}
+
+// A trace recorded with heads' marginals: each step's rows are the heads' on the target's hidden
+// row of the token before the root (min(gamma, heads) rows); the nodes still come from the draft.
+TEST(HeadsStrategyTest, TraceRecordsTheHeadsMarginals) {
+  auto target = TinyModel("tiny", 61);
+  auto draft = target->Truncated(1);
+  auto heads = RandomHeads(*target, 62, 3, 16);
+  StrategyOptions o = StrategyOptions::Defaults(Strategy::kAr);
+  auto dec = SpeculativeDecoder::Create(target.get(), nullptr, o, 64);
+  ASSERT_TRUE(dec.ok());
+  const std::vector<planner::TokenId> prompt = {3, 1, 4, 1, 5};
+  auto r = (*dec)->Generate(prompt, 6);
+  ASSERT_TRUE(r.ok());
+  TraceRecorderOptions ro;
+  ro.gamma = 5;
+  ro.heads = heads.get();
+  auto rec = TraceRecorder::Create(draft.get(), o.sampling, 64, ro);
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  ASSERT_TRUE((*rec)->Record(0, prompt, *r).ok());
+  ASSERT_EQ((*rec)->steps().size(), r->steps.size());
+  std::vector<planner::TokenId> all = prompt;
+  all.insert(all.end(), r->tokens.begin(), r->tokens.end());
+  torch::Tensor hidden;
+  {
+    KvCache cache = target->NewCache(static_cast<int64_t>(all.size()));
+    const torch::Tensor ids = torch::tensor(std::vector<int64_t>(all.begin(), all.end()));
+    const ForwardSegment seg{ids, torch::arange(0, ids.size(0), torch::kInt64), 0, torch::Tensor(),
+                             &cache};
+    target->ForwardBatch(absl::MakeConstSpan(&seg, 1), &hidden);
+  }
+  HeadsDrafter drafter(heads.get(), ro.top_k);
+  for (const whatif::TraceStep& step : (*rec)->steps()) {
+    planner::Marginals want;
+    ASSERT_TRUE(drafter.DraftMarginals(hidden[step.c - 1], step.root, 3, &want).ok());
+    ASSERT_TRUE(step.marginals.has_value());
+    ASSERT_TRUE(step.nodes.has_value());
+    EXPECT_EQ(step.marginals->gamma, 3);
+    EXPECT_EQ(step.marginals->tokens, want.tokens) << "c " << step.c;
+    EXPECT_GT(step.nodes->size(), 1);
   }
 }
 
