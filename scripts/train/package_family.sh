@@ -15,6 +15,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 family="$(cd "${1:-$root/build/family}" && pwd)"
 models="${2:-$root/models}"
+mkdir -p "$models"
+models="$(cd "$models" && pwd)"
 build="${BUILD_DIR:-$root/build}"
 slice_tokens="${SLICE_TOKENS:-4200}"
 trainer="$build/train/specplan-train"
