@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/measured_latency.h"
+#include "runtime/strategies/heads.h"
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/status_macros.h"
@@ -174,19 +175,7 @@ absl::Status ValidateDecoderOptions(const Transformer& target, const Transformer
     return absl::InvalidArgumentError(
         absl::StrCat("strategy ", StrategyName(options.strategy), ": needs a draft model"));
   }
-  if (StrategyNeedsHeads(options)) {
-    if (options.heads == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("strategy ", StrategyName(options.strategy), ": needs draft heads"));
-    }
-    if (&options.heads->target() != &target) {
-      return absl::InvalidArgumentError(
-          "draft heads: loaded on another target model (DraftHeads::Load with this target)");
-    }
-    if (options.strategy == Strategy::kCausal && !options.heads->has_causal()) {
-      return absl::InvalidArgumentError("strategy causal: the draft heads have no causal head");
-    }
-  }
+  if (StrategyNeedsHeads(options)) SPECPLAN_RETURN_IF_ERROR(CheckDraftHeads(options, target));
   if (draft != nullptr && draft->config().vocab_size != target.config().vocab_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("draft vocab_size = ", draft->config().vocab_size,

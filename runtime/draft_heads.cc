@@ -47,6 +47,11 @@ absl::StatusOr<DraftHeadsConfig> ParseDraftHeadsConfig(const nlohmann::json& j,
     if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat(name, ": ", v.status().message()));
     *f.out = *v;
   }
+  SPECPLAN_RETURN_IF_ERROR(ValidateDraftHeadsConfig(c, name));
+  return c;
+}
+
+absl::Status ValidateDraftHeadsConfig(const DraftHeadsConfig& c, const std::string& name) {
   SPECPLAN_RETURN_IF_ERROR(InRange(name, "num_heads", c.num_heads, 1, kMaxHeads));
   SPECPLAN_RETURN_IF_ERROR(InRange(name, "hidden_size", c.hidden_size, 1, 1 << 16));
   SPECPLAN_RETURN_IF_ERROR(InRange(name, "vocab_size", c.vocab_size, 2, 1 << 24));
@@ -54,7 +59,7 @@ absl::StatusOr<DraftHeadsConfig> ParseDraftHeadsConfig(const nlohmann::json& j,
   if (c.causal_state > 0) {
     SPECPLAN_RETURN_IF_ERROR(InRange(name, "causal_rank", c.causal_rank, 1, 1 << 16));
   }
-  return c;
+  return absl::OkStatus();
 }
 
 nlohmann::json DraftHeadsConfigJson(const DraftHeadsConfig& c) {
@@ -123,8 +128,7 @@ absl::StatusOr<std::unique_ptr<DraftHeads>> DraftHeads::CreateRandom(const Draft
                                                                      const Transformer& target,
                                                                      uint64_t seed,
                                                                      bool trainable) {
-  SPECPLAN_RETURN_IF_ERROR(
-      ParseDraftHeadsConfig(DraftHeadsConfigJson(config), "draft heads").status());
+  SPECPLAN_RETURN_IF_ERROR(ValidateDraftHeadsConfig(config, "draft heads"));
   SPECPLAN_RETURN_IF_ERROR(CheckFitsTarget(config, target, "draft heads"));
   std::unique_ptr<DraftHeads> d(new DraftHeads(config, target));
   at::Generator gen = at::detail::createCPUGenerator(seed);

@@ -47,6 +47,8 @@ struct DraftHeadsConfig {
 // Errors name the field and value ("num_heads = 0: must be in [1, 64]"). `name` prefixes them.
 absl::StatusOr<DraftHeadsConfig> ParseDraftHeadsConfig(const nlohmann::json& j,
                                                        const std::string& name);
+// The ranges ParseDraftHeadsConfig checks, on a config built in code; errors as above.
+absl::Status ValidateDraftHeadsConfig(const DraftHeadsConfig& config, const std::string& name);
 nlohmann::json DraftHeadsConfigJson(const DraftHeadsConfig& config);
 
 class DraftHeads {

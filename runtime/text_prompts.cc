@@ -51,10 +51,8 @@ std::string DefaultTokenizerBinary() {
   return "specplan-tokenizer";
 }
 
-absl::Status TokenizerProcess::Run(const std::vector<std::string>& args) const {
-  ScratchDir scratch;
-  if (!scratch.ok()) return absl::InternalError("tokenizer: cannot create a temporary directory");
-  const std::string log = scratch.file("log");
+absl::Status TokenizerProcess::Run(const std::vector<std::string>& args,
+                                   const std::string& log) const {
   std::vector<std::string> all = {binary_};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -97,7 +95,8 @@ absl::StatusOr<std::vector<std::vector<planner::TokenId>>> TokenizerProcess::Enc
     }
   }
   if (absl::Status st = Run({"encode", "--model", model_, "--input", scratch.file("texts.txt"),
-                             "--output", scratch.file("ids.jsonl"), "--format", "jsonl"});
+                             "--output", scratch.file("ids.jsonl"), "--format", "jsonl"},
+                            scratch.file("log"));
       !st.ok()) {
     return st;
   }
@@ -127,7 +126,8 @@ absl::StatusOr<std::vector<std::string>> TokenizerProcess::Decode(
     for (const auto& row : ids) in << nlohmann::json{{"ids", row}}.dump() << "\n";
   }
   if (absl::Status st = Run({"decode", "--model", model_, "--input", scratch.file("ids.jsonl"),
-                             "--output", scratch.file("texts.txt")});
+                             "--output", scratch.file("texts.txt")},
+                            scratch.file("log"));
       !st.ok()) {
     return st;
   }

@@ -27,8 +27,8 @@ class TokenizerProcess {
       const std::vector<std::vector<planner::TokenId>>& ids) const;
 
  private:
-  // Runs binary_ with `args`, its stdout and stderr into a log file; an error carries the log.
-  absl::Status Run(const std::vector<std::string>& args) const;
+  // Runs binary_ with `args`, its stdout and stderr into the file `log`; an error carries the log.
+  absl::Status Run(const std::vector<std::string>& args, const std::string& log) const;
 
   std::string binary_, model_;
 };

@@ -164,12 +164,14 @@ absl::StatusOr<std::unique_ptr<TraceRecorder>> TraceRecorder::Create(
   r->options_ = options;
   if (r->options_.continuation_len == 0) r->options_.continuation_len = options.gamma + 1;
   const int64_t max_len = max_context + options.max_nodes + options.gamma + 2;
-  r->chain_drafter_ = std::make_unique<DraftModelDrafter>(draft, max_len, options.top_k);
-  r->tree_drafter_ = std::make_unique<DraftModelDrafter>(draft, max_len, options.top_k);
-  r->tree_policy_ = std::make_unique<RecordingTreePolicy>(r->options_);
-  if (options.heads != nullptr) {
+  // The marginals come from the draft model's chain, or from the heads.
+  if (options.heads == nullptr) {
+    r->chain_drafter_ = std::make_unique<DraftModelDrafter>(draft, max_len, options.top_k);
+  } else {
     r->heads_drafter_ = std::make_unique<HeadsDrafter>(options.heads, options.top_k);
   }
+  r->tree_drafter_ = std::make_unique<DraftModelDrafter>(draft, max_len, options.top_k);
+  r->tree_policy_ = std::make_unique<RecordingTreePolicy>(r->options_);
   return r;
 }
 
@@ -209,7 +211,7 @@ absl::Status TraceRecorder::Record(int64_t prompt_index,
   }
 
   c10::InferenceMode guard;
-  chain_drafter_->Reset();
+  if (chain_drafter_) chain_drafter_->Reset();
   tree_drafter_->Reset();
   std::vector<planner::TokenId> committed = prompt;
   std::vector<planner::TokenId> accepted;
@@ -222,14 +224,10 @@ absl::Status TraceRecorder::Record(int64_t prompt_index,
     std::vector<planner::TokenId> all = prompt;
     all.insert(all.end(), out.begin(), out.end());
     KvCache cache = target.NewCache(static_cast<int64_t>(all.size()));
-    const torch::Tensor ids =
-        torch::from_blob(all.data(), {static_cast<int64_t>(all.size())}, torch::kInt32);
-    const ForwardSegment seg{ids, torch::arange(0, static_cast<int64_t>(all.size()), torch::kInt64),
-                             0, torch::Tensor(), &cache};
-    target.ForwardBatch(absl::MakeConstSpan(&seg, 1), &hidden);
+    target.ForwardCausal(all, 0, &cache, &hidden);
   }
   const int heads_gamma =
-      options_.heads != nullptr
+      heads_drafter_
           ? static_cast<int>(std::min<int64_t>(options_.gamma, options_.heads->num_heads()))
           : 0;
   for (const IterationLog& s : result.steps) {
@@ -265,7 +263,7 @@ absl::Status TraceRecorder::Record(int64_t prompt_index,
     steps_.push_back(std::move(step));
     accepted.assign(out.begin() + r + 1,
                     out.begin() + std::min<int64_t>(n_out, r + 1 + s.accepted));
-    chain_drafter_->Commit(accepted);
+    if (chain_drafter_) chain_drafter_->Commit(accepted);
     tree_drafter_->Commit(accepted);
   }
   return absl::OkStatus();

@@ -90,8 +90,8 @@ class TraceRecorder {
 
   const Transformer* draft_ = nullptr;
   TraceRecorderOptions options_;
-  std::unique_ptr<DraftModelDrafter> chain_drafter_;
-  std::unique_ptr<HeadsDrafter> heads_drafter_;  // options_.heads
+  std::unique_ptr<DraftModelDrafter> chain_drafter_;  // marginals without options_.heads
+  std::unique_ptr<HeadsDrafter> heads_drafter_;       // marginals with options_.heads
   std::unique_ptr<DraftModelDrafter> tree_drafter_;
   std::unique_ptr<RecordingTreePolicy> tree_policy_;
   std::vector<whatif::TraceStep> steps_;

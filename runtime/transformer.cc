@@ -569,14 +569,15 @@ torch::Tensor Transformer::TrainForward(const torch::Tensor& tokens, torch::Tens
 }
 
 torch::Tensor Transformer::ForwardCausal(absl::Span<const planner::TokenId> tokens, int64_t start,
-                                         KvCache* cache) const {
+                                         KvCache* cache, torch::Tensor* hidden) const {
   c10::InferenceMode guard;
   const int64_t s = static_cast<int64_t>(tokens.size());
   static_assert(std::is_same_v<planner::TokenId, int32_t>);
   torch::Tensor t =
       torch::from_blob(const_cast<planner::TokenId*>(tokens.data()), {s}, torch::kInt32);
-  torch::Tensor p = torch::arange(start, start + s, torch::kInt64);
-  return Forward(t, p, start, torch::Tensor(), cache);
+  const ForwardSegment segment{t, torch::arange(start, start + s, torch::kInt64), start,
+                               torch::Tensor(), cache};
+  return ForwardBatch(absl::MakeConstSpan(&segment, 1), hidden);
 }
 
 torch::Tensor TreeAttentionMask(const std::vector<uint8_t>& ancestor_dense, int64_t s, int64_t c,

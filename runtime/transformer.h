@@ -126,9 +126,9 @@ class Transformer {
   torch::Tensor TrainForward(const torch::Tensor& tokens, torch::Tensor* hidden = nullptr) const;
 
   // Convenience: causal forward of `tokens` at positions/slots start .. start + s - 1. On the CPU
-  // the token ids are read in place (no copy).
+  // the token ids are read in place (no copy). `hidden` as for ForwardBatch.
   torch::Tensor ForwardCausal(absl::Span<const planner::TokenId> tokens, int64_t start,
-                              KvCache* cache) const;
+                              KvCache* cache, torch::Tensor* hidden = nullptr) const;
 
  private:
   struct Layer {

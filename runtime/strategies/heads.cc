@@ -12,22 +12,32 @@
 
 namespace specplan::runtime {
 
-absl::StatusOr<std::unique_ptr<HeadsStrategy>> HeadsStrategy::Create(const StrategyOptions& options,
-                                                                     const StrategyContext& ctx) {
+absl::Status CheckDraftHeads(const StrategyOptions& options, const Transformer& target) {
   if (options.heads == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("strategy ", StrategyName(options.strategy), ": needs draft heads"));
   }
+  if (&options.heads->target() != &target) {
+    return absl::InvalidArgumentError(
+        "draft heads: loaded on another target model (DraftHeads::Load with this target)");
+  }
   if (options.strategy == Strategy::kCausal && !options.heads->has_causal()) {
     return absl::InvalidArgumentError("strategy causal: the draft heads have no causal head");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<HeadsStrategy>> HeadsStrategy::Create(const StrategyOptions& options,
+                                                                     const StrategyContext& ctx) {
+  SPECPLAN_RETURN_IF_ERROR(CheckDraftHeads(options, *ctx.target));
   SPECPLAN_RETURN_IF_ERROR(planner::ValidateSpeculationGateOptions(options.gate));
   std::unique_ptr<HeadsStrategy> s(new HeadsStrategy(options, ctx));
   SPECPLAN_ASSIGN_OR_RETURN(
       s->latency_, GivenOrMeasuredLatency(options.latency, *ctx.target, options.max_tree_nodes + 1,
                                           &s->owned_latency_));
   if (s->gate_enabled_ && s->fixed_level_s_ < 0) {
-    // The gate's first per-head estimate: every head on a zero hidden row, timed now.
+    // The gate's first per-head estimate: every head on a zero hidden row, timed on the second
+    // call (the first warms up).
     const torch::Tensor zero =
         torch::zeros({ctx.target->config().hidden_size}, torch::TensorOptions()
                                                              .dtype(ctx.target->options().dtype)

@@ -24,6 +24,10 @@
 
 namespace specplan::runtime {
 
+// What a strategy that reads draft heads (StrategyNeedsHeads(options)) needs of them: present,
+// loaded on `target`, and with a causal head for kCausal. Errors name the strategy.
+absl::Status CheckDraftHeads(const StrategyOptions& options, const Transformer& target);
+
 class HeadsStrategy final : public DraftStrategy {
  public:
   // options.heads must be non-null (and have a causal head for kCausal). options.strategy is kHeads
