@@ -61,6 +61,7 @@ struct WhatIfArgs : CostFlags {
   std::string concurrency;  // --concurrency LIST; empty: the budget sweep
   double draft_batch_growth = whatif::kDefaultDraftBatchGrowth;
   bool batch_scan = false;
+  bool calibrate = false;
   std::vector<std::string> given;  // long names of the flags given on the command line
 };
 
@@ -220,6 +221,7 @@ int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
   run.options.drafter.batch_growth = a.draft_batch_growth;
   run.options.t_aux_s = t_aux_s;
   run.options.batch_scan = a.batch_scan;
+  run.options.calibrate = a.calibrate;
   run.json = a.json;
   run.plot = a.plot;
   return RunWhatIfConcurrency(run);
@@ -320,6 +322,7 @@ int RunWhatIf(const WhatIfArgs& a) {
   options.fixed_tree.branch = a.fixed_branch;
   options.fixed_tree.tau = a.fixed_tau;
   options.per_step = a.per_step;
+  options.calibrate = a.calibrate;
   WhatIfOutcome o;
   if (!(a.server.empty() ? RunLocal(a, *dtype, options, &o) : RunRemote(a, *dtype, options, &o))) {
     return 1;
@@ -421,6 +424,11 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--batch-scan", args->batch_scan,
                 "With --concurrency: the batch planner takes the argmax of its goodput G(N) "
                 "instead of stopping at its first decrease (for measured, stepped profiles)");
+  cmd->add_flag("--calibrate", args->calibrate,
+                "Calibrate the surrogate online: controller, scan (and with --concurrency the "
+                "batch planner) price a node at s x rho, s = realised over promised draft tokens "
+                "so far (planner::AcceptanceEstimator::surrogate_scale), as a planner fed "
+                "ReportAcceptance would");
   cmd->callback([cmd, args, exit_code] {
     for (const CLI::Option* opt : cmd->get_options()) {
       if (opt->count() > 0 && !opt->get_lnames().empty()) {

@@ -72,6 +72,10 @@ absl::Status ValidateOptions(const BatchPlanOptions& o, const costmodel::BatchCy
     return absl::InvalidArgumentError(absl::StrCat("n_max = ", o.n_max, ": must be in [0, ",
                                                    kMaxBatchNodes, "] draft nodes over the batch"));
   }
+  if (!(o.acceptance_scale > 0 && o.acceptance_scale <= kMaxAcceptanceScale)) {
+    return absl::InvalidArgumentError(absl::StrCat("acceptance_scale = ", o.acceptance_scale,
+                                                   ": must be in (0, ", kMaxAcceptanceScale, "]"));
+  }
   const bool latency = o.objective == BatchObjective::kLatencyBound;
   if ((o.mode != BudgetMode::kFixed || latency) && cost == nullptr) {
     return absl::InvalidArgumentError(
@@ -322,7 +326,9 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     if (!evaluate && options.n_max > 0) n = take_above_open_streams();
 
     // Running sums over the batch at the current N.
-    double accepted = B, weighted = weight_sum;
+    // accepted: Σ Â_i; calibrated: Σ Â'_i; weighted: Σ w_i Â'_i.
+    const double scale = options.acceptance_scale;
+    double accepted = B, calibrated = B, weighted = weight_sum;
     double min_a = 1.0;  // min_i Â_i, for the latency bound
     int argmin_a = 0;
     best_n = 0;
@@ -333,9 +339,9 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     auto consider = [&](int n) {
       const double c = cost->Seconds(shape_);
       const double g = weighted / c;
-      plan->curve.push_back({n, accepted, weighted, c, accepted / c});
+      plan->curve.push_back({n, accepted, weighted, c, calibrated / c});
       if (latency) {
-        const double worst = c / min_a;  // max_i C / Â_i
+        const double worst = c / (1.0 + scale * (min_a - 1.0));  // max_i C / Â'_i
         if (worst <= X) {
           if (!feasible_seen || g > best_g) best_g = g, best_n = n;
           feasible_seen = true;
@@ -396,7 +402,8 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       order_.push_back(i);
       plan->expected_accepted[i] += rho;
       accepted += rho;
-      weighted += requests[i].weight * rho;
+      calibrated += scale * rho;
+      weighted += requests[i].weight * scale * rho;
       shape_.Grow(i);
       if (latency && i == argmin_a) {
         for (int j = 0; j < B; ++j) {
@@ -452,8 +459,9 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     double a = 1.0;
     for (size_t k = 1; k < keep; ++k) a += tree.path_probs[k];
     plan->expected_accepted[i] = a;
-    plan->weighted_accepted += requests[i].weight * a;
-    total_accepted += a;
+    const double calibrated = 1.0 + options.acceptance_scale * (a - 1.0);
+    plan->weighted_accepted += requests[i].weight * calibrated;
+    total_accepted += calibrated;
     shape_.Add(plan->n[i] + 1, requests[i].c);
   }
   if (cost != nullptr) {

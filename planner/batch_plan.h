@@ -22,7 +22,9 @@
 //   smaller rank, so that with B = 1 the pop order is BestFirstPlanner's node for node.
 //
 // Objectives, over the prefixes N = 0..N_max of that order (Â_i = 1 + Σ ρ over request i's nodes;
-// the root, the pending bonus token, always counts 1):
+// the root, the pending bonus token, always counts 1; every objective below uses the calibrated
+// Â'_i = 1 + s (Â_i − 1), s = BatchPlanOptions::acceptance_scale, 1 by default, as in
+// best_first.h; the order does not depend on s, and the expected_accepted fields stay Â):
 //   kGoodput       maximise the weighted goodput  G(N) = Σ_i w_i Â_i(N) / C(N).
 //                  kController stops at the first N with G(N + 1) < G(N); kScan takes the argmax.
 //   kLatencyBound  maximise G(N) subject to C(N) / Â_i(N) <= X for every request (X = expected
@@ -98,6 +100,7 @@ struct BatchPlanOptions {
                     // end otherwise; 0 <= n_max <= kMaxBatchNodes
   BatchObjective objective = BatchObjective::kGoodput;
   double max_seconds_per_token = 0;  // X for kLatencyBound, > 0
+  double acceptance_scale = 1.0;     // s of Â' = 1 + s (Â - 1); finite, in (0, 64]
   bool validate = true;              // validate every request's marginals first (a provider's
                                      // replies are always checked)
 };
@@ -105,9 +108,9 @@ struct BatchPlanOptions {
 struct BatchCurvePoint {
   int n = 0;                     // N, draft nodes over the batch
   double expected_accepted = 0;  // Σ_i Â_i(N)
-  double weighted_accepted = 0;  // Σ_i w_i Â_i(N)
+  double weighted_accepted = 0;  // Σ_i w_i Â'_i(N)
   double cycle_s = 0;            // C(N), seconds
-  double goodput = 0;            // Σ_i Â_i(N) / C(N), tokens per second
+  double goodput = 0;            // Σ_i Â'_i(N) / C(N), tokens per second
 };
 
 // Result of one PlanBatch call. Caller-owned and reusable: vectors keep their capacity.
@@ -116,9 +119,9 @@ struct BatchPlan {
   std::vector<int> n;                     // [B] n_i draft nodes; 0 = do not speculate
   std::vector<double> expected_accepted;  // [B] Â_i, root included
   int n_total = 0;                        // N* = Σ n_i
-  double weighted_accepted = 0;           // Σ w_i Â_i at N*
+  double weighted_accepted = 0;           // Σ w_i Â'_i at N*
   double cycle_s = std::numeric_limits<double>::quiet_NaN();     // C(N*), NaN without a cost
-  double goodput = std::numeric_limits<double>::quiet_NaN();     // Σ Â_i / C(N*), tokens/s
+  double goodput = std::numeric_limits<double>::quiet_NaN();     // Σ Â'_i / C(N*), tokens/s
   double ar_goodput = std::numeric_limits<double>::quiet_NaN();  // B / T_AR, tokens/s
   bool speculation_pays = true;    // false: N* = 0, a plain decoding step (the off switch, or
                                    // the goodput fell from N = 0 on); always true in kFixed

@@ -16,8 +16,13 @@ absl::Status MakeBudgetSpec(const BestFirstOptions& options, const costmodel::Cy
     return absl::InvalidArgumentError(
         "cost: a cycle cost is required in controller and scan modes");
   }
+  if (!(options.acceptance_scale > 0 && options.acceptance_scale <= kMaxAcceptanceScale)) {
+    return absl::InvalidArgumentError(absl::StrCat("acceptance_scale = ", options.acceptance_scale,
+                                                   ": must be in (0, ", kMaxAcceptanceScale, "]"));
+  }
   spec->mode = options.mode;
   spec->n_max = options.n_max;
+  spec->acceptance_scale = options.acceptance_scale;
   spec->cost = cost;
   spec->l_ar_s = 0;
   if (cost != nullptr) {

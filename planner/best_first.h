@@ -14,7 +14,12 @@
 //   expected_accepted  Â(n) = 1 + sum of rho over the n draft nodes (the root counts 1: the
 //                      pending bonus token is always accepted).
 //   cycle_s            C(n) = T_draft + T_aux + T_verify(n + 1, c)   (costmodel::CycleCost)
-//   speedup            S(n) = Â(n) * L_AR / C(n), L_AR = T_verify(1, c) unless overridden.
+//   speedup            S(n) = Â'(n) * L_AR / C(n), L_AR = T_verify(1, c) unless overridden, with
+//                      Â'(n) = 1 + s (Â(n) - 1) and s = acceptance_scale (1 by default, so Â' =
+//                      Â). s is an online calibration of the surrogate: a caller that has seen
+//                      the drafter's trees accept s times the tokens Σρ promised (planner::
+//                      AcceptanceEstimator::surrogate_scale) prices every node at s ρ. The pop
+//                      order does not depend on s; only where the stop rule ends does.
 // n = 0 (root only) is part of the curve: S(0) = L_AR / C(0). It is <= 1 when drafting costs time,
 // and the controller returns n* = 0 when S(1) < S(0) ("do not draft a tree"; a caller would then
 // fall back to a plain AR step). Prop. 2.4's unimodality carries over to n = 0 because Â stays
@@ -41,6 +46,10 @@
 
 namespace specplan::planner {
 
+// Largest surrogate calibration a planner accepts (BestFirstOptions / BatchPlanOptions::
+// acceptance_scale).
+inline constexpr double kMaxAcceptanceScale = 64.0;
+
 enum class BudgetMode {
   kFixed,       // exactly min(n_max, lattice size) draft nodes; cost optional
   kController,  // stop at the first n with S(n + 1) < S(n) (exact when C is convex, Prop. 2.4)
@@ -52,14 +61,15 @@ struct BestFirstOptions {
   int n_max = 64;       // draft nodes: the budget in kFixed, the upper end of the search otherwise;
                         // 0 <= n_max < kMaxTreeNodes
   double l_ar_s = 0.0;  // seconds, L_AR; <= 0 means cost->VerifySeconds(0) = T_verify(1, c)
+  double acceptance_scale = 1.0;  // s of Â' = 1 + s (Â - 1) in S(n); finite, in (0, 64]
   bool validate = true;  // run ValidateMarginals first (about a microsecond at gamma=16, k=8)
 };
 
 struct CurvePoint {
   int n = 0;                     // draft nodes
-  double expected_accepted = 0;  // Â(n), root included
+  double expected_accepted = 0;  // Â(n), root included (the surrogate as is, not scaled)
   double cycle_s = 0;            // C(n), seconds
-  double speedup = 0;            // S(n)
+  double speedup = 0;            // S(n) (with Â')
 };
 
 // Result of one planning call. Caller-owned and reusable: vectors keep their capacity.
@@ -99,6 +109,7 @@ struct BudgetSpec {
   int n_max = 0;
   const costmodel::CycleCost* cost = nullptr;  // required unless kFixed
   double l_ar_s = 0;                           // resolved L_AR (> 0 when cost is set)
+  double acceptance_scale = 1.0;               // s of Â' = 1 + s (Â - 1)
 };
 
 // The lazy frontier over a general lattice (path-conditioned planning): on pop, push the popped
@@ -208,7 +219,7 @@ void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* pla
     a_hat += e.rho;
     if (evaluate) {
       const double c = spec.cost->Seconds(n);
-      const double s = a_hat * spec.l_ar_s / c;
+      const double s = (1.0 + spec.acceptance_scale * (a_hat - 1.0)) * spec.l_ar_s / c;
       plan->curve.push_back({n, a_hat, c, s});
       if (spec.mode == BudgetMode::kController) {
         if (s < prev_s) break;  // first decrease: n - 1 is the answer
@@ -237,7 +248,7 @@ void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* pla
     plan->expected_accepted = a;
     if (spec.cost != nullptr) {
       plan->cycle_s = spec.cost->Seconds(best_n);
-      plan->speedup = a * spec.l_ar_s / plan->cycle_s;
+      plan->speedup = (1.0 + spec.acceptance_scale * (a - 1.0)) * spec.l_ar_s / plan->cycle_s;
     } else {
       plan->cycle_s = plan->speedup = std::numeric_limits<double>::quiet_NaN();
     }

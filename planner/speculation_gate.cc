@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "planner/best_first.h"
 #include "util/check.h"
 
 namespace specplan::planner {
@@ -33,6 +34,16 @@ void AcceptanceEstimator::ObserveSurrogate(double expected_accepted, int accepte
   const double r = (accepted_length + 1.0) / expected_accepted;
   kappa_ = surrogate_steps_ == 0 ? r : o_.forget * kappa_ + (1 - o_.forget) * r;
   ++surrogate_steps_;
+  if (expected_accepted > 1) {
+    realised_draft_ = o_.forget * realised_draft_ + accepted_length;
+    promised_draft_ = o_.forget * promised_draft_ + (expected_accepted - 1);
+  }
+}
+
+double AcceptanceEstimator::surrogate_scale() const {
+  const double s = (realised_draft_ + o_.prior_weight) / (promised_draft_ + o_.prior_weight);
+  if (!std::isfinite(s)) return 1.0;  // no observation and no prior weight: 0 / 0
+  return std::clamp(s, 1.0 / kMaxAcceptanceScale, kMaxAcceptanceScale);
 }
 
 double AcceptanceEstimator::alpha() const {

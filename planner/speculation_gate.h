@@ -17,8 +17,15 @@
 // Realised acceptance is what the estimator tracks, so A(d) is calibrated by construction; the
 // planner's surrogate Â is tracked beside it as the ratio kappa = EMA of (L + 1) / Â (the
 // statistic ReportAcceptance keeps), for callers that plan on Â and want to know how it tracks
-// realised acceptance. The estimator also keeps EMAs of the verified width (draft nodes per
-// proposed depth, w) and of the proposed depth itself.
+// realised acceptance. For planning on the draft part, the same observations give the surrogate's
+// calibration, the forgetful ratio of realised draft tokens to promised ones,
+//   surrogate_scale = (Σ f^age L + w_0) / (Σ f^age (Â − 1) + w_0)   (1 before any; clamped to
+//   [1/64, 64]),
+// which a best-first or batch planner takes as its acceptance_scale (best_first.h): it then
+// prices a node at surrogate_scale·ρ, so a drafter whose probabilities are under-confident (its
+// trees accept more than Σρ) gets deeper trees and an over-confident one shallower trees. The
+// estimator also keeps EMAs of the verified width (draft nodes per proposed depth, w) and of the
+// proposed depth itself.
 //
 // Decision (SpeculationGate::Decide): with t = measured seconds of one draft level (forward plus
 // candidate rows), T(s) = T_verify(s, c) from a costmodel::LatencyModel and s(d) =
@@ -85,6 +92,9 @@ class AcceptanceEstimator {
   double mean_depth() const { return depth_; }
   // EMA of (accepted + 1) / Â over ObserveSurrogate calls (1 before any).
   double kappa() const { return kappa_; }
+  // (Σ f^age L + w_0) / (Σ f^age (Â − 1) + w_0) over ObserveSurrogate calls with Â > 1, w_0 =
+  // prior_weight (1 before any), clamped to [1 / kMaxAcceptanceScale, kMaxAcceptanceScale].
+  double surrogate_scale() const;
   int64_t observed_steps() const { return steps_; }
   int64_t surrogate_steps() const { return surrogate_steps_; }
 
@@ -95,6 +105,8 @@ class AcceptanceEstimator {
   double width_ = 1;
   double depth_ = 0;
   double kappa_ = 1;
+  double realised_draft_ = 0;  // Σ f^age L over ObserveSurrogate calls with Â > 1
+  double promised_draft_ = 0;  // Σ f^age (Â − 1) over the same calls
   int64_t steps_ = 0;
   int64_t surrogate_steps_ = 0;
 };

@@ -198,6 +198,7 @@ absl::StatusOr<RemoteResult> PlannerClient::PlanTree(const planner::Marginals& m
   req.set_mode(service::BudgetModeToProto(options.mode));
   req.set_n_max(options.n_max);
   req.set_l_ar_s(options.l_ar_s);
+  req.set_acceptance_scale(options.acceptance_scale);
   v1::OutputSelection* sel = req.mutable_outputs();
   sel->set_positions(true);
   sel->set_parents(true);
@@ -370,6 +371,7 @@ absl::Status RemotePlanBackend::PlanBestFirst(const planner::Marginals& marginal
   req.set_mode(service::BudgetModeToProto(options.mode));
   req.set_n_max(options.n_max);
   req.set_l_ar_s(options.l_ar_s);
+  req.set_acceptance_scale(options.acceptance_scale);
   if (cost != nullptr) {
     SPECPLAN_CHECK(cost->latency != nullptr, "PlanCost::latency is required");
     v1::CostSpec* spec = req.mutable_cost();

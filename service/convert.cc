@@ -407,7 +407,22 @@ absl::Status BatchOptionsFromProto(const v1::PlanBatchRequest& in, const Service
       return Invalid(absl::StrCat("objective = ", in.objective(),
                                   ": unknown BatchObjective (use GOODPUT or LATENCY_BOUND)"));
   }
+  SPECPLAN_RETURN_IF_ERROR(
+      AcceptanceScaleFromProto(in.acceptance_scale(), "acceptance_scale", &out->acceptance_scale));
   out->validate = false;
+  return absl::OkStatus();
+}
+
+absl::Status AcceptanceScaleFromProto(double in, const std::string& field, double* out) {
+  if (in == 0) {
+    *out = 1.0;
+    return absl::OkStatus();
+  }
+  if (!(in > 0 && in <= planner::kMaxAcceptanceScale)) {
+    return Invalid(absl::StrCat(field, " = ", in, ": must be 0 (uncalibrated) or in (0, ",
+                                planner::kMaxAcceptanceScale, "]"));
+  }
+  *out = in;
   return absl::OkStatus();
 }
 
@@ -460,6 +475,7 @@ void BatchRequestToProto(const std::vector<planner::BatchRequest>& requests,
   } else {
     out->set_objective(v1::BATCH_OBJECTIVE_GOODPUT);
   }
+  out->set_acceptance_scale(options.acceptance_scale);
 }
 
 void BatchPlanToProto(const planner::BatchPlan& in,
@@ -684,6 +700,7 @@ absl::Status WhatIfOptionsFromProto(const v1::WhatIfRequest& in, const ServiceLi
   out->fixed_tree = FixedTreeOptionsFromProto(in.fixed_tree());
   out->fixed_tree.max_nodes = planner::FixedTreeOptions().max_nodes;
   out->per_step = in.per_step();
+  out->calibrate = in.calibrate();
   out->validate_trace = true;
   return absl::OkStatus();
 }
@@ -694,6 +711,7 @@ absl::Status WhatIfOptionsToProto(const whatif::WhatIfOptions& o, v1::WhatIfRequ
   for (whatif::Strategy s : o.strategies) out->add_strategies(whatif::StrategyName(s));
   out->set_n_max(o.n_max);
   out->set_policy_forward_s(o.policy_forward_s);
+  out->set_calibrate(o.calibrate);
 
   const planner::DynaTreeOptions& d = o.dynatree;
   const planner::DynaTreeOptions def;
@@ -770,6 +788,7 @@ void WhatIfReportToProto(const whatif::WhatIfReport& r, v1::WhatIfResponse* out)
   DrafterCostToProto(r.drafter, out->mutable_drafter());
   out->set_policy_forward_s(r.policy_forward_s);
   out->set_t_aux_s(r.t_aux_s);
+  out->set_calibrate(r.calibrate);
   out->clear_rows();
   out->mutable_rows()->Reserve(static_cast<int>(r.rows.size()));
   for (const whatif::WhatIfRow& row : r.rows) {
@@ -850,6 +869,7 @@ absl::StatusOr<whatif::WhatIfReport> WhatIfReportFromProto(const v1::WhatIfRespo
   r.drafter.t_light_s = d.t_light_s();
   r.policy_forward_s = in.policy_forward_s();
   r.t_aux_s = in.t_aux_s();
+  r.calibrate = in.calibrate();
   r.rows.reserve(in.rows_size());
   for (int i = 0; i < in.rows_size(); ++i) {
     const v1::WhatIfRow& w = in.rows(i);

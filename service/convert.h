@@ -69,6 +69,9 @@ void TreeToProto(const planner::Tree& in, v1::Tree* out);
 
 // BudgetMode: UNSPECIFIED -> controller; unknown values are INVALID_ARGUMENT.
 absl::Status BudgetModeFromProto(int mode, absl::string_view field, planner::BudgetMode* out);
+// A request's acceptance_scale: 0 -> 1 (uncalibrated); otherwise it must be in
+// (0, planner::kMaxAcceptanceScale] (InvalidArgument naming `field` and the value).
+absl::Status AcceptanceScaleFromProto(double in, const std::string& field, double* out);
 v1::BudgetMode BudgetModeToProto(planner::BudgetMode mode);
 
 // Request side of the client (no checks: the server validates).

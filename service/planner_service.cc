@@ -209,6 +209,8 @@ absl::Status PlannerService::DoPlanTree(const v1::PlanTreeRequest& req,
         absl::StrCat("l_ar_s = ", req.l_ar_s(), ": must be finite (<= 0 means T_verify(1, c))"));
   }
   options.l_ar_s = req.l_ar_s();
+  SPECPLAN_RETURN_IF_ERROR(AcceptanceScaleFromProto(req.acceptance_scale(), "acceptance_scale",
+                                                    &options.acceptance_scale));
   options.validate = false;  // MarginalsFromProto validated
 
   const bool has_source =

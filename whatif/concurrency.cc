@@ -16,6 +16,7 @@
 #include "costmodel/batch_shape.h"
 #include "planner/batch_plan.h"
 #include "planner/best_first.h"
+#include "planner/speculation_gate.h"
 #include "planner/strategy_names.h"
 #include "util/check.h"
 #include "util/json_util.h"
@@ -156,6 +157,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   controller.mode = BudgetMode::kController;
   controller.n_max = o.n_max;
   controller.validate = false;  // validated with the trace
+  planner::AcceptanceEstimator controller_calibration;
   for (RingStep& r : ring) {
     const TraceStep& s = *r.step;
     absl::Status st = single.PlanFixed(*s.marginals, o.n_max, &plan);
@@ -163,10 +165,12 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
     r.fixed_n = plan.n;
     r.fixed_l = RealizedAcceptedLength(plan.tree, s.continuation, &matched);
     const costmodel::CycleCost cost(&latency, BatchDrafter(o, s.marginals->gamma), o.t_aux_s, s.c);
+    if (o.calibrate) controller.acceptance_scale = controller_calibration.surrogate_scale();
     st = single.Plan(*s.marginals, controller, &cost, &plan);
     if (!st.ok()) return Invalid(absl::StrCat("controller: ", std::string(st.message())));
     r.controller_n = plan.n;
     r.controller_l = RealizedAcceptedLength(plan.tree, s.continuation, &matched);
+    controller_calibration.ObserveSurrogate(plan.expected_accepted, r.controller_l);
   }
 
   ConcurrencyReport report;
@@ -180,6 +184,8 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   report.drafter = o.drafter;
   report.t_aux_s = o.t_aux_s;
   report.batch_scan = o.batch_scan;
+  report.calibrate = o.calibrate;
+  if (o.calibrate) report.controller_scale = controller_calibration.surrogate_scale();
 
   const int S = static_cast<int>(ring.size());
   planner::BatchPlanner batch_planner;
@@ -197,6 +203,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
                     const std::function<int(int, int)>& position) -> absl::StatusOr<bool> {
     RowSums sums[kStrategies];
     double request_steps = 0;
+    planner::AcceptanceEstimator batch_calibration;
     for (int t = 0; t < steps; ++t) {
       const int B = size(t);
       request_steps += B;
@@ -240,6 +247,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       sums[2].seconds += cost.Seconds(ctl);
       if (!ctl_drafts) ++sums[2].plain_steps;
       // batch
+      if (o.calibrate) bo.acceptance_scale = batch_calibration.surrogate_scale();
       absl::Status st = batch_planner.Plan(requests, bo, &cost, &batch_plan);
       if (!st.ok()) {
         return Invalid(
@@ -258,9 +266,11 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
               RealizedAcceptedLength(batch_plan.trees[j], ring[at[j]].step->continuation, &matched);
           bp.tokens += 1 + l;
           bp.accepted += l;
+          batch_calibration.ObserveSurrogate(batch_plan.expected_accepted[j], l);
         }
       }
     }
+    if (o.calibrate) report.batch_scales.push_back(batch_calibration.surrogate_scale());
     const double ar_throughput = sums[0].tokens / sums[0].seconds;
     for (int k = 0; k < kStrategies; ++k) {
       ConcurrencyRow row;
@@ -349,7 +359,11 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
                     {"t_light_s", r.drafter.t_light_s},
                     {"batch_growth", r.drafter.batch_growth}}},
                   {"t_aux_s", r.t_aux_s},
-                  {"batch_mode", r.batch_scan ? "scan" : "controller"}};
+                  {"batch_mode", r.batch_scan ? "scan" : "controller"},
+                  {"calibrate", r.calibrate}};
+  if (r.calibrate) {
+    j["calibration"] = {{"controller_scale", r.controller_scale}, {"batch_scales", r.batch_scales}};
+  }
   json rows = json::array();
   for (const ConcurrencyRow& row : r.rows) {
     rows.push_back({{"batch", row.batch},
@@ -386,11 +400,20 @@ std::string FormatConcurrencyTable(const ConcurrencyReport& r) {
   std::string out = absl::StrFormat(
       "trace: %s -> %s, %d steps (%d with marginals, %s)\n"
       "cost: %s latency model; drafter %s (t_net %.3f ms, t_head %.3f ms, batch growth %g), "
-      "aux %.3f ms; n_max %d draft nodes per request; batch planner: %s\n\n",
+      "aux %.3f ms; n_max %d draft nodes per request; batch planner: %s\n",
       r.draft, r.target, r.trace_steps, r.ring_steps, replayed, r.latency_model,
       costmodel::DrafterClassName(r.drafter.cls), r.drafter.t_net_s * 1e3, r.drafter.t_head_s * 1e3,
       r.drafter.batch_growth, r.t_aux_s * 1e3, r.n_max,
       r.batch_scan ? "scan (argmax of G(N))" : "controller (first decrease of G(N))");
+  if (r.calibrate) {
+    std::string scales;
+    for (double s : r.batch_scales)
+      absl::StrAppend(&scales, scales.empty() ? "" : " ", absl::StrFormat("%.2f", s));
+    out += absl::StrFormat(
+        "surrogate calibrated online: controller's final scale %.2f; batch's per B: %s\n",
+        r.controller_scale, scales);
+  }
+  out += "\n";
   out += absl::StrFormat("%5s  %-13s %11s %8s %9s %7s %9s %7s\n", "B", "strategy", "tokens/s",
                          "speedup", "accepted", "tree", "cycle_ms", "plain");
   int last_b = -1;

@@ -40,6 +40,11 @@
 //                  instead of the first decrease: measured profiles are stepped (a request's
 //                  first draft node moves it from the decode to the verify attention kernel), so
 //                  G(N) can dip at N = 1 and rise again.
+// With options.calibrate the controller and batch plan with the surrogate calibrated online, as a
+// deployed planner fed ReportAcceptance would: a planner::AcceptanceEstimator sees each planned
+// request's (Â, realised L) in replay order (the controller's in ring order, the batch planner's
+// per batch size, batch step after batch step) and every plan takes its surrogate_scale s as the
+// acceptance_scale (best_first.h: a node is worth s·ρ). The final s of each is reported.
 // clang-format on
 //
 // Per (B, strategy) row, over all R batch steps and B requests (a "request step"):
@@ -100,6 +105,7 @@ struct ConcurrencyOptions {
   }();
   double t_aux_s = 0;          // seconds, per batch step
   bool batch_scan = false;     // batch in BudgetMode::kScan instead of kController
+  bool calibrate = false;      // controller and batch calibrate the surrogate online (above)
   bool validate_trace = true;  // ValidateTraceStep on every step first
   // Replay the recorded batches instead of the ring: each batch step is one verification pass of
   // a batch run (the steps sharing a "pass", trace.h), with the requests and context lengths that
@@ -142,6 +148,11 @@ struct ConcurrencyReport {
   costmodel::DrafterCost drafter;
   double t_aux_s = 0;
   bool batch_scan = false;
+  bool calibrate = false;
+  // With calibrate: the controller's surrogate_scale after the ring, and the batch planner's
+  // after each batch size's replay ([batch_sizes], or [1] for a recorded replay); else 1 and {}.
+  double controller_scale = 1;
+  std::vector<double> batch_scales;
   // Rows: batch sizes ascending, strategies in AllConcurrencyStrategies() order within a size.
   std::vector<ConcurrencyRow> rows;
   // Smallest batch size whose batch throughput is not above ar's; 0 = never in the

@@ -22,6 +22,7 @@
 #include "planner/best_first.h"
 #include "planner/linear_chain.h"
 #include "planner/policy.h"
+#include "planner/speculation_gate.h"
 #include "planner/strategy_names.h"
 #include "util/check.h"
 #include "util/json_util.h"
@@ -182,6 +183,7 @@ absl::Status RunBudgetController(const Trace& trace, const costmodel::LatencyMod
   bo.n_max = n_max;
   bo.validate = false;
   ws.planner.Reserve(n_max);
+  planner::AcceptanceEstimator calibration;
   for (size_t i = 0; i < trace.steps.size(); ++i) {
     const TraceStep& s = trace.steps[i];
     if (!s.marginals) {
@@ -189,12 +191,14 @@ absl::Status RunBudgetController(const Trace& trace, const costmodel::LatencyMod
       continue;
     }
     const costmodel::CycleCost cost(&latency, MarginalsDrafter(o, *s.marginals), o.t_aux_s, s.c);
+    if (o.calibrate) bo.acceptance_scale = calibration.surrogate_scale();
     absl::Status st = ws.planner.Plan(*s.marginals, bo, &cost, &ws.plan);
     if (!st.ok()) {
       return Invalid(
           absl::StrCat("step ", i, ": ", StrategyName(strategy), ": ", std::string(st.message())));
     }
     const int accepted = RealizedAcceptedLength(ws.plan.tree, s.continuation, &ws.matched);
+    calibration.ObserveSurrogate(ws.plan.expected_accepted, accepted);
     acc.Add(MakeStep(static_cast<int64_t>(i), ws.plan.n, accepted, ws.plan.expected_accepted - 1.0,
                      cost),
             o.per_step);
@@ -202,7 +206,11 @@ absl::Status RunBudgetController(const Trace& trace, const costmodel::LatencyMod
   WhatIfRow row;
   row.strategy = strategy;
   row.budget = n_max;
-  row.params = absl::StrCat(StrategyName(strategy), "(n_max=", n_max, ")");
+  row.params = absl::StrCat(
+      StrategyName(strategy), "(n_max=", n_max,
+      o.calibrate ? absl::StrFormat(", calibrated: s=%.3f", calibration.surrogate_scale())
+                  : std::string(),
+      ")");
   row.steps_skipped = skipped;
   *spearman = acc.Finish(&row);
   rows->push_back(std::move(row));
@@ -484,6 +492,7 @@ absl::StatusOr<WhatIfReport> RunWhatIf(const Trace& trace, const costmodel::Late
   report.drafter = o.drafter;
   report.policy_forward_s = o.policy_forward_s;
   report.t_aux_s = o.t_aux_s;
+  report.calibrate = o.calibrate;
 
   int total_rows = 0;
   for (Strategy s : strategies)
@@ -561,7 +570,8 @@ nlohmann::json WhatIfReportToJson(const WhatIfReport& r) {
                     {"t_head_s", r.drafter.t_head_s},
                     {"t_light_s", r.drafter.t_light_s}}},
                   {"policy_forward_s", r.policy_forward_s},
-                  {"t_aux_s", r.t_aux_s}};
+                  {"t_aux_s", r.t_aux_s},
+                  {"calibrate", r.calibrate}};
   json rows = json::array();
   for (const WhatIfRow& row : r.rows) {
     json jr = {
@@ -631,10 +641,11 @@ std::string FormatWhatIfTable(const WhatIfReport& r) {
   std::string out = absl::StrFormat(
       "trace: %s -> %s, vocab %d, %d steps over %d prompts (%d with marginals, %d with nodes)\n"
       "cost: %s latency model; drafter %s (t_net %.3f ms, t_head %.3f ms), %.3f ms per policy "
-      "forward, aux %.3f ms\n\n",
+      "forward, aux %.3f ms%s\n\n",
       r.draft, r.target, r.vocab, r.steps, r.prompts, r.steps_with_marginals, r.steps_with_nodes,
       r.latency_model, costmodel::DrafterClassName(r.drafter.cls), r.drafter.t_net_s * 1e3,
-      r.drafter.t_head_s * 1e3, r.policy_forward_s * 1e3, r.t_aux_s * 1e3);
+      r.drafter.t_head_s * 1e3, r.policy_forward_s * 1e3, r.t_aux_s * 1e3,
+      r.calibrate ? "; controller and scan calibrate the surrogate online" : "");
   out += absl::StrFormat("%-11s %6s %6s %7s %9s %9s %9s %8s %8s\n", "strategy", "budget", "steps",
                          "tree", "accepted", "predicted", "cycle_ms", "speedup", "pearson");
   for (const WhatIfRow& row : r.rows) {

@@ -82,6 +82,10 @@ struct WhatIfOptions {
   costmodel::DrafterCost drafter;
   double policy_forward_s = 0;  // seconds per drafter forward (tree level) for policy strategies
   double t_aux_s = 0;           // seconds, tree construction / sampling overhead per cycle
+  // controller / scan calibrate the surrogate online: a planner::AcceptanceEstimator sees each
+  // step's (Â, realised L) in trace order and the next plan takes its surrogate_scale s as the
+  // acceptance_scale (a node is worth s·ρ; best_first.h). The row's params end in the final s.
+  bool calibrate = false;
   // Policy parameters; n_max (DynaTree) and max_nodes (fixed tree) are replaced by the budget.
   planner::DynaTreeOptions dynatree;
   planner::FixedTreeOptions fixed_tree;
@@ -168,6 +172,7 @@ struct WhatIfReport {
   costmodel::DrafterCost drafter;
   double policy_forward_s = 0;
   double t_aux_s = 0;
+  bool calibrate = false;
   // Results: rows in strategy order, budgets ascending within a strategy.
   std::vector<WhatIfRow> rows;
   OracleSummary oracle;

@@ -420,11 +420,13 @@ absl::Status SaveTrace(const Trace& trace, const std::string& path) {
   return WriteFileAtomically(path, SerializeTrace(trace));
 }
 
-std::string DefaultTracePath() {
+std::string BundledTracePath(std::string_view file) {
   if (const char* env = std::getenv("SPECPLAN_TRACE_DIR"); env != nullptr && *env != '\0') {
-    return absl::StrCat(env, "/tiny.jsonl");
+    return absl::StrCat(env, "/", std::string(file));
   }
-  return absl::StrCat(SPECPLAN_TRACE_DIR, "/tiny.jsonl");
+  return absl::StrCat(SPECPLAN_TRACE_DIR, "/", std::string(file));
 }
+
+std::string DefaultTracePath() { return BundledTracePath("family.jsonl"); }
 
 }  // namespace specplan::whatif

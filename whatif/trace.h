@@ -110,7 +110,10 @@ std::string SerializeTrace(const Trace& trace);
 // Validates every step, then writes atomically (util/atomic_file.h).
 absl::Status SaveTrace(const Trace& trace, const std::string& path);
 
-// The bundled trace recorded from the built-in tiny model pair (whatif/traces/tiny.jsonl).
+// A file of whatif/traces/ (or of $SPECPLAN_TRACE_DIR where set): "family.jsonl" (the trained
+// family on held-out text) or "tiny.jsonl" (the built-in tiny random pair, kept for fast tests).
+std::string BundledTracePath(std::string_view file);
+// The default trace: BundledTracePath("family.jsonl").
 std::string DefaultTracePath();
 
 }  // namespace specplan::whatif

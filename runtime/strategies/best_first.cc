@@ -60,6 +60,8 @@ absl::Status BestFirstStrategy::BuildTree(const DecodeState& state, planner::Tre
   dc.gamma = depth;
   dc.t_net_s = drafter_.last_step_seconds();
   const planner::PlanCost cost{latency_, dc, 0.0, state.c};
+  // The surrogate calibrated online (speculation_gate.h): a node is worth surrogate_scale·ρ.
+  if (gate_enabled_) planner_options_.acceptance_scale = gate_.estimator().surrogate_scale();
   SPECPLAN_RETURN_IF_ERROR(backend_->PlanBestFirst(marginals_, planner_options_, &cost, &plan_));
   *tree = plan_.tree;
   return absl::OkStatus();

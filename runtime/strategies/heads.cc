@@ -84,6 +84,8 @@ absl::Status HeadsStrategy::BuildTree(const DecodeState& state, planner::Tree* t
   drafted_ = true;
   costmodel::DrafterCost dc;
   dc.gamma = depth;
+  // The surrogate calibrated online (speculation_gate.h): a node is worth surrogate_scale·ρ.
+  if (gate_enabled_) planner_options_.acceptance_scale = gate_.estimator().surrogate_scale();
   if (strategy_ == Strategy::kHeads) {
     SPECPLAN_RETURN_IF_ERROR(
         drafter_.DraftMarginals(state.target_hidden, root, depth, &marginals_));

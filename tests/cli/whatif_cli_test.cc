@@ -144,11 +144,35 @@ TEST(WhatIfCommand, PlotWritesAPngAtomically) {
   EXPECT_THAT(std::string(buf, n), Not(HasSubstr(".tmp")));
 }
 
+// --calibrate: the controller and scan plan with the surrogate calibrated online; the trained
+// heads are under-confident, so the final scale is above 1 and the trees grow.
+TEST(WhatIfCommand, CalibrateFlagCalibratesTheControllers) {
+  const std::string base =
+      "whatif --model qwen3-8b --gpu h100 --budgets 64 --strategies controller,scan --json";
+  auto raw = RunSpecplan(base);
+  auto cal = RunSpecplan(base + " --calibrate");
+  ASSERT_EQ(raw.exit_code, 0) << raw.output;
+  ASSERT_EQ(cal.exit_code, 0) << cal.output;
+  const auto r = nlohmann::json::parse(raw.output);
+  const auto c = nlohmann::json::parse(cal.output);
+  EXPECT_EQ(r["options"]["calibrate"], false);
+  EXPECT_EQ(c["options"]["calibrate"], true);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(c["rows"][i]["params"].get<std::string>(), HasSubstr("calibrated: s="));
+    EXPECT_GT(c["rows"][i]["mean_tree_size"].get<double>(),
+              r["rows"][i]["mean_tree_size"].get<double>());
+  }
+  auto table = RunSpecplan(
+      "whatif --model qwen3-8b --gpu h100 --t-draft-ms 1 --concurrency 1,8 --calibrate");
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_THAT(table.output, HasSubstr("surrogate calibrated online: controller's final scale"));
+}
+
 TEST(WhatIfCommand, BundledTraceIsTheDefault) {
   auto r = RunSpecplan("whatif --model qwen3-8b --gpu h100 --budgets 1,8 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
-  EXPECT_THAT(j["trace"]["path"].get<std::string>(), HasSubstr("tiny.jsonl"));
+  EXPECT_THAT(j["trace"]["path"].get<std::string>(), HasSubstr("family.jsonl"));
   EXPECT_GT(j["trace"]["steps"].get<int>(), 0);
 }
 
@@ -203,11 +227,12 @@ TEST(WhatIfCommand, ServerOutputIsByteIdenticalToInProcess) {
   const std::string bundled =
       "whatif --model qwen3-8b --gpu h100 --budgets 1,8 "
       "--strategies best_first,controller";
-  const auto local = RunSpecplan(bundled);
-  if (local.exit_code == 0) {
-    const auto remote = RunSpecplan(bundled + " --server " + server.address());
+  for (const std::string& args : {bundled, bundled + " --calibrate --json"}) {
+    const auto local = RunSpecplan(args);
+    ASSERT_EQ(local.exit_code, 0) << local.output;
+    const auto remote = RunSpecplan(args + " --server " + server.address());
     ASSERT_EQ(remote.exit_code, 0) << remote.output;
-    EXPECT_EQ(local.output, remote.output);
+    EXPECT_EQ(local.output, remote.output) << args;
   }
   // The plot comes from the same report: the same PNG bytes.
   const std::string png_local = ::testing::TempDir() + "/whatif_local.png";

@@ -32,7 +32,7 @@ TEST(WhatIfConcurrencyCommand, TableHasEveryStrategyAndTheStopLine) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("qwen3-8b on h100"));
   EXPECT_THAT(r.output, HasSubstr("profile h100-sxm/qwen3-8b-bf16"));
-  EXPECT_THAT(r.output, HasSubstr("95 steps (95 with marginals"));
+  EXPECT_THAT(r.output, HasSubstr("248 steps (248 with marginals"));
   EXPECT_THAT(r.output, HasSubstr("batch growth 0.02"));
   for (const char* s : {"ar", "fixed", "controller", "batch"}) {
     EXPECT_THAT(r.output, HasSubstr(s));
@@ -41,18 +41,19 @@ TEST(WhatIfConcurrencyCommand, TableHasEveryStrategyAndTheStopLine) {
   EXPECT_THAT(r.output, HasSubstr("tokens/s"));
 }
 
-// The bundled trace was recorded from a --batch 4 run: `recorded` replays its passes.
+// The bundled trace was recorded from a --batch 4 run (8 prompts x 32 tokens: every pass full):
+// `recorded` replays its passes.
 TEST(WhatIfConcurrencyCommand, RecordedReplaysTheBundledTracesPasses) {
   auto r = RunSpecplan(kBase + "--concurrency recorded");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("replayed in the 30 recorded passes"));
+  EXPECT_THAT(r.output, HasSubstr("replayed in the 62 recorded passes"));
   EXPECT_THAT(r.output, HasSubstr("  rec  batch"));
-  EXPECT_THAT(r.output, HasSubstr("recorded batches (30 passes, mean B = 3.17)"));
+  EXPECT_THAT(r.output, HasSubstr("recorded batches (62 passes, mean B = 4.00)"));
   auto j = RunSpecplan(kBase + "--concurrency recorded --json");
   ASSERT_EQ(j.exit_code, 0) << j.output;
   const nlohmann::json report = nlohmann::json::parse(j.output);
   EXPECT_EQ(report.at("interleaving"), "recorded");
-  EXPECT_EQ(report.at("recorded").at("passes"), 30);
+  EXPECT_EQ(report.at("recorded").at("passes"), 62);
   EXPECT_EQ(report.at("rows").size(), 4u);
   // A trace without passes, and --plot, are refused by name.
   auto bad = RunSpecplan(kBase + "--concurrency recorded --trace " + kTrace);

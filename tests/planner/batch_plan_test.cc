@@ -77,15 +77,19 @@ TEST(PlanBatch, OneRequestIsTheSingleRequestPlanner) {
     const costmodel::DrafterCost drafter = ParallelDrafter(rep % 5 == 4 ? 3e-2 : 4e-4);
     const costmodel::CycleCost cost1(model, drafter, 1e-4, c);
     const costmodel::BatchCycleCost costb(model, drafter, 1e-4);
+    // The surrogate's calibration s is the same rule in both planners.
+    const double scale = rep % 3 == 0 ? 1.0 : (rep % 3 == 1 ? 1.8 : 0.6);
     for (BudgetMode mode : {BudgetMode::kFixed, BudgetMode::kController, BudgetMode::kScan}) {
       BestFirstOptions o1;
       o1.mode = mode;
       o1.n_max = 5 + 7 * rep;
+      o1.acceptance_scale = scale;
       BestFirstPlan want;
       ASSERT_TRUE(single.Plan(m, o1, &cost1, &want).ok());
       BatchPlanOptions ob;
       ob.mode = mode;
       ob.n_max = o1.n_max;
+      ob.acceptance_scale = scale;
       BatchPlan got;
       ASSERT_TRUE(batch.Plan({{&m, c}}, ob, &costb, &got).ok());
       SCOPED_TRACE(::testing::Message() << "rep " << rep << " mode " << static_cast<int>(mode));
@@ -106,6 +110,8 @@ TEST(PlanBatch, OneRequestIsTheSingleRequestPlanner) {
       EXPECT_EQ(got.n_total, want.n);
       EXPECT_EQ(got.expected_accepted[0], want.expected_accepted);
       EXPECT_EQ(got.cycle_s, want.cycle_s);
+      // goodput is Â' / C; S = Â' L_AR / C.
+      EXPECT_NEAR(got.goodput * want.l_ar_s, want.speedup, 1e-12 * want.speedup);
       if (mode != BudgetMode::kFixed) {
         ASSERT_EQ(got.curve.size(), want.curve.size());
         for (size_t j = 0; j < want.curve.size(); ++j) {
@@ -376,6 +382,11 @@ TEST(PlanBatch, ErrorsNameTheRequestAndField) {
   o.n_max = kMaxBatchNodes + 1;
   EXPECT_THAT(std::string(planner.Plan({{&good, 0}}, o, &cost, &plan).message()),
               HasSubstr("n_max = 1048577"));
+  o.n_max = 8;
+  o.acceptance_scale = 0;
+  EXPECT_THAT(std::string(planner.Plan({{&good, 0}}, o, &cost, &plan).message()),
+              HasSubstr("acceptance_scale = 0: must be in (0, 64]"));
+  o.acceptance_scale = 1;
   o.n_max = 8;
   EXPECT_THAT(std::string(planner.Plan({{&good, 0}}, o, nullptr, &plan).message()),
               HasSubstr("cost: a batch cycle cost is required"));

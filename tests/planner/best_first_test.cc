@@ -280,6 +280,46 @@ TEST(BestFirstTest, ControllerCanDeclineToDraftAndHonoursLarOverride) {
   EXPECT_NEAR(plan.speedup, plan.expected_accepted * 0.02 / cost.Seconds(5), 1e-15);
 }
 
+// acceptance_scale s prices Â' = 1 + s (Â - 1): the pop order stays, S(n) is computed from Â',
+// the reported Â is the raw surrogate, and s > 1 (an under-confident drafter) stops later.
+TEST(BestFirstTest, AcceptanceScaleMovesOnlyTheStop) {
+  std::mt19937 rng(31);
+  BestFirstPlanner planner;
+  BestFirstPlan raw, cal;
+  int later = 0;
+  for (int rep = 0; rep < 30; ++rep) {
+    FakeLatency lat([=](int64_t s) { return 0.01 + 2e-4 * s + 2e-6 * s * s; });
+    costmodel::DrafterCost drafter;
+    drafter.t_net_s = 0.001;
+    const costmodel::CycleCost cost(&lat, drafter, 0.0, 512);
+    const Marginals m = RandomMarginals(rng, 6 + rep % 5, 3 + rep % 4);
+    BestFirstOptions o;
+    o.n_max = 256;
+    o.mode = BudgetMode::kScan;
+    ASSERT_TRUE(planner.Plan(m, o, &cost, &raw).ok());
+    o.acceptance_scale = 2.0;
+    ASSERT_TRUE(planner.Plan(m, o, &cost, &cal).ok());
+    ASSERT_EQ(raw.curve.size(), cal.curve.size());
+    for (size_t i = 0; i < cal.curve.size(); ++i) {
+      const CurvePoint& p = cal.curve[i];
+      EXPECT_DOUBLE_EQ(p.expected_accepted, raw.curve[i].expected_accepted);
+      EXPECT_NEAR(p.speedup, (1 + 2.0 * (p.expected_accepted - 1)) * cal.l_ar_s / p.cycle_s, 1e-12);
+    }
+    EXPECT_EQ(std::vector<TokenId>(cal.tree.tokens.begin(), cal.tree.tokens.begin() + raw.n + 1),
+              std::vector<TokenId>(raw.tree.tokens.begin(), raw.tree.tokens.begin() + raw.n + 1))
+        << "rep " << rep;
+    EXPECT_GE(cal.n, raw.n);
+    EXPECT_DOUBLE_EQ(cal.expected_accepted, cal.curve[cal.n].expected_accepted);
+    later += cal.n > raw.n;
+    // s = 1 is the default, bit for bit.
+    o.acceptance_scale = 1.0;
+    ASSERT_TRUE(planner.Plan(m, o, &cost, &cal).ok());
+    EXPECT_EQ(cal.n, raw.n);
+    EXPECT_EQ(cal.speedup, raw.speedup);
+  }
+  EXPECT_GT(later, 10);
+}
+
 TEST(BestFirstTest, RejectsBadInput) {
   std::mt19937 rng(6);
   Marginals m = RandomMarginals(rng, 2, 2);
@@ -291,6 +331,13 @@ TEST(BestFirstTest, RejectsBadInput) {
   o.n_max = -1;
   EXPECT_THAT(std::string(planner.Plan(m, o, nullptr, &plan).message()), HasSubstr("n_max = -1"));
   o.n_max = 4;
+  for (double s : {0.0, -1.0, 65.0, std::nan("")}) {
+    o.acceptance_scale = s;
+    EXPECT_THAT(std::string(planner.Plan(m, o, nullptr, &plan).message()),
+                HasSubstr("acceptance_scale = "))
+        << s;
+  }
+  o.acceptance_scale = 1;
   m.probs[3] = 2.0f;
   EXPECT_THAT(std::string(planner.Plan(m, o, nullptr, &plan).message()),
               HasSubstr("probs[1][1] = 2"));

@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "planner/best_first.h"
+
 namespace specplan::planner {
 namespace {
 
@@ -70,6 +72,34 @@ TEST(AcceptanceEstimatorTest, ConvergesToTheTrueAcceptanceAndRatio) {
     EXPECT_NEAR(e.kappa(), 0.8, 1e-9) << truth;
     EXPECT_EQ(e.surrogate_steps(), 4000);
   }
+}
+
+// surrogate_scale = (Σ f^age L + w_0) / (Σ f^age (Â - 1) + w_0) over the steps with Â > 1.
+TEST(AcceptanceEstimatorTest, SurrogateScaleIsTheForgetfulRatioOfDraftTokens) {
+  AcceptanceEstimatorOptions o;
+  o.forget = 0.5;
+  o.prior_weight = 1;
+  AcceptanceEstimator e(o);
+  EXPECT_DOUBLE_EQ(e.surrogate_scale(), 1.0);
+  e.ObserveSurrogate(2.0, 3);  // promised 1, realised 3
+  EXPECT_DOUBLE_EQ(e.surrogate_scale(), (3 + 1.0) / (1 + 1.0));
+  e.ObserveSurrogate(1.0, 0);  // Â = 1: nothing promised, ignored by the scale
+  EXPECT_DOUBLE_EQ(e.surrogate_scale(), 2.0);
+  e.ObserveSurrogate(3.5, 1);  // promised 2.5, realised 1
+  EXPECT_DOUBLE_EQ(e.surrogate_scale(), (0.5 * 3 + 1 + 1.0) / (0.5 * 1 + 2.5 + 1.0));
+  // An under-confident surrogate (ratio 2): with f = 0.95 the sums saturate at 1 / (1 - f) = 20
+  // steps' worth, so the prior still weighs 1 / 11; the clamp holds at the ends.
+  AcceptanceEstimator u;
+  for (int i = 0; i < 2000; ++i) u.ObserveSurrogate(1.5, 1);
+  EXPECT_NEAR(u.surrogate_scale(), (20 + 1.0) / (10 + 1.0), 1e-9);
+  AcceptanceEstimatorOptions none;
+  none.prior_weight = 0;
+  AcceptanceEstimator z(none);
+  EXPECT_DOUBLE_EQ(z.surrogate_scale(), 1.0);  // 0 / 0
+  for (int i = 0; i < 50; ++i) z.ObserveSurrogate(1.001, 5);
+  EXPECT_DOUBLE_EQ(z.surrogate_scale(), kMaxAcceptanceScale);
+  for (int i = 0; i < 500; ++i) z.ObserveSurrogate(20.0, 0);
+  EXPECT_DOUBLE_EQ(z.surrogate_scale(), 1.0 / kMaxAcceptanceScale);
 }
 
 TEST(AcceptanceEstimatorTest, ForgetsOldBehaviour) {

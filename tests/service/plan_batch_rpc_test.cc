@@ -155,6 +155,7 @@ TEST_F(PlanBatchRpcTest, BatchesEqualTheInProcessBatchPlanner) {
       req.mutable_cost()->mutable_drafter()->set_t_net_s(4e-4);
       req.mutable_cost()->mutable_drafter()->set_batch_growth(0.05);
       req.mutable_cost()->set_t_aux_s(1e-4);
+      req.set_acceptance_scale(b == 7 ? 1.7 : 0.0);  // 0: uncalibrated (s = 1)
       v1::PlanBatchResponse resp;
       ASSERT_TRUE(Call(req, &resp).ok());
 
@@ -163,6 +164,7 @@ TEST_F(PlanBatchRpcTest, BatchesEqualTheInProcessBatchPlanner) {
       ASSERT_TRUE(BatchRequestsFromProto(req, ServiceLimits{}, &marginals, &requests).ok());
       planner::BatchPlanOptions options;
       ASSERT_TRUE(BatchOptionsFromProto(req, ServiceLimits{}, &options).ok());
+      EXPECT_EQ(options.acceptance_scale, b == 7 ? 1.7 : 1.0);
       costmodel::DrafterCost drafter;
       drafter.gamma = 8;
       drafter.t_net_s = 4e-4;
@@ -343,6 +345,8 @@ TEST_F(PlanBatchRpcTest, BadInputNamesTheRequestAndField) {
        grpc::StatusCode::INVALID_ARGUMENT, "max_seconds_per_token = 0"},
       {"X without latency bound", [](auto& r) { r.set_max_seconds_per_token(1e-3); },
        grpc::StatusCode::INVALID_ARGUMENT, "only with objective = LATENCY_BOUND"},
+      {"nan acceptance scale", [](auto& r) { r.set_acceptance_scale(std::nan("")); },
+       grpc::StatusCode::INVALID_ARGUMENT, "acceptance_scale = nan"},
       {"missing cost", [](auto& r) { r.clear_cost(); }, grpc::StatusCode::INVALID_ARGUMENT,
        "cost: required"},
       {"bad drafter growth",

@@ -175,6 +175,7 @@ TEST_F(RemoteBackendTest, BestFirstPlansEqualInProcessForRandomMarginalsAndLaten
     options.mode = static_cast<planner::BudgetMode>(rng() % 3);
     options.n_max = static_cast<int>(rng() % 80);
     options.l_ar_s = rng() % 4 == 0 ? 3e-3 : 0.0;
+    options.acceptance_scale = rng() % 3 == 0 ? 0.5 + 0.25 * static_cast<double>(rng() % 8) : 1.0;
     planner::PlanCost cost;
     cost.latency = models[trial % 4];
     cost.drafter.cls = static_cast<costmodel::DrafterClass>(rng() % 3);

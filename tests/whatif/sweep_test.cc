@@ -9,8 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "planner/best_first.h"
+#include "planner/speculation_gate.h"
 #include "test_util.h"
 #include "util/check.h"
 #include "whatif/replay.h"
@@ -250,6 +253,78 @@ TEST(WhatIf, ControllerTracksTheOracleWhenTheSurrogateIsUnbiased) {
   EXPECT_GT(report->surrogate.chain_pearson, 0.3);
   EXPECT_GT(report->surrogate.controller_pearson, 0.3);
   EXPECT_EQ(report->surrogate.steps, 400);
+}
+
+// --calibrate: each controller step plans with the surrogate_scale of an AcceptanceEstimator fed
+// every earlier step's (Â, L), replayed here by hand step for step.
+TEST(WhatIf, CalibratedControllerPlansWithTheOnlineScale) {
+  const Trace trace = SyntheticTrace(120, 5);
+  const AffineLatency latency(0.012, 0.0003, 1e-7);
+  WhatIfOptions o;
+  o.budgets = {64};
+  o.strategies = {Strategy::kController, Strategy::kScan};
+  o.per_step = true;
+  o.calibrate = true;
+  auto report = RunWhatIf(trace, latency, o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (int row = 0; row < 2; ++row) {
+    const WhatIfRow& r = report->rows.at(row);
+    ASSERT_EQ(r.per_step.size(), trace.steps.size());
+    planner::AcceptanceEstimator estimator;
+    planner::BestFirstPlanner planner;
+    planner::BestFirstPlan plan;
+    for (const StepResult& s : r.per_step) {
+      const TraceStep& step = trace.steps[s.step];
+      costmodel::DrafterCost d;
+      d.gamma = step.marginals->gamma;
+      const costmodel::CycleCost cost(&latency, d, 0, step.c);
+      planner::BestFirstOptions bo;
+      bo.mode = row == 0 ? planner::BudgetMode::kController : planner::BudgetMode::kScan;
+      bo.n_max = 64;
+      bo.acceptance_scale = estimator.surrogate_scale();
+      ASSERT_TRUE(planner.Plan(*step.marginals, bo, &cost, &plan).ok());
+      EXPECT_EQ(s.n, plan.n) << "step " << s.step;
+      EXPECT_NEAR(s.predicted_accepted, plan.expected_accepted - 1, 1e-12);
+      estimator.ObserveSurrogate(plan.expected_accepted, s.accepted);
+    }
+    EXPECT_THAT(r.params,
+                HasSubstr(absl::StrFormat("calibrated: s=%.3f", estimator.surrogate_scale())));
+  }
+  EXPECT_EQ(WhatIfReportToJson(*report)["options"]["calibrate"], true);
+  EXPECT_THAT(FormatWhatIfTable(*report), HasSubstr("calibrate the surrogate online"));
+}
+
+// An under-confident drafter: every marginal halved, so Σρ promises far less than the trees
+// accept. The uncalibrated controller stops too early; the calibrated one learns s > 1.5 and
+// realises a higher speedup, while the unbiased trace leaves s near 1.
+TEST(WhatIf, CalibrationRecoversAnUnderConfidentDrafter) {
+  Trace trace = SyntheticTrace(400, 11);
+  for (TraceStep& s : trace.steps) {
+    for (float& p : s.marginals->probs) p *= 0.5f;
+  }
+  const AffineLatency latency(0.012, 0.00015, 1e-7);
+  WhatIfOptions o;
+  o.budgets = {128};
+  o.strategies = {Strategy::kController};
+  auto raw = RunWhatIf(trace, latency, o);
+  o.calibrate = true;
+  auto cal = RunWhatIf(trace, latency, o);
+  ASSERT_TRUE(raw.ok() && cal.ok());
+  const WhatIfRow& r = raw->rows.at(0);
+  const WhatIfRow& c = cal->rows.at(0);
+  EXPECT_GT(c.mean_tree_size, r.mean_tree_size);
+  EXPECT_GT(c.speedup, r.speedup);
+  // The final s, from the row's params "controller(n_max=128, calibrated: s=1.234)".
+  auto final_scale = [](const std::string& params) {
+    double s = 0;
+    const size_t at = params.find("s=");
+    if (at == std::string::npos || !absl::SimpleAtod(params.substr(at + 2, 5), &s)) return -1.0;
+    return s;
+  };
+  EXPECT_GT(final_scale(c.params), 1.5) << c.params;
+  auto unbiased = RunWhatIf(SyntheticTrace(400, 11), latency, o);
+  ASSERT_TRUE(unbiased.ok());
+  EXPECT_NEAR(final_scale(unbiased->rows.at(0).params), 1.0, 0.25) << unbiased->rows.at(0).params;
 }
 
 TEST(WhatIf, FixedBudgetRowsMatchPlanningEachBudgetSeparately) {

@@ -215,8 +215,26 @@ TEST(Trace, SaveRejectsInvalidStepsAndKeepsTheOldFile) {
   EXPECT_EQ(reread->steps[1].continuation[0], 12);
 }
 
+// The default is the trained family's trace (heads' marginals, draft model's nodes, recorded
+// from a --batch 4 run); the tiny random pair's trace stays bundled for fast tests.
 TEST(Trace, DefaultPathPointsAtTheBundledTrace) {
-  EXPECT_THAT(DefaultTracePath(), HasSubstr("tiny.jsonl"));
+  EXPECT_EQ(DefaultTracePath(), BundledTracePath("family.jsonl"));
+  auto family = LoadTrace(DefaultTracePath());
+  ASSERT_TRUE(family.ok()) << family.status();
+  EXPECT_EQ(family->header.target, "models/target");
+  EXPECT_EQ(family->header.draft, "models/draft");
+  EXPECT_EQ(family->header.vocab, 4096);
+  EXPECT_THAT(family->header.source, HasSubstr("--trace-marginals heads"));
+  EXPECT_THAT(family->header.source, HasSubstr("--batch 4"));
+  ASSERT_EQ(family->steps.size(), 248u);
+  for (const TraceStep& s : family->steps) {
+    ASSERT_TRUE(s.marginals.has_value());
+    EXPECT_GE(s.pass, 0);
+    EXPECT_TRUE(ValidateTraceStep(s, family->header).ok());
+  }
+  auto tiny = LoadTrace(BundledTracePath("tiny.jsonl"));
+  ASSERT_TRUE(tiny.ok()) << tiny.status();
+  EXPECT_EQ(tiny->header.target, "random:tiny");
 }
 
 }  // namespace
