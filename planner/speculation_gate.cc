@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "costmodel/batch_shape.h"
 #include "planner/best_first.h"
 #include "util/check.h"
 
@@ -105,10 +106,34 @@ void SpeculationGate::ObserveProbeSeconds(double seconds) {
 
 GateDecision SpeculationGate::Decide(const costmodel::LatencyModel& verify, int64_t c,
                                      int min_depth, int max_depth, double draft_level_s) {
-  SPECPLAN_CHECK(1 <= min_depth && min_depth <= max_depth);
+  return DecideWith(
+      1, [&](int64_t s) { return verify.VerifySeconds(s, c); }, min_depth, max_depth,
+      draft_level_s);
+}
+
+GateDecision SpeculationGate::DecideBatch(const costmodel::LatencyModel& verify,
+                                          absl::Span<const int64_t> contexts, int min_depth,
+                                          int max_depth, double draft_level_s) {
+  SPECPLAN_CHECK(!contexts.empty());
+  costmodel::BatchShape shape;
+  shape.Reserve(contexts.size());
+  auto verify_s = [&](int64_t s) {
+    shape.Clear();
+    for (int64_t c : contexts) shape.Add(s, c);
+    return verify.VerifyBatchSeconds(shape);
+  };
+  return DecideWith(static_cast<int>(contexts.size()), verify_s, min_depth, max_depth,
+                    draft_level_s);
+}
+
+GateDecision SpeculationGate::DecideWith(int sequences,
+                                         const std::function<double(int64_t)>& verify_s,
+                                         int min_depth, int max_depth, double draft_level_s) {
+  SPECPLAN_CHECK(1 <= min_depth && min_depth <= max_depth && sequences >= 1);
   ++stats_.decisions;
+  const double B = sequences;
   GateDecision d;
-  d.ar_tokens_per_s = 1.0 / verify.VerifySeconds(1, c);
+  d.ar_tokens_per_s = B / verify_s(1);
   d.tokens_per_s = d.ar_tokens_per_s;
   const double t = draft_level_s >= 0 && std::isfinite(draft_level_s) ? draft_level_s : level_s_;
   const int probe_depth = std::clamp(o_.probe_depth, min_depth, max_depth);
@@ -120,7 +145,7 @@ GateDecision SpeculationGate::Decide(const costmodel::LatencyModel& verify, int6
     for (int depth = min_depth; depth <= max_depth; ++depth) {
       const int64_t s = 1 + static_cast<int64_t>(std::llround(w * depth));
       const double a = estimator_.ExpectedAccepted(depth);
-      const double r = (1.0 + a) / (depth * t + verify.VerifySeconds(s, c));
+      const double r = B * (1.0 + a) / (B * depth * t + verify_s(s));
       if (r > d.tokens_per_s && r > d.ar_tokens_per_s * (1.0 + o_.min_gain)) {
         d.tokens_per_s = r;
         d.depth = depth;
@@ -135,7 +160,7 @@ GateDecision SpeculationGate::Decide(const costmodel::LatencyModel& verify, int6
       probed_last_ = false;
       double due = interval_;
       if (probe_s_ > 0 && o_.probe_budget > 0) {  // the last probe's cost, spread thin enough
-        const double spread = probe_s_ * d.ar_tokens_per_s / o_.probe_budget;
+        const double spread = probe_s_ * (d.ar_tokens_per_s / B) / o_.probe_budget;
         due = std::min<double>(std::max(due, std::ceil(spread)), o_.max_probe_interval);
       }
       if (undrafted_run_ >= due) {  // enough undrafted steps in a row: probe

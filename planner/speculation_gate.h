@@ -36,6 +36,12 @@
 // The gate returns the d maximising R (ties: the smaller d); 0 unless some d beats AR by more
 // than the factor (1 + min_gain).
 //
+// A batch (DecideBatch): B sequences at contexts c_i verified in one ragged pass
+// T_B({s_i}) = LatencyModel::VerifyBatchSeconds, all drafted one after another to one depth d:
+//   R(0) = B / T_B({1})
+//   R(d) = B (1 + A(d)) / (B·d·t + T_B({s(d)}))
+// With B = 1 this is Decide's rule; one gate (one estimator) serves the whole batch.
+//
 // Recovery: a gate that returns 0 stops seeing acceptance and fresh draft timings. After
 // probe_interval consecutive undrafted steps it returns a probe (depth min(probe_depth,
 // max_depth), at least min_depth) whose acceptance and timing update the estimates; each probe
@@ -54,9 +60,11 @@
 #define SPECPLAN_PLANNER_SPECULATION_GATE_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "costmodel/latency_model.h"
 #include "planner/acceptance.h"
 
@@ -150,6 +158,11 @@ class SpeculationGate {
   // ObserveDraftLevel; before any, the gate probes). Not const: counts, probe schedule.
   GateDecision Decide(const costmodel::LatencyModel& verify, int64_t c, int min_depth,
                       int max_depth, double draft_level_s = -1);
+  // The same for a batch of contexts.size() >= 1 sequences (see the header comment); the
+  // decision's tokens per second are the batch's.
+  GateDecision DecideBatch(const costmodel::LatencyModel& verify,
+                           absl::Span<const int64_t> contexts, int min_depth, int max_depth,
+                           double draft_level_s = -1);
   // Measured seconds of one draft level (> 0; anything else is ignored).
   void ObserveDraftLevel(double seconds);
   // Measured seconds of the last probe's drafting, catch-up included (> 0; else ignored).
@@ -165,6 +178,11 @@ class SpeculationGate {
   const SpeculationGateOptions& options() const { return o_; }
 
  private:
+  // The decision, with `sequences` sequences drafted one after another and verify_s(s) the
+  // seconds of a pass verifying s tokens per sequence.
+  GateDecision DecideWith(int sequences, const std::function<double(int64_t)>& verify_s,
+                          int min_depth, int max_depth, double draft_level_s);
+
   SpeculationGateOptions o_;
   AcceptanceEstimator estimator_;
   double level_s_ = 0;

@@ -48,6 +48,13 @@ absl::StatusOr<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const Transfo
   if (options.strategy == Strategy::kBatch) {
     d->batch_planner_ =
         std::make_unique<BatchStepPlanner>(d->options_, d->options_.latency, ctx.backend);
+    if (options.gate.enabled) {
+      SPECPLAN_RETURN_IF_ERROR(planner::ValidateSpeculationGateOptions(options.gate));
+      d->batch_gate_.emplace(options.gate);
+      SPECPLAN_RETURN_IF_ERROR(SeedDraftLevel(d->options_, ctx, &*d->batch_gate_));
+      for (auto& q : d->slots_)
+        static_cast<BatchStrategy&>(q->strategy()).ShareGate(&*d->batch_gate_);
+    }
   }
   return d;
 }
@@ -95,22 +102,44 @@ absl::Status BatchDecoder::DraftAll(const std::vector<DecodeSequence*>& active) 
     }
     return absl::OkStatus();
   }
-  // Strategy batch: every lattice first, then one plan for the batch.
+  // Strategy batch: the gate for the whole batch, every lattice, then one plan for the batch.
   const double t0 = NowSeconds();
+  contexts_.clear();
+  for (DecodeSequence* q : active) contexts_.push_back(q->c());
+  const int gamma = static_cast<BatchStrategy&>(active[0]->strategy()).gamma();
+  int depth = gamma;
+  bool probe = false;
+  if (batch_gate_) {
+    const planner::GateDecision g = batch_gate_->DecideBatch(*options_.latency, contexts_, 1, gamma,
+                                                             options_.gate_draft_level_s);
+    depth = g.depth;
+    probe = g.probe;
+    if (depth == 0) {  // a plain decoding step for every sequence: no draft model runs
+      for (DecodeSequence* q : active) {
+        static_cast<BatchStrategy&>(q->strategy()).SkipDraft();
+        root_only_.ResetRoot(q->state().committed.back());
+        SPECPLAN_RETURN_IF_ERROR(q->SetTree(root_only_, 0.0));
+      }
+      return absl::OkStatus();
+    }
+  }
   std::vector<const planner::Marginals*> marginals;
-  std::vector<int64_t> contexts;
   costmodel::DrafterCost drafter;
   double step_s = 0;
   for (DecodeSequence* q : active) {
     auto& member = static_cast<BatchStrategy&>(q->strategy());
-    SPECPLAN_RETURN_IF_ERROR(member.DraftMarginals(q->state()));
+    SPECPLAN_RETURN_IF_ERROR(member.DraftMarginals(q->state(), depth));
+    if (batch_gate_) batch_gate_->ObserveDraftLevel(member.last_level_seconds());
     marginals.push_back(&member.marginals());
-    contexts.push_back(q->c());
     drafter = member.drafter_cost();
     step_s += drafter.t_net_s;
   }
   drafter.t_net_s = step_s / static_cast<double>(active.size());  // one sequence's mean
-  SPECPLAN_RETURN_IF_ERROR(batch_planner_->Plan(marginals, contexts, drafter, &plan_));
+  if (batch_gate_) {
+    if (probe) batch_gate_->ObserveProbeSeconds(NowSeconds() - t0);
+    batch_planner_->set_acceptance_scale(batch_gate_->estimator().surrogate_scale());
+  }
+  SPECPLAN_RETURN_IF_ERROR(batch_planner_->Plan(marginals, contexts_, drafter, &plan_));
   const double share = (NowSeconds() - t0) / static_cast<double>(active.size());
   for (size_t i = 0; i < active.size(); ++i) {
     SPECPLAN_RETURN_IF_ERROR(active[i]->SetTree(plan_.trees[i], share));

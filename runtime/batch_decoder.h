@@ -110,6 +110,11 @@ class BatchDecoder {
   std::unique_ptr<planner::InProcessPlanBackend> owned_backend_;
   std::vector<std::unique_ptr<DecodeSequence>> slots_;
   std::unique_ptr<BatchStepPlanner> batch_planner_;  // strategy kBatch
+  // Strategy kBatch with the gate on: one speculation gate for the whole batch (every member's
+  // Observe feeds it; batch.h).
+  std::optional<planner::SpeculationGate> batch_gate_;
+  std::vector<int64_t> contexts_;  // scratch: the active sequences' contexts
+  planner::Tree root_only_;        // scratch: an undrafted step's tree
   planner::BatchPlan plan_;
   BatchCounters counters_;
 };

@@ -663,17 +663,22 @@ std::string FormatWhatIfTable(const WhatIfReport& r) {
   } else {
     out += "oracle: none (no step with marginals for bestfirst)\n";
   }
-  auto line = [&](const char* name, const ControllerSummary& c) {
+  auto line = [&](Strategy strategy, const ControllerSummary& c) {
     if (!c.found) return;
-    out += absl::StrFormat("%s (n_max %d): %.3fx at mean tree size %.1f, %.3f accepted per step",
-                           name, r.n_max, c.speedup, c.mean_tree_size, c.accepted_per_step);
+    // Calibrated: the row's params, which name the final scale s.
+    std::string label = absl::StrFormat("%s (n_max %d)", StrategyName(strategy), r.n_max);
+    for (const WhatIfRow& row : r.rows) {
+      if (r.calibrate && row.strategy == strategy) label = row.params;
+    }
+    out += absl::StrFormat("%s: %.3fx at mean tree size %.1f, %.3f accepted per step", label,
+                           c.speedup, c.mean_tree_size, c.accepted_per_step);
     if (std::isfinite(c.ratio_to_oracle)) {
       out += absl::StrFormat(", %.1f%% of the oracle", 100.0 * c.ratio_to_oracle);
     }
     out += "\n";
   };
-  line("controller", r.controller);
-  line("scan", r.scan);
+  line(Strategy::kController, r.controller);
+  line(Strategy::kScan, r.scan);
   const SurrogateQuality& q = r.surrogate;
   if (q.steps > 0) {
     out += absl::StrFormat(

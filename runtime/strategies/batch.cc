@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/measured_latency.h"
 #include "util/check.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -46,33 +47,58 @@ absl::StatusOr<std::unique_ptr<BatchStrategy>> BatchStrategy::Create(const Strat
                                                                      const StrategyContext& ctx) {
   if (ctx.draft == nullptr)
     return absl::InvalidArgumentError("strategy batch: needs a draft model");
+  SPECPLAN_RETURN_IF_ERROR(planner::ValidateSpeculationGateOptions(options.gate));
   std::unique_ptr<BatchStrategy> s(new BatchStrategy(options, ctx));
-  SPECPLAN_ASSIGN_OR_RETURN(const costmodel::LatencyModel* latency,
-                            GivenOrMeasuredLatency(options.latency, *ctx.target,
-                                                   options.max_tree_nodes + 1, &s->owned_latency_));
-  s->planner_ = std::make_unique<BatchStepPlanner>(options, latency, ctx.backend);
+  SPECPLAN_ASSIGN_OR_RETURN(
+      s->latency_, GivenOrMeasuredLatency(options.latency, *ctx.target, options.max_tree_nodes + 1,
+                                          &s->owned_latency_));
+  s->planner_ = std::make_unique<BatchStepPlanner>(options, s->latency_, ctx.backend);
+  SPECPLAN_RETURN_IF_ERROR(SeedDraftLevel(options, ctx, &s->own_gate_));
   return s;
 }
 
 BatchStrategy::BatchStrategy(const StrategyOptions& options, const StrategyContext& ctx)
     : gamma_(options.bestfirst_gamma),
       fixed_step_s_(options.batch_draft_step_s),
-      drafter_(ctx.draft, ctx.max_len + 2 * options.max_tree_nodes, options.draft_top_k) {}
+      drafter_(ctx.draft, ctx.max_len + 2 * options.max_tree_nodes, options.draft_top_k),
+      gate_enabled_(options.gate.enabled),
+      fixed_level_s_(options.gate_draft_level_s),
+      own_gate_(options.gate) {}
 
-absl::Status BatchStrategy::DraftMarginals(const DecodeState& state) {
-  return drafter_.DraftChain(state.committed, gamma_, &marginals_);
+absl::Status BatchStrategy::DraftMarginals(const DecodeState& state, int depth) {
+  drafted_ = true;
+  return drafter_.DraftChain(state.committed, depth > 0 ? std::min(depth, gamma_) : gamma_,
+                             &marginals_);
 }
 
 costmodel::DrafterCost BatchStrategy::drafter_cost() const {
   costmodel::DrafterCost dc;
   dc.cls = costmodel::DrafterClass::kAutoregressive;
-  dc.gamma = gamma_;
+  dc.gamma = drafted_ ? marginals_.gamma : gamma_;
   dc.t_net_s = fixed_step_s_ >= 0 ? fixed_step_s_ : drafter_.last_step_seconds();
   return dc;
 }
 
 absl::Status BatchStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
-  SPECPLAN_RETURN_IF_ERROR(DraftMarginals(state));
+  int depth = gamma_;
+  bool probe = false;
+  if (gate_enabled_) {
+    const planner::GateDecision g = gate_->Decide(*latency_, state.c, 1, gamma_, fixed_level_s_);
+    depth = g.depth;
+    probe = g.probe;
+    if (depth == 0) {  // a plain AR step: the draft model does not run
+      SkipDraft();
+      tree->ResetRoot(state.committed.back());
+      return absl::OkStatus();
+    }
+  }
+  const double t0 = NowSeconds();
+  SPECPLAN_RETURN_IF_ERROR(DraftMarginals(state, depth));
+  if (gate_enabled_) {
+    gate_->ObserveDraftLevel(drafter_.last_level_seconds());
+    if (probe) gate_->ObserveProbeSeconds(NowSeconds() - t0);
+    planner_->set_acceptance_scale(gate_->estimator().surrogate_scale());
+  }
   const planner::Marginals* m = &marginals_;
   SPECPLAN_RETURN_IF_ERROR(planner_->Plan(
       absl::MakeConstSpan(&m, 1), absl::MakeConstSpan(&state.c, 1), drafter_cost(), &plan_));
@@ -82,6 +108,15 @@ absl::Status BatchStrategy::BuildTree(const DecodeState& state, planner::Tree* t
 
 absl::Status BatchStrategy::Observe(const planner::Tree& tree,
                                     const planner::AcceptResult& accept) {
+  if (!drafted_) return absl::OkStatus();  // nothing fed: the next DraftChain catches up
+  if (gate_enabled_) {
+    gate_->Observe(planner::MakeStepAcceptance(tree, accept));
+    if (tree.size() > 1) {  // Â of the verified tree: 1 + Σ ρ over its draft nodes
+      double a_hat = 1.0;
+      for (int i = 1; i < tree.size(); ++i) a_hat += tree.path_probs[static_cast<size_t>(i)];
+      gate_->estimator().ObserveSurrogate(a_hat, accept.accepted_length);
+    }
+  }
   AcceptedTokens(tree, accept, &accepted_tokens_);
   drafter_.Commit(accepted_tokens_);
   return absl::OkStatus();

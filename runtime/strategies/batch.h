@@ -8,6 +8,13 @@
 // plans the batch with a BatchStepPlanner and hands each sequence its tree. Decoded alone
 // (SpeculativeDecoder), BuildTree plans a batch of one, which is best-first with the same stopping
 // rule node for node.
+//
+// The speculation gate (planner/speculation_gate.h), unless options.gate.enabled is false, decides
+// before drafting whether the step drafts at all and how deep: alone with Decide, in a batch with
+// one gate for the whole batch (DecideBatch, shared through ShareGate), fed by every sequence's
+// acceptance. A step it keeps undrafted is a plain decoding step for every sequence, and the draft
+// model does not run. The batch planner prices nodes with the gate's calibrated surrogate
+// (AcceptanceEstimator::surrogate_scale).
 #ifndef SPECPLAN_RUNTIME_STRATEGIES_BATCH_H_
 #define SPECPLAN_RUNTIME_STRATEGIES_BATCH_H_
 
@@ -18,6 +25,7 @@
 #include "absl/types/span.h"
 #include "costmodel/cycle_cost.h"
 #include "planner/batch_plan.h"
+#include "planner/speculation_gate.h"
 #include "runtime/strategies/draft_strategy.h"
 
 namespace specplan::runtime {
@@ -37,6 +45,8 @@ class BatchStepPlanner {
   absl::Status Plan(absl::Span<const planner::Marginals* const> marginals,
                     absl::Span<const int64_t> contexts, const costmodel::DrafterCost& drafter,
                     planner::BatchPlan* plan);
+  // The surrogate calibration the next plans use (BatchPlanOptions::acceptance_scale).
+  void set_acceptance_scale(double s) { options_.acceptance_scale = s; }
 
  private:
   int cap_;
@@ -56,14 +66,26 @@ class BatchStrategy final : public DraftStrategy {
 
   const char* Name() const override { return StrategyName(Strategy::kBatch); }
   void Reset() override { drafter_.Reset(); }
-  // A batch of one: DraftMarginals, then the batch planner over this sequence alone.
+  // A batch of one: the gate, DraftMarginals, then the batch planner over this sequence alone.
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
+  // Feeds the gate (when enabled and this step drafted) and the drafter's cache.
   absl::Status Observe(const planner::Tree& tree, const planner::AcceptResult& accept) override;
   const DrafterCounters* drafter_counters() const override { return &drafter_.counters(); }
+  // The gate's counters; in a batch every member shares one gate, so every member reports it.
+  const planner::GateStats* gate_stats() const override {
+    return gate_enabled_ ? &gate_->stats() : nullptr;
+  }
 
-  // This step's lattice (gamma greedy draft steps from the pending root) into marginals().
-  absl::Status DraftMarginals(const DecodeState& state);
+  // This step's lattice (depth greedy draft steps from the pending root, at most gamma; <= 0:
+  // gamma) into marginals().
+  absl::Status DraftMarginals(const DecodeState& state, int depth = 0);
+  // This step does not draft (the gate said so): Observe then leaves the drafter alone.
+  void SkipDraft() { drafted_ = false; }
   const planner::Marginals& marginals() const { return marginals_; }
+  int gamma() const { return gamma_; }
+  double last_level_seconds() const { return drafter_.last_level_seconds(); }
+  // A batch decoder's one gate for all its members (not owned; must outlive the strategy).
+  void ShareGate(planner::SpeculationGate* gate) { gate_ = gate; }
   // One sequence's drafting cost (autoregressive, gamma steps of the last measured step time, or
   // of StrategyOptions::batch_draft_step_s when that is >= 0).
   costmodel::DrafterCost drafter_cost() const;
@@ -74,6 +96,12 @@ class BatchStrategy final : public DraftStrategy {
   int gamma_;
   double fixed_step_s_;  // StrategyOptions::batch_draft_step_s
   DraftModelDrafter drafter_;
+  bool gate_enabled_;
+  double fixed_level_s_;  // StrategyOptions::gate_draft_level_s
+  planner::SpeculationGate own_gate_;
+  planner::SpeculationGate* gate_ = &own_gate_;
+  bool drafted_ = false;  // this step ran the draft model (its cache holds fed nodes)
+  const costmodel::LatencyModel* latency_ = nullptr;
   std::unique_ptr<costmodel::LatencyModel> owned_latency_;
   std::unique_ptr<BatchStepPlanner> planner_;  // the batch of one
   planner::Marginals marginals_;

@@ -269,6 +269,7 @@ TEST(BatchDecoderTest, SamplingMatchesTargetDistribution) {
   o.sampling.temperature = 1.0f;
   o.draft_top_k = 3;
   o.latency = &latency;
+  o.gate_draft_level_s = 1e-9;  // the gate lets every step draft (nothing to probe)
   // Per run: the prompt twice, beside two prompts of other lengths.
   const std::vector<std::vector<planner::TokenId>> batch = {prompt, {3}, prompt, {4, 4, 6, 0, 7}};
   const int runs = 1500;
@@ -297,7 +298,8 @@ TEST(BatchDecoderTest, BatchPlannerTreesShrinkAsTheBatchGrows) {
   const auto latency = LinearLatency();
   StrategyOptions o = StrategyOptions::Defaults(Strategy::kBatch);
   o.latency = &latency;
-  o.batch_draft_step_s = 0;  // reproducible plans: drafting priced free
+  o.batch_draft_step_s = 0;     // reproducible plans: drafting priced free,
+  o.gate_draft_level_s = 1e-9;  // by the gate too
   const auto prompts = Prompts(8, 54);
   BatchCounters one, eight;
   std::vector<BatchStepLog> logs;
@@ -320,6 +322,41 @@ TEST(BatchDecoderTest, BatchPlannerTreesShrinkAsTheBatchGrows) {
   EXPECT_LT(eight.mean_tree_size(), one.mean_tree_size());
   std::printf("mean tree size: B = 1 %.2f, B = 8 %.2f\n", one.mean_tree_size(),
               eight.mean_tree_size());
+}
+
+// The batch's one speculation gate: a draft level priced at 50 ms (far above the 1 ms pass) keeps
+// every step but its probes plain, with the draft model idle; priced free, every step drafts (and
+// the batch planner then decides what to verify). Either way the outputs are AR's.
+TEST(BatchDecoderTest, BatchGateKeepsDraftingThatCannotPayOff) {
+  auto target = TinyModel("tiny", 55);
+  auto draft = target->Truncated(target->config().num_layers);
+  const auto latency = LinearLatency();
+  const auto prompts = Prompts(8, 55);
+  for (double level_s : {5e-2, 1e-9}) {
+    StrategyOptions o = StrategyOptions::Defaults(Strategy::kBatch);
+    o.latency = &latency;
+    o.gate_draft_level_s = level_s;
+    o.gate.probe_interval = 8;
+    auto dec = BatchDecoder::Create(target.get(), draft.get(), o, 4, 256);
+    ASSERT_TRUE(dec.ok()) << dec.status();
+    auto out = (*dec)->Run(prompts, 24);
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(
+          (*out)[i].tokens,
+          DecodeAlone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompts[i], 24))
+          << "prompt " << i;
+    }
+    const BatchCounters& c = (*dec)->counters();
+    const auto drafter = (*dec)->drafter_counters();
+    ASSERT_TRUE(drafter.has_value());
+    if (level_s > 1e-3) {
+      EXPECT_GT(c.undrafted_fraction(), 0.7) << level_s;
+      EXPECT_LT(drafter->forwards, c.request_steps() / 2);  // only the probes drafted
+    } else {
+      EXPECT_GE(drafter->forwards, c.request_steps());  // every request-step drafted
+    }
+  }
 }
 
 TEST(BatchDecoderTest, RejectsBadInputs) {

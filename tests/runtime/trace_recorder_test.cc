@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "runtime/decoder.h"
@@ -253,11 +254,16 @@ TEST_F(TraceRecorderTest, InconsistentStepLogIsRejected) {
   EXPECT_EQ((*rec)->steps().size(), 5u);
 }
 
-TEST(BundledTraceTest, LoadsAndHasBothDrafterOutputs) {
-  auto trace = whatif::LoadTrace(whatif::DefaultTracePath());
+// Both bundled traces: the trained family's (the default) and the tiny random pair's.
+class BundledTraceTest
+    : public ::testing::TestWithParam<std::tuple<const char*, const char*, int>> {};
+
+TEST_P(BundledTraceTest, LoadsAndHasBothDrafterOutputs) {
+  const auto [file, target, vocab] = GetParam();
+  auto trace = whatif::LoadTrace(whatif::BundledTracePath(file));
   ASSERT_TRUE(trace.ok()) << trace.status();
-  EXPECT_EQ(trace->header.target, "random:tiny");
-  EXPECT_EQ(trace->header.vocab, 256);
+  EXPECT_EQ(trace->header.target, target);
+  EXPECT_EQ(trace->header.vocab, vocab);
   EXPECT_NE(trace->header.source.find("--record-trace"), std::string::npos);
   ASSERT_GT(trace->steps.size(), 20u);
   std::set<int64_t> prompts;
@@ -280,6 +286,13 @@ TEST(BundledTraceTest, LoadsAndHasBothDrafterOutputs) {
   EXPECT_GT(accepted, 0);
   EXPECT_LT(accepted, chain_slots);
 }
+
+INSTANTIATE_TEST_SUITE_P(Traces, BundledTraceTest,
+                         ::testing::Values(std::make_tuple("family.jsonl", "models/target", 4096),
+                                           std::make_tuple("tiny.jsonl", "random:tiny", 256)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param)[0] == 'f' ? "Family" : "Tiny";
+                         });
 
 }  // namespace
 }  // namespace specplan::runtime
