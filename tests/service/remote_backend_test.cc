@@ -548,7 +548,8 @@ TEST_F(RemoteBackendTest, BatchDecoderWithRemotePlanBatchEmitsTheInProcessTokens
     prompts.push_back(runtime::testing::RandomTokens(3 + 2 * i, 256, rng));
   runtime::StrategyOptions options = runtime::StrategyOptions::Defaults(runtime::Strategy::kBatch);
   options.latency = &latency;
-  options.batch_draft_step_s = 1e-4;  // the same drafting price in both runs
+  options.batch_draft_step_s = 1e-4;  // the same drafting price in both runs,
+  options.gate_draft_level_s = 1e-9;  // and a gate that drafts every step in both
   ComparingBackend comparing(remote->get());
   runtime::StrategyOptions remote_options = options;
   remote_options.plan_backend = &comparing;
