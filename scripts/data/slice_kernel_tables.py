@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Copies the slice of aiconfigurator's kernel tables that the shipped engine-grade profiles read.
+
+  python3 scripts/data/slice_kernel_tables.py SRC DST
+
+SRC is a folder laid out as <gpu>/<engine>-<version>/{gemm,context_attention,generation_attention}.csv
+(and SOURCE.txt), e.g. the full export the profiles were composed from; DST (data/kernels/) gets the
+same layout with only the rows `specplan profiles compose` reads for the models below at tensor
+parallelism 1, 2, 4 and 8:
+  - attention rows whose per-GPU heads (num_heads / num_key_value_heads / head_dim) are the models';
+  - GEMM rows (every m) of the (n, k) pairs that the composer's interpolation touches: for each GEMM
+    width the measured widths around it, and for widths above the largest measured one the blocks
+    it is split into (costmodel/kernel_tables.h GemmTable::Seconds);
+  - the GEMM rows that give the table's launch floor, DRAM bandwidth and peak FLOP/s (the
+    fastest row, memory-bound rows with m <= 16 over >= 256 MiB of weights, the fastest in FLOP/s),
+    so a profile composed from the slice equals one composed from the full tables.
+The composer works unchanged on the full tables; the slice only keeps the repository small.
+"""
+import bisect
+import csv
+import os
+import shutil
+import sys
+
+# (layers, hidden, query heads, kv heads, head_dim, ffn, vocab), as costmodel/model_registry.cc has them.
+MODELS = {
+    "qwen3-8b": (36, 4096, 32, 8, 128, 12288, 151936),
+    "qwen3-4b": (36, 2560, 32, 8, 128, 9728, 151936),
+    "llama-3.1-8b": (32, 4096, 32, 8, 128, 14336, 128256),
+}
+TPS = (1, 2, 4, 8)
+
+
+def around(grid, x):
+    """The measured widths an interpolation at x reads (x clamped up to the smallest)."""
+    x = max(x, grid[0])
+    i = bisect.bisect_left(grid, x)
+    return {grid[i]} if grid[i] == x else {grid[i - 1], grid[i]}
+
+
+def widths(grid, x):
+    """The measured widths a GEMM width x reads, splitting x above the largest into blocks."""
+    if x > grid[-1]:
+        out = {grid[-1]}
+        if x % grid[-1]:
+            out |= widths(grid, x % grid[-1])
+        return out
+    return around(grid, x)
+
+
+def gemm_shapes():
+    for (_, h, nq, nkv, d, ffn, vocab) in MODELS.values():
+        for tp in TPS:
+            kvh = nkv // tp if nkv >= tp else 1
+            q, kv, f = nq * d // tp, kvh * d, ffn // tp
+            yield (q + 2 * kv, h)   # QKV
+            yield (h, q)            # O
+            yield (2 * f, h)        # gate/up
+            yield (h, f)            # down
+            yield (vocab // tp, h)  # LM head
+
+
+def heads():
+    out = set()
+    for (_, _, nq, nkv, d, _, _) in MODELS.values():
+        for tp in TPS:
+            out.add((nq // tp, nkv // tp if nkv >= tp else 1, d))
+    return out
+
+
+def slice_folder(src, dst):
+    os.makedirs(dst, exist_ok=True)
+    with open(os.path.join(src, "gemm.csv")) as f:
+        rows = list(csv.DictReader(f))
+    ns = sorted({int(r["n"]) for r in rows})
+    ks = sorted({int(r["k"]) for r in rows})
+    pairs = set()
+    for n, k in gemm_shapes():
+        pairs |= {(a, b) for a in widths(ns, n) for b in widths(ks, k)}
+    def flops(r):
+        return 2 * int(r["m"]) * int(r["n"]) * int(r["k"]) / float(r["latency_ms"])
+    fastest = min(rows, key=lambda r: float(r["latency_ms"]))
+    best = max(rows, key=flops)
+    write(dst, "gemm.csv", rows,
+          lambda r: (int(r["n"]), int(r["k"])) in pairs or r is fastest or r is best
+          or (int(r["m"]) <= 16 and int(r["n"]) * int(r["k"]) * 2 >= 256 * 2**20))
+    keep = heads()
+    for name in ("context_attention.csv", "generation_attention.csv"):
+        with open(os.path.join(src, name)) as f:
+            attn = list(csv.DictReader(f))
+        write(dst, name, attn, lambda r: (int(r["num_heads"]), int(r["num_key_value_heads"]),
+                                          int(r["head_dim"])) in keep)
+    if os.path.exists(os.path.join(src, "SOURCE.txt")):
+        shutil.copy(os.path.join(src, "SOURCE.txt"), os.path.join(dst, "SOURCE.txt"))
+
+
+def write(dst, name, rows, keep):
+    kept = [r for r in rows if keep(r)]
+    with open(os.path.join(dst, name), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        w.writeheader()
+        w.writerows(kept)
+    print(f"{os.path.join(dst, name)}: {len(kept)} of {len(rows)} rows")
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    src, dst = sys.argv[1:]
+    for gpu in sorted(os.listdir(src)):
+        if not os.path.isdir(os.path.join(src, gpu)):
+            continue
+        for engine in sorted(os.listdir(os.path.join(src, gpu))):
+            if os.path.exists(os.path.join(src, gpu, engine, "gemm.csv")):
+                slice_folder(os.path.join(src, gpu, engine), os.path.join(dst, gpu, engine))
+
+
+if __name__ == "__main__":
+    main()
