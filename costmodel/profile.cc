@@ -1,7 +1,7 @@
 // Calibration profiles: fitting one from samples (FitProfile), validating each kind's coefficients,
-// the JSON form (ProfileToJson / ProfileFromJson; optional sections such as each fitted kind, cv
-// and provenance may be absent), atomic saving through util/Env, and resolving the latency model a
-// command uses (flag, profile file, bundled profile in calib/, or the bare roofline). Over 500
+// the JSON form (ProfileToJson / ProfileFromJson; optional sections such as each fitted kind, cv,
+// provenance and engine may be absent), atomic saving through util/Env, and the names of bundled
+// profiles (ProfileId, BundledProfilePath; resolving one is costmodel/cost_spec.cc). Over 500
 // lines because the JSON reader names every bad field; splitting the reader from the validators it
 // calls would only move the same checks apart.
 
@@ -16,9 +16,11 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "costmodel/cost_spec.h"
 #include "costmodel/model_registry.h"
 #include "util/atomic_file.h"
 #include "util/json_util.h"
@@ -455,6 +457,8 @@ nlohmann::json ProfileToJson(const Profile& p) {
   j["cv"] = cv;
   j["cv_method"] = p.cv_method;
   j["provenance"] = p.provenance;
+  j["engine"] = p.engine.empty() ? std::string(kRuntimeEngine) : p.engine;
+  if (!p.engine_version.empty()) j["engine_version"] = p.engine_version;
   j["notes"] = p.notes;
   nlohmann::json samples = nlohmann::json::array();
   for (const ProfileSample& x : p.samples) {
@@ -651,6 +655,18 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   if (j.contains("provenance")) {
     SPECPLAN_ASSIGN_OR_RETURN(p.provenance, GetString(j, "provenance"));
   }
+  if (j.contains("engine")) {
+    SPECPLAN_ASSIGN_OR_RETURN(std::string engine, GetString(j, "engine"));
+    absl::StatusOr<std::string> canonical = ParseEngine(engine);
+    if (!canonical.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "engine = '", engine, "': unknown (known: ", absl::StrJoin(KnownEngines(), ", "), ")"));
+    }
+    p.engine = *canonical;
+  }
+  if (j.contains("engine_version")) {
+    SPECPLAN_ASSIGN_OR_RETURN(p.engine_version, GetString(j, "engine_version"));
+  }
   if (j.contains("notes")) {
     const nlohmann::json& notes = j["notes"];
     if (!notes.is_array()) return absl::InvalidArgumentError("notes: expected an array");
@@ -725,15 +741,38 @@ absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& p,
 namespace {
 // "" at tp = 1 (so every name from before tensor parallelism stays the same), else "-tp<N>".
 std::string TpSuffix(int64_t tp) { return tp == 1 ? "" : absl::StrCat("-tp", tp); }
+// "" for this project's own runtime (so every name from before engines stays the same), else
+// "@<engine>".
+std::string EngineSuffix(const std::string& engine) {
+  return engine.empty() || engine == kRuntimeEngine ? "" : absl::StrCat("@", engine);
+}
 }  // namespace
 
-std::string ProfileId(const std::string& gpu, const std::string& model, DType dtype, int64_t tp) {
-  return absl::StrCat(gpu, "/", model, "-", DTypeName(dtype), TpSuffix(tp));
+std::string ProfileId(const std::string& gpu, const std::string& model, DType dtype, int64_t tp,
+                      const std::string& engine) {
+  return absl::StrCat(gpu, "/", model, "-", DTypeName(dtype), TpSuffix(tp), EngineSuffix(engine));
 }
 
 const std::vector<std::string>& LatencyModelKinds() {
   static const std::vector<std::string> kinds(std::begin(kModelKinds), std::end(kModelKinds));
   return kinds;
+}
+
+const std::vector<std::string>& KnownEngines() {
+  static const std::vector<std::string> engines = {"sglang", "vllm", "trtllm", kRuntimeEngine};
+  return engines;
+}
+
+absl::StatusOr<std::string> ParseEngine(const std::string& name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (const std::string& engine : KnownEngines()) {
+    if (lower == engine) return engine;
+  }
+  for (const char* alias : {"tensorrt-llm", "tensorrt_llm", "trt-llm", "trt_llm"}) {
+    if (lower == alias) return std::string("trtllm");
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "engine '", name, "': unknown (known: ", absl::StrJoin(KnownEngines(), ", "), ")"));
 }
 
 std::string DefaultCalibDir() {
@@ -752,9 +791,10 @@ std::string DefaultCalibDir() {
 }
 
 std::string BundledProfilePath(const std::string& calib_dir, const std::string& gpu,
-                               const std::string& model, DType dtype, int64_t tp) {
+                               const std::string& model, DType dtype, int64_t tp,
+                               const std::string& engine) {
   return (fs::path(calib_dir) / gpu /
-          absl::StrCat(model, "-", DTypeName(dtype), TpSuffix(tp), ".json"))
+          absl::StrCat(model, "-", DTypeName(dtype), TpSuffix(tp), EngineSuffix(engine), ".json"))
       .string();
 }
 
@@ -763,80 +803,14 @@ absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& mode
                                                          const std::string& profile_path,
                                                          DType dtype, const std::string& kind,
                                                          int64_t tp) {
-  ResolvedLatencyModel out;
-  if (tp < 0) return absl::InvalidArgumentError(absl::StrCat("--tp ", tp, ": must be >= 1"));
-  auto make = [&kind](const Profile& p) -> absl::StatusOr<std::unique_ptr<LatencyModel>> {
-    auto m = MakeLatencyModel(p, kind);
-    if (!m.ok() && !kind.empty()) {
-      return absl::Status(m.status().code(),
-                          absl::StrCat("--latency-model ", kind, ": ", m.status().message()));
-    }
-    return m;
-  };
-  if (!profile_path.empty()) {
-    SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(profile_path));
-    // The profile's own names always match (e.g. calibrate's runtime models such as "tiny",
-    // which are not in the registry); other names resolve and must be the same model.
-    if (!model.empty() && model != p.model && model != p.model_spec.name) {
-      SPECPLAN_ASSIGN_OR_RETURN(ModelSpec m, ResolveModel(model));
-      if (m.name != p.model_spec.name) {
-        return absl::InvalidArgumentError(absl::StrCat("--model ", model, ": profile ",
-                                                       profile_path, " is for model '",
-                                                       p.model_spec.name, "'"));
-      }
-    }
-    if (!gpu.empty() && gpu != p.gpu && gpu != p.gpu_spec.name) {
-      SPECPLAN_ASSIGN_OR_RETURN(GpuSpec g, ResolveGpu(gpu));
-      if (g.name != p.gpu_spec.name) {
-        return absl::InvalidArgumentError(absl::StrCat("--gpu ", gpu, ": profile ", profile_path,
-                                                       " is for gpu '", p.gpu_spec.name, "'"));
-      }
-    }
-    if (tp != 0 && tp != p.model_spec.tp) {
-      return absl::InvalidArgumentError(absl::StrCat("--tp ", tp, ": profile ", profile_path,
-                                                     " was fitted at tp = ", p.model_spec.tp));
-    }
-    SPECPLAN_ASSIGN_OR_RETURN(out.model, make(p));
-    out.model_spec = p.model_spec;
-    out.gpu_spec = p.gpu_spec;
-    out.profile_path = profile_path;
-    out.profile_id = ProfileId(p.gpu, p.model, p.dtype, p.model_spec.tp);
-    out.provenance = p.provenance;
-    return out;
-  }
-  SPECPLAN_ASSIGN_OR_RETURN(out.model_spec, ResolveModel(model));
-  out.model_spec.dtype = dtype;
-  SPECPLAN_ASSIGN_OR_RETURN(out.gpu_spec, ResolveGpu(gpu));
-  out.model_spec.tp = tp == 0 ? 1 : tp;
-  if (const std::string why =
-          TensorParallelProblem(out.model_spec, out.gpu_spec, out.model_spec.tp);
-      !why.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--tp ", out.model_spec.tp, ": ", why));
-  }
-  const std::string bundled = BundledProfilePath(DefaultCalibDir(), out.gpu_spec.name,
-                                                 out.model_spec.name, dtype, out.model_spec.tp);
-  std::error_code ec;
-  if (fs::is_regular_file(bundled, ec)) {
-    SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(bundled));
-    if (p.model_spec.tp != out.model_spec.tp) {
-      return absl::InvalidArgumentError(absl::StrCat("--tp ", out.model_spec.tp, ": profile ",
-                                                     bundled,
-                                                     " was fitted at tp = ", p.model_spec.tp));
-    }
-    SPECPLAN_ASSIGN_OR_RETURN(out.model, make(p));
-    out.profile_path = bundled;
-    out.profile_id = ProfileId(p.gpu, p.model, p.dtype, p.model_spec.tp);
-    out.provenance = p.provenance;
-    return out;
-  }
-  if (!kind.empty() && kind != "roofline") {
-    return absl::NotFoundError(
-        absl::StrCat("--latency-model ", kind, ": no profile for ", out.gpu_spec.name, " x ",
-                     out.model_spec.name, " (", DTypeName(dtype), TpSuffix(out.model_spec.tp),
-                     ") at ", bundled, "; only 'roofline' is available (or pass --profile)"));
-  }
-  out.model = std::make_unique<RooflineLatency>(out.model_spec, out.gpu_spec);
-  return out;
+  CostSpec spec;
+  spec.model = model;
+  spec.gpu = gpu;
+  spec.profile_path = profile_path;
+  spec.dtype = dtype;
+  spec.latency_model = kind;
+  spec.tp = tp;
+  return ResolveCost(spec);
 }
 
 absl::StatusOr<std::unique_ptr<LatencyModel>> LoadLatencyModel(const std::string& model,

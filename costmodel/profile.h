@@ -25,6 +25,9 @@
 //   "cv": {"<kind>": {"n", "rmse_s", "mape", "max_abs_s"}},        // optional: cross-validated
 //   "cv_method": str,                             // optional: "leave-one-out" or "<k>-fold"
 //   "provenance": str,                            // optional: where the samples come from
+//   "engine": "sglang" | "vllm" | "trtllm" | "specplan",  // optional (absent = "specplan"):
+//                                                 // whose kernels the costs describe
+//   "engine_version": str,                        // optional: e.g. "0.5.14"
 //   "notes": [str],                               // optional: models the fit dropped or skipped
 //   "samples": [{"s", "c", "seconds", "heldout": bool, "b": int}]   // b optional (absent = 1)
 // }
@@ -33,7 +36,10 @@
 // passes as layers over one (s, c) grid of their own ("batch_s"/"batch_c", absent when it is the
 // single-sequence grid). Files without it (every profile written before it
 // existed) load as single-sequence profiles. Files written before "overlap", "kernel_sum", "cv",
-// "cv_method", "provenance" and "notes" existed still load.
+// "cv_method", "provenance", "engine" and "notes" existed still load (without "engine": profiles
+// of specplan's own runtime).
+// One file per (gpu, model, dtype, tp, engine): calib/<gpu>/<model>-<dtype>[-tp<N>][@<engine>].json
+// (BundledProfilePath; no "@" for engine "specplan").
 #ifndef SPECPLAN_COSTMODEL_PROFILE_H_
 #define SPECPLAN_COSTMODEL_PROFILE_H_
 
@@ -82,6 +88,11 @@ struct Profile {
   // Where the samples come from, e.g. "derived from public measurements: microsoft/vidur@7d47513
   // ..."; "" = not recorded (a profile calibrate measured on this machine's device).
   std::string provenance;
+  // Whose kernels the costs describe: "sglang", "vllm", "trtllm" (composed from an engine's kernel
+  // timings, costmodel/compose.h) or "specplan" (this project's own runtime, measured by
+  // calibrate).
+  std::string engine = "specplan";
+  std::string engine_version;      // e.g. "0.5.14"; "" when not recorded
   std::vector<std::string> notes;  // what the fit dropped or skipped, and why
   std::vector<ProfileSample> samples;
 };
@@ -141,37 +152,51 @@ const std::vector<std::string>& LatencyModelKinds();
 absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& profile,
                                                                const std::string& kind = "");
 
+// Engines a profile can describe, in the order a lookup without --engine tries them: the three
+// engines whose kernel timings compose profiles (costmodel/compose.h), then "specplan" (this
+// project's own LibTorch runtime, measured by calibrate). kRuntimeEngine names the last.
+inline constexpr char kRuntimeEngine[] = "specplan";
+const std::vector<std::string>& KnownEngines();  // {"sglang", "vllm", "trtllm", "specplan"}
+// Canonical engine name, case-insensitive, with aliases ("tensorrt-llm", "trt-llm" = "trtllm").
+// INVALID_ARGUMENT naming the value and the known names otherwise ("engine 'foo': unknown (known:
+// sglang, vllm, trtllm, specplan)").
+absl::StatusOr<std::string> ParseEngine(const std::string& name);
+
 // Directory of bundled profiles: $SPECPLAN_CALIB_DIR if set, else the repository's calib/ when it
 // exists, else the installed copy (<prefix>/share/specplan/calib).
 std::string DefaultCalibDir();
 // calib/<gpu>/<model>-<dtype>.json under `calib_dir`; calib/<gpu>/<model>-<dtype>-tp<N>.json
 // for a profile fitted at tensor parallelism tp = N > 1.
+// An engine other than "specplan" is appended as "@<engine>":
+// calib/h100-sxm/qwen3-8b-bf16@sglang.json.
 std::string BundledProfilePath(const std::string& calib_dir, const std::string& gpu,
-                               const std::string& model, DType dtype, int64_t tp = 1);
+                               const std::string& model, DType dtype, int64_t tp = 1,
+                               const std::string& engine = kRuntimeEngine);
 
 // What a CLI --model/--gpu/--profile triple resolves to.
 // "<gpu>/<model>-<dtype>", e.g. "h100-sxm/qwen3-8b-bf16": how the server and reports name a
 // profile (its path under a profiles directory, without ".json"); "-tp<N>" is appended when the
 // profile was fitted at tp = N > 1 ("h100-sxm/llama-3.3-70b-bf16-tp4").
-std::string ProfileId(const std::string& gpu, const std::string& model, DType dtype,
-                      int64_t tp = 1);
+// "@<engine>" follows for an engine other than "specplan" ("h100-sxm/qwen3-8b-bf16@sglang").
+std::string ProfileId(const std::string& gpu, const std::string& model, DType dtype, int64_t tp = 1,
+                      const std::string& engine = kRuntimeEngine);
 
+// What a cost spec resolved to (costmodel/cost_spec.h, ResolveCost).
 struct ResolvedLatencyModel {
   std::unique_ptr<LatencyModel> model;
   ModelSpec model_spec;
   GpuSpec gpu_spec;
-  std::string profile_path;  // empty when no profile was used (bare roofline)
-  std::string profile_id;    // ProfileId of the profile used; empty when none
-  std::string provenance;    // the profile's provenance ("" when none recorded or no profile)
+  std::string profile_path;    // empty when no profile was used (bare roofline)
+  std::string profile_id;      // ProfileId of the profile used (with its engine); empty when none
+  std::string provenance;      // the profile's provenance ("" when none recorded or no profile)
+  std::string engine;          // the profile's engine ("sglang", ..., "specplan"); "" when none
+  std::string engine_version;  // the profile's engine_version; "" when not recorded or none
 };
-// With profile_path set, loads it (and checks it matches model/gpu when those are given).
-// Otherwise uses the bundled profile for (gpu, model, dtype) when one exists, else the bare
-// roofline. `kind` picks a model of the profile other than its default (MakeLatencyModel's kinds;
-// errors name --latency-model); without a profile only "" and "roofline" resolve. `tp` is the
-// tensor-parallel degree (--tp): 0 = not given (a profile's own tp, else 1). Without a profile the
-// model is split over tp GPUs and the bundled profile looked up is the -tp<N> one; with a profile,
-// a given tp must equal the profile's. Errors name --tp and its value
-// ("--tp 3: must divide n_q = 32 (query heads)").
+// ResolveCost (costmodel/cost_spec.h) of a spec without an engine: with profile_path set, loads
+// it (and checks it matches model/gpu when those are given); otherwise the first bundled profile
+// of KnownEngines() for (gpu, model, dtype, tp), else the bare roofline. `kind` picks a model of
+// the profile other than its default (errors name --latency-model); `tp` is --tp (0 = not given).
+// Kept for callers that do not choose an engine; see ResolveCost for the rules and errors.
 absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(
     const std::string& model, const std::string& gpu, const std::string& profile_path,
     DType dtype = DType::kBFloat16, const std::string& kind = "", int64_t tp = 0);

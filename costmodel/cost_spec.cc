@@ -1,0 +1,177 @@
+// ResolveCost: cost spec -> latency model (explicit profile, bundled profile of an engine, or the
+// bare roofline), with the checks that the pieces agree.
+
+#include "costmodel/cost_spec.h"
+
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/model_registry.h"
+#include "costmodel/roofline.h"
+#include "util/status_macros.h"
+
+namespace specplan::costmodel {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsFile(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+
+// "(bf16)", "(bf16-tp4)": the dtype and tp part of a profile's name, for messages.
+std::string Variant(DType dtype, int64_t tp) {
+  return absl::StrCat("(", DTypeName(dtype), tp == 1 ? "" : absl::StrCat("-tp", tp), ")");
+}
+
+// Fills `out` from a loaded profile.
+absl::Status UseProfile(const Profile& p, const std::string& path, const std::string& kind,
+                        ResolvedLatencyModel* out) {
+  auto m = MakeLatencyModel(p, kind);
+  if (!m.ok()) {
+    if (kind.empty()) return m.status();
+    return absl::Status(m.status().code(),
+                        absl::StrCat("--latency-model ", kind, ": ", m.status().message()));
+  }
+  out->model = *std::move(m);
+  out->model_spec = p.model_spec;
+  out->gpu_spec = p.gpu_spec;
+  out->profile_path = path;
+  out->profile_id = ProfileId(p.gpu, p.model, p.dtype, p.model_spec.tp, p.engine);
+  out->provenance = p.provenance;
+  out->engine = p.engine;
+  out->engine_version = p.engine_version;
+  return absl::OkStatus();
+}
+
+// An explicit profile file: it must match every name the spec gives.
+absl::StatusOr<ResolvedLatencyModel> ResolveProfileFile(const CostSpec& spec,
+                                                        const std::string& engine) {
+  ResolvedLatencyModel out;
+  const std::string& path = spec.profile_path;
+  SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(path));
+  // The profile's own names always match (e.g. calibrate's runtime models such as "tiny", which
+  // are not in the registry); other names resolve and must be the same model.
+  if (!spec.model.empty() && spec.model != p.model && spec.model != p.model_spec.name) {
+    SPECPLAN_ASSIGN_OR_RETURN(ModelSpec m, ResolveModel(spec.model));
+    if (m.name != p.model_spec.name) {
+      return absl::InvalidArgumentError(absl::StrCat("--model ", spec.model, ": profile ", path,
+                                                     " is for model '", p.model_spec.name, "'"));
+    }
+  }
+  if (!spec.gpu.empty() && spec.gpu != p.gpu && spec.gpu != p.gpu_spec.name) {
+    SPECPLAN_ASSIGN_OR_RETURN(GpuSpec g, ResolveGpu(spec.gpu));
+    if (g.name != p.gpu_spec.name) {
+      return absl::InvalidArgumentError(absl::StrCat("--gpu ", spec.gpu, ": profile ", path,
+                                                     " is for gpu '", p.gpu_spec.name, "'"));
+    }
+  }
+  if (spec.tp != 0 && spec.tp != p.model_spec.tp) {
+    return absl::InvalidArgumentError(absl::StrCat("--tp ", spec.tp, ": profile ", path,
+                                                   " was fitted at tp = ", p.model_spec.tp));
+  }
+  if (!engine.empty() && engine != p.engine) {
+    return absl::InvalidArgumentError(absl::StrCat("--engine ", spec.engine, ": profile ", path,
+                                                   " describes engine '", p.engine, "'"));
+  }
+  SPECPLAN_RETURN_IF_ERROR(UseProfile(p, path, spec.latency_model, &out));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> BundledEngines(const std::string& calib_dir, const std::string& gpu,
+                                        const std::string& model, DType dtype, int64_t tp) {
+  std::vector<std::string> found;
+  for (const std::string& engine : KnownEngines()) {
+    if (IsFile(BundledProfilePath(calib_dir, gpu, model, dtype, tp, engine))) {
+      found.push_back(engine);
+    }
+  }
+  return found;
+}
+
+absl::StatusOr<ResolvedLatencyModel> ResolveCost(const CostSpec& spec) {
+  if (spec.tp < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--tp ", spec.tp, ": must be >= 1"));
+  }
+  std::string engine;  // canonical; "" = not given
+  if (!spec.engine.empty()) {
+    absl::StatusOr<std::string> parsed = ParseEngine(spec.engine);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--engine ", spec.engine, ": unknown (known: ",
+                                                     absl::StrJoin(KnownEngines(), ", "), ")"));
+    }
+    engine = *parsed;
+  }
+  if (!spec.profile_path.empty()) return ResolveProfileFile(spec, engine);
+
+  ResolvedLatencyModel out;
+  SPECPLAN_ASSIGN_OR_RETURN(out.model_spec, ResolveModel(spec.model));
+  out.model_spec.dtype = spec.dtype;
+  SPECPLAN_ASSIGN_OR_RETURN(out.gpu_spec, ResolveGpu(spec.gpu));
+  const int64_t tp = spec.tp == 0 ? 1 : spec.tp;
+  out.model_spec.tp = tp;
+  if (const std::string why = TensorParallelProblem(out.model_spec, out.gpu_spec, tp);
+      !why.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tp ", tp, ": ", why));
+  }
+  const std::string calib_dir = spec.calib_dir.empty() ? DefaultCalibDir() : spec.calib_dir;
+  const std::string& gpu = out.gpu_spec.name;
+  const std::string& model = out.model_spec.name;
+  const std::vector<std::string> candidates =
+      engine.empty() ? KnownEngines() : std::vector<std::string>{engine};
+  for (const std::string& e : candidates) {
+    const std::string path = BundledProfilePath(calib_dir, gpu, model, spec.dtype, tp, e);
+    if (!IsFile(path)) continue;
+    SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(path));
+    if (p.model_spec.tp != tp) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tp ", tp, ": profile ", path, " was fitted at tp = ", p.model_spec.tp));
+    }
+    if (p.engine != e) {  // a file under another engine's name: its costs are not what we asked
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": engine = '", p.engine, "': the file name says engine '", e, "'"));
+    }
+    SPECPLAN_RETURN_IF_ERROR(UseProfile(p, path, spec.latency_model, &out));
+    return out;
+  }
+
+  const std::string what = absl::StrCat(gpu, " x ", model, " ", Variant(spec.dtype, tp));
+  const std::string& kind = spec.latency_model;
+  const bool wants_fit = !kind.empty() && kind != "roofline";
+  if (!engine.empty()) {
+    // A named engine is a claim about whose kernels the costs describe: the bare roofline is no
+    // engine's, so it never stands in silently.
+    const std::string path = BundledProfilePath(calib_dir, gpu, model, spec.dtype, tp, engine);
+    const std::vector<std::string> shipped = BundledEngines(calib_dir, gpu, model, spec.dtype, tp);
+    const std::string rest = absl::StrCat(" at ", path, "; shipped for this GPU and model: ",
+                                          shipped.empty() ? "none" : absl::StrJoin(shipped, ", "),
+                                          " (or pass --profile)");
+    if (wants_fit) {
+      return absl::NotFoundError(absl::StrCat("--latency-model ", kind, ": no profile for ", what,
+                                              " of engine ", engine, rest));
+    }
+    return absl::NotFoundError(
+        absl::StrCat("--engine ", spec.engine, ": no profile for ", what, rest));
+  }
+  if (wants_fit) {
+    std::vector<std::string> others;  // the engine-grade names also looked for
+    for (const std::string& e : KnownEngines()) {
+      if (e != kRuntimeEngine) others.push_back("@" + e);
+    }
+    return absl::NotFoundError(absl::StrCat(
+        "--latency-model ", kind, ": no profile for ", what, " at ",
+        BundledProfilePath(calib_dir, gpu, model, spec.dtype, tp), " (nor its ",
+        absl::StrJoin(others, ", "), " files); only 'roofline' is available (or pass --profile)"));
+  }
+  out.model = std::make_unique<RooflineLatency>(out.model_spec, out.gpu_spec);
+  return out;
+}
+
+}  // namespace specplan::costmodel
