@@ -341,7 +341,7 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       const double g = weighted / c;
       plan->curve.push_back({n, accepted, weighted, c, calibrated / c});
       if (latency) {
-        const double worst = c / (1.0 + scale * (min_a - 1.0));  // max_i C / Â'_i
+        const double worst = c / CalibratedAccepted(min_a, scale);  // max_i C / Â'_i
         if (worst <= X) {
           if (!feasible_seen || g > best_g) best_g = g, best_n = n;
           feasible_seen = true;
@@ -456,10 +456,9 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     tree.parents.resize(keep);
     tree.depths.resize(keep);
     tree.path_probs.resize(keep);
-    double a = 1.0;
-    for (size_t k = 1; k < keep; ++k) a += tree.path_probs[k];
+    const double a = tree.expected_accepted();
     plan->expected_accepted[i] = a;
-    const double calibrated = 1.0 + options.acceptance_scale * (a - 1.0);
+    const double calibrated = CalibratedAccepted(a, options.acceptance_scale);
     plan->weighted_accepted += requests[i].weight * calibrated;
     total_accepted += calibrated;
     shape_.Add(plan->n[i] + 1, requests[i].c);

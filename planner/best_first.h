@@ -50,6 +50,11 @@ namespace specplan::planner {
 // acceptance_scale).
 inline constexpr double kMaxAcceptanceScale = 64.0;
 
+// The calibrated surrogate Â' = 1 + s (Â - 1): the root counts 1, every draft node s·rho.
+inline double CalibratedAccepted(double expected_accepted, double acceptance_scale) {
+  return 1.0 + acceptance_scale * (expected_accepted - 1.0);
+}
+
 enum class BudgetMode {
   kFixed,       // exactly min(n_max, lattice size) draft nodes; cost optional
   kController,  // stop at the first n with S(n + 1) < S(n) (exact when C is convex, Prop. 2.4)
@@ -219,7 +224,7 @@ void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* pla
     a_hat += e.rho;
     if (evaluate) {
       const double c = spec.cost->Seconds(n);
-      const double s = (1.0 + spec.acceptance_scale * (a_hat - 1.0)) * spec.l_ar_s / c;
+      const double s = CalibratedAccepted(a_hat, spec.acceptance_scale) * spec.l_ar_s / c;
       plan->curve.push_back({n, a_hat, c, s});
       if (spec.mode == BudgetMode::kController) {
         if (s < prev_s) break;  // first decrease: n - 1 is the answer
@@ -248,7 +253,7 @@ void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* pla
     plan->expected_accepted = a;
     if (spec.cost != nullptr) {
       plan->cycle_s = spec.cost->Seconds(best_n);
-      plan->speedup = (1.0 + spec.acceptance_scale * (a - 1.0)) * spec.l_ar_s / plan->cycle_s;
+      plan->speedup = CalibratedAccepted(a, spec.acceptance_scale) * spec.l_ar_s / plan->cycle_s;
     } else {
       plan->cycle_s = plan->speedup = std::numeric_limits<double>::quiet_NaN();
     }

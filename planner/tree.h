@@ -24,6 +24,13 @@ struct Tree {
 
   int size() const { return static_cast<int>(tokens.size()); }
   int num_draft() const { return size() - 1; }
+  // The planners' surrogate Â = 1 + Σ rho over the draft nodes (the root counts 1), summed from
+  // the root in node order, as the planners accumulate it.
+  double expected_accepted() const {
+    double a = 1.0;
+    for (size_t i = 1; i < path_probs.size(); ++i) a += path_probs[i];
+    return a;
+  }
 
   // Empties the tree but keeps capacity (no allocation on reuse).
   void Clear() {

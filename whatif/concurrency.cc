@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "costmodel/batch_shape.h"
@@ -406,9 +407,9 @@ std::string FormatConcurrencyTable(const ConcurrencyReport& r) {
       r.drafter.batch_growth, r.t_aux_s * 1e3, r.n_max,
       r.batch_scan ? "scan (argmax of G(N))" : "controller (first decrease of G(N))");
   if (r.calibrate) {
-    std::string scales;
-    for (double s : r.batch_scales)
-      absl::StrAppend(&scales, scales.empty() ? "" : " ", absl::StrFormat("%.2f", s));
+    const std::string scales = absl::StrJoin(r.batch_scales, " ", [](std::string* out, double s) {
+      absl::StrAppendFormat(out, "%.2f", s);
+    });
     out += absl::StrFormat(
         "surrogate calibrated online: controller's final scale %.2f; batch's per B: %s\n",
         r.controller_scale, scales);

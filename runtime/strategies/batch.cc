@@ -111,10 +111,8 @@ absl::Status BatchStrategy::Observe(const planner::Tree& tree,
   if (!drafted_) return absl::OkStatus();  // nothing fed: the next DraftChain catches up
   if (gate_enabled_) {
     gate_->Observe(planner::MakeStepAcceptance(tree, accept));
-    if (tree.size() > 1) {  // Â of the verified tree: 1 + Σ ρ over its draft nodes
-      double a_hat = 1.0;
-      for (int i = 1; i < tree.size(); ++i) a_hat += tree.path_probs[static_cast<size_t>(i)];
-      gate_->estimator().ObserveSurrogate(a_hat, accept.accepted_length);
+    if (tree.size() > 1) {
+      gate_->estimator().ObserveSurrogate(tree.expected_accepted(), accept.accepted_length);
     }
   }
   AcceptedTokens(tree, accept, &accepted_tokens_);
