@@ -150,6 +150,7 @@ void CostToWire(const CostRequest& in, v1::CostSpec* out) {
     ref->set_gpu(in.gpu);
     ref->set_model(in.model);
     ref->set_dtype(costmodel::DTypeName(in.dtype));
+    ref->set_engine(in.engine);
   } else {
     v1::InlineCostModel* m = out->mutable_inline_model();
     m->set_model(in.model);
@@ -182,7 +183,7 @@ absl::StatusOr<std::vector<ProfileKey>> PlannerClient::ListProfiles() {
   std::vector<ProfileKey> out;
   out.reserve(list.profiles_size());
   for (const v1::ProfileInfo& p : list.profiles()) {
-    out.push_back({p.id(), p.gpu(), p.model(), p.dtype()});
+    out.push_back({p.id(), p.gpu(), p.model(), p.dtype(), p.engine()});
   }
   return out;
 }
@@ -288,6 +289,7 @@ absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> PlannerC
     req.mutable_profile()->set_gpu(info.gpu());
     req.mutable_profile()->set_model(info.model());
     req.mutable_profile()->set_dtype(info.dtype());
+    req.mutable_profile()->set_engine(info.engine());  // "" from a server without engines
     grpc::ClientContext ctx;
     impl_->SetDeadline(&ctx);
     v1::GetProfileResponse resp;
@@ -299,6 +301,8 @@ absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> PlannerC
                           absl::StrCat("server ", server_, ": profile ", info.id(), ": ",
                                        profile.status().message()));
     }
+    if (!info.engine().empty()) profile->engine = info.engine();
+    if (!info.engine_version().empty()) profile->engine_version = info.engine_version();
     out.emplace_back(info.id(), *std::move(profile));
   }
   return out;

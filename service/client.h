@@ -58,7 +58,8 @@ struct ClientOptions {
 };
 
 // The cost a request names (planner.proto CostSpec): the server's stored profile of (gpu, model,
-// dtype), or the bare roofline of a registry model on a registry GPU or on an inline GPU spec.
+// dtype, engine), or the bare roofline of a registry model on a registry GPU or on an inline GPU
+// spec.
 struct CostRequest {
   bool stored_profile = false;  // true: cost.profile; false: cost.inline_model
   std::string model;            // registry name (profile names are registry names too)
@@ -68,6 +69,10 @@ struct CostRequest {
   costmodel::DrafterCost drafter;
   double t_aux_s = 0;
   int64_t context = 0;  // c
+  // Whose kernels the stored profile prices (ProfileRef.engine): "sglang", "vllm", "trtllm",
+  // "specplan"; "" = the server's choice (its --engine default, else the first of sglang, vllm,
+  // trtllm, specplan it holds). Stored profiles only.
+  std::string engine;
   // Tensor parallelism (--tp). The server's stored profiles are fitted at tp = 1, so tp > 1 always
   // sends the cost inline (InlineCostModel.tp).
   int64_t tp = 1;
@@ -75,8 +80,9 @@ struct CostRequest {
 
 // One profile a server holds (ListProfiles).
 struct ProfileKey {
-  std::string id;  // "<gpu>/<model>-<dtype>"
+  std::string id;  // "<gpu>/<model>-<dtype>[@<engine>]"
   std::string gpu, model, dtype;
+  std::string engine;  // "" from a server older than engines (= "specplan")
 };
 
 struct RemoteResult {
@@ -142,7 +148,8 @@ class PlannerClient {
   absl::StatusOr<RemoteEstimate> EstimateLatency(const CostRequest& cost, int64_t s);
   // The ids and names of the profiles the server holds.
   absl::StatusOr<std::vector<ProfileKey>> ListProfiles();
-  // Every profile the server holds, as (id, profile).
+  // Every profile the server holds, as (id, profile); each profile's engine and engine_version are
+  // the server's (ProfileInfo).
   absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> Profiles();
   // WhatIf over `trace_jsonl` (a whole trace file, whatif/trace.h; empty = the server's bundled
   // trace). `trace_name` names it in the server's error messages (e.g. the local path). The cost

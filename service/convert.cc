@@ -13,6 +13,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "costmodel/profile.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 
@@ -423,6 +425,20 @@ absl::Status AcceptanceScaleFromProto(double in, const std::string& field, doubl
                                 planner::kMaxAcceptanceScale, "]"));
   }
   *out = in;
+  return absl::OkStatus();
+}
+
+absl::Status EngineFromProto(const std::string& in, absl::string_view field, std::string* out) {
+  if (in.empty()) {
+    out->clear();
+    return absl::OkStatus();
+  }
+  auto engine = costmodel::ParseEngine(in);
+  if (!engine.ok()) {
+    return Invalid(absl::StrCat(field, " = '", in, "': unknown engine (known: ",
+                                absl::StrJoin(costmodel::KnownEngines(), ", "), ")"));
+  }
+  *out = *std::move(engine);
   return absl::OkStatus();
 }
 

@@ -73,6 +73,11 @@ absl::Status BudgetModeFromProto(int mode, absl::string_view field, planner::Bud
 // (0, planner::kMaxAcceptanceScale] (InvalidArgument naming `field` and the value).
 absl::Status AcceptanceScaleFromProto(double in, const std::string& field, double* out);
 v1::BudgetMode BudgetModeToProto(planner::BudgetMode mode);
+// An engine name (ProfileRef.engine, the server's --engine): "" stays "" (none named); otherwise
+// the canonical name costmodel::ParseEngine gives ("TRT-LLM" -> "trtllm"). INVALID_ARGUMENT naming
+// `field` and the value and listing the known engines: "cost.profile.engine = 'foo': unknown
+// engine (known: sglang, vllm, trtllm, specplan)".
+absl::Status EngineFromProto(const std::string& in, absl::string_view field, std::string* out);
 
 // Request side of the client (no checks: the server validates).
 void MarginalsToProto(const planner::Marginals& in, v1::Marginals* out);

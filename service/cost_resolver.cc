@@ -44,6 +44,7 @@ uint64_t SourceHash(const v1::CostSpec& spec) {
       MixString(&h, p.model());
       MixString(&h, p.dtype());
       MixString(&h, p.latency_model());
+      MixString(&h, p.engine());
       break;
     }
     case v1::CostSpec::kInlineModel: {
@@ -119,8 +120,12 @@ const std::string& ResolvedCost::profile_id() const {
   return source->entry ? source->entry->id : *kNone;
 }
 
-CostResolver::CostResolver(const ProfileStore* store, ServiceLimits limits, size_t capacity)
-    : store_(store), limits_(std::move(limits)), capacity_(std::max<size_t>(capacity, 1)) {}
+CostResolver::CostResolver(const ProfileStore* store, ServiceLimits limits, size_t capacity,
+                           std::string default_engine)
+    : store_(store),
+      limits_(std::move(limits)),
+      capacity_(std::max<size_t>(capacity, 1)),
+      default_engine_(std::move(default_engine)) {}
 
 size_t CostResolver::cached() const {
   std::shared_lock lock(mu_);
@@ -216,15 +221,42 @@ absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> CostResolver::FindPro
     }
     dtype = *parsed;
   }
-  const std::string id = ProfileId(ref.gpu(), ref.model(), dtype);
-  if (auto entry = store_->Find(id)) return entry;
-  // Registry aliases ("h100" = "h100-sxm"): retry with canonical names.
+  std::string engine;
+  SPECPLAN_RETURN_IF_ERROR(EngineFromProto(ref.engine(), absl::StrCat(field, ".engine"), &engine));
+  // Registry aliases ("h100" = "h100-sxm"): each id is tried as given, then with canonical names.
   auto gpu = costmodel::LookupGpu(ref.gpu());
   auto model = costmodel::LookupModel(ref.model());
-  const std::string canonical =
-      ProfileId(gpu.ok() ? gpu->name : ref.gpu(), model.ok() ? model->name : ref.model(), dtype);
-  if (canonical != id) {
-    if (auto entry = store_->Find(canonical)) return entry;
+  const std::string& canonical_gpu = gpu.ok() ? gpu->name : ref.gpu();
+  const std::string& canonical_model = model.ok() ? model->name : ref.model();
+  auto find = [&](const std::string& e) -> std::shared_ptr<const ProfileStore::Entry> {
+    if (auto entry = store_->Find(ProfileId(ref.gpu(), ref.model(), dtype, 1, e))) return entry;
+    if (canonical_gpu == ref.gpu() && canonical_model == ref.model()) return nullptr;
+    return store_->Find(ProfileId(canonical_gpu, canonical_model, dtype, 1, e));
+  };
+  if (!engine.empty()) {
+    if (auto entry = find(engine)) return entry;
+  } else {
+    if (!default_engine_.empty()) {
+      if (auto entry = find(default_engine_)) return entry;
+    }
+    for (const std::string& e : costmodel::KnownEngines()) {
+      if (auto entry = find(e)) return entry;
+    }
+  }
+  const std::string id = ProfileId(ref.gpu(), ref.model(), dtype, 1,
+                                   engine.empty() ? costmodel::kRuntimeEngine : engine);
+  std::vector<std::string> held;  // the engines held for this gpu x model x dtype
+  if (!engine.empty()) {
+    for (const std::string& e : costmodel::KnownEngines()) {
+      if (find(e) != nullptr) held.push_back(e);
+    }
+  }
+  if (!held.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        field, ".engine = '", ref.engine(), "': no profile '",
+        ProfileId(canonical_gpu, canonical_model, dtype, 1, engine),
+        "' on this server (engines held for ", ProfileId(canonical_gpu, canonical_model, dtype),
+        ": ", absl::StrJoin(held, ", "), ")"));
   }
   return absl::NotFoundError(absl::StrCat(field, ": no profile '", id, "' on this server (",
                                           store_->List().size(),

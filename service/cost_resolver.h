@@ -65,20 +65,35 @@ class CostResolver {
  public:
   static constexpr size_t kDefaultCapacity = 256;
 
-  // `store` must outlive the resolver.
-  CostResolver(const ProfileStore* store, ServiceLimits limits, size_t capacity = kDefaultCapacity);
+  // `store` must outlive the resolver. `default_engine` is the server's --engine: a canonical
+  // engine name (costmodel::ParseEngine) preferred for profile references that name no engine, or
+  // "" for none.
+  CostResolver(const ProfileStore* store, ServiceLimits limits, size_t capacity = kDefaultCapacity,
+               std::string default_engine = "");
 
   // Resolves `spec`; `field` is its request path (e.g. "cost"), used only in error messages.
   // `default_gamma` fills drafter.gamma = 0. Errors name the field and value (convert.h codes).
   absl::StatusOr<ResolvedCost> Resolve(const v1::CostSpec& spec, int default_gamma,
                                        absl::string_view field) const;
 
-  // Resolves a ProfileRef to the served entry (exact id, then registry-canonical names); NOT_FOUND
-  // naming the id when there is none. Not cached.
+  // Resolves a ProfileRef to the served entry: the id of (gpu, model, dtype, engine), first as
+  // given, then with registry-canonical names ("h100" = "h100-sxm"). The engine (ProfileRef.engine,
+  // canonicalised by convert.h EngineFromProto; INVALID_ARGUMENT naming "<field>.engine" when
+  // unknown):
+  //   named    exactly that engine; NOT_FOUND naming "<field>.engine", the value and the engines
+  //            held for that gpu x model x dtype ("cost.profile.engine = 'vllm': no profile
+  //            'h100-sxm/qwen3-8b-bf16@vllm' on this server (engines held for
+  //            h100-sxm/qwen3-8b-bf16: sglang, specplan)"); naming `field` and the id when none is
+  //            held at all
+  //   ""       default_engine when it is held for that gpu x model x dtype, else the first of
+  //            costmodel::KnownEngines() (sglang, vllm, trtllm, specplan) that is; NOT_FOUND naming
+  //            `field` and the id "<gpu>/<model>-<dtype>" when none is.
+  // Only tp = 1 profiles are referred to this way. Not cached.
   absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> FindProfile(
       const v1::ProfileRef& ref, absl::string_view field) const;
 
   const ServiceLimits& limits() const { return limits_; }
+  const std::string& default_engine() const { return default_engine_; }
   // Cost sources cached now.
   size_t cached() const;
 
@@ -95,6 +110,7 @@ class CostResolver {
   const ProfileStore* store_;
   const ServiceLimits limits_;
   const size_t capacity_;
+  const std::string default_engine_;  // "" = none
   mutable std::shared_mutex mu_;
   mutable std::unordered_multimap<uint64_t, Cached> cache_;  // by source hash; guarded by mu_
 };

@@ -100,6 +100,8 @@ void FillInfo(const ProfileStore::Entry& e, v1::ProfileInfo* info) {
   info->set_timer(p.timer);
   info->set_created_utc(p.created_utc);
   info->set_path(e.path);
+  info->set_engine(p.engine);
+  info->set_engine_version(p.engine_version);
 }
 
 void FillFeedback(const AcceptanceSnapshot& a, const CorrectionSnapshot& c,
@@ -146,7 +148,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 PlannerService::PlannerService(ProfileStore* store, ServiceOptions options)
-    : store_(store), options_(std::move(options)), costs_(store, options_.limits) {
+    : store_(store),
+      options_(std::move(options)),
+      costs_(store, options_.limits, CostResolver::kDefaultCapacity, options_.default_engine) {
   SetMessageAllocatorFor_PlanTree(&plan_tree_allocator_);
 }
 

@@ -41,6 +41,10 @@ struct ServiceOptions {
   std::string auth_token;    // PutProfile needs "authorization: Bearer <token>"; empty = writes
                              // disabled (PERMISSION_DENIED)
   bool log_requests = true;  // one line per call on stderr
+  // --engine: the engine preferred for profile references that name none (ProfileRef.engine "");
+  // a canonical name (costmodel::ParseEngine; StartServer canonicalises and checks it) or "" for
+  // the order sglang, vllm, trtllm, specplan alone.
+  std::string default_engine;
 };
 
 class PlannerService final

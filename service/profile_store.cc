@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "util/status_macros.h"
 
 namespace specplan::service {
@@ -46,6 +47,19 @@ absl::Status CheckPathComponent(const char* field, const std::string& value) {
 absl::Status ValidateProfileNames(const costmodel::Profile& profile) {
   SPECPLAN_RETURN_IF_ERROR(CheckPathComponent("gpu", profile.gpu));
   SPECPLAN_RETURN_IF_ERROR(CheckPathComponent("model", profile.model));
+  // The engine names the file too ("@<engine>"): only the canonical names are accepted ("" is
+  // specplan's own runtime, as in costmodel::ProfileId).
+  if (profile.engine.empty()) return absl::OkStatus();
+  auto engine = costmodel::ParseEngine(profile.engine);
+  if (!engine.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("engine = '", profile.engine,
+                     "': unknown (known: ", absl::StrJoin(costmodel::KnownEngines(), ", "), ")"));
+  }
+  if (*engine != profile.engine) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("engine = '", profile.engine, "': write its canonical name '", *engine, "'"));
+  }
   return absl::OkStatus();
 }
 
@@ -54,8 +68,10 @@ ProfileStore::ProfileStore(std::string dir, double ema_alpha, Env* env)
 
 absl::StatusOr<std::shared_ptr<ProfileStore::Entry>> ProfileStore::MakeEntry(
     costmodel::Profile profile, std::string path) {
+  if (profile.engine.empty()) profile.engine = costmodel::kRuntimeEngine;
   auto entry = std::make_shared<Entry>();
-  entry->id = ProfileId(profile.gpu, profile.model, profile.dtype, profile.model_spec.tp);
+  entry->id =
+      ProfileId(profile.gpu, profile.model, profile.dtype, profile.model_spec.tp, profile.engine);
   entry->path = std::move(path);
   for (const std::string& kind : costmodel::LatencyModelKinds()) {
     auto model = costmodel::MakeLatencyModel(profile, kind);
@@ -104,8 +120,8 @@ std::vector<std::string> ProfileStore::LoadAll() {
       if (existing != loaded.end()) {
         // Two files hold the same id: the canonical file (the one Put writes) wins.
         const costmodel::Profile& q = (*entry)->profile;
-        const bool canonical = fs::path(costmodel::BundledProfilePath(dir_, q.gpu, q.model, q.dtype,
-                                                                      q.model_spec.tp)) == p;
+        const bool canonical = fs::path(costmodel::BundledProfilePath(
+                                   dir_, q.gpu, q.model, q.dtype, q.model_spec.tp, q.engine)) == p;
         if (canonical) {
           errors.push_back(absl::StrCat(existing->second->path, ": duplicate profile id '",
                                         (*entry)->id, "' (", p.string(),
@@ -154,8 +170,8 @@ std::shared_ptr<const ProfileStore::Entry> ProfileStore::Find(const std::string&
 absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> ProfileStore::Put(
     costmodel::Profile profile, bool* replaced) {
   SPECPLAN_RETURN_IF_ERROR(ValidateProfileNames(profile));
-  const std::string path = costmodel::BundledProfilePath(dir_, profile.gpu, profile.model,
-                                                         profile.dtype, profile.model_spec.tp);
+  const std::string path = costmodel::BundledProfilePath(
+      dir_, profile.gpu, profile.model, profile.dtype, profile.model_spec.tp, profile.engine);
   // Build the entry (and its models) before touching the disk: a profile that cannot serve is
   // refused without writing.
   SPECPLAN_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, MakeEntry(profile, path));

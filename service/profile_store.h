@@ -1,7 +1,9 @@
 // The server's calibrated profiles: every profile JSON under a directory (calib/<gpu>/<model>-
-// <dtype>.json, format costmodel/profile.h), keyed by id "<gpu>/<model>-<dtype>", plus the online
-// feedback engines report per profile (acceptance statistics and the EMA latency correction of
-// bastion.txt H.4).
+// <dtype>[-tp<N>][@<engine>].json, format costmodel/profile.h), keyed by id
+// "<gpu>/<model>-<dtype>[-tp<N>][@<engine>]" (costmodel::ProfileId: "@<engine>" for an engine other
+// than "specplan"), plus the online feedback engines report per profile (acceptance statistics and
+// the EMA latency correction of bastion.txt H.4). One (gpu, model, dtype) may be held under several
+// engines, each its own entry.
 //
 // Thread-safety: every method may be called concurrently. Lookups take a shared lock and hand out
 // immutable snapshots (shared_ptr<const Entry>), so a Put never invalidates a plan in flight; Put
@@ -31,10 +33,12 @@
 
 namespace specplan::service {
 
-using costmodel::ProfileId;  // "<gpu>/<model>-<dtype>" (costmodel/profile.h)
+using costmodel::ProfileId;  // "<gpu>/<model>-<dtype>[@<engine>]" (costmodel/profile.h)
 
 // Checks that a profile's gpu / model names can be used as path components (letters, digits,
-// '.', '_', '-'; not "." or ".."). Errors name the field: "gpu = '../x': ...".
+// '.', '_', '-'; not "." or "..") and that its engine is a canonical engine name
+// (costmodel::KnownEngines; "" = "specplan"). Errors name the field: "gpu = '../x': ...", "engine =
+// 'x': ...".
 absl::Status ValidateProfileNames(const costmodel::Profile& profile);
 
 // Per-profile acceptance statistics (see AcceptanceStats in planner.proto).
@@ -94,8 +98,9 @@ class ProfileStore {
   // through `env` (util/env.h), which must outlive the store.
   ProfileStore(std::string dir, double ema_alpha, Env* env = Env::Default());
 
-  // Loads every *.json under dir (recursively). Files that fail to load are skipped; their errors
-  // are returned ("<path>: <message>"). Replaces the current contents.
+  // Loads every *.json under dir (recursively), "@<engine>" files included. Files that fail to load
+  // are skipped; their errors are returned ("<path>: <message>"). Two files with one id: the
+  // canonical one (the file Put writes) wins. Replaces the current contents.
   std::vector<std::string> LoadAll();
 
   const std::string& dir() const { return dir_; }
@@ -108,9 +113,10 @@ class ProfileStore {
   // Increases whenever the served entries change (LoadAll, Put), after the change is visible.
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
-  // Validates names, saves `profile` atomically to dir/<gpu>/<model>-<dtype>.json, then makes it
-  // the served entry for its id. *replaced = an entry with that id existed. On error nothing
-  // changes (file or memory).
+  // Validates names, saves `profile` atomically to its canonical file
+  // (costmodel::BundledProfilePath under dir: <gpu>/<model>-<dtype>[-tp<N>][@<engine>].json), then
+  // makes it the served entry for its id. *replaced = an entry with that id existed. On error
+  // nothing changes (file or memory).
   absl::StatusOr<std::shared_ptr<const Entry>> Put(costmodel::Profile profile, bool* replaced);
 
   // Folds validated reports into the id's feedback; NOT_FOUND when the id is absent.

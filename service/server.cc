@@ -57,11 +57,14 @@ absl::StatusOr<std::unique_ptr<RunningServer>> StartServer(const ServerConfig& c
   if (config.tls_cert_pem.empty() != config.tls_key_pem.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key: give both or neither");
   }
+  ServiceOptions service = config.service;
+  SPECPLAN_RETURN_IF_ERROR(
+      EngineFromProto(config.service.default_engine, "--engine", &service.default_engine));
   auto running = std::make_unique<RunningServer>();
   running->store =
       std::make_unique<ProfileStore>(config.profiles_dir, config.ema_alpha, config.env);
   running->load_errors = running->store->LoadAll();
-  running->service = std::make_unique<PlannerService>(running->store.get(), config.service);
+  running->service = std::make_unique<PlannerService>(running->store.get(), std::move(service));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -45,8 +45,11 @@ int ServerMain(int argc, char** argv, Env* env) {
   app.add_option("--listen", config.listen, "HOST:PORT to listen on (port 0 = any free port)")
       ->capture_default_str();
   app.add_option("--profiles-dir", config.profiles_dir,
-                 "Directory of calibrated profiles (<gpu>/<model>-<dtype>.json)")
+                 "Directory of calibrated profiles (<gpu>/<model>-<dtype>[@<engine>].json)")
       ->capture_default_str();
+  app.add_option("--engine", config.service.default_engine,
+                 "Engine whose costs a request that names none gets when held for its gpu x "
+                 "model x dtype: sglang, vllm, trtllm or specplan (unset: the first of them held)");
   app.add_option("--threads", config.threads,
                  "Max gRPC worker threads (0 = gRPC default, grows with load)")
       ->check(CLI::Range(0, 4096))
