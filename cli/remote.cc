@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
@@ -13,7 +14,8 @@ namespace specplan::cli {
 namespace {
 
 // The cost the in-process command would use: the server's stored profile for (gpu, model, dtype)
-// when it has one (and tp = 1: profiles are fitted on one GPU), else the bare roofline of the
+// when it has one (and tp = 1: profiles are fitted on one GPU), of the engine --engine names (the
+// server checks that it holds it; without --engine it picks one), else the bare roofline of the
 // registry entries (or of the GPU spec file).
 absl::StatusOr<client::CostRequest> ToCostRequest(client::PlannerClient* client,
                                                   const RemoteCost& in) {
@@ -28,6 +30,31 @@ absl::StatusOr<client::CostRequest> ToCostRequest(client::PlannerClient* client,
   SPECPLAN_ASSIGN_OR_RETURN(costmodel::ModelSpec model, costmodel::LookupModel(in.model));
   SPECPLAN_ASSIGN_OR_RETURN(costmodel::GpuSpec gpu, costmodel::ResolveGpu(in.gpu));
   const bool user_gpu = std::filesystem::is_regular_file(in.gpu, ec);
+  std::string engine;
+  if (!in.engine.empty()) {
+    auto parsed = costmodel::ParseEngine(in.engine);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--engine ", in.engine,
+                       ": unknown (known: ", absl::StrJoin(costmodel::KnownEngines(), ", "), ")"));
+    }
+    engine = *std::move(parsed);
+    // An engine names a stored profile; these costs go inline (a bare roofline, no engine).
+    if (user_gpu) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--engine ", in.engine,
+                       ": with --server an engine picks a stored profile "
+                       "of the server, and --gpu ",
+                       in.gpu, " is a GPU spec file (sent inline)"));
+    }
+    if (in.tp != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--engine ", in.engine,
+                       ": with --server an engine picks a stored profile "
+                       "of the server, which are at tp 1 (--tp ",
+                       in.tp, " is sent inline)"));
+    }
+  }
 
   client::CostRequest out;
   out.model = model.name;
@@ -42,6 +69,12 @@ absl::StatusOr<client::CostRequest> ToCostRequest(client::PlannerClient* client,
   }
   out.gpu = gpu.name;
   if (in.tp != 1) return out;
+  out.engine = engine;
+  if (!engine.empty()) {
+    // An engine's costs, or the server's NOT_FOUND naming profile.engine: never the roofline.
+    out.stored_profile = true;
+    return out;
+  }
   SPECPLAN_ASSIGN_OR_RETURN(std::vector<client::ProfileKey> profiles, client->ListProfiles());
   const std::string dtype = costmodel::DTypeName(in.dtype);
   for (const client::ProfileKey& p : profiles) {

@@ -1,7 +1,9 @@
 // Client side of the CLI's `--server HOST:PORT`: the flag-shaped adapter over the shared client
 // library (service/client.h, specplan_client). A command's cost flags (RemoteCost) become the
 // request's cost the way the in-process command picks its cost: the server's stored profile for
-// (gpu, model, dtype) when it has one, else the bare roofline of the registry entries. The calls
+// (gpu, model, dtype) when it has one (of the engine --engine names; without --engine the server
+// picks the first it holds of sglang, vllm, trtllm, specplan), else the bare roofline of the
+// registry entries. The calls
 // send the requests the in-process commands run and turn the responses back into the planner's
 // plain structs, so that the commands print exactly what they print in-process. Without gRPC in
 // the build every call returns UNIMPLEMENTED (remote_disabled.cc). service/client.h needs no gRPC
@@ -37,6 +39,12 @@ struct RemoteCost {
   double t_aux_s = 0;
   int64_t context = 0;  // c
   int64_t tp = 1;       // --tp; the server's stored profiles are tp = 1, so tp > 1 is sent inline
+  // --engine: whose kernels price the pass ("sglang", "vllm", "trtllm", "specplan"; aliases as
+  // costmodel::ParseEngine); "" = not given. Sent as ProfileRef.engine: a server that holds the
+  // (gpu, model, dtype) under other engines only answers NOT_FOUND naming profile.engine and the
+  // engines it holds. With a GPU spec file or tp > 1 (sent inline, no profile) it is
+  // INVALID_ARGUMENT naming --engine.
+  std::string engine;
 };
 
 using client::RemoteEstimate;      // EstimateLatency at one (s, c)

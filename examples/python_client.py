@@ -15,7 +15,9 @@ reported on stderr.
 --marginals takes the JSON form of planner/marginals.h:
     {"root_token": int, "tokens": [[int] * k] * gamma, "probs": [[float] * k] * gamma}
 Without it, a deterministic example (gamma=16, K=8) is built inline. With --profile GPU/MODEL the
-server's calibrated profile is used instead of the bare roofline of --gpu/--model.
+server's calibrated profile is used instead of the bare roofline of --gpu/--model; --engine NAME
+(sglang, vllm, trtllm, specplan) picks whose kernels that profile prices (default: the server's
+--engine, else the first of sglang, vllm, trtllm, specplan it holds; the reply's profile_id says).
 After the per-request steps it plans one batch (the PlanBatch RPC): --batch B requests with these
 marginals at contexts --context, --context + 1024, ... under one total budget --batch-n-max, and
 asks for the ragged engine layout; --batch 0 skips it. With --json the batch reply is under "batch".
@@ -158,6 +160,9 @@ def main():
     ap.add_argument("--gpu", default="h100", help="GPU registry name (inline roofline)")
     ap.add_argument("--model", default="qwen3-8b", help="target model registry name")
     ap.add_argument("--profile", help="GPU/MODEL of a profile held by the server")
+    ap.add_argument("--engine", default="",
+                    help="with --profile: whose kernels (sglang, vllm, trtllm, specplan); "
+                    "default: the server's choice")
     ap.add_argument("--context", type=int, default=1024, help="cached tokens c")
     ap.add_argument("--n-max", type=int, default=256, help="budget: largest tree searched")
     ap.add_argument("--mode", choices=["controller", "scan", "fixed"], default="controller")
@@ -171,6 +176,8 @@ def main():
     ap.add_argument("--stubs-dir", help="directory of the build-time Python stubs "
                     "(<build>/python); default: the newest build*/python, else generate now")
     args = ap.parse_args()
+    if args.engine and not args.profile:
+        ap.error("--engine needs --profile (an engine picks one of the server's profiles)")
 
     import grpc  # python3-grpcio
 
@@ -185,6 +192,7 @@ def main():
     if args.profile:
         gpu, _, model = args.profile.partition("/")
         cost.profile.gpu, cost.profile.model = gpu, model
+        cost.profile.engine = args.engine
     else:
         cost.inline_model.gpu, cost.inline_model.model = args.gpu, args.model
     mode = {"controller": pb.BUDGET_MODE_CONTROLLER, "scan": pb.BUDGET_MODE_SCAN,
@@ -210,7 +218,8 @@ def main():
         print("step %d: n* = %d draft nodes, depth %d, %d leaves, expected accepted %.3f, "
               "speedup %s (%s), server %.1f us"
               % (step, p.n, resp.outputs.max_depth, resp.outputs.num_leaves, p.expected_accepted,
-                 speedup, resp.latency_model or "no cost", resp.plan_us))
+                 speedup, ", ".join(x for x in (resp.latency_model, resp.profile_id) if x)
+                 or "no cost", resp.plan_us))
 
     o, t = resp.outputs, resp.plan.tree
     retrieve = [list(o.retrieve[i * o.retrieve_width:(i + 1) * o.retrieve_width])
