@@ -15,6 +15,8 @@
 //   lookup      prompt-lookup n-gram marginals, best-first (runtime)
 //   merged      a draft-model tree merged with an n-gram tree (runtime)
 //   batch       the global batch planner, one budget over a batch (planner/batch_plan.h)
+//   best-fixed  the what-if concurrency replay's best static budget per batch size, chosen in
+//               hindsight (whatif/concurrency.h)
 //   heads       best-first over the parallel draft heads' marginals (runtime)
 //   causal      path-conditioned best-first over the causal-correction head (runtime;
 //               planner/path_conditioned.h)
@@ -38,6 +40,7 @@ inline constexpr char kScan[] = "scan";
 inline constexpr char kLookup[] = "lookup";
 inline constexpr char kMerged[] = "merged";
 inline constexpr char kBatch[] = "batch";
+inline constexpr char kBestFixed[] = "best-fixed";
 inline constexpr char kHeads[] = "heads";
 inline constexpr char kCausal[] = "causal";
 

@@ -38,7 +38,7 @@ absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError
 constexpr ConcurrencyStrategy kAllConcurrency[] = {
     ConcurrencyStrategy::kNoSpeculation, ConcurrencyStrategy::kFixedTree,
     ConcurrencyStrategy::kController, ConcurrencyStrategy::kBatchPlanner};
-constexpr int kStrategies = 4;
+constexpr int kStrategies = 4;  // the rows every replay has; best-fixed is the fifth
 
 absl::Status CheckSeconds(double v, const char* field) {
   if (!(v >= 0) || !std::isfinite(v)) {
@@ -54,6 +54,8 @@ struct RingStep {
   int fixed_l = 0;       // fixed: realised accepted length
   int controller_n = 0;  // controller: n*
   int controller_l = 0;  // controller: realised accepted length
+  // best-fixed: draft nodes and realised accepted length at each of BestFixedBudgets(n_max)
+  std::vector<int> static_n, static_l;
 };
 
 // Sums of one (B, strategy) row.
@@ -80,12 +82,26 @@ const char* ConcurrencyStrategyName(ConcurrencyStrategy s) {
       return sn::kController;
     case ConcurrencyStrategy::kBatchPlanner:
       return sn::kBatch;
+    case ConcurrencyStrategy::kBestFixed:
+      return sn::kBestFixed;
   }
   return "?";
 }
 
 std::vector<ConcurrencyStrategy> AllConcurrencyStrategies() {
   return std::vector<ConcurrencyStrategy>(std::begin(kAllConcurrency), std::end(kAllConcurrency));
+}
+
+std::vector<int> BestFixedBudgets(int n_max) {
+  std::vector<int> out;
+  for (int p = 1; p <= n_max; p *= 2) {
+    out.push_back(p);
+    if (p >= 2 && p + p / 2 <= n_max) out.push_back(p + p / 2);
+  }
+  if (out.empty() || out.back() != n_max) out.push_back(n_max);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 int MaxConcurrency() { return planner::kMaxBatchRequests; }
@@ -159,12 +175,21 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   controller.n_max = o.n_max;
   controller.validate = false;  // validated with the trace
   planner::AcceptanceEstimator controller_calibration;
+  const std::vector<int> budgets = o.best_fixed ? BestFixedBudgets(o.n_max) : std::vector<int>{};
   for (RingStep& r : ring) {
     const TraceStep& s = *r.step;
     absl::Status st = single.PlanFixed(*s.marginals, o.n_max, &plan);
     if (!st.ok()) return Invalid(absl::StrCat("fixed: ", std::string(st.message())));
     r.fixed_n = plan.n;
     r.fixed_l = RealizedAcceptedLength(plan.tree, s.continuation, &matched);
+    if (o.best_fixed) {
+      for (int n : budgets) {
+        st = single.PlanFixed(*s.marginals, n, &plan);
+        if (!st.ok()) return Invalid(absl::StrCat("best-fixed: ", std::string(st.message())));
+        r.static_n.push_back(plan.n);
+        r.static_l.push_back(RealizedAcceptedLength(plan.tree, s.continuation, &matched));
+      }
+    }
     const costmodel::CycleCost cost(&latency, BatchDrafter(o, s.marginals->gamma), o.t_aux_s, s.c);
     if (o.calibrate) controller.acceptance_scale = controller_calibration.surrogate_scale();
     st = single.Plan(*s.marginals, controller, &cost, &plan);
@@ -186,6 +211,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   report.t_aux_s = o.t_aux_s;
   report.batch_scan = o.batch_scan;
   report.calibrate = o.calibrate;
+  report.best_fixed = o.best_fixed;
   if (o.calibrate) report.controller_scale = controller_calibration.surrogate_scale();
 
   const int S = static_cast<int>(ring.size());
@@ -203,6 +229,8 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   auto replay = [&](int label, int steps, const std::function<int(int)>& size,
                     const std::function<int(int, int)>& position) -> absl::StatusOr<bool> {
     RowSums sums[kStrategies];
+    std::vector<RowSums> statics(budgets.size());
+    std::vector<BatchShape> static_shapes(budgets.size());
     double request_steps = 0;
     planner::AcceptanceEstimator batch_calibration;
     for (int t = 0; t < steps; ++t) {
@@ -215,6 +243,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       plain.Clear();
       fixed.Clear();
       ctl.Clear();
+      for (BatchShape& shape : static_shapes) shape.Clear();
       int gamma = 1;
       bool ctl_drafts = false;
       for (int j = 0; j < B; ++j) {
@@ -233,6 +262,12 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
         sums[2].tokens += 1 + r.controller_l;
         sums[2].accepted += r.controller_l;
         sums[2].nodes += r.controller_n;
+        for (size_t k = 0; k < budgets.size(); ++k) {
+          static_shapes[k].Add(r.static_n[k] + 1, s.c);
+          statics[k].tokens += 1 + r.static_l[k];
+          statics[k].accepted += r.static_l[k];
+          statics[k].nodes += r.static_n[k];
+        }
         requests[j].marginals = &*s.marginals;
         requests[j].c = s.c;
         requests[j].n_max = o.n_max;
@@ -246,6 +281,8 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       // fixed and controller: every request drafted; the batch is priced together.
       sums[1].seconds += cost.Seconds(fixed);
       sums[2].seconds += cost.Seconds(ctl);
+      for (size_t k = 0; k < budgets.size(); ++k)
+        statics[k].seconds += cost.Seconds(static_shapes[k]);
       if (!ctl_drafts) ++sums[2].plain_steps;
       // batch
       if (o.calibrate) bo.acceptance_scale = batch_calibration.surrogate_scale();
@@ -288,7 +325,32 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       row.plain_steps = sums[k].plain_steps;
       report.rows.push_back(row);
     }
-    return report.rows.back().throughput > ar_throughput;
+    const bool pays = report.rows.back().throughput > ar_throughput;
+    if (o.best_fixed) {
+      // The budget with the highest throughput; plain decoding (budget 0) when none beats it.
+      int best = -1;
+      double best_throughput = ar_throughput;
+      for (size_t k = 0; k < budgets.size(); ++k) {
+        const double t = statics[k].tokens / statics[k].seconds;
+        if (t > best_throughput) best = static_cast<int>(k), best_throughput = t;
+      }
+      const RowSums& b = best < 0 ? sums[0] : statics[static_cast<size_t>(best)];
+      ConcurrencyRow row;
+      row.batch = label;
+      row.strategy = ConcurrencyStrategy::kBestFixed;
+      row.steps = steps;
+      row.tokens = b.tokens;
+      row.seconds = b.seconds;
+      row.throughput = b.tokens / b.seconds;
+      row.accepted = b.accepted / request_steps;
+      row.mean_tree_size = b.nodes / request_steps;
+      row.cycle_s = b.seconds / steps;
+      row.speedup = row.throughput / ar_throughput;
+      row.plain_steps = best < 0 ? steps : 0;
+      report.rows.push_back(row);
+      report.best_fixed_budgets.push_back(best < 0 ? 0 : budgets[static_cast<size_t>(best)]);
+    }
+    return pays;
   };
 
   if (o.recorded) {
@@ -350,6 +412,7 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
   j["latency_model"] = r.latency_model;
   json strategies = json::array();
   for (ConcurrencyStrategy s : kAllConcurrency) strategies.push_back(ConcurrencyStrategyName(s));
+  if (r.best_fixed) strategies.push_back(ConcurrencyStrategyName(ConcurrencyStrategy::kBestFixed));
   j["options"] = {{"concurrency", r.batch_sizes},
                   {"strategies", strategies},
                   {"n_max", r.n_max},
@@ -380,6 +443,7 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
                     {"plain_steps", row.plain_steps}});
   }
   j["rows"] = std::move(rows);
+  if (r.best_fixed) j["best_fixed_budgets"] = r.best_fixed_budgets;
   j["stop_paying_batch"] = r.stop_paying_batch > 0 ? json(r.stop_paying_batch) : json(nullptr);
   j["interleaving"] = r.recorded_passes > 0 ? "recorded" : "ring";
   if (r.recorded_passes > 0) {
@@ -430,6 +494,15 @@ std::string FormatConcurrencyTable(const ConcurrencyReport& r) {
         absl::StrFormat("%d/%d", row.plain_steps, row.steps));
   }
   out += "\n";
+  if (r.best_fixed) {
+    out += "best-fixed budget per B (draft nodes per request; 0 = plain decoding):";
+    for (size_t i = 0; i < r.best_fixed_budgets.size(); ++i) {
+      out += absl::StrFormat(
+          " %s:%d", r.recorded_passes > 0 ? std::string("rec") : absl::StrCat(r.batch_sizes[i]),
+          r.best_fixed_budgets[i]);
+    }
+    out += "\n";
+  }
   if (r.recorded_passes > 0) {
     out += absl::StrFormat(
         "recorded batches (%d passes, mean B = %.2f): the batch planner's throughput is %s plain "

@@ -33,6 +33,13 @@
 //                  C = T_draft(1) + T_aux + T_verify(n + 1, c)), blind to the batch; the batch is
 //                  then priced together. As in the one-request sweep, a step pays the drafter
 //                  even when every n_i = 0.
+//   best-fixed     (options.best_fixed) the best static schedule per batch size, chosen in
+//                  hindsight: for each B, every budget of BestFixedBudgets(n_max) is replayed as
+//                  fixed is, and the row is the one with the highest throughput, or ar's when no
+//                  budget beats plain decoding. It is what a hand-tuned per-batch-size table
+//                  (vLLM's num_speculative_tokens_per_batch_size, TensorRT-LLM's
+//                  draft_len_schedule) could reach at best on this trace; its budget per B is
+//                  ConcurrencyReport::best_fixed_budgets.
 //   batch          planner::BatchPlanner (BudgetMode::kController, kGoodput) over all B requests,
 //                  n_max per request and B n_max over the batch. A step where it returns N* = 0
 //                  (speculation_pays false) is a plain decoding step: 1 token per request, T_AR.
@@ -72,12 +79,22 @@
 
 namespace specplan::whatif {
 
-enum class ConcurrencyStrategy { kNoSpeculation, kFixedTree, kController, kBatchPlanner };
+enum class ConcurrencyStrategy {
+  kNoSpeculation,
+  kFixedTree,
+  kController,
+  kBatchPlanner,
+  kBestFixed
+};
 
-// "ar", "fixed", "controller", "batch" (planner/strategy_names.h).
+// "ar", "fixed", "controller", "batch", "best-fixed" (planner/strategy_names.h).
 const char* ConcurrencyStrategyName(ConcurrencyStrategy s);
-// The four strategies, in the order above.
+// The four strategies every replay runs, in the order above (best-fixed only when asked for).
 std::vector<ConcurrencyStrategy> AllConcurrencyStrategies();
+
+// The static budgets best-fixed tries, ascending: 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, ...
+// (powers of two and 1.5 times them) up to n_max, and n_max itself.
+std::vector<int> BestFixedBudgets(int n_max);
 
 // Largest batch size accepted (planner::kMaxBatchRequests).
 int MaxConcurrency();
@@ -107,6 +124,8 @@ struct ConcurrencyOptions {
   bool batch_scan = false;     // batch in BudgetMode::kScan instead of kController
   bool calibrate = false;      // controller and batch calibrate the surrogate online (above)
   bool validate_trace = true;  // ValidateTraceStep on every step first
+  // Adds the best-fixed row (above) after batch's.
+  bool best_fixed = false;
   // Replay the recorded batches instead of the ring: each batch step is one verification pass of
   // a batch run (the steps sharing a "pass", trace.h), with the requests and context lengths that
   // pass verified together, in pass order. batch_sizes is then ignored; the rows are labelled
@@ -153,7 +172,12 @@ struct ConcurrencyReport {
   // after each batch size's replay ([batch_sizes], or [1] for a recorded replay); else 1 and {}.
   double controller_scale = 1;
   std::vector<double> batch_scales;
-  // Rows: batch sizes ascending, strategies in AllConcurrencyStrategies() order within a size.
+  bool best_fixed = false;
+  // With best_fixed: the budget (draft nodes per request; 0 = plain decoding) best-fixed chose
+  // for each batch size, in batch_sizes order ([1] for a recorded replay).
+  std::vector<int> best_fixed_budgets;
+  // Rows: batch sizes ascending, strategies in AllConcurrencyStrategies() order within a size,
+  // then best-fixed when asked for.
   std::vector<ConcurrencyRow> rows;
   // Smallest batch size whose batch throughput is not above ar's; 0 = never in the
   // range (and always 0 in a recorded-batches replay).

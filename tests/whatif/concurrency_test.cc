@@ -438,3 +438,66 @@ TEST(Concurrency, JsonHasEveryRowAndTheStopPoint) {
 
 }  // namespace
 }  // namespace specplan::whatif
+
+namespace specplan::whatif {
+namespace {
+
+TEST(BestFixed, BudgetsAreTheStaticLadderUpToNMax) {
+  EXPECT_EQ(BestFixedBudgets(1), (std::vector<int>{1}));
+  EXPECT_EQ(BestFixedBudgets(5), (std::vector<int>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(BestFixedBudgets(64), (std::vector<int>{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}));
+  EXPECT_EQ(BestFixedBudgets(100).back(), 100);
+}
+
+// best-fixed is, per B, the fixed replay of its chosen budget, and no budget of the ladder (nor
+// plain decoding) beats it: checked by replaying every budget as `fixed` on its own.
+TEST(BestFixed, IsTheBestFixedBudgetPerBatchSize) {
+  const Trace trace = Load(std::string(SPECPLAN_SOURCE_DIR) + "/whatif/traces/family.jsonl");
+  ConcurrencyOptions o = BundledOptions(1e-3);
+  o.batch_sizes = {1, 8, 64, 256};
+  o.n_max = 32;
+  o.best_fixed = true;
+  auto best = RunConcurrency(trace, H100Qwen3(), o);
+  ASSERT_TRUE(best.ok()) << best.status();
+  ASSERT_EQ(best->best_fixed_budgets.size(), 4u);
+  EXPECT_EQ(best->rows.size(), 4u * 5u);
+  for (size_t i = 0; i < o.batch_sizes.size(); ++i) {
+    const int B = o.batch_sizes[i];
+    const ConcurrencyRow& row = Row(*best, B, S::kBestFixed);
+    EXPECT_GE(row.throughput, Row(*best, B, S::kNoSpeculation).throughput);
+    for (int n : BestFixedBudgets(o.n_max)) {
+      ConcurrencyOptions one = o;
+      one.best_fixed = false;
+      one.n_max = n;
+      one.batch_sizes = {B};
+      auto r = RunConcurrency(trace, H100Qwen3(), one);
+      ASSERT_TRUE(r.ok());
+      const ConcurrencyRow& fixed = Row(*r, B, S::kFixedTree);
+      EXPECT_GE(row.throughput, fixed.throughput * (1 - 1e-12)) << "B " << B << " n " << n;
+      if (n == best->best_fixed_budgets[i]) {
+        EXPECT_DOUBLE_EQ(row.throughput, fixed.throughput);
+        EXPECT_DOUBLE_EQ(row.mean_tree_size, fixed.mean_tree_size);
+      }
+    }
+    if (best->best_fixed_budgets[i] == 0) {
+      EXPECT_EQ(row.plain_steps, row.steps);
+      EXPECT_DOUBLE_EQ(row.speedup, 1.0);
+    }
+  }
+  // The budget shrinks as the batch grows, and at B = 256 plain decoding wins.
+  EXPECT_GE(best->best_fixed_budgets[0], best->best_fixed_budgets[2]);
+  EXPECT_EQ(best->best_fixed_budgets[3], 0);
+  const nlohmann::json j = ConcurrencyReportToJson(*best);
+  EXPECT_EQ(j["best_fixed_budgets"].size(), 4u);
+  EXPECT_EQ(j["options"]["strategies"].back(), "best-fixed");
+  EXPECT_THAT(FormatConcurrencyTable(*best), HasSubstr("best-fixed budget per B"));
+  // Without the option the report is as before: four rows per B, no budgets.
+  o.best_fixed = false;
+  auto plain = RunConcurrency(trace, H100Qwen3(), o);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->rows.size(), 4u * 4u);
+  EXPECT_FALSE(ConcurrencyReportToJson(*plain).contains("best_fixed_budgets"));
+}
+
+}  // namespace
+}  // namespace specplan::whatif
