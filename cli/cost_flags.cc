@@ -1,6 +1,62 @@
 #include "cli/cost_flags.h"
 
+#include "absl/strings/str_cat.h"
+#include "cli/remote.h"
+
 namespace specplan::cli {
+
+costmodel::CostSpec CostFlags::ToCostSpec(costmodel::DType dtype) const {
+  costmodel::CostSpec spec;
+  spec.model = model;
+  spec.gpu = gpu;
+  spec.engine = engine;
+  spec.profile_path = profile;
+  spec.latency_model = latency_model;
+  spec.dtype = dtype;
+  spec.tp = tp;
+  return spec;
+}
+
+RemoteCost CostFlags::ToRemoteCost(costmodel::DType dtype, const costmodel::DrafterCost& drafter,
+                                   int64_t context) const {
+  RemoteCost rc;
+  rc.model = model;
+  rc.gpu = gpu;
+  rc.dtype = dtype;
+  rc.drafter = drafter;
+  rc.t_aux_s = t_aux_ms * 1e-3;
+  rc.context = context;
+  rc.tp = tp == 0 ? 1 : tp;
+  rc.engine = engine;
+  return rc;
+}
+
+std::string DescribeEngine(const std::string& engine, const std::string& engine_version) {
+  if (engine.empty()) return "";
+  return absl::StrCat("engine ", engine, engine_version.empty() ? "" : " ", engine_version);
+}
+
+std::string DescribeProfile(const std::string& profile, const std::string& engine,
+                            const std::string& engine_version) {
+  if (profile.empty() || engine.empty()) return profile;
+  return absl::StrCat(profile, " (", DescribeEngine(engine, engine_version), ")");
+}
+
+UsedEngine RemoteProfileEngine(const std::string& server, const std::string& id) {
+  UsedEngine used;
+  if (id.empty()) return used;
+  if (auto profiles = RemoteProfiles(server); profiles.ok()) {
+    for (const auto& [listed, profile] : *profiles) {
+      if (listed != id) continue;
+      used.engine = profile.engine;
+      used.version = profile.engine_version;
+      return used;
+    }
+  }
+  const size_t at = id.rfind('@');
+  used.engine = at == std::string::npos ? costmodel::kRuntimeEngine : id.substr(at + 1);
+  return used;
+}
 
 CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* f) {
   CostFlagOptions o;
@@ -8,9 +64,15 @@ CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* f) {
       cmd->add_option("--model", f->model,
                       "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json");
   o.gpu = cmd->add_option("--gpu", f->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
+  cmd->add_option("--engine", f->engine,
+                  "Whose kernels the costs describe: sglang, vllm, trtllm (engine-grade profiles "
+                  "composed from the engine's kernel timings) or specplan (profiles measured on "
+                  "specplan's own runtime); default: the first of sglang, vllm, trtllm, specplan "
+                  "with a bundled profile for --gpu x --model");
   cmd->add_option("--profile", f->profile,
-                  "Calibrated profile JSON (default: the bundled calib/<gpu>/<model>-<dtype>.json "
-                  "when present, else the bare roofline)");
+                  "Calibrated profile JSON (default: the bundled "
+                  "calib/<gpu>/<model>-<dtype>[@<engine>].json, see --engine; with no --engine and "
+                  "none bundled, the bare roofline)");
   cmd->add_option(
       "--latency-model", f->latency_model,
       "Latency model of the profile to use instead of its default: roofline, linear, per_term, "

@@ -1,8 +1,8 @@
 // The flags every command that prices a verification pass shares (plan, plan-batch, whatif,
-// estimate): which target on which GPU, which profile and latency model, dtype, tensor
-// parallelism, the drafter's cost class and the per-cycle overhead. A command's Args struct
-// derives from CostFlags and registers them with AddCostFlags, so their names, help and checks
-// are the same in every command.
+// estimate): which target on which GPU, whose kernels (engine), which profile and latency model,
+// dtype, tensor parallelism, the drafter's cost class and the per-cycle overhead. A command's Args
+// struct derives from CostFlags and registers them with AddCostFlags, so their names, help and
+// checks are the same in every command.
 #ifndef SPECPLAN_CLI_COST_FLAGS_H_
 #define SPECPLAN_CLI_COST_FLAGS_H_
 
@@ -10,17 +10,32 @@
 #include <cstdint>
 #include <string>
 
+#include "costmodel/cost_spec.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/model_spec.h"
+
 namespace specplan::cli {
+
+struct RemoteCost;  // cli/remote.h
 
 struct CostFlags {
   std::string model;
   std::string gpu;
+  std::string engine;  // "" = the first of sglang, vllm, trtllm, specplan with a bundled profile
   std::string profile;
   std::string latency_model;
   std::string dtype = "bf16";
   int64_t tp = 0;  // 0 = not given: the profile's, else 1
   std::string drafter = "parallel";
   double t_aux_ms = 0;
+
+  // The cost half of these flags (model, gpu, engine, profile, latency model, tp) with the parsed
+  // --dtype, for costmodel::ResolveCost — and for a --server call, which takes the same spec.
+  costmodel::CostSpec ToCostSpec(costmodel::DType dtype) const;
+  // The same for a --server call (cli/remote.h): model, gpu, engine and tp (0 -> 1) with these
+  // drafter, --t-aux-ms and context c.
+  RemoteCost ToRemoteCost(costmodel::DType dtype, const costmodel::DrafterCost& drafter,
+                          int64_t context) const;
 };
 
 // The options AddCostFlags registered, for a command to add requirements (e.g. --model
@@ -31,9 +46,27 @@ struct CostFlagOptions {
   CLI::Option* drafter = nullptr;
 };
 
-// Registers --model, --gpu, --profile, --latency-model, --tp, --dtype, --drafter and --t-aux-ms,
-// bound to `flags` (which must outlive the parse).
+// Registers --model, --gpu, --engine, --profile, --latency-model, --tp, --dtype, --drafter and
+// --t-aux-ms, bound to `flags` (which must outlive the parse).
 CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* flags);
+
+// How outputs name the profile a cost came from: "h100-sxm/qwen3-8b-bf16@sglang (engine sglang
+// 0.5.14)", "calib/x.json (engine specplan)"; `profile` alone when the engine is "" (none known,
+// e.g. a server's answer); "" when `profile` is "" (the bare roofline).
+std::string DescribeProfile(const std::string& profile, const std::string& engine,
+                            const std::string& engine_version);
+// "engine sglang 0.5.14", "engine specplan"; "" when `engine` is "".
+std::string DescribeEngine(const std::string& engine, const std::string& engine_version);
+
+// The engine of the profile a specplan-server used (`id`, as its answers name it, "" = the bare
+// roofline): its engine and engine_version from the server's profile list, so that a command
+// prints over --server what it prints in-process; from the id alone ("...@<engine>", else
+// "specplan"; no version) when the list cannot be read. Both "" for id "".
+struct UsedEngine {
+  std::string engine;
+  std::string version;
+};
+UsedEngine RemoteProfileEngine(const std::string& server, const std::string& id);
 
 }  // namespace specplan::cli
 

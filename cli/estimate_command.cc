@@ -1,4 +1,5 @@
-// specplan estimate: roofline terms and predicted verification latency for one (s, c) point.
+// specplan estimate: roofline terms and predicted verification latency for one (s, c) point, or
+// for one ragged pass of B such sequences (--b).
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,8 @@
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
 #include "cli/remote.h"
+#include "costmodel/batch_shape.h"
+#include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
@@ -17,9 +20,12 @@
 namespace specplan::cli {
 namespace {
 
+constexpr int64_t kMaxEstimateBatch = int64_t{1} << 16;  // --b
+
 struct EstimateArgs : CostFlags {
   int64_t s = 1;
   int64_t c = 0;
+  int64_t b = 1;  // sequences in the pass, each verifying s tokens over c cached
   int gamma = 16;
   double t_net_ms = 0, t_head_ms = 0, t_light_ms = 0;
   bool json = false;
@@ -45,13 +51,24 @@ int RunEstimate(const EstimateArgs& a) {
   drafter.t_head_s = a.t_head_ms * 1e-3;
   drafter.t_light_s = a.t_light_ms * 1e-3;
   const int64_t n = a.s - 1;
+  if (a.b < 1 || a.b > kMaxEstimateBatch) {
+    std::cerr << "specplan estimate: --b " << a.b << ": must be in [1, " << kMaxEstimateBatch
+              << "] (sequences in the pass)\n";
+    return 1;
+  }
+  const CostSpec spec = a.ToCostSpec(*dtype);
 
   // What the output reports; filled in-process or from the server.
   ModelSpec model_spec;
   GpuSpec gpu_spec;
-  std::string kind, profile_path;
+  std::string kind, profile_path, engine, engine_version;
   double predicted = 0, draft_s = 0, aux_s = 0, verify_s = 0, cycle_s = 0;
   if (!a.server.empty()) {
+    if (a.b != 1) {
+      std::cerr << "specplan estimate: --b " << a.b
+                << ": local only (with --server the server prices one sequence)\n";
+      return 1;
+    }
     if (!a.profile.empty() || !a.latency_model.empty()) {
       std::cerr << "specplan estimate: --profile and --latency-model are local; with --server the "
                    "server's stored profile for --gpu/--model/--dtype and its default model are "
@@ -73,8 +90,7 @@ int RunEstimate(const EstimateArgs& a) {
       std::cerr << "specplan estimate: --tp " << model_spec.tp << ": " << why << "\n";
       return 1;
     }
-    cli::RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, a.c};
-    rc.tp = model_spec.tp;
+    const RemoteCost rc = a.ToRemoteCost(*dtype, drafter, a.c);
     auto remote = cli::RemoteEstimateLatency(a.server, rc, a.s);
     if (!remote.ok()) {
       std::cerr << "specplan estimate: " << remote.status().message() << "\n";
@@ -82,12 +98,15 @@ int RunEstimate(const EstimateArgs& a) {
     }
     kind = remote->used.latency_model;
     profile_path = remote->used.profile;
+    const UsedEngine used = RemoteProfileEngine(a.server, profile_path);
+    engine = used.engine;
+    engine_version = used.version;
     predicted = verify_s = remote->verify_s;
     draft_s = remote->draft_s;
     aux_s = remote->aux_s;
     cycle_s = remote->cycle_s;
   } else {
-    auto resolved = ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model, a.tp);
+    auto resolved = ResolveCost(spec);
     if (!resolved.ok()) {
       std::cerr << "specplan estimate: " << resolved.status().message() << "\n";
       return 1;
@@ -96,14 +115,35 @@ int RunEstimate(const EstimateArgs& a) {
     gpu_spec = resolved->gpu_spec;
     kind = resolved->model->Kind();
     profile_path = resolved->profile_path;
-    predicted = resolved->model->VerifySeconds(a.s, a.c);
-    const CycleCost cycle(resolved->model.get(), drafter, a.t_aux_ms * 1e-3, a.c);
-    draft_s = cycle.DraftSeconds();
-    aux_s = cycle.AuxSeconds();
-    verify_s = cycle.VerifySeconds(n);
-    cycle_s = cycle.Seconds(n);
+    engine = resolved->engine;
+    engine_version = resolved->engine_version;
+    if (a.b == 1) {
+      predicted = resolved->model->VerifySeconds(a.s, a.c);
+      const CycleCost cycle(resolved->model.get(), drafter, a.t_aux_ms * 1e-3, a.c);
+      draft_s = cycle.DraftSeconds();
+      aux_s = cycle.AuxSeconds();
+      verify_s = cycle.VerifySeconds(n);
+      cycle_s = cycle.Seconds(n);
+    } else {
+      // One ragged pass of B equal sequences; the drafter drafts all B (DrafterCost::batch_growth
+      // 0: a batched draft step costs one sequence's).
+      BatchShape pass;
+      pass.Reserve(static_cast<size_t>(a.b));
+      for (int64_t i = 0; i < a.b; ++i) pass.Add(a.s, a.c);
+      const BatchCycleCost cycle(resolved->model.get(), drafter, a.t_aux_ms * 1e-3);
+      predicted = verify_s = cycle.VerifySeconds(pass);
+      draft_s = cycle.DraftSeconds(pass.size());
+      aux_s = cycle.AuxSeconds();
+      cycle_s = cycle.Seconds(pass);
+    }
   }
-  const RooflineEstimate e = EstimateRoofline(model_spec, gpu_spec, a.s, a.c);
+  // The roofline of the whole pass: its weights once, its tokens, context and scores B times.
+  const RooflineEstimate e =
+      a.b == 1 ? EstimateRoofline(model_spec, gpu_spec, a.s, a.c)
+               : EstimateRoofline(model_spec, gpu_spec,
+                                  UniformPass(static_cast<double>(a.b), static_cast<double>(a.s),
+                                              static_cast<double>(a.c)));
+  const double tokens = static_cast<double>(a.b * a.s);  // verified in the pass
 
   if (a.json) {
     nlohmann::json j = RooflineEstimateToJson(e);
@@ -111,12 +151,18 @@ int RunEstimate(const EstimateArgs& a) {
     j["gpu"] = gpu_spec.name;
     j["dtype"] = DTypeName(model_spec.dtype);
     j["tp"] = model_spec.tp;
-    if (model_spec.is_moe()) j["experts_streamed"] = ExpectedDistinctExperts(model_spec, a.s);
+    if (model_spec.is_moe()) j["experts_streamed"] = ExpectedDistinctExperts(model_spec, tokens);
     j["s"] = a.s;
     j["c"] = a.c;
-    j["predicted_s"] = predicted;
+    j["b"] = a.b;
+    j["predicted_s"] = predicted;  // the whole pass (all b sequences)
+    j["per_sequence_s"] = predicted / static_cast<double>(a.b);
+    j["per_token_s"] = predicted / tokens;
     j["latency_model"] = kind;
     j["profile"] = profile_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(profile_path);
+    j["engine"] = engine.empty() ? nlohmann::json(nullptr) : nlohmann::json(engine);
+    j["engine_version"] =
+        engine_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(engine_version);
     j["cycle"] = {{"n", n},
                   {"drafter", DrafterClassName(drafter.cls)},
                   {"draft_s", draft_s},
@@ -136,25 +182,43 @@ int RunEstimate(const EstimateArgs& a) {
   if (model_spec.is_moe()) {
     std::cout << absl::StrFormat(
         "MoE: %d experts, top-%d; %d tokens stream %.2f distinct experts per layer (%.1f%%)\n",
-        model_spec.experts, model_spec.experts_active, a.s,
-        ExpectedDistinctExperts(model_spec, a.s),
-        100 * ExpectedDistinctExperts(model_spec, a.s) / model_spec.experts);
+        model_spec.experts, model_spec.experts_active, static_cast<int64_t>(tokens),
+        ExpectedDistinctExperts(model_spec, tokens),
+        100 * ExpectedDistinctExperts(model_spec, tokens) / model_spec.experts);
+  }
+  const std::string shape =
+      a.b == 1 ? absl::StrFormat("s = %d new tokens over c = %d cached", a.s, a.c)
+               : absl::StrFormat(
+                     "b = %d sequences in one pass, each s = %d new tokens over c = "
+                     "%d cached",
+                     a.b, a.s, a.c);
+  std::string profile = profile_path;  // ", profile PATH, engine sglang 0.5.14"
+  if (!profile.empty() && !engine.empty()) {
+    profile += ", " + DescribeEngine(engine, engine_version);
   }
   std::cout << absl::StrFormat(
-      "model %s on %s (%s), s = %d new tokens over c = %d cached\n"
+      "model %s on %s (%s), %s\n"
       "  FLOPs  %.4g  (attention %.4g = proj %.4g + scores %.4g, FFN %.4g, LM head %.4g)\n"
       "  bytes  %.4g  (weights %.4g, KV cache %.4g, activations %.4g)\n"
       "  roofline  compute %.4f ms, memory %.4f ms%s -> %.4f ms (%s-bound)\n"
       "  predicted %.4f ms (%s%s%s)\n"
-      "  cycle C(n=%d) = draft %.4f + aux %.4f + verify %.4f = %.4f ms\n",
-      model_spec.name, gpu_spec.name, DTypeName(model_spec.dtype), a.s, a.c, t.total_flops(),
+      "  cycle C(n=%d%s) = draft %.4f + aux %.4f + verify %.4f = %.4f ms\n",
+      model_spec.name, gpu_spec.name, DTypeName(model_spec.dtype), shape, t.total_flops(),
       t.attention_flops(), t.attn_proj_flops, t.attn_score_flops, t.ffn_flops, t.lm_head_flops,
       t.total_bytes(), t.weight_bytes, t.kv_bytes, t.activation_bytes, e.compute_s * 1e3,
       e.memory_s * 1e3,
       model_spec.tp > 1 ? absl::StrFormat(", all-reduce %.4f ms", e.comm_s * 1e3) : "",
       e.seconds * 1e3, BoundName(e.bound), predicted * 1e3, kind,
-      profile_path.empty() ? "" : ", profile ", profile_path, n, draft_s * 1e3, aux_s * 1e3,
+      profile.empty() ? "" : ", profile ", profile, n,
+      a.b == 1 ? "" : absl::StrFormat(" per sequence, b = %d", a.b), draft_s * 1e3, aux_s * 1e3,
       verify_s * 1e3, cycle_s * 1e3);
+  if (a.b > 1) {
+    std::cout << absl::StrFormat(
+        "  batch b = %d: %.4f ms per pass, %.4f ms per sequence, %.4f ms per token (%d tokens); "
+        "the cycle drafts all %d\n",
+        a.b, predicted * 1e3, predicted * 1e3 / static_cast<double>(a.b), predicted * 1e3 / tokens,
+        static_cast<int64_t>(tokens), a.b);
+  }
   return 0;
 }
 
@@ -173,6 +237,10 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--c", args->c, "Cached context tokens")
       ->required()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cmd->add_option("--b", args->b,
+                  "Sequences verified in one ragged pass, each s tokens over c cached (the "
+                  "prediction is the whole pass, also given per sequence and per token)")
+      ->capture_default_str();
   cmd->add_option("--gamma", args->gamma, "Drafted positions per cycle")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));

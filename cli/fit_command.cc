@@ -116,6 +116,8 @@ int RunRefit(const FitArgs& a) {
   p.software = old->software;
   p.created_utc = old->created_utc;
   p.provenance = old->provenance;
+  p.engine = old->engine;
+  p.engine_version = old->engine_version;
   p.notes.push_back(absl::StrCat(
       "refit ", NowUtcForNote(), " by `specplan fit --refit` from the profile's own samples",
       added.empty() ? ""
@@ -170,7 +172,8 @@ int RunFit(const FitArgs& a) {
   p.device_name = "unknown (external samples)";
   p.provenance = a.provenance;
   const std::string out =
-      a.out.empty() ? BundledProfilePath(DefaultCalibDir(), p.gpu, p.model, p.dtype, a.tp) : a.out;
+      a.out.empty() ? BundledProfilePath(DefaultCalibDir(), p.gpu, p.model, p.dtype, a.tp, p.engine)
+                    : a.out;
   if (absl::Status st = SaveProfile(p, out); !st.ok()) return fail(st);
   std::cout << absl::StrFormat("profile  %s\n", out);
   std::cout << DescribeFit(p);

@@ -29,6 +29,7 @@
 #include "cli/cost_flags.h"
 #include "cli/layout_json.h"
 #include "cli/remote.h"
+#include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
 #include "planner/batch_plan.h"
@@ -166,7 +167,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     return 1;
   }
   const bool want_cost = options.mode != BudgetMode::kFixed || !a.model.empty() || !a.gpu.empty() ||
-                         !a.profile.empty() || !a.latency_model.empty();
+                         !a.engine.empty() || !a.profile.empty() || !a.latency_model.empty();
   costmodel::DrafterCost drafter;
   drafter.cls = *drafter_cls;
   drafter.gamma = 0;
@@ -184,8 +185,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     return 1;
   }
   if (want_cost && a.server.empty()) {
-    auto resolved =
-        costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model, a.tp);
+    auto resolved = costmodel::ResolveCost(a.ToCostSpec(*dtype));
     if (!resolved.ok()) {
       std::cerr << kCmd << resolved.status().message() << "\n";
       return 1;
@@ -201,8 +201,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   const int B = static_cast<int>(requests.size());
   std::vector<TreeOutputs> outputs(static_cast<size_t>(B));
   if (!a.server.empty()) {
-    RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, /*context=*/0};
-    rc.tp = a.tp == 0 ? 1 : a.tp;
+    const RemoteCost rc = a.ToRemoteCost(*dtype, drafter, /*context=*/0);
     auto used =
         RemotePlanBatch(a.server, requests, options, want_cost ? &rc : nullptr, &plan, &outputs);
     if (!used.ok()) {

@@ -32,6 +32,7 @@
 #include "cli/cost_flags.h"
 #include "cli/layout_json.h"
 #include "cli/remote.h"
+#include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
 #include "planner/best_first.h"
@@ -86,7 +87,7 @@ int RunPlan(const PlanArgs& a) {
   }
   // The cost is required by the controller; in fixed mode it only fills cycle_s / speedup.
   const bool want_cost = options.mode != BudgetMode::kFixed || !a.model.empty() || !a.gpu.empty() ||
-                         !a.profile.empty() || !a.latency_model.empty();
+                         !a.engine.empty() || !a.profile.empty() || !a.latency_model.empty();
   costmodel::DrafterCost drafter;
   drafter.cls = *drafter_cls;
   drafter.gamma = marginals->gamma;
@@ -105,8 +106,7 @@ int RunPlan(const PlanArgs& a) {
                    "used\n";
       return 1;
     }
-    RemoteCost rc{a.model, a.gpu, *dtype, drafter, a.t_aux_ms * 1e-3, a.c};
-    rc.tp = a.tp == 0 ? 1 : a.tp;
+    const RemoteCost rc = a.ToRemoteCost(*dtype, drafter, a.c);
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < repeat; ++r) {
       auto used = RemotePlanTree(a.server, *marginals, options, want_cost ? &rc : nullptr, a.c,
@@ -124,8 +124,7 @@ int RunPlan(const PlanArgs& a) {
     std::unique_ptr<costmodel::LatencyModel> latency;
     std::unique_ptr<costmodel::CycleCost> cost;
     if (want_cost) {
-      auto resolved =
-          costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, *dtype, a.latency_model, a.tp);
+      auto resolved = costmodel::ResolveCost(a.ToCostSpec(*dtype));
       if (!resolved.ok()) {
         std::cerr << kCmd << resolved.status().message() << "\n";
         return 1;

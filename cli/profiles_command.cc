@@ -1,7 +1,11 @@
-// specplan profiles: list bundled calibrated profiles, or validate one file.
+// specplan profiles: list bundled calibrated profiles grouped by engine (whose kernels their costs
+// describe), or validate one file. `specplan profiles compose` (compose_command.cc) is registered
+// under it.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -18,18 +22,35 @@ struct ProfilesArgs {
   std::string server;
 };
 
-// One line per profile: the cross-validated MAPE per model when the profile has it (profiles
-// written before cross-validation have held-out scores only), then its provenance: the recorded
-// one, or for a profile calibrate measured, the device, timer, pass mode and date.
+// A profile's engine; "" (a server older than engines) is specplan's runtime.
+std::string EngineOf(const costmodel::Profile& p) {
+  return p.engine.empty() ? costmodel::kRuntimeEngine : p.engine;
+}
+
+// The heading of one engine's group.
+std::string EngineHeading(const std::string& engine) {
+  if (engine == costmodel::kRuntimeEngine) {
+    return absl::StrFormat("engine %s (measured on specplan's runtime, or fitted to samples)",
+                           engine);
+  }
+  return absl::StrFormat("engine %s (composed from engine kernel timings)", engine);
+}
+
+// One line per profile: the engine version when recorded, the cross-validated MAPE per model when
+// the profile has it (profiles written before cross-validation have held-out scores only), then
+// its provenance: the recorded one, or for a profile calibrate measured, the device, timer, pass
+// mode and date.
 void PrintProfileLine(const std::string& path, const costmodel::Profile& p) {
   const bool cv = !p.cv.empty();
   std::string stats;
   for (const auto& [kind, s] : cv ? p.cv : p.heldout) {
     stats += absl::StrFormat(" %s=%.2f%%", kind, s.mape * 100);
   }
-  std::cout << absl::StrFormat("%-12s %-16s %-5s default=%-9s timer=%-11s %s MAPE:%s  %s\n", p.gpu,
-                               p.model, costmodel::DTypeName(p.dtype), p.default_model, p.timer,
-                               cv ? "cv" : "held-out", stats, path);
+  const std::string version =
+      p.engine_version.empty() ? "" : absl::StrFormat("%s %s ", EngineOf(p), p.engine_version);
+  std::cout << absl::StrFormat("%-12s %-16s %-5s %sdefault=%-9s timer=%-11s %s MAPE:%s  %s\n",
+                               p.gpu, p.model, costmodel::DTypeName(p.dtype), version,
+                               p.default_model, p.timer, cv ? "cv" : "held-out", stats, path);
   if (!p.provenance.empty()) {
     std::cout << "  provenance: " << p.provenance << "\n";
   } else if (p.timer != "external" && !p.device_name.empty()) {
@@ -41,6 +62,30 @@ void PrintProfileLine(const std::string& path, const costmodel::Profile& p) {
   }
 }
 
+// The profiles under a heading per engine, engines in KnownEngines() order (the order a lookup
+// without --engine tries them), each group in the given order.
+void PrintGrouped(const std::vector<std::pair<std::string, costmodel::Profile>>& profiles) {
+  std::vector<std::string> engines = costmodel::KnownEngines();
+  for (const auto& [label, p] : profiles) {  // an engine this build does not know, last
+    if (std::find(engines.begin(), engines.end(), EngineOf(p)) == engines.end()) {
+      engines.push_back(EngineOf(p));
+    }
+  }
+  bool first = true;
+  for (const std::string& engine : engines) {
+    bool heading = false;
+    for (const auto& [label, p] : profiles) {
+      if (EngineOf(p) != engine) continue;
+      if (!heading) {
+        std::cout << (first ? "" : "\n") << EngineHeading(engine) << "\n";
+        heading = true;
+        first = false;
+      }
+      PrintProfileLine(label, p);
+    }
+  }
+}
+
 int RunProfiles(const ProfilesArgs& a) {
   namespace fs = std::filesystem;
   if (!a.server.empty()) {
@@ -49,7 +94,7 @@ int RunProfiles(const ProfilesArgs& a) {
       std::cerr << "specplan profiles: " << profiles.status().message() << "\n";
       return 1;
     }
-    for (const auto& [id, profile] : *profiles) PrintProfileLine(id, profile);
+    PrintGrouped(*profiles);
     if (profiles->empty()) std::cout << "no profiles on " << a.server << "\n";
     return 0;
   }
@@ -59,7 +104,7 @@ int RunProfiles(const ProfilesArgs& a) {
       std::cerr << "specplan profiles: " << p.status().message() << "\n";
       return 1;
     }
-    PrintProfileLine(a.check, *p);
+    PrintGrouped({{a.check, *std::move(p)}});
     return 0;
   }
   const std::string dir = a.dir.empty() ? costmodel::DefaultCalibDir() : a.dir;
@@ -76,6 +121,7 @@ int RunProfiles(const ProfilesArgs& a) {
   }
   std::sort(paths.begin(), paths.end());
   int bad = 0;
+  std::vector<std::pair<std::string, costmodel::Profile>> profiles;
   for (const std::string& path : paths) {
     auto p = costmodel::LoadProfile(path);
     if (!p.ok()) {
@@ -83,8 +129,9 @@ int RunProfiles(const ProfilesArgs& a) {
       ++bad;
       continue;
     }
-    PrintProfileLine(path, *p);
+    profiles.emplace_back(path, *std::move(p));
   }
+  PrintGrouped(profiles);
   if (paths.empty()) std::cout << "no profiles under " << dir << "\n";
   return bad == 0 ? 0 : 1;
 }
@@ -98,7 +145,12 @@ void RegisterProfilesCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--check", args->check, "Validate one profile file and print its summary");
   cmd->add_option("--server", args->server,
                   "List the profiles a specplan-server at HOST:PORT holds instead of a local dir");
-  cmd->callback([args, exit_code] { *exit_code = RunProfiles(*args); });
+  RegisterProfilesComposeCommand(cmd, exit_code);
+  // A sub-subcommand (`profiles compose`) runs its own callback; the listing runs without one.
+  cmd->callback([cmd, args, exit_code] {
+    if (!cmd->get_subcommands().empty()) return;
+    *exit_code = RunProfiles(*args);
+  });
 }
 
 }  // namespace specplan::cli

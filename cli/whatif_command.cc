@@ -29,6 +29,7 @@
 #include "cli/cost_flags.h"
 #include "cli/remote.h"
 #include "cli/whatif_concurrency.h"
+#include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/model_registry.h"
@@ -61,6 +62,7 @@ struct WhatIfArgs : CostFlags {
   std::string concurrency;  // --concurrency LIST; empty: the budget sweep
   double draft_batch_growth = whatif::kDefaultDraftBatchGrowth;
   bool batch_scan = false;
+  bool best_fixed = false;
   bool calibrate = false;
   std::vector<std::string> given;  // long names of the flags given on the command line
 };
@@ -118,6 +120,7 @@ struct WhatIfOutcome {
   std::string trace_path;  // the trace file analysed (the server's bundled one without --trace)
   std::string model_name, gpu_name;
   std::string profile;  // profile path (in-process) or id (server); "" for the bare roofline
+  std::string engine, engine_version;  // the profile's; "" for the bare roofline
 };
 
 // The trace (--trace, else the bundled one) and the latency model, for an in-process run.
@@ -137,8 +140,7 @@ bool LoadLocal(const WhatIfArgs& a, costmodel::DType dtype, LocalInputs* in) {
     return false;
   }
   in->trace = *std::move(trace);
-  auto resolved =
-      costmodel::ResolveLatencyModel(a.model, a.gpu, a.profile, dtype, a.latency_model, a.tp);
+  auto resolved = costmodel::ResolveCost(a.ToCostSpec(dtype));
   if (!resolved.ok()) {
     std::cerr << kCmd << resolved.status().message() << "\n";
     return false;
@@ -174,6 +176,8 @@ bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfO
   out->model_name = resolved->model_spec.name;
   out->gpu_name = resolved->gpu_spec.name;
   out->profile = in.profile;
+  out->engine = in.resolved.engine;
+  out->engine_version = in.resolved.engine_version;
   return true;
 }
 
@@ -214,6 +218,8 @@ int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
   run.gpu_name = in.resolved.gpu_spec.name;
   run.dtype_name = costmodel::DTypeName(dtype);
   run.profile = in.profile;
+  run.engine = in.resolved.engine;
+  run.engine_version = in.resolved.engine_version;
   run.options.batch_sizes = *sizes;
   run.options.recorded = recorded;
   run.options.n_max = n_max;
@@ -221,6 +227,7 @@ int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
   run.options.drafter.batch_growth = a.draft_batch_growth;
   run.options.t_aux_s = t_aux_s;
   run.options.batch_scan = a.batch_scan;
+  run.options.best_fixed = a.best_fixed;
   run.options.calibrate = a.calibrate;
   run.json = a.json;
   run.plot = a.plot;
@@ -258,9 +265,7 @@ bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIf
     return false;
   }
   if (isatty(STDERR_FILENO)) std::cerr << kCmd << "sweeping on " << a.server << "\n";
-  auto remote =
-      RemoteWhatIf(a.server, text, a.trace,
-                   RemoteCost{a.model, a.gpu, dtype, {}, 0, 0, a.tp == 0 ? 1 : a.tp}, options);
+  auto remote = RemoteWhatIf(a.server, text, a.trace, a.ToRemoteCost(dtype, {}, 0), options);
   if (!remote.ok()) {
     std::cerr << kCmd << remote.status().message() << "\n";
     return false;
@@ -270,12 +275,15 @@ bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIf
   out->model_name = model->name;
   out->gpu_name = gpu->name;
   out->profile = remote->used.profile;
+  const UsedEngine used = RemoteProfileEngine(a.server, out->profile);
+  out->engine = used.engine;
+  out->engine_version = used.version;
   return true;
 }
 
 int RunWhatIf(const WhatIfArgs& a) {
   const char* kCmd = "specplan whatif: ";
-  for (const char* flag : {"--draft-batch-growth", "--batch-scan"}) {
+  for (const char* flag : {"--draft-batch-growth", "--batch-scan", "--best-fixed"}) {
     if (a.concurrency.empty() && Given(a, flag)) {
       std::cerr << kCmd << flag << " applies only with --concurrency\n";
       return 1;
@@ -347,12 +355,15 @@ int RunWhatIf(const WhatIfArgs& a) {
     j["model"] = o.model_name;
     j["gpu"] = o.gpu_name;
     j["profile"] = o.profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.profile);
+    j["engine"] = o.engine.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.engine);
+    j["engine_version"] =
+        o.engine_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.engine_version);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::cout << absl::StrFormat("%s on %s (%s)%s%s\n", o.model_name, o.gpu_name,
                                costmodel::DTypeName(*dtype), o.profile.empty() ? "" : ", profile ",
-                               o.profile)
+                               DescribeProfile(o.profile, o.engine, o.engine_version))
             << "trace file: " << o.trace_path << "\n"
             << whatif::FormatWhatIfTable(report);
   if (!a.plot.empty()) std::cout << "plot: " << a.plot << "\n";
@@ -424,6 +435,10 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--batch-scan", args->batch_scan,
                 "With --concurrency: the batch planner takes the argmax of its goodput G(N) "
                 "instead of stopping at its first decrease (for measured, stepped profiles)");
+  cmd->add_flag("--best-fixed", args->best_fixed,
+                "With --concurrency: add a best-fixed row per B, the static budget (of 1, 2, 3, "
+                "4, 6, 8, ... up to --n-max, or none) with the highest throughput at that B, "
+                "chosen in hindsight: the best a per-batch-size table could do");
   cmd->add_flag("--calibrate", args->calibrate,
                 "Calibrate the surrogate online: controller, scan (and with --concurrency the "
                 "batch planner) price a node at s x rho, s = realised over promised draft tokens "

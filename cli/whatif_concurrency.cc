@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "cli/cost_flags.h"
 #include "plot/chart.h"
 #include "util/atomic_file.h"
 
@@ -26,7 +27,9 @@ std::vector<plot::Chart> MakeConcurrencyCharts(const whatif::ConcurrencyReport& 
   speed.title = "Speedup over plain decoding at the same B";
   speed.x = tput.x;
   speed.y.label = "speedup over ar";
-  for (whatif::ConcurrencyStrategy s : whatif::AllConcurrencyStrategies()) {
+  std::vector<whatif::ConcurrencyStrategy> strategies = whatif::AllConcurrencyStrategies();
+  if (r.best_fixed) strategies.push_back(whatif::ConcurrencyStrategy::kBestFixed);
+  for (whatif::ConcurrencyStrategy s : strategies) {
     plot::Series t, sp;
     t.label = sp.label = whatif::ConcurrencyStrategyName(s);
     for (const whatif::ConcurrencyRow& row : r.rows) {
@@ -83,11 +86,15 @@ int RunWhatIfConcurrency(const WhatIfConcurrencyRun& run) {
     j["model"] = run.model_name;
     j["gpu"] = run.gpu_name;
     j["profile"] = run.profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.profile);
+    j["engine"] = run.engine.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.engine);
+    j["engine_version"] =
+        run.engine_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.engine_version);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::cout << absl::StrFormat("%s on %s (%s)%s%s\n", run.model_name, run.gpu_name, run.dtype_name,
-                               run.profile.empty() ? "" : ", profile ", run.profile)
+                               run.profile.empty() ? "" : ", profile ",
+                               DescribeProfile(run.profile, run.engine, run.engine_version))
             << "trace file: " << run.trace_path << "\n"
             << whatif::FormatConcurrencyTable(*report);
   if (!run.plot.empty()) std::cout << "plot: " << run.plot << "\n";

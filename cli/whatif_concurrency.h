@@ -17,7 +17,8 @@ struct WhatIfConcurrencyRun {
   const costmodel::LatencyModel* latency = nullptr;  // not owned
   std::string trace_path;
   std::string model_name, gpu_name, dtype_name;
-  std::string profile;  // profile id or path; "" for the bare roofline
+  std::string profile;                 // profile id or path; "" for the bare roofline
+  std::string engine, engine_version;  // the profile's (costmodel::Profile); "" for the roofline
   whatif::ConcurrencyOptions options;
   bool json = false;
   std::string plot;  // PNG path, or ""

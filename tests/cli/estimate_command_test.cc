@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "costmodel/batch_shape.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
@@ -16,9 +17,11 @@ namespace {
 using ::specplan::testing::RunSpecplan;
 using ::specplan::testing::WriteTemp;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(EstimateCommand, JsonHasTheContractFields) {
-  auto r = RunSpecplan("estimate --model qwen3-8b --gpu h100 --s 64 --c 1024 --json");
+  auto r =
+      RunSpecplan("estimate --model qwen3-8b --gpu h100 --engine specplan --s 64 --c 1024 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   for (const char* key : {"flops", "bytes", "bound", "roofline_s", "predicted_s"}) {
@@ -36,14 +39,16 @@ TEST(EstimateCommand, JsonHasTheContractFields) {
 }
 
 TEST(EstimateCommand, ComputeBoundAtLargeS) {
-  auto r = RunSpecplan("estimate --model llama-3.1-8b --gpu a100 --s 4096 --c 0 --json");
+  auto r = RunSpecplan(
+      "estimate --model llama-3.1-8b --gpu a100 --engine specplan --s 4096 --c 0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(nlohmann::json::parse(r.output)["bound"], "compute");
 }
 
 TEST(EstimateCommand, CycleCostAddsDrafterClass) {
   auto r = RunSpecplan(
-      "estimate --model qwen3-8b --gpu h100 --s 17 --c 512 --drafter ar --gamma 4 --t-net-ms 1 "
+      "estimate --model qwen3-8b --gpu h100 --engine specplan --s 17 --c 512 --drafter ar --gamma "
+      "4 --t-net-ms 1 "
       "--t-head-ms 0.5 --t-aux-ms 0.25 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
@@ -51,6 +56,63 @@ TEST(EstimateCommand, CycleCostAddsDrafterClass) {
   EXPECT_NEAR(j["cycle"]["cycle_s"].get<double>(), 6e-3 + 0.25e-3 + j["predicted_s"].get<double>(),
               1e-12);
   EXPECT_EQ(j["cycle"]["n"], 16);
+}
+
+// --b B: one ragged pass of B sequences, each s tokens over c cached, priced by the profile's
+// VerifyBatchSeconds; per sequence and per token besides. B = 1 prints what it always printed.
+TEST(EstimateCommand, BatchOfSequencesInOnePass) {
+  const std::string base = "estimate --model qwen3-8b --gpu h100 --engine specplan --s 16 --c 1024";
+  auto plain = RunSpecplan(base);
+  auto one = RunSpecplan(base + " --b 1");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(one.output, plain.output);
+  EXPECT_THAT(plain.output, HasSubstr("s = 16 new tokens over c = 1024 cached\n"));
+  EXPECT_THAT(plain.output, Not(HasSubstr("batch b =")));
+
+  auto r = RunSpecplan(base + " --b 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  auto profile = costmodel::LoadProfile(std::string(SPECPLAN_SOURCE_DIR) +
+                                        "/calib/h100-sxm/qwen3-8b-bf16.json");
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  auto model = costmodel::MakeLatencyModel(*profile);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const costmodel::BatchShape pass({{16, 1024}, {16, 1024}, {16, 1024}, {16, 1024}});
+  const double want = (*model)->VerifyBatchSeconds(pass);
+  EXPECT_EQ(j["b"], 4);
+  EXPECT_DOUBLE_EQ(j["predicted_s"].get<double>(), want);
+  EXPECT_DOUBLE_EQ(j["per_sequence_s"].get<double>(), want / 4);
+  EXPECT_DOUBLE_EQ(j["per_token_s"].get<double>(), want / 64);
+  EXPECT_DOUBLE_EQ(j["cycle"]["verify_s"].get<double>(), want);
+  // A pass of 4 costs less than 4 passes of 1 (the weights stream once).
+  const double single = (*model)->VerifySeconds(16, 1024);
+  EXPECT_LT(want, 4 * single);
+  // The roofline terms are the whole pass's: 4 x 16 tokens, the weights once.
+  const auto one_json = nlohmann::json::parse(RunSpecplan(base + " --json").output);
+  EXPECT_EQ(one_json["b"], 1);
+  EXPECT_DOUBLE_EQ(j["bytes_terms"]["weights"].get<double>(),
+                   one_json["bytes_terms"]["weights"].get<double>());
+  EXPECT_NEAR(j["flops_terms"]["ffn"].get<double>(),
+              4 * one_json["flops_terms"]["ffn"].get<double>(),
+              1e-6 * j["flops_terms"]["ffn"].get<double>());
+
+  auto text = RunSpecplan(base + " --b 4");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_THAT(
+      text.output,
+      HasSubstr("b = 4 sequences in one pass, each s = 16 new tokens over c = 1024 cached"));
+  EXPECT_THAT(text.output, HasSubstr("  batch b = 4: "));
+  EXPECT_THAT(text.output, HasSubstr("ms per sequence"));
+  EXPECT_THAT(text.output, HasSubstr("ms per token (64 tokens)"));
+
+  for (const char* bad : {"0", "-3"}) {
+    auto e = RunSpecplan(base + " --b " + bad);
+    EXPECT_EQ(e.exit_code, 1) << bad;
+    EXPECT_THAT(e.output, HasSubstr(std::string("--b ") + bad + ": must be in [1, 65536]")) << bad;
+  }
+  auto remote = RunSpecplan(base + " --b 2 --server 127.0.0.1:1");
+  EXPECT_EQ(remote.exit_code, 1);
+  EXPECT_THAT(remote.output, HasSubstr("--b 2: local only"));
 }
 
 TEST(EstimateCommand, UnknownNamesFailListingKnownOnes) {
@@ -252,13 +314,14 @@ TEST(FitCommand, RefitKeepsTheMeasurementMetadata) {
 TEST(LatencyModelFlag, PlanAndWhatIfTakeItAndNameItInErrors) {
   // No profile for qwen3-8b on a100 ships (calib/h100-sxm has one since the measured H100 sets):
   // only the roofline is available.
-  auto est =
-      RunSpecplan("estimate --model qwen3-8b --gpu a100 --s 8 --c 512 --latency-model linear");
+  auto est = RunSpecplan(
+      "estimate --model qwen3-8b --gpu a100 --engine specplan --s 8 --c 512 "
+      "--latency-model linear");
   EXPECT_NE(est.exit_code, 0);
   EXPECT_THAT(est.output, HasSubstr("--latency-model linear: no profile for a100-80g x qwen3-8b"));
   auto plan = RunSpecplan("plan --marginals " + std::string(SPECPLAN_SOURCE_DIR) +
                           "/examples/marginals.json --model qwen3-8b --gpu a100 --c 0 --budget 8 "
-                          "--latency-model per_term");
+                          "--engine specplan --latency-model per_term");
   EXPECT_NE(plan.exit_code, 0);
   EXPECT_THAT(plan.output, HasSubstr("--latency-model per_term: no profile"));
   auto ok = RunSpecplan("plan --marginals " + std::string(SPECPLAN_SOURCE_DIR) +
@@ -266,7 +329,7 @@ TEST(LatencyModelFlag, PlanAndWhatIfTakeItAndNameItInErrors) {
                         "--latency-model roofline --json");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   auto whatif = RunSpecplan(
-      "whatif --model qwen3-8b --gpu a100 --budgets 1,2 --latency-model "
+      "whatif --model qwen3-8b --gpu a100 --engine specplan --budgets 1,2 --latency-model "
       "overlap");
   EXPECT_NE(whatif.exit_code, 0);
   EXPECT_THAT(whatif.output, HasSubstr("--latency-model overlap: no profile"));
@@ -274,7 +337,8 @@ TEST(LatencyModelFlag, PlanAndWhatIfTakeItAndNameItInErrors) {
 
 // calib/a100-80g/llama-3.1-8b-bf16.json ships, derived from public measurements.
 TEST(ShippedProfiles, A100Llama8bIsUsedAndNamesItsSource) {
-  auto e = RunSpecplan("estimate --model llama-3.1-8b --gpu a100 --s 64 --c 1024 --json");
+  auto e = RunSpecplan(
+      "estimate --model llama-3.1-8b --gpu a100 --engine specplan --s 64 --c 1024 --json");
   ASSERT_EQ(e.exit_code, 0) << e.output;
   const auto j = nlohmann::json::parse(e.output);
   EXPECT_THAT(j["profile"].get<std::string>(), HasSubstr("calib/a100-80g/llama-3.1-8b-bf16.json"));

@@ -19,7 +19,8 @@ const char* kSmall =
 
 TEST(PlanBatchCommand, JsonHasTheContractFieldsPerRequestAndCurve) {
   auto r = RunSpecplan("plan-batch --requests " + SourcePath("examples/batch_requests.jsonl") +
-                       " --model qwen3-8b --gpu h100 --latency-model roofline --n-max 2048 --json");
+                       " --model qwen3-8b --gpu h100 --engine specplan --latency-model roofline "
+                       "--n-max 2048 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   ASSERT_EQ(j["requests"].size(), 8u);
@@ -100,9 +101,10 @@ TEST(PlanBatchCommand, HumanOutputSaysWhenSpeculationDoesNotPay) {
   for (int i = 0; i < 4; ++i)
     lines += std::string(R"({"marginals": )") + weak + R"(, "c": 4096})" + "\n";
   const std::string file = WriteTemp("batch_weak.jsonl", lines);
-  auto r = RunSpecplan("plan-batch --requests " + file +
-                       " --model qwen3-8b --gpu h100 --latency-model roofline --n-max 64 "
-                       "--t-draft-ms 1");
+  auto r = RunSpecplan(
+      "plan-batch --requests " + file +
+      " --model qwen3-8b --gpu h100 --engine specplan --latency-model roofline --n-max 64 "
+      "--t-draft-ms 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("N* = 0 draft nodes"));
   EXPECT_THAT(r.output, HasSubstr("speculation does not pay at this load"));

@@ -18,7 +18,8 @@ using ::testing::HasSubstr;
 
 TEST(PlanCommand, ControllerJsonHasTheContractFields) {
   auto r = RunSpecplan("plan --marginals " + SourcePath("examples/marginals.json") +
-                       " --model qwen3-8b --gpu h100 --c 1024 --n-max 256 --json --repeat 20");
+                       " --model qwen3-8b --gpu h100 --engine specplan --c 1024 --n-max 256 --json "
+                       "--repeat 20");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   const int n = j["n"];
@@ -118,8 +119,9 @@ TEST(PlanCommand, SglangLayoutKeyAddsOneKeyAndKeepsTheRest) {
 
   // A larger plan: the other keys are exactly those printed without --layout, and the SGLang walk
   // from slot 0 reaches every node from its parent.
-  const std::string base = "plan --marginals " + SourcePath("examples/marginals.json") +
-                           " --model qwen3-8b --gpu h100 --c 1024 --n-max 24 --json";
+  const std::string base =
+      "plan --marginals " + SourcePath("examples/marginals.json") +
+      " --model qwen3-8b --gpu h100 --engine specplan --c 1024 --n-max 24 --json";
   auto plain = RunSpecplan(base);
   auto with = RunSpecplan(base + " --layout sglang --draft-token-num 32");
   ASSERT_EQ(plain.exit_code, 0) << plain.output;

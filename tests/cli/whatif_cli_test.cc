@@ -31,7 +31,8 @@ std::string ReadAll(const std::string& path) {
 }
 
 TEST(WhatIfCommand, TableNamesOracleControllerAndSurrogate) {
-  auto r = RunSpecplan("whatif --trace " + kTrace + " --model qwen3-8b --gpu h100 --budgets 1,2,4");
+  auto r = RunSpecplan("whatif --trace " + kTrace +
+                       " --model qwen3-8b --gpu h100 --engine specplan --budgets 1,2,4");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("qwen3-8b on h100"));
   EXPECT_THAT(r.output, HasSubstr("3 steps over 2 prompts (2 with marginals, 2 with nodes)"));
@@ -44,9 +45,10 @@ TEST(WhatIfCommand, TableNamesOracleControllerAndSurrogate) {
 }
 
 TEST(WhatIfCommand, JsonRowsAndSummaries) {
-  auto r = RunSpecplan("whatif --trace " + kTrace +
-                       " --model qwen3-8b --gpu h100 --budgets 4,1,2 --strategies "
-                       "bestfirst,controller,linear --json --per-step");
+  auto r =
+      RunSpecplan("whatif --trace " + kTrace +
+                  " --model qwen3-8b --gpu h100 --engine specplan --budgets 4,1,2 --strategies "
+                  "bestfirst,controller,linear --json --per-step");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   EXPECT_EQ(j["model"], "qwen3-8b");
@@ -80,7 +82,9 @@ TEST(WhatIfCommand, DraftCostLowersSpeedup) {
   auto speedup = [](const std::string& extra) {
     auto r = RunSpecplan(
         "whatif --trace " + kTrace +
-        " --model qwen3-8b --gpu h100 --budgets 4 --strategies best_first --json " + extra);
+        " --model qwen3-8b --gpu h100 --engine specplan --budgets 4 --strategies best_first "
+        "--json " +
+        extra);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return nlohmann::json::parse(r.output)["rows"][0]["speedup"].get<double>();
   };
@@ -148,7 +152,8 @@ TEST(WhatIfCommand, PlotWritesAPngAtomically) {
 // heads are under-confident, so the final scale is above 1 and the trees grow.
 TEST(WhatIfCommand, CalibrateFlagCalibratesTheControllers) {
   const std::string base =
-      "whatif --model qwen3-8b --gpu h100 --budgets 64 --strategies controller,scan --json";
+      "whatif --model qwen3-8b --gpu h100 --engine specplan --budgets 64 --strategies "
+      "controller,scan --json";
   auto raw = RunSpecplan(base);
   auto cal = RunSpecplan(base + " --calibrate");
   ASSERT_EQ(raw.exit_code, 0) << raw.output;
@@ -163,7 +168,8 @@ TEST(WhatIfCommand, CalibrateFlagCalibratesTheControllers) {
               r["rows"][i]["mean_tree_size"].get<double>());
   }
   auto table = RunSpecplan(
-      "whatif --model qwen3-8b --gpu h100 --t-draft-ms 1 --concurrency 1,8 --calibrate");
+      "whatif --model qwen3-8b --gpu h100 --engine specplan --t-draft-ms 1 --concurrency 1,8 "
+      "--calibrate");
   ASSERT_EQ(table.exit_code, 0) << table.output;
   EXPECT_THAT(table.output, HasSubstr("surrogate calibrated online: controller's final scale"));
 }

@@ -18,7 +18,8 @@ using ::specplan::testing::SourcePath;
 using ::testing::HasSubstr;
 
 const std::string kTrace = SourcePath("tests/whatif/data/small.jsonl");
-const std::string kBase = "whatif --model qwen3-8b --gpu h100 --t-draft-ms 1 ";
+// Pinned to the runtime-measured profile (engine-grade profiles are the default when shipped).
+const std::string kBase = "whatif --model qwen3-8b --gpu h100 --engine specplan --t-draft-ms 1 ";
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
