@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
@@ -44,8 +46,10 @@ class RemoteTest : public ::testing::Test {
 };
 
 TEST_F(RemoteTest, PlanMergeEstimateMatchInProcess) {
-  // The bundled profiles on both sides (the in-process CLI reads them by default): measured and
-  // derived profiles, their default models included, must plan the same over the wire.
+  // The bundled profiles on both sides (the in-process CLI reads them by default): measured,
+  // derived and engine-composed profiles, their default models included, must plan the same over
+  // the wire. Without --engine both sides take the first of sglang, vllm, trtllm, specplan held;
+  // --engine specplan pins the runtime's measured profile.
   ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", SourcePath("calib")});
   if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
   ASSERT_FALSE(server.address().empty());
@@ -54,6 +58,9 @@ TEST_F(RemoteTest, PlanMergeEstimateMatchInProcess) {
   ExpectSameOutput(
       server.address(),
       "plan --marginals " + m + " --model qwen3-8b --gpu h100 --c 1024 --n-max 256 --json");
+  ExpectSameOutput(server.address(), "plan --marginals " + m +
+                                         " --model qwen3-8b --gpu h100 --c 1024 --n-max 256 "
+                                         "--engine specplan --json");
   ExpectSameOutput(
       server.address(),
       "plan --marginals " + m + " --model llama-3.1-8b --gpu a100 --c 64 --n-max 512 --scan");
@@ -72,14 +79,17 @@ TEST_F(RemoteTest, PlanMergeEstimateMatchInProcess) {
 
 TEST_F(RemoteTest, PlanBatchMatchesInProcess) {
   // `plan-batch --server` (the PlanBatch RPC) prints byte for byte what the in-process command
-  // prints: table and JSON, every mode, the latency bound, layouts, without a cost, and with a
-  // measured bundled profile (h100 x qwen3-8b, kernel_sum) on both sides.
+  // prints: table and JSON, every mode, the latency bound, layouts, without a cost, with the
+  // bundled profile a lookup without --engine takes, and with the measured bundled profile
+  // (h100 x qwen3-8b, kernel_sum with its batch table: --engine specplan) on both sides.
   ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", SourcePath("calib")});
   if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
   ASSERT_FALSE(server.address().empty());
   const std::string r = "plan-batch --requests " + SourcePath("examples/batch_requests.jsonl");
   const std::string h100 = r + " --model qwen3-8b --gpu h100";
   ExpectSameOutput(server.address(), h100 + " --n-max 2048 --scan --t-draft-ms 0.5 --json");
+  ExpectSameOutput(server.address(),
+                   h100 + " --engine specplan --n-max 2048 --scan --t-draft-ms 0.5 --json");
   ExpectSameOutput(server.address(), h100 + " --n-max 2048 --scan --t-draft-ms 0.5");
   ExpectSameOutput(server.address(), h100 + " --n-max 512 --json --layout ragged");
   ExpectSameOutput(server.address(), r + " --model llama-3.1-8b --gpu a100 --n-max 512 "
@@ -125,6 +135,70 @@ TEST_F(RemoteTest, StoredProfilesAreUsedLikeBundledOnes) {
   const auto listed = RunSpecplan("profiles --server " + server.address());
   ASSERT_EQ(listed.exit_code, 0) << listed.output;
   EXPECT_NE(listed.output.find("qwen3-8b"), std::string::npos) << listed.output;
+}
+
+TEST_F(RemoteTest, EngineFlagReachesTheServer) {
+  // h100 x qwen3-8b under two engines, in the server's directory and (for the in-process runs)
+  // the calib dir: specplan's runtime (the file without "@") and sglang, priced differently.
+  const auto model = *costmodel::LookupModel("qwen3-8b");
+  const auto gpu = *costmodel::LookupGpu("h100");
+  const costmodel::RooflineLatency r(model, gpu);
+  for (const auto& [engine, scale] :
+       std::vector<std::pair<std::string, double>>{{"specplan", 1.4}, {"sglang", 2.5}}) {
+    std::vector<costmodel::LatencySample> samples;
+    for (int64_t c : {64, 1024}) {
+      for (int64_t s : {1, 16, 64, 256, 1024})
+        samples.push_back({s, c, scale * r.VerifySeconds(s, c) + 2e-3 * scale});
+    }
+    auto profile = costmodel::FitProfile(model, gpu, samples);
+    ASSERT_TRUE(profile.ok()) << profile.status();
+    profile->engine = engine;
+    if (engine == "sglang") profile->engine_version = "0.5.14";
+    ASSERT_TRUE(costmodel::SaveProfile(
+                    *profile, costmodel::BundledProfilePath(dir_.string(), gpu.name, model.name,
+                                                            costmodel::DType::kBFloat16, 1, engine))
+                    .ok());
+  }
+  ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", dir_.string()});
+  if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
+  ASSERT_FALSE(server.address().empty());
+  setenv("SPECPLAN_CALIB_DIR", dir_.c_str(), 1);
+  const std::string plan = "plan --marginals " + SourcePath("examples/marginals.json") +
+                           " --model qwen3-8b --gpu h100 --c 1024 --n-max 256 --json";
+  // Each engine plans over the wire as in-process, and the two engines' plans differ.
+  ExpectSameOutput(server.address(), plan + " --engine sglang");
+  ExpectSameOutput(server.address(), plan + " --engine specplan");
+  ExpectSameOutput(server.address(), plan);
+  const auto sglang = RunSpecplan(plan + " --engine sglang --server " + server.address());
+  const auto runtime = RunSpecplan(plan + " --engine specplan --server " + server.address());
+  ASSERT_EQ(sglang.exit_code, 0) << sglang.output;
+  ASSERT_EQ(runtime.exit_code, 0) << runtime.output;
+  EXPECT_NE(sglang.output, runtime.output);
+  // Without --engine the server takes sglang (first of sglang, vllm, trtllm, specplan held).
+  EXPECT_EQ(RunSpecplan(plan + " --server " + server.address()).output, sglang.output);
+
+  // The server says which profile it used: the engine's id.
+  const std::string estimate =
+      "estimate --model qwen3-8b --gpu h100 --s 33 --c 1024 --json --server " + server.address();
+  auto est = RunSpecplan(estimate + " --engine sglang");
+  ASSERT_EQ(est.exit_code, 0) << est.output;
+  EXPECT_NE(est.output.find("h100-sxm/qwen3-8b-bf16@sglang"), std::string::npos) << est.output;
+  est = RunSpecplan(estimate + " --engine specplan");
+  ASSERT_EQ(est.exit_code, 0) << est.output;
+  EXPECT_EQ(est.output.find("@"), std::string::npos) << est.output;
+  EXPECT_NE(est.output.find("h100-sxm/qwen3-8b-bf16"), std::string::npos) << est.output;
+
+  // An engine the server does not hold: NOT_FOUND naming the field and the engines it holds.
+  est = RunSpecplan(estimate + " --engine vllm");
+  EXPECT_NE(est.exit_code, 0);
+  EXPECT_NE(est.output.find("profile.engine = 'vllm'"), std::string::npos) << est.output;
+  EXPECT_NE(est.output.find("sglang, specplan"), std::string::npos) << est.output;
+
+  // `profiles --server` carries each profile's engine.
+  const auto listed = RunSpecplan("profiles --server " + server.address());
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_NE(listed.output.find("sglang"), std::string::npos) << listed.output;
+  EXPECT_NE(listed.output.find("0.5.14"), std::string::npos) << listed.output;
 }
 
 }  // namespace
