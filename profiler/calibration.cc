@@ -366,6 +366,32 @@ absl::StatusOr<std::string> RenderCalibrationPng(const Profile& p) {
   return plot::RenderPng({scatter, by_s}, 900, 1100);
 }
 
+std::string EngineProfilesHint(const std::string& calib_dir, const std::string& gpu,
+                               const std::string& model) {
+  const costmodel::DType dtype = costmodel::DType::kBFloat16;  // what a CUDA run would measure
+  // A registry name resolves to the name the files use ("qwen3-8b"); anything else is used as is.
+  absl::StatusOr<costmodel::ModelSpec> spec = costmodel::ResolveModel(model);
+  const std::string name = spec.ok() ? spec->name : model;
+  std::vector<std::string> shipped;
+  for (const std::string& engine : costmodel::KnownEngines()) {
+    if (engine == costmodel::kRuntimeEngine) continue;  // engine-grade profiles only
+    const std::string path = costmodel::BundledProfilePath(calib_dir, gpu, name, dtype, 1, engine);
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) shipped.push_back(path);
+  }
+  const std::string what = absl::StrCat(gpu, " x ", name, " (", costmodel::DTypeName(dtype), ")");
+  const std::string compose = absl::StrCat(
+      "specplan profiles compose --kernels DIR --engine NAME --model ", name, " --out FILE");
+  if (shipped.empty()) {
+    return absl::StrCat("No engine-grade profile ships for ", what,
+                        "; compose one from an engine's kernel timings: ", compose);
+  }
+  return absl::StrCat("Engine-grade profiles of ", what,
+                      " ship instead (specplan commands take them with --engine NAME): ",
+                      absl::StrJoin(shipped, ", "),
+                      "; or compose one from an engine's kernel timings: ", compose);
+}
+
 absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
   CalibrationResult result;
   if (o.gpu.empty()) return absl::InvalidArgumentError("--gpu: required");
@@ -382,10 +408,14 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
   if (!from_samples) {
     std::string dev = o.device;
     if (dev.empty()) dev = (gpu->name != "cpu" && torch::cuda::is_available()) ? "cuda" : "cpu";
+    const std::string calib_dir = o.calib_dir.empty() ? costmodel::DefaultCalibDir() : o.calib_dir;
     absl::StatusOr<torch::Device> parsed = runtime::ParseDevice(dev);
     if (!parsed.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--device ", dev, ": ", std::string(parsed.status().message())));
+      std::string message = absl::StrCat("--device ", dev, ": ", parsed.status().message());
+      if (gpu->name != "cpu") {
+        absl::StrAppend(&message, ". ", EngineProfilesHint(calib_dir, gpu->name, o.model));
+      }
+      return absl::InvalidArgumentError(message);
     }
     torch_device = *parsed;
     device.cuda = torch_device.is_cuda();
@@ -396,7 +426,13 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
     } else {
       device.name = HostCpuName();
     }
-    SPECPLAN_RETURN_IF_ERROR(CheckDeviceMatchesGpu(*gpu, device, o.force));
+    if (absl::Status st = CheckDeviceMatchesGpu(*gpu, device, o.force); !st.ok()) {
+      // Cannot run here: say what can stand in for a measurement of this GPU.
+      if (gpu->name == "cpu") return st;
+      return absl::Status(
+          st.code(),
+          absl::StrCat(st.message(), " ", EngineProfilesHint(calib_dir, gpu->name, o.model)));
+    }
   }
 
   // dtype and target.

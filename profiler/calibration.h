@@ -104,8 +104,17 @@ struct CalibrationResult {
 
 // Runs the whole pipeline. Errors (nothing written): bad options (each naming its flag), a
 // device/--gpu mismatch without force (FAILED_PRECONDITION), unreadable or invalid samples, a
-// failed fit or save.
+// failed fit or save. When the run cannot happen on this machine's device (a --gpu that is not
+// the device, or no CUDA), the error ends with EngineProfilesHint.
 absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& options);
+
+// What stands in for calibrating `gpu` x `model` elsewhere: the engine-grade bf16 profiles that
+// ship for them under calib_dir (BundledProfilePath with each engine but "specplan"), and the
+// command that composes one from an engine's kernel timings ("specplan profiles compose --kernels
+// DIR --engine NAME --model MODEL --out FILE"). `gpu` is a registry name ("a100-80g"); `model` is
+// resolved as --model is (costmodel::ResolveModel) for the name the files use, else used as is.
+std::string EngineProfilesHint(const std::string& calib_dir, const std::string& gpu,
+                               const std::string& model);
 
 // Two-panel chart: predicted vs measured (ms, one series per model in the profile, identity line)
 // and latency vs s per c (measured points, default-model lines). PNG bytes, or the plot library's

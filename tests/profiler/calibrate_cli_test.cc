@@ -1,7 +1,10 @@
 // Runs the built `calibrate` binary.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "costmodel/profile.h"
 #include "tests/profiler/test_util.h"
@@ -85,6 +88,55 @@ TEST(CalibrateCliTest, RefusesAMismatchedGpuAndBadFlags) {
   r = RunCalibrate("--model tiny --out " + out);  // --gpu is required
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--gpu"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// Where calibrate cannot run (a GPU that is not this machine's device, or no CUDA), the error
+// names the engine-grade profiles shipped for that GPU and model, and the compose command.
+TEST(CalibrateCliTest, ACalibrationThatCannotRunHereNamesTheEngineProfiles) {
+  testing::TempDir dir;
+  const std::string calib = dir.File("calib");
+  std::vector<std::string> shipped;
+  for (const char* engine : {"sglang", "vllm"}) {
+    shipped.push_back(costmodel::BundledProfilePath(calib, "a100-80g", "qwen3-8b",
+                                                    costmodel::DType::kBFloat16, 1, engine));
+    fs::create_directories(fs::path(shipped.back()).parent_path());
+    testing::WriteAll(shipped.back(), "{}");  // only their names are read
+  }
+  const std::string compose =
+      "specplan profiles compose --kernels DIR --engine NAME --model qwen3-8b --out FILE";
+  const std::string out = dir.File("never.json");
+  setenv("SPECPLAN_CALIB_DIR", calib.c_str(), 1);
+  // --device cpu: what a GPU-less machine runs on (and the same on any machine).
+  auto r = RunCalibrate("--gpu a100 --model qwen3-8b --device cpu --out " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("only valid --gpu is 'cpu'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Engine-grade profiles of a100-80g x qwen3-8b (bf16) ship instead "
+                          "(specplan commands take them with --engine NAME): " +
+                          shipped[0] + ", " + shipped[1]),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("@trtllm"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(compose), std::string::npos) << r.output;
+  // --device cuda: where there is no CUDA it cannot run either; with a GPU other than an A100
+  // the device check refuses it. Both say the same.
+  r = RunCalibrate("--gpu a100 --model qwen3-8b --device cuda --out " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(shipped[0]), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(compose), std::string::npos) << r.output;
+
+  // Nothing shipped for the pair: the compose command alone.
+  r = RunCalibrate("--gpu h200 --model qwen3-8b --device cpu --out " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("No engine-grade profile ships for h200 x qwen3-8b (bf16); compose one "
+                          "from an engine's kernel timings: " +
+                          compose),
+            std::string::npos)
+      << r.output;
+  // --gpu cpu is this machine: nothing to stand in for.
+  r = RunCalibrate("--gpu cpu --model tiny --device cpu --s-grid 1,x --out " + out);
+  EXPECT_EQ(r.output.find("compose"), std::string::npos) << r.output;
+  unsetenv("SPECPLAN_CALIB_DIR");
   EXPECT_FALSE(fs::exists(out));
 }
 
