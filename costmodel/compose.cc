@@ -285,10 +285,10 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const s
         ++cells;
         if (p.extrapolated) {
           if (!o.allow_extrapolation) {
-            return absl::OutOfRangeError(
-                absl::StrCat("cell b = ", bg[bi], ", s = ", sg[si], ", c = ", cg[ci],
-                             " is outside the measured tables (", p.why,
-                             "); narrow --b-grid / --s-grid / --c-grid, or allow extrapolation"));
+            return absl::OutOfRangeError(absl::StrCat(
+                "cell b = ", bg[bi], ", s = ", sg[si], ", c = ", cg[ci],
+                " is outside the measured tables (", p.why,
+                "); narrow --b-grid / --s-grid / --c-grid, or leave out --no-extrapolate"));
           }
           if (first_why.empty()) first_why = p.why;
           ++extrapolated;
@@ -382,6 +382,13 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const s
       "time by up to %.1f %%, a context-attention time by up to %.1f %% from the measured value",
       100 * tables.gemm.max_change(), 100 * tables.generation.max_change(),
       100 * tables.context.max_change()));
+  if (const size_t repeats =
+          tables.gemm.repeats() + tables.context.repeats() + tables.generation.repeats();
+      repeats > 0) {
+    prof.notes.push_back(absl::StrCat(repeats,
+                                      " table rows repeated a shape measured before; each "
+                                      "shape's repeats were averaged"));
+  }
   prof.notes.push_back(
       "not priced: sampling, the host's scheduling and launch gaps between kernels (CUDA-graph "
       "replay is assumed)");

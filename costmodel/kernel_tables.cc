@@ -119,6 +119,27 @@ double Interpolate(const std::vector<std::pair<int64_t, double>>& pts, double x,
   return lo->second + f * (hi->second - lo->second);
 }
 
+// Ascending (x, y) points where an x was measured more than once (the source repeats some
+// shapes) keep one point with the mean y. Returns how many points were merged away.
+size_t AverageRepeats(std::vector<std::pair<int64_t, double>>* pts) {
+  std::vector<std::pair<int64_t, double>> out;
+  size_t merged = 0, count = 0;
+  for (const auto& p : *pts) {
+    if (!out.empty() && out.back().first == p.first) {
+      out.back().second += p.second;
+      ++count;
+      ++merged;
+    } else {
+      if (count > 1) out.back().second /= static_cast<double>(count);
+      out.push_back(p);
+      count = 1;
+    }
+  }
+  if (count > 1) out.back().second /= static_cast<double>(count);
+  *pts = std::move(out);
+  return merged;
+}
+
 // Makes ascending (x, y) points non-decreasing in y by isotonic regression (pool adjacent
 // violators: the least-squares non-decreasing fit): more tokens never cost less, and a dip, which
 // is measurement noise, is averaged with its neighbours rather than lifted to the peak before it.
@@ -187,13 +208,7 @@ absl::StatusOr<GemmTable> GemmTable::Parse(const std::string& text, const std::s
   }
   for (auto& [nk, pts] : t.by_nk_) {
     std::sort(pts.begin(), pts.end());
-    for (size_t i = 1; i < pts.size(); ++i) {
-      if (pts[i].first == pts[i - 1].first) {
-        return absl::InvalidArgumentError(absl::StrCat(source, ": m = ", pts[i].first,
-                                                       ", n = ", nk.first, ", k = ", nk.second,
-                                                       " appears twice"));
-      }
-    }
+    t.repeats_ += AverageRepeats(&pts);
     t.max_change_ = std::max(t.max_change_, Isotonic(&pts));
   }
   t.n_grid_.assign(ns.begin(), ns.end());
@@ -298,13 +313,7 @@ absl::StatusOr<AttentionTable> AttentionTable::Parse(const std::string& text,
   for (auto& [heads, by_b] : t.by_heads_) {
     for (auto& [b, pts] : by_b) {
       std::sort(pts.begin(), pts.end());
-      for (size_t i = 1; i < pts.size(); ++i) {
-        if (pts[i].first == pts[i - 1].first) {
-          return absl::InvalidArgumentError(absl::StrCat(source, ": heads ", heads.ToString(),
-                                                         ", batch_size ", b, ", ", length_column,
-                                                         " ", pts[i].first, " appears twice"));
-        }
-      }
+      t.repeats_ += AverageRepeats(&pts);
       t.max_change_ = std::max(t.max_change_, Isotonic(&pts));
     }
   }

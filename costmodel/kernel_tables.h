@@ -9,7 +9,8 @@
 //   generation_attention.csv  kernel_source,batch_size,kv_len,num_heads,num_key_value_heads,
 //                             head_dim,latency_ms: one query token per sequence over kv_len keys
 //   SOURCE.txt                (optional) which source files and rows, and "device <name>"
-// The tables are read as measured, except that along the token axis (m for GEMMs, isl or kv_len
+// The tables are read as measured, except that a shape measured more than once keeps the mean of
+// its times (repeats()), and that along the token axis (m for GEMMs, isl or kv_len
 // for attention) each series is made non-decreasing by isotonic regression (more tokens never
 // cost less; the dips are measurement noise; max_change() says how much a point moved). Lookups
 // interpolate between measured points (linear in each axis: kernel time is close to affine in
@@ -57,6 +58,8 @@ class GemmTable {
   const std::vector<std::string>& kernel_sources() const { return kernel_sources_; }
   // The largest relative change the isotonic fit along m made to a point (0.05 = 5 %).
   double max_change() const { return max_change_; }
+  // Rows that repeated a shape measured before (averaged into it).
+  size_t repeats() const { return repeats_; }
 
  private:
   absl::StatusOr<double> AtPair(int64_t m, int64_t n, int64_t k) const;  // (n, k) measured
@@ -65,6 +68,7 @@ class GemmTable {
   std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, double>>> by_nk_;
   std::vector<int64_t> n_grid_, k_grid_;
   double floor_s_ = 0, stream_bw_ = 0, peak_flops_ = 0, max_change_ = 0;
+  size_t repeats_ = 0;
   size_t rows_ = 0;
   std::vector<std::string> kernel_sources_;
 };
@@ -104,6 +108,8 @@ class AttentionTable {
   const std::vector<std::string>& kernel_sources() const { return kernel_sources_; }
   // The largest relative change the isotonic fit along the length made to a point.
   double max_change() const { return max_change_; }
+  // Rows that repeated a shape measured before (averaged into it).
+  size_t repeats() const { return repeats_; }
 
  private:
   AttentionLookup AtBatch(const std::vector<std::pair<int64_t, double>>& points, double x,
@@ -113,6 +119,7 @@ class AttentionTable {
   std::map<AttentionHeads, std::map<int64_t, std::vector<std::pair<int64_t, double>>>> by_heads_;
   std::vector<std::string> kernel_sources_;
   double max_change_ = 0;
+  size_t repeats_ = 0;
 };
 
 // One engine folder, e.g. .../h100_sxm/sglang-0.5.14.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_format.h"
 #include "costmodel/kernel_tables.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
@@ -239,6 +240,27 @@ TEST_F(ScratchTables, MissingTableOrColumnIsNamed) {
   Write(d / "gemm.csv", "kernel_source,m,n,k,latency_ms\nx,1,2,4,-3\n");
   t = LoadEngineKernelTables(d.string());
   EXPECT_THAT(t.status().message(), HasSubstr("gemm.csv:2: latency_ms = '-3'"));
+}
+
+// aiconfigurator repeats some shapes (its A100 vLLM context table has 408 repeats): a shape
+// measured twice reads as the mean of its times.
+TEST_F(ScratchTables, RepeatedShapesAreAveraged) {
+  fs::path d = Copy("h100_sxm/sglang-0.5.14", "h100_sxm/sglang-0.5.14");
+  const std::string original = *ReadFileToString((d / "generation_attention.csv").string());
+  auto before = LoadEngineKernelTables(d.string());
+  ASSERT_TRUE(before.ok());
+  const AttentionHeads heads{32, 8, 128};
+  const double t = before->generation.Seconds(heads, 8, 1023)->seconds;
+  // The same shape again, measured 20 % slower.
+  Write(d / "generation_attention.csv",
+        original + absl::StrFormat("fa3,8,1023,32,8,128,%.17g\n", t * 1.2 * 1e3));
+  auto after = LoadEngineKernelTables(d.string());
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->generation.repeats(), 1u);
+  EXPECT_NEAR(after->generation.Seconds(heads, 8, 1023)->seconds, t * 1.1, 1e-12);
+  auto p = ComposeProfile(*after, "qwen3-8b", {});
+  ASSERT_TRUE(p.ok());
+  EXPECT_THAT(p->notes, ::testing::Contains(HasSubstr("repeats were averaged")));
 }
 
 TEST_F(ScratchTables, HeadsTheTablesDoNotHoldAreNamed) {

@@ -1,0 +1,94 @@
+// `specplan profiles compose` end to end: the files it writes, what it refuses, and that a refused
+// run writes nothing.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "costmodel/profile.h"
+#include "run_command.h"
+
+namespace specplan {
+namespace {
+
+namespace fs = std::filesystem;
+using ::specplan::testing::RunSpecplan;
+using ::specplan::testing::SourcePath;
+using ::testing::HasSubstr;
+
+fs::path Scratch(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("compose_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(ComposeCommand, WritesOneProfileThatLoads) {
+  const fs::path out = Scratch("one") / "p.json";
+  auto r =
+      RunSpecplan("profiles compose --kernels " + SourcePath("data/kernels/h100_sxm/vllm-0.24.0") +
+                  " --model qwen3-8b --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("vllm 0.24.0 on h100-sxm"));
+  auto p = costmodel::LoadProfile(out.string());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->engine, "vllm");
+  EXPECT_EQ(p->default_model, "table");
+  // `specplan profiles --check` reads it as a vllm profile.
+  r = RunSpecplan("profiles --check " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("vllm 0.24.0"));
+}
+
+TEST(ComposeCommand, OutDirWritesTheBundledNames) {
+  const fs::path dir = Scratch("dir");
+  auto r =
+      RunSpecplan("profiles compose --kernels " + SourcePath("data/kernels/l40s/sglang-0.5.14") +
+                  " --kernels " + SourcePath("data/kernels/l40s/trtllm-1.3.0rc20") +
+                  " --model qwen3-8b,qwen3-4b --out-dir " + dir.string() + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "");
+  for (const char* name : {"qwen3-8b-bf16@sglang.json", "qwen3-4b-bf16@sglang.json",
+                           "qwen3-8b-bf16@trtllm.json", "qwen3-4b-bf16@trtllm.json"}) {
+    EXPECT_TRUE(fs::exists(dir / "l40s" / name)) << name;
+  }
+  // The listing groups them by engine.
+  r = RunSpecplan("profiles --dir " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("engine sglang"));
+  EXPECT_THAT(r.output, HasSubstr("engine trtllm"));
+}
+
+TEST(ComposeCommand, BadInputWritesNothing) {
+  const fs::path dir = Scratch("bad");
+  // The second model fails: the first one's file must not appear either.
+  auto r = RunSpecplan("profiles compose --kernels " +
+                       SourcePath("data/kernels/h100_sxm/sglang-0.5.14") +
+                       " --model qwen3-8b,llama-3.3-70b --out-dir " + dir.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("64/8/128"));
+  EXPECT_FALSE(fs::exists(dir / "h100-sxm"));
+  r = RunSpecplan("profiles compose --kernels " +
+                  SourcePath("data/kernels/h100_sxm/sglang-0.5.14") +
+                  " --model qwen3-8b,qwen3-4b --out " + (dir / "p.json").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("use --out-dir"));
+  r = RunSpecplan("profiles compose --kernels " + (dir / "nowhere").string() +
+                  " --model qwen3-8b --out " + (dir / "p.json").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("not a directory"));
+  r = RunSpecplan("profiles compose --kernels " +
+                  SourcePath("data/kernels/a100_sxm/sglang-0.5.10") +
+                  " --model qwen3-8b --no-extrapolate --out " + (dir / "p.json").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("largest measured kv_len 8191"));
+  r = RunSpecplan("profiles compose --kernels " +
+                  SourcePath("data/kernels/a100_sxm/sglang-0.5.10") +
+                  " --model qwen3-8b --engine specplan --out " + (dir / "p.json").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("--engine specplan"));
+  EXPECT_FALSE(fs::exists(dir / "p.json"));
+}
+
+}  // namespace
+}  // namespace specplan
