@@ -163,7 +163,10 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       absl::Status st = ValidateTraceStep(s, trace.header);
       if (!st.ok()) return Invalid(absl::StrCat("step ", i, ": ", std::string(st.message())));
     }
-    if (s.marginals) ring.push_back({&s});
+    if (s.marginals) {
+      ring.emplace_back();
+      ring.back().step = &s;
+    }
   }
   if (ring.empty()) return Invalid("trace: no step with marginals");
   planner::BestFirstPlanner single;

@@ -27,14 +27,22 @@ using namespace specplan::service::testing;
 
 constexpr char kBase[] = "a100-80g/qwen3-4b-bf16";
 
-// SyntheticProfile (a100-80g x qwen3-4b) priced `scale` times as slow, for `engine`. Each scale is
-// fitted once per process (a fit cross-validates every model: seconds on a busy machine).
+// A100 x qwen3-4b priced by a linear model `scale` times as slow as the roofline, for `engine`.
+// Written by hand rather than fitted (a fit cross-validates every model, seconds per profile, and
+// every test runs in its own process).
 costmodel::Profile EngineProfile(const std::string& engine, double scale,
                                  const std::string& version = "") {
-  static auto* const fitted = new std::map<double, costmodel::Profile>();
-  auto it = fitted->find(scale);
-  if (it == fitted->end()) it = fitted->emplace(scale, SyntheticProfile(scale)).first;
-  costmodel::Profile p = it->second;
+  costmodel::Profile p;
+  p.gpu = "a100-80g";
+  p.model = "qwen3-4b";
+  p.gpu_spec = *costmodel::LookupGpu("a100");
+  p.model_spec = *costmodel::LookupModel("qwen3-4b");
+  p.device_name = "synthetic";
+  p.timer = "external";
+  p.created_utc = "2025-01-01T00:00:00Z";
+  p.software["generator"] = "engine_rpc_test";
+  p.default_model = "linear";
+  p.linear = costmodel::LinearCoefficients{1.6 * scale, 0.7e-3 * scale};
   p.engine = engine;
   p.engine_version = version;
   return p;
