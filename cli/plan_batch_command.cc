@@ -178,6 +178,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   std::unique_ptr<costmodel::LatencyModel> latency;
   std::unique_ptr<costmodel::BatchCycleCost> cost;
   std::string latency_kind;
+  std::string profile_id;  // the profile that priced the pass; "" = none (bare or inline roofline)
   if (!a.server.empty() && (!a.profile.empty() || !a.latency_model.empty())) {
     std::cerr << kCmd
               << "--profile and --latency-model are local; with --server the server's stored "
@@ -192,6 +193,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     }
     latency = std::move(resolved->model);
     latency_kind = latency->Kind();
+    profile_id = resolved->profile_id;
     cost = std::make_unique<costmodel::BatchCycleCost>(latency.get(), drafter, a.t_aux_ms * 1e-3);
   }
   std::vector<BatchRequest> requests;
@@ -209,6 +211,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
       return 1;
     }
     latency_kind = used->latency_model;
+    profile_id = used->profile;
   } else {
     BatchPlanner planner;
     if (absl::Status st = planner.Plan(requests, options, cost.get(), &plan); !st.ok()) {
@@ -265,7 +268,10 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     if (options.objective == BatchObjective::kLatencyBound) j["bound_met"] = plan.bound_met;
     j["speculation_pays"] = plan.speculation_pays;
     j["lattice_exhausted"] = plan.lattice_exhausted;
-    if (want_cost) j["latency_model"] = latency_kind;
+    if (want_cost) {
+      j["latency_model"] = latency_kind;
+      j["profile"] = profile_id;
+    }
     if (!a.layout.empty()) {
       std::vector<int64_t> contexts;
       for (const BatchRequest& r : requests) contexts.push_back(r.c);
@@ -290,8 +296,9 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   if (want_cost) {
     std::cout << absl::StrFormat(
         "  cycle %.4f ms, goodput %.1f tokens/s; plain decoding %.1f tokens/s (%s latency "
-        "model)\n",
-        plan.cycle_s * 1e3, plan.goodput, plan.ar_goodput, latency_kind);
+        "model%s)\n",
+        plan.cycle_s * 1e3, plan.goodput, plan.ar_goodput, latency_kind,
+        profile_id.empty() ? "" : ", profile " + profile_id);
     if (plan.n_total == 0)
       std::cout << "  speculation does not pay at this load: no request drafts\n";
     if (options.objective == BatchObjective::kLatencyBound && !plan.bound_met) {

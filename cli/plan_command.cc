@@ -96,6 +96,7 @@ int RunPlan(const PlanArgs& a) {
   BestFirstPlan plan;
   TreeOutputs outputs;
   std::string latency_kind;
+  std::string profile_id;  // the profile that priced the pass; "" = none (bare or inline roofline)
   const int repeat = std::max(1, a.repeat);
   double plan_us = 0;
   if (!a.server.empty()) {
@@ -116,6 +117,7 @@ int RunPlan(const PlanArgs& a) {
         return 1;
       }
       latency_kind = used->latency_model;
+      profile_id = used->profile;
     }
     plan_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
@@ -131,6 +133,7 @@ int RunPlan(const PlanArgs& a) {
       }
       latency = std::move(resolved->model);
       latency_kind = latency->Kind();
+      profile_id = resolved->profile_id;
       cost = std::make_unique<costmodel::CycleCost>(latency.get(), drafter, a.t_aux_ms * 1e-3, a.c);
     }
     BestFirstPlanner planner;
@@ -175,7 +178,10 @@ int RunPlan(const PlanArgs& a) {
     j["l_ar_s"] = json_util::NumberOrNull(plan.l_ar_s);
     j["lattice_exhausted"] = plan.lattice_exhausted;
     j["c"] = a.c;
-    if (want_cost) j["latency_model"] = latency_kind;
+    if (want_cost) {
+      j["latency_model"] = latency_kind;
+      j["profile"] = profile_id;
+    }
     if (options.mode != BudgetMode::kFixed) {
       nlohmann::json curve = nlohmann::json::array();
       for (const auto& p : plan.curve) {
@@ -209,8 +215,9 @@ int RunPlan(const PlanArgs& a) {
       plan.expected_accepted);
   if (want_cost) {
     std::cout << absl::StrFormat(
-        "  cycle %.4f ms, L_AR %.4f ms, estimated speedup %.3fx (%s latency model)\n",
-        plan.cycle_s * 1e3, plan.l_ar_s * 1e3, plan.speedup, latency_kind);
+        "  cycle %.4f ms, L_AR %.4f ms, estimated speedup %.3fx (%s latency model%s)\n",
+        plan.cycle_s * 1e3, plan.l_ar_s * 1e3, plan.speedup, latency_kind,
+        profile_id.empty() ? "" : ", profile " + profile_id);
   }
   if (options.mode != BudgetMode::kFixed) {
     std::cout << absl::StrFormat("  evaluated n = 0..%d\n",

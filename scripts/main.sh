@@ -32,7 +32,7 @@ echo "== specplan estimate --server $listen --model qwen3-8b --gpu h100 --s 64 -
 "$build/cli/specplan" estimate --server "$listen" --model qwen3-8b --gpu h100 --s 64 --c 1024
 if /usr/bin/python3 -c 'import grpc, grpc_tools' 2>/dev/null; then
   echo
-  echo "== python3 examples/python_client.py --server $listen --profile h100-sxm/qwen3-8b (an engine asking for a plan each step, priced by the measured H100 profile)"
+  echo "== python3 examples/python_client.py --server $listen --profile h100-sxm/qwen3-8b (an engine asking for a plan each step, priced by the H100 x Qwen3-8B profile the server holds: SGLang's kernels, the first engine it holds it for)"
   /usr/bin/python3 "$root/examples/python_client.py" --server "$listen" \
     --marginals "$root/examples/marginals.json" --profile h100-sxm/qwen3-8b
 fi

@@ -92,3 +92,30 @@ TEST(ComposeCommand, BadInputWritesNothing) {
 
 }  // namespace
 }  // namespace specplan
+
+namespace specplan {
+namespace {
+
+// With --gpu alone the default is an engine-grade profile, and plan / plan-batch say which.
+TEST(DefaultEngine, PlanAndPlanBatchNameTheProfileThatPricedThePass) {
+  auto r = RunSpecplan("plan --marginals " + SourcePath("examples/marginals.json") +
+                       " --model qwen3-8b --gpu h100 --c 1024 --n-max 64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("(table latency model, profile h100-sxm/qwen3-8b-bf16@sglang)"));
+  r = RunSpecplan("plan --marginals " + SourcePath("examples/marginals.json") +
+                  " --model qwen3-8b --gpu h100 --c 1024 --n-max 64 --engine specplan --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"profile\": \"h100-sxm/qwen3-8b-bf16\""));
+  r = RunSpecplan("plan-batch --requests " + SourcePath("examples/batch_requests.jsonl") +
+                  " --model qwen3-8b --gpu l40s --engine trtllm --n-max 64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("profile l40s/qwen3-8b-bf16@trtllm)"));
+  // A model without a profile: the bare roofline, and no profile named.
+  r = RunSpecplan("plan --marginals " + SourcePath("examples/marginals.json") +
+                  " --model qwen3-32b --gpu h100 --c 1024 --n-max 64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("(roofline latency model)"));
+}
+
+}  // namespace
+}  // namespace specplan
