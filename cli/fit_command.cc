@@ -16,6 +16,7 @@
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
 #include "costmodel/samples_file.h"
+#include "util/clock.h"
 
 namespace specplan::cli {
 namespace {
@@ -34,15 +35,6 @@ struct FitArgs {
   uint64_t seed = 1;
   int64_t tp = 1;
 };
-
-std::string NowUtcForNote() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 int Fail(const absl::Status& st) {
   std::cerr << "specplan fit: " << st.message() << "\n";
@@ -119,7 +111,7 @@ int RunRefit(const FitArgs& a) {
   p.engine = old->engine;
   p.engine_version = old->engine_version;
   p.notes.push_back(absl::StrCat(
-      "refit ", NowUtcForNote(), " by `specplan fit --refit` from the profile's own samples",
+      "refit ", UtcTimestamp(), " by `specplan fit --refit` from the profile's own samples",
       added.empty() ? ""
                     : absl::StrCat(" and ", added.size(), " added from ", a.add,
                                    " (measured apart: their run is not created_utc)"),

@@ -13,19 +13,11 @@
 #include "absl/strings/str_replace.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/roofline.h"
+#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::costmodel {
 namespace {
-
-std::string NowUtc() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 absl::Status CheckGrid(const std::vector<int64_t>& grid, const char* flag, int64_t min) {
   if (grid.empty()) return absl::InvalidArgumentError(absl::StrCat(flag, ": empty"));
@@ -321,7 +313,7 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const s
       {"generation_attention_kernels", absl::StrJoin(tables.generation.kernel_sources(), ", ")},
       {"context_attention_kernels", absl::StrJoin(tables.context.kernel_sources(), ", ")},
       {"composer", "specplan profiles compose"}};
-  prof.created_utc = NowUtc();
+  prof.created_utc = UtcTimestamp();
   prof.default_model = "table";
   prof.table = std::move(table);
   const std::string source = tables.source.empty() ? "source not recorded" : tables.source;

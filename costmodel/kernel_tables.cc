@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -257,26 +258,23 @@ absl::StatusOr<double> GemmTable::Seconds(int64_t m, int64_t n, int64_t k) const
     return absl::InvalidArgumentError(
         absl::StrCat("GEMM m = ", m, ", n = ", n, ", k = ", k, ": every size must be >= 1"));
   }
-  const int64_t n_max = n_grid_.back(), k_max = k_grid_.back();
-  if (n > n_max) {
-    const int64_t blocks = n / n_max, rest = n % n_max;
-    SPECPLAN_ASSIGN_OR_RETURN(const double full, Seconds(m, n_max, k));
-    double sec = static_cast<double>(blocks) * full;
-    if (rest > 0) {
-      SPECPLAN_ASSIGN_OR_RETURN(const double r, Seconds(m, rest, k));
-      sec += r;
+  // Above the largest measured width: whole blocks of it, then the rest.
+  auto split =
+      [](int64_t size, int64_t max,
+         const std::function<absl::StatusOr<double>(int64_t)>& part) -> absl::StatusOr<double> {
+    SPECPLAN_ASSIGN_OR_RETURN(const double full, part(max));
+    double sec = static_cast<double>(size / max) * full;
+    if (size % max > 0) {
+      SPECPLAN_ASSIGN_OR_RETURN(const double rest, part(size % max));
+      sec += rest;
     }
     return sec;
+  };
+  if (n > n_grid_.back()) {
+    return split(n, n_grid_.back(), [&](int64_t w) { return Seconds(m, w, k); });
   }
-  if (k > k_max) {
-    const int64_t blocks = k / k_max, rest = k % k_max;
-    SPECPLAN_ASSIGN_OR_RETURN(const double full, Seconds(m, n, k_max));
-    double sec = static_cast<double>(blocks) * full;
-    if (rest > 0) {
-      SPECPLAN_ASSIGN_OR_RETURN(const double r, Seconds(m, n, rest));
-      sec += r;
-    }
-    return sec;
+  if (k > k_grid_.back()) {
+    return split(k, k_grid_.back(), [&](int64_t w) { return Seconds(m, n, w); });
   }
   // Below the smallest measured width: the smallest width's time (launch-bound).
   return OnGrid(m, std::max(n, n_grid_.front()), std::max(k, k_grid_.front()));

@@ -23,6 +23,7 @@
 #include "costmodel/cost_spec.h"
 #include "costmodel/model_registry.h"
 #include "util/atomic_file.h"
+#include "util/clock.h"
 #include "util/json_util.h"
 #include "util/status_macros.h"
 
@@ -44,15 +45,6 @@ bool OneOf(const std::string& v, const char* const* begin, const char* const* en
     if (v == *it) return true;
   }
   return false;
-}
-
-std::string NowUtc() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 absl::StatusOr<double> NonNegative(const nlohmann::json& j, const std::string& key,
@@ -273,7 +265,7 @@ absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
   p.dtype = model.dtype;
   p.gpu_spec = gpu;
   p.model_spec = model;
-  p.created_utc = NowUtc();
+  p.created_utc = UtcTimestamp();
 
   std::vector<LatencySample> fit, held;
   SplitHoldout(samples, options.heldout_fraction, options.seed, &fit, &held);

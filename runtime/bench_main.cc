@@ -38,6 +38,7 @@
 #include "runtime/remote_planner.h"
 #include "runtime/text_prompts.h"
 #include "runtime/trace_recorder.h"
+#include "util/clock.h"
 #include "util/percentile.h"
 #include "util/status_macros.h"
 
@@ -173,15 +174,6 @@ std::string ShellQuote(const std::string& arg) {
     }
   }
   return out + "'";
-}
-
-std::string UtcNow() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 absl::Status RunBench(const Args& args) {
@@ -432,7 +424,7 @@ absl::Status RunBench(const Args& args) {
       h.draft = args.draft;
       h.vocab = target->config().vocab_size;
       h.source = args.command_line;
-      h.created_utc = UtcNow();
+      h.created_utc = UtcTimestamp();
       const whatif::Trace trace = recorder->MakeTrace(std::move(h));
       SPECPLAN_RETURN_IF_ERROR(whatif::SaveTrace(trace, args.record_trace));
       std::fprintf(stderr, "trace: %zu steps of %s (%lld iterations) written to %s\n",
