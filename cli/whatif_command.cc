@@ -63,6 +63,7 @@ struct WhatIfArgs : CostFlags {
   double draft_batch_growth = whatif::kDefaultDraftBatchGrowth;
   bool batch_scan = false;
   bool best_fixed = false;
+  bool best_chain = false;
   bool calibrate = false;
   std::vector<std::string> given;  // long names of the flags given on the command line
 };
@@ -228,6 +229,7 @@ int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
   run.options.t_aux_s = t_aux_s;
   run.options.batch_scan = a.batch_scan;
   run.options.best_fixed = a.best_fixed;
+  run.options.best_chain = a.best_chain;
   run.options.calibrate = a.calibrate;
   run.json = a.json;
   run.plot = a.plot;
@@ -283,7 +285,8 @@ bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIf
 
 int RunWhatIf(const WhatIfArgs& a) {
   const char* kCmd = "specplan whatif: ";
-  for (const char* flag : {"--draft-batch-growth", "--batch-scan", "--best-fixed"}) {
+  for (const char* flag :
+       {"--draft-batch-growth", "--batch-scan", "--best-fixed", "--best-chain"}) {
     if (a.concurrency.empty() && Given(a, flag)) {
       std::cerr << kCmd << flag << " applies only with --concurrency\n";
       return 1;
@@ -439,6 +442,10 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                 "With --concurrency: add a best-fixed row per B, the static budget (of 1, 2, 3, "
                 "4, 6, 8, ... up to --n-max, or none) with the highest throughput at that B, "
                 "chosen in hindsight: the best a per-batch-size table could do");
+  cmd->add_flag("--best-chain", args->best_chain,
+                "With --concurrency: add a best-chain row per B, the top-1 chain length K (1 .. "
+                "the marginals' gamma, or none) with the highest throughput at that B: the best a "
+                "per-batch-size draft length (vLLM, TensorRT-LLM) could do");
   cmd->add_flag("--calibrate", args->calibrate,
                 "Calibrate the surrogate online: controller, scan (and with --concurrency the "
                 "batch planner) price a node at s x rho, s = realised over promised draft tokens "

@@ -29,6 +29,7 @@ std::vector<plot::Chart> MakeConcurrencyCharts(const whatif::ConcurrencyReport& 
   speed.y.label = "speedup over ar";
   std::vector<whatif::ConcurrencyStrategy> strategies = whatif::AllConcurrencyStrategies();
   if (r.best_fixed) strategies.push_back(whatif::ConcurrencyStrategy::kBestFixed);
+  if (r.best_chain) strategies.push_back(whatif::ConcurrencyStrategy::kBestChain);
   for (whatif::ConcurrencyStrategy s : strategies) {
     plot::Series t, sp;
     t.label = sp.label = whatif::ConcurrencyStrategyName(s);

@@ -17,6 +17,8 @@
 //   batch       the global batch planner, one budget over a batch (planner/batch_plan.h)
 //   best-fixed  the what-if concurrency replay's best static budget per batch size, chosen in
 //               hindsight (whatif/concurrency.h)
+//   best-chain  the same for a top-1 chain: the best static draft length K per batch size
+//               (whatif/concurrency.h)
 //   heads       best-first over the parallel draft heads' marginals (runtime)
 //   causal      path-conditioned best-first over the causal-correction head (runtime;
 //               planner/path_conditioned.h)
@@ -41,6 +43,7 @@ inline constexpr char kLookup[] = "lookup";
 inline constexpr char kMerged[] = "merged";
 inline constexpr char kBatch[] = "batch";
 inline constexpr char kBestFixed[] = "best-fixed";
+inline constexpr char kBestChain[] = "best-chain";
 inline constexpr char kHeads[] = "heads";
 inline constexpr char kCausal[] = "causal";
 

@@ -56,12 +56,31 @@ struct RingStep {
   int controller_l = 0;  // controller: realised accepted length
   // best-fixed: draft nodes and realised accepted length at each of BestFixedBudgets(n_max)
   std::vector<int> static_n, static_l;
+  // best-chain: the same at each of ChainLengths(gamma, n_max)
+  std::vector<int> chain_n, chain_l;
 };
 
 // Sums of one (B, strategy) row.
 struct RowSums {
   double tokens = 0, seconds = 0, accepted = 0, nodes = 0;
   int64_t plain_steps = 0;
+};
+
+// The top-1 chain of min(k, gamma) draft nodes: node d + 1 is row d's first candidate.
+void TopOneChain(const planner::Marginals& m, int k, planner::Tree* tree) {
+  tree->ResetRoot(m.root_token);
+  double rho = 1;
+  for (int d = 0; d < std::min(k, m.gamma); ++d) {
+    rho *= m.prob(d, 0);
+    tree->AddNode(d, m.token(d, 0), rho);
+  }
+}
+
+// One static row group (best-fixed's budgets or best-chain's lengths): per setting, the sums and
+// the batch step's shape.
+struct StaticGroup {
+  std::vector<RowSums> sums;
+  std::vector<BatchShape> shapes;
 };
 
 costmodel::DrafterCost BatchDrafter(const ConcurrencyOptions& o, int gamma) {
@@ -84,6 +103,8 @@ const char* ConcurrencyStrategyName(ConcurrencyStrategy s) {
       return sn::kBatch;
     case ConcurrencyStrategy::kBestFixed:
       return sn::kBestFixed;
+    case ConcurrencyStrategy::kBestChain:
+      return sn::kBestChain;
   }
   return "?";
 }
@@ -101,6 +122,12 @@ std::vector<int> BestFixedBudgets(int n_max) {
   if (out.empty() || out.back() != n_max) out.push_back(n_max);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<int> ChainLengths(int gamma, int n_max) {
+  std::vector<int> out;
+  for (int k = 1; k <= std::min(gamma, n_max); ++k) out.push_back(k);
   return out;
 }
 
@@ -179,6 +206,11 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   controller.validate = false;  // validated with the trace
   planner::AcceptanceEstimator controller_calibration;
   const std::vector<int> budgets = o.best_fixed ? BestFixedBudgets(o.n_max) : std::vector<int>{};
+  int max_gamma = 1;
+  for (const RingStep& r : ring) max_gamma = std::max(max_gamma, r.step->marginals->gamma);
+  const std::vector<int> lengths =
+      o.best_chain ? ChainLengths(max_gamma, o.n_max) : std::vector<int>{};
+  planner::Tree chain;
   for (RingStep& r : ring) {
     const TraceStep& s = *r.step;
     absl::Status st = single.PlanFixed(*s.marginals, o.n_max, &plan);
@@ -192,6 +224,11 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
         r.static_n.push_back(plan.n);
         r.static_l.push_back(RealizedAcceptedLength(plan.tree, s.continuation, &matched));
       }
+    }
+    for (int k : lengths) {
+      TopOneChain(*s.marginals, k, &chain);
+      r.chain_n.push_back(chain.num_draft());
+      r.chain_l.push_back(RealizedAcceptedLength(chain, s.continuation, &matched));
     }
     const costmodel::CycleCost cost(&latency, BatchDrafter(o, s.marginals->gamma), o.t_aux_s, s.c);
     if (o.calibrate) controller.acceptance_scale = controller_calibration.surrogate_scale();
@@ -215,6 +252,9 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   report.batch_scan = o.batch_scan;
   report.calibrate = o.calibrate;
   report.best_fixed = o.best_fixed;
+  report.best_chain = o.best_chain;
+  report.best_fixed_settings.sizes = budgets;
+  report.best_chain_settings.sizes = lengths;
   if (o.calibrate) report.controller_scale = controller_calibration.surrogate_scale();
 
   const int S = static_cast<int>(ring.size());
@@ -232,8 +272,10 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   auto replay = [&](int label, int steps, const std::function<int(int)>& size,
                     const std::function<int(int, int)>& position) -> absl::StatusOr<bool> {
     RowSums sums[kStrategies];
-    std::vector<RowSums> statics(budgets.size());
-    std::vector<BatchShape> static_shapes(budgets.size());
+    StaticGroup statics{std::vector<RowSums>(budgets.size()),
+                        std::vector<BatchShape>(budgets.size())};
+    StaticGroup chains{std::vector<RowSums>(lengths.size()),
+                       std::vector<BatchShape>(lengths.size())};
     double request_steps = 0;
     planner::AcceptanceEstimator batch_calibration;
     for (int t = 0; t < steps; ++t) {
@@ -246,7 +288,8 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       plain.Clear();
       fixed.Clear();
       ctl.Clear();
-      for (BatchShape& shape : static_shapes) shape.Clear();
+      for (BatchShape& shape : statics.shapes) shape.Clear();
+      for (BatchShape& shape : chains.shapes) shape.Clear();
       int gamma = 1;
       bool ctl_drafts = false;
       for (int j = 0; j < B; ++j) {
@@ -266,10 +309,16 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
         sums[2].accepted += r.controller_l;
         sums[2].nodes += r.controller_n;
         for (size_t k = 0; k < budgets.size(); ++k) {
-          static_shapes[k].Add(r.static_n[k] + 1, s.c);
-          statics[k].tokens += 1 + r.static_l[k];
-          statics[k].accepted += r.static_l[k];
-          statics[k].nodes += r.static_n[k];
+          statics.shapes[k].Add(r.static_n[k] + 1, s.c);
+          statics.sums[k].tokens += 1 + r.static_l[k];
+          statics.sums[k].accepted += r.static_l[k];
+          statics.sums[k].nodes += r.static_n[k];
+        }
+        for (size_t k = 0; k < lengths.size(); ++k) {
+          chains.shapes[k].Add(r.chain_n[k] + 1, s.c);
+          chains.sums[k].tokens += 1 + r.chain_l[k];
+          chains.sums[k].accepted += r.chain_l[k];
+          chains.sums[k].nodes += r.chain_n[k];
         }
         requests[j].marginals = &*s.marginals;
         requests[j].c = s.c;
@@ -285,7 +334,9 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       sums[1].seconds += cost.Seconds(fixed);
       sums[2].seconds += cost.Seconds(ctl);
       for (size_t k = 0; k < budgets.size(); ++k)
-        statics[k].seconds += cost.Seconds(static_shapes[k]);
+        statics.sums[k].seconds += cost.Seconds(statics.shapes[k]);
+      for (size_t k = 0; k < lengths.size(); ++k)
+        chains.sums[k].seconds += cost.Seconds(chains.shapes[k]);
       if (!ctl_drafts) ++sums[2].plain_steps;
       // batch
       if (o.calibrate) bo.acceptance_scale = batch_calibration.surrogate_scale();
@@ -329,18 +380,21 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       report.rows.push_back(row);
     }
     const bool pays = report.rows.back().throughput > ar_throughput;
-    if (o.best_fixed) {
-      // The budget with the highest throughput; plain decoding (budget 0) when none beats it.
+    // The best static setting of a group: the highest throughput, or plain decoding (0) when
+    // none beats it. Appends its row and every setting's throughput to `settings`.
+    auto best_static = [&](const StaticGroup& group, const std::vector<int>& values,
+                           ConcurrencyStrategy strategy, StaticSettings* settings) {
       int best = -1;
       double best_throughput = ar_throughput;
-      for (size_t k = 0; k < budgets.size(); ++k) {
-        const double t = statics[k].tokens / statics[k].seconds;
+      for (size_t k = 0; k < values.size(); ++k) {
+        const double t = group.sums[k].tokens / group.sums[k].seconds;
+        settings->throughput.push_back(t);
         if (t > best_throughput) best = static_cast<int>(k), best_throughput = t;
       }
-      const RowSums& b = best < 0 ? sums[0] : statics[static_cast<size_t>(best)];
+      const RowSums& b = best < 0 ? sums[0] : group.sums[static_cast<size_t>(best)];
       ConcurrencyRow row;
       row.batch = label;
-      row.strategy = ConcurrencyStrategy::kBestFixed;
+      row.strategy = strategy;
       row.steps = steps;
       row.tokens = b.tokens;
       row.seconds = b.seconds;
@@ -351,7 +405,15 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       row.speedup = row.throughput / ar_throughput;
       row.plain_steps = best < 0 ? steps : 0;
       report.rows.push_back(row);
-      report.best_fixed_budgets.push_back(best < 0 ? 0 : budgets[static_cast<size_t>(best)]);
+      return best < 0 ? 0 : values[static_cast<size_t>(best)];
+    };
+    if (o.best_fixed) {
+      report.best_fixed_budgets.push_back(best_static(
+          statics, budgets, ConcurrencyStrategy::kBestFixed, &report.best_fixed_settings));
+    }
+    if (o.best_chain) {
+      report.best_chain_lengths.push_back(best_static(
+          chains, lengths, ConcurrencyStrategy::kBestChain, &report.best_chain_settings));
     }
     return pays;
   };
@@ -416,6 +478,7 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
   json strategies = json::array();
   for (ConcurrencyStrategy s : kAllConcurrency) strategies.push_back(ConcurrencyStrategyName(s));
   if (r.best_fixed) strategies.push_back(ConcurrencyStrategyName(ConcurrencyStrategy::kBestFixed));
+  if (r.best_chain) strategies.push_back(ConcurrencyStrategyName(ConcurrencyStrategy::kBestChain));
   j["options"] = {{"concurrency", r.batch_sizes},
                   {"strategies", strategies},
                   {"n_max", r.n_max},
@@ -447,6 +510,7 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
   }
   j["rows"] = std::move(rows);
   if (r.best_fixed) j["best_fixed_budgets"] = r.best_fixed_budgets;
+  if (r.best_chain) j["best_chain_lengths"] = r.best_chain_lengths;
   j["stop_paying_batch"] = r.stop_paying_batch > 0 ? json(r.stop_paying_batch) : json(nullptr);
   j["interleaving"] = r.recorded_passes > 0 ? "recorded" : "ring";
   if (r.recorded_passes > 0) {
@@ -503,6 +567,16 @@ std::string FormatConcurrencyTable(const ConcurrencyReport& r) {
       out += absl::StrFormat(
           " %s:%d", r.recorded_passes > 0 ? std::string("rec") : absl::StrCat(r.batch_sizes[i]),
           r.best_fixed_budgets[i]);
+    }
+    out += "\n";
+  }
+  if (r.best_chain) {
+    out +=
+        "best-chain length per B (top-1 chain of K draft tokens per request; 0 = plain decoding):";
+    for (size_t i = 0; i < r.best_chain_lengths.size(); ++i) {
+      out += absl::StrFormat(
+          " %s:%d", r.recorded_passes > 0 ? std::string("rec") : absl::StrCat(r.batch_sizes[i]),
+          r.best_chain_lengths[i]);
     }
     out += "\n";
   }

@@ -40,6 +40,14 @@
 //                  (vLLM's num_speculative_tokens_per_batch_size, TensorRT-LLM's
 //                  draft_len_schedule) could reach at best on this trace; its budget per B is
 //                  ConcurrencyReport::best_fixed_budgets.
+//   best-chain     (options.best_chain) best-fixed for a chain: every request drafts the top-1
+//                  chain of K nodes (node d is the first candidate of marginals row d - 1;
+//                  ChainLengths: K = 1 .. min(the largest marginals gamma, n_max), and a step
+//                  whose gamma is smaller drafts all of its gamma), replayed and priced as fixed
+//                  is; for each B the K with the highest throughput, or ar's row (K = 0) when
+//                  none beats plain decoding. It is what vLLM's and TensorRT-LLM's per-batch-size
+//                  draft lengths (a chain of K speculative tokens) could reach at best on this
+//                  trace; its K per B is ConcurrencyReport::best_chain_lengths.
 //   batch          planner::BatchPlanner (BudgetMode::kController, kGoodput) over all B requests,
 //                  n_max per request and B n_max over the batch. A step where it returns N* = 0
 //                  (speculation_pays false) is a plain decoding step: 1 token per request, T_AR.
@@ -84,17 +92,23 @@ enum class ConcurrencyStrategy {
   kFixedTree,
   kController,
   kBatchPlanner,
-  kBestFixed
+  kBestFixed,
+  kBestChain
 };
 
-// "ar", "fixed", "controller", "batch", "best-fixed" (planner/strategy_names.h).
+// "ar", "fixed", "controller", "batch", "best-fixed", "best-chain" (planner/strategy_names.h).
 const char* ConcurrencyStrategyName(ConcurrencyStrategy s);
-// The four strategies every replay runs, in the order above (best-fixed only when asked for).
+// The four strategies every replay runs, in the order above (best-fixed and best-chain only when
+// asked for).
 std::vector<ConcurrencyStrategy> AllConcurrencyStrategies();
 
 // The static budgets best-fixed tries, ascending: 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, ...
 // (powers of two and 1.5 times them) up to n_max, and n_max itself.
 std::vector<int> BestFixedBudgets(int n_max);
+
+// The chain lengths best-chain tries for a trace whose largest marginals gamma is `gamma`:
+// 1 .. min(gamma, n_max).
+std::vector<int> ChainLengths(int gamma, int n_max);
 
 // Largest batch size accepted (planner::kMaxBatchRequests).
 int MaxConcurrency();
@@ -126,6 +140,8 @@ struct ConcurrencyOptions {
   bool validate_trace = true;  // ValidateTraceStep on every step first
   // Adds the best-fixed row (above) after batch's.
   bool best_fixed = false;
+  // Adds the best-chain row (above) after best-fixed's (or batch's).
+  bool best_chain = false;
   // Replay the recorded batches instead of the ring: each batch step is one verification pass of
   // a batch run (the steps sharing a "pass", trace.h), with the requests and context lengths that
   // pass verified together, in pass order. batch_sizes is then ignored; the rows are labelled
@@ -155,6 +171,18 @@ struct ConcurrencyRow {
   int64_t plain_steps = 0;
 };
 
+// Every static setting a best-fixed or best-chain row chose from, with its throughput at every
+// batch size: what a caller needs to pick one setting for all sizes (whatif/schedule.h).
+struct StaticSettings {
+  std::vector<int> sizes;          // [m] draft nodes per request (tree budgets or chain lengths),
+                                   // ascending; plain decoding (0) is ar's row, not listed
+  std::vector<double> throughput;  // [batch sizes][m] tokens per second, row-major
+
+  double at(size_t batch_index, size_t setting) const {
+    return throughput[batch_index * sizes.size() + setting];
+  }
+};
+
 struct ConcurrencyReport {
   // What was analysed.
   std::string target, draft;
@@ -176,8 +204,15 @@ struct ConcurrencyReport {
   // With best_fixed: the budget (draft nodes per request; 0 = plain decoding) best-fixed chose
   // for each batch size, in batch_sizes order ([1] for a recorded replay).
   std::vector<int> best_fixed_budgets;
+  bool best_chain = false;
+  // With best_chain: the chain length K best-chain chose for each batch size (0 = plain
+  // decoding), in batch_sizes order ([1] for a recorded replay).
+  std::vector<int> best_chain_lengths;
+  // The settings best-fixed (budgets) and best-chain (chain lengths) chose from, each with its
+  // throughput per batch size; empty without the option.
+  StaticSettings best_fixed_settings, best_chain_settings;
   // Rows: batch sizes ascending, strategies in AllConcurrencyStrategies() order within a size,
-  // then best-fixed when asked for.
+  // then best-fixed and best-chain when asked for.
   std::vector<ConcurrencyRow> rows;
   // Smallest batch size whose batch throughput is not above ar's; 0 = never in the
   // range (and always 0 in a recorded-batches replay).
