@@ -16,6 +16,7 @@ void RegisterMergeCommand(CLI::App& app, int* exit_code);      // merge_command.
 void RegisterWhatIfCommand(CLI::App& app, int* exit_code);     // whatif_command.cc
 void RegisterFitCommand(CLI::App& app, int* exit_code);        // fit_command.cc
 void RegisterPlanBatchCommand(CLI::App& app, int* exit_code);  // plan_batch_command.cc
+void RegisterScheduleCommand(CLI::App& app, int* exit_code);   // schedule_command.cc
 
 }  // namespace specplan::cli
 

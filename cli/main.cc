@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   specplan::cli::RegisterPlanBatchCommand(app, &exit_code);
   specplan::cli::RegisterMergeCommand(app, &exit_code);
   specplan::cli::RegisterWhatIfCommand(app, &exit_code);
+  specplan::cli::RegisterScheduleCommand(app, &exit_code);
   specplan::cli::RegisterFitCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;

@@ -1,0 +1,201 @@
+// specplan schedule: the speculation schedule an engine takes today, in the engine's own format,
+// from a cost profile and an acceptance trace (whatif/schedule.h).
+//
+//   specplan schedule --format vllm|trtllm|sglang [--gpu G --model M --engine E | --profile F]
+//                     [--trace T] [--out FILE] [--batch-sizes LIST] [--n-max N] [--t-draft-ms X]
+//                     [--draft-batch-growth F] [--calibrate] [--batch-scan] [--min-draft-len K]
+//                     [--unconstrained] [--quiet]
+//
+// Without --engine and --profile the cost is the format's own engine's profile (--format vllm:
+// --engine vllm). Without --trace the bundled trace (whatif::DefaultTracePath()). The schedule goes
+// to stdout, or with --out to FILE (written atomically); a short summary (per B: the setting, its
+// throughput, the batch planner's, the best single static setting's) goes to stderr unless
+// --quiet.
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+#include "cli/cost_flags.h"
+#include "costmodel/cost_spec.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/model_spec.h"
+#include "util/atomic_file.h"
+#include "whatif/concurrency.h"
+#include "whatif/schedule.h"
+#include "whatif/trace.h"
+
+namespace specplan::cli {
+namespace {
+
+constexpr char kCmd[] = "specplan schedule: ";
+
+struct ScheduleArgs : CostFlags {
+  std::string format;
+  std::string trace;
+  std::string out;
+  std::string batch_sizes = "1,2,4,8,16,32,64,128,256";
+  int n_max = 64;
+  double t_draft_ms = 0;
+  double draft_batch_growth = whatif::kDefaultDraftBatchGrowth;
+  bool calibrate = false;
+  bool batch_scan = false;
+  int min_draft_len = 0;
+  bool unconstrained = false;
+  bool quiet = false;
+};
+
+int RunSchedule(const ScheduleArgs& given) {
+  ScheduleArgs a = given;
+  auto format = whatif::ParseScheduleFormat(a.format);
+  if (!format.ok()) {
+    std::cerr << kCmd << "--format " << format.status().message() << "\n";
+    return 1;
+  }
+  auto sizes = whatif::ParseConcurrencyList(a.batch_sizes);
+  if (!sizes.ok()) {
+    std::cerr << kCmd << "--batch-sizes " << a.batch_sizes << ": " << sizes.status().message()
+              << "\n";
+    return 1;
+  }
+  if (sizes->front() != 1) {
+    std::cerr << kCmd << "--batch-sizes " << a.batch_sizes
+              << ": must start at 1 (the setting chosen at each batch size applies up to the next "
+                 "one, so the first must cover batch size 1)\n";
+    return 1;
+  }
+  if (a.min_draft_len > 0 && !whatif::ScheduleUsesChains(*format)) {
+    std::cerr << kCmd << "--min-draft-len " << a.min_draft_len
+              << ": applies to --format vllm and trtllm (draft lengths), not sglang\n";
+    return 1;
+  }
+  auto drafter_cls = costmodel::ParseDrafterClass(a.drafter);
+  if (!drafter_cls.ok()) {
+    std::cerr << kCmd << "--" << drafter_cls.status().message() << "\n";
+    return 1;
+  }
+  auto dtype = costmodel::ParseDType(a.dtype);
+  if (!dtype.ok()) {
+    std::cerr << kCmd << "--" << dtype.status().message() << "\n";
+    return 1;
+  }
+  // The format's own engine prices the passes unless --engine or --profile says otherwise.
+  if (a.engine.empty() && a.profile.empty()) a.engine = whatif::ScheduleFormatName(*format);
+
+  const std::string trace_path = a.trace.empty() ? whatif::DefaultTracePath() : a.trace;
+  auto trace = whatif::LoadTrace(trace_path);
+  if (!trace.ok()) {
+    std::cerr << kCmd << "--trace " << trace.status().message() << "\n";
+    return 1;
+  }
+  auto resolved = costmodel::ResolveCost(a.ToCostSpec(*dtype));
+  if (!resolved.ok()) {
+    std::cerr << kCmd << resolved.status().message() << "\n";
+    return 1;
+  }
+
+  whatif::ScheduleOptions options;
+  options.replay.batch_sizes = *sizes;
+  options.replay.n_max = a.n_max;
+  options.replay.drafter.cls = *drafter_cls;
+  options.replay.drafter.t_net_s = a.t_draft_ms * 1e-3;
+  options.replay.drafter.batch_growth = a.draft_batch_growth;
+  options.replay.t_aux_s = a.t_aux_ms * 1e-3;
+  options.replay.calibrate = a.calibrate;
+  options.replay.batch_scan = a.batch_scan;
+  options.min_chain = a.min_draft_len;
+  options.monotone = !a.unconstrained;
+  auto schedule = whatif::BuildSchedule(*trace, *resolved->model, *format, options);
+  if (!schedule.ok()) {
+    std::cerr << kCmd << trace_path << ": " << schedule.status().message() << "\n";
+    return 1;
+  }
+
+  whatif::ScheduleSource source;
+  // A bundled profile is named by its id, a --profile file by its path (as whatif does).
+  source.profile = a.profile.empty() ? resolved->profile_id : resolved->profile_path;
+  source.engine = resolved->engine;
+  source.engine_version = resolved->engine_version;
+  source.model = resolved->model_spec.name;
+  source.gpu = resolved->gpu_spec.name;
+  source.dtype = costmodel::DTypeName(*dtype);
+  source.trace_path = trace_path;
+  const std::string text = whatif::RenderSchedule(*schedule, source);
+  if (a.out.empty()) {
+    std::cout << text;
+  } else {
+    absl::Status st = WriteFileAtomically(a.out, text);
+    if (!st.ok()) {
+      std::cerr << kCmd << "--out " << a.out << ": " << st.message() << "\n";
+      return 1;
+    }
+  }
+  if (!a.quiet) {
+    std::cerr << whatif::FormatScheduleSummary(*schedule, source);
+    if (!a.out.empty()) std::cerr << "wrote " << a.out << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<ScheduleArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "schedule",
+      "Write the speculation schedule an engine takes today, in its own format: per batch size the "
+      "static draft length (vLLM num_speculative_tokens_per_batch_size, TensorRT-LLM "
+      "draft_len_schedule) or draft tree (SGLang speculative_num_steps / speculative_eagle_topk / "
+      "speculative_num_draft_tokens) with the highest throughput when the trace is replayed with B "
+      "requests in flight, priced by a cost profile");
+  cmd->add_option(
+         "--format", args->format,
+         "Engine format: vllm (JSON with speculative_config), trtllm (YAML for the LLM API "
+         "options) or sglang (JSON, server args per batch range)")
+      ->required();
+  AddCostFlags(cmd, args.get());
+  cmd->add_option("--trace", args->trace,
+                  "Acceptance trace (JSONL, whatif/trace.h); default: the bundled trace " +
+                      whatif::DefaultTracePath());
+  cmd->add_option("--out", args->out, "Write the schedule to FILE (atomically) instead of stdout");
+  cmd->add_option("--batch-sizes", args->batch_sizes,
+                  "Comma-separated grid of batch sizes, starting at 1 (each in [1, 4096]); the "
+                  "setting chosen at a grid point applies up to the next one")
+      ->capture_default_str();
+  cmd->add_option("--n-max", args->n_max,
+                  "Largest draft tree (sglang: budgets 1, 2, 3, 4, 6, 8, ... up to N nodes per "
+                  "request) and longest chain (vllm, trtllm: K up to min(N, the marginals' gamma))")
+      ->check(CLI::Range(1, 8191))
+      ->capture_default_str();
+  cmd->add_option("--t-draft-ms", args->t_draft_ms,
+                  "Drafter network time of one request's draft pass, ms")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--draft-batch-growth", args->draft_batch_growth,
+                  "Each further request in a batched draft pass adds this fraction of one "
+                  "request's drafting time, T_draft(B) = T_draft(1) (1 + F (B - 1))")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--calibrate", args->calibrate,
+                "The batch planner (the comparison row) calibrates its surrogate online, as a "
+                "planner fed ReportAcceptance would");
+  cmd->add_flag("--batch-scan", args->batch_scan,
+                "The batch planner takes the argmax of its goodput G(N) instead of its first "
+                "decrease (for stepped, measured profiles)");
+  cmd->add_option("--min-draft-len", args->min_draft_len,
+                  "vllm, trtllm: choose among draft lengths K >= this (0 = speculation may be "
+                  "off). TensorRT-LLM PR #16888 floors one-engine drafters' scheduled draft "
+                  "lengths at 1; --min-draft-len 1 prices what such an engine runs")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  cmd->add_flag("--unconstrained", args->unconstrained,
+                "Choose each batch size's best setting on its own, even where a larger batch then "
+                "gets a longer chain or a bigger tree than a smaller one (default: never more than "
+                "the previous batch size's; trtllm is always capped at K(1))");
+  cmd->add_flag("--quiet", args->quiet, "Do not print the summary to stderr");
+  cmd->callback([args, exit_code] { *exit_code = RunSchedule(*args); });
+}
+
+}  // namespace specplan::cli

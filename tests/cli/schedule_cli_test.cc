@@ -1,0 +1,139 @@
+// `specplan schedule` (cli/schedule_command.cc) run as a real binary. The formats themselves are
+// checked against the engines' documented lookup rules in tests/whatif/schedule_test.cc; here:
+// the command end to end, --out, the summary, the engine each format defaults to, and errors that
+// name the flag and value. The TensorRT-LLM YAML is also read with PyYAML's yaml.safe_load, the
+// loader trtllm-serve uses for --extra_llm_api_options, where python3 has it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "run_command.h"
+
+namespace specplan {
+namespace {
+
+using ::specplan::testing::RunBinary;
+using ::specplan::testing::RunSpecplan;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kBase = "schedule --gpu h100 --model qwen3-8b --t-draft-ms 1 ";
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(ScheduleCommand, VllmJsonOnStdoutPricedByVllmsProfile) {
+  auto r = RunSpecplan(kBase + "--format vllm --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);  // --quiet: stdout is the JSON alone
+  const nlohmann::json& config = j.at("speculative_config");
+  EXPECT_GE(config.at("num_speculative_tokens").get<int>(), 1);
+  const nlohmann::json& table = config.at("num_speculative_tokens_per_batch_size");
+  ASSERT_FALSE(table.empty());
+  EXPECT_EQ(table.front()[0], 1);
+  EXPECT_EQ(table.back()[1], 4096);
+  EXPECT_EQ(j.at("specplan").at("profile"), "h100-sxm/qwen3-8b-bf16@vllm");
+  EXPECT_EQ(j.at("specplan").at("engine"), "vllm");
+  EXPECT_THAT(j.at("specplan").at("trace").at("path").get<std::string>(),
+              HasSubstr("whatif/traces/family.jsonl"));
+  EXPECT_EQ(j.at("specplan").at("expected_tokens_per_s").size(), 9u);
+}
+
+TEST(ScheduleCommand, SummaryGoesToStderrAndOutWritesTheFile) {
+  const std::string out = ::testing::TempDir() + "/schedule_cli/sglang.json";
+  std::remove(out.c_str());
+  auto r = RunSpecplan(kBase + "--format sglang --batch-sizes 1,8,64 --quiet --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "");  // with --out and --quiet nothing is printed
+  const nlohmann::json j = nlohmann::json::parse(ReadAll(out));
+  EXPECT_EQ(j.at("specplan").at("engine"), "sglang");
+  EXPECT_EQ(j.at("sglang").at("ranges").front().at("batch_lo"), 1);
+  EXPECT_EQ(j.at("specplan").at("replay").at("batch_sizes"), (std::vector<int>{1, 8, 64}));
+  // Without --quiet the summary (stderr): the per-B table against the batch planner and the best
+  // static setting; the schedule itself went to the file.
+  auto s = RunSpecplan(kBase + "--format sglang --batch-sizes 1,8,64 --out " + out);
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_THAT(s.output, Not(HasSubstr("\"sglang\"")));
+  EXPECT_THAT(s.output, HasSubstr("profile h100-sxm/qwen3-8b-bf16@sglang (engine sglang"));
+  EXPECT_THAT(s.output, HasSubstr("batch planner"));
+  EXPECT_THAT(s.output, HasSubstr("best single static setting"));
+  EXPECT_THAT(s.output, HasSubstr("wrote " + out));
+}
+
+TEST(ScheduleCommand, TrtllmYamlLoadsWithPyYaml) {
+  const std::string out = ::testing::TempDir() + "/schedule_cli/trtllm.yaml";
+  auto r = RunSpecplan(kBase + "--format trtllm --min-draft-len 1 --quiet --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string text = ReadAll(out);
+  EXPECT_THAT(text, HasSubstr("# cost: qwen3-8b on h100-sxm (bf16), profile "
+                              "h100-sxm/qwen3-8b-bf16@trtllm"));
+  EXPECT_THAT(text, HasSubstr("speculative_config:\n  max_draft_len: "));
+  EXPECT_THAT(text, HasSubstr("PR #16888"));
+  auto has_yaml = RunBinary("python3", "-c 'import yaml'");
+  if (has_yaml.exit_code != 0) GTEST_SKIP() << "python3 with PyYAML is not installed";
+  auto loaded = RunBinary(
+      "python3",
+      "-c 'import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))' " + out);
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
+  const nlohmann::json j = nlohmann::json::parse(loaded.output);
+  const nlohmann::json& spec = j.at("speculative_config");
+  const nlohmann::json& schedule = spec.at("draft_len_schedule");
+  ASSERT_TRUE(schedule.contains("1"));  // int keys, as json.dumps writes them
+  EXPECT_EQ(schedule.at("1"), spec.at("max_draft_len"));
+  // --min-draft-len 1: the last key covers every batch up to 4096 with K >= 1.
+  ASSERT_TRUE(schedule.contains("4096"));
+  EXPECT_GE(schedule.at("4096").get<int>(), 1);
+}
+
+TEST(ScheduleCommand, ErrorsNameTheFlagAndValue) {
+  auto bad_format = RunSpecplan(kBase + "--format tgi");
+  EXPECT_EQ(bad_format.exit_code, 1);
+  EXPECT_THAT(bad_format.output,
+              HasSubstr("specplan schedule: --format \"tgi\": unknown format (vllm, trtllm, "
+                        "sglang)"));
+  auto no_format = RunSpecplan(kBase);
+  EXPECT_NE(no_format.exit_code, 0);
+  EXPECT_THAT(no_format.output, HasSubstr("--format is required"));
+  auto bad_item = RunSpecplan(kBase + "--format vllm --batch-sizes 1,x,8");
+  EXPECT_EQ(bad_item.exit_code, 1);
+  EXPECT_THAT(bad_item.output, HasSubstr("--batch-sizes 1,x,8: \"x\" must be a positive integer"));
+  auto no_one = RunSpecplan(kBase + "--format vllm --batch-sizes 2,4");
+  EXPECT_EQ(no_one.exit_code, 1);
+  EXPECT_THAT(no_one.output, HasSubstr("--batch-sizes 2,4: must start at 1"));
+  auto floor = RunSpecplan(kBase + "--format sglang --min-draft-len 1");
+  EXPECT_EQ(floor.exit_code, 1);
+  EXPECT_THAT(floor.output, HasSubstr("--min-draft-len 1: applies to --format vllm and trtllm"));
+  auto engine = RunSpecplan("schedule --gpu h100 --model qwen3-8b --format vllm --engine foo");
+  EXPECT_EQ(engine.exit_code, 1);
+  EXPECT_THAT(engine.output, HasSubstr("--engine foo"));
+  // Nothing is written when the command fails.
+  const std::string out = ::testing::TempDir() + "/schedule_cli/never.json";
+  std::remove(out.c_str());
+  auto failed = RunSpecplan(kBase + "--format vllm --batch-sizes 0 --out " + out);
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_THAT(failed.output, HasSubstr("\"0\" must be a positive integer"));
+  EXPECT_FALSE(std::ifstream(out).good());
+}
+
+TEST(ScheduleCommand, HelpNamesEveryFlag) {
+  auto r = RunSpecplan("schedule --help");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* flag : {"--format", "--gpu", "--model", "--engine", "--profile", "--trace",
+                           "--out", "--batch-sizes", "--n-max", "--t-draft-ms",
+                           "--draft-batch-growth", "--calibrate", "--min-draft-len"}) {
+    EXPECT_THAT(r.output, HasSubstr(flag));
+  }
+  EXPECT_THAT(r.output, Not(HasSubstr("--server")));
+}
+
+}  // namespace
+}  // namespace specplan
