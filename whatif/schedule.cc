@@ -255,10 +255,12 @@ std::string RenderTrtllm(const Schedule& s, const ScheduleSource& src) {
   comment("expected throughput, tokens/s (replayed on the trace):");
   std::string table = ThroughputTable(s, "#   ");
   out += table;
-  comment(
-      absl::StrFormat("best single static draft length: K = %d (max_draft_len %d, no "
-                      "schedule), summed over the grid %.1f tokens/s",
-                      s.static_setting, s.static_setting, s.static_throughput_sum));
+  comment(absl::StrFormat("best single static draft length: %s, summed over the grid %.1f tokens/s",
+                          s.static_setting == 0
+                              ? std::string("off (no speculative_config)")
+                              : absl::StrFormat("K = %d (max_draft_len %d, no draft_len_schedule)",
+                                                s.static_setting, s.static_setting),
+                          s.static_throughput_sum));
   for (const std::string& line : ConstraintLines(s)) comment(line);
   // PR #16888: what the zero tiers become under the floor.
   std::vector<std::string> zero_tiers;
