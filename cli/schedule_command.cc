@@ -157,6 +157,11 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
          "options) or sglang (JSON, server args per batch range)")
       ->required();
   AddCostFlags(cmd, args.get());
+  // Here the default engine is the format's own, not the lookup order the other commands use.
+  cmd->get_option("--engine")
+      ->description(
+          "Whose kernels price the passes: sglang, vllm, trtllm or specplan; default: the engine "
+          "--format names (its profile for --gpu x --model must ship, or pass --profile)");
   cmd->add_option("--trace", args->trace,
                   "Acceptance trace (JSONL, whatif/trace.h); default: the bundled trace " +
                       whatif::DefaultTracePath());
