@@ -76,12 +76,49 @@ void TopOneChain(const planner::Marginals& m, int k, planner::Tree* tree) {
   }
 }
 
-// One static row group (best-fixed's budgets or best-chain's lengths): per setting, the sums and
-// the batch step's shape.
+// One static row group (best-fixed's budgets or best-chain's lengths) in one replay: per setting,
+// the sums and the current batch step's shape.
 struct StaticGroup {
   std::vector<RowSums> sums;
   std::vector<BatchShape> shapes;
+
+  explicit StaticGroup(size_t settings) : sums(settings), shapes(settings) {}
+  void ClearShapes() {
+    for (BatchShape& shape : shapes) shape.Clear();
+  }
+  // One request step at context c: setting k drafts n[k] nodes and realises l[k] of them.
+  void Add(const std::vector<int>& n, const std::vector<int>& l, int64_t c) {
+    for (size_t k = 0; k < sums.size(); ++k) {
+      shapes[k].Add(n[k] + 1, c);
+      sums[k].tokens += 1 + l[k];
+      sums[k].accepted += l[k];
+      sums[k].nodes += n[k];
+    }
+  }
+  // Prices the batch step of every setting as one ragged pass.
+  void Price(const BatchCycleCost& cost) {
+    for (size_t k = 0; k < sums.size(); ++k) sums[k].seconds += cost.Seconds(shapes[k]);
+  }
 };
+
+// The row of one strategy's sums over a replay of `steps` batch steps and `request_steps`
+// request steps.
+ConcurrencyRow MakeRow(int label, ConcurrencyStrategy strategy, int steps, double request_steps,
+                       const RowSums& sums, double ar_throughput) {
+  ConcurrencyRow row;
+  row.batch = label;
+  row.strategy = strategy;
+  row.steps = steps;
+  row.tokens = sums.tokens;
+  row.seconds = sums.seconds;
+  row.throughput = sums.tokens / sums.seconds;
+  row.accepted = sums.accepted / request_steps;
+  row.mean_tree_size = sums.nodes / request_steps;
+  row.cycle_s = sums.seconds / steps;
+  row.speedup = row.throughput / ar_throughput;
+  row.plain_steps = sums.plain_steps;
+  return row;
+}
 
 costmodel::DrafterCost BatchDrafter(const ConcurrencyOptions& o, int gamma) {
   costmodel::DrafterCost d = o.drafter;
@@ -272,10 +309,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   auto replay = [&](int label, int steps, const std::function<int(int)>& size,
                     const std::function<int(int, int)>& position) -> absl::StatusOr<bool> {
     RowSums sums[kStrategies];
-    StaticGroup statics{std::vector<RowSums>(budgets.size()),
-                        std::vector<BatchShape>(budgets.size())};
-    StaticGroup chains{std::vector<RowSums>(lengths.size()),
-                       std::vector<BatchShape>(lengths.size())};
+    StaticGroup statics(budgets.size()), chains(lengths.size());
     double request_steps = 0;
     planner::AcceptanceEstimator batch_calibration;
     for (int t = 0; t < steps; ++t) {
@@ -288,8 +322,8 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       plain.Clear();
       fixed.Clear();
       ctl.Clear();
-      for (BatchShape& shape : statics.shapes) shape.Clear();
-      for (BatchShape& shape : chains.shapes) shape.Clear();
+      statics.ClearShapes();
+      chains.ClearShapes();
       int gamma = 1;
       bool ctl_drafts = false;
       for (int j = 0; j < B; ++j) {
@@ -308,18 +342,8 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
         sums[2].tokens += 1 + r.controller_l;
         sums[2].accepted += r.controller_l;
         sums[2].nodes += r.controller_n;
-        for (size_t k = 0; k < budgets.size(); ++k) {
-          statics.shapes[k].Add(r.static_n[k] + 1, s.c);
-          statics.sums[k].tokens += 1 + r.static_l[k];
-          statics.sums[k].accepted += r.static_l[k];
-          statics.sums[k].nodes += r.static_n[k];
-        }
-        for (size_t k = 0; k < lengths.size(); ++k) {
-          chains.shapes[k].Add(r.chain_n[k] + 1, s.c);
-          chains.sums[k].tokens += 1 + r.chain_l[k];
-          chains.sums[k].accepted += r.chain_l[k];
-          chains.sums[k].nodes += r.chain_n[k];
-        }
+        statics.Add(r.static_n, r.static_l, s.c);
+        chains.Add(r.chain_n, r.chain_l, s.c);
         requests[j].marginals = &*s.marginals;
         requests[j].c = s.c;
         requests[j].n_max = o.n_max;
@@ -333,10 +357,8 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       // fixed and controller: every request drafted; the batch is priced together.
       sums[1].seconds += cost.Seconds(fixed);
       sums[2].seconds += cost.Seconds(ctl);
-      for (size_t k = 0; k < budgets.size(); ++k)
-        statics.sums[k].seconds += cost.Seconds(statics.shapes[k]);
-      for (size_t k = 0; k < lengths.size(); ++k)
-        chains.sums[k].seconds += cost.Seconds(chains.shapes[k]);
+      statics.Price(cost);
+      chains.Price(cost);
       if (!ctl_drafts) ++sums[2].plain_steps;
       // batch
       if (o.calibrate) bo.acceptance_scale = batch_calibration.surrogate_scale();
@@ -365,19 +387,8 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
     if (o.calibrate) report.batch_scales.push_back(batch_calibration.surrogate_scale());
     const double ar_throughput = sums[0].tokens / sums[0].seconds;
     for (int k = 0; k < kStrategies; ++k) {
-      ConcurrencyRow row;
-      row.batch = label;
-      row.strategy = kAllConcurrency[k];
-      row.steps = steps;
-      row.tokens = sums[k].tokens;
-      row.seconds = sums[k].seconds;
-      row.throughput = sums[k].tokens / sums[k].seconds;
-      row.accepted = sums[k].accepted / request_steps;
-      row.mean_tree_size = sums[k].nodes / request_steps;
-      row.cycle_s = sums[k].seconds / steps;
-      row.speedup = row.throughput / ar_throughput;
-      row.plain_steps = sums[k].plain_steps;
-      report.rows.push_back(row);
+      report.rows.push_back(
+          MakeRow(label, kAllConcurrency[k], steps, request_steps, sums[k], ar_throughput));
     }
     const bool pays = report.rows.back().throughput > ar_throughput;
     // The best static setting of a group: the highest throughput, or plain decoding (0) when
@@ -391,20 +402,9 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
         settings->throughput.push_back(t);
         if (t > best_throughput) best = static_cast<int>(k), best_throughput = t;
       }
+      // Plain decoding's sums count every step plain; a static setting's count none.
       const RowSums& b = best < 0 ? sums[0] : group.sums[static_cast<size_t>(best)];
-      ConcurrencyRow row;
-      row.batch = label;
-      row.strategy = strategy;
-      row.steps = steps;
-      row.tokens = b.tokens;
-      row.seconds = b.seconds;
-      row.throughput = b.tokens / b.seconds;
-      row.accepted = b.accepted / request_steps;
-      row.mean_tree_size = b.nodes / request_steps;
-      row.cycle_s = b.seconds / steps;
-      row.speedup = row.throughput / ar_throughput;
-      row.plain_steps = best < 0 ? steps : 0;
-      report.rows.push_back(row);
+      report.rows.push_back(MakeRow(label, strategy, steps, request_steps, b, ar_throughput));
       return best < 0 ? 0 : values[static_cast<size_t>(best)];
     };
     if (o.best_fixed) {
@@ -561,24 +561,24 @@ std::string FormatConcurrencyTable(const ConcurrencyReport& r) {
         absl::StrFormat("%d/%d", row.plain_steps, row.steps));
   }
   out += "\n";
-  if (r.best_fixed) {
-    out += "best-fixed budget per B (draft nodes per request; 0 = plain decoding):";
-    for (size_t i = 0; i < r.best_fixed_budgets.size(); ++i) {
+  // One line of a best row's setting per batch size.
+  auto settings_line = [&r, &out](const char* heading, const std::vector<int>& values) {
+    out += heading;
+    for (size_t i = 0; i < values.size(); ++i) {
       out += absl::StrFormat(
           " %s:%d", r.recorded_passes > 0 ? std::string("rec") : absl::StrCat(r.batch_sizes[i]),
-          r.best_fixed_budgets[i]);
+          values[i]);
     }
     out += "\n";
+  };
+  if (r.best_fixed) {
+    settings_line("best-fixed budget per B (draft nodes per request; 0 = plain decoding):",
+                  r.best_fixed_budgets);
   }
   if (r.best_chain) {
-    out +=
-        "best-chain length per B (top-1 chain of K draft tokens per request; 0 = plain decoding):";
-    for (size_t i = 0; i < r.best_chain_lengths.size(); ++i) {
-      out += absl::StrFormat(
-          " %s:%d", r.recorded_passes > 0 ? std::string("rec") : absl::StrCat(r.batch_sizes[i]),
-          r.best_chain_lengths[i]);
-    }
-    out += "\n";
+    settings_line(
+        "best-chain length per B (top-1 chain of K draft tokens per request; 0 = plain decoding):",
+        r.best_chain_lengths);
   }
   if (r.recorded_passes > 0) {
     out += absl::StrFormat(
