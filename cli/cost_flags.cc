@@ -5,6 +5,18 @@
 
 namespace specplan::cli {
 
+absl::StatusOr<CostFlags::Parsed> CostFlags::Parse() const {
+  auto cls = costmodel::ParseDrafterClass(drafter);
+  if (!cls.ok())
+    return absl::Status(cls.status().code(), "--" + std::string(cls.status().message()));
+  auto parsed_dtype = costmodel::ParseDType(dtype);
+  if (!parsed_dtype.ok()) {
+    return absl::Status(parsed_dtype.status().code(),
+                        "--" + std::string(parsed_dtype.status().message()));
+  }
+  return Parsed{*cls, *parsed_dtype};
+}
+
 costmodel::CostSpec CostFlags::ToCostSpec(costmodel::DType dtype) const {
   costmodel::CostSpec spec;
   spec.model = model;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/model_spec.h"
@@ -28,6 +29,14 @@ struct CostFlags {
   int64_t tp = 0;  // 0 = not given: the profile's, else 1
   std::string drafter = "parallel";
   double t_aux_ms = 0;
+
+  // --drafter and --dtype parsed, drafter first; the error names the flag and value
+  // ("--drafter 'x': ..."), for the command to print after its own name.
+  struct Parsed {
+    costmodel::DrafterClass drafter;
+    costmodel::DType dtype;
+  };
+  absl::StatusOr<Parsed> Parse() const;
 
   // The cost half of these flags (model, gpu, engine, profile, latency model, tp) with the parsed
   // --dtype, for costmodel::ResolveCost — and for a --server call, which takes the same spec.

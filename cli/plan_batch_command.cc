@@ -156,20 +156,17 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     options.objective = BatchObjective::kLatencyBound;
     options.max_seconds_per_token = a.max_ms_per_token * 1e-3;
   }
-  auto drafter_cls = costmodel::ParseDrafterClass(a.drafter);
-  if (!drafter_cls.ok()) {
-    std::cerr << kCmd << "--" << drafter_cls.status().message() << "\n";
+  auto parsed = a.Parse();
+  if (!parsed.ok()) {
+    std::cerr << kCmd << parsed.status().message() << "\n";
     return 1;
   }
-  auto dtype = costmodel::ParseDType(a.dtype);
-  if (!dtype.ok()) {
-    std::cerr << kCmd << "--" << dtype.status().message() << "\n";
-    return 1;
-  }
+  const costmodel::DrafterClass drafter_cls = parsed->drafter;
+  const costmodel::DType dtype = parsed->dtype;
   const bool want_cost = options.mode != BudgetMode::kFixed || !a.model.empty() || !a.gpu.empty() ||
                          !a.engine.empty() || !a.profile.empty() || !a.latency_model.empty();
   costmodel::DrafterCost drafter;
-  drafter.cls = *drafter_cls;
+  drafter.cls = drafter_cls;
   drafter.gamma = 0;
   for (const RequestLine& r : *lines) drafter.gamma = std::max(drafter.gamma, r.marginals.gamma);
   drafter.t_net_s = a.t_draft_ms * 1e-3;
@@ -186,7 +183,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     return 1;
   }
   if (want_cost && a.server.empty()) {
-    auto resolved = costmodel::ResolveCost(a.ToCostSpec(*dtype));
+    auto resolved = costmodel::ResolveCost(a.ToCostSpec(dtype));
     if (!resolved.ok()) {
       std::cerr << kCmd << resolved.status().message() << "\n";
       return 1;
@@ -203,7 +200,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   const int B = static_cast<int>(requests.size());
   std::vector<TreeOutputs> outputs(static_cast<size_t>(B));
   if (!a.server.empty()) {
-    const RemoteCost rc = a.ToRemoteCost(*dtype, drafter, /*context=*/0);
+    const RemoteCost rc = a.ToRemoteCost(dtype, drafter, /*context=*/0);
     auto used =
         RemotePlanBatch(a.server, requests, options, want_cost ? &rc : nullptr, &plan, &outputs);
     if (!used.ok()) {

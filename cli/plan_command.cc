@@ -75,21 +75,18 @@ int RunPlan(const PlanArgs& a) {
     options.mode = a.scan ? BudgetMode::kScan : BudgetMode::kController;
     options.n_max = a.n_max;
   }
-  auto drafter_cls = costmodel::ParseDrafterClass(a.drafter);
-  if (!drafter_cls.ok()) {
-    std::cerr << kCmd << "--" << drafter_cls.status().message() << "\n";
+  auto parsed = a.Parse();
+  if (!parsed.ok()) {
+    std::cerr << kCmd << parsed.status().message() << "\n";
     return 1;
   }
-  auto dtype = costmodel::ParseDType(a.dtype);
-  if (!dtype.ok()) {
-    std::cerr << kCmd << "--" << dtype.status().message() << "\n";
-    return 1;
-  }
+  const costmodel::DrafterClass drafter_cls = parsed->drafter;
+  const costmodel::DType dtype = parsed->dtype;
   // The cost is required by the controller; in fixed mode it only fills cycle_s / speedup.
   const bool want_cost = options.mode != BudgetMode::kFixed || !a.model.empty() || !a.gpu.empty() ||
                          !a.engine.empty() || !a.profile.empty() || !a.latency_model.empty();
   costmodel::DrafterCost drafter;
-  drafter.cls = *drafter_cls;
+  drafter.cls = drafter_cls;
   drafter.gamma = marginals->gamma;
   drafter.t_net_s = a.t_draft_ms * 1e-3;
 
@@ -107,7 +104,7 @@ int RunPlan(const PlanArgs& a) {
                    "used\n";
       return 1;
     }
-    const RemoteCost rc = a.ToRemoteCost(*dtype, drafter, a.c);
+    const RemoteCost rc = a.ToRemoteCost(dtype, drafter, a.c);
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < repeat; ++r) {
       auto used = RemotePlanTree(a.server, *marginals, options, want_cost ? &rc : nullptr, a.c,
@@ -126,7 +123,7 @@ int RunPlan(const PlanArgs& a) {
     std::unique_ptr<costmodel::LatencyModel> latency;
     std::unique_ptr<costmodel::CycleCost> cost;
     if (want_cost) {
-      auto resolved = costmodel::ResolveCost(a.ToCostSpec(*dtype));
+      auto resolved = costmodel::ResolveCost(a.ToCostSpec(dtype));
       if (!resolved.ok()) {
         std::cerr << kCmd << resolved.status().message() << "\n";
         return 1;

@@ -72,16 +72,13 @@ int RunSchedule(const ScheduleArgs& given) {
               << ": applies to --format vllm and trtllm (draft lengths), not sglang\n";
     return 1;
   }
-  auto drafter_cls = costmodel::ParseDrafterClass(a.drafter);
-  if (!drafter_cls.ok()) {
-    std::cerr << kCmd << "--" << drafter_cls.status().message() << "\n";
+  auto parsed = a.Parse();
+  if (!parsed.ok()) {
+    std::cerr << kCmd << parsed.status().message() << "\n";
     return 1;
   }
-  auto dtype = costmodel::ParseDType(a.dtype);
-  if (!dtype.ok()) {
-    std::cerr << kCmd << "--" << dtype.status().message() << "\n";
-    return 1;
-  }
+  const costmodel::DrafterClass drafter_cls = parsed->drafter;
+  const costmodel::DType dtype = parsed->dtype;
   // The format's own engine prices the passes unless --engine or --profile says otherwise.
   if (a.engine.empty() && a.profile.empty()) a.engine = whatif::ScheduleFormatName(*format);
 
@@ -91,7 +88,7 @@ int RunSchedule(const ScheduleArgs& given) {
     std::cerr << kCmd << "--trace " << trace.status().message() << "\n";
     return 1;
   }
-  auto resolved = costmodel::ResolveCost(a.ToCostSpec(*dtype));
+  auto resolved = costmodel::ResolveCost(a.ToCostSpec(dtype));
   if (!resolved.ok()) {
     std::cerr << kCmd << resolved.status().message() << "\n";
     return 1;
@@ -100,7 +97,7 @@ int RunSchedule(const ScheduleArgs& given) {
   whatif::ScheduleOptions options;
   options.replay.batch_sizes = *sizes;
   options.replay.n_max = a.n_max;
-  options.replay.drafter.cls = *drafter_cls;
+  options.replay.drafter.cls = drafter_cls;
   options.replay.drafter.t_net_s = a.t_draft_ms * 1e-3;
   options.replay.drafter.batch_growth = a.draft_batch_growth;
   options.replay.t_aux_s = a.t_aux_ms * 1e-3;
@@ -121,7 +118,7 @@ int RunSchedule(const ScheduleArgs& given) {
   source.engine_version = resolved->engine_version;
   source.model = resolved->model_spec.name;
   source.gpu = resolved->gpu_spec.name;
-  source.dtype = costmodel::DTypeName(*dtype);
+  source.dtype = costmodel::DTypeName(dtype);
   source.trace_path = trace_path;
   const std::string text = whatif::RenderSchedule(*schedule, source);
   if (a.out.empty()) {

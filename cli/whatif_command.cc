@@ -302,22 +302,19 @@ int RunWhatIf(const WhatIfArgs& a) {
     std::cerr << kCmd << "--strategies " << strategies.status().message() << "\n";
     return 1;
   }
-  auto drafter_cls = costmodel::ParseDrafterClass(a.drafter);
-  if (!drafter_cls.ok()) {
-    std::cerr << kCmd << "--" << drafter_cls.status().message() << "\n";
+  auto parsed = a.Parse();
+  if (!parsed.ok()) {
+    std::cerr << kCmd << parsed.status().message() << "\n";
     return 1;
   }
-  auto dtype = costmodel::ParseDType(a.dtype);
-  if (!dtype.ok()) {
-    std::cerr << kCmd << "--" << dtype.status().message() << "\n";
-    return 1;
-  }
+  const costmodel::DrafterClass drafter_cls = parsed->drafter;
+  const costmodel::DType dtype = parsed->dtype;
 
   if (!a.concurrency.empty()) {
     costmodel::DrafterCost drafter;
-    drafter.cls = *drafter_cls;
+    drafter.cls = drafter_cls;
     drafter.t_net_s = a.t_draft_ms * 1e-3;
-    return RunConcurrency(a, *dtype, drafter, a.t_aux_ms * 1e-3,
+    return RunConcurrency(a, dtype, drafter, a.t_aux_ms * 1e-3,
                           a.n_max > 0 ? a.n_max : budgets->back());
   }
 
@@ -325,7 +322,7 @@ int RunWhatIf(const WhatIfArgs& a) {
   options.budgets = *budgets;
   options.strategies = *strategies;
   options.n_max = a.n_max;
-  options.drafter.cls = *drafter_cls;
+  options.drafter.cls = drafter_cls;
   options.drafter.t_net_s = a.t_draft_ms * 1e-3;
   options.policy_forward_s = a.policy_forward_ms * 1e-3;
   options.t_aux_s = a.t_aux_ms * 1e-3;
@@ -335,7 +332,7 @@ int RunWhatIf(const WhatIfArgs& a) {
   options.per_step = a.per_step;
   options.calibrate = a.calibrate;
   WhatIfOutcome o;
-  if (!(a.server.empty() ? RunLocal(a, *dtype, options, &o) : RunRemote(a, *dtype, options, &o))) {
+  if (!(a.server.empty() ? RunLocal(a, dtype, options, &o) : RunRemote(a, dtype, options, &o))) {
     return 1;
   }
   const whatif::WhatIfReport& report = o.report;
@@ -365,7 +362,7 @@ int RunWhatIf(const WhatIfArgs& a) {
     return 0;
   }
   std::cout << absl::StrFormat("%s on %s (%s)%s%s\n", o.model_name, o.gpu_name,
-                               costmodel::DTypeName(*dtype), o.profile.empty() ? "" : ", profile ",
+                               costmodel::DTypeName(dtype), o.profile.empty() ? "" : ", profile ",
                                DescribeProfile(o.profile, o.engine, o.engine_version))
             << "trace file: " << o.trace_path << "\n"
             << whatif::FormatWhatIfTable(report);
