@@ -298,7 +298,6 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const s
       table.batch_seconds.push_back(std::move(layer));
     }
   }
-  if (table.b_grid.empty()) table.batch_seconds.clear();
   SPECPLAN_RETURN_IF_ERROR(ValidateLatencyTable(table));
 
   Profile prof;
