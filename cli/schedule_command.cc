@@ -4,20 +4,24 @@
 //   specplan schedule --format vllm|trtllm|sglang [--gpu G --model M --engine E | --profile F]
 //                     [--trace T] [--out FILE] [--batch-sizes LIST] [--n-max N] [--t-draft-ms X]
 //                     [--draft-batch-growth F] [--calibrate] [--batch-scan] [--min-draft-len K]
-//                     [--unconstrained] [--quiet]
+//                     [--unconstrained] [--context-grid LIST] [--quiet]
 //
 // Without --engine and --profile the cost is the format's own engine's profile (--format vllm:
 // --engine vllm). Without --trace the bundled trace (whatif::DefaultTracePath()). The schedule goes
 // to stdout, or with --out to FILE (written atomically); a short summary (per B: the setting, its
 // throughput, the batch planner's, the best single static setting's) goes to stderr unless
-// --quiet.
+// --quiet. With --context-grid (vllm only) the output adds the context-length axis of vLLM RFC
+// #48627 (whatif::RenderContextSchedule).
 #include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
 #include "costmodel/cost_spec.h"
@@ -45,8 +49,23 @@ struct ScheduleArgs : CostFlags {
   bool batch_scan = false;
   int min_draft_len = 0;
   bool unconstrained = false;
+  std::string context_grid;
   bool quiet = false;
 };
+
+// "0,1024,4096" -> {0, 1024, 4096}; the grid's own rules are BuildContextSchedule's.
+absl::StatusOr<std::vector<int64_t>> ParseContextGrid(const std::string& text) {
+  std::vector<int64_t> out;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(part, &v) || v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", std::string(part), "\": not a context length (an integer >= 0)"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
 
 int RunSchedule(const ScheduleArgs& given) {
   ScheduleArgs a = given;
@@ -71,6 +90,22 @@ int RunSchedule(const ScheduleArgs& given) {
     std::cerr << kCmd << "--min-draft-len " << a.min_draft_len
               << ": applies to --format vllm and trtllm (draft lengths), not sglang\n";
     return 1;
+  }
+  std::vector<int64_t> contexts;
+  if (!a.context_grid.empty()) {
+    if (*format != whatif::ScheduleFormat::kVllm) {
+      std::cerr << kCmd << "--context-grid " << a.context_grid
+                << ": applies to --format vllm (the context axis of vLLM RFC #48627), not "
+                << a.format << "\n";
+      return 1;
+    }
+    auto grid = ParseContextGrid(a.context_grid);
+    if (!grid.ok()) {
+      std::cerr << kCmd << "--context-grid " << a.context_grid << ": " << grid.status().message()
+                << "\n";
+      return 1;
+    }
+    contexts = *std::move(grid);
   }
   auto parsed = a.Parse();
   if (!parsed.ok()) {
@@ -105,7 +140,20 @@ int RunSchedule(const ScheduleArgs& given) {
   options.replay.batch_scan = a.batch_scan;
   options.min_chain = a.min_draft_len;
   options.monotone = !a.unconstrained;
-  auto schedule = whatif::BuildSchedule(*trace, *resolved->model, *format, options);
+  whatif::ContextSchedule by_context;
+  absl::StatusOr<whatif::Schedule> schedule;
+  if (contexts.empty()) {
+    schedule = whatif::BuildSchedule(*trace, *resolved->model, *format, options);
+  } else {
+    auto built = whatif::BuildContextSchedule(*trace, *resolved->model, *format, options, contexts);
+    if (!built.ok()) {
+      std::cerr << kCmd << "--context-grid " << a.context_grid << ": " << built.status().message()
+                << "\n";
+      return 1;
+    }
+    by_context = *std::move(built);
+    schedule = by_context.rows.front();
+  }
   if (!schedule.ok()) {
     std::cerr << kCmd << trace_path << ": " << schedule.status().message() << "\n";
     return 1;
@@ -120,7 +168,8 @@ int RunSchedule(const ScheduleArgs& given) {
   source.gpu = resolved->gpu_spec.name;
   source.dtype = costmodel::DTypeName(dtype);
   source.trace_path = trace_path;
-  const std::string text = whatif::RenderSchedule(*schedule, source);
+  const std::string text = contexts.empty() ? whatif::RenderSchedule(*schedule, source)
+                                            : whatif::RenderContextSchedule(by_context, source);
   if (a.out.empty()) {
     std::cout << text;
   } else {
@@ -132,6 +181,16 @@ int RunSchedule(const ScheduleArgs& given) {
   }
   if (!a.quiet) {
     std::cerr << whatif::FormatScheduleSummary(*schedule, source);
+    for (size_t j = 1; j < by_context.rows.size(); ++j) {
+      std::cerr << "at context +" << by_context.contexts[j] << " tokens: ";
+      std::string sep;
+      for (const whatif::SchedulePoint& p : by_context.rows[j].points) {
+        std::cerr << sep << "B " << p.batch << " K " << p.setting << " ("
+                  << absl::StrFormat("%.1f", p.throughput) << " tokens/s)";
+        sep = ", ";
+      }
+      std::cerr << "\n";
+    }
     if (!a.out.empty()) std::cerr << "wrote " << a.out << "\n";
   }
   return 0;
@@ -196,6 +255,12 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
                 "Choose each batch size's best setting on its own, even where a larger batch then "
                 "gets a longer chain or a bigger tree than a smaller one (default: never more than "
                 "the previous batch size's; trtllm is always capped at K(1))");
+  cmd->add_option("--context-grid", args->context_grid,
+                  "vllm: also write the context-length axis of vLLM RFC #48627 / PR #48944 "
+                  "(speculative_config_context_axis, [bs_lo, bs_hi, ctx_lo, ctx_hi, K] entries): "
+                  "a comma-separated grid of context lengths starting at 0, e.g. "
+                  "0,2048,8192,32768; at each point the trace is replayed with every request's "
+                  "context grown by that many tokens");
   cmd->add_flag("--quiet", args->quiet, "Do not print the summary to stderr");
   cmd->callback([args, exit_code] { *exit_code = RunSchedule(*args); });
 }

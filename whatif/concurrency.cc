@@ -214,6 +214,10 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_net_s, "drafter.t_net_s"));
   SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_head_s, "drafter.t_head_s"));
   SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_light_s, "drafter.t_light_s"));
+  if (o.context_offset < 0 || o.context_offset > kMaxContextOffset) {
+    return Invalid(absl::StrCat("context_offset = ", o.context_offset, ": must be in [0, ",
+                                kMaxContextOffset, "] tokens"));
+  }
   if (!(o.drafter.batch_growth >= 0) || !std::isfinite(o.drafter.batch_growth)) {
     return Invalid(absl::StrCat("drafter.batch_growth = ", o.drafter.batch_growth,
                                 ": must be a finite number >= 0"));
@@ -267,7 +271,8 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       r.chain_n.push_back(chain.num_draft());
       r.chain_l.push_back(RealizedAcceptedLength(chain, s.continuation, &matched));
     }
-    const costmodel::CycleCost cost(&latency, BatchDrafter(o, s.marginals->gamma), o.t_aux_s, s.c);
+    const costmodel::CycleCost cost(&latency, BatchDrafter(o, s.marginals->gamma), o.t_aux_s,
+                                    s.c + o.context_offset);
     if (o.calibrate) controller.acceptance_scale = controller_calibration.surrogate_scale();
     st = single.Plan(*s.marginals, controller, &cost, &plan);
     if (!st.ok()) return Invalid(absl::StrCat("controller: ", std::string(st.message())));
@@ -286,6 +291,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   report.n_max = o.n_max;
   report.drafter = o.drafter;
   report.t_aux_s = o.t_aux_s;
+  report.context_offset = o.context_offset;
   report.batch_scan = o.batch_scan;
   report.calibrate = o.calibrate;
   report.best_fixed = o.best_fixed;
@@ -331,10 +337,11 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
         at[j] = k;
         const RingStep& r = ring[k];
         const TraceStep& s = *r.step;
+        const int64_t c = s.c + o.context_offset;
         gamma = std::max(gamma, s.marginals->gamma);
-        plain.Add(1, s.c);
-        fixed.Add(r.fixed_n + 1, s.c);
-        ctl.Add(r.controller_n + 1, s.c);
+        plain.Add(1, c);
+        fixed.Add(r.fixed_n + 1, c);
+        ctl.Add(r.controller_n + 1, c);
         ctl_drafts = ctl_drafts || r.controller_n > 0;
         sums[1].tokens += 1 + r.fixed_l;
         sums[1].accepted += r.fixed_l;
@@ -342,10 +349,10 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
         sums[2].tokens += 1 + r.controller_l;
         sums[2].accepted += r.controller_l;
         sums[2].nodes += r.controller_n;
-        statics.Add(r.static_n, r.static_l, s.c);
-        chains.Add(r.chain_n, r.chain_l, s.c);
+        statics.Add(r.static_n, r.static_l, c);
+        chains.Add(r.chain_n, r.chain_l, c);
         requests[j].marginals = &*s.marginals;
-        requests[j].c = s.c;
+        requests[j].c = c;
         requests[j].n_max = o.n_max;
       }
       const BatchCycleCost cost(&latency, BatchDrafter(o, gamma), o.t_aux_s);

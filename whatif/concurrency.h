@@ -134,7 +134,11 @@ struct ConcurrencyOptions {
     d.batch_growth = kDefaultDraftBatchGrowth;
     return d;
   }();
-  double t_aux_s = 0;          // seconds, per batch step
+  double t_aux_s = 0;  // seconds, per batch step
+  // Tokens added to every step's recorded context length c before pricing and planning, as if
+  // each request's prompt were this much longer (the trace's acceptance is kept): the replay at
+  // a longer context. In [0, kMaxContextOffset].
+  int64_t context_offset = 0;
   bool batch_scan = false;     // batch in BudgetMode::kScan instead of kController
   bool calibrate = false;      // controller and batch calibrate the surrogate online (above)
   bool validate_trace = true;  // ValidateTraceStep on every step first
@@ -150,6 +154,9 @@ struct ConcurrencyOptions {
   // Called after each batch size with (sizes done, sizes total); may be empty.
   std::function<void(int, int)> progress;
 };
+
+// The largest ConcurrencyOptions::context_offset, tokens.
+inline constexpr int64_t kMaxContextOffset = int64_t{1} << 20;
 
 // The batch label of the rows of a recorded-batches replay (ConcurrencyOptions::recorded).
 inline constexpr int kRecordedBatch = 0;
@@ -194,6 +201,7 @@ struct ConcurrencyReport {
   int n_max = 0;
   costmodel::DrafterCost drafter;
   double t_aux_s = 0;
+  int64_t context_offset = 0;
   bool batch_scan = false;
   bool calibrate = false;
   // With calibrate: the controller's surrogate_scale after the ring, and the batch planner's

@@ -213,7 +213,7 @@ ordered_json MetadataJson(const Schedule& s, const ScheduleSource& src) {
   return m;
 }
 
-std::string RenderVllm(const Schedule& s, const ScheduleSource& src) {
+ordered_json VllmJson(const Schedule& s, const ScheduleSource& src) {
   ordered_json table = ordered_json::array();
   for (const ScheduleRange& r : s.ranges) table.push_back({r.lo, r.hi, r.setting});
   ordered_json j;
@@ -240,7 +240,11 @@ std::string RenderVllm(const Schedule& s, const ScheduleSource& src) {
         "K = 0; leave speculative_config out.";
   }
   j["specplan"] = std::move(m);
-  return PrettyJson(j, 0, 0) + "\n";
+  return j;
+}
+
+std::string RenderVllm(const Schedule& s, const ScheduleSource& src) {
+  return PrettyJson(VllmJson(s, src), 0, 0) + "\n";
 }
 
 std::string RenderTrtllm(const Schedule& s, const ScheduleSource& src) {
@@ -558,6 +562,131 @@ int ScheduleSettingAt(const Schedule& s, int batch) {
     if (batch >= r.lo && batch <= r.hi) return r.setting;
   }
   return 0;
+}
+
+absl::StatusOr<ContextSchedule> BuildContextSchedule(const Trace& trace,
+                                                     const costmodel::LatencyModel& latency,
+                                                     ScheduleFormat format,
+                                                     const ScheduleOptions& options,
+                                                     const std::vector<int64_t>& contexts) {
+  if (!ScheduleUsesChains(format)) {
+    return Invalid(absl::StrCat("context grid: applies to chain formats (vllm), not ",
+                                ScheduleFormatName(format)));
+  }
+  if (contexts.empty() || contexts.front() != 0) {
+    return Invalid(absl::StrCat(
+        "contexts: the grid starts at ", contexts.empty() ? int64_t{-1} : contexts.front(),
+        "; it must start at 0, so that every context length has a setting"));
+  }
+  for (size_t i = 1; i < contexts.size(); ++i) {
+    if (contexts[i] <= contexts[i - 1] || contexts[i] > kMaxContextOffset) {
+      return Invalid(absl::StrCat("contexts[", i, "] = ", contexts[i],
+                                  ": must be larger than the previous point (", contexts[i - 1],
+                                  ") and at most ", kMaxContextOffset, " tokens"));
+    }
+  }
+  ContextSchedule cs;
+  cs.contexts = contexts;
+  for (int64_t c : contexts) {
+    ScheduleOptions o = options;
+    o.replay.context_offset = c;
+    auto row = BuildSchedule(trace, latency, format, o);
+    if (!row.ok()) {
+      return Invalid(absl::StrCat("at context ", c, ": ", std::string(row.status().message())));
+    }
+    cs.max_setting = std::max(cs.max_setting, row->max_setting);
+    cs.rows.push_back(*std::move(row));
+  }
+  // Context rows: row j covers contexts[j] .. contexts[j+1] - 1; a row whose batch ranges equal
+  // the previous row's extends it.
+  struct Band {
+    int64_t lo, hi;
+    const std::vector<ScheduleRange>* ranges;
+  };
+  auto same = [](const std::vector<ScheduleRange>& a, const std::vector<ScheduleRange>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].lo != b[i].lo || a[i].hi != b[i].hi || a[i].setting != b[i].setting) return false;
+    }
+    return true;
+  };
+  std::vector<Band> bands;
+  for (size_t j = 0; j < contexts.size(); ++j) {
+    const int64_t hi = j + 1 < contexts.size() ? contexts[j + 1] - 1 : kMaxContextOffset;
+    if (!bands.empty() && same(*bands.back().ranges, cs.rows[j].ranges)) {
+      bands.back().hi = hi;
+    } else {
+      bands.push_back(Band{contexts[j], hi, &cs.rows[j].ranges});
+    }
+  }
+  for (const Band& b : bands) {
+    for (const ScheduleRange& r : *b.ranges) {
+      cs.cells.push_back(ContextScheduleCell{r.lo, r.hi, b.lo, b.hi, r.setting});
+    }
+  }
+  std::stable_sort(cs.cells.begin(), cs.cells.end(),
+                   [](const ContextScheduleCell& a, const ContextScheduleCell& b) {
+                     return a.bs_lo != b.bs_lo ? a.bs_lo < b.bs_lo : a.ctx_lo < b.ctx_lo;
+                   });
+  return cs;
+}
+
+int ContextScheduleSettingAt(const ContextSchedule& s, int batch, int64_t context) {
+  for (const ContextScheduleCell& c : s.cells) {
+    if (batch >= c.bs_lo && batch <= c.bs_hi && context >= c.ctx_lo && context <= c.ctx_hi) {
+      return c.k;
+    }
+  }
+  return 0;
+}
+
+std::string RenderContextSchedule(const ContextSchedule& cs, const ScheduleSource& source) {
+  ordered_json j = VllmJson(cs.rows.front(), source);
+  ordered_json table = ordered_json::array();
+  for (const ContextScheduleCell& c : cs.cells) {
+    table.push_back({c.bs_lo, c.bs_hi, c.ctx_lo, c.ctx_hi, c.k});
+  }
+  ordered_json with_ctx;
+  with_ctx["num_speculative_tokens"] = std::max(1, cs.max_setting);
+  with_ctx["num_speculative_tokens_per_batch_size"] = std::move(table);
+  ordered_json out;
+  out["speculative_config"] = std::move(j["speculative_config"]);
+  out["speculative_config_context_axis"] = std::move(with_ctx);
+  ordered_json m = std::move(j["specplan"]);
+  ordered_json rows = ordered_json::array();
+  for (size_t i = 0; i < cs.contexts.size(); ++i) {
+    ordered_json per = ordered_json::array();
+    for (const SchedulePoint& p : cs.rows[i].points) {
+      per.push_back({{"batch", p.batch},
+                     {"k", p.setting},
+                     {"throughput", Round1(p.throughput)},
+                     {"batch_planner_throughput", Round1(p.batch_throughput)},
+                     {"plain_throughput", Round1(p.ar_throughput)}});
+    }
+    rows.push_back({{"context_offset", cs.contexts[i]}, {"expected_tokens_per_s", std::move(per)}});
+  }
+  m["context_axis"] = {
+      {"contexts", cs.contexts},
+      {"rule",
+       "the trace replayed with every request's recorded context length grown by the grid point's "
+       "tokens; point c_j's batch ranges apply to context lengths c_j .. c_(j+1) - 1, the last "
+       "point's up to " +
+           absl::StrCat(kMaxContextOffset) +
+           "; rows with the same batch ranges merge. The replay does not check that B requests of "
+           "that "
+           "context fit the GPU's memory: a cell past it never runs"},
+      {"usage",
+       "For a vLLM with PR #48944 (RFC #48627): pass \"$(jq -c "
+       ".speculative_config_context_axis FILE)\" (plus your drafter's method and model) as "
+       "--speculative-config; merged vLLM takes only the 3-item speculative_config"},
+      {"format_source",
+       "vLLM RFC #48627 and PR #48944 (both open when read): 5-item entries [bs_lo, bs_hi, "
+       "ctx_lo, ctx_hi, K] in num_speculative_tokens_per_batch_size (the PR discusses renaming "
+       "it speculative_token_schedule); 3-item entries mean every context length. Which context "
+       "length of a batch keys the lookup (the PR's aggregator) was still under discussion."},
+      {"rows", std::move(rows)}};
+  out["specplan"] = std::move(m);
+  return PrettyJson(out, 0, 0) + "\n";
 }
 
 std::string RenderSchedule(const Schedule& s, const ScheduleSource& source) {

@@ -140,6 +140,42 @@ absl::StatusOr<Schedule> BuildSchedule(const Trace& trace, const costmodel::Late
 // ScheduleMaxBatch()).
 int ScheduleSettingAt(const Schedule& s, int batch);
 
+// vLLM RFC #48627 (PR #48944, both open when read): each entry of
+// num_speculative_tokens_per_batch_size may carry a context-length range, [bs_lo, bs_hi, ctx_lo,
+// ctx_hi, K] (inclusive), so that K is looked up by batch size and context length; a 3-item entry
+// keeps meaning "every context length". The context schedule replays the trace once per point of a
+// context grid c_0 = 0 < c_1 < ...: at c_j every request's recorded context length grows by c_j
+// tokens (ConcurrencyOptions::context_offset; the trace's acceptance is kept), and the batch
+// schedule is chosen there as BuildSchedule does. Point c_j's batch ranges apply to the context
+// lengths c_j .. c_{j+1} - 1, the last point's up to kMaxContextOffset; neighbouring context rows
+// with identical batch ranges merge. The PR leaves open which context length of a batch keys the
+// lookup (its "aggregator"); the replay prices batches whose requests all sit near c_j.
+struct ContextScheduleCell {
+  int bs_lo = 0, bs_hi = 0;
+  int64_t ctx_lo = 0, ctx_hi = 0;
+  int k = 0;
+};
+
+struct ContextSchedule {
+  std::vector<int64_t> contexts;           // [m] the grid, ascending, contexts[0] = 0
+  std::vector<Schedule> rows;              // [m] the batch schedule at each grid point
+  std::vector<ContextScheduleCell> cells;  // ordered by (bs_lo, ctx_lo); disjoint, covering
+                                           // 1 .. ScheduleMaxBatch() x 0 .. kMaxContextOffset
+  int max_setting = 0;                     // the largest K of any cell
+};
+
+// Chains only (vllm). InvalidArgument naming the field for a grid that is empty, does not start
+// at 0, is not strictly ascending or exceeds kMaxContextOffset, a non-chain format, or whatever
+// BuildSchedule refuses.
+absl::StatusOr<ContextSchedule> BuildContextSchedule(const Trace& trace,
+                                                     const costmodel::LatencyModel& latency,
+                                                     ScheduleFormat format,
+                                                     const ScheduleOptions& options,
+                                                     const std::vector<int64_t>& contexts);
+
+// The setting a context schedule gives (batch, context) by its cells (0 outside them).
+int ContextScheduleSettingAt(const ContextSchedule& s, int batch, int64_t context);
+
 // What the output's metadata names.
 struct ScheduleSource {
   std::string profile;  // profile id or path; "" = the bare roofline
@@ -161,6 +197,13 @@ struct ScheduleSource {
 // setting and the replayed throughput of the schedule, the batch planner, the best single static
 // setting and plain decoding.
 std::string RenderSchedule(const Schedule& s, const ScheduleSource& source);
+
+// vllm with the context axis: the JSON of RenderSchedule(cs.rows[0]) (its batch-only
+// speculative_config is what merged vLLM takes) plus "speculative_config_context_axis":
+// {"num_speculative_tokens": max K, "num_speculative_tokens_per_batch_size": [[bs_lo, bs_hi,
+// ctx_lo, ctx_hi, K], ...]} for an engine with PR #48944, and under "specplan"."context_axis" the
+// grid, each row's per-B throughputs and the source of the format.
+std::string RenderContextSchedule(const ContextSchedule& cs, const ScheduleSource& source);
 
 // A short human summary: the per-B table (setting, its throughput, the batch planner's, the best
 // single static setting's) and the sums ('\n'-terminated).

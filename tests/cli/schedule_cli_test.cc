@@ -124,12 +124,34 @@ TEST(ScheduleCommand, ErrorsNameTheFlagAndValue) {
   EXPECT_FALSE(std::ifstream(out).good());
 }
 
+TEST(ScheduleCommand, ContextGridAddsTheRfcTableForVllmOnly) {
+  auto r = RunSpecplan(kBase + "--format vllm --batch-sizes 1,64 --context-grid 0,16384 --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_TRUE(j.contains("speculative_config"));
+  const nlohmann::json& table =
+      j.at("speculative_config_context_axis").at("num_speculative_tokens_per_batch_size");
+  ASSERT_FALSE(table.empty());
+  for (const nlohmann::json& e : table) EXPECT_EQ(e.size(), 5u);
+  EXPECT_EQ(j.at("specplan").at("context_axis").at("contexts"), (std::vector<int64_t>{0, 16384}));
+  auto sglang = RunSpecplan(kBase + "--format sglang --context-grid 0,1024");
+  EXPECT_EQ(sglang.exit_code, 1);
+  EXPECT_THAT(sglang.output, HasSubstr("--context-grid 0,1024: applies to --format vllm"));
+  auto word = RunSpecplan(kBase + "--format vllm --context-grid 0,lots");
+  EXPECT_EQ(word.exit_code, 1);
+  EXPECT_THAT(word.output, HasSubstr("--context-grid 0,lots: \"lots\": not a context length"));
+  auto start = RunSpecplan(kBase + "--format vllm --context-grid 512,1024");
+  EXPECT_EQ(start.exit_code, 1);
+  EXPECT_THAT(start.output, HasSubstr("--context-grid 512,1024: contexts: the grid starts at 512"));
+}
+
 TEST(ScheduleCommand, HelpNamesEveryFlag) {
   auto r = RunSpecplan("schedule --help");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* flag : {"--format", "--gpu", "--model", "--engine", "--profile", "--trace",
-                           "--out", "--batch-sizes", "--n-max", "--t-draft-ms",
-                           "--draft-batch-growth", "--calibrate", "--min-draft-len"}) {
+  for (const char* flag :
+       {"--format", "--gpu", "--model", "--engine", "--profile", "--trace", "--out",
+        "--batch-sizes", "--n-max", "--t-draft-ms", "--draft-batch-growth", "--calibrate",
+        "--min-draft-len", "--context-grid"}) {
     EXPECT_THAT(r.output, HasSubstr(flag));
   }
   EXPECT_THAT(r.output, Not(HasSubstr("--server")));

@@ -604,5 +604,121 @@ TEST(RenderSchedule, SummaryListsThePerBatchTable) {
   EXPECT_THAT(summary, HasSubstr("schedule: 1-"));
 }
 
+// ---- the context axis (vLLM RFC #48627) -----------------------------------------------------
+//
+// The format, as vLLM RFC #48627 and PR #48944 (both open when read) describe it: "5-tuple
+// entries; 3-tuple entries mean 'all context lengths'": [bs_lo, bs_hi, ctx_lo, ctx_hi, K], both
+// ranges inclusive, e.g. [65, 256, 0, 768, 0] and [65, 256, 769, 32768, 3].
+
+// The 5-item entries' lookup: the K of the entry whose two inclusive ranges hold (batch, ctx); the
+// entries must not overlap. -1 where none does.
+int VllmContextLookup(const nlohmann::json& config, int batch, int64_t ctx) {
+  int found = -1;
+  for (const nlohmann::json& e : config.at("num_speculative_tokens_per_batch_size")) {
+    SPECPLAN_CHECK(e.is_array() && e.size() == 5);
+    SPECPLAN_CHECK(e[0].get<int>() >= 1 && e[0].get<int>() <= e[1].get<int>());
+    SPECPLAN_CHECK(e[2].get<int64_t>() >= 0 && e[2].get<int64_t>() <= e[3].get<int64_t>());
+    if (batch >= e[0].get<int>() && batch <= e[1].get<int>() && ctx >= e[2].get<int64_t>() &&
+        ctx <= e[3].get<int64_t>()) {
+      SPECPLAN_CHECK(found < 0);  // non-overlapping
+      found = std::min(config.at("num_speculative_tokens").get<int>(), e[4].get<int>());
+    }
+  }
+  return found;
+}
+
+TEST(ContextOffset, LongerContextsCostMoreAndDraftNoLess) {
+  ConcurrencyOptions o = ReadmeOptions().replay;
+  o.batch_sizes = {1, 64};
+  o.best_chain = true;
+  auto base = RunConcurrency(BundledTrace(), EngineProfile("vllm"), o);
+  ASSERT_TRUE(base.ok()) << base.status();
+  o.context_offset = 16384;
+  auto longer = RunConcurrency(BundledTrace(), EngineProfile("vllm"), o);
+  ASSERT_TRUE(longer.ok()) << longer.status();
+  EXPECT_EQ(longer->context_offset, 16384);
+  for (int b : {1, 64}) {
+    const ConcurrencyRow* a = FindConcurrencyRow(*base, b, S::kNoSpeculation);
+    const ConcurrencyRow* l = FindConcurrencyRow(*longer, b, S::kNoSpeculation);
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(l, nullptr);
+    EXPECT_LT(l->throughput, a->throughput) << "B " << b;  // attention over 16k more tokens
+    EXPECT_EQ(l->tokens, a->tokens);                       // acceptance is the trace's
+  }
+  // At B = 64 the pass is no longer weight-bound: a chain pays where it did not at c + 0.
+  EXPECT_EQ(base->best_chain_lengths[1], 0);
+  EXPECT_GT(longer->best_chain_lengths[1], 0);
+  o.context_offset = -1;
+  auto bad = RunConcurrency(BundledTrace(), EngineProfile("vllm"), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("context_offset = -1"));
+}
+
+TEST(ContextSchedule, RowsAreTheBatchSchedulesAtEachContextAndTheCellsReadBack) {
+  const std::vector<int64_t> grid = {0, 4096, 32768};
+  auto cs = BuildContextSchedule(BundledTrace(), EngineProfile("vllm"), ScheduleFormat::kVllm,
+                                 ReadmeOptions(), grid);
+  ASSERT_TRUE(cs.ok()) << cs.status();
+  ASSERT_EQ(cs->rows.size(), 3u);
+  // Row 0 is the batch-only schedule.
+  auto plain =
+      BuildSchedule(BundledTrace(), EngineProfile("vllm"), ScheduleFormat::kVllm, ReadmeOptions());
+  ASSERT_TRUE(plain.ok());
+  for (size_t i = 0; i < plain->points.size(); ++i) {
+    EXPECT_EQ(cs->rows[0].points[i].setting, plain->points[i].setting);
+  }
+  // Each row is BuildSchedule at its offset.
+  ScheduleOptions o = ReadmeOptions();
+  o.replay.context_offset = 4096;
+  auto mid = BuildSchedule(BundledTrace(), EngineProfile("vllm"), ScheduleFormat::kVllm, o);
+  ASSERT_TRUE(mid.ok());
+  EXPECT_EQ(cs->rows[1].report.context_offset, 4096);
+  for (size_t i = 0; i < mid->points.size(); ++i) {
+    EXPECT_EQ(cs->rows[1].points[i].setting, mid->points[i].setting);
+  }
+  // Long contexts keep speculating at batch sizes where short ones stop (the RFC's point).
+  EXPECT_EQ(ScheduleSettingAt(cs->rows[0], 256), 0);
+  EXPECT_GT(ScheduleSettingAt(cs->rows[2], 256), 0);
+
+  const nlohmann::json j = nlohmann::json::parse(RenderContextSchedule(*cs, Source("vllm")));
+  // The batch-only config is row 0's, as RenderSchedule writes it.
+  EXPECT_EQ(
+      j.at("speculative_config"),
+      nlohmann::json::parse(RenderSchedule(cs->rows[0], Source("vllm"))).at("speculative_config"));
+  const nlohmann::json& config = j.at("speculative_config_context_axis");
+  EXPECT_EQ(config.at("num_speculative_tokens").get<int>(), std::max(1, cs->max_setting));
+  // Every (batch, ctx) of the grid's ranges reads back as its row's setting; the cells cover
+  // 1..4096 x 0..kMaxContextOffset without a gap.
+  for (int b : {1, 2, 3, 7, 8, 31, 32, 63, 64, 200, 256, 4096}) {
+    for (int64_t c : {int64_t{0}, int64_t{4095}, int64_t{4096}, int64_t{32767}, int64_t{32768},
+                      kMaxContextOffset}) {
+      const size_t row = c >= 32768 ? 2 : c >= 4096 ? 1 : 0;
+      EXPECT_EQ(VllmContextLookup(config, b, c), ScheduleSettingAt(cs->rows[row], b))
+          << "B " << b << " ctx " << c;
+      EXPECT_EQ(ContextScheduleSettingAt(*cs, b, c), ScheduleSettingAt(cs->rows[row], b));
+    }
+  }
+  const nlohmann::json& axis = j.at("specplan").at("context_axis");
+  EXPECT_EQ(axis.at("contexts"), grid);
+  ASSERT_EQ(axis.at("rows").size(), 3u);
+  EXPECT_EQ(axis.at("rows")[2].at("expected_tokens_per_s").size(), 9u);
+}
+
+TEST(ContextSchedule, RejectsBadGridsNamingTheField) {
+  const auto& lat = EngineProfile("vllm");
+  auto expect_error = [&](ScheduleFormat f, const std::vector<int64_t>& grid,
+                          const std::string& text) {
+    auto cs = BuildContextSchedule(BundledTrace(), lat, f, ReadmeOptions(), grid);
+    ASSERT_FALSE(cs.ok());
+    EXPECT_EQ(cs.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(cs.status().message(), HasSubstr(text));
+  };
+  expect_error(ScheduleFormat::kVllm, {}, "must start at 0");
+  expect_error(ScheduleFormat::kVllm, {1024}, "starts at 1024");
+  expect_error(ScheduleFormat::kVllm, {0, 4096, 4096}, "contexts[2] = 4096");
+  expect_error(ScheduleFormat::kVllm, {0, kMaxContextOffset + 1}, "at most");
+  expect_error(ScheduleFormat::kSglang, {0, 1024}, "not sglang");
+}
+
 }  // namespace
 }  // namespace specplan::whatif
