@@ -1,0 +1,490 @@
+#!/usr/bin/python3
+"""A reference speculative-decoding engine loop in PyTorch, shaped like SGLang's EAGLE worker,
+that plans every step's draft trees for the whole batch through specplan's Python module.
+
+Per step (docs/engine-loop.md has the details and the SGLang field mapping):
+  1. admit: waiting requests take free slots (continuous batching) and are prefilled together
+     in one ragged causal pass; their first token is the prefill's argmax;
+  2. draft: every running request's draft model (models/draft) runs its greedy chain of gamma
+     steps from the pending token, batched over requests (one forward per depth level), giving
+     a gamma x k top-k lattice (marginals) per request;
+  3. plan: specplan.plan_batch sizes all requests' trees from one budget (n_i = 0: that request
+     does not speculate this step), and the tree outputs / SGLang layout come from specplan;
+  4. verify: the target (models/target) runs ONE forward over the batch: every request's tree
+     tokens at positions c_i + depth over its own KV cache, with the tree (ancestor) mask;
+  5. accept: greedy, walking retrive_next_token / retrive_next_sibling as SGLang's
+     verify_tree_greedy does; compact the KV cache (accepted path's rows into place, the rest
+     dropped); the draft cache keeps its accepted chain rows;
+  6. finished requests leave.
+The model code (examples/engine_loop/qwen3_torch.py) is runtime/transformer.cc op for op, so
+greedy outputs equal plain autoregressive decoding and specplan-bench's.
+
+  /usr/bin/python3 examples/engine_loop.py                        # bundled models and prompts
+  PYTHONPATH=build/python /usr/bin/python3 examples/engine_loop.py --batch 8 --json out.json
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "engine_loop"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from qwen3_torch import Segment, Transformer, tree_mask_block  # noqa: E402
+import plan_glue  # noqa: E402
+from trees import accept_greedy_sglang  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---- prompts ---------------------------------------------------------------------------------
+
+def encode_texts(texts, tokenizer_model, tokenizer_bin):
+    """Token ids of each text through the specplan-tokenizer binary (as specplan-bench does:
+    runtime/text_prompts.cc), so that both see the same ids."""
+    for i, t in enumerate(texts):
+        if not t.strip() or "\n" in t or "\r" in t:
+            raise ValueError(f"text {i}: empty or with a line break (one line of text per prompt)")
+    with tempfile.TemporaryDirectory(prefix="engine_loop_") as tmp:
+        src, dst = os.path.join(tmp, "texts.txt"), os.path.join(tmp, "ids.jsonl")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write("".join(t + "\n" for t in texts))
+        try:
+            r = subprocess.run([tokenizer_bin, "encode", "--model", tokenizer_model, "--input",
+                                src, "--output", dst, "--format", "jsonl"],
+                               capture_output=True, text=True)
+        except OSError as e:
+            raise RuntimeError(f"--tokenizer-bin {tokenizer_bin}: cannot run it ({e}); build it "
+                               "(cmake --build build --target specplan-tokenizer) or pass "
+                               "{\"ids\": [...]} prompts") from e
+        if r.returncode != 0:
+            raise RuntimeError(f"{tokenizer_bin} encode failed: {r.stderr.strip()}")
+        with open(dst) as f:
+            ids = [json.loads(line)["ids"] for line in f if line.strip()]
+    if len(ids) != len(texts):
+        raise RuntimeError(f"tokenizer: {len(ids)} id lists for {len(texts)} texts")
+    return ids
+
+
+def load_requests(path, vocab, max_new_tokens, tokenizer_model, tokenizer_bin, max_prompts=0):
+    """Requests from a JSONL file: {"ids": [...]} or {"text": "..."} per line, optionally with
+    "max_new_tokens" (else the default). Returns [(ids, max_new_tokens)]."""
+    rows = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}: "
+            try:
+                j = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(where + f"not JSON ({e})") from e
+            if not isinstance(j, dict) or ("ids" not in j and "text" not in j):
+                raise ValueError(where + 'expected {"ids": [int, ...]} or {"text": "..."}')
+            n = j.get("max_new_tokens", max_new_tokens)
+            if not isinstance(n, int) or n < 1:
+                raise ValueError(where + f"max_new_tokens = {n!r}: must be an integer >= 1")
+            if "ids" in j:
+                ids = j["ids"]
+                if not isinstance(ids, list) or not ids:
+                    raise ValueError(where + "ids: not a list, or empty")
+                for i, t in enumerate(ids):
+                    if not isinstance(t, int) or not 0 <= t < vocab:
+                        raise ValueError(where + f"ids[{i}] = {t!r}: must be an integer in "
+                                         f"[0, {vocab})")
+                rows.append([ids, None, n])
+            else:
+                if not isinstance(j["text"], str) or not j["text"]:
+                    raise ValueError(where + "text: not a string, or empty")
+                rows.append([None, j["text"], n])
+            if max_prompts and len(rows) == max_prompts:
+                break
+    if not rows:
+        raise ValueError(f"{path}: no prompts")
+    texts = [r[1] for r in rows if r[0] is None]
+    if texts:
+        if not tokenizer_model:
+            raise ValueError(f'{path}: a {{"text": ...}} prompt needs --tokenizer MODEL')
+        encoded = iter(encode_texts(texts, tokenizer_model, tokenizer_bin))
+        for r in rows:
+            if r[0] is None:
+                r[0] = next(encoded)
+    return [(r[0], r[2]) for r in rows]
+
+
+# ---- requests, drafting, the loop ------------------------------------------------------------
+
+class Request:
+    def __init__(self, rid, prompt, max_new_tokens):
+        self.rid = rid
+        self.prompt = list(prompt)
+        self.max_new_tokens = max_new_tokens
+        self.committed = list(prompt)  # ends with the pending root once prefilled
+        self.output = []
+        self.cache = None        # target KV: slots [0, c) = committed[:-1]
+        self.draft_cache = None  # draft KV: slots [0, draft_cache.length)
+        self.steps = 0
+        self.accepted = 0
+        self.drafted = 0
+
+    @property
+    def c(self):
+        return self.cache.length
+
+    def done(self):
+        return len(self.output) >= self.max_new_tokens
+
+    def emit(self, tokens):
+        self.committed.extend(tokens)
+        self.output.extend(tokens)
+        del self.output[self.max_new_tokens:]  # the excess is the target's own continuation
+
+
+def softmax_topk(logits, k):
+    """runtime::SoftmaxTopK: top k of softmax in float64, probs shrunk by 1e-6 relative so a row
+    sums to <= 1 in float32. logits [m][V] -> tokens int32 [m][k], probs float32 [m][k]."""
+    p = torch.softmax(logits.to(torch.float64), -1)
+    vals, idx = p.topk(k)
+    return idx.to(torch.int32).numpy(), (vals * (1.0 - 1e-6)).to(torch.float32).numpy()
+
+
+class Engine:
+    """Continuous batching over a target and a draft model, one verification pass per step."""
+
+    def __init__(self, target, draft, planner, max_batch=8, gamma=6, top_k=4, log=None):
+        if draft is not None and draft.config.vocab_size != target.config.vocab_size:
+            raise ValueError(f"draft vocab_size = {draft.config.vocab_size}: must equal the "
+                             f"target's {target.config.vocab_size}")
+        self.target, self.draft, self.planner = target, draft, planner
+        self.max_batch, self.gamma, self.top_k = max_batch, gamma, top_k
+        self.waiting, self.running, self.finished = [], [], []
+        self.step_log = []
+        self.log = log
+        self.max_tree = planner.max_tree_nodes
+
+    def add_request(self, rid, prompt, max_new_tokens):
+        self.waiting.append(Request(rid, prompt, max_new_tokens))
+
+    # 1. admission and prefill
+    def _admit(self):
+        new = []
+        while self.waiting and len(self.running) < self.max_batch:
+            r = self.waiting.pop(0)
+            max_len = len(r.prompt) + r.max_new_tokens + self.max_tree + 2
+            r.cache = self.target.new_cache(max_len)
+            if self.draft is not None:
+                r.draft_cache = self.draft.new_cache(max_len + self.gamma + 1)
+            self.running.append(r)
+            new.append(r)
+        if not new:
+            return new
+        segs = [Segment(torch.tensor(r.prompt, dtype=torch.int64),
+                        torch.arange(len(r.prompt), dtype=torch.int64), 0, r.cache) for r in new]
+        logits = self.target.forward_batch(segs)
+        ends = np.cumsum([len(r.prompt) for r in new]) - 1
+        first = logits[torch.as_tensor(ends)].argmax(-1).tolist()
+        for r, t in zip(new, first):
+            r.cache.length = len(r.prompt)
+            r.emit([t])
+        return new
+
+    # 2. drafting: the greedy chain of each request, batched by depth level
+    def _draft(self, reqs, depth):
+        B, k = len(reqs), self.top_k
+        tokens = np.zeros((B, depth, k), dtype=np.int32)
+        probs = np.zeros((B, depth, k), dtype=np.float32)
+        # Catch-up: each draft cache is fed the committed tokens it lacks (root included).
+        segs = []
+        for r in reqs:
+            n, have = len(r.committed), r.draft_cache.length
+            segs.append(Segment(torch.tensor(r.committed[have:], dtype=torch.int64),
+                                torch.arange(have, n, dtype=torch.int64), have, r.draft_cache))
+        logits = self.draft.forward_batch(segs)
+        rows = logits[torch.as_tensor(np.cumsum([s.tokens.numel() for s in segs]) - 1)]
+        for r in reqs:
+            r.draft_cache.length = len(r.committed)
+        for d in range(depth):
+            tokens[:, d], probs[:, d] = softmax_topk(rows, k)
+            if d + 1 == depth:
+                break
+            # Feed each chain's greedy token at slot root + 1 + d (causal: the chain is contiguous).
+            segs = []
+            for b, r in enumerate(reqs):
+                slot = len(r.committed) + d
+                segs.append(Segment(torch.tensor([int(tokens[b, d, 0])], dtype=torch.int64),
+                                    torch.tensor([slot], dtype=torch.int64), slot, r.draft_cache))
+            rows = self.draft.forward_batch(segs)
+        return tokens, probs
+
+    def _draft_commit(self, r, chain, accepted_tokens):
+        """DraftModelDrafter::Commit: keep the draft rows of the accepted prefix that follows the
+        fed greedy chain (those rows already sit at root + 1 + d)."""
+        keep = 0
+        for a, t in zip(accepted_tokens, chain):
+            if a != t:
+                break
+            keep += 1
+        r.draft_cache.length = len(r.committed_before) + keep
+
+    def step(self):
+        t0 = time.perf_counter()
+        new = self._admit()
+        t1 = time.perf_counter()
+        for r in [r for r in new if r.done()]:
+            self._retire(r)
+        reqs = list(self.running)
+        rec = {"step": len(self.step_log), "batch": len(reqs), "joined": len(new),
+               "prefill_ms": 1e3 * (t1 - t0)}
+        if not reqs:
+            return rec
+        # 2. draft
+        contexts = [r.c for r in reqs]
+        marg_tokens = marg_probs = None
+        if self.draft is not None and self.planner.needs_draft:
+            marg_tokens, marg_probs = self._draft(reqs, self.gamma)
+        t2 = time.perf_counter()
+        # 3. plan (specplan), every request's tree and the batch's layout
+        roots = [r.committed[-1] for r in reqs]
+        plan = self.planner.plan(roots, marg_tokens, marg_probs, contexts)
+        t3 = time.perf_counter()
+        # 4. verify: one target pass over every request's tree
+        segs = []
+        for b, r in enumerate(reqs):
+            tree = plan.trees[b]
+            s = tree.size
+            pos = torch.as_tensor(plan.positions[plan.cu_seqlens[b]:plan.cu_seqlens[b + 1]],
+                                  dtype=torch.int64)
+            mask = tree_mask_block(plan.masks[b], s) if s > 1 else None
+            segs.append(Segment(torch.tensor(tree.tokens, dtype=torch.int64), pos, r.c, r.cache,
+                                mask))
+        logits = self.target.forward_batch(segs)
+        predict = logits.argmax(-1).tolist()
+        t4 = time.perf_counter()
+        # 5. accept (greedy, SGLang's walk) and compact the KV caches
+        committed = drafted = 0
+        for b, r in enumerate(reqs):
+            tree, off = plan.trees[b], plan.cu_seqlens[b]
+            rows = predict[off:off + tree.size]
+            nodes, bonus = accept_greedy_sglang(tree, plan.next_token[b], plan.next_sibling[b],
+                                                rows)
+            c = r.c
+            r.cache.gather([c + i for i in nodes], c)
+            r.cache.length = c + len(nodes)
+            accepted_tokens = [tree.tokens[i] for i in nodes[1:]]
+            if marg_tokens is not None:
+                r.committed_before = list(r.committed)
+                self._draft_commit(r, marg_tokens[b, :-1, 0].tolist(), accepted_tokens)
+            r.emit(accepted_tokens + [bonus])
+            r.steps += 1
+            r.accepted += len(accepted_tokens)
+            r.drafted += tree.size - 1
+            committed += len(accepted_tokens) + 1
+            drafted += tree.size - 1
+        for r in [r for r in reqs if r.done()]:
+            self._retire(r)
+        t5 = time.perf_counter()
+        rec.update({"draft_ms": 1e3 * (t2 - t1), "plan_ms": 1e3 * (t3 - t2),
+                    "verify_ms": 1e3 * (t4 - t3), "accept_ms": 1e3 * (t5 - t4),
+                    "step_ms": 1e3 * (t5 - t0), "drafted": drafted, "tokens": committed,
+                    "verified": int(plan.cu_seqlens[-1])})
+        return rec
+
+    def _retire(self, r):
+        self.running.remove(r)
+        self.finished.append(r)
+
+    def run(self, progress_every=0):
+        total = len(self.waiting) + len(self.running)
+        while self.waiting or self.running:
+            rec = self.step()
+            self.step_log.append(rec)
+            if self.log is not None and "step_ms" in rec:
+                self.log(rec)
+            if progress_every and len(self.step_log) % progress_every == 0:
+                print(f"engine_loop: step {len(self.step_log)}, {len(self.finished)}/{total} "
+                      "requests done", file=sys.stderr, flush=True)
+        return {r.rid: r.output for r in self.finished}
+
+
+def generate_ar(model, prompt, max_new_tokens):
+    """Plain autoregressive greedy decoding with the same model code (the reference)."""
+    cache = model.new_cache(len(prompt) + max_new_tokens + 1)
+    logits = model.forward_causal(prompt, 0, cache)
+    out = [int(logits[-1].argmax())]
+    pos = len(prompt)
+    while len(out) < max_new_tokens:
+        out.append(int(model.forward_causal([out[-1]], pos, cache)[0].argmax()))
+        pos += 1
+    return out
+
+
+# ---- command line ----------------------------------------------------------------------------
+
+def summarize(step_log, outputs, wall_s, args_dict):
+    steps = [s for s in step_log if "step_ms" in s]
+    plan = np.array([s["plan_ms"] for s in steps]) if steps else np.zeros(1)
+    step = np.array([s["step_ms"] for s in steps]) if steps else np.zeros(1)
+    tokens = sum(len(o) for o in outputs)
+    drafted = sum(s["drafted"] for s in steps)
+    by_batch = {}
+    for s in steps:
+        by_batch.setdefault(s["batch"], []).append(s)
+    return {
+        "args": args_dict,
+        "steps": len(steps),
+        "wall_s": wall_s,
+        "tokens": tokens,
+        "tokens_per_s": tokens / wall_s if wall_s > 0 else None,
+        "drafted": drafted,
+        "accepted": sum(s["tokens"] - s["batch"] for s in steps),
+        "plan_ms": {"mean": float(plan.mean()), "p50": float(np.percentile(plan, 50)),
+                    "p99": float(np.percentile(plan, 99)), "total": float(plan.sum())},
+        "step_ms": {"mean": float(step.mean()), "p50": float(np.percentile(step, 50)),
+                    "p99": float(np.percentile(step, 99)), "total": float(step.sum())},
+        "plan_fraction": float(plan.sum() / step.sum()) if step.sum() > 0 else 0.0,
+        "by_batch": {str(b): {"steps": len(v),
+                              "plan_ms_mean": float(np.mean([s["plan_ms"] for s in v])),
+                              "step_ms_mean": float(np.mean([s["step_ms"] for s in v]))}
+                     for b, v in sorted(by_batch.items())},
+        "outputs": outputs,
+        "step_log": step_log,
+    }
+
+
+def positive_int(flag):
+    def parse(v):
+        try:
+            n = int(v)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} = {v!r}: expected an integer")
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"{flag} = {n}: must be >= 1")
+        return n
+    return parse
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="engine_loop.py",
+        description="Reference speculative-decoding engine loop (PyTorch, CPU): continuous "
+                    "batching, draft model chains, specplan's batch planner every step, one "
+                    "tree-verification pass, greedy acceptance, KV compaction.",
+        epilog="Run with /usr/bin/python3 and PYTHONPATH=build/python (specplan's module). "
+               "See docs/engine-loop.md.")
+    p.add_argument("--target", default=os.path.join(REPO, "models", "target"),
+                   help="target checkpoint directory (config.json + model.safetensors)")
+    p.add_argument("--draft", default=os.path.join(REPO, "models", "draft"),
+                   help="draft model checkpoint directory")
+    p.add_argument("--prompts", default=os.path.join(REPO, "runtime", "prompts",
+                                                     "heldout-text.jsonl"),
+                   help='JSONL, one {"ids": [...]} or {"text": "..."} per line (optional '
+                        '"max_new_tokens" per line)')
+    p.add_argument("--tokenizer", default=os.path.join(REPO, "models", "tokenizer.model"),
+                   help="SentencePiece model for text prompts")
+    p.add_argument("--tokenizer-bin", default=os.path.join(REPO, "build", "tokenizer",
+                                                           "specplan-tokenizer"),
+                   help="the specplan-tokenizer executable")
+    p.add_argument("--max-prompts", type=int, default=0, help="use the first N prompts (0 = all)")
+    p.add_argument("--repeat", type=positive_int("--repeat"), default=1,
+                   help="submit the prompt list this many times (more requests than slots)")
+    p.add_argument("--max-new-tokens", type=positive_int("--max-new-tokens"), default=32)
+    p.add_argument("--batch", type=positive_int("--batch"), default=8,
+                   help="requests in flight (continuous batching)")
+    p.add_argument("--planner", default="specplan", choices=["specplan", "chain", "ar"],
+                   help="specplan: specplan.plan_batch over the chain lattices; chain: a top-1 "
+                        "chain of --chain-depth nodes per request (no specplan); ar: root-only")
+    p.add_argument("--chain-depth", type=positive_int("--chain-depth"), default=3)
+    p.add_argument("--gamma", type=positive_int("--gamma"), default=6,
+                   help="draft chain depth (lattice rows)")
+    p.add_argument("--top-k", type=positive_int("--top-k"), default=4,
+                   help="candidates per lattice row")
+    p.add_argument("--n-max", type=positive_int("--n-max"), default=32,
+                   help="most draft nodes per request tree")
+    plan_glue.add_arguments(p)
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"],
+                   help="weights and activations (as specplan-bench --dtype)")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
+    p.add_argument("--check-ar", action="store_true",
+                   help="also decode every prompt autoregressively and compare")
+    p.add_argument("--json", dest="json_out", help="write the summary (and outputs) here")
+    p.add_argument("--quiet", action="store_true", help="no per-step lines")
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    if args.threads < 0:
+        print(f"engine_loop.py: --threads = {args.threads}: must be >= 0", file=sys.stderr)
+        return 2
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
+    flag = "--target"
+    try:
+        target = Transformer.load(args.target, dtype)
+        flag = "--draft"
+        draft = Transformer.load(args.draft, dtype) if args.planner != "ar" else None
+        flag = "--prompts"
+        requests = load_requests(args.prompts, target.config.vocab_size, args.max_new_tokens,
+                                 args.tokenizer, args.tokenizer_bin, args.max_prompts)
+        flag = "--planner"
+        planner = plan_glue.make_planner(args, target)
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        print(f"engine_loop.py: {flag}: {e}", file=sys.stderr)
+        return 2
+
+    def log(rec):
+        if not args.quiet:
+            print(f"step {rec['step']:4d}  B={rec['batch']:3d}  tokens={rec['tokens']:4d}  "
+                  f"drafted={rec['drafted']:4d}  prefill={rec['prefill_ms']:7.2f}  "
+                  f"draft={rec['draft_ms']:7.2f}  plan={rec['plan_ms']:6.3f}  "
+                  f"verify={rec['verify_ms']:7.2f}  accept={rec['accept_ms']:6.2f}  "
+                  f"step={rec['step_ms']:7.2f} ms  plan/step={rec['plan_ms'] / rec['step_ms']:.2%}",
+                  flush=True)
+
+    engine = Engine(target, draft, planner, max_batch=args.batch, gamma=args.gamma,
+                    top_k=args.top_k, log=log)
+    n = 0
+    for _ in range(args.repeat):
+        for ids, max_new in requests:
+            engine.add_request(n, ids, max_new)
+            n += 1
+    print(f"engine_loop: target {args.target} ({target.config.num_layers} layers), draft "
+          f"{args.draft if draft else '-'}, planner {planner.name}, {n} requests, batch "
+          f"{args.batch}, {args.dtype}, {torch.get_num_threads()} threads", file=sys.stderr)
+    t0 = time.perf_counter()
+    outputs = engine.run(progress_every=50 if args.quiet else 0)
+    wall = time.perf_counter() - t0
+    ordered = [outputs[i] for i in range(n)]
+    summary = summarize(engine.step_log, ordered, wall,
+                        {k: v for k, v in vars(args).items()})
+    summary["planner"] = planner.name
+    exact = None
+    if args.check_ar:
+        exact = all(generate_ar(target, ids, m) == out
+                    for (ids, m), out in zip(requests * args.repeat, ordered))
+        summary["greedy_equals_ar"] = exact
+    print(f"done: {summary['steps']} steps, {summary['tokens']} tokens in {wall:.2f} s "
+          f"({summary['tokens_per_s']:.1f} tok/s); drafted {summary['drafted']}, accepted "
+          f"{summary['accepted']}; plan {summary['plan_ms']['mean']:.3f} ms/step "
+          f"(p50 {summary['plan_ms']['p50']:.3f}, p99 {summary['plan_ms']['p99']:.3f}) of step "
+          f"{summary['step_ms']['mean']:.2f} ms (p50 {summary['step_ms']['p50']:.2f}) = "
+          f"{summary['plan_fraction']:.2%}" + ("" if exact is None else
+                                                f"; outputs == AR: {exact}"))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(summary, f, indent=1)
+            f.write("\n")
+    return 0 if exact in (None, True) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
