@@ -224,15 +224,16 @@ class Engine:
             rows = self.draft.forward_batch(segs)
         return tokens, probs
 
-    def _draft_commit(self, r, chain, accepted_tokens):
+    @staticmethod
+    def _draft_commit(r, chain, accepted_tokens):
         """DraftModelDrafter::Commit: keep the draft rows of the accepted prefix that follows the
-        fed greedy chain (those rows already sit at root + 1 + d)."""
+        fed greedy chain (those rows already sit at slots root + 1 + d); call before emit."""
         keep = 0
         for a, t in zip(accepted_tokens, chain):
             if a != t:
                 break
             keep += 1
-        r.draft_cache.length = len(r.committed_before) + keep
+        r.draft_cache.length = len(r.committed) + keep
 
     def step(self):
         t0 = time.perf_counter()
@@ -251,50 +252,49 @@ class Engine:
         if self.draft is not None and self.planner.needs_draft:
             marg_tokens, marg_probs = self._draft(reqs, self.gamma)
         t2 = time.perf_counter()
-        # 3. plan (specplan), every request's tree and the batch's layout
+        # 3. plan (specplan): every request's tree and what it verifies
         roots = [r.committed[-1] for r in reqs]
-        plan = self.planner.plan(roots, marg_tokens, marg_probs, contexts)
+        t_draft_ms = 1e3 * (t2 - t1) / self.gamma if marg_tokens is not None else 0.0
+        plans = self.planner.plan(roots, marg_tokens, marg_probs, contexts, t_draft_ms)
         t3 = time.perf_counter()
         # 4. verify: one target pass over every request's tree
         segs = []
-        for b, r in enumerate(reqs):
-            tree = plan.trees[b]
-            s = tree.size
-            pos = torch.as_tensor(plan.positions[plan.cu_seqlens[b]:plan.cu_seqlens[b + 1]],
-                                  dtype=torch.int64)
-            mask = tree_mask_block(plan.masks[b], s) if s > 1 else None
-            segs.append(Segment(torch.tensor(tree.tokens, dtype=torch.int64), pos, r.c, r.cache,
+        for r, sp in zip(reqs, plans):
+            mask = tree_mask_block(sp.mask, sp.s) if sp.s > 1 else None
+            segs.append(Segment(torch.tensor(sp.tokens, dtype=torch.int64),
+                                torch.as_tensor(sp.positions, dtype=torch.int64), r.c, r.cache,
                                 mask))
         logits = self.target.forward_batch(segs)
         predict = logits.argmax(-1).tolist()
         t4 = time.perf_counter()
         # 5. accept (greedy, SGLang's walk) and compact the KV caches
-        committed = drafted = 0
-        for b, r in enumerate(reqs):
-            tree, off = plan.trees[b], plan.cu_seqlens[b]
-            rows = predict[off:off + tree.size]
-            nodes, bonus = accept_greedy_sglang(tree, plan.next_token[b], plan.next_sibling[b],
-                                                rows)
+        committed = drafted = verified = 0
+        accepted_lengths = []
+        for b, (r, sp) in enumerate(zip(reqs, plans)):
+            rows = predict[verified:verified + sp.s]
+            verified += sp.s
+            nodes, bonus = accept_greedy_sglang(sp.tokens, sp.next_token, sp.next_sibling, rows)
             c = r.c
             r.cache.gather([c + i for i in nodes], c)
             r.cache.length = c + len(nodes)
-            accepted_tokens = [tree.tokens[i] for i in nodes[1:]]
+            accepted_tokens = [sp.tokens[i] for i in nodes[1:]]
             if marg_tokens is not None:
-                r.committed_before = list(r.committed)
                 self._draft_commit(r, marg_tokens[b, :-1, 0].tolist(), accepted_tokens)
             r.emit(accepted_tokens + [bonus])
             r.steps += 1
             r.accepted += len(accepted_tokens)
-            r.drafted += tree.size - 1
+            r.drafted += sp.n
             committed += len(accepted_tokens) + 1
-            drafted += tree.size - 1
+            drafted += sp.n
+            accepted_lengths.append(len(accepted_tokens))
+        self.planner.observe(plans, accepted_lengths)
         for r in [r for r in reqs if r.done()]:
             self._retire(r)
         t5 = time.perf_counter()
         rec.update({"draft_ms": 1e3 * (t2 - t1), "plan_ms": 1e3 * (t3 - t2),
                     "verify_ms": 1e3 * (t4 - t3), "accept_ms": 1e3 * (t5 - t4),
                     "step_ms": 1e3 * (t5 - t0), "drafted": drafted, "tokens": committed,
-                    "verified": int(plan.cu_seqlens[-1])})
+                    "verified": verified, "accepted": sum(accepted_lengths)})
         return rec
 
     def _retire(self, r):
@@ -344,7 +344,7 @@ def summarize(step_log, outputs, wall_s, args_dict):
         "tokens": tokens,
         "tokens_per_s": tokens / wall_s if wall_s > 0 else None,
         "drafted": drafted,
-        "accepted": sum(s["tokens"] - s["batch"] for s in steps),
+        "accepted": sum(s["accepted"] for s in steps),
         "plan_ms": {"mean": float(plan.mean()), "p50": float(np.percentile(plan, 50)),
                     "p99": float(np.percentile(plan, 99)), "total": float(plan.sum())},
         "step_ms": {"mean": float(step.mean()), "p50": float(np.percentile(step, 50)),

@@ -29,7 +29,7 @@ class Tree:
         return m
 
 
-def accept_greedy_sglang(tree, next_token, next_sibling, predict):
+def accept_greedy_sglang(draft_tokens, next_token, next_sibling, predict):
     """SGLang's verify_tree_greedy for one request: from the root, follow the child whose draft
     token equals the target's argmax at the current node (first child via retrive_next_token,
     then retrive_next_sibling). Returns (accepted node indices root first, bonus token)."""
@@ -37,7 +37,7 @@ def accept_greedy_sglang(tree, next_token, next_sibling, predict):
     cur = 0
     while True:
         child = next_token[cur]
-        while child != -1 and tree.tokens[child] != predict[cur]:
+        while child != -1 and draft_tokens[child] != predict[cur]:
             child = next_sibling[child]
         if child == -1:
             return accepted, int(predict[cur])
@@ -60,17 +60,32 @@ def sglang_links(tree):
     return nxt, sib
 
 
-class StepPlan:
-    """One step's plan for a batch of B requests: the trees and the arrays the verification
-    pass and the acceptance read."""
+class SeqPlan:
+    """What one request verifies this step: s tokens (node i at cache slot c + i), positions
+    c + depth, the [s][s] ancestor mask (None when s == 1), and SGLang's links for acceptance.
+    n: draft nodes of the tree (padding slots, in the padded SGLang layout, not counted)."""
 
-    def __init__(self, trees, contexts):
-        self.trees = trees                                  # B Tree objects
-        sizes = [t.size for t in trees]
-        self.cu_seqlens = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # [B + 1]
-        self.positions = np.concatenate(                    # [S] c_b + depth
-            [np.asarray(t.depths, dtype=np.int64) + c for t, c in zip(trees, contexts)])
-        self.masks = [t.ancestor_dense() for t in trees]    # B x [s_b][s_b] uint8
-        links = [sglang_links(t) for t in trees]
-        self.next_token = [n for n, _ in links]             # B x [s_b]
-        self.next_sibling = [s for _, s in links]           # B x [s_b]
+    __slots__ = ("tokens", "positions", "mask", "next_token", "next_sibling", "n",
+                 "expected_accepted")
+
+    def __init__(self, tokens, positions, mask, next_token, next_sibling, n,
+                 expected_accepted=None):
+        self.tokens = tokens
+        self.positions = positions
+        self.mask = mask
+        self.next_token = next_token
+        self.next_sibling = next_sibling
+        self.n = n
+        self.expected_accepted = expected_accepted
+
+    @property
+    def s(self):
+        return len(self.tokens)
+
+
+def seq_plan_of_tree(tree, c):
+    """A SeqPlan computed here from a Tree (the planners that do not use specplan)."""
+    nxt, sib = sglang_links(tree)
+    return SeqPlan(tree.tokens, np.asarray(tree.depths, dtype=np.int64) + c,
+                   tree.ancestor_dense().astype(bool) if tree.size > 1 else None, nxt, sib,
+                   tree.size - 1)

@@ -157,8 +157,8 @@ def test_sglang_links_and_greedy_walk():
     assert sib == [-1, 2, -1, 4, -1]
     # target argmax per node: root -> 51 (node 1), node 1 -> 54 (node 4), node 4 -> 99 (bonus)
     predict = [51, 54, 0, 0, 99]
-    assert accept_greedy_sglang(tree, nxt, sib, predict) == ([0, 1, 4], 99)
-    assert accept_greedy_sglang(tree, nxt, sib, [7, 0, 0, 0, 0]) == ([0], 7)
+    assert accept_greedy_sglang(tree.tokens, nxt, sib, predict) == ([0, 1, 4], 99)
+    assert accept_greedy_sglang(tree.tokens, nxt, sib, [7, 0, 0, 0, 0]) == ([0], 7)
 
 
 def test_cli_errors_name_flag_and_value(capsys):
