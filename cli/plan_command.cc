@@ -1,5 +1,5 @@
 // specplan plan: best-first draft tree from drafter marginals, with the hardware-aware budget
-// controller (bastion.txt Alg. 1) or a fixed budget.
+// controller (BASTION (docs/references.md) Alg. 1) or a fixed budget.
 //
 //   specplan plan --marginals FILE --model M --gpu G --c C (--n-max N | --budget N)
 //                 [--profile FILE] [--scan] [--json] [--repeat R]

@@ -90,7 +90,8 @@ std::vector<plot::Chart> MakeCharts(const whatif::WhatIfReport& r) {
     if (!whatif::SweepsBudgets(s)) sp.style = ac.style = plot::SeriesStyle::kPoints;
     for (const whatif::WhatIfRow& row : r.rows) {
       if (row.strategy != s || row.steps_used == 0) continue;
-      // Controller / scan sit at their mean realised budget (bastion.txt Fig. 4's stars).
+      // Controller / scan sit at their mean realised budget (BASTION (docs/references.md) Fig. 4's
+      // stars).
       const double x = whatif::SweepsBudgets(s) ? row.budget : row.mean_tree_size;
       if (!(x > 0)) continue;
       sp.x.push_back(std::log2(x));

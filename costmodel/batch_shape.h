@@ -1,5 +1,6 @@
 // BatchShape: the shape of one ragged verification pass over B sequences, where sequence i
-// verifies s_i new tokens on top of c_i cached tokens (bastion.txt App. F applied per sequence).
+// verifies s_i new tokens on top of c_i cached tokens (BASTION (docs/references.md) App. F applied
+// per sequence).
 //
 // Every roofline term of a pass is linear in three sums over the sequences — the tokens S = Σ s_i,
 // the cached context Σ c_i and the score pairs Σ s_i (c_i + s_i) — except the weights, which are

@@ -1,4 +1,5 @@
-// Cycle cost of one speculative step (bastion.txt eq. 7, domino.txt §4):
+// Cycle cost of one speculative step (BASTION (docs/references.md) eq. 7, Domino
+// (docs/references.md) §4):
 //   C(n) = T_draft + T_aux + T_verify(n + 1, c)
 // where n is the number of draft nodes (the root/bonus token makes s = n + 1). For a batch of B
 // requests verified in one ragged pass (BatchCycleCost):
@@ -14,7 +15,7 @@
 
 namespace specplan::costmodel {
 
-// How a drafter spends time producing a block of gamma positions (domino.txt §4).
+// How a drafter spends time producing a block of gamma positions (Domino (docs/references.md) §4).
 enum class DrafterClass {
   kAutoregressive,  // gamma sequential steps: gamma * (t_net + t_head)
   kParallelBlock,   // one block pass:         t_net + t_head

@@ -1,28 +1,25 @@
 // The latency models behind LatencyModel::VerifySeconds(s, c):
-//   roofline    bare max(FLOPs/peak, bytes/bandwidth)                    (bastion.txt App. F)
-//   linear      a * R(s, c) + b, R = bare roofline                       (bastion.txt §2.4, H.4
-//   "Static") per_term    max(k_c * F + b_c, k_w * W + k_kv * KVA): compute, weight-streaming and
-//   KV/attention
-//               traffic each with its own efficiency, all >= 0
+//   roofline    bare max(FLOPs/peak, bytes/bandwidth); BASTION (docs/references.md) App. F
+//   linear      a * R(s, c) + b, R = bare roofline; BASTION (docs/references.md) §2.4, H.4 "Static"
+//   per_term    max(k_c * F + b_c, k_w * W + k_kv * KVA): compute, weight-streaming and
+//               KV/attention traffic each with its own efficiency, all >= 0
 //   overlap     b + smooth_max_p(k_g*G_q + k_a*A, k_w*W + k_kv*KVA): separate achieved efficiencies
 //               for GEMMs (FLOPs with s rounded up to the GEMM tile q), attention scores, weight
 //               streaming and KV/activation traffic; the exponent p >= 1 says how well compute and
 //               memory overlap (p = 1: they add up; p -> infinity: the bare max of the roofline)
 //   kernel_sum  the pass as one stream of kernels, so the time of each kernel class adds up:
-//               b + smooth_max_p(k_g*G_q, k_w*W)                     GEMMs: weight streaming until
-//                                                                    the knee in s, then compute
-//                 + k_d*KV                        (s = 1)            decode attention kernel
-//                 + b_v + k_v*ceil(s/t_a)*KV      (s > 1)            verify/prefill attention
-//                 kernel:
-//                                                                    streams the cache once per
-//                                                                    wave of t_a query tokens
-//                 + k_a*A + k_e*E                                    score FLOPs; elementwise
-//                 traffic
+//               b + smooth_max_p(k_g*G_q, k_w*W)              GEMMs: weight streaming until the
+//                                                             knee in s, then compute
+//                 + k_d*KV                    (s = 1)         decode attention kernel
+//                 + b_v + k_v*ceil(s/t_a)*KV  (s > 1)         verify/prefill attention kernel:
+//                                                             streams the cache once per wave
+//                                                             of t_a query tokens
+//                 + k_a*A + k_e*E                             score FLOPs; elementwise traffic
 //               (fits measured H100 passes to ~2-3 % where overlap cannot get under ~10 %: see
-//               costmodel/README.md, "Calibrated forms")
+//               docs/costmodel.md, "Latency models")
 //   table       measured grid over (s, c), bilinear inside, roofline-scaled outside
-//   ema         multiplicative bias on any base, updated online            (bastion.txt H.4 EMA,
-//   EMA+Calib)
+//   ema         multiplicative bias on any base, updated online (EMA, EMA+Calib); BASTION
+//               (docs/references.md) H.4
 // Under tensor parallelism (ModelSpec::tp > 1) every feature is per GPU, and the all-reduce time
 // X = CommunicationSeconds (roofline.h) is added to every calibrated form unscaled (per_term,
 // overlap, kernel_sum: + X; linear: a * R + b with R = the roofline, which includes X).
@@ -291,9 +288,10 @@ class TableLatency : public LatencyModel {
   LatencyTable table_;
 };
 
-// Online residual correction (bastion.txt H.4): bias <- (1 - alpha) bias + alpha * obs / base(s,
-// c); predicts bias * base(s, c). Over the bare roofline this is "EMA"; over a calibrated model it
-// is "EMA+Calib". Observe() may run concurrently with VerifySeconds() (the bias is atomic).
+// Online residual correction, BASTION (docs/references.md) H.4: bias <- (1 - alpha) bias + alpha *
+// obs / base(s, c); predicts bias * base(s, c). Over the bare roofline this is "EMA"; over a
+// calibrated model it is "EMA+Calib". Observe() may run concurrently with VerifySeconds() (the bias
+// is atomic).
 class EmaCorrectedLatency : public LatencyModel {
  public:
   EmaCorrectedLatency(std::shared_ptr<const LatencyModel> base, double alpha,

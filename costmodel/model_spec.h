@@ -1,5 +1,5 @@
 // Architecture numbers of a decoder-only target model, as the roofline needs them
-// (bastion.txt Appendix F notation in brackets).
+// (BASTION (docs/references.md) Appendix F notation in brackets).
 #ifndef SPECPLAN_COSTMODEL_MODEL_SPEC_H_
 #define SPECPLAN_COSTMODEL_MODEL_SPEC_H_
 

@@ -1,8 +1,9 @@
 // Roofline cost of one verification pass: s new tokens over c cached tokens
-// (bastion.txt Appendix F, eq. 8 for FLOPs and eq. 9 for bytes), itemised per term, extended to
-// mixture-of-experts targets (only the experts the tokens route to are streamed), to tensor
-// parallelism (terms per GPU, plus two ring all-reduces per layer) and to ragged batch passes
-// (eqs. (8)-(9) summed over the sequences, the weights streamed once; costmodel/batch_shape.h).
+// (BASTION (docs/references.md) Appendix F, eq. 8 for FLOPs and eq. 9 for bytes), itemised per
+// term, extended to mixture-of-experts targets (only the experts the tokens route to are streamed),
+// to tensor parallelism (terms per GPU, plus two ring all-reduces per layer) and to ragged batch
+// passes (eqs. (8)-(9) summed over the sequences, the weights streamed once;
+// costmodel/batch_shape.h).
 #ifndef SPECPLAN_COSTMODEL_ROOFLINE_H_
 #define SPECPLAN_COSTMODEL_ROOFLINE_H_
 

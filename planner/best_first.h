@@ -1,5 +1,5 @@
 // Best-first draft-tree construction with the hardware-aware budget controller
-// (bastion.txt §2.3-2.4, Proposition 2.3/2.4, Algorithm 1).
+// (BASTION (docs/references.md) §2.3-2.4, Proposition 2.3/2.4, Algorithm 1).
 //
 // Lattice: a node at depth d (root: d = 0) has up to k children, the k candidates of row d of the
 // marginals, with rho(child) = rho(parent) * q_d(x). Because rho(child) <= rho(parent), popping the

@@ -1,5 +1,6 @@
 // DynaTree policy: confidence-aware adaptive drafting for autoregressive drafters
-// (seeds/dynatree.txt §3.3 "Adaptive Tree Drafting" and Appendix B, Algorithm 1 DRAFTTREE).
+// (DynaTree (docs/references.md) §3.3 "Adaptive Tree Drafting" and Appendix B, Algorithm 1
+// DRAFTTREE).
 //
 // Rules (each cites the paper; the implementation comments cite the same places):
 //  * Dynamic Tree Breadth (§3.3 eq. B(u); Alg. 1 line 27): an expanded node u with local confidence

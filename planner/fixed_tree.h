@@ -1,4 +1,5 @@
-// Fixed tree policy (D, B, tau): the static-tree baseline of seeds/dynatree.txt §4.3 / App. A
+// Fixed tree policy (D, B, tau): the static-tree baseline of DynaTree (docs/references.md) §4.3 /
+// App. A
 // (SpecInfer-style static shape, best reported configuration D = 8, B = 3, tau = 0.1, N_max = 256).
 #ifndef SPECPLAN_PLANNER_FIXED_TREE_H_
 #define SPECPLAN_PLANNER_FIXED_TREE_H_

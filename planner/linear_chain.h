@@ -1,5 +1,5 @@
 // Linear chain policy: greedy top-1 chain of K draft tokens (the "Linear Spec" baseline of
-// seeds/dynatree.txt §4.3), one node and one drafter forward per level.
+// DynaTree (docs/references.md) §4.3), one node and one drafter forward per level.
 #ifndef SPECPLAN_PLANNER_LINEAR_CHAIN_H_
 #define SPECPLAN_PLANNER_LINEAR_CHAIN_H_
 
@@ -16,7 +16,7 @@ namespace specplan::planner {
 
 struct LinearChainOptions {
   int32_t k =
-      8;  // draft tokens per step (K); dynatree.txt Table 1 uses K = 8 (WikiText-2), 5 (PG-19)
+      8;  // draft tokens per step (K); DynaTree's Table 1 uses K = 8 (WikiText-2), 5 (PG-19)
 };
 
 // InvalidArgument naming the field when k is outside [1, kMaxTreeNodes - 1].

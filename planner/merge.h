@@ -1,7 +1,7 @@
-// Merged-tree dual drafting (seeds/merged-tree-dual-drafting.txt): the union of two drafters'
-// trees that share the root token, spliced under one root so the verifier checks every candidate
-// of both drafters in one pass. The merged result is an ordinary planner::Tree, so its verifier
-// inputs (ancestor mask, depth positions, retrieve matrix) are the generic ones of any tree --
+// Merged-tree dual drafting (docs/references.md): the union of two drafters' trees that share the
+// root token, spliced under one root so the verifier checks every candidate of both drafters in one
+// pass. The merged result is an ordinary planner::Tree, so its verifier inputs (ancestor mask,
+// depth positions, retrieve matrix) are the generic ones of any tree --
 // ComputeTreeOutputs(merged.tree, ...) in planner/tree_outputs.h -- and acceptance
 // (planner/acceptance.h) runs on it unchanged.
 //

@@ -1,6 +1,7 @@
-// Path-conditioned best-first planning (DESIGN.md "Path-conditioned drafters", domino.txt): the
-// children of node u follow q(. | path(u)), known only after a draft model has run on path(u).
-// The engine is the one in best_first.h; the lattice is discovered on demand.
+// Path-conditioned best-first planning (DESIGN.md "Path-conditioned drafters", Domino
+// (docs/references.md)): the children of node u follow q(. | path(u)), known only after a draft
+// model has run on path(u). The engine is the one in best_first.h; the lattice is discovered on
+// demand.
 //
 // Exactness: a node's children may enter the frontier only once the node is in the tree and its
 // distribution is known. Each round re-runs best-first over everything known so far; a node that

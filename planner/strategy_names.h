@@ -10,7 +10,7 @@
 //   bestfirst   best-first over marginals (planner/best_first.h). The runtime sizes it with the
 //               controller; the what-if sweep gives one row per fixed budget and names the
 //               budget-choosing modes `controller` and `scan`
-//   controller  best-first sized by the controller's stopping rule (bastion.txt)
+//   controller  best-first sized by the controller's stopping rule (BASTION (docs/references.md))
 //   scan        best-first sized by the argmax of the estimated speedup curve
 //   lookup      prompt-lookup n-gram marginals, best-first (runtime)
 //   merged      a draft-model tree merged with an n-gram tree (runtime)

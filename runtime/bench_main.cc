@@ -1,6 +1,6 @@
 // specplan-bench: runs decoding strategies side by side on the same prompts and reports
-// dynatree.txt §4.2's metric set (tokens/s, speedup vs AR, acceptance, tokens per iteration,
-// committed path length, iterations, TTFT, TPOT, peak memory).
+// DynaTree (docs/references.md) §4.2's metric set (tokens/s, speedup vs AR, acceptance, tokens per
+// iteration, committed path length, iterations, TTFT, TPOT, peak memory).
 //
 //   specplan-bench --target random:tiny --draft random:tiny-draft
 //     --strategies ar,linear,fixed,dynatree,bestfirst,merged --max-new-tokens 64 --json out.json
@@ -10,6 +10,10 @@
 //
 // --record-trace FILE also records the first listed strategy's (greedy) run as a what-if trace
 // (whatif/trace.h, runtime/trace_recorder.h).
+//
+// This file is long (over 500 lines) because it is the whole front end of one binary: the flag
+// definitions in main() and RunBench(), which loads the models and runs every strategy in one
+// loop that prints the table, fills the JSON report and records the trace from the same results.
 #include <torch/torch.h>
 #include <unistd.h>
 

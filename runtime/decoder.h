@@ -5,9 +5,9 @@
 // bestfirst, lookup, merged) builds a draft tree rooted at it, the target verifies all s = n + 1
 // nodes in ONE forward (positions c + depth, ancestor mask), acceptance (planner::AcceptGreedy /
 // planner::AcceptSampling) picks the path and the bonus token, the accepted path's K/V rows are
-// gathered into place (or, with KvUpdate::kRebuild, the path is re-forwarded: dynatree.txt §3.5's
-// rollback-and-rebuild baseline), and the strategy observes what was accepted. The loop has no
-// per-strategy branches.
+// gathered into place (or, with KvUpdate::kRebuild, the path is re-forwarded: DynaTree
+// (docs/references.md) §3.5's rollback-and-rebuild baseline), and the strategy observes what was
+// accepted. The loop has no per-strategy branches.
 //
 // Greedy mode emits exactly the target's greedy tokens for every strategy; sampling mode uses
 // recursive rejection sampling with point-mass drafts (planner::DraftMode::kPointMass), which

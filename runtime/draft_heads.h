@@ -6,7 +6,8 @@
 //    b_k) and base logits L_k = LMHead(H_k) through the TARGET's LM head (shared, not stored): its
 //    distribution is the guess for the token k positions after the root. All gamma rows come from
 //    one hidden row, with no draft-model pass: the gamma x K marginals best-first plans over.
-//  * Causal correction (domino.txt §4.1.2): a GRU over the target's embeddings of the drafted path
+//  * Causal correction (Domino (docs/references.md) §4.1.2): a GRU over the target's embeddings of
+//  the drafted path
 //    (root first) gives a causal state S; the correction for depth k is the low-rank
 //    dL_k = W_up SiLU(W_down [H_k; S_k] + b_down), S_k = GRU(E(root), E(d_1), ..., E(d_{k-1})), and
 //    the drafted distribution is softmax(L_k + dL_k): path-conditioned, at one GRU step and one

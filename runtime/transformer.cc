@@ -1,5 +1,5 @@
 // The decoder-only transformer: weights, RoPE, attention over the KV cache with a tree mask, the
-// llama and gpt_neox blocks, and the causal and tree forwards. About 500 lines because the two
+// llama and gpt_neox blocks, and the causal and tree forwards. Over 500 lines because the two
 // block families share the attention and cache code here; splitting them would duplicate it.
 #include "runtime/transformer.h"
 

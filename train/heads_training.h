@@ -3,9 +3,9 @@
 //
 // For a hidden row h_t (the target's state after token t, whose own head predicts x_{t+1}, the
 // root), parallel head k (1-based) is trained on x_{t+1+k}; the causal head reads the path
-// x_{t+1}, ..., x_{t+k} (teacher forcing, domino.txt §4.2) and its corrected logits are trained on
-// the same token. The loss is domino.txt's base-anchored curriculum with position weights
-// w_k = exp(-k / gamma):
+// x_{t+1}, ..., x_{t+k} (teacher forcing, Domino (docs/references.md) §4.2) and its corrected
+// logits are trained on the same token. The loss is Domino's (docs/references.md) base-anchored
+// curriculum with position weights w_k = exp(-k / gamma):
 //     L = sum_k w_k ((1 - lambda) CE(L_k + dL_k) + lambda CE(L_k)) / sum_k w_k,
 // lambda falling linearly from 1 at the first step to `lambda_end` at the last. Domino anneals to
 // 0; here the parallel heads are a drafter of their own (best-first plans over them), so their

@@ -133,7 +133,7 @@ struct OracleSummary {
   double accepted_per_step = kNaN;
 };
 
-// The controller's (or scan's) result relative to the oracle (bastion.txt Fig. 4).
+// The controller's (or scan's) result relative to the oracle (BASTION (docs/references.md) Fig. 4).
 struct ControllerSummary {
   bool found = false;
   double speedup = kNaN;
@@ -142,7 +142,8 @@ struct ControllerSummary {
   double ratio_to_oracle = kNaN;  // speedup / oracle speedup
 };
 
-// How well the path-score surrogate predicts realised acceptance (bastion.txt App. H.1).
+// How well the path-score surrogate predicts realised acceptance (BASTION (docs/references.md) App.
+// H.1).
 struct SurrogateQuality {
   int64_t steps = 0;  // steps with marginals
   // H.1's setting: the drafter's top-1 chain over the gamma positions, Â = sum_k prod_{j<=k}

@@ -1,8 +1,9 @@
-// Dual drafting (merged-tree-dual-drafting.txt): the draft model's DynaTree tree (A) and a second
-// tree (B) are merged under one shared root (planner::MergeTrees through a planner::PlanBackend)
-// and verified in one pass. B is the prompt-lookup tree (StrategyOptions::merged_b = kLookup, the
-// default) or, with draft heads (kHeads), a fixed-budget best-first tree over the parallel heads'
-// marginals. The DynaTree policy observes only the accepted nodes that came from its own tree.
+// Dual drafting, as in Merged-tree dual drafting (docs/references.md): the draft model's DynaTree
+// tree (A) and a second tree (B) are merged under one shared root (planner::MergeTrees through a
+// planner::PlanBackend) and verified in one pass. B is the prompt-lookup tree
+// (StrategyOptions::merged_b = kLookup, the default) or, with draft heads (kHeads), a fixed-budget
+// best-first tree over the parallel heads' marginals. The DynaTree policy observes only the
+// accepted nodes that came from its own tree.
 #ifndef SPECPLAN_RUNTIME_STRATEGIES_MERGED_H_
 #define SPECPLAN_RUNTIME_STRATEGIES_MERGED_H_
 

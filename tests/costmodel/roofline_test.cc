@@ -36,8 +36,8 @@ ModelSpec TinyNeox() {
   return m;
 }
 
-// Hand-computed from bastion.txt Tables 3 and 4 with L=2, h=8, h_q=8, h_kv=4, n_q=2, h_ffn=16,
-// V=10, bp=2, s=3, c=5.
+// Hand-computed from BASTION (docs/references.md) Tables 3 and 4 with L=2, h=8, h_q=8, h_kv=4,
+// n_q=2, h_ffn=16, V=10, bp=2, s=3, c=5.
 TEST(Roofline, GatedTermsMatchHandComputedValues) {
   const RooflineTerms t = ComputeRooflineTerms(TinyGated(), 3, 5);
   EXPECT_DOUBLE_EQ(t.attn_proj_flops, 2304);   // 2 (4*3*8*8 + 4*3*8*4)

@@ -46,8 +46,8 @@ DrafterFn Uniform(std::vector<float> probs) {
   });
 }
 
-// Reference: Algorithm 1 DRAFTTREE (seeds/dynatree.txt App. B), node by node from a FIFO queue,
-// with the parameters the policy used for the step.
+// Reference: Algorithm 1 DRAFTTREE (DynaTree (docs/references.md) App. B), node by node from a FIFO
+// queue, with the parameters the policy used for the step.
 Tree ReferenceAlgorithm1(const fake::HashDrafter& drafter, int32_t root, const DynaTreeOptions& o,
                          int32_t d0, double tau_h, double tau_l) {
   Tree t;
