@@ -65,10 +65,11 @@ TEST(MoeTpCli, BadTpNamesTheFlagAndValue) {
   EXPECT_THAT(r.output, HasSubstr("was fitted at tp = 1"));
 }
 
-// The README example: with the same drafter marginals and the same (roofline) latency model, the
-// controller stops at a smaller tree on a MoE target than on a dense model whose decode step
-// costs about as much (H100 roofline at c = 1024: qwen3-4b 2.68 ms; qwen3-30b-a3b 2.04 ms at
-// s = 1, but 12.15 ms at s = 16, when its 16 tokens stream 82 of 128 experts per layer).
+// The example of docs/costmodel.md ("Mixture-of-experts targets"): with the same drafter marginals
+// and the same (roofline) latency model, the controller stops at a smaller tree on a MoE target
+// than on a dense model whose decode step costs about as much (H100 roofline at c = 1024:
+// qwen3-4b 2.68 ms; qwen3-30b-a3b 2.04 ms at s = 1, but 12.15 ms at s = 16, when its 16 tokens
+// stream 82 of 128 experts per layer).
 TEST(MoeTpCli, PlannerPicksSmallerTreesOnMoe) {
   auto plan = [](const std::string& model) {
     auto r =

@@ -17,7 +17,7 @@ using ::testing::HasSubstr;
 using testing::IsAncestorOrSelf;
 using testing::RandomTree;
 
-// The hand-worked tree of the header and README examples (token ids in parentheses):
+// The hand-worked tree of the header's and docs/planner.md's examples (token ids in parentheses):
 //
 //   0 (50)
 //   ├── 1 (51)
