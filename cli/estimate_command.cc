@@ -252,7 +252,8 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object");
   cmd->add_option("--server", args->server,
-                  "Ask a specplan-server at HOST:PORT for the prediction (same output)");
+                  "Ask a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or "
+                  "dns:///NAME:PORT, round robin with retries) for the prediction (same output)");
   cmd->callback([args, exit_code] { *exit_code = RunEstimate(*args); });
 }
 

@@ -161,8 +161,10 @@ void RegisterMergeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_flag("--json", args->json, "Print JSON instead of text");
-  cmd->add_option("--server", args->server,
-                  "Merge on a specplan-server at HOST:PORT instead of in-process (same output)");
+  cmd->add_option(
+      "--server", args->server,
+      "Merge on a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or dns:///NAME:PORT, "
+      "round robin with retries) instead of in-process (same output)");
   cmd->callback([args, exit_code]() { *exit_code = RunMerge(*args); });
 }
 

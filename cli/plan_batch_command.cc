@@ -350,7 +350,8 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object");
   cmd->add_option("--server", args->server,
-                  "Plan on a specplan-server at HOST:PORT (the PlanBatch RPC) instead of "
+                  "Plan on a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or "
+                  "dns:///NAME:PORT, round robin with retries) (the PlanBatch RPC) instead of "
                   "in-process (same output)");
   auto* layout = cmd->add_option("--layout", args->layout,
                                  "With --json, add the batch in an engine's layout: ragged (key "

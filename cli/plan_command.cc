@@ -258,8 +258,10 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--scan", args->scan,
                 "Evaluate every n <= N and take the argmax (stepped / measured costs)");
   cmd->add_flag("--json", args->json, "Print one JSON object");
-  cmd->add_option("--server", args->server,
-                  "Plan on a specplan-server at HOST:PORT instead of in-process (same output)");
+  cmd->add_option(
+      "--server", args->server,
+      "Plan on a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or dns:///NAME:PORT, round "
+      "robin with retries) instead of in-process (same output)");
   cmd->add_option("--repeat", args->repeat,
                   "Plan R times and report plan_us (mean per plan; round trip with --server)")
       ->check(CLI::Range(1, 10000000));

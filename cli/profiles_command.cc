@@ -144,7 +144,8 @@ void RegisterProfilesCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--dir", args->dir, "Profiles directory (default: the bundled calib/)");
   cmd->add_option("--check", args->check, "Validate one profile file and print its summary");
   cmd->add_option("--server", args->server,
-                  "List the profiles a specplan-server at HOST:PORT holds instead of a local dir");
+                  "List the profiles a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or "
+                  "dns:///NAME:PORT, round robin with retries) holds instead of a local dir");
   RegisterProfilesComposeCommand(cmd, exit_code);
   // A sub-subcommand (`profiles compose`) runs its own callback; the listing runs without one.
   cmd->callback([cmd, args, exit_code] {

@@ -417,7 +417,8 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                   "Write a PNG: speedup and accepted length vs budget, controller and oracle "
                   "marked (with --concurrency: throughput and speedup over ar vs B)");
   cmd->add_option("--server", args->server,
-                  "Sweep on a specplan-server at HOST:PORT (the --trace file is read here and "
+                  "Sweep on a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or "
+                  "dns:///NAME:PORT, round robin with retries) (the --trace file is read here and "
                   "sent; without --trace the server's bundled trace); same output");
   cmd->add_option("--concurrency", args->concurrency,
                   "Replay the trace with B requests in flight for each B of a comma-separated "
