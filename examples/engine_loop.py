@@ -40,7 +40,7 @@ import torch  # noqa: E402
 
 from qwen3_torch import Segment, Transformer, tree_mask_block  # noqa: E402
 import plan_glue  # noqa: E402
-from trees import accept_greedy_sglang  # noqa: E402
+from trees import Tree, accept_greedy_sglang, seq_plan_of_tree  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -246,16 +246,24 @@ class Engine:
                "prefill_ms": 1e3 * (t1 - t0)}
         if not reqs:
             return rec
-        # 2. draft
+        # 2. the gate (specplan.SpeculationGate: does this step draft, how deep), then draft
         contexts = [r.c for r in reqs]
-        marg_tokens = marg_probs = None
-        if self.draft is not None and self.planner.needs_draft:
-            marg_tokens, marg_probs = self._draft(reqs, self.gamma)
-        t2 = time.perf_counter()
-        # 3. plan (specplan): every request's tree and what it verifies
         roots = [r.committed[-1] for r in reqs]
-        t_draft_ms = 1e3 * (t2 - t1) / self.gamma if marg_tokens is not None else 0.0
-        plans = self.planner.plan(roots, marg_tokens, marg_probs, contexts, t_draft_ms)
+        depth = self.planner.decide(contexts) if self.draft is not None else 0
+        tg = time.perf_counter()
+        marg_tokens = marg_probs = None
+        if depth > 0:
+            marg_tokens, marg_probs = self._draft(reqs, depth)
+            # one batched level's share per request: the planner prices B requests' drafting as
+            # B times one request's (what the runtime's batch strategy does; on this CPU a
+            # batched level costs about B single ones, the draft model being compute-bound)
+            self.planner.observe_draft_level((time.perf_counter() - tg) / depth / len(reqs))
+        t2 = time.perf_counter()
+        # 3. plan (specplan.plan_batch): every request's tree and what it verifies
+        if depth > 0:
+            plans = self.planner.plan(roots, marg_tokens, marg_probs, contexts)
+        else:  # a plain decoding step for every request: root-only trees, no draft model
+            plans = [seq_plan_of_tree(Tree([t], [-1]), c) for t, c in zip(roots, contexts)]
         t3 = time.perf_counter()
         # 4. verify: one target pass over every request's tree
         segs = []
@@ -287,11 +295,13 @@ class Engine:
             committed += len(accepted_tokens) + 1
             drafted += sp.n
             accepted_lengths.append(len(accepted_tokens))
-        self.planner.observe(plans, accepted_lengths)
+        if depth > 0:
+            self.planner.observe(plans, accepted_lengths)
         for r in [r for r in reqs if r.done()]:
             self._retire(r)
         t5 = time.perf_counter()
-        rec.update({"draft_ms": 1e3 * (t2 - t1), "plan_ms": 1e3 * (t3 - t2),
+        rec.update({"depth": depth, "gate_ms": 1e3 * (tg - t1),
+                    "draft_ms": 1e3 * (t2 - tg), "plan_ms": 1e3 * ((tg - t1) + (t3 - t2)),
                     "verify_ms": 1e3 * (t4 - t3), "accept_ms": 1e3 * (t5 - t4),
                     "step_ms": 1e3 * (t5 - t0), "drafted": drafted, "tokens": committed,
                     "verified": verified, "accepted": sum(accepted_lengths)})
@@ -436,7 +446,7 @@ def main(argv=None):
         requests = load_requests(args.prompts, target.config.vocab_size, args.max_new_tokens,
                                  args.tokenizer, args.tokenizer_bin, args.max_prompts)
         flag = "--planner"
-        planner = plan_glue.make_planner(args, target)
+        planner = plan_glue.make_planner(args, draft)
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         print(f"engine_loop.py: {flag}: {e}", file=sys.stderr)
         return 2

@@ -16,25 +16,25 @@ from trees import SeqPlan, Tree, seq_plan_of_tree
 
 class ArPlanner:
     name = "ar"
-    needs_draft = False
     max_tree_nodes = 0
 
-    def plan(self, roots, tokens, probs, contexts, t_draft_ms=0.0):
-        return [seq_plan_of_tree(Tree([r], [-1]), c) for r, c in zip(roots, contexts)]
-
-    def observe(self, seq_plans, accepted):
-        pass
+    def decide(self, contexts):
+        return 0
 
 
 class ChainPlanner:
-    needs_draft = True
-
     def __init__(self, depth):
         self.depth = depth
         self.max_tree_nodes = depth
         self.name = f"chain:{depth}"
 
-    def plan(self, roots, tokens, probs, contexts, t_draft_ms=0.0):
+    def decide(self, contexts):
+        return self.depth
+
+    def observe_draft_level(self, seconds):
+        pass
+
+    def plan(self, roots, tokens, probs, contexts):
         d = min(self.depth, tokens.shape[1])
         return [seq_plan_of_tree(Tree([r] + tokens[b, :d, 0].tolist(), list(range(-1, d))), c)
                 for b, (r, c) in enumerate(zip(roots, contexts))]
@@ -43,52 +43,53 @@ class ChainPlanner:
         pass
 
 
-class SurrogateCalibration:
-    """The forgetful ratio of realised draft tokens to promised ones (planner/speculation_gate.h
-    AcceptanceEstimator::surrogate_scale): (sum f^age L + w0) / (sum f^age (Â - 1) + w0), clamped
-    to [1/64, 64]; the planner's acceptance_scale, so an over-confident drafter gets smaller
-    trees."""
-
-    def __init__(self, forget=0.9, prior=1.0):
-        self.forget, self.prior = forget, prior
-        self.num = self.den = 0.0
-
-    def observe(self, expected_accepted, accepted_length):
-        self.num = self.forget * self.num + accepted_length
-        self.den = self.forget * self.den + max(0.0, expected_accepted - 1.0)
-
-    @property
-    def scale(self):
-        return min(64.0, max(1.0 / 64.0, (self.num + self.prior) / (self.den + self.prior)))
-
-
 class SpecplanPlanner:
-    """specplan.plan_batch over every request's chain lattice, with SGLang's layout."""
+    """The runtime's `batch` strategy through specplan's Python module: one SpeculationGate for
+    the batch decides the draft depth (0 = a plain step), then specplan.plan_batch_arrays sizes
+    every request's tree over its chain lattice from one budget, returning the trees and SGLang's
+    EAGLE verification tensors in the same call (layout='sglang')."""
 
-    needs_draft = True
-
-    def __init__(self, specplan, cost, n_max, mode="controller", budget=0, layout="ragged",
-                 calibrate=True):
+    def __init__(self, specplan, cost, n_max, gamma, mode="controller", budget=0,
+                 layout="ragged", gate=True, draft_level_s=None, fixed_level_s=None):
         self.sp, self.cost = specplan, cost
         self.max_tree_nodes = n_max       # per request
+        self.gamma = gamma
         self.mode, self.budget = mode, budget
         self.padded = layout == "sglang"  # verify SGLang's padded [B][D] slots as they are
-        self.calibration = SurrogateCalibration() if calibrate else None
-        what = cost.profile_id or f"roofline {cost.gpu} x {cost.model}" if cost else "no cost"
-        self.name = f"specplan.plan_batch ({mode}, {what})"
+        self.gate = specplan.SpeculationGate(enabled=gate and cost is not None)
+        self.use_gate = gate and cost is not None
+        self.fixed_level_s = fixed_level_s  # priced instead of the measured level when set
+        self.level_s = draft_level_s or 0.0   # EMA of one request's share of a draft level
+        if draft_level_s:
+            self.gate.observe_draft_level(draft_level_s)
+        what = (cost.profile_id or f"roofline {cost.gpu} x {cost.model}") if cost else "no cost"
+        self.name = f"specplan.plan_batch ({mode}, {what}, gate {'on' if self.use_gate else 'off'})"
         self.last = None
 
-    def plan(self, roots, tokens, probs, contexts, t_draft_ms=0.0):
+    def decide(self, contexts):
+        if not self.use_gate:
+            return self.gamma
+        d = self.gate.decide_batch(self.cost, np.asarray(contexts, dtype=np.int64), min_depth=1,
+                                   max_depth=self.gamma, draft_level_s=self.fixed_level_s)
+        return int(d["depth"])
+
+    def observe_draft_level(self, seconds):
+        """Measured seconds of one request's share of a draft level."""
+        self.gate.observe_draft_level(seconds)
+        self.level_s = seconds if not self.level_s else 0.8 * self.level_s + 0.2 * seconds
+
+    def plan(self, roots, tokens, probs, contexts):
         sp, B = self.sp, len(roots)
-        reqs = [(sp.Marginals(int(roots[b]), tokens[b], probs[b]), int(contexts[b]),
-                 self.max_tree_nodes) for b in range(B)]
         total = self.budget if self.mode == "fixed" and self.budget else self.max_tree_nodes * B
-        kw = dict(n_max=total, mode=self.mode, layout="sglang", tree_mask_mode="QLEN_ONLY")
+        kw = dict(n_max=total, mode=self.mode, layout="sglang", tree_mask_mode="QLEN_ONLY",
+                  acceptance_scale=self.gate.estimator.surrogate_scale)
         if self.cost is not None:
-            kw.update(drafter="ar", t_draft_ms=t_draft_ms, draft_batch_growth=0.0)
-        if self.calibration is not None:
-            kw["acceptance_scale"] = self.calibration.scale
-        bp = sp.plan_batch(reqs, self.cost, **kw)
+            # B requests' drafting priced as B times one request's (growth 1), as decide_batch does
+            level = self.fixed_level_s if self.fixed_level_s is not None else self.level_s
+            kw.update(drafter="ar", t_draft_ms=1e3 * level, draft_batch_growth=1.0)
+        bp = sp.plan_batch_arrays(np.asarray(roots, dtype=np.int64), tokens, probs,
+                                  np.asarray(contexts, dtype=np.int64), self.cost,
+                                  np.full(B, self.max_tree_nodes, dtype=np.int64), **kw)
         self.last = bp
         lay = bp.layout
         D = int(lay["draft_token_num"])
@@ -96,21 +97,24 @@ class SpecplanPlanner:
         positions = lay["positions"].reshape(B, D)
         mask = lay["tree_mask"].reshape(B, D, D)
         nxt, sib = lay["retrive_next_token"], lay["retrive_next_sibling"]
-        n, ea = bp.n, bp.expected_accepted
+        n, ea, depths, off = bp.n, bp.expected_accepted, bp.depths, bp.offsets
         out = []
         for b in range(B):
             s = D if self.padded else int(n[b]) + 1
-            out.append(SeqPlan(draft_tokens[b, :s].tolist(), positions[b, :s],
-                               mask[b, :s, :s] if s > 1 else None, nxt[b, :s].tolist(),
-                               sib[b, :s].tolist(), int(n[b]), float(ea[b])))
+            p = SeqPlan(draft_tokens[b, :s].tolist(), positions[b, :s],
+                        mask[b, :s, :s] if s > 1 else None, nxt[b, :s].tolist(),
+                        sib[b, :s].tolist(), int(n[b]), float(ea[b]))
+            p.depth = int(depths[off[b]:off[b + 1]].max())
+            out.append(p)
         return out
 
     def observe(self, seq_plans, accepted):
-        if self.calibration is None:
-            return
+        """After verification: the gate's acceptance estimate and the surrogate's calibration
+        (what BatchStrategy::Observe feeds), for every request of a drafted step."""
         for p, a in zip(seq_plans, accepted):
+            self.gate.observe(p.depth, p.n, a)
             if p.n > 0:
-                self.calibration.observe(p.expected_accepted, a)
+                self.gate.estimator.observe_surrogate(p.expected_accepted, a)
 
 
 def add_arguments(p):
@@ -129,12 +133,18 @@ def add_arguments(p):
     g.add_argument("--mode", default="controller", choices=["controller", "scan", "fixed"],
                    help="batch planner stopping rule; fixed: exactly --budget nodes per step")
     g.add_argument("--budget", type=int, default=0,
-                   help="--mode fixed: draft nodes over the batch per step (0 = --n-max x B)")
+                   help="--mode fixed: draft nodes over the batch per step (0 = --n-max x B); "
+                        "with --gpu none no cost is used at all")
     g.add_argument("--layout", default="ragged", choices=["ragged", "sglang"],
                    help="ragged: verify each tree's s_i nodes (packed, as the runtime); sglang: "
                         "verify SGLang's padded D slots per request as they come")
-    g.add_argument("--no-calibrate", action="store_true",
-                   help="do not scale the planner's surrogate by the observed acceptance")
+    g.add_argument("--draft-level-ms", type=float, default=None,
+                   help="price one request's draft level at this many ms instead of the measured "
+                        "time (e.g. a GPU drafter's, with a GPU profile; fixed plans for tests)")
+    g.add_argument("--gate", default="on", choices=["on", "off"],
+                   help="on: specplan.SpeculationGate decides each step whether the batch drafts "
+                        "and how deep (0 = a plain step, no draft model); off: always draft "
+                        "--gamma levels")
 
 
 def import_specplan():
@@ -147,7 +157,22 @@ def import_specplan():
     return specplan
 
 
-def make_planner(args, target):
+def measure_draft_level(draft, repeats=5):
+    """Seconds of one single-token draft forward over a short cache (the gate's first estimate of
+    a draft level, as the runtime's SeedDraftLevel measures it); median of `repeats`."""
+    import time
+
+    cache = draft.new_cache(80)
+    draft.forward_causal(list(range(1, 65)), 0, cache)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        draft.forward_causal([1], 64, cache)
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
+
+
+def make_planner(args, draft=None):
     if args.planner == "ar":
         return ArPlanner()
     if args.chain_depth > args.gamma:
@@ -157,6 +182,8 @@ def make_planner(args, target):
     sp = import_specplan()
     if args.budget < 0:
         raise ValueError(f"--budget = {args.budget}: must be >= 0")
+    if args.draft_level_ms is not None and not args.draft_level_ms >= 0:
+        raise ValueError(f"--draft-level-ms = {args.draft_level_ms}: must be >= 0")
     if args.profile:
         if not os.path.exists(args.profile):
             raise ValueError(f"--profile {args.profile}: no such file")
@@ -165,5 +192,8 @@ def make_planner(args, target):
         cost = None
     else:
         cost = sp.Cost(gpu=args.gpu, model=args.cost_model, engine=args.engine)
-    return SpecplanPlanner(sp, cost, args.n_max, mode=args.mode, budget=args.budget,
-                           layout=args.layout, calibrate=not args.no_calibrate)
+    fixed = args.draft_level_ms * 1e-3 if args.draft_level_ms is not None else None
+    level_s = measure_draft_level(draft) if draft is not None and fixed is None else None
+    return SpecplanPlanner(sp, cost, args.n_max, args.gamma, mode=args.mode, budget=args.budget,
+                           layout=args.layout, gate=args.gate == "on", draft_level_s=level_s,
+                           fixed_level_s=fixed)

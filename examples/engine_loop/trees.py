@@ -65,9 +65,6 @@ class SeqPlan:
     c + depth, the [s][s] ancestor mask (None when s == 1), and SGLang's links for acceptance.
     n: draft nodes of the tree (padding slots, in the padded SGLang layout, not counted)."""
 
-    __slots__ = ("tokens", "positions", "mask", "next_token", "next_sibling", "n",
-                 "expected_accepted")
-
     def __init__(self, tokens, positions, mask, next_token, next_sibling, n,
                  expected_accepted=None):
         self.tokens = tokens
@@ -77,6 +74,7 @@ class SeqPlan:
         self.next_sibling = next_sibling
         self.n = n
         self.expected_accepted = expected_accepted
+        self.depth = 0
 
     @property
     def s(self):
@@ -86,6 +84,8 @@ class SeqPlan:
 def seq_plan_of_tree(tree, c):
     """A SeqPlan computed here from a Tree (the planners that do not use specplan)."""
     nxt, sib = sglang_links(tree)
-    return SeqPlan(tree.tokens, np.asarray(tree.depths, dtype=np.int64) + c,
-                   tree.ancestor_dense().astype(bool) if tree.size > 1 else None, nxt, sib,
-                   tree.size - 1)
+    p = SeqPlan(tree.tokens, np.asarray(tree.depths, dtype=np.int64) + c,
+                tree.ancestor_dense().astype(bool) if tree.size > 1 else None, nxt, sib,
+                tree.size - 1)
+    p.depth = max(tree.depths)
+    return p
