@@ -1,0 +1,77 @@
+// The batch planner behind specplan.plan_batch / plan_batch_arrays: per-thread workspace,
+// the result object and the one call that plans with the GIL released.
+#ifndef SPECPLAN_PYTHON_BATCH_H_
+#define SPECPLAN_PYTHON_BATCH_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "planner/batch_plan.h"
+#include "planner/engine_layouts.h"
+
+namespace specplan::python {
+
+enum class LayoutKind { kNone, kRagged, kSglang };
+
+// The keyword arguments shared by both plan_batch forms, checked.
+struct BatchArgs {
+  planner::BatchPlanOptions options;
+  DrafterArgs drafter;
+  LayoutKind layout = LayoutKind::kNone;
+  planner::SglangLayoutOptions sglang;
+};
+// Errors name the keyword and value.
+BatchArgs ParseBatchArgs(int n_max, const std::string& mode, py::handle max_ms_per_token,
+                         const std::string& drafter, double t_draft_ms, double t_aux_ms,
+                         double draft_batch_growth, double acceptance_scale, bool validate,
+                         py::handle layout, py::handle tree_mask_mode, py::handle draft_token_num,
+                         int64_t pad_token);
+
+// Reused per thread (planners are not thread-safe; the GIL is released while planning).
+struct BatchWorkspace {
+  planner::BatchPlanner planner;
+  planner::BatchPlan plan;
+  std::vector<planner::Marginals> marginals;    // [>= B] copies of requests given as arrays/dicts
+  std::vector<planner::BatchRequest> requests;  // [B]
+  std::vector<int64_t> c;                       // [B]
+
+  void Resize(size_t b) {
+    if (marginals.size() < b) marginals.resize(b);
+    requests.resize(b);
+    c.resize(b);
+  }
+};
+BatchWorkspace& ThreadBatchWorkspace();
+
+// What specplan.BatchPlan holds: the trees flattened (request i = nodes offsets[i] ..
+// offsets[i + 1] - 1), the per-request and batch figures, and the layout asked for.
+struct PyBatchPlan {
+  std::vector<int32_t> tokens, parents, depths;  // [T]
+  std::vector<double> path_probs;                // [T]
+  std::vector<int64_t> offsets;                  // [B + 1]
+  std::vector<int32_t> n;                        // [B]
+  std::vector<int64_t> c;                        // [B]
+  std::vector<double> expected_accepted, price;  // [B]
+  std::vector<planner::BatchCurvePoint> curve;
+  int n_total = 0;
+  double weighted_accepted = 0, cycle_s = 0, goodput = 0, ar_goodput = 0;
+  bool speculation_pays = true, bound_met = true, lattice_exhausted = false;
+  bool latency_bound = false;
+  int mode = 0, n_max = 0;
+  std::string latency_model, profile;
+  std::optional<planner::BatchLayout> ragged;  // until BatchPlan.layout is first read
+  std::optional<planner::SglangLayout> sglang;
+  py::object layout_dict = py::none();
+};
+
+// Plans ws->requests (filled by the caller, with ws->c) under `cost` (may be null only in
+// 'fixed' with the goodput objective) and returns a specplan.BatchPlan. Releases the GIL for
+// the planning, the copy into the result and the layout.
+py::object RunBatch(BatchWorkspace* ws, const PyCost* cost, const BatchArgs& args);
+
+}  // namespace specplan::python
+
+#endif  // SPECPLAN_PYTHON_BATCH_H_

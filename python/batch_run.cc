@@ -1,0 +1,157 @@
+// RunBatch and the batch keyword arguments (batch.h).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "batch.h"
+#include "costmodel/cycle_cost.h"
+#include "layouts.h"
+
+namespace specplan::python {
+namespace {
+
+using planner::BudgetMode;
+
+// Copies the plan into the result: the trees back to back, the figures.
+void FillResult(const planner::BatchPlan& plan, const std::vector<int64_t>& c, PyBatchPlan* r) {
+  const size_t b = c.size();
+  r->offsets.resize(b + 1);
+  r->offsets[0] = 0;
+  for (size_t i = 0; i < b; ++i) r->offsets[i + 1] = r->offsets[i] + plan.trees[i].size();
+  const size_t t = static_cast<size_t>(r->offsets[b]);
+  r->tokens.resize(t);
+  r->parents.resize(t);
+  r->depths.resize(t);
+  r->path_probs.resize(t);
+  for (size_t i = 0; i < b; ++i) {
+    const planner::Tree& tree = plan.trees[i];
+    const size_t at = static_cast<size_t>(r->offsets[i]), s = tree.tokens.size();
+    std::memcpy(r->tokens.data() + at, tree.tokens.data(), s * sizeof(int32_t));
+    std::memcpy(r->parents.data() + at, tree.parents.data(), s * sizeof(int32_t));
+    std::memcpy(r->depths.data() + at, tree.depths.data(), s * sizeof(int32_t));
+    std::memcpy(r->path_probs.data() + at, tree.path_probs.data(), s * sizeof(double));
+  }
+  r->n.assign(plan.n.begin(), plan.n.begin() + b);
+  r->c = c;
+  r->expected_accepted.assign(plan.expected_accepted.begin(), plan.expected_accepted.begin() + b);
+  r->price.assign(plan.price.begin(), plan.price.end());
+  r->curve = plan.curve;
+  r->n_total = plan.n_total;
+  r->weighted_accepted = plan.weighted_accepted;
+  r->cycle_s = plan.cycle_s;
+  r->goodput = plan.goodput;
+  r->ar_goodput = plan.ar_goodput;
+  r->speculation_pays = plan.speculation_pays;
+  r->bound_met = plan.bound_met;
+  r->lattice_exhausted = plan.lattice_exhausted;
+}
+
+}  // namespace
+
+BatchWorkspace& ThreadBatchWorkspace() {
+  thread_local BatchWorkspace ws;
+  return ws;
+}
+
+BatchArgs ParseBatchArgs(int n_max, const std::string& mode, py::handle max_ms_per_token,
+                         const std::string& drafter, double t_draft_ms, double t_aux_ms,
+                         double draft_batch_growth, double acceptance_scale, bool validate,
+                         py::handle layout, py::handle tree_mask_mode, py::handle draft_token_num,
+                         int64_t pad_token) {
+  BatchArgs a;
+  planner::BatchPlanOptions& o = a.options;
+  o.mode = static_cast<BudgetMode>(ParseBudgetMode(mode));
+  if (n_max < 0 || n_max > planner::kMaxBatchNodes) {
+    ThrowInvalid(absl::StrCat("n_max = ", n_max, ": must be in [0, ", planner::kMaxBatchNodes,
+                              "] (draft nodes over the batch)"));
+  }
+  o.n_max = n_max;
+  if (!max_ms_per_token.is_none()) {
+    const double x = ReadFloat(max_ms_per_token, "max_ms_per_token");
+    if (o.mode == BudgetMode::kFixed) {
+      ThrowInvalid(absl::StrCat("max_ms_per_token = ", x,
+                                ": a latency bound chooses the budget itself; use mode "
+                                "'controller' or 'scan', not 'fixed'"));
+    }
+    if (!(x > 0) || !std::isfinite(x)) {
+      ThrowInvalid(absl::StrCat("max_ms_per_token = ", x, ": must be > 0"));
+    }
+    o.objective = planner::BatchObjective::kLatencyBound;
+    o.max_seconds_per_token = x * 1e-3;
+  }
+  o.acceptance_scale = acceptance_scale;
+  o.validate = validate;
+  a.drafter = DrafterArgs{drafter, t_draft_ms, t_aux_ms, draft_batch_growth};
+  if (!layout.is_none()) {
+    const std::string l = py::isinstance<py::str>(layout) ? layout.cast<std::string>() : "?";
+    if (l == "ragged") {
+      a.layout = LayoutKind::kRagged;
+    } else if (l == "sglang") {
+      a.layout = LayoutKind::kSglang;
+    } else {
+      ThrowInvalid(absl::StrCat("layout = ", py::repr(layout).cast<std::string>(),
+                                ": unknown (known: None, 'ragged', 'sglang')"));
+    }
+  }
+  if (a.layout == LayoutKind::kSglang) {
+    a.sglang.mode = ParseTreeMaskMode(tree_mask_mode);
+    const int64_t d = draft_token_num.is_none() ? 0 : ReadInt(draft_token_num, "draft_token_num");
+    if (d < 0 || d > planner::kMaxTreeNodes) {
+      ThrowInvalid(absl::StrCat("draft_token_num = ", d, ": must be in [0, ",
+                                planner::kMaxTreeNodes, "] (0 or None = the largest tree)"));
+    }
+    a.sglang.draft_token_num = static_cast<int>(d);
+    a.sglang.pad_token = pad_token;
+  }
+  return a;
+}
+
+py::object RunBatch(BatchWorkspace* ws, const PyCost* cost, const BatchArgs& args) {
+  const planner::BatchPlanOptions& o = args.options;
+  if (cost == nullptr &&
+      (o.mode != BudgetMode::kFixed || o.objective != planner::BatchObjective::kGoodput)) {
+    ThrowInvalid(absl::StrCat("cost = None: mode '", BudgetModeName(static_cast<int>(o.mode)),
+                              "' prices every N; pass cost=specplan.Cost(gpu=..., model=...) or "
+                              "mode='fixed'"));
+  }
+  int gamma = 0;
+  for (size_t i = 0; i < ws->requests.size(); ++i) {
+    gamma = std::max(gamma, ws->requests[i].marginals->gamma);
+    ws->c[i] = ws->requests[i].c;
+  }
+  const costmodel::DrafterCost drafter = MakeDrafter(args.drafter, gamma);
+  std::optional<costmodel::BatchCycleCost> cycle;
+  if (cost != nullptr) cycle.emplace(cost->model.get(), drafter, args.drafter.t_aux_ms * 1e-3);
+
+  auto result = std::make_unique<PyBatchPlan>();
+  absl::Status st;
+  {
+    py::gil_scoped_release release;
+    st = ws->planner.Plan(ws->requests, o, cycle ? &*cycle : nullptr, &ws->plan);
+    if (st.ok()) {
+      FillResult(ws->plan, ws->c, result.get());
+      const absl::Span<const planner::Tree> trees(ws->plan.trees.data(), ws->requests.size());
+      if (args.layout == LayoutKind::kRagged) {
+        result->ragged.emplace();
+        st = planner::ComputeBatchLayout(trees, ws->c, &*result->ragged);
+      } else if (args.layout == LayoutKind::kSglang) {
+        result->sglang.emplace();
+        st = planner::ComputeSglangLayout(trees, ws->c, args.sglang, &*result->sglang);
+      }
+    }
+  }
+  ThrowIfError(st);
+  result->mode = static_cast<int>(o.mode);
+  result->n_max = o.n_max;
+  result->latency_bound = o.objective == planner::BatchObjective::kLatencyBound;
+  if (cost != nullptr) {
+    result->latency_model = cost->model->Kind();
+    result->profile = cost->profile_id;
+  }
+  return py::cast(std::move(result));
+}
+
+}  // namespace specplan::python

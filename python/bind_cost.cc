@@ -1,0 +1,442 @@
+// specplan.Cost (a resolved latency model), specplan.Profile (a profile file's contents),
+// list_profiles, load_profile, compose_profile, and the registries.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common.h"
+#include "costmodel/batch_shape.h"
+#include "costmodel/compose.h"
+#include "costmodel/cost_spec.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/kernel_tables.h"
+#include "costmodel/model_registry.h"
+#include "costmodel/profile.h"
+#include "planner/best_first.h"
+
+namespace specplan::python {
+namespace {
+
+using costmodel::DType;
+
+DType ReadDType(const std::string& dtype) { return ValueOrThrow(costmodel::ParseDType(dtype)); }
+
+int64_t CheckedTp(int64_t tp) {
+  if (tp < 0) ThrowInvalid(absl::StrCat("tp = ", tp, ": must be >= 0 (0 = the profile's, else 1)"));
+  return tp;
+}
+
+PyCost FromResolved(costmodel::ResolvedLatencyModel r) {
+  PyCost c;
+  c.model = std::shared_ptr<const costmodel::LatencyModel>(std::move(r.model));
+  c.model_spec = std::move(r.model_spec);
+  c.gpu_spec = std::move(r.gpu_spec);
+  c.profile_path = std::move(r.profile_path);
+  c.profile_id = std::move(r.profile_id);
+  c.provenance = std::move(r.provenance);
+  c.engine = std::move(r.engine);
+  c.engine_version = std::move(r.engine_version);
+  return c;
+}
+
+PyCost Resolve(const std::string& gpu, const std::string& model, const std::string& engine,
+               const std::string& dtype, int64_t tp, const std::string& profile,
+               const std::string& latency_model, const std::string& calib_dir) {
+  costmodel::CostSpec spec;
+  spec.gpu = gpu;
+  spec.model = model;
+  spec.engine = engine;
+  spec.dtype = ReadDType(dtype);
+  spec.tp = CheckedTp(tp);
+  spec.profile_path = profile;
+  spec.latency_model = latency_model;
+  spec.calib_dir = calib_dir;
+  if (gpu.empty() && model.empty() && profile.empty()) {
+    ThrowInvalid(
+        "gpu, model, profile: give gpu and model (e.g. gpu=\"h100\", model=\"qwen3-8b\"), "
+        "or a profile file");
+  }
+  return FromResolved(ValueOrThrow(costmodel::ResolveCost(spec)));
+}
+
+PyCost CostOfProfile(const costmodel::Profile& p, const std::string& latency_model,
+                     const std::string& path) {
+  PyCost c;
+  c.model = std::shared_ptr<const costmodel::LatencyModel>(
+      ValueOrThrow(costmodel::MakeLatencyModel(p, latency_model)));
+  c.model_spec = p.model_spec;
+  c.gpu_spec = p.gpu_spec;
+  c.profile_path = path;
+  c.profile_id = costmodel::ProfileId(p.gpu, p.model, p.dtype,
+                                      std::max<int64_t>(1, p.model_spec.tp), p.engine);
+  c.provenance = p.provenance;
+  c.engine = p.engine;
+  c.engine_version = p.engine_version;
+  return c;
+}
+
+void CheckShape(int64_t s, int64_t c, int64_t b) {
+  if (s < 1) ThrowInvalid(absl::StrCat("s = ", s, ": must be >= 1 (tokens verified per sequence)"));
+  if (c < 0) ThrowInvalid(absl::StrCat("c = ", c, ": must be >= 0 (cached tokens)"));
+  if (b < 1 || b > (int64_t{1} << 16)) {
+    ThrowInvalid(absl::StrCat("b = ", b, ": must be in [1, 65536] (sequences in the pass)"));
+  }
+}
+
+double PassSeconds(const PyCost& cost, int64_t b, int64_t s, int64_t c) {
+  if (b == 1) return cost.model->VerifySeconds(s, c);
+  costmodel::BatchShape pass;
+  pass.Reserve(static_cast<size_t>(b));
+  for (int64_t i = 0; i < b; ++i) pass.Add(s, c);
+  return cost.model->VerifyBatchSeconds(pass);
+}
+
+std::string CostRepr(const PyCost& c) {
+  return absl::StrFormat(
+      "specplan.Cost(model=%s, gpu=%s, dtype=%s, tp=%d, kind=%s, profile=%s%s)", c.model_spec.name,
+      c.gpu_spec.name, costmodel::DTypeName(c.model_spec.dtype), c.model_spec.tp, c.model->Kind(),
+      c.profile_id.empty() ? "None" : "'" + c.profile_id + "'",
+      c.engine.empty()
+          ? ""
+          : ", engine=" + c.engine + (c.engine_version.empty() ? "" : " " + c.engine_version));
+}
+
+py::dict ProfileSummary(const std::string& path, const costmodel::Profile& p) {
+  py::dict d;
+  d["path"] = path;
+  d["id"] = costmodel::ProfileId(p.gpu, p.model, p.dtype, std::max<int64_t>(1, p.model_spec.tp),
+                                 p.engine);
+  d["gpu"] = p.gpu;
+  d["model"] = p.model;
+  d["dtype"] = costmodel::DTypeName(p.dtype);
+  d["tp"] = std::max<int64_t>(1, p.model_spec.tp);
+  d["engine"] = p.engine;
+  d["engine_version"] = p.engine_version;
+  d["default_model"] = p.default_model;
+  d["provenance"] = p.provenance;
+  return d;
+}
+
+// The kinds a profile holds, in LatencyModelKinds() order.
+std::vector<std::string> ProfileKinds(const costmodel::Profile& p) {
+  std::vector<std::string> out;
+  for (const std::string& k : costmodel::LatencyModelKinds()) {
+    if (costmodel::MakeLatencyModel(p, k).ok()) out.push_back(k);
+  }
+  return out;
+}
+
+struct PyProfile {
+  costmodel::Profile profile;
+  std::string path;  // "" when composed in memory and not saved
+};
+
+}  // namespace
+
+costmodel::DrafterCost MakeDrafter(const DrafterArgs& a, int gamma) {
+  costmodel::DrafterCost d;
+  auto cls = costmodel::ParseDrafterClass(a.drafter);
+  if (!cls.ok()) {
+    ThrowInvalid(
+        absl::StrCat("drafter = '", a.drafter, "': unknown (known: ar, parallel, causal)"));
+  }
+  auto check = [](double v, const char* name) {
+    if (!std::isfinite(v) || v < 0) ThrowInvalid(absl::StrCat(name, " = ", v, ": must be >= 0"));
+  };
+  check(a.t_draft_ms, "t_draft_ms");
+  check(a.t_aux_ms, "t_aux_ms");
+  check(a.draft_batch_growth, "draft_batch_growth");
+  d.cls = *cls;
+  d.gamma = gamma;
+  d.t_net_s = a.t_draft_ms * 1e-3;
+  d.batch_growth = a.draft_batch_growth;
+  return d;
+}
+
+const PyCost* ReadCost(py::handle obj) {
+  if (obj.is_none()) return nullptr;
+  if (!py::isinstance<PyCost>(obj)) {
+    ThrowType(absl::StrCat("cost: got ",
+                           py::str(obj.get_type().attr("__name__")).cast<std::string>(),
+                           ", expected specplan.Cost (specplan.Cost(gpu=..., model=...)) or None"));
+  }
+  return &obj.cast<const PyCost&>();
+}
+
+void BindCost(py::module_& m) {
+  py::class_<PyCost>(m, "Cost", R"doc(
+A verification-latency model T(b, s, c), resolved as the CLI's cost flags resolve it
+(costmodel::ResolveCost): an explicit profile file, else the bundled profile for
+gpu x model x dtype [x tp] of the named engine (sglang, vllm, trtllm, specplan), else with no
+engine the first of those that ships, else the bare roofline.
+
+    cost = specplan.Cost(gpu="h100", model="qwen3-8b")                 # SGLang's profile
+    cost = specplan.Cost(gpu="h100", model="qwen3-8b", engine="specplan")
+    cost = specplan.Cost(profile="calib/h100-sxm/qwen3-8b-bf16@vllm.json")
+    cost.verify_seconds(64, 1024)      # one sequence, 64 tokens over 1024 cached
+
+Errors name the field and value: NotFoundError for an unknown GPU/model or a missing engine
+profile, InvalidArgumentError for a bad dtype, tp or engine name.)doc")
+      .def(py::init(&Resolve), py::kw_only(), py::arg("gpu") = "", py::arg("model") = "",
+           py::arg("engine") = "", py::arg("dtype") = "bf16", py::arg("tp") = 0,
+           py::arg("profile") = "", py::arg("latency_model") = "", py::arg("calib_dir") = "",
+           R"doc(Resolves a cost. gpu, model: registry names ("h100", "qwen3-8b") or JSON spec /
+HF config paths; engine: "" (default rule) or sglang|vllm|trtllm|specplan; dtype: bf16|fp16|fp32|fp8;
+tp: tensor parallelism (0 = the profile's, else 1); profile: explicit profile JSON; latency_model:
+a kind of the profile other than its default (roofline, linear, per_term, overlap, kernel_sum,
+table); calib_dir: where bundled profiles live ("" = specplan.default_calib_dir()).)doc")
+      .def_property_readonly(
+          "kind", [](const PyCost& c) { return c.model->Kind(); },
+          "Latency model kind: roofline, table, kernel_sum, ...")
+      .def_property_readonly(
+          "profile_id", [](const PyCost& c) { return c.profile_id; },
+          "Id of the profile used (\"h100-sxm/qwen3-8b-bf16@sglang\"); \"\" = bare roofline")
+      .def_property_readonly("profile_path", [](const PyCost& c) { return c.profile_path; })
+      .def_property_readonly(
+          "engine", [](const PyCost& c) { return c.engine; },
+          "Whose kernels the profile describes; \"\" without a profile")
+      .def_property_readonly("engine_version", [](const PyCost& c) { return c.engine_version; })
+      .def_property_readonly("provenance", [](const PyCost& c) { return c.provenance; })
+      .def_property_readonly("model", [](const PyCost& c) { return c.model_spec.name; })
+      .def_property_readonly("gpu", [](const PyCost& c) { return c.gpu_spec.name; })
+      .def_property_readonly(
+          "dtype", [](const PyCost& c) { return costmodel::DTypeName(c.model_spec.dtype); })
+      .def_property_readonly("tp", [](const PyCost& c) { return c.model_spec.tp; })
+      .def(
+          "verify_seconds",
+          [](const PyCost& c, int64_t s, int64_t ctx, int64_t b) {
+            CheckShape(s, ctx, b);
+            return PassSeconds(c, b, s, ctx);
+          },
+          py::arg("s"), py::arg("c"), py::arg("b") = 1,
+          "T(b, s, c): seconds of one verification pass of b sequences, each verifying s tokens "
+          "(draft nodes + 1) over c cached tokens.")
+      .def(
+          "verify_batch_seconds",
+          [](const PyCost& c, py::object s, py::object ctx) {
+            const py::array_t<int64_t> sa = IntArray64(s, "s"), ca = IntArray64(ctx, "c");
+            CheckNdim(sa, 1, "s", "[B]");
+            CheckNdim(ca, 1, "c", "[B]");
+            if (sa.shape(0) != ca.shape(0) || sa.shape(0) == 0) {
+              ThrowInvalid(absl::StrCat("s, c: ", sa.shape(0), " and ", ca.shape(0),
+                                        " entries: expected the same number B >= 1"));
+            }
+            costmodel::BatchShape pass;
+            for (py::ssize_t i = 0; i < sa.shape(0); ++i) {
+              if (sa.data()[i] < 1)
+                ThrowInvalid(absl::StrCat("s[", i, "] = ", sa.data()[i], ": must be >= 1"));
+              if (ca.data()[i] < 0)
+                ThrowInvalid(absl::StrCat("c[", i, "] = ", ca.data()[i], ": must be >= 0"));
+              pass.Add(sa.data()[i], ca.data()[i]);
+            }
+            return c.model->VerifyBatchSeconds(pass);
+          },
+          py::arg("s"), py::arg("c"),
+          "Seconds of one ragged pass: sequence i verifies s[i] tokens over c[i] cached ones.")
+      .def(
+          "estimate",
+          [](const PyCost& c, int64_t s, int64_t ctx, int64_t b, const std::string& drafter,
+             int gamma, double t_draft_ms, double t_aux_ms) {
+            CheckShape(s, ctx, b);
+            DrafterArgs da;
+            da.drafter = drafter;
+            da.t_draft_ms = t_draft_ms;
+            da.t_aux_ms = t_aux_ms;
+            const costmodel::DrafterCost d = MakeDrafter(da, gamma);
+            const double verify = PassSeconds(c, b, s, ctx);
+            const double draft = b == 1 ? d.DraftSeconds() : d.DraftSeconds(static_cast<int>(b));
+            py::dict out;
+            out["model"] = c.model_spec.name;
+            out["gpu"] = c.gpu_spec.name;
+            out["dtype"] = costmodel::DTypeName(c.model_spec.dtype);
+            out["tp"] = c.model_spec.tp;
+            out["s"] = s;
+            out["c"] = ctx;
+            out["b"] = b;
+            out["predicted_s"] = verify;
+            out["per_sequence_s"] = verify / static_cast<double>(b);
+            out["per_token_s"] = verify / static_cast<double>(b * s);
+            out["latency_model"] = c.model->Kind();
+            out["profile"] =
+                c.profile_path.empty() ? py::object(py::none()) : py::str(c.profile_path);
+            out["engine"] = c.engine.empty() ? py::object(py::none()) : py::str(c.engine);
+            out["engine_version"] =
+                c.engine_version.empty() ? py::object(py::none()) : py::str(c.engine_version);
+            py::dict cycle;
+            cycle["n"] = s - 1;
+            cycle["drafter"] = costmodel::DrafterClassName(d.cls);
+            cycle["draft_s"] = draft;
+            cycle["aux_s"] = t_aux_ms * 1e-3;
+            cycle["verify_s"] = verify;
+            cycle["cycle_s"] = draft + t_aux_ms * 1e-3 + verify;
+            out["cycle"] = cycle;
+            return out;
+          },
+          py::arg("s") = 1, py::arg("c") = 0, py::arg("b") = 1, py::kw_only(),
+          py::arg("drafter") = "parallel", py::arg("gamma") = 16, py::arg("t_draft_ms") = 0.0,
+          py::arg("t_aux_ms") = 0.0,
+          R"doc(What `specplan estimate --json` reports for one pass of b sequences of s tokens over
+c cached tokens: predicted_s (the whole pass), per_sequence_s, per_token_s, latency_model, profile,
+engine, engine_version, and `cycle` (n = s - 1, drafter, draft_s, aux_s, verify_s, cycle_s).)doc")
+      .def("__repr__", &CostRepr);
+
+  py::class_<PyProfile>(m, "Profile", R"doc(
+A latency profile (calib/<gpu>/<model>-<dtype>[@<engine>].json): specplan.load_profile(path) or
+specplan.compose_profile(kernels_dir, model). .cost() turns it into a specplan.Cost.)doc")
+      .def_property_readonly("path", [](const PyProfile& p) { return p.path; })
+      .def_property_readonly("gpu", [](const PyProfile& p) { return p.profile.gpu; })
+      .def_property_readonly("model", [](const PyProfile& p) { return p.profile.model; })
+      .def_property_readonly(
+          "dtype", [](const PyProfile& p) { return costmodel::DTypeName(p.profile.dtype); })
+      .def_property_readonly(
+          "tp", [](const PyProfile& p) { return std::max<int64_t>(1, p.profile.model_spec.tp); })
+      .def_property_readonly("engine", [](const PyProfile& p) { return p.profile.engine; })
+      .def_property_readonly("engine_version",
+                             [](const PyProfile& p) { return p.profile.engine_version; })
+      .def_property_readonly("default_model",
+                             [](const PyProfile& p) { return p.profile.default_model; })
+      .def_property_readonly("provenance", [](const PyProfile& p) { return p.profile.provenance; })
+      .def_property_readonly("device_name",
+                             [](const PyProfile& p) { return p.profile.device_name; })
+      .def_property_readonly("timer", [](const PyProfile& p) { return p.profile.timer; })
+      .def_property_readonly("created_utc",
+                             [](const PyProfile& p) { return p.profile.created_utc; })
+      .def_property_readonly("notes", [](const PyProfile& p) { return p.profile.notes; })
+      .def_property_readonly(
+          "latency_models", [](const PyProfile& p) { return ProfileKinds(p.profile); },
+          "The latency model kinds this profile holds")
+      .def_property_readonly("id",
+                             [](const PyProfile& p) {
+                               return costmodel::ProfileId(
+                                   p.profile.gpu, p.profile.model, p.profile.dtype,
+                                   std::max<int64_t>(1, p.profile.model_spec.tp), p.profile.engine);
+                             })
+      .def(
+          "cost",
+          [](const PyProfile& p, const std::string& kind) {
+            return CostOfProfile(p.profile, kind, p.path);
+          },
+          py::arg("latency_model") = "",
+          "The profile's latency model (its default, or the kind named).")
+      .def(
+          "to_json", [](const PyProfile& p) { return costmodel::ProfileToJson(p.profile).dump(2); },
+          "The profile file's JSON text.")
+      .def(
+          "save",
+          [](PyProfile& p, const std::string& path) {
+            ThrowIfError(costmodel::SaveProfile(p.profile, path));
+            p.path = path;
+          },
+          py::arg("path"), "Writes the profile to `path` atomically.")
+      .def("__repr__", [](const PyProfile& p) {
+        return absl::StrFormat(
+            "specplan.Profile('%s', engine=%s%s, default_model=%s%s)",
+            costmodel::ProfileId(p.profile.gpu, p.profile.model, p.profile.dtype,
+                                 std::max<int64_t>(1, p.profile.model_spec.tp), p.profile.engine),
+            p.profile.engine,
+            p.profile.engine_version.empty() ? "" : " " + p.profile.engine_version,
+            p.profile.default_model, p.path.empty() ? "" : ", path='" + p.path + "'");
+      });
+
+  m.def(
+      "load_profile",
+      [](const std::string& path) {
+        return PyProfile{ValueOrThrow(costmodel::LoadProfile(path)), path};
+      },
+      py::arg("path"),
+      "Loads and validates a profile JSON file (errors name the field and value).");
+
+  m.def(
+      "list_profiles",
+      [](const std::string& dir_in) {
+        namespace fs = std::filesystem;
+        const std::string dir = dir_in.empty() ? costmodel::DefaultCalibDir() : dir_in;
+        std::error_code ec;
+        if (!fs::is_directory(dir, ec))
+          ThrowStatus(absl::NotFoundError(absl::StrCat("calib_dir ", dir, ": not a directory")));
+        std::vector<std::string> paths;
+        for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+          if (e.is_regular_file() && e.path().extension() == ".json")
+            paths.push_back(e.path().string());
+        }
+        std::sort(paths.begin(), paths.end());
+        py::list out;
+        for (const std::string& path : paths) {
+          auto p = costmodel::LoadProfile(path);
+          if (p.ok()) out.append(ProfileSummary(path, *p));
+        }
+        return out;
+      },
+      py::arg("calib_dir") = "",
+      R"doc(The profiles under calib_dir ("" = the bundled calib/, specplan.default_calib_dir()), one
+dict per valid file, sorted by path: path, id, gpu, model, dtype, tp, engine, engine_version,
+default_model, provenance. Files that do not load are skipped (`specplan profiles` names them).)doc");
+
+  m.def(
+      "compose_profile",
+      [](const std::string& kernels, const std::string& model, const std::string& engine,
+         const std::string& gpu, int64_t tp, const std::string& dtype, bool unmeasured_terms,
+         bool allow_extrapolation, std::vector<int64_t> b_grid, std::vector<int64_t> s_grid,
+         std::vector<int64_t> c_grid, const std::string& out) {
+        costmodel::ComposeOptions o;
+        o.engine = engine;
+        o.gpu = gpu;
+        if (tp < 1) ThrowInvalid(absl::StrCat("tp = ", tp, ": must be >= 1"));
+        o.tp = tp;
+        o.dtype = ReadDType(dtype);
+        o.unmeasured_terms = unmeasured_terms;
+        o.allow_extrapolation = allow_extrapolation;
+        o.b_grid = std::move(b_grid);
+        o.s_grid = std::move(s_grid);
+        o.c_grid = std::move(c_grid);
+        auto tables = costmodel::LoadEngineKernelTables(kernels);
+        if (!tables.ok()) ThrowStatus(tables.status());
+        PyProfile p{ValueOrThrow(costmodel::ComposeProfile(*tables, model, o)), ""};
+        if (!out.empty()) {
+          ThrowIfError(costmodel::SaveProfile(p.profile, out));
+          p.path = out;
+        }
+        return p;
+      },
+      py::arg("kernels"), py::arg("model"), py::kw_only(), py::arg("engine") = "",
+      py::arg("gpu") = "", py::arg("tp") = 1, py::arg("dtype") = "bf16",
+      py::arg("unmeasured_terms") = true, py::arg("allow_extrapolation") = true,
+      py::arg("b_grid") = std::vector<int64_t>{}, py::arg("s_grid") = std::vector<int64_t>{},
+      py::arg("c_grid") = std::vector<int64_t>{}, py::arg("out") = "",
+      R"doc(An engine-grade profile composed from an engine's kernel tables, as `specplan profiles
+compose --kernels DIR --model M` does: kernels is a folder such as
+data/kernels/h100_sxm/sglang-0.5.14 (aiconfigurator's layout), model a registry name or HF
+config.json. engine/gpu default to the folder's; grids default to b 1..256, s 1..256, c 0..32768.
+With out=PATH the profile is also written there. Returns a specplan.Profile.)doc");
+
+  m.def("default_calib_dir", &costmodel::DefaultCalibDir,
+        "Where bundled profiles are looked up: $SPECPLAN_CALIB_DIR, else the source tree's calib/, "
+        "else the installed share/specplan/calib.");
+  m.def(
+      "bundled_profile_path",
+      [](const std::string& gpu, const std::string& model, const std::string& dtype, int64_t tp,
+         const std::string& engine, const std::string& calib_dir) {
+        const std::string e = engine.empty() ? std::string(costmodel::kRuntimeEngine)
+                                             : ValueOrThrow(costmodel::ParseEngine(engine));
+        return costmodel::BundledProfilePath(
+            calib_dir.empty() ? costmodel::DefaultCalibDir() : calib_dir, gpu, model,
+            ReadDType(dtype), tp, e);
+      },
+      py::arg("gpu"), py::arg("model"), py::arg("dtype") = "bf16", py::arg("tp") = 1,
+      py::arg("engine") = "specplan", py::arg("calib_dir") = "",
+      "calib/<gpu>/<model>-<dtype>[-tp<N>][@<engine>].json (registry names as the files use them, "
+      "e.g. h100-sxm).");
+  m.def("known_gpus", &costmodel::KnownGpuNames, "GPU registry names (then alias=name entries).");
+  m.def("known_models", &costmodel::KnownModelNames, "Model registry names.");
+  m.def("known_engines", &costmodel::KnownEngines, "sglang, vllm, trtllm, specplan.");
+  m.def("latency_model_kinds", &costmodel::LatencyModelKinds,
+        "Every latency model kind a profile can hold.");
+}
+
+}  // namespace specplan::python

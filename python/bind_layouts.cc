@@ -1,0 +1,190 @@
+// specplan.sglang_layout and specplan.ragged_layout: a batch of trees as engines' verification
+// kernels take them (planner/engine_layouts.h).
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "layouts.h"
+
+namespace specplan::python {
+namespace {
+
+// Reads `trees` (a sequence of trees) and `context_lens` ([B] integers) into C++ values.
+void ReadBatch(py::object trees, py::object context_lens, std::vector<planner::Tree>* out,
+               std::vector<int64_t>* c) {
+  if (!py::isinstance<py::sequence>(trees) || py::isinstance<py::str>(trees)) {
+    ThrowType(absl::StrCat("trees: got ",
+                           py::str(trees.get_type().attr("__name__")).cast<std::string>(),
+                           ", expected a list of (tokens, parents) trees"));
+  }
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(trees);
+  const size_t b = seq.size();
+  out->resize(b);
+  for (size_t i = 0; i < b; ++i) ReadTree(seq[i], absl::StrCat("trees[", i, "]"), &(*out)[i]);
+  const py::array_t<int64_t> ca = IntArray64(context_lens, "context_lens");
+  CheckNdim(ca, 1, "context_lens", "[B]");
+  if (static_cast<size_t>(ca.shape(0)) != b) {
+    ThrowInvalid(absl::StrCat("context_lens: ", ca.shape(0), " entries, trees has ", b,
+                              " (one context length per tree)"));
+  }
+  c->assign(ca.data(), ca.data() + b);
+}
+
+}  // namespace
+
+planner::SglangTreeMaskMode ParseTreeMaskMode(py::handle mode) {
+  using planner::SglangTreeMaskMode;
+  if (py::isinstance<py::str>(mode)) {
+    const std::string s = mode.cast<std::string>();
+    if (s == "FULL_MASK") return SglangTreeMaskMode::kFullMask;
+    if (s == "QLEN_ONLY") return SglangTreeMaskMode::kQlenOnly;
+    if (s == "QLEN_ONLY_BITPACKING") return SglangTreeMaskMode::kQlenOnlyBitpacking;
+    ThrowInvalid(absl::StrCat("tree_mask_mode = '", s,
+                              "': unknown (known: FULL_MASK, QLEN_ONLY, QLEN_ONLY_BITPACKING)"));
+  }
+  if (PyLong_Check(mode.ptr()) && !PyBool_Check(mode.ptr())) {
+    const long v = mode.cast<long>();
+    if (v >= 0 && v <= 2) return static_cast<SglangTreeMaskMode>(v);
+    ThrowInvalid(
+        absl::StrCat("tree_mask_mode = ", v,
+                     ": unknown (known: 0 FULL_MASK, 1 QLEN_ONLY, 2 QLEN_ONLY_BITPACKING)"));
+  }
+  // SGLang's TreeMaskMode IntEnum, or anything with a name/value.
+  if (py::hasattr(mode, "name") && py::isinstance<py::str>(mode.attr("name"))) {
+    return ParseTreeMaskMode(mode.attr("name"));
+  }
+  ThrowType(absl::StrCat("tree_mask_mode: got ",
+                         py::str(mode.get_type().attr("__name__")).cast<std::string>(),
+                         ", expected 'FULL_MASK', 'QLEN_ONLY' or 'QLEN_ONLY_BITPACKING'"));
+}
+
+py::dict SglangDict(planner::SglangLayout&& l) {
+  const py::ssize_t b = l.batch_size, d = l.draft_token_num;
+  py::dict out;
+  out["draft_token_num"] = l.draft_token_num;
+  out["tree_mask_mode"] = planner::SglangTreeMaskModeName(l.mode);
+  out["draft_tokens"] = Own(std::move(l.draft_tokens));
+  out["positions"] = Own(std::move(l.positions));
+  out["retrive_index"] = Own(std::move(l.retrive_index), {b, d});
+  out["retrive_next_token"] = Own(std::move(l.retrive_next_token), {b, d});
+  out["retrive_next_sibling"] = Own(std::move(l.retrive_next_sibling), {b, d});
+  // tree_mask: bool entries, or one unsigned integer per row (the bytes are its memory image).
+  auto* bytes = new std::vector<uint8_t>(std::move(l.tree_mask));
+  py::capsule free_it(bytes, [](void* p) { delete static_cast<std::vector<uint8_t>*>(p); });
+  py::dtype dt = py::dtype("bool");
+  py::ssize_t n = static_cast<py::ssize_t>(bytes->size());
+  if (l.mode == planner::SglangTreeMaskMode::kQlenOnlyBitpacking) {
+    const int w = l.tree_mask_bytes_per_row;
+    dt = py::dtype(w == 1 ? "uint8" : w == 2 ? "uint16" : "uint32");
+    n /= w;
+  }
+  out["tree_mask"] = py::array(dt, {n}, {}, bytes->data(), free_it);
+  out["tree_mask_offsets"] = Own(std::move(l.tree_mask_offsets));
+  return out;
+}
+
+py::dict RaggedDict(planner::BatchLayout&& l) {
+  py::dict out;
+  out["batch_size"] = l.batch_size;
+  out["total_tokens"] = l.total_tokens;
+  out["tokens"] = Own(std::move(l.tokens));
+  out["cu_seqlens"] = Own(std::move(l.cu_seqlens));
+  out["positions"] = Own(std::move(l.positions));
+  out["parents"] = Own(std::move(l.parents));
+  out["mask_words"] = Own(std::move(l.mask_words));
+  out["mask_offsets"] = Own(std::move(l.mask_offsets));
+  out["mask_packed"] = Own(std::move(l.mask_packed));
+  out["num_leaves"] = Own(std::move(l.num_leaves));
+  out["retrieve_width"] = Own(std::move(l.retrieve_width));
+  out["retrieve_offsets"] = Own(std::move(l.retrieve_offsets));
+  out["retrieve"] = Own(std::move(l.retrieve));
+  return out;
+}
+
+py::dict SglangLayoutDict(absl::Span<const planner::Tree> trees,
+                          absl::Span<const int64_t> context_lens, py::handle tree_mask_mode,
+                          int draft_token_num, int64_t pad_token) {
+  planner::SglangLayoutOptions o;
+  o.mode = ParseTreeMaskMode(tree_mask_mode);
+  if (draft_token_num < 0) {
+    ThrowInvalid(absl::StrCat("draft_token_num = ", draft_token_num,
+                              ": must be >= 0 (0 or None = the largest tree's size)"));
+  }
+  o.draft_token_num = draft_token_num;
+  o.pad_token = pad_token;
+  planner::SglangLayout layout;
+  absl::Status st;
+  {
+    py::gil_scoped_release release;
+    st = planner::ComputeSglangLayout(trees, context_lens, o, &layout);
+  }
+  ThrowIfError(st);
+  return SglangDict(std::move(layout));
+}
+
+py::dict RaggedLayoutDict(absl::Span<const planner::Tree> trees,
+                          absl::Span<const int64_t> context_lens) {
+  planner::BatchLayout layout;
+  absl::Status st;
+  {
+    py::gil_scoped_release release;
+    st = planner::ComputeBatchLayout(trees, context_lens, &layout);
+  }
+  ThrowIfError(st);
+  return RaggedDict(std::move(layout));
+}
+
+void BindLayouts(py::module_& m) {
+  m.def(
+      "sglang_layout",
+      [](py::object trees, py::object context_lens, py::object draft_token_num,
+         py::object tree_mask_mode, int64_t pad_token) {
+        std::vector<planner::Tree> ts;
+        std::vector<int64_t> c;
+        ReadBatch(trees, context_lens, &ts, &c);
+        const int d = draft_token_num.is_none() ? 0 : draft_token_num.cast<int>();
+        return SglangLayoutDict(ts, c, tree_mask_mode, d, pad_token);
+      },
+      py::arg("trees"), py::arg("context_lens"), py::arg("draft_token_num") = py::none(),
+      py::arg("tree_mask_mode") = "QLEN_ONLY_BITPACKING", py::kw_only(), py::arg("pad_token") = 0,
+      R"doc(SGLang's EAGLE tree-verification tensors for a batch of trees (sgl-kernel
+build_tree_kernel_efficient's outputs).
+
+trees: a list of B trees, each a (tokens, parents) pair of int arrays or lists (node 0 = the
+root, the verified bonus token; parents[0] = -1, parents[i] < i), or a TreePlan / dict with
+tokens and parents. context_lens: [B] cached tokens per request. draft_token_num: D, slots per
+request counting the root (None = the largest tree's size; smaller trees are padded with
+pad_token, position c_b, no links, a mask row that sees only itself). tree_mask_mode:
+'FULL_MASK' | 'QLEN_ONLY' | 'QLEN_ONLY_BITPACKING' (or 0, 1, 2).
+
+Returns a dict of NumPy arrays, as SGLang names and shapes them (all flat except retrive_*):
+draft_tokens int64 [B*D], positions int64 [B*D] (c_b + depth), retrive_index int64 [B, D]
+(b*D + i), retrive_next_token int64 [B, D] (first child, -1), retrive_next_sibling int64 [B, D]
+(next sibling, -1), tree_mask (FULL_MASK: bool [sum_b D*(c_b + D)]; QLEN_ONLY: bool [B*D*D];
+QLEN_ONLY_BITPACKING: one integer per row [B*D], uint8 for D <= 8, uint16 for D <= 16, uint32 for
+D <= 32: bit j of row i = slot j is i or an ancestor; SGLang's tensor is int32 for D > 16, so use
+.view(numpy.int32) there), tree_mask_offsets int64 [B+1] (byte offset of request b's rows), plus
+draft_token_num and tree_mask_mode. Errors name the field and value
+("trees[1].parents[3] = 3: must be in [0, 3) (topological order)").)doc");
+
+  m.def(
+      "ragged_layout",
+      [](py::object trees, py::object context_lens) {
+        std::vector<planner::Tree> ts;
+        std::vector<int64_t> c;
+        ReadBatch(trees, context_lens, &ts, &c);
+        return RaggedLayoutDict(ts, c);
+      },
+      py::arg("trees"), py::arg("context_lens"),
+      R"doc(The ragged (flash-attention style) layout of a batch of trees (ComputeBatchLayout):
+all requests' nodes back to back. Node i of request b is row cu_seqlens[b] + i.
+
+Returns a dict: batch_size, total_tokens T, tokens int32 [T], cu_seqlens int32 [B+1], positions
+int64 [T] (c_b + depth), parents int32 [T] (local, -1 for a root); per request the bit-packed
+ancestor mask (mask_words int32 [B] = ceil(s_b / 64), mask_offsets int64 [B+1] in words,
+mask_packed uint64: request b's [s_b][mask_words[b]] words from mask_offsets[b]) and the retrieve
+matrix (num_leaves int32 [B], retrieve_width int32 [B], retrieve_offsets int64 [B+1],
+retrieve int32: request b's [num_leaves[b]][retrieve_width[b]] local indices, -1 padded).)doc");
+}
+
+}  // namespace specplan::python

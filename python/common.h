@@ -1,0 +1,156 @@
+// Shared pieces of the specplan Python module (specplan._specplan): absl::Status -> Python
+// exceptions, NumPy array conversion (zero-copy in and out where the layout allows), and the
+// Python-side argument readers every binding file uses (marginals, trees, cost, drafter).
+//
+// Ownership: arrays returned to Python either view a C++ result object's vectors (the object is
+// the array's base, so it lives as long as any view) or own a moved-in std::vector through a
+// capsule. Arrays passed in are read in place when they are C-contiguous and of the C++ element
+// type (int32 tokens, float32 probs, int64 context lengths); anything else is converted once,
+// and refused with the argument named when it cannot be converted without loss.
+#ifndef SPECPLAN_PYTHON_COMMON_H_
+#define SPECPLAN_PYTHON_COMMON_H_
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/latency_model.h"
+#include "costmodel/model_spec.h"
+#include "planner/marginals.h"
+#include "planner/tree.h"
+
+namespace specplan::python {
+
+namespace py = pybind11;
+
+// ---- Errors (errors.cc) ----------------------------------------------------------------------
+// specplan.Error and its subclasses, created in the module; see RegisterErrors.
+void RegisterErrors(py::module_& m);
+// Raises the Python exception for `status` (which must not be OK). Needs the GIL.
+[[noreturn]] void ThrowStatus(const absl::Status& status);
+inline void ThrowIfError(const absl::Status& status) {
+  if (!status.ok()) ThrowStatus(status);
+}
+template <class T>
+T ValueOrThrow(absl::StatusOr<T> v) {
+  if (!v.ok()) ThrowStatus(v.status());
+  return *std::move(v);
+}
+// specplan.InvalidArgumentError (a ValueError) with `message`.
+[[noreturn]] void ThrowInvalid(const std::string& message);
+// specplan.ArgumentTypeError (a TypeError) with `message`.
+[[noreturn]] void ThrowType(const std::string& message);
+
+// ---- Arrays in (arrays.cc) -------------------------------------------------------------------
+// A C-contiguous array of T read from `obj` (a NumPy array, a list, a scalar sequence). No copy
+// when obj already is a C-contiguous T array. Integers of another width are converted when every
+// value fits T; a floating, bool or object array for an integer T is refused, as is a non-numeric
+// one for a floating T. Errors name `arg` ("tokens: dtype float64: expected integers (int32)").
+py::array_t<int32_t> IntArray32(py::handle obj, const std::string& arg);
+py::array_t<int64_t> IntArray64(py::handle obj, const std::string& arg);
+py::array_t<float> FloatArray32(py::handle obj, const std::string& arg);
+py::array_t<double> FloatArray64(py::handle obj, const std::string& arg);
+// Refuses an array whose number of dimensions is not `ndim`: "probs: shape (3,): expected 2
+// dimensions [gamma, k]".
+void CheckNdim(const py::array& a, int ndim, const std::string& arg, const char* shape_doc);
+// "(3, 4)".
+std::string ShapeString(const py::array& a);
+
+// ---- Arrays out ------------------------------------------------------------------------------
+// An array over `data` (not copied) kept alive by `owner`.
+template <class T>
+py::array_t<T> View(const T* data, std::vector<py::ssize_t> shape, py::handle owner) {
+  return py::array_t<T>(std::move(shape), data, owner);
+}
+template <class T>
+py::array_t<T> View(const std::vector<T>& v, py::handle owner) {
+  return View<T>(v.data(), {static_cast<py::ssize_t>(v.size())}, owner);
+}
+// An array that takes over `v` (no copy): the vector moves to the heap and a capsule frees it.
+template <class T>
+py::array_t<T> Own(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
+  auto* heap = new std::vector<T>(std::move(v));
+  py::capsule free_it(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(std::move(shape), heap->data(), free_it);
+}
+template <class T>
+py::array_t<T> Own(std::vector<T>&& v) {
+  const auto n = static_cast<py::ssize_t>(v.size());
+  return Own<T>(std::move(v), {n});
+}
+
+// A Python or NumPy integer as int64 (bools and floats refused), a real number as double;
+// errors name `arg`.
+int64_t ReadInt(py::handle obj, const std::string& arg);
+double ReadFloat(py::handle obj, const std::string& arg);
+
+// ---- Marginals and trees in (arrays.cc) ------------------------------------------------------
+// `obj` as marginals: a specplan.Marginals (returned as is, no copy), a dict or any object with
+// root_token, tokens [gamma][k] and probs [gamma][k] (copied into *scratch, not validated).
+// Errors name `arg` ("requests[2].marginals.tokens: ...").
+const planner::Marginals& ReadMarginals(py::handle obj, const std::string& arg,
+                                        planner::Marginals* scratch);
+// Fills *m from the three parts (shapes checked, values not validated).
+void FillMarginals(py::handle root_token, py::handle tokens, py::handle probs,
+                   const std::string& arg, planner::Marginals* m);
+// `obj` as a tree: a (tokens, parents) pair, a dict or object with tokens and parents (and
+// optionally path_probs), e.g. a specplan.TreePlan. Copied into *tree with depths computed; the
+// structure is validated (ValidateTree), errors prefixed with `arg` ("trees[1].parents[3] = 3:
+// ...").
+void ReadTree(py::handle obj, const std::string& arg, planner::Tree* tree);
+// The Python tree (tokens int32, parents int32) of a planner tree, copied into new arrays.
+py::tuple TreeTuple(const planner::Tree& tree);
+
+// ---- Cost (bind_cost.cc) ---------------------------------------------------------------------
+// What specplan.Cost holds: a resolved latency model and where it came from.
+struct PyCost {
+  std::shared_ptr<const costmodel::LatencyModel> model;
+  costmodel::ModelSpec model_spec;
+  costmodel::GpuSpec gpu_spec;
+  std::string profile_path;
+  std::string profile_id;
+  std::string provenance;
+  std::string engine;
+  std::string engine_version;
+};
+// `obj` as a cost: a specplan.Cost, or None (returns nullptr).
+const PyCost* ReadCost(py::handle obj);
+
+// The drafter and overhead keywords shared by plan_tree, plan_batch and Cost.cycle_seconds:
+// drafter "ar" | "parallel" | "causal", t_draft_ms (one draft forward), t_aux_ms,
+// draft_batch_growth. Errors name the keyword.
+struct DrafterArgs {
+  std::string drafter = "parallel";
+  double t_draft_ms = 0;
+  double t_aux_ms = 0;
+  double draft_batch_growth = 0;
+};
+costmodel::DrafterCost MakeDrafter(const DrafterArgs& a, int gamma);
+
+// "controller" | "scan" | "fixed" -> planner::BudgetMode (as an int, to keep this header light);
+// errors name `mode`.
+int ParseBudgetMode(const std::string& mode);
+const char* BudgetModeName(int mode);
+
+// ---- Registration ----------------------------------------------------------------------------
+void BindCost(py::module_& m);
+void BindPlanner(py::module_& m);
+void BindBatch(py::module_& m);
+void BindLayouts(py::module_& m);
+void BindMerge(py::module_& m);
+void BindBench(py::module_& m);
+void BindAcceptance(py::module_& m);
+
+}  // namespace specplan::python
+
+#endif  // SPECPLAN_PYTHON_COMMON_H_

@@ -1,0 +1,103 @@
+// absl::Status -> Python exceptions. Every error of the module is a specplan.Error; each
+// absl::StatusCode maps to a subclass that also derives from the builtin a Python caller would
+// catch:
+//   INVALID_ARGUMENT, OUT_OF_RANGE  -> InvalidArgumentError(Error, ValueError)
+//   (argument of the wrong type)    -> ArgumentTypeError(Error, TypeError)
+//   NOT_FOUND                       -> NotFoundError(Error, LookupError)
+//   FAILED_PRECONDITION             -> FailedPreconditionError(Error, RuntimeError)
+//   UNIMPLEMENTED                   -> UnimplementedError(Error, NotImplementedError)
+//   RESOURCE_EXHAUSTED              -> ResourceExhaustedError(Error, RuntimeError)
+//   anything else                   -> InternalError(Error, RuntimeError)
+// The message is the Status message, which names the field and value
+// ("probs[2][0] = 1.3: must be in [0, 1]"); the exception's `code` attribute is the code's name.
+#include <string>
+
+#include "absl/status/status.h"
+#include "common.h"
+
+namespace specplan::python {
+namespace {
+
+// Created once at import and never freed (they live as long as the interpreter).
+struct ErrorTypes {
+  py::handle error, invalid, type, not_found, precondition, unimplemented, exhausted, internal;
+};
+ErrorTypes g_errors;
+
+py::handle MakeType(py::module_& m, const char* name, py::tuple bases, const char* code,
+                    const char* doc) {
+  py::dict ns;
+  ns["__module__"] = "specplan";
+  ns["__doc__"] = doc;
+  ns["code"] = code;
+  py::object cls = py::reinterpret_borrow<py::object>((PyObject*)&PyType_Type)(name, bases, ns);
+  m.attr(name) = cls;
+  return cls.release();
+}
+
+}  // namespace
+
+void RegisterErrors(py::module_& m) {
+  py::module_ builtins = py::module_::import("builtins");
+  g_errors.error = MakeType(m, "Error", py::make_tuple(builtins.attr("Exception")), "UNKNOWN",
+                            "Base class of every error specplan raises.");
+  auto sub = [&](const char* name, const char* builtin, const char* code, const char* doc) {
+    return MakeType(m, name, py::make_tuple(g_errors.error, builtins.attr(builtin)), code, doc);
+  };
+  g_errors.invalid = sub("InvalidArgumentError", "ValueError", "INVALID_ARGUMENT",
+                         "A value out of range or malformed; the message names the field and "
+                         "value. Also a ValueError.");
+  g_errors.type = sub("ArgumentTypeError", "TypeError", "INVALID_ARGUMENT",
+                      "An argument of the wrong type or dtype; the message names the argument. "
+                      "Also a TypeError.");
+  g_errors.not_found = sub("NotFoundError", "LookupError", "NOT_FOUND",
+                           "Something named does not exist (a GPU, model, engine, profile, "
+                           "file). Also a LookupError.");
+  g_errors.precondition = sub("FailedPreconditionError", "RuntimeError", "FAILED_PRECONDITION",
+                              "The call does not fit the state it was made in.");
+  g_errors.unimplemented = sub("UnimplementedError", "NotImplementedError", "UNIMPLEMENTED",
+                               "Not supported by this build or input.");
+  g_errors.exhausted = sub("ResourceExhaustedError", "RuntimeError", "RESOURCE_EXHAUSTED",
+                           "A documented limit was exceeded.");
+  g_errors.internal = sub("InternalError", "RuntimeError", "INTERNAL",
+                          "Any other failure reported by the C++ library.");
+}
+
+void ThrowStatus(const absl::Status& status) {
+  py::handle cls;
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+      cls = g_errors.invalid;
+      break;
+    case absl::StatusCode::kNotFound:
+      cls = g_errors.not_found;
+      break;
+    case absl::StatusCode::kFailedPrecondition:
+      cls = g_errors.precondition;
+      break;
+    case absl::StatusCode::kUnimplemented:
+      cls = g_errors.unimplemented;
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      cls = g_errors.exhausted;
+      break;
+    default:
+      cls = g_errors.internal;
+      break;
+  }
+  PyErr_SetString(cls.ptr(), std::string(status.message()).c_str());
+  throw py::error_already_set();
+}
+
+void ThrowInvalid(const std::string& message) {
+  PyErr_SetString(g_errors.invalid.ptr(), message.c_str());
+  throw py::error_already_set();
+}
+
+void ThrowType(const std::string& message) {
+  PyErr_SetString(g_errors.type.ptr(), message.c_str());
+  throw py::error_already_set();
+}
+
+}  // namespace specplan::python

@@ -1,0 +1,33 @@
+// Engine layouts as Python dicts of NumPy arrays (planner/engine_layouts.h), shared by
+// specplan.sglang_layout / ragged_layout and the plan results' layout outputs.
+#ifndef SPECPLAN_PYTHON_LAYOUTS_H_
+#define SPECPLAN_PYTHON_LAYOUTS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/types/span.h"
+#include "common.h"
+#include "planner/engine_layouts.h"
+#include "planner/tree.h"
+
+namespace specplan::python {
+
+// "FULL_MASK" | "QLEN_ONLY" | "QLEN_ONLY_BITPACKING" (or SGLang's enum values 0, 1, 2); errors
+// name tree_mask_mode.
+planner::SglangTreeMaskMode ParseTreeMaskMode(py::handle mode);
+
+// The dicts of arrays for a computed layout; the arrays take over the layout's vectors (no copy).
+py::dict SglangDict(planner::SglangLayout&& layout);
+py::dict RaggedDict(planner::BatchLayout&& layout);
+
+// Computes the layout (GIL released) and returns its dict; errors raise (field and value named).
+py::dict SglangLayoutDict(absl::Span<const planner::Tree> trees,
+                          absl::Span<const int64_t> context_lens, py::handle tree_mask_mode,
+                          int draft_token_num, int64_t pad_token);
+py::dict RaggedLayoutDict(absl::Span<const planner::Tree> trees,
+                          absl::Span<const int64_t> context_lens);
+
+}  // namespace specplan::python
+
+#endif  // SPECPLAN_PYTHON_LAYOUTS_H_
