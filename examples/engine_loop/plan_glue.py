@@ -8,6 +8,7 @@ verifies (a SeqPlan: tokens, positions c + depth, ancestor mask, SGLang's links)
 """
 
 import os
+import time
 
 import numpy as np
 
@@ -65,12 +66,16 @@ class SpecplanPlanner:
         what = (cost.profile_id or f"roofline {cost.gpu} x {cost.model}") if cost else "no cost"
         self.name = f"specplan.plan_batch ({mode}, {what}, gate {'on' if self.use_gate else 'off'})"
         self.last = None
+        self.call_s = 0.0  # seconds inside specplan this step (decide_batch + plan_batch_arrays)
 
     def decide(self, contexts):
+        self.call_s = 0.0
         if not self.use_gate:
             return self.gamma
+        t0 = time.perf_counter()
         d = self.gate.decide_batch(self.cost, np.asarray(contexts, dtype=np.int64), min_depth=1,
                                    max_depth=self.gamma, draft_level_s=self.fixed_level_s)
+        self.call_s = time.perf_counter() - t0
         return int(d["depth"])
 
     def observe_draft_level(self, seconds):
@@ -87,11 +92,13 @@ class SpecplanPlanner:
             # B requests' drafting priced as B times one request's (growth 1), as decide_batch does
             level = self.fixed_level_s if self.fixed_level_s is not None else self.level_s
             kw.update(drafter="ar", t_draft_ms=1e3 * level, draft_batch_growth=1.0)
+        t0 = time.perf_counter()
         bp = sp.plan_batch_arrays(np.asarray(roots, dtype=np.int64), tokens, probs,
                                   np.asarray(contexts, dtype=np.int64), self.cost,
                                   np.full(B, self.max_tree_nodes, dtype=np.int64), **kw)
-        self.last = bp
         lay = bp.layout
+        self.call_s += time.perf_counter() - t0  # the module's calls alone, without this glue
+        self.last = bp
         D = int(lay["draft_token_num"])
         draft_tokens = lay["draft_tokens"].reshape(B, D)
         positions = lay["positions"].reshape(B, D)
