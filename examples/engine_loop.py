@@ -379,21 +379,25 @@ def summarize(step_log, outputs, wall_s, args_dict):
     }
 
 
-def positive_int(flag):
+def positive_int(flag, least=1):
     def parse(v):
         try:
             n = int(v)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} = {v!r}: expected an integer")
-        if n < 1:
-            raise argparse.ArgumentTypeError(f"{flag} = {n}: must be >= 1")
+        if n < least:
+            raise argparse.ArgumentTypeError(f"{flag} = {n}: must be >= {least}")
         return n
     return parse
 
 
+def nonnegative_int(flag):
+    return positive_int(flag, least=0)
+
+
 def build_parser():
     p = argparse.ArgumentParser(
-        prog="engine_loop.py",
+        prog="engine_loop.py", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Reference speculative-decoding engine loop (PyTorch, CPU): continuous "
                     "batching, draft model chains, specplan's batch planner every step, one "
                     "tree-verification pass, greedy acceptance, KV compaction.",
@@ -412,16 +416,19 @@ def build_parser():
     p.add_argument("--tokenizer-bin", default=os.path.join(REPO, "build", "tokenizer",
                                                            "specplan-tokenizer"),
                    help="the specplan-tokenizer executable")
-    p.add_argument("--max-prompts", type=int, default=0, help="use the first N prompts (0 = all)")
+    p.add_argument("--max-prompts", type=nonnegative_int("--max-prompts"), default=0,
+                   help="use the first N prompts (0 = all)")
     p.add_argument("--repeat", type=positive_int("--repeat"), default=1,
                    help="submit the prompt list this many times (more requests than slots)")
-    p.add_argument("--max-new-tokens", type=positive_int("--max-new-tokens"), default=32)
+    p.add_argument("--max-new-tokens", type=positive_int("--max-new-tokens"), default=32,
+                   help="tokens generated per request (a prompt line's own max_new_tokens wins)")
     p.add_argument("--batch", type=positive_int("--batch"), default=8,
                    help="requests in flight (continuous batching)")
     p.add_argument("--planner", default="specplan", choices=["specplan", "chain", "ar"],
                    help="specplan: specplan.plan_batch over the chain lattices; chain: a top-1 "
                         "chain of --chain-depth nodes per request (no specplan); ar: root-only")
-    p.add_argument("--chain-depth", type=positive_int("--chain-depth"), default=3)
+    p.add_argument("--chain-depth", type=positive_int("--chain-depth"), default=3,
+                   help="--planner chain: draft nodes per request (<= --gamma)")
     p.add_argument("--gamma", type=positive_int("--gamma"), default=6,
                    help="draft chain depth (lattice rows)")
     p.add_argument("--top-k", type=positive_int("--top-k"), default=4,
@@ -431,7 +438,8 @@ def build_parser():
     plan_glue.add_arguments(p)
     p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"],
                    help="weights and activations (as specplan-bench --dtype)")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
+    p.add_argument("--threads", type=nonnegative_int("--threads"), default=0,
+                   help="torch intra-op threads (0 = torch's default)")
     p.add_argument("--check-ar", action="store_true",
                    help="also decode every prompt autoregressively and compare")
     p.add_argument("--json", dest="json_out", help="write the summary (and outputs) here")
@@ -441,9 +449,6 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    if args.threads < 0:
-        print(f"engine_loop.py: --threads = {args.threads}: must be >= 0", file=sys.stderr)
-        return 2
     if args.threads:
         torch.set_num_threads(args.threads)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
@@ -455,9 +460,9 @@ def main(argv=None):
         flag = "--prompts"
         requests = load_requests(args.prompts, target.config.vocab_size, args.max_new_tokens,
                                  args.tokenizer, args.tokenizer_bin, args.max_prompts)
-        flag = "--planner"
+        flag = f"--planner {args.planner}"
         planner = plan_glue.make_planner(args, draft)
-    except (OSError, ValueError, KeyError, RuntimeError) as e:
+    except (OSError, ValueError, LookupError, TypeError, RuntimeError) as e:
         print(f"engine_loop.py: {flag}: {e}", file=sys.stderr)
         return 2
 

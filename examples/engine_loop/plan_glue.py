@@ -155,6 +155,17 @@ def add_arguments(p):
 
 
 def import_specplan():
+    """specplan from PYTHONPATH, else from this checkout's build/python."""
+    try:
+        import specplan
+        return specplan
+    except ImportError:
+        pass
+    import sys
+    build = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "build", "python")
+    if os.path.isdir(build) and build not in sys.path:
+        sys.path.append(build)
     try:
         import specplan
     except ImportError as e:
