@@ -505,6 +505,15 @@ def main(argv=None):
           f" ms, p99 {summary['specplan_ms']['p99']:.3f}) of {summary['step_ms']['mean']:.2f} ms "
           f"= {summary['plan_fraction']:.2%} (specplan {summary['specplan_fraction']:.2%})"
           + ("" if exact is None else f"; outputs == AR: {exact}"))
+    if summary["drafted"] == 0 and args.planner == "specplan":
+        if args.draft_level_ms is not None:
+            level = f"a draft level priced at {args.draft_level_ms:g} ms per request"
+        else:
+            level = (f"a draft level measured {1e3 * (getattr(planner, 'level_s', 0) or 0):.2f} "
+                     "ms per request on this machine")
+        print(f"note: no step verified a draft tree: under {planner.name} drafting does not pay "
+              f"({level}); --draft-level-ms prices a GPU drafter's level, --gate off --mode "
+              "fixed forces trees", file=sys.stderr)
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(summary, f, indent=1)

@@ -198,3 +198,35 @@ def test_cli_errors_name_flag_and_value(capsys):
     rc = engine_loop.main(["--prompts", "/nonexistent/prompts.jsonl", "--planner", "ar"])
     assert rc == 2
     assert "/nonexistent/prompts.jsonl" in capsys.readouterr().err
+
+
+def test_sglang_walk_equals_specplan_accept_greedy():
+    """The loop's SGLang-style acceptance = specplan.accept_greedy on trees whose siblings carry
+    distinct tokens (what the planner builds), over random trees and target argmaxes."""
+    try:
+        import specplan
+    except ImportError as e:
+        pytest.skip(f"specplan's Python module is not importable ({e})")
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        s = int(rng.integers(1, 12))
+        parents, tokens, used = [-1], [100], {}
+        for i in range(1, s):
+            p = int(rng.integers(0, i))
+            t = int(rng.integers(0, 6))
+            while t in used.setdefault(p, set()):
+                t = (t + 1) % 6 if len(used[p]) < 6 else t
+                if len(used[p]) >= 6:
+                    break
+            if t in used[p]:
+                continue
+            used[p].add(t)
+            parents.append(p)
+            tokens.append(t)
+        tree = Tree(tokens, parents)
+        argmax = rng.integers(0, 6, size=tree.size).astype(np.int32)
+        nxt, sib = sglang_links(tree)
+        nodes, bonus = accept_greedy_sglang(tree.tokens, nxt, sib, argmax.tolist())
+        ref = specplan.accept_greedy((np.array(tokens, np.int32), np.array(parents, np.int32)),
+                                     argmax)
+        assert nodes == ref.accepted_nodes.tolist() and bonus == ref.bonus_token
