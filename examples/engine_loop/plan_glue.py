@@ -169,8 +169,9 @@ def import_specplan():
     try:
         import specplan
     except ImportError as e:
-        raise RuntimeError(f"cannot import specplan ({e}): build it (flock /tmp/specplan-build.lock "
-                           "cmake --build build --target _specplan) and run with "
+        raise RuntimeError(f"cannot import specplan ({e}): build it (flock "
+                           "/tmp/specplan-build.lock cmake --build build --target _specplan) "
+                           "and run with "
                            "PYTHONPATH=build/python; or use --planner chain|ar") from e
     return specplan
 
