@@ -21,7 +21,13 @@ server's calibrated profile is used instead of the bare roofline of --gpu/--mode
 After the per-request steps it plans one batch (the PlanBatch RPC): --batch B requests with these
 marginals at contexts --context, --context + 1024, ... under one total budget --batch-n-max, and
 asks for the ragged engine layout; --batch 0 skips it. With --json the batch reply is under "batch".
-Exit status: 0 on success, 1 on an RPC error (the server's message names the bad field).
+Replicas: --server also takes several addresses (127.0.0.1:50051,127.0.0.1:50052) or a
+dns:///NAME:PORT target (a headless Kubernetes Service); the channel then balances round robin over
+the healthy replicas and retries the idempotent calls (PlanTree, PlanBatch, ...) that fail
+UNAVAILABLE on another one, through the same gRPC service config as the C++ client
+(service/channel.h, SERVICE_CONFIG below). --timeout is each call's deadline (retries included).
+Exit status: 0 on success, 1 on an RPC error (the server's message names the bad field), 2 on a bad
+flag.
 """
 
 import argparse
@@ -35,6 +41,59 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROTO_ROOT = os.path.join(REPO, "proto")
 PROTO_FILE = os.path.join("specplan", "v1", "planner.proto")
+
+
+# The gRPC service config of service/channel.h (PlannerServiceConfigJson), byte for byte.
+_IDEMPOTENT = ["PlanTree", "PlanBatch", "MergeTrees", "EstimateLatency", "ListProfiles",
+               "GetProfile", "GetStats", "Ping", "WhatIf"]
+SERVICE_CONFIG = (
+    '{"loadBalancingConfig":[{"round_robin":{}}],'
+    '"healthCheckConfig":{"serviceName":"specplan.v1.Planner"},'
+    '"methodConfig":[{"name":['
+    + ",".join('{"service":"specplan.v1.Planner","method":"%s"}' % m for m in _IDEMPOTENT)
+    + '],"retryPolicy":{"maxAttempts":5,"initialBackoff":"0.01s",'
+    '"maxBackoff":"0.2s","backoffMultiplier":2,'
+    '"retryableStatusCodes":["UNAVAILABLE"]}}]}')
+
+
+def planner_target(servers):
+    """--server as a gRPC target (service/channel.h PlannerTarget): one HOST:PORT or a scheme
+    (dns:///, ipv4:, ipv6:, unix:) as given; a comma-separated list of IP addresses as ipv4:/ipv6:.
+    Raises ValueError naming --server."""
+    s = servers.strip()
+    if not s:
+        raise ValueError("--server = '%s': empty" % servers)
+    if s.startswith(("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:")) or "," not in s:
+        return s
+    v4, v6 = [], []
+    for a in (x.strip() for x in s.split(",")):
+        host, _, port = a.rpartition(":")
+        if not a or not port.isdigit() or not 1 <= int(port) <= 65535 or not host:
+            raise ValueError("--server = '%s': '%s' needs a port in [1, 65535] (HOST:PORT)"
+                             % (servers, a))
+        parts = host.split(".")
+        if host == "localhost" or (len(parts) == 4 and all(p.isdigit() and int(p) < 256
+                                                           for p in parts)):
+            v4.append("%s:%s" % ("127.0.0.1" if host == "localhost" else host, port))
+        elif host.startswith("[") and host.endswith("]"):
+            v6.append(a)
+        else:
+            raise ValueError("--server = '%s': '%s' is a host name; a list takes IP addresses: "
+                             "use dns:///NAME:PORT for a name that resolves to every replica"
+                             % (servers, host))
+    if v4 and v6:
+        raise ValueError("--server = '%s': mixes IPv4 and IPv6 addresses" % servers)
+    return ("ipv4:" + ",".join(v4)) if v4 else ("ipv6:" + ",".join(v6))
+
+
+def planner_channel(grpc, servers):
+    """A channel to one server or several replicas: round robin, health checks, retries."""
+    return grpc.insecure_channel(planner_target(servers), options=[
+        ("grpc.service_config", SERVICE_CONFIG),
+        ("grpc.enable_retries", 1),
+        ("grpc.initial_reconnect_backoff_ms", 100),
+        ("grpc.max_reconnect_backoff_ms", 1000),
+    ])
 
 
 def stubs_in(directory):
@@ -155,7 +214,9 @@ def plan_batch(pb, stub, args, marginals, cost, mode):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--server", default="127.0.0.1:50051", help="HOST:PORT of specplan-server")
+    ap.add_argument("--server", default="127.0.0.1:50051",
+                    help="HOST:PORT of specplan-server, several (A:P,B:Q: round robin with "
+                    "retries) or dns:///NAME:PORT")
     ap.add_argument("--marginals", help="marginals JSON file (default: built-in example)")
     ap.add_argument("--gpu", default="h100", help="GPU registry name (inline roofline)")
     ap.add_argument("--model", default="qwen3-8b", help="target model registry name")
@@ -198,7 +259,11 @@ def main():
     mode = {"controller": pb.BUDGET_MODE_CONTROLLER, "scan": pb.BUDGET_MODE_SCAN,
             "fixed": pb.BUDGET_MODE_FIXED}[args.mode]
 
-    channel = grpc.insecure_channel(args.server)
+    try:
+        channel = planner_channel(grpc, args.server)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
     stub = pb_grpc.PlannerStub(channel)
     resp = None
     for step in range(args.steps):

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "costmodel/gpu_spec.h"
+#include "service/channel.h"
 #include "service/convert.h"
 #include "specplan/v1/planner.grpc.pb.h"
 #include "util/check.h"
@@ -77,6 +78,12 @@ struct PlannerClient::Impl {
   ClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Planner::Stub> stub;
+  absl::Status target_error;  // the server string is not a valid target (service/channel.h)
+
+  // A call's result; a bad server string's error (naming --server) wins over the call's.
+  absl::Status Check(const std::string& server, const grpc::Status& st) const {
+    return target_error.ok() ? FromGrpc(server, st) : target_error;
+  }
 
   void SetDeadline(grpc::ClientContext* ctx) const {
     ctx->set_deadline(std::chrono::system_clock::now() +
@@ -90,9 +97,14 @@ PlannerClient::PlannerClient(std::string server, ClientOptions options)
   SPECPLAN_CHECK(options.deadline_s > 0, "ClientOptions::deadline_s must be > 0");
   SPECPLAN_CHECK(options.whatif_deadline_s > 0, "ClientOptions::whatif_deadline_s must be > 0");
   impl_->options = options;
-  grpc::ChannelArguments args;
+  // Several replicas ("A:P,B:Q" or dns:///NAME:PORT): round robin, health-checked, idempotent
+  // calls retried on UNAVAILABLE (service/channel.h).
+  grpc::ChannelArguments args = service::PlannerChannelArguments();
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  impl_->channel = grpc::CreateCustomChannel(server_, grpc::InsecureChannelCredentials(), args);
+  absl::StatusOr<std::string> target = service::PlannerTarget(server_, "--server");
+  if (!target.ok()) impl_->target_error = target.status();
+  impl_->channel = grpc::CreateCustomChannel(target.ok() ? *target : server_,
+                                             grpc::InsecureChannelCredentials(), args);
   impl_->stub = v1::Planner::NewStub(impl_->channel);
 }
 
@@ -102,6 +114,7 @@ absl::Status PlannerClient::WaitReady(double timeout_s) {
   const auto deadline = std::chrono::system_clock::now() +
                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
                             std::chrono::duration<double>(timeout_s));
+  if (!impl_->target_error.ok()) return impl_->target_error;
   if (!impl_->channel->WaitForConnected(deadline)) {
     return absl::UnavailableError(
         absl::StrCat("server ", server_, ": not reachable within ", timeout_s, " s"));
@@ -109,28 +122,28 @@ absl::Status PlannerClient::WaitReady(double timeout_s) {
   grpc::ClientContext ctx;
   ctx.set_deadline(deadline);
   v1::PingResponse resp;
-  return FromGrpc(server_, impl_->stub->Ping(&ctx, v1::PingRequest(), &resp));
+  return impl_->Check(server_, impl_->stub->Ping(&ctx, v1::PingRequest(), &resp));
 }
 
 absl::Status PlannerClient::Call(const v1::PlanTreeRequest& req, v1::PlanTreeResponse* resp) {
   grpc::ClientContext ctx;
   impl_->SetDeadline(&ctx);
   resp->Clear();
-  return FromGrpc(server_, impl_->stub->PlanTree(&ctx, req, resp));
+  return impl_->Check(server_, impl_->stub->PlanTree(&ctx, req, resp));
 }
 
 absl::Status PlannerClient::Call(const v1::PlanBatchRequest& req, v1::PlanBatchResponse* resp) {
   grpc::ClientContext ctx;
   impl_->SetDeadline(&ctx);
   resp->Clear();
-  return FromGrpc(server_, impl_->stub->PlanBatch(&ctx, req, resp));
+  return impl_->Check(server_, impl_->stub->PlanBatch(&ctx, req, resp));
 }
 
 absl::Status PlannerClient::Call(const v1::MergeTreesRequest& req, v1::MergeTreesResponse* resp) {
   grpc::ClientContext ctx;
   impl_->SetDeadline(&ctx);
   resp->Clear();
-  return FromGrpc(server_, impl_->stub->MergeTrees(&ctx, req, resp));
+  return impl_->Check(server_, impl_->stub->MergeTrees(&ctx, req, resp));
 }
 
 absl::Status PlannerClient::Call(const v1::WhatIfRequest& req, v1::WhatIfResponse* resp) {
@@ -139,7 +152,7 @@ absl::Status PlannerClient::Call(const v1::WhatIfRequest& req, v1::WhatIfRespons
                    std::chrono::duration_cast<std::chrono::system_clock::duration>(
                        std::chrono::duration<double>(impl_->options.whatif_deadline_s)));
   resp->Clear();
-  return FromGrpc(server_, impl_->stub->WhatIf(&ctx, req, resp));
+  return impl_->Check(server_, impl_->stub->WhatIf(&ctx, req, resp));
 }
 
 namespace {
@@ -179,7 +192,7 @@ absl::StatusOr<std::vector<ProfileKey>> PlannerClient::ListProfiles() {
   grpc::ClientContext ctx;
   impl_->SetDeadline(&ctx);
   v1::ListProfilesResponse list;
-  SPECPLAN_RETURN_IF_ERROR(FromGrpc(server_, impl_->stub->ListProfiles(&ctx, {}, &list)));
+  SPECPLAN_RETURN_IF_ERROR(impl_->Check(server_, impl_->stub->ListProfiles(&ctx, {}, &list)));
   std::vector<ProfileKey> out;
   out.reserve(list.profiles_size());
   for (const v1::ProfileInfo& p : list.profiles()) {
@@ -261,7 +274,7 @@ absl::StatusOr<RemoteEstimate> PlannerClient::EstimateLatency(const CostRequest&
   grpc::ClientContext ctx;
   impl_->SetDeadline(&ctx);
   v1::EstimateLatencyResponse resp;
-  SPECPLAN_RETURN_IF_ERROR(FromGrpc(server_, impl_->stub->EstimateLatency(&ctx, req, &resp)));
+  SPECPLAN_RETURN_IF_ERROR(impl_->Check(server_, impl_->stub->EstimateLatency(&ctx, req, &resp)));
   if (resp.points_size() != 1) {
     return absl::InternalError(
         absl::StrCat("server ", server_, ": expected 1 latency point, got ", resp.points_size()));
@@ -281,7 +294,7 @@ absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> PlannerC
   {
     grpc::ClientContext ctx;
     impl_->SetDeadline(&ctx);
-    SPECPLAN_RETURN_IF_ERROR(FromGrpc(server_, impl_->stub->ListProfiles(&ctx, {}, &list)));
+    SPECPLAN_RETURN_IF_ERROR(impl_->Check(server_, impl_->stub->ListProfiles(&ctx, {}, &list)));
   }
   std::vector<std::pair<std::string, costmodel::Profile>> out;
   for (const v1::ProfileInfo& info : list.profiles()) {
@@ -293,7 +306,7 @@ absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> PlannerC
     grpc::ClientContext ctx;
     impl_->SetDeadline(&ctx);
     v1::GetProfileResponse resp;
-    SPECPLAN_RETURN_IF_ERROR(FromGrpc(server_, impl_->stub->GetProfile(&ctx, req, &resp)));
+    SPECPLAN_RETURN_IF_ERROR(impl_->Check(server_, impl_->stub->GetProfile(&ctx, req, &resp)));
     nlohmann::json j = nlohmann::json::parse(resp.profile_json(), nullptr, false);
     auto profile = costmodel::ProfileFromJson(j);
     if (!profile.ok()) {

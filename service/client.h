@@ -110,7 +110,12 @@ struct RemoteWhatIfResult {
 
 class PlannerClient {
  public:
-  // `server` is a gRPC target, usually "HOST:PORT". Creates the channel (no I/O yet).
+  // `server` is one server "HOST:PORT", several replicas "A:P,B:Q,..." (IP addresses), or any gRPC
+  // target such as "dns:///NAME:PORT" (service/channel.h PlannerTarget): calls are balanced round
+  // robin over the healthy replicas and the idempotent ones (all but PlanSession, ReportAcceptance
+  // and PutProfile) are retried on UNAVAILABLE within their deadline, so a replica that dies or
+  // drains costs no failed call. Creates the channel (no I/O yet); a malformed list makes every
+  // call return INVALID_ARGUMENT naming --server and the value.
   explicit PlannerClient(std::string server, ClientOptions options = {});
   ~PlannerClient();
   PlannerClient(const PlannerClient&) = delete;

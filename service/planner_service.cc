@@ -158,6 +158,7 @@ template <class Fn>
 grpc::Status PlannerService::Serve(Method method, grpc::ServerContextBase* ctx, Fn&& fn) {
   const Clock::time_point t0 = Clock::now();
   in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  last_call_start_.store(t0.time_since_epoch().count(), std::memory_order_relaxed);
   struct Leave {
     std::atomic<int>* n;
     ~Leave() { n->fetch_sub(1, std::memory_order_acq_rel); }
@@ -170,14 +171,23 @@ grpc::Status PlannerService::Serve(Method method, grpc::ServerContextBase* ctx, 
     id = absl::StrCat(next_request_id_.fetch_add(1, std::memory_order_relaxed));
   }
   absl::Status status;
-  try {
-    status = fn();
-  } catch (const std::exception& e) {  // never let a request take the server down
-    status = absl::InternalError(absl::StrCat("internal error: ", e.what()));
+  const ServingState state = state_.load(std::memory_order_acquire);
+  if (state != ServingState::kServing && method != Method::kPing && method != Method::kGetStats) {
+    status = absl::UnavailableError(state == ServingState::kLoading
+                                        ? "server is loading its profiles (not ready yet)"
+                                        : "server is draining (shutting down)");
+  } else {
+    try {
+      status = fn();
+    } catch (const std::exception& e) {  // never let a request take the server down
+      status = absl::InternalError(absl::StrCat("internal error: ", e.what()));
+    }
   }
   const double us = MicrosSince(t0);
   stats_.Record(method, us, status.ok());
+  metrics_.Record(method, static_cast<int>(status.code()), us * 1e-6);
   ctx->AddTrailingMetadata("x-request-id", id);
+  if (!options_.replica_id.empty()) ctx->AddTrailingMetadata("x-replica", options_.replica_id);
   if (options_.log_requests) {
     const std::string ts =
         absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
@@ -255,7 +265,11 @@ grpc::ServerUnaryReactor* PlannerService::PlanTree(grpc::CallbackServerContext* 
                                                    const v1::PlanTreeRequest* req,
                                                    v1::PlanTreeResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(Serve(Method::kPlanTree, ctx, [&] { return DoPlanTree(*req, resp); }));
+  reactor->Finish(Serve(Method::kPlanTree, ctx, [&] {
+    absl::Status st = DoPlanTree(*req, resp);
+    if (st.ok()) metrics_.AddNodes(Method::kPlanTree, resp->plan().n());
+    return st;
+  }));
   return reactor;
 }
 
@@ -343,7 +357,11 @@ grpc::ServerUnaryReactor* PlannerService::PlanBatch(grpc::CallbackServerContext*
                                                     const v1::PlanBatchRequest* req,
                                                     v1::PlanBatchResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(Serve(Method::kPlanBatch, ctx, [&] { return DoPlanBatch(*req, resp); }));
+  reactor->Finish(Serve(Method::kPlanBatch, ctx, [&] {
+    absl::Status st = DoPlanBatch(*req, resp);
+    if (st.ok()) metrics_.AddNodes(Method::kPlanBatch, resp->n_total());
+    return st;
+  }));
   return reactor;
 }
 
@@ -354,6 +372,11 @@ grpc::Status PlannerService::PlanSession(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::SessionServerMessage, v1::SessionClientMessage>* stream) {
   return Serve(Method::kPlanSession, ctx, [&]() -> absl::Status {
+    metrics_.SessionOpened();
+    struct Close {
+      ServiceMetrics* m;
+      ~Close() { m->SessionClosed(); }
+    } close{&metrics_};
     PlanSessionDriver driver(&costs_);
     v1::SessionClientMessage in;
     v1::SessionServerMessage out;
@@ -691,6 +714,10 @@ grpc::Status PlannerService::GetStats(grpc::ServerContext* ctx, const v1::GetSta
     }
     return absl::OkStatus();
   });
+}
+
+std::string PlannerService::MetricsText() const {
+  return metrics_.Render(store_, in_flight(), state() == ServingState::kServing);
 }
 
 grpc::ServerUnaryReactor* PlannerService::Ping(grpc::CallbackServerContext* ctx,

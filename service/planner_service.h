@@ -21,6 +21,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,6 +31,7 @@
 #include "service/arena_allocator.h"
 #include "service/convert.h"
 #include "service/cost_resolver.h"
+#include "service/metrics.h"
 #include "service/profile_store.h"
 #include "service/request_stats.h"
 #include "specplan/v1/planner.grpc.pb.h"
@@ -45,7 +47,15 @@ struct ServiceOptions {
   // a canonical name (costmodel::ParseEngine; StartServer canonicalises and checks it) or "" for
   // the order sglang, vllm, trtllm, specplan alone.
   std::string default_engine;
+  // Sent back in every call's trailing metadata `x-replica` (which replica answered; the load
+  // generator counts calls per replica by it); "" = not sent.
+  std::string replica_id;
 };
+
+// Whether the service answers: while kLoading (profiles being read at start-up) and kDraining
+// (shutdown begun) every RPC but Ping and GetStats is refused with UNAVAILABLE, which the clients'
+// retry policy (service/channel.h) retries on another replica.
+enum class ServingState { kLoading, kServing, kDraining };
 
 class PlannerService final
     : public v1::Planner::WithCallbackMethod_PlanTree<v1::Planner::WithCallbackMethod_PlanBatch<
@@ -102,8 +112,20 @@ class PlannerService final
   const CostResolver& costs() const { return costs_; }
 
   const RequestStats& stats() const { return stats_; }
+  const ServiceMetrics& metrics() const { return metrics_; }
+  // The Prometheus exposition (metrics.h) of this service and its store.
+  std::string MetricsText() const;
+  // Starts kServing (a service built directly, as in tests and benches, serves at once);
+  // StartServer sets kLoading until the profiles are read.
+  void set_state(ServingState state) { state_.store(state, std::memory_order_release); }
+  ServingState state() const { return state_.load(std::memory_order_acquire); }
   // Calls (including open PlanSession streams) currently being handled.
   int in_flight() const { return in_flight_.load(std::memory_order_acquire); }
+  // When the latest call (refused ones included) started; the epoch before any.
+  std::chrono::steady_clock::time_point last_call_start() const {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::steady_clock::duration(last_call_start_.load(std::memory_order_relaxed)));
+  }
   const ServiceLimits& limits() const { return options_.limits; }
 
  private:
@@ -117,8 +139,11 @@ class PlannerService final
   CostResolver costs_;
   PooledArenaAllocator<v1::PlanTreeRequest, v1::PlanTreeResponse> plan_tree_allocator_;
   RequestStats stats_;
+  ServiceMetrics metrics_;
+  std::atomic<ServingState> state_{ServingState::kServing};
   std::atomic<uint64_t> next_request_id_{1};
   std::atomic<int> in_flight_{0};
+  std::atomic<std::chrono::steady_clock::rep> last_call_start_{0};
 };
 
 grpc::Status ToGrpcStatus(const absl::Status& status);

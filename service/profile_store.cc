@@ -1,13 +1,17 @@
 #include "service/profile_store.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "util/status_macros.h"
@@ -88,69 +92,169 @@ absl::StatusOr<std::shared_ptr<ProfileStore::Entry>> ProfileStore::MakeEntry(
   return entry;
 }
 
-std::vector<std::string> ProfileStore::LoadAll() {
-  std::vector<std::string> errors;
-  std::map<std::string, std::shared_ptr<const Entry>> loaded;
+std::map<std::string, ProfileStore::FileSig> ProfileStore::ScanFiles(
+    std::vector<std::string>* errors) const {
+  std::map<std::string, FileSig> files;
   std::error_code ec;
   if (fs::is_directory(dir_, ec)) {
-    std::vector<fs::path> files;
-    for (auto it = fs::recursive_directory_iterator(dir_, ec);
+    // Directory symlinks are followed (a Kubernetes ConfigMap volume is a tree of symlinks into
+    // a hidden "..data" directory that is swapped atomically on update); names starting with '.'
+    // are skipped (that hidden copy, editors' temp files); depth is bounded (symlink loops).
+    for (auto it =
+             fs::recursive_directory_iterator(dir_,
+                                              fs::directory_options::follow_directory_symlink |
+                                                  fs::directory_options::skip_permission_denied,
+                                              ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       const fs::path& p = it->path();
-      if (it->is_regular_file(ec) && p.extension() == ".json") files.push_back(p);
+      if (p.filename().string().rfind('.', 0) == 0 || it.depth() > 8) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      std::error_code fec;
+      if (!it->is_regular_file(fec) || p.extension() != ".json") continue;
+      struct stat st {};
+      if (::stat(p.c_str(), &st) != 0) continue;  // removed between listing and stat
+      files[p.string()] =
+          FileSig{int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
+                  static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
     }
-    if (ec) errors.push_back(absl::StrCat(dir_, ": ", ec.message()));
-    std::sort(files.begin(), files.end());
-    for (const fs::path& p : files) {
-      auto profile = costmodel::LoadProfile(p.string());
-      if (!profile.ok()) {
-        errors.push_back(absl::StrCat(p.string(), ": ", profile.status().message()));
-        continue;
-      }
-      if (absl::Status st = ValidateProfileNames(*profile); !st.ok()) {
-        errors.push_back(absl::StrCat(p.string(), ": ", st.message()));
-        continue;
-      }
-      auto entry = MakeEntry(*std::move(profile), p.string());
-      if (!entry.ok()) {
-        errors.push_back(absl::StrCat(p.string(), ": ", entry.status().message()));
-        continue;
-      }
-      auto existing = loaded.find((*entry)->id);
-      if (existing != loaded.end()) {
-        // Two files hold the same id: the canonical file (the one Put writes) wins.
-        const costmodel::Profile& q = (*entry)->profile;
-        const bool canonical = fs::path(costmodel::BundledProfilePath(
-                                   dir_, q.gpu, q.model, q.dtype, q.model_spec.tp, q.engine)) == p;
-        if (canonical) {
-          errors.push_back(absl::StrCat(existing->second->path, ": duplicate profile id '",
-                                        (*entry)->id, "' (", p.string(),
-                                        " is the canonical file); skipped"));
-          (*entry)->feedback = std::make_shared<Feedback>();
-          (*entry)->feedback->ema =
-              std::make_shared<costmodel::EmaCorrectedLatency>((*entry)->default_model, ema_alpha_);
-          existing->second = *std::move(entry);
-          continue;
-        }
-        errors.push_back(absl::StrCat(p.string(), ": duplicate profile id '", (*entry)->id,
-                                      "' (already loaded from ", loaded[(*entry)->id]->path,
-                                      "); skipped"));
-        continue;
-      }
-      (*entry)->feedback = std::make_shared<Feedback>();
-      (*entry)->feedback->ema =
-          std::make_shared<costmodel::EmaCorrectedLatency>((*entry)->default_model, ema_alpha_);
-      loaded[(*entry)->id] = *std::move(entry);
-    }
+    if (ec) errors->push_back(absl::StrCat(dir_, ": ", ec.message()));
   } else if (fs::exists(dir_, ec)) {
-    errors.push_back(absl::StrCat(dir_, ": not a directory"));
+    errors->push_back(absl::StrCat(dir_, ": not a directory"));
   }
+  return files;
+}
+
+absl::StatusOr<std::shared_ptr<ProfileStore::Entry>> ProfileStore::LoadEntry(
+    const std::string& path) {
+  struct stat st {};
+  const bool has_stat = ::stat(path.c_str(), &st) == 0;
+  SPECPLAN_ASSIGN_OR_RETURN(costmodel::Profile profile, costmodel::LoadProfile(path));
+  SPECPLAN_RETURN_IF_ERROR(ValidateProfileNames(profile));
+  SPECPLAN_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, MakeEntry(std::move(profile), path));
+  entry->file_mtime_unix_s = has_stat ? static_cast<int64_t>(st.st_mtim.tv_sec) : 0;
+  entry->loaded_unix_s = static_cast<int64_t>(std::time(nullptr));
+  return entry;
+}
+
+void ProfileStore::AttachFeedback(Entry* entry, const std::shared_ptr<Feedback>& previous) const {
+  entry->feedback = previous != nullptr ? previous : std::make_shared<Feedback>();
+  std::lock_guard feedback_lock(entry->feedback->mu);
+  entry->feedback->ema =
+      std::make_shared<costmodel::EmaCorrectedLatency>(entry->default_model, ema_alpha_);
+}
+
+std::vector<std::string> ProfileStore::LoadAll() {
+  std::lock_guard write_lock(write_mu_);
+  std::vector<std::string> errors;
+  std::map<std::string, std::shared_ptr<const Entry>> loaded;
+  const std::map<std::string, FileSig> files = ScanFiles(&errors);
+  for (const auto& [path, sig] : files) {  // sorted by path
+    const fs::path p(path);
+    auto entry = LoadEntry(path);
+    if (!entry.ok()) {
+      errors.push_back(absl::StrCat(path, ": ", entry.status().message()));
+      continue;
+    }
+    auto existing = loaded.find((*entry)->id);
+    if (existing != loaded.end()) {
+      // Two files hold the same id: the canonical file (the one Put writes) wins.
+      const costmodel::Profile& q = (*entry)->profile;
+      const bool canonical = fs::path(costmodel::BundledProfilePath(
+                                 dir_, q.gpu, q.model, q.dtype, q.model_spec.tp, q.engine)) == p;
+      if (canonical) {
+        errors.push_back(absl::StrCat(existing->second->path, ": duplicate profile id '",
+                                      (*entry)->id, "' (", path,
+                                      " is the canonical file); skipped"));
+        AttachFeedback(entry->get(), nullptr);
+        existing->second = *std::move(entry);
+        continue;
+      }
+      errors.push_back(absl::StrCat(path, ": duplicate profile id '", (*entry)->id,
+                                    "' (already loaded from ", existing->second->path,
+                                    "); skipped"));
+      continue;
+    }
+    AttachFeedback(entry->get(), nullptr);
+    loaded[(*entry)->id] = *std::move(entry);
+  }
+  seen_ = files;
   {
     std::unique_lock lock(mu_);
     entries_ = std::move(loaded);
   }
   generation_.fetch_add(1, std::memory_order_acq_rel);
   return errors;
+}
+
+ProfileStore::ReloadResult ProfileStore::Reload() {
+  std::lock_guard write_lock(write_mu_);
+  ReloadResult result;
+  const std::map<std::string, FileSig> files = ScanFiles(&result.errors);
+  std::map<std::string, std::shared_ptr<const Entry>> next;
+  {
+    std::shared_lock lock(mu_);
+    next = entries_;
+  }
+  // Profiles whose file is gone stop being served.
+  for (auto it = next.begin(); it != next.end();) {
+    if (files.count(it->second->path) == 0) {
+      result.removed.push_back(it->first);
+      it = next.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [path, sig] : files) {
+    auto seen = seen_.find(path);
+    if (seen != seen_.end() && seen->second == sig) continue;  // unchanged since last read
+    auto entry = LoadEntry(path);
+    if (!entry.ok()) {
+      const absl::string_view msg = entry.status().message();
+      result.errors.push_back(absl::StrCat(absl::StartsWith(msg, path) ? "" : path + ": ", msg,
+                                           " (refused; the version loaded before, if any, keeps "
+                                           "serving)"));
+      continue;
+    }
+    const std::string& id = (*entry)->id;
+    auto existing = next.find(id);
+    if (existing != next.end() && existing->second->path != path) {
+      const costmodel::Profile& q = (*entry)->profile;
+      const bool canonical =
+          fs::path(costmodel::BundledProfilePath(dir_, q.gpu, q.model, q.dtype, q.model_spec.tp,
+                                                 q.engine)) == fs::path(path);
+      if (!canonical) {
+        result.errors.push_back(absl::StrCat(path, ": duplicate profile id '", id,
+                                             "' (served from ", existing->second->path,
+                                             "); refused"));
+        continue;
+      }
+    }
+    // The file may have held another id before (its gpu / model / dtype / engine changed).
+    for (auto it = next.begin(); it != next.end();) {
+      if (it->second->path == path && it->first != id) {
+        result.removed.push_back(it->first);
+        it = next.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    AttachFeedback(entry->get(), existing != next.end() ? existing->second->feedback : nullptr);
+    result.loaded.push_back(id);
+    next[id] = *std::move(entry);
+  }
+  seen_ = files;  // a refused file is retried only once it changes again
+  if (result.changed()) {
+    {
+      std::unique_lock lock(mu_);
+      entries_ = std::move(next);
+    }
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  reloads_.fetch_add(1, std::memory_order_relaxed);
+  reload_errors_.fetch_add(static_cast<int64_t>(result.errors.size()), std::memory_order_relaxed);
+  return result;
 }
 
 std::vector<std::shared_ptr<const ProfileStore::Entry>> ProfileStore::List() const {
@@ -179,12 +283,14 @@ absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> ProfileStore::Put(
   std::lock_guard write_lock(write_mu_);
   SPECPLAN_RETURN_IF_ERROR(costmodel::SaveProfile(profile, path, env_));
   std::shared_ptr<const Entry> old = Find(entry->id);
-  entry->feedback = old != nullptr ? old->feedback : std::make_shared<Feedback>();
-  {
-    std::lock_guard feedback_lock(entry->feedback->mu);
-    entry->feedback->ema =
-        std::make_shared<costmodel::EmaCorrectedLatency>(entry->default_model, ema_alpha_);
+  AttachFeedback(entry.get(), old != nullptr ? old->feedback : nullptr);
+  // Reload must not read back the file just written (it would restart the EMA again).
+  if (struct stat st{}; ::stat(path.c_str(), &st) == 0) {
+    seen_[path] = FileSig{int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
+                          static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino)};
+    entry->file_mtime_unix_s = static_cast<int64_t>(st.st_mtim.tv_sec);
   }
+  entry->loaded_unix_s = static_cast<int64_t>(std::time(nullptr));
   {
     std::unique_lock lock(mu_);
     // A profile loaded under another file name keeps that file; the new one is authoritative.

@@ -11,6 +11,16 @@
 // fsync) and only then swaps the in-memory entry, so a failed write leaves both the file and the
 // served profile unchanged, and a crash at any point leaves either the old or the new complete file
 // (plus at most a "<name>.json.tmp.<pid>" file, which LoadAll never reads: it loads *.json only).
+//
+// Shared store (several replicas on one directory): Reload() re-reads only the files whose
+// (mtime, size, inode) changed since they were last looked at, so a replica picks up a changed or
+// added profile without a restart. Each new version is parsed and its latency models built before
+// it is swapped in (one pointer per id under the exclusive lock), so a request sees the old or the
+// new profile, never a mix; a file that fails to load is refused with its path named and the
+// version loaded before keeps serving; a removed file's profile stops being served. Replace a
+// profile by writing a temp file and renaming it over the old one (what Put and
+// costmodel::SaveProfile do); a file copied in place may be seen half-written, which is refused
+// and re-read at the next Reload once it changes again.
 #ifndef SPECPLAN_SERVICE_PROFILE_STORE_H_
 #define SPECPLAN_SERVICE_PROFILE_STORE_H_
 
@@ -92,16 +102,35 @@ class ProfileStore {
     std::map<std::string, std::shared_ptr<const costmodel::LatencyModel>> models;
     std::shared_ptr<const costmodel::LatencyModel> default_model;
     std::shared_ptr<Feedback> feedback;  // shared with later versions of the same id
+    int64_t file_mtime_unix_s = 0;       // the file's modification time when it was read
+    int64_t loaded_unix_s = 0;           // when it was read
+  };
+
+  // What one Reload() changed.
+  struct ReloadResult {
+    std::vector<std::string> loaded;   // ids (re)loaded from a new or changed file
+    std::vector<std::string> removed;  // ids whose file is gone
+    std::vector<std::string> errors;   // "<path>: <message>" of files refused (old version kept)
+    bool changed() const { return !loaded.empty() || !removed.empty(); }
   };
 
   // `dir` is the profiles directory (it need not exist yet); `ema_alpha` in (0, 1]; Put saves
   // through `env` (util/env.h), which must outlive the store.
   ProfileStore(std::string dir, double ema_alpha, Env* env = Env::Default());
 
-  // Loads every *.json under dir (recursively), "@<engine>" files included. Files that fail to load
+  // Loads every *.json under dir (recursively, following directory symlinks, skipping names that
+  // start with '.'), "@<engine>" files included. Files that fail to load
   // are skipped; their errors are returned ("<path>: <message>"). Two files with one id: the
   // canonical one (the file Put writes) wins. Replaces the current contents.
   std::vector<std::string> LoadAll();
+
+  // Re-reads the files that are new or changed since LoadAll / the last Reload (see the top of
+  // this file); unchanged files are not read. A refused file is reported once per change.
+  // Serialised with Put and other Reloads.
+  ReloadResult Reload();
+  // Reload() calls so far, and files they refused.
+  int64_t reloads() const { return reloads_.load(std::memory_order_relaxed); }
+  int64_t reload_errors() const { return reload_errors_.load(std::memory_order_relaxed); }
 
   const std::string& dir() const { return dir_; }
   double ema_alpha() const { return ema_alpha_; }
@@ -129,7 +158,21 @@ class ProfileStore {
   static std::shared_ptr<const costmodel::LatencyModel> EmaModel(const Entry& entry);
 
  private:
+  // A file's identity for Reload: it changed when any of these did.
+  struct FileSig {
+    int64_t mtime_ns = 0;
+    int64_t size = 0;
+    uint64_t inode = 0;
+    bool operator==(const FileSig& o) const {
+      return mtime_ns == o.mtime_ns && size == o.size && inode == o.inode;
+    }
+  };
   absl::StatusOr<std::shared_ptr<Entry>> MakeEntry(costmodel::Profile profile, std::string path);
+  // Reads, validates and builds the entry of one file (feedback not set).
+  absl::StatusOr<std::shared_ptr<Entry>> LoadEntry(const std::string& path);
+  // Every *.json under dir_ with its signature; directory errors appended to *errors.
+  std::map<std::string, FileSig> ScanFiles(std::vector<std::string>* errors) const;
+  void AttachFeedback(Entry* entry, const std::shared_ptr<Feedback>& previous) const;
 
   const std::string dir_;
   const double ema_alpha_;
@@ -137,7 +180,10 @@ class ProfileStore {
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<const Entry>> entries_;  // guarded by mu_
   std::atomic<uint64_t> generation_{0};
-  std::mutex write_mu_;  // serialises Put (SaveProfile's temp file name is per process)
+  std::mutex write_mu_;  // serialises Put and Reload (SaveProfile's temp file name is per process)
+  std::map<std::string, FileSig> seen_;  // path -> signature last read; guarded by write_mu_
+  std::atomic<int64_t> reloads_{0};
+  std::atomic<int64_t> reload_errors_{0};
 };
 
 }  // namespace specplan::service

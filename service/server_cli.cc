@@ -1,5 +1,7 @@
 #include "service/server_cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
@@ -44,9 +46,27 @@ int ServerMain(int argc, char** argv, Env* env) {
   app.set_config("--config", "", "Read flags from a TOML/INI file (key = value)");
   app.add_option("--listen", config.listen, "HOST:PORT to listen on (port 0 = any free port)")
       ->capture_default_str();
-  app.add_option("--profiles-dir", config.profiles_dir,
-                 "Directory of calibrated profiles (<gpu>/<model>-<dtype>[@<engine>].json)")
+  app.add_option("--profiles-dir,--calib-dir", config.profiles_dir,
+                 "Directory of calibrated profiles (<gpu>/<model>-<dtype>[@<engine>].json); "
+                 "several replicas may share it (changed files are reloaded: "
+                 "--reload-interval-s, SIGHUP)")
       ->capture_default_str();
+  config.reload_interval_s = 10;
+  app.add_option("--reload-interval-s", config.reload_interval_s,
+                 "Seconds between checks of the profiles directory for new, changed or removed "
+                 "files (0 = only on SIGHUP); a file that fails to load is refused and logged, "
+                 "the old version keeps serving")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--metrics-port", config.metrics_port,
+                 "Serve Prometheus metrics (text format 0.0.4) at http://HOST:PORT/metrics, HOST "
+                 "being --listen's host (0 = a free port, printed on start; -1 = off)")
+      ->check(CLI::Range(-1, 65535))
+      ->capture_default_str();
+  std::string replica_id;
+  app.add_option("--replica-id", replica_id,
+                 "Name of this replica, sent back in each call's x-replica trailer (default: "
+                 "<hostname>:<port>)");
   app.add_option("--engine", config.service.default_engine,
                  "Engine whose costs a request that names none gets when held for its gpu x "
                  "model x dtype: sglang, vllm, trtllm or specplan (unset: the first of them held)");
@@ -128,7 +148,17 @@ int ServerMain(int argc, char** argv, Env* env) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  if (replica_id.empty()) {  // <hostname>:<port>, or <hostname>:pid<PID> when --listen ends in :0
+    char hostname[256] = {0};
+    gethostname(hostname, sizeof(hostname) - 1);
+    const std::string port = config.listen.substr(config.listen.rfind(':') + 1);
+    replica_id =
+        std::string(hostname) + ":" + (port == "0" ? "pid" + std::to_string(getpid()) : port);
+  }
+  config.service.replica_id = replica_id;
 
   auto running = StartServer(config);
   if (!running.ok()) {
@@ -141,12 +171,26 @@ int ServerMain(int argc, char** argv, Env* env) {
   std::string host = config.listen.substr(0, config.listen.rfind(':'));
   std::cout << "specplan-server listening on " << host << ":" << (*running)->port << " ("
             << (*running)->store->List().size() << " profiles from " << config.profiles_dir
-            << (config.tls_cert_pem.empty() ? "" : ", TLS")
+            << ", replica " << replica_id;
+  if ((*running)->metrics != nullptr) {
+    std::cout << ", metrics on http://" << host << ":" << (*running)->metrics_port << "/metrics";
+  }
+  if (config.reload_interval_s > 0) {
+    std::cout << ", reload every " << config.reload_interval_s << " s";
+  } else {
+    std::cout << ", reload on SIGHUP only";
+  }
+  std::cout << (config.tls_cert_pem.empty() ? "" : ", TLS")
             << (config.service.auth_token.empty() ? ", writes disabled" : ", writes need token")
             << ")" << std::endl;
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+    std::cerr << "specplan-server: SIGHUP, reloading profiles from " << config.profiles_dir << "\n";
+    const ProfileStore::ReloadResult r = (*running)->ReloadProfiles();
+    std::cerr << "specplan-server: reload done (" << r.loaded.size() << " loaded, "
+              << r.removed.size() << " removed, " << r.errors.size() << " refused)\n";
+  }
   std::cerr << "specplan-server: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
             << ", shutting down (grace " << grace_s << " s)\n";
   (*running)->Shutdown(grace_s);
