@@ -27,8 +27,17 @@
 // and the server's VmRSS at start and end (this process with --start-server, else --server-pid;
 // not reported without either). --requests (default 50M in soak mode) bounds the calls.
 //
+// Fleet mode (several replicas):
+//   specplan-loadgen --targets A:P,B:Q,C:R | dns:///NAME:PORT [--seconds 60] [--clients 4]
+//                    [--qps Q | --at-fraction 0.5 [--probe-seconds 5]] [--event AT_S=COMMAND]...
+//                    [--expect-profiles DIR,DIR2] [--scaling-baseline HOST:PORT] [--profile G/M]
+// sends PlanTree (4 shapes) and PlanBatch (B = 4) calls over one round-robin channel per client
+// (retries of UNAVAILABLE on another replica, service/channel.h), runs each --event command at its
+// time, and prints per segment (between events) calls, failures, mismatches, p50/p99 and calls
+// per replica; every answer is compared with in-process planning over --expect-profiles.
+//
 // Exit status: 0; 1 on a bad flag / unreachable server / non-loopback target; 2 when a soak saw
-// an unexpected status.
+// an unexpected status; 3 when a fleet run saw a failed call or a mismatched answer.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
@@ -42,6 +51,7 @@
 #include "costmodel/profile.h"
 #include "planner/marginals.h"
 #include "service/server.h"
+#include "service/tools/fleet_load.h"
 #include "service/tools/loadgen.h"
 
 int main(int argc, char** argv) {
@@ -119,8 +129,39 @@ int main(int argc, char** argv) {
                  "Soak: pid of the --server process whose VmRSS to report (0 = none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--seed", seed, "Soak: seed of the request choice")->capture_default_str();
+  std::string targets, scaling_baseline;
+  std::vector<std::string> expect_profiles, event_specs;
+  double probe_seconds = 5;
+  app.add_option("--targets", targets,
+                 "Fleet mode: several replicas, A:P,B:Q,... (IP addresses) or dns:///NAME:PORT; "
+                 "each client balances round robin over all of them with retries (service/"
+                 "channel.h); PlanTree and PlanBatch calls, every answer checked against "
+                 "in-process planning; per-replica counts, p99 per segment between --event's");
+  app.add_option("--event", event_specs,
+                 "Fleet mode: AT_S=COMMAND runs `sh -c COMMAND` AT_S seconds into the measured "
+                 "phase (kill or restart a replica, replace a profile); repeatable; segments of "
+                 "the report start at each event");
+  app.add_option("--expect-profiles", expect_profiles,
+                 "Fleet mode: profile directories whose in-process answers are accepted, one "
+                 "version each, in order (default: --profiles-dir); comma-separated")
+      ->delimiter(',');
+  app.add_option("--probe-seconds", probe_seconds,
+                 "Fleet mode with --at-fraction: seconds of the flat-out probe that measures "
+                 "the maximum rate")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
+  app.add_option("--scaling-baseline", scaling_baseline,
+                 "Fleet mode: first measure flat out against this one replica (HOST:PORT) for "
+                 "--probe-seconds, then against --targets, and print the throughput ratio");
   CLI11_PARSE(app, argc, argv);
   soak = soak || mix_opt->count() > 0;
+  if (!targets.empty()) {
+    auto rc =
+        svc::FleetMain(targets, allow_remote, profiles_dir, expect_profiles, event_specs, base,
+                       at_fraction, probe_seconds, scaling_baseline, json, marginals_path, n_max,
+                       context, gpu, model, profile, outputs == "engine");
+    return rc;
+  }
   base.deadline_s = deadline_ms * 1e-3;
 
   auto marginals = specplan::planner::LoadMarginalsFile(marginals_path);
