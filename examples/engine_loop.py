@@ -177,9 +177,8 @@ class Engine:
         marg_tokens = marg_probs = None
         if depth > 0:
             marg_tokens, marg_probs = self._draft(reqs, depth)
-            # one batched level's share per request: the planner prices B requests' drafting as
-            # B times one request's (what the runtime's batch strategy does; on this CPU a
-            # batched level costs about B single ones, the draft model being compute-bound)
+            # a request's share of one batched level: decide_batch and plan_batch (growth 1)
+            # price B requests' drafting as B times it, i.e. as the batched level measured
             self.planner.observe_draft_level((time.perf_counter() - tg) / depth / len(reqs))
         t2 = time.perf_counter()
         # 3. plan (specplan.plan_batch): every request's tree and what it verifies
