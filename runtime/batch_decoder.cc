@@ -3,9 +3,9 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/measured_latency.h"
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/status_macros.h"
@@ -26,28 +26,21 @@ absl::StatusOr<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const Transfo
   d->target_ = target;
   d->options_ = options;
   d->max_context_ = max_context;
-  if (options.strategy == Strategy::kBestFirst || options.strategy == Strategy::kBatch ||
-      StrategyNeedsHeads(options) ||
-      (options.strategy == Strategy::kDynaTree && options.gate.enabled)) {
-    // One T_verify model for every slot (a batch pass is priced by its total tokens; dynatree's
-    // speculation gate prices its trees with it).
-    SPECPLAN_ASSIGN_OR_RETURN(
-        d->options_.latency,
-        GivenOrMeasuredLatency(options.latency, *target,
-                               int64_t{max_batch} * (options.max_tree_nodes + 1),
-                               &d->owned_latency_));
-  }
+  // One context for every slot, with one T_verify model (a batch pass is priced by its total
+  // tokens, so it is measured up to max_batch trees).
   SPECPLAN_ASSIGN_OR_RETURN(
       const StrategyContext ctx,
-      MakeStrategyContext(target, draft, d->options_, max_context, &d->owned_backend_));
+      MakeStrategyContext(target, draft, options, max_context,
+                          int64_t{max_batch} * (options.max_tree_nodes + 1), &d->storage_));
+  d->latency_ = ctx.latency;
+  d->draft_latency_ = ctx.draft_latency;
   for (int i = 0; i < max_batch; ++i) {
     SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<DecodeSequence> q,
                               NewDecodeSequence(d->options_, ctx));
     d->slots_.push_back(std::move(q));
   }
   if (options.strategy == Strategy::kBatch) {
-    d->batch_planner_ =
-        std::make_unique<BatchStepPlanner>(d->options_, d->options_.latency, ctx.backend);
+    d->batch_planner_ = std::make_unique<BatchStepPlanner>(d->options_, d->latency_, ctx.backend);
     if (options.gate.enabled) {  // the slots' BatchStrategy::Create validated options.gate
       d->batch_gate_.emplace(options.gate);
       SPECPLAN_RETURN_IF_ERROR(SeedDraftLevel(d->options_, ctx, &*d->batch_gate_));
@@ -107,12 +100,30 @@ absl::Status BatchDecoder::DraftAll(const std::vector<DecodeSequence*>& active) 
   for (DecodeSequence* q : active) contexts_.push_back(q->c());
   const int gamma = static_cast<BatchStrategy&>(active[0]->strategy()).gamma();
   int depth = gamma;
-  bool probe = false;
   if (batch_gate_) {
-    const planner::GateDecision g = batch_gate_->DecideBatch(*options_.latency, contexts_, 1, gamma,
-                                                             options_.gate_draft_level_s);
+    // What a probe would cost now: every sequence's catch-up and levels, and the pass verifying
+    // 1 + round(w d) tokens per sequence instead of 1 (ProbeSeconds, summed over the batch).
+    const int probe_depth = std::min(gamma, batch_gate_->options().probe_depth);
+    const double level_s = options_.gate_draft_level_s >= 0 ? options_.gate_draft_level_s
+                                                            : batch_gate_->draft_level_s();
+    double probe_s = 0;
+    probe_shape_.Clear();
+    root_shape_.Clear();
+    const int64_t s =
+        1 + static_cast<int64_t>(std::llround(batch_gate_->estimator().width() * probe_depth));
+    for (DecodeSequence* q : active) {
+      const auto& member = static_cast<const BatchStrategy&>(q->strategy());
+      probe_s += ProbeSeconds(*latency_, draft_latency_, q->c(), member.CatchUpTokens(q->state()),
+                              probe_depth, level_s, /*width=*/0);
+      probe_shape_.Add(s, q->c());
+      root_shape_.Add(1, q->c());
+    }
+    probe_s += std::max(0.0, latency_->VerifyBatchSeconds(probe_shape_) -
+                                 latency_->VerifyBatchSeconds(root_shape_));
+    batch_gate_->ObserveProbeSeconds(probe_s);
+    const planner::GateDecision g =
+        batch_gate_->DecideBatch(*latency_, contexts_, 1, gamma, options_.gate_draft_level_s);
     depth = g.depth;
-    probe = g.probe;
     if (depth == 0) {  // a plain decoding step for every sequence: no draft model runs
       for (DecodeSequence* q : active) {
         static_cast<BatchStrategy&>(q->strategy()).SkipDraft();
@@ -135,7 +146,6 @@ absl::Status BatchDecoder::DraftAll(const std::vector<DecodeSequence*>& active) 
   }
   drafter.t_net_s = step_s / static_cast<double>(active.size());  // one sequence's mean
   if (batch_gate_) {
-    if (probe) batch_gate_->ObserveProbeSeconds(NowSeconds() - t0);
     batch_planner_->set_acceptance_scale(batch_gate_->estimator().surrogate_scale());
   }
   SPECPLAN_RETURN_IF_ERROR(batch_planner_->Plan(marginals, contexts_, drafter, &plan_));

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "costmodel/batch_shape.h"
 #include "costmodel/latency_model.h"
 #include "planner/batch_plan.h"
 #include "planner/plan_backend.h"
@@ -70,9 +71,10 @@ struct BatchStepLog {
 class BatchDecoder {
  public:
   // `target` (and `draft`, when StrategyNeedsDraft) are not owned and must outlive the decoder.
-  // Up to `max_batch` sequences are in flight; `max_context` bounds prompt + new tokens. With
-  // options.latency null, the bestfirst and batch strategies share one T_verify model measured on
-  // the target now, over s = 1 .. max_batch * (max_tree_nodes + 1).
+  // Up to `max_batch` sequences are in flight; `max_context` bounds prompt + new tokens. Every
+  // slot's strategy is made in one context (MakeStrategyContext): with options.latency null, the
+  // strategies that price steps share one T_verify model measured on the target now, over
+  // s = 1 .. max_batch * (max_tree_nodes + 1).
   static absl::StatusOr<std::unique_ptr<BatchDecoder>> Create(const Transformer* target,
                                                               const Transformer* draft,
                                                               const StrategyOptions& options,
@@ -106,15 +108,17 @@ class BatchDecoder {
   const Transformer* target_ = nullptr;
   StrategyOptions options_;
   int64_t max_context_ = 0;
-  std::unique_ptr<costmodel::LatencyModel> owned_latency_;
-  std::unique_ptr<planner::InProcessPlanBackend> owned_backend_;
+  StrategyContextStorage storage_;  // the plan backend and latency models the slots' context uses
+  const costmodel::LatencyModel* latency_ = nullptr;        // StrategyContext::latency
+  const costmodel::LatencyModel* draft_latency_ = nullptr;  // StrategyContext::draft_latency
   std::vector<std::unique_ptr<DecodeSequence>> slots_;
   std::unique_ptr<BatchStepPlanner> batch_planner_;  // strategy kBatch
   // Strategy kBatch with the gate on: one speculation gate for the whole batch (every member's
   // Observe feeds it; batch.h).
   std::optional<planner::SpeculationGate> batch_gate_;
-  std::vector<int64_t> contexts_;  // scratch: the active sequences' contexts
-  planner::Tree root_only_;        // scratch: an undrafted step's tree
+  std::vector<int64_t> contexts_;                   // scratch: the active sequences' contexts
+  planner::Tree root_only_;                         // scratch: an undrafted step's tree
+  costmodel::BatchShape probe_shape_, root_shape_;  // scratch: a probe's pass and a plain pass
   planner::BatchPlan plan_;
   BatchCounters counters_;
 };

@@ -196,23 +196,37 @@ absl::Status ValidateDecoderOptions(const Transformer& target, const Transformer
   return absl::OkStatus();
 }
 
-absl::StatusOr<StrategyContext> MakeStrategyContext(
-    const Transformer* target, const Transformer* draft, const StrategyOptions& options,
-    int64_t max_context, std::unique_ptr<planner::InProcessPlanBackend>* owned_backend) {
+absl::StatusOr<StrategyContext> MakeStrategyContext(const Transformer* target,
+                                                    const Transformer* draft,
+                                                    const StrategyOptions& options,
+                                                    int64_t max_context, int64_t max_verify_tokens,
+                                                    StrategyContextStorage* storage) {
   StrategyContext ctx;
   ctx.target = target;
   ctx.draft = StrategyNeedsDraft(options.strategy) ? draft : nullptr;
   ctx.max_len = max_context + options.max_tree_nodes + 2;
   ctx.backend = options.plan_backend;
   if (ctx.backend == nullptr) {
-    *owned_backend = std::make_unique<planner::InProcessPlanBackend>();
-    (*owned_backend)->Reserve(std::min(options.bestfirst.n_max, options.max_tree_nodes));
-    ctx.backend = owned_backend->get();
+    storage->backend = std::make_unique<planner::InProcessPlanBackend>();
+    storage->backend->Reserve(std::min(options.bestfirst.n_max, options.max_tree_nodes));
+    ctx.backend = storage->backend.get();
   }
-  const bool gated =
-      options.strategy == Strategy::kBestFirst || options.strategy == Strategy::kDynaTree;
+  if (StrategyNeedsLatency(options)) {
+    SPECPLAN_ASSIGN_OR_RETURN(
+        ctx.latency,
+        GivenOrMeasuredLatency(options.latency, *target, std::max<int64_t>(1, max_verify_tokens),
+                               &storage->latency));
+  }
+  const bool gated = options.strategy == Strategy::kBestFirst ||
+                     options.strategy == Strategy::kDynaTree ||
+                     options.strategy == Strategy::kBatch;
   if (gated && ctx.draft != nullptr && options.gate.enabled && options.gate_draft_level_s < 0) {
-    SPECPLAN_ASSIGN_OR_RETURN(ctx.draft_level_s, MeasureSingleTokenSeconds(*ctx.draft));
+    // s = 1 is the gate's first draft level; the rest prices a catch-up chunk (extrapolated
+    // linearly above 64 tokens).
+    SPECPLAN_ASSIGN_OR_RETURN(costmodel::GridLatency m,
+                              MeasureVerifyLatency(*ctx.draft, {1, 8, 64}, 64, 3));
+    storage->draft_latency = std::make_unique<costmodel::GridLatency>(std::move(m));
+    ctx.draft_latency = storage->draft_latency.get();
   }
   return ctx;
 }

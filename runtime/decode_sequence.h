@@ -155,14 +155,27 @@ class DecodeSequence {
 absl::Status ValidateDecoderOptions(const Transformer& target, const Transformer* draft,
                                     const StrategyOptions& options, int64_t max_context);
 
-// The context both decoders create their sequences' strategies in: the target cache holds
-// max_context + one tree (max_len), the draft model is passed only to strategies that need one,
-// and plans go to options.plan_backend, or to an InProcessPlanBackend created into *owned_backend.
-// When bestfirst or dynatree runs its speculation gate on measured draft times, one single-token
-// draft forward is timed here, once for every sequence (StrategyContext::draft_level_s).
-absl::StatusOr<StrategyContext> MakeStrategyContext(
-    const Transformer* target, const Transformer* draft, const StrategyOptions& options,
-    int64_t max_context, std::unique_ptr<planner::InProcessPlanBackend>* owned_backend);
+// What MakeStrategyContext creates for a context and the decoder keeps alive with it.
+struct StrategyContextStorage {
+  std::unique_ptr<planner::InProcessPlanBackend> backend;  // when options.plan_backend is null
+  std::unique_ptr<costmodel::LatencyModel> latency;        // T_verify measured on the target
+  std::unique_ptr<costmodel::LatencyModel> draft_latency;  // the draft model's forward seconds
+};
+
+// The context both decoders create their sequences' strategies in, resolved once for every
+// sequence: the target cache holds max_context + one tree (max_len), the draft model is passed
+// only to strategies that need one, plans go to options.plan_backend or to an
+// InProcessPlanBackend created into storage->backend, and a strategy that prices steps
+// (StrategyNeedsLatency) gets options.latency or, without one, T_verify measured on the target
+// now over s = 1 .. max_verify_tokens (MeasureVerifyLatencyUpTo) into storage->latency. When a
+// gated strategy (bestfirst, dynatree, batch) runs its draft model on measured draft times, the
+// draft model's forward seconds are measured here too, once for every sequence
+// (StrategyContext::draft_latency).
+absl::StatusOr<StrategyContext> MakeStrategyContext(const Transformer* target,
+                                                    const Transformer* draft,
+                                                    const StrategyOptions& options,
+                                                    int64_t max_context, int64_t max_verify_tokens,
+                                                    StrategyContextStorage* storage);
 
 // A sequence with its own strategy of options.strategy, created in `ctx`, and a target cache of
 // ctx.max_len slots.

@@ -21,9 +21,9 @@ absl::StatusOr<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::Create(
   d->target_ = target;
   d->options_ = options;
   d->max_context_ = max_context;
-  SPECPLAN_ASSIGN_OR_RETURN(
-      const StrategyContext ctx,
-      MakeStrategyContext(target, draft, options, max_context, &d->owned_backend_));
+  SPECPLAN_ASSIGN_OR_RETURN(const StrategyContext ctx,
+                            MakeStrategyContext(target, draft, options, max_context,
+                                                options.max_tree_nodes + 1, &d->storage_));
   SPECPLAN_ASSIGN_OR_RETURN(d->sequence_, NewDecodeSequence(options, ctx));
   return d;
 }

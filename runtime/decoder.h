@@ -63,7 +63,7 @@ class SpeculativeDecoder {
   const Transformer* target_ = nullptr;
   StrategyOptions options_;
   int64_t max_context_ = 0;
-  std::unique_ptr<planner::InProcessPlanBackend> owned_backend_;  // when options_.plan_backend null
+  StrategyContextStorage storage_;  // the plan backend and latency models its context points to
   std::unique_ptr<DecodeSequence> sequence_;
   DecodeCounters counters_;
 };

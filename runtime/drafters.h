@@ -58,6 +58,9 @@ class DraftModelDrafter {
 
   // Forgets the cache (new prompt).
   void Reset();
+  // Committed tokens the draft cache holds (a prefix of `committed`): the next DraftTree /
+  // DraftChain first feeds committed.size() - cached_tokens() tokens, the root included.
+  int64_t cached_tokens() const { return cache_.length(); }
 
   const DrafterCounters& counters() const { return counters_; }
   void ResetCounters() { counters_ = DrafterCounters(); }

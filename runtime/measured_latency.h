@@ -32,7 +32,8 @@ absl::StatusOr<costmodel::GridLatency> MeasureVerifyLatencyUpTo(const Transforme
 absl::StatusOr<double> MeasureSingleTokenSeconds(const Transformer& model);
 
 // `given` when non-null; otherwise MeasureVerifyLatencyUpTo(model, max_s), kept alive in *owned.
-// The best-first and batch strategies and the batch decoder take their T_verify model this way.
+// MakeStrategyContext (decode_sequence.h) resolves every strategy's T_verify model this way, once
+// per decoder.
 absl::StatusOr<const costmodel::LatencyModel*> GivenOrMeasuredLatency(
     const costmodel::LatencyModel* given, const Transformer& model, int64_t max_s,
     std::unique_ptr<costmodel::LatencyModel>* owned);

@@ -3,9 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/measured_latency.h"
 #include "util/check.h"
-#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -49,9 +47,6 @@ absl::StatusOr<std::unique_ptr<BatchStrategy>> BatchStrategy::Create(const Strat
     return absl::InvalidArgumentError("strategy batch: needs a draft model");
   SPECPLAN_RETURN_IF_ERROR(planner::ValidateSpeculationGateOptions(options.gate));
   std::unique_ptr<BatchStrategy> s(new BatchStrategy(options, ctx));
-  SPECPLAN_ASSIGN_OR_RETURN(
-      s->latency_, GivenOrMeasuredLatency(options.latency, *ctx.target, options.max_tree_nodes + 1,
-                                          &s->owned_latency_));
   s->planner_ = std::make_unique<BatchStepPlanner>(options, s->latency_, ctx.backend);
   SPECPLAN_RETURN_IF_ERROR(SeedDraftLevel(options, ctx, &s->own_gate_));
   return s;
@@ -63,12 +58,22 @@ BatchStrategy::BatchStrategy(const StrategyOptions& options, const StrategyConte
       drafter_(ctx.draft, ctx.max_len + 2 * options.max_tree_nodes, options.draft_top_k),
       gate_enabled_(options.gate.enabled),
       fixed_level_s_(options.gate_draft_level_s),
-      own_gate_(options.gate) {}
+      own_gate_(options.gate),
+      latency_(ctx.latency),
+      draft_latency_(ctx.draft_latency) {}
 
 absl::Status BatchStrategy::DraftMarginals(const DecodeState& state, int depth) {
   drafted_ = true;
   return drafter_.DraftChain(state.committed, depth > 0 ? std::min(depth, gamma_) : gamma_,
                              &marginals_);
+}
+
+int64_t BatchStrategy::CatchUpTokens(const DecodeState& state) const {
+  return static_cast<int64_t>(state.committed.size()) - 1 - drafter_.cached_tokens();
+}
+
+double BatchStrategy::LevelSeconds() const {
+  return fixed_level_s_ >= 0 ? fixed_level_s_ : gate_->draft_level_s();
 }
 
 costmodel::DrafterCost BatchStrategy::drafter_cost() const {
@@ -81,22 +86,24 @@ costmodel::DrafterCost BatchStrategy::drafter_cost() const {
 
 absl::Status BatchStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
   int depth = gamma_;
-  bool probe = false;
   if (gate_enabled_) {
+    // What a probe would cost now, catch-up included (ProbeSeconds): the gate spaces even its
+    // first probe by the probe budget.
+    gate_->ObserveProbeSeconds(ProbeSeconds(*latency_, draft_latency_, state.c,
+                                            CatchUpTokens(state),
+                                            std::min(gamma_, gate_->options().probe_depth),
+                                            LevelSeconds(), gate_->estimator().width()));
     const planner::GateDecision g = gate_->Decide(*latency_, state.c, 1, gamma_, fixed_level_s_);
     depth = g.depth;
-    probe = g.probe;
     if (depth == 0) {  // a plain AR step: the draft model does not run
       SkipDraft();
       tree->ResetRoot(state.committed.back());
       return absl::OkStatus();
     }
   }
-  const double t0 = NowSeconds();
   SPECPLAN_RETURN_IF_ERROR(DraftMarginals(state, depth));
   if (gate_enabled_) {
     gate_->ObserveDraftLevel(drafter_.last_level_seconds());
-    if (probe) gate_->ObserveProbeSeconds(NowSeconds() - t0);
     planner_->set_acceptance_scale(gate_->estimator().surrogate_scale());
   }
   const planner::Marginals* m = &marginals_;

@@ -59,8 +59,7 @@ class BatchStepPlanner {
 
 class BatchStrategy final : public DraftStrategy {
  public:
-  // ctx.draft must be non-null. With options.latency null, T_verify is measured on ctx.target now
-  // (MeasureVerifyLatencyUpTo, s up to options.max_tree_nodes + 1).
+  // ctx.draft and ctx.latency (T_verify) must be non-null.
   static absl::StatusOr<std::unique_ptr<BatchStrategy>> Create(const StrategyOptions& options,
                                                                const StrategyContext& ctx);
 
@@ -86,6 +85,12 @@ class BatchStrategy final : public DraftStrategy {
   double last_level_seconds() const { return drafter_.last_level_seconds(); }
   // A batch decoder's one gate for all its members (not owned; must outlive the strategy).
   void ShareGate(planner::SpeculationGate* gate) { gate_ = gate; }
+  // Committed tokens the draft cache has not seen, the root excluded: what it catches up on (one
+  // chunk) before its next draft level.
+  int64_t CatchUpTokens(const DecodeState& state) const;
+  // The gate's seconds per draft level: StrategyOptions::gate_draft_level_s when >= 0, else the
+  // gate's measured EMA.
+  double LevelSeconds() const;
   // One sequence's drafting cost (autoregressive, gamma steps of the last measured step time, or
   // of StrategyOptions::batch_draft_step_s when that is >= 0).
   costmodel::DrafterCost drafter_cost() const;
@@ -101,9 +106,9 @@ class BatchStrategy final : public DraftStrategy {
   planner::SpeculationGate own_gate_;
   planner::SpeculationGate* gate_ = &own_gate_;
   bool drafted_ = false;  // this step ran the draft model (its cache holds fed nodes)
-  const costmodel::LatencyModel* latency_ = nullptr;
-  std::unique_ptr<costmodel::LatencyModel> owned_latency_;
-  std::unique_ptr<BatchStepPlanner> planner_;  // the batch of one
+  const costmodel::LatencyModel* latency_;        // StrategyContext::latency
+  const costmodel::LatencyModel* draft_latency_;  // StrategyContext::draft_latency (nullable)
+  std::unique_ptr<BatchStepPlanner> planner_;     // the batch of one
   planner::Marginals marginals_;
   planner::BatchPlan plan_;
   std::vector<planner::TokenId> accepted_tokens_;

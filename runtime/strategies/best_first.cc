@@ -2,8 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "costmodel/cycle_cost.h"
-#include "runtime/measured_latency.h"
-#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -15,9 +13,6 @@ absl::StatusOr<std::unique_ptr<BestFirstStrategy>> BestFirstStrategy::Create(
   }
   SPECPLAN_RETURN_IF_ERROR(planner::ValidateSpeculationGateOptions(options.gate));
   std::unique_ptr<BestFirstStrategy> s(new BestFirstStrategy(options, ctx));
-  SPECPLAN_ASSIGN_OR_RETURN(
-      s->latency_, GivenOrMeasuredLatency(options.latency, *ctx.target, options.max_tree_nodes + 1,
-                                          &s->owned_latency_));
   SPECPLAN_RETURN_IF_ERROR(SeedDraftLevel(options, ctx, &s->gate_));
   return s;
 }
@@ -27,6 +22,8 @@ BestFirstStrategy::BestFirstStrategy(const StrategyOptions& options, const Strat
       planner_options_(options.bestfirst),
       backend_(ctx.backend),
       drafter_(ctx.draft, ctx.max_len + 2 * options.max_tree_nodes, options.draft_top_k),
+      latency_(ctx.latency),
+      draft_latency_(ctx.draft_latency),
       gate_enabled_(options.gate.enabled),
       fixed_level_s_(options.gate_draft_level_s),
       gate_(options.gate) {
@@ -37,24 +34,26 @@ BestFirstStrategy::BestFirstStrategy(const StrategyOptions& options, const Strat
 
 absl::Status BestFirstStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
   int depth = gamma_;
-  bool probe = false;
   if (gate_enabled_) {
+    // What a probe would cost now (the draft cache's catch-up grows with every undrafted step),
+    // so that the gate spaces even its first probe by the probe budget.
+    const double level_s = fixed_level_s_ >= 0 ? fixed_level_s_ : gate_.draft_level_s();
+    const int64_t catch_up =
+        static_cast<int64_t>(state.committed.size()) - 1 - drafter_.cached_tokens();
+    gate_.ObserveProbeSeconds(ProbeSeconds(*latency_, draft_latency_, state.c, catch_up,
+                                           gate_.options().probe_depth, level_s,
+                                           gate_.estimator().width()));
     const planner::GateDecision g = gate_.Decide(*latency_, state.c, 1, gamma_, fixed_level_s_);
     depth = g.depth;
-    probe = g.probe;
     if (depth == 0) {  // a plain AR step: the draft model does not run
       drafted_ = false;
       tree->ResetRoot(state.committed.back());
       return absl::OkStatus();
     }
   }
-  const double t0 = NowSeconds();
   SPECPLAN_RETURN_IF_ERROR(drafter_.DraftChain(state.committed, depth, &marginals_));
   drafted_ = true;
-  if (gate_enabled_) {
-    gate_.ObserveDraftLevel(drafter_.last_level_seconds());
-    if (probe) gate_.ObserveProbeSeconds(NowSeconds() - t0);
-  }
+  if (gate_enabled_) gate_.ObserveDraftLevel(drafter_.last_level_seconds());
   costmodel::DrafterCost dc;
   dc.cls = costmodel::DrafterClass::kAutoregressive;
   dc.gamma = depth;

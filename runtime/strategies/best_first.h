@@ -20,9 +20,8 @@ namespace specplan::runtime {
 
 class BestFirstStrategy final : public DraftStrategy {
  public:
-  // ctx.draft must be non-null. options.bestfirst.n_max is capped at options.max_tree_nodes. With
-  // options.latency null, T_verify is measured on ctx.target now (MeasureVerifyLatency over
-  // s = 1, 2, 4, ..., max_tree_nodes + 1).
+  // ctx.draft and ctx.latency (T_verify) must be non-null. options.bestfirst.n_max is capped at
+  // options.max_tree_nodes.
   static absl::StatusOr<std::unique_ptr<BestFirstStrategy>> Create(const StrategyOptions& options,
                                                                    const StrategyContext& ctx);
 
@@ -42,8 +41,8 @@ class BestFirstStrategy final : public DraftStrategy {
   planner::BestFirstOptions planner_options_;
   planner::PlanBackend* backend_;
   DraftModelDrafter drafter_;
-  std::unique_ptr<costmodel::LatencyModel> owned_latency_;
-  const costmodel::LatencyModel* latency_ = nullptr;
+  const costmodel::LatencyModel* latency_;        // StrategyContext::latency
+  const costmodel::LatencyModel* draft_latency_;  // StrategyContext::draft_latency (nullable)
   planner::Marginals marginals_;
   planner::BestFirstPlan plan_;
   std::vector<planner::TokenId> accepted_tokens_;

@@ -50,17 +50,40 @@ struct StrategyContext {
   const Transformer* draft = nullptr;       // non-null when StrategyNeedsDraft(options.strategy)
   int64_t max_len = 0;                      // target cache slots (committed tokens + one tree)
   planner::PlanBackend* backend = nullptr;  // non-null: where best-first plans and merges go
-  // Seconds of one single-token draft forward, measured once for every strategy made in this
-  // context (MakeStrategyContext: a batch decoder's slots share it) as the speculation gate's
-  // first draft-level estimate; < 0: not measured (SeedDraftLevel then measures it).
-  double draft_level_s = -1;
+  // T_verify(s, c) of the target, the one verify-latency model of every strategy made in this
+  // context (the controllers' C(n), the speculation gates): options.latency when given, else
+  // measured on the target once by MakeStrategyContext. Null in a context made by hand; the
+  // factory then takes options.latency (StrategyNeedsLatency: one of the two must be given).
+  const costmodel::LatencyModel* latency = nullptr;
+  // Seconds of one forward of s tokens of the draft model over 64 cached tokens (kind "measured",
+  // extrapolated above its grid), measured once by MakeStrategyContext when a gated strategy runs
+  // a draft model on measured draft times: the gate's first draft-level estimate (s = 1) and the
+  // price of the draft cache's catch-up chunk before a probe (ProbeSeconds). Null: not measured
+  // (SeedDraftLevel then times one forward itself; ProbeSeconds prices a catch-up token as a
+  // draft level).
+  const costmodel::LatencyModel* draft_latency = nullptr;
 };
 
+// True when options.strategy prices steps with T_verify: bestfirst, batch, heads, causal,
+// dynatree with its speculation gate on, and merged with a heads tree.
+bool StrategyNeedsLatency(const StrategyOptions& options);
+
 // Gives a speculation gate its first draft-level seconds, unless the gate is off or
-// options.gate_draft_level_s fixes them: ctx.draft_level_s, or, when the context has none, one
-// single-token forward of ctx.draft measured now (MeasureSingleTokenSeconds).
+// options.gate_draft_level_s fixes them: ctx.draft_latency at s = 1, or, when the context has
+// none, one single-token forward of ctx.draft measured now (MeasureSingleTokenSeconds).
 absl::Status SeedDraftLevel(const StrategyOptions& options, const StrategyContext& ctx,
                             planner::SpeculationGate* gate);
+
+// The seconds a probe of `depth` draft levels would add now to the plain AR step it replaces:
+// the draft cache's catch-up of `catch_up` committed tokens it has not seen beyond the root
+// (draft_latency, when non-null, at catch_up + 1 tokens less one; else catch_up x level_s),
+// `depth` draft levels of level_s seconds, and verifying 1 + round(width x depth) tokens over c
+// instead of 1 (verify). A gated strategy reports it to its gate before every decision
+// (SpeculationGate::ObserveProbeSeconds), so that every probe, the first included, waits until
+// its cost is at most SpeculationGateOptions::probe_budget of the AR time since the last one.
+double ProbeSeconds(const costmodel::LatencyModel& verify,
+                    const costmodel::LatencyModel* draft_latency, int64_t c, int64_t catch_up,
+                    int depth, double level_s, double width);
 
 class DraftStrategy {
  public:

@@ -1,10 +1,9 @@
 #include "runtime/strategies/draft_tree.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/measured_latency.h"
-#include "util/clock.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -45,9 +44,8 @@ absl::StatusOr<std::unique_ptr<DraftTreeStrategy>> DraftTreeStrategy::Create(
                             ctx.max_len + 2 * options.max_tree_nodes, options.draft_top_k));
   if (which == Strategy::kDynaTree && options.gate.enabled) {
     SPECPLAN_RETURN_IF_ERROR(planner::ValidateSpeculationGateOptions(options.gate));
-    SPECPLAN_ASSIGN_OR_RETURN(
-        s->latency_, GivenOrMeasuredLatency(options.latency, *ctx.target,
-                                            options.max_tree_nodes + 1, &s->owned_latency_));
+    s->latency_ = ctx.latency;
+    s->draft_latency_ = ctx.draft_latency;
     s->gate_ = std::make_unique<planner::SpeculationGate>(options.gate);
     SPECPLAN_RETURN_IF_ERROR(SeedDraftLevel(options, ctx, s->gate_.get()));
     s->gate_max_depth_ = std::max(1, cap(options.dynatree.d_max));
@@ -61,7 +59,6 @@ DraftTreeStrategy::DraftTreeStrategy(Strategy which, std::unique_ptr<planner::Tr
     : which_(which), policy_(std::move(policy)), drafter_(draft, max_len, top_k) {}
 
 absl::Status DraftTreeStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
-  bool probe = false;
   if (gate_ != nullptr) {
     // The policy's depth: the EMA of the depths it drafted (d_max before the first tree).
     const planner::AcceptanceEstimator& e = gate_->estimator();
@@ -69,20 +66,22 @@ absl::Status DraftTreeStrategy::BuildTree(const DecodeState& state, planner::Tre
         e.observed_steps() == 0
             ? gate_max_depth_
             : std::clamp(static_cast<int>(std::lround(e.mean_depth())), 1, gate_max_depth_);
+    // A probe drafts the policy's tree (depth d): its cost now, catch-up included, so that the
+    // gate spaces even its first probe by the probe budget.
+    const double level_s = fixed_level_s_ >= 0 ? fixed_level_s_ : gate_->draft_level_s();
+    const int64_t catch_up =
+        static_cast<int64_t>(state.committed.size()) - 1 - drafter_.cached_tokens();
+    gate_->ObserveProbeSeconds(
+        ProbeSeconds(*latency_, draft_latency_, state.c, catch_up, d, level_s, e.width()));
     const planner::GateDecision g = gate_->Decide(*latency_, state.c, d, d, fixed_level_s_);
     if (g.depth == 0) {
       depth_ = -1;  // a plain AR step: neither the draft model nor the policy runs
       tree->ResetRoot(state.committed.back());
       return absl::OkStatus();
     }
-    probe = g.probe;
   }
-  const double t0 = NowSeconds();
   SPECPLAN_ASSIGN_OR_RETURN(const planner::Tree* t, drafter_.DraftTree(*policy_, state.committed));
-  if (gate_ != nullptr) {
-    gate_->ObserveDraftLevel(drafter_.last_level_seconds());
-    if (probe) gate_->ObserveProbeSeconds(NowSeconds() - t0);
-  }
+  if (gate_ != nullptr) gate_->ObserveDraftLevel(drafter_.last_level_seconds());
   depth_ = 0;
   for (int32_t d : t->depths) depth_ = std::max(depth_, d);
   *tree = *t;

@@ -5,7 +5,7 @@
 // dynatree with the speculation gate on (StrategyOptions::gate, the default): before drafting,
 // planner::SpeculationGate weighs a step of the depth the policy has been drafting (the EMA of
 // its trees' depths, d_max before the first) and width against a plain AR step, with T_verify
-// measured on the target (or StrategyOptions::latency) and the measured draft-level seconds.
+// (StrategyContext::latency) and the measured draft-level seconds.
 // When drafting does not pay, the step verifies the root alone without running the draft model
 // or the policy (the policy observes only the steps it drafted; the draft cache catches up the
 // next time it drafts). The depth itself stays the policy's. linear and fixed have no gate.
@@ -57,10 +57,10 @@ class DraftTreeStrategy final : public DraftStrategy {
   std::vector<planner::TokenId> accepted_tokens_;
   // dynatree's speculation gate (null: linear, fixed, or StrategyOptions::gate.enabled false).
   std::unique_ptr<planner::SpeculationGate> gate_;
-  int gate_max_depth_ = 1;     // options.dynatree.d_max
-  double fixed_level_s_ = -1;  // StrategyOptions::gate_draft_level_s
-  std::unique_ptr<costmodel::LatencyModel> owned_latency_;
-  const costmodel::LatencyModel* latency_ = nullptr;  // the gate's T_verify
+  int gate_max_depth_ = 1;                                  // options.dynatree.d_max
+  double fixed_level_s_ = -1;                               // StrategyOptions::gate_draft_level_s
+  const costmodel::LatencyModel* latency_ = nullptr;        // the gate's T_verify (ctx.latency)
+  const costmodel::LatencyModel* draft_latency_ = nullptr;  // StrategyContext::draft_latency
 };
 
 }  // namespace specplan::runtime

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "costmodel/cycle_cost.h"
-#include "runtime/measured_latency.h"
 #include "util/clock.h"
 #include "util/status_macros.h"
 
@@ -32,9 +31,6 @@ absl::StatusOr<std::unique_ptr<HeadsStrategy>> HeadsStrategy::Create(const Strat
   SPECPLAN_RETURN_IF_ERROR(CheckDraftHeads(options, *ctx.target));
   SPECPLAN_RETURN_IF_ERROR(planner::ValidateSpeculationGateOptions(options.gate));
   std::unique_ptr<HeadsStrategy> s(new HeadsStrategy(options, ctx));
-  SPECPLAN_ASSIGN_OR_RETURN(
-      s->latency_, GivenOrMeasuredLatency(options.latency, *ctx.target, options.max_tree_nodes + 1,
-                                          &s->owned_latency_));
   if (s->gate_enabled_ && s->fixed_level_s_ < 0) {
     // The gate's first per-head estimate: every head on a zero hidden row, timed on the second
     // call (the first warms up).
@@ -57,6 +53,7 @@ HeadsStrategy::HeadsStrategy(const StrategyOptions& options, const StrategyConte
       planner_options_(options.bestfirst),
       backend_(ctx.backend),
       drafter_(options.heads, options.draft_top_k),
+      latency_(ctx.latency),
       gate_enabled_(options.gate.enabled),
       fixed_level_s_(options.gate_draft_level_s),
       gate_(options.gate) {
@@ -73,6 +70,12 @@ absl::Status HeadsStrategy::BuildTree(const DecodeState& state, planner::Tree* t
   const planner::TokenId root = state.committed.back();
   int depth = gamma_;
   if (gate_enabled_) {
+    // What a probe would cost (no draft cache to catch up: the heads read the hidden row), so
+    // that the gate spaces even its first probe by the probe budget.
+    const double level_s = fixed_level_s_ >= 0 ? fixed_level_s_ : gate_.draft_level_s();
+    gate_.ObserveProbeSeconds(ProbeSeconds(*latency_, nullptr, state.c, 0,
+                                           std::min(gamma_, gate_.options().probe_depth), level_s,
+                                           gate_.estimator().width()));
     const planner::GateDecision g = gate_.Decide(*latency_, state.c, 1, gamma_, fixed_level_s_);
     depth = g.depth;
     if (depth == 0) {  // a plain AR step: the heads do not run

@@ -31,7 +31,7 @@ absl::Status CheckDraftHeads(const StrategyOptions& options, const Transformer& 
 class HeadsStrategy final : public DraftStrategy {
  public:
   // options.heads must be non-null (and have a causal head for kCausal). options.strategy is kHeads
-  // or kCausal. With options.latency null, T_verify is measured on ctx.target now.
+  // or kCausal. ctx.latency (T_verify) must be non-null.
   static absl::StatusOr<std::unique_ptr<HeadsStrategy>> Create(const StrategyOptions& options,
                                                                const StrategyContext& ctx);
 
@@ -55,8 +55,7 @@ class HeadsStrategy final : public DraftStrategy {
   HeadsDrafter drafter_;
   std::unique_ptr<CausalHeadProvider> provider_;  // kCausal
   planner::PathConditionedPlanner path_planner_;  // kCausal
-  std::unique_ptr<costmodel::LatencyModel> owned_latency_;
-  const costmodel::LatencyModel* latency_ = nullptr;
+  const costmodel::LatencyModel* latency_;        // StrategyContext::latency
   planner::Marginals marginals_;
   planner::BestFirstPlan plan_;
   double light_s_ = 0;  // kCausal: measured seconds per corrected node (running mean)

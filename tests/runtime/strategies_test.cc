@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "costmodel/grid_latency.h"
 #include "planner/plan_backend.h"
 #include "runtime/decoder.h"
 #include "runtime/peak_memory.h"
@@ -20,6 +21,7 @@ TEST(DraftStrategyTest, FactoryMakesEachNamedStrategy) {
   auto target = TinyModel("tiny", 3);
   auto draft = target->Truncated(1);
   planner::InProcessPlanBackend backend;
+  const costmodel::GridLatency latency({1, 64}, {1e-3, 2e-3}, costmodel::GridSource::kMeasured);
   for (const char* name : {"ar", "linear", "fixed", "dynatree", "bestfirst", "lookup", "merged"}) {
     SCOPED_TRACE(name);
     const Strategy s = *ParseStrategy(name);
@@ -28,6 +30,13 @@ TEST(DraftStrategyTest, FactoryMakesEachNamedStrategy) {
     ctx.draft = StrategyNeedsDraft(s) ? draft.get() : nullptr;
     ctx.max_len = 64;
     ctx.backend = &backend;
+    // A strategy that prices steps needs a T_verify model (MakeStrategyContext measures one).
+    if (StrategyNeedsLatency(StrategyOptions::Defaults(s))) {
+      StrategyOptions none = StrategyOptions::Defaults(s);
+      none.latency = nullptr;
+      EXPECT_FALSE(CreateDraftStrategy(none, ctx).ok());
+      ctx.latency = &latency;
+    }
     auto strategy = CreateDraftStrategy(StrategyOptions::Defaults(s), ctx);
     ASSERT_TRUE(strategy.ok()) << strategy.status();
     EXPECT_EQ(std::string((*strategy)->Name()), name);
