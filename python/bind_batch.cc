@@ -266,21 +266,24 @@ views of the result's own buffers (no copies).)doc")
           "curve",
           [](const PyBatchPlan& p) {
             std::vector<int32_t> n;
-            std::vector<double> a, c, g;
+            std::vector<double> a, w, c, g;
             for (const auto& q : p.curve) {
               n.push_back(q.n);
               a.push_back(q.expected_accepted);
+              w.push_back(q.weighted_accepted);
               c.push_back(q.cycle_s);
               g.push_back(q.goodput);
             }
             py::dict d;
             d["n"] = Own(std::move(n));
             d["expected_accepted"] = Own(std::move(a));
+            d["weighted_accepted"] = Own(std::move(w));
             d["cycle_s"] = Own(std::move(c));
             d["goodput"] = Own(std::move(g));
             return d;
           },
-          "dict of arrays n, expected_accepted (sum Â_i), cycle_s, goodput per evaluated N (from "
+          "dict of arrays n, expected_accepted (sum Â_i), weighted_accepted (sum w_i Â'_i, the "
+          "objective's numerator), cycle_s, goodput (sum Â'_i / C, tokens/s) per evaluated N (from "
           "0); empty in 'fixed'")
       .def_property_readonly(
           "layout",

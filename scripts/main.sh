@@ -8,6 +8,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 build="${BUILD_DIR:-$root/build}"
+BUILD_DIR="$build" "$root/scripts/install_python.sh"  # `import specplan` for python3 (docs/python.md); prints the import check
 listen="${SPECPLAN_LISTEN:-127.0.0.1:50051}"
 log="$(mktemp -t specplan-server.XXXXXX.log)"
 

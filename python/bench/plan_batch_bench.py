@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""PlanBatch from Python against the same call from C++, on one machine.
+
+Workload: bench/batch_plan_bench.cc's (B requests, gamma = 16, K = 8, seeds 100 + i, contexts
+512 (1 + i % 8), the bare H100 x Qwen3-8B roofline, t_draft 0.5 ms, t_aux 0.1 ms, N = n_max over
+the batch) with outputs. Three timings per mode, all medians of many single calls:
+
+  python  specplan.plan_batch_arrays(..., layout="ragged"): arrays in, the plan and the ragged
+          layout (positions, packed masks, retrieve matrices) out, timed with timeit from Python;
+  cpp     specplan._specplan._bench_plan_batch_cpp(outputs="ragged"): BatchPlanner::Plan +
+          ComputeBatchLayout timed in a C++ loop (steady_clock around each call; one planner, plan
+          and layout reused, as an engine linking the library would), no Python in between;
+  gbench  build/bench/batch_plan_bench's BM_PlanBatch<Mode>/B/N (Plan + ComputeTreeOutputs per
+          request, Google Benchmark's mean of its own iterations), when the binary exists.
+
+python / cpp is the overhead of calling from Python. The two are interleaved in rounds so that
+load from other processes hits both alike. Also reported: the list form (plan_batch over
+specplan.Marginals objects) and the Python call plus reading every output (layout dict, trees).
+
+  PYTHONPATH=build/python /usr/bin/python3 python/bench/plan_batch_bench.py [--b 64] [--n 4096]
+      [--modes fixed,scan,controller] [--rounds 20] [--per-round 50] [--check 1.15] [--json FILE]
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import timeit
+
+import specplan
+from specplan import _specplan
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def gbench(binary, mode, b, n):
+    name = f"BM_PlanBatch{mode.capitalize()}/{b}/{n}"
+    if not binary.exists():
+        return None
+    out = subprocess.run([str(binary), f"--benchmark_filter=^{name}$", "--benchmark_format=json",
+                          "--benchmark_repetitions=5", "--benchmark_report_aggregates_only=true"],
+                         capture_output=True, text=True, check=True)
+    for row in json.loads(out.stdout)["benchmarks"]:
+        if row.get("aggregate_name") == "median":
+            scale = {"us": 1e-6, "ns": 1e-9, "ms": 1e-3}[row["time_unit"]]
+            return row["real_time"] * scale
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--b", type=int, default=64)
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--modes", default="fixed,scan,controller")
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--per-round", type=int, default=50)
+    ap.add_argument("--gbench", default=str(ROOT / "build" / "bench" / "batch_plan_bench"))
+    ap.add_argument("--check", type=float, default=0.0,
+                    help="exit 1 when a python / cpp ratio exceeds this (0: report only)")
+    ap.add_argument("--json", default="", help="also write the figures to this file")
+    a = ap.parse_args()
+
+    w = _specplan._bench_batch(a.b)
+    with tempfile.TemporaryDirectory() as empty:  # no profiles: the bare roofline, as the C++ bench
+        cost = specplan.Cost(gpu="h100", model="qwen3-8b", calib_dir=empty)
+    assert cost.kind == "roofline" and cost.profile_id == ""
+    kw = dict(n_max=a.n, t_draft_ms=0.5, t_aux_ms=0.1)
+    args = (w["root_tokens"], w["tokens"], w["probs"], w["context_lens"], cost)
+    marginals = [specplan.Marginals(int(r), t, p) for r, t, p in
+                 zip(w["root_tokens"], w["tokens"], w["probs"])]
+    requests = [specplan.Request(m, int(c)) for m, c in zip(marginals, w["context_lens"])]
+
+    print(f"PlanBatch B = {a.b}, N = {a.n}, gamma 16, K 8, H100 x Qwen3-8B roofline, with outputs;"
+          f" {cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"medians of {a.rounds} x {a.per_round} calls each, python and cpp interleaved by round")
+    header = (f"{'mode':<11}{'N*':>6}{'cpp us':>10}{'python us':>11}{'ratio':>8}"
+              f"{'list form':>11}{'+ read out':>12}{'gbench us':>11}")
+    print(header)
+    rows, worst = [], 0.0
+    for mode in a.modes.split(","):
+        call = lambda: specplan.plan_batch_arrays(*args, mode=mode, layout="ragged", **kw)  # noqa: E731
+        listed = lambda: specplan.plan_batch(requests, cost, mode=mode, layout="ragged", **kw)  # noqa: E731
+
+        def read_all():
+            bp = call()
+            bp.layout, bp.trees, bp.n, bp.expected_accepted  # noqa: B018 (materialise)
+
+        n_star = call().n_total
+        assert listed().n_total == n_star
+        for f in (call, listed, read_all):  # warm up
+            f()
+        cpp, py, lst, full = [], [], [], []
+        for _ in range(a.rounds):
+            cpp += list(_specplan._bench_plan_batch_cpp(*args, mode=mode, outputs="ragged",
+                                                        repeats=a.per_round, **kw))
+            py += timeit.repeat(call, number=1, repeat=a.per_round)
+            lst += timeit.repeat(listed, number=1, repeat=a.per_round // 2)
+            full += timeit.repeat(read_all, number=1, repeat=a.per_round // 2)
+        m = {k: statistics.median(v) for k, v in
+             dict(cpp=cpp, python=py, list=lst, read=full).items()}
+        g = gbench(pathlib.Path(a.gbench), mode, a.b, a.n)
+        ratio = m["python"] / m["cpp"]
+        worst = max(worst, ratio)
+        rows.append(dict(mode=mode, n_star=n_star, cpp_s=m["cpp"], python_s=m["python"],
+                         ratio=ratio, list_form_s=m["list"], read_out_s=m["read"], gbench_s=g))
+        print(f"{mode:<11}{n_star:>6}{m['cpp'] * 1e6:>10.1f}{m['python'] * 1e6:>11.1f}{ratio:>8.3f}"
+              f"{m['list'] * 1e6:>11.1f}{m['read'] * 1e6:>12.1f}"
+              f"{(g * 1e6 if g else float('nan')):>11.1f}")
+    print(f"largest python / cpp ratio: {worst:.3f}")
+    if a.json:
+        pathlib.Path(a.json).write_text(json.dumps(dict(b=a.b, n=a.n, cpu=cpu_name(), rows=rows),
+                                                   indent=2) + "\n")
+    if a.check and worst > a.check:
+        print(f"FAIL: python / cpp = {worst:.3f} > {a.check}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

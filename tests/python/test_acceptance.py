@@ -1,0 +1,190 @@
+"""accept_greedy against brute force; AcceptanceEstimator and SpeculationGate against their
+formulas; merge_trees against `specplan merge --json`; errors."""
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+import specplan
+from conftest import SOURCE_DIR, random_tree
+
+
+def _brute_force_greedy(tokens, parents, argmax):
+    """Longest matching root-to-node path; ties to the lexicographically smallest node list."""
+    s = len(tokens)
+    best = [0]
+    paths = [[0]]
+    while paths:
+        nxt = []
+        for p in paths:
+            u = p[-1]
+            for c in range(1, s):
+                if parents[c] == u and tokens[c] == argmax[u]:
+                    nxt.append(p + [c])
+        if nxt:
+            best = min(nxt)
+        paths = nxt
+    return best
+
+
+def test_accept_greedy_against_brute_force():
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        tokens, parents = random_tree(rng, int(rng.integers(1, 25)), vocab=3)
+        argmax = rng.integers(0, 3, size=len(tokens)).astype(np.int32)
+        r = specplan.accept_greedy((tokens, parents), argmax)
+        want = _brute_force_greedy(tokens.tolist(), parents.tolist(), argmax.tolist())
+        assert r.accepted_nodes.tolist() == want
+        assert r.accepted_length == len(want) - 1
+        assert r.bonus_token == argmax[want[-1]]
+        assert r.emitted.tolist() == [tokens[i] for i in want[1:]] + [argmax[want[-1]]]
+        assert r.num_draft == len(tokens) - 1
+
+
+def test_accept_greedy_on_a_plan(marginals):
+    plan = specplan.plan_tree(marginals, c=0, n_max=30, mode="fixed")
+    # the target agrees with the first root-to-leaf path of the retrieve matrix
+    path = [x for x in plan.retrieve[0] if x >= 0]
+    argmax = np.full(len(plan), 7, np.int64)
+    for a, b in zip(path, path[1:]):
+        argmax[a] = plan.tokens[b]
+    r = specplan.accept_greedy(plan, argmax)
+    assert r.accepted_nodes.tolist() == path and r.bonus_token == 7
+    assert "accepted_length=%d" % (len(path) - 1) in repr(r)
+
+
+@pytest.mark.parametrize("tree,argmax,exc,words", [
+    (([1, 2, 3], [-1, 0, 1]), [1, 2], specplan.InvalidArgumentError,
+     ["argmax: 2 entries", "3 nodes"]),
+    (([1, 2, 3], [-1, 0, 1]), [1.0, 2.0, 3.0], specplan.ArgumentTypeError, ["argmax: dtype float64"]),
+    (([1, 2, 3], [-1, 2, 1]), [1, 2, 3], specplan.InvalidArgumentError, ["tree.parents[1] = 2"]),
+    (([1, 2, 3], [-1, 0, 1]), [[1, 2, 3]], specplan.InvalidArgumentError, ["argmax: shape (1, 3)"]),
+    ("tree", [1], specplan.ArgumentTypeError, ["tree: got str"]),
+])
+def test_accept_greedy_errors(tree, argmax, exc, words):
+    with pytest.raises(exc) as e:
+        specplan.accept_greedy(tree, argmax)
+    for w in words:
+        assert w in str(e.value), str(e.value)
+
+
+def test_estimator_formulas():
+    est = specplan.AcceptanceEstimator(prior_alpha=0.5, prior_weight=1.0, forget=1.0)
+    assert est.alpha == 0.5 and est.surrogate_scale == 1.0 and est.observed_steps == 0
+    est.observe(4, 10, 2)          # 2 successes, 1 failure
+    est.observe(3, 3, 3)           # 3 successes
+    assert est.alpha == pytest.approx((5 + 0.5) / (6 + 1))
+    a = est.alpha
+    assert est.expected_accepted(3) == pytest.approx(a + a * a + a ** 3)
+    est.observe_surrogate(5.0, 2)  # promised 4 draft tokens, realised 2
+    assert est.surrogate_scale == pytest.approx((2 + 1) / (4 + 1))
+    r = specplan.accept_greedy(([1, 2, 3], [-1, 0, 1]), [2, 3, 9])
+    est.observe(r)
+    assert est.observed_steps == 3 and est.surrogate_steps == 1
+    assert "AcceptanceEstimator(alpha=" in repr(est)
+
+
+@pytest.mark.parametrize("kwargs,words", [
+    (dict(prior_alpha=1.5), ["prior_alpha = 1.5"]),
+    (dict(prior_weight=-1), ["prior_weight = -1"]),
+    (dict(forget=0), ["forget = 0"]),
+])
+def test_estimator_errors(kwargs, words):
+    with pytest.raises(specplan.InvalidArgumentError) as e:
+        specplan.AcceptanceEstimator(**kwargs)
+    for w in words:
+        assert w in str(e.value)
+    with pytest.raises(specplan.InvalidArgumentError, match="accepted_length = 5"):
+        specplan.AcceptanceEstimator().observe(3, 4, 5)
+    with pytest.raises(specplan.ArgumentTypeError, match="AcceptResult"):
+        specplan.AcceptanceEstimator().observe(3)
+
+
+def test_gate_drafts_when_it_pays_and_stops_when_not(cost):
+    gate = specplan.SpeculationGate(prior_alpha=0.9, prior_weight=10)
+    gate.observe_draft_level(0.0002)
+    d = gate.decide(cost, 1024, max_depth=6)
+    assert d["depth"] >= 1 and not d["probe"] and d["tokens_per_s"] > d["ar_tokens_per_s"]
+    # R(0) = 1 / T(1, c)
+    assert d["ar_tokens_per_s"] == pytest.approx(1 / cost.verify_seconds(1, 1024), rel=1e-9)
+    # a drafter that is never accepted and costs a whole pass per level: plain decoding
+    slow = specplan.SpeculationGate(prior_alpha=0.01, prior_weight=100, probe_interval=1000)
+    slow.observe_draft_level(0.05)
+    assert slow.decide(cost, 1024, max_depth=6)["depth"] == 0
+    assert slow.stats == {"decisions": 1, "undrafted": 1, "probes": 0}
+    batch = gate.decide_batch(cost, np.array([1024, 2048, 64]), min_depth=1, max_depth=6)
+    assert batch["ar_tokens_per_s"] == pytest.approx(
+        3 / cost.verify_batch_seconds([1, 1, 1], [1024, 2048, 64]), rel=1e-9)
+    gate.observe(specplan.accept_greedy(([1, 2], [-1, 0]), [2, 5]))
+    gate.observe(2, 4, 1)
+    assert gate.estimator.observed_steps == 2 and gate.draft_level_s == pytest.approx(0.0002)
+    assert "SpeculationGate(decisions=" in repr(gate)
+
+
+def test_gate_probes_before_any_timing(cost):
+    d = specplan.SpeculationGate(probe_depth=2).decide(cost, 100, max_depth=8)
+    assert d["probe"] and d["depth"] == 2
+
+
+@pytest.mark.parametrize("kwargs,words", [
+    (dict(probe_interval=0), ["probe_interval", "0"]),
+    (dict(time_forget=1.0), ["time_forget", "1"]),
+    (dict(probe_budget=2.0), ["probe_budget", "2"]),
+    (dict(probe_depth=0), ["probe_depth", "0"]),
+])
+def test_gate_option_errors(kwargs, words):
+    with pytest.raises(specplan.InvalidArgumentError) as e:
+        specplan.SpeculationGate(**kwargs)
+    for w in words:
+        assert w in str(e.value), str(e.value)
+
+
+def test_gate_call_errors(cost):
+    gate = specplan.SpeculationGate()
+    with pytest.raises(specplan.InvalidArgumentError, match="cost = None"):
+        gate.decide(None, 10)
+    with pytest.raises(specplan.InvalidArgumentError, match="min_depth = 3, max_depth = 2"):
+        gate.decide(cost, 10, min_depth=3, max_depth=2)
+    with pytest.raises(specplan.InvalidArgumentError, match="c = -1"):
+        gate.decide(cost, -1)
+    with pytest.raises(specplan.InvalidArgumentError, match=r"contexts\[1\] = -4"):
+        gate.decide_batch(cost, [3, -4])
+    with pytest.raises(specplan.InvalidArgumentError, match="contexts: empty"):
+        gate.decide_batch(cost, np.zeros(0, np.int64))
+    with pytest.raises(specplan.ArgumentTypeError, match="draft_level_s"):
+        gate.decide(cost, 10, draft_level_s="fast")
+
+
+# ---- merge ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("flags,kwargs", [([], {}), (["--dedup"], dict(dedup=True)),
+                                          (["--n-max", 3], dict(n_max=3)),
+                                          (["--dedup", "--n-max", 4], dict(dedup=True, n_max=4))])
+def test_merge_matches_cli(cli, flags, kwargs):
+    a_path, b_path = SOURCE_DIR / "examples/tree_a.json", SOURCE_DIR / "examples/tree_b.json"
+    want = cli("merge", "--a", a_path, "--b", b_path, *flags, "--json")
+    a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
+    mt = specplan.merge_trees(a, b, **kwargs)
+    assert mt.tokens.tolist() == want["tokens"] and mt.parents.tolist() == want["parents"]
+    assert mt.depths.tolist() == want["depths"]
+    assert mt.phi_a.tolist() == want["phi_a"] and mt.phi_b.tolist() == want["phi_b"]
+    names = {1: "a", 2: "b", 3: "both"}
+    assert [names[x] for x in mt.source.tolist()] == want["source"]
+
+
+def test_merge_plain_union_and_errors():
+    mt = specplan.merge_trees(([1, 2, 3], [-1, 0, 1]), ([1, 2, 4], [-1, 0, 1]))
+    assert mt.tokens.tolist() == [1, 2, 3, 2, 4] and mt.parents.tolist() == [-1, 0, 1, 0, 3]
+    assert mt.phi_b.tolist() == [0, 3, 4] and len(mt) == 5 and mt.path_probs.size == 0
+    with pytest.raises(specplan.InvalidArgumentError) as e:
+        specplan.merge_trees(([5], [-1]), ([7], [-1]))
+    assert "a.tokens[0] = 5" in str(e.value) and "b.tokens[0] = 7" in str(e.value)
+    with pytest.raises(specplan.InvalidArgumentError, match="path_probs"):
+        specplan.merge_trees(([1, 2], [-1, 0]), ([1, 3], [-1, 0]), n_max=1)
+    with pytest.raises(specplan.InvalidArgumentError, match=r"b.parents\[1\] = 1"):
+        specplan.merge_trees(([1, 2], [-1, 0]), ([1, 3], [-1, 1]))
+    with pytest.raises(specplan.InvalidArgumentError, match=r"a.path_probs\[1\]"):
+        specplan.merge_trees({"tokens": [1, 2], "parents": [-1, 0], "path_probs": [1, 1.5]},
+                             ([1, 3], [-1, 0]))
