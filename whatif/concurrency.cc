@@ -1,3 +1,6 @@
+// The replay under concurrency (whatif/concurrency.h). Over 500 lines because RunConcurrency is
+// one replay loop that prices every strategy's rows on the same batch steps, so that they compare
+// exactly; splitting it would duplicate the ring and the batch assembly.
 #include "whatif/concurrency.h"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Tests of calibrate (profiler/calibration.h). Over 500 lines because it runs end to end on the
+// CPU (single passes and batch passes), on CUDA where present (skipped otherwise), refits samples
+// with known coefficients, and checks that bad input or a failed run writes nothing.
 #include "profiler/calibration.h"
 
 #include <gtest/gtest.h>

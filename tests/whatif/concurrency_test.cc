@@ -1,3 +1,6 @@
+// Tests of the replay under concurrency (whatif/concurrency.h). Over 500 lines because each row
+// (ar, fixed, controller, batch, best-fixed, recorded) is checked by hand-priced steps, against the
+// sweep at B = 1, or against the other rows, and every option's error is named.
 #include "whatif/concurrency.h"
 
 #include <gmock/gmock.h>

@@ -1,5 +1,6 @@
 // Tests of the engine schedules (whatif/schedule.h) and of best-chain, the replay they are chosen
-// from (whatif/concurrency.h).
+// from (whatif/concurrency.h). Over 500 lines because each engine format is read back by its own
+// parser and lookup rule, written out here from the engine's source, and checked cell by cell.
 //
 // The format checks read each rendered schedule back and apply the engine's own lookup rule, as
 // its source states it (read for this work; quoted where each check is):
