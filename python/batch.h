@@ -33,7 +33,6 @@ BatchArgs ParseBatchArgs(int n_max, const std::string& mode, py::handle max_ms_p
 // Reused per thread (planners are not thread-safe; the GIL is released while planning).
 struct BatchWorkspace {
   planner::BatchPlanner planner;
-  planner::BatchPlan plan;
   std::vector<planner::Marginals> marginals;    // [>= B] copies of requests given as arrays/dicts
   std::vector<planner::BatchRequest> requests;  // [B]
   std::vector<int64_t> c;                       // [B]
@@ -46,25 +45,37 @@ struct BatchWorkspace {
 };
 BatchWorkspace& ThreadBatchWorkspace();
 
-// What specplan.BatchPlan holds: the trees flattened (request i = nodes offsets[i] ..
-// offsets[i + 1] - 1), the per-request and batch figures, and the layout asked for.
-struct PyBatchPlan {
+// The buffers of one specplan.BatchPlan. A BatchPlan that Python frees gives them back to a small
+// pool (under the GIL) and the next plan_batch call plans straight into them, capacity kept, so a
+// steady engine loop neither copies its plans nor allocates for them.
+struct BatchBuffers {
+  planner::BatchPlan plan;       // the planner's own result: trees [B], n, Â, price, curve
+  std::vector<int64_t> c;        // [B] context lengths
+  planner::BatchLayout ragged;   // when layout='ragged'
+  planner::SglangLayout sglang;  // when layout='sglang'
+  // The trees flattened (request i = nodes offsets[i] .. offsets[i + 1] - 1), filled on the
+  // first read of a flat array (BatchPlan.tokens, .parents, .depths, .path_probs, .offsets).
   std::vector<int32_t> tokens, parents, depths;  // [T]
   std::vector<double> path_probs;                // [T]
   std::vector<int64_t> offsets;                  // [B + 1]
-  std::vector<int32_t> n;                        // [B]
-  std::vector<int64_t> c;                        // [B]
-  std::vector<double> expected_accepted, price;  // [B]
-  std::vector<planner::BatchCurvePoint> curve;
-  int n_total = 0;
-  double weighted_accepted = 0, cycle_s = 0, goodput = 0, ar_goodput = 0;
-  bool speculation_pays = true, bound_met = true, lattice_exhausted = false;
+};
+
+// What specplan.BatchPlan holds. Constructed and destroyed with the GIL held (the buffer pool).
+struct PyBatchPlan : BatchBuffers {
+  PyBatchPlan();
+  ~PyBatchPlan();
+  PyBatchPlan(const PyBatchPlan&) = delete;
+  PyBatchPlan& operator=(const PyBatchPlan&) = delete;
+
+  int b = 0;          // B
+  bool flat = false;  // tokens .. offsets are filled
   bool latency_bound = false;
   int mode = 0, n_max = 0;
+  LayoutKind layout = LayoutKind::kNone;
   std::string latency_model, profile;
-  std::optional<planner::BatchLayout> ragged;  // until BatchPlan.layout is first read
-  std::optional<planner::SglangLayout> sglang;
-  py::object layout_dict = py::none();
+
+  // Fills the flat arrays once.
+  void Flatten();
 };
 
 // Plans ws->requests (filled by the caller, with ws->c) under `cost` (may be null only in

@@ -15,41 +15,51 @@ namespace {
 
 using planner::BudgetMode;
 
-// Copies the plan into the result: the trees back to back, the figures.
-void FillResult(const planner::BatchPlan& plan, const std::vector<int64_t>& c, PyBatchPlan* r) {
-  const size_t b = c.size();
-  r->offsets.resize(b + 1);
-  r->offsets[0] = 0;
-  for (size_t i = 0; i < b; ++i) r->offsets[i + 1] = r->offsets[i] + plan.trees[i].size();
-  const size_t t = static_cast<size_t>(r->offsets[b]);
-  r->tokens.resize(t);
-  r->parents.resize(t);
-  r->depths.resize(t);
-  r->path_probs.resize(t);
-  for (size_t i = 0; i < b; ++i) {
-    const planner::Tree& tree = plan.trees[i];
-    const size_t at = static_cast<size_t>(r->offsets[i]), s = tree.tokens.size();
-    std::memcpy(r->tokens.data() + at, tree.tokens.data(), s * sizeof(int32_t));
-    std::memcpy(r->parents.data() + at, tree.parents.data(), s * sizeof(int32_t));
-    std::memcpy(r->depths.data() + at, tree.depths.data(), s * sizeof(int32_t));
-    std::memcpy(r->path_probs.data() + at, tree.path_probs.data(), s * sizeof(double));
+}  // namespace
+
+namespace {
+// Freed results' buffers; touched only with the GIL held.
+std::vector<BatchBuffers>& Pool() {
+  static auto* pool = new std::vector<BatchBuffers>();  // never destroyed (no exit-order issues)
+  return *pool;
+}
+constexpr size_t kMaxPooled = 4;
+}  // namespace
+
+PyBatchPlan::PyBatchPlan() {
+  auto& pool = Pool();
+  if (!pool.empty()) {
+    static_cast<BatchBuffers&>(*this) = std::move(pool.back());
+    pool.pop_back();
   }
-  r->n.assign(plan.n.begin(), plan.n.begin() + b);
-  r->c = c;
-  r->expected_accepted.assign(plan.expected_accepted.begin(), plan.expected_accepted.begin() + b);
-  r->price.assign(plan.price.begin(), plan.price.end());
-  r->curve = plan.curve;
-  r->n_total = plan.n_total;
-  r->weighted_accepted = plan.weighted_accepted;
-  r->cycle_s = plan.cycle_s;
-  r->goodput = plan.goodput;
-  r->ar_goodput = plan.ar_goodput;
-  r->speculation_pays = plan.speculation_pays;
-  r->bound_met = plan.bound_met;
-  r->lattice_exhausted = plan.lattice_exhausted;
 }
 
-}  // namespace
+PyBatchPlan::~PyBatchPlan() {
+  auto& pool = Pool();
+  if (pool.size() < kMaxPooled) pool.push_back(std::move(static_cast<BatchBuffers&>(*this)));
+}
+
+void PyBatchPlan::Flatten() {
+  if (flat) return;
+  const size_t nb = static_cast<size_t>(b);
+  offsets.resize(nb + 1);
+  offsets[0] = 0;
+  for (size_t i = 0; i < nb; ++i) offsets[i + 1] = offsets[i] + plan.trees[i].size();
+  const size_t t = static_cast<size_t>(offsets[nb]);
+  tokens.resize(t);
+  parents.resize(t);
+  depths.resize(t);
+  path_probs.resize(t);
+  for (size_t i = 0; i < nb; ++i) {
+    const planner::Tree& tree = plan.trees[i];
+    const size_t at = static_cast<size_t>(offsets[i]), s = tree.tokens.size();
+    std::memcpy(tokens.data() + at, tree.tokens.data(), s * sizeof(int32_t));
+    std::memcpy(parents.data() + at, tree.parents.data(), s * sizeof(int32_t));
+    std::memcpy(depths.data() + at, tree.depths.data(), s * sizeof(int32_t));
+    std::memcpy(path_probs.data() + at, tree.path_probs.data(), s * sizeof(double));
+  }
+  flat = true;
+}
 
 BatchWorkspace& ThreadBatchWorkspace() {
   thread_local BatchWorkspace ws;
@@ -130,20 +140,20 @@ py::object RunBatch(BatchWorkspace* ws, const PyCost* cost, const BatchArgs& arg
   absl::Status st;
   {
     py::gil_scoped_release release;
-    st = ws->planner.Plan(ws->requests, o, cycle ? &*cycle : nullptr, &ws->plan);
+    st = ws->planner.Plan(ws->requests, o, cycle ? &*cycle : nullptr, &result->plan);
     if (st.ok()) {
-      FillResult(ws->plan, ws->c, result.get());
-      const absl::Span<const planner::Tree> trees(ws->plan.trees.data(), ws->requests.size());
+      result->c.assign(ws->c.begin(), ws->c.end());
+      const absl::Span<const planner::Tree> trees(result->plan.trees.data(), ws->requests.size());
       if (args.layout == LayoutKind::kRagged) {
-        result->ragged.emplace();
-        st = planner::ComputeBatchLayout(trees, ws->c, &*result->ragged);
+        st = planner::ComputeBatchLayout(trees, ws->c, &result->ragged);
       } else if (args.layout == LayoutKind::kSglang) {
-        result->sglang.emplace();
-        st = planner::ComputeSglangLayout(trees, ws->c, args.sglang, &*result->sglang);
+        st = planner::ComputeSglangLayout(trees, ws->c, args.sglang, &result->sglang);
       }
     }
   }
   ThrowIfError(st);
+  result->b = static_cast<int>(ws->requests.size());
+  result->layout = args.layout;
   result->mode = static_cast<int>(o.mode);
   result->n_max = o.n_max;
   result->latency_bound = o.objective == planner::BatchObjective::kLatencyBound;

@@ -84,32 +84,28 @@ void ReadRequest(py::object item, size_t i, BatchWorkspace* ws, std::vector<py::
 
 std::string BatchRepr(const PyBatchPlan& p) {
   std::string cost;
-  if (!std::isnan(p.cycle_s)) {
-    cost = absl::StrFormat(", cycle_s=%.6g, goodput=%.1f, ar_goodput=%.1f", p.cycle_s, p.goodput,
-                           p.ar_goodput);
+  if (!std::isnan(p.plan.cycle_s)) {
+    cost = absl::StrFormat(", cycle_s=%.6g, goodput=%.1f, ar_goodput=%.1f", p.plan.cycle_s,
+                           p.plan.goodput, p.plan.ar_goodput);
   }
   return absl::StrFormat("specplan.BatchPlan(mode=%s, B=%d, n_total=%d, speculation_pays=%s%s)",
-                         BudgetModeName(p.mode), static_cast<int>(p.n.size()), p.n_total,
-                         p.speculation_pays ? "True" : "False", cost);
+                         BudgetModeName(p.mode), p.b, p.plan.n_total,
+                         p.plan.speculation_pays ? "True" : "False", cost);
 }
 
 py::dict BatchToDict(const PyBatchPlan& p) {
+  const planner::BatchPlan& plan = p.plan;
   py::dict j;
   j["mode"] = BudgetModeName(p.mode);
   j["objective"] = p.latency_bound ? "latency_bound" : "goodput";
   j["n_max"] = p.n_max;
-  j["n_total"] = p.n_total;
+  j["n_total"] = plan.n_total;
   py::list reqs;
-  planner::Tree tree;
   planner::TreeOutputs out;
-  for (size_t i = 0; i < p.n.size(); ++i) {
-    const size_t b = static_cast<size_t>(p.offsets[i]), e = static_cast<size_t>(p.offsets[i + 1]);
-    tree.tokens.assign(p.tokens.begin() + b, p.tokens.begin() + e);
-    tree.parents.assign(p.parents.begin() + b, p.parents.begin() + e);
-    tree.depths.assign(p.depths.begin() + b, p.depths.begin() + e);
-    tree.path_probs.assign(p.path_probs.begin() + b, p.path_probs.begin() + e);
+  for (int i = 0; i < p.b; ++i) {
+    const planner::Tree& tree = plan.trees[static_cast<size_t>(i)];
     planner::TreeOutputOptions o;
-    o.position_offset = p.c[i];
+    o.position_offset = p.c[static_cast<size_t>(i)];
     o.packed_mask = false;
     planner::ComputeTreeOutputs(tree, o, &out);
     py::list retrieve;
@@ -118,20 +114,20 @@ py::dict BatchToDict(const PyBatchPlan& p) {
       retrieve.append(std::vector<int32_t>(row, row + out.retrieve_width));
     }
     py::dict r;
-    r["n"] = p.n[i];
-    r["c"] = p.c[i];
+    r["n"] = plan.n[static_cast<size_t>(i)];
+    r["c"] = p.c[static_cast<size_t>(i)];
     r["tokens"] = tree.tokens;
     r["parents"] = tree.parents;
     r["depths"] = tree.depths;
     r["positions"] = out.positions;
     r["retrieve"] = retrieve;
-    r["expected_accepted"] = p.expected_accepted[i];
-    r["price"] = p.price[i];
+    r["expected_accepted"] = plan.expected_accepted[static_cast<size_t>(i)];
+    r["price"] = plan.price[static_cast<size_t>(i)];
     reqs.append(r);
   }
   j["requests"] = reqs;
   py::list curve;
-  for (const auto& q : p.curve) {
+  for (const auto& q : plan.curve) {
     py::dict e;
     e["n"] = q.n;
     e["expected_accepted"] = q.expected_accepted;
@@ -140,12 +136,12 @@ py::dict BatchToDict(const PyBatchPlan& p) {
     curve.append(e);
   }
   j["curve"] = curve;
-  j["cycle_s"] = Nullable(p.cycle_s);
-  j["goodput"] = Nullable(p.goodput);
-  j["ar_goodput"] = Nullable(p.ar_goodput);
-  if (p.latency_bound) j["bound_met"] = p.bound_met;
-  j["speculation_pays"] = p.speculation_pays;
-  j["lattice_exhausted"] = p.lattice_exhausted;
+  j["cycle_s"] = Nullable(plan.cycle_s);
+  j["goodput"] = Nullable(plan.goodput);
+  j["ar_goodput"] = Nullable(plan.ar_goodput);
+  if (p.latency_bound) j["bound_met"] = plan.bound_met;
+  j["speculation_pays"] = plan.speculation_pays;
+  j["lattice_exhausted"] = plan.lattice_exhausted;
   if (!p.latency_model.empty()) {
     j["latency_model"] = p.latency_model;
     j["profile"] = p.profile;
@@ -153,9 +149,17 @@ py::dict BatchToDict(const PyBatchPlan& p) {
   return j;
 }
 
-template <class T>
-py::array_t<T> Slice(py::object self, const std::vector<T>& v, int64_t b, int64_t e) {
-  return View<T>(v.data() + b, {static_cast<py::ssize_t>(e - b)}, self);
+// (tokens, parents) of request i: views of the planner's own tree.
+py::tuple TreeViews(py::handle self, const PyBatchPlan& p, int i) {
+  const planner::Tree& t = p.plan.trees[static_cast<size_t>(i)];
+  return py::make_tuple(View(t.tokens, self), View(t.parents, self));
+}
+
+// The result with its flat arrays filled.
+const PyBatchPlan& Flat(py::handle self) {
+  auto& p = self.cast<PyBatchPlan&>();
+  p.Flatten();
+  return p;
 }
 
 const char* kBatchKwargsDoc = R"doc(
@@ -185,10 +189,7 @@ views of the result's own buffers (no copies).)doc")
           [](py::object self) {
             const auto& p = self.cast<const PyBatchPlan&>();
             py::list out;
-            for (size_t i = 0; i + 1 < p.offsets.size(); ++i) {
-              out.append(py::make_tuple(Slice(self, p.tokens, p.offsets[i], p.offsets[i + 1]),
-                                        Slice(self, p.parents, p.offsets[i], p.offsets[i + 1])));
-            }
+            for (int i = 0; i < p.b; ++i) out.append(TreeViews(self, p, i));
             return out;
           },
           "[B] (tokens int32 [n_i + 1], parents int32 [n_i + 1]) per request (views)")
@@ -196,36 +197,34 @@ views of the result's own buffers (no copies).)doc")
           "tree",
           [](py::object self, int i) {
             const auto& p = self.cast<const PyBatchPlan&>();
-            const int b = static_cast<int>(p.n.size());
-            if (i < 0) i += b;
-            if (i < 0 || i >= b)
-              throw py::index_error(absl::StrCat("i = ", i, ": out of range for ", b, " requests"));
-            return py::make_tuple(Slice(self, p.tokens, p.offsets[i], p.offsets[i + 1]),
-                                  Slice(self, p.parents, p.offsets[i], p.offsets[i + 1]));
+            if (i < 0) i += p.b;
+            if (i < 0 || i >= p.b) {
+              throw py::index_error(
+                  absl::StrCat("i = ", i, ": out of range for ", p.b, " requests"));
+            }
+            return TreeViews(self, p, i);
           },
-          py::arg("i"), "(tokens, parents) of request i")
+          py::arg("i"), "(tokens, parents) of request i (views)")
       .def_property_readonly(
-          "tokens",
-          [](py::object self) { return View(self.cast<const PyBatchPlan&>().tokens, self); },
-          "int32 [T], all trees back to back")
+          "tokens", [](py::object self) { return View(Flat(self).tokens, self); },
+          "int32 [T], all trees back to back (request i: offsets[i] .. offsets[i+1] - 1)")
       .def_property_readonly(
-          "parents",
-          [](py::object self) { return View(self.cast<const PyBatchPlan&>().parents, self); },
+          "parents", [](py::object self) { return View(Flat(self).parents, self); },
           "int32 [T], local indices, -1 for a root")
       .def_property_readonly(
-          "depths",
-          [](py::object self) { return View(self.cast<const PyBatchPlan&>().depths, self); },
-          "int32 [T]")
+          "depths", [](py::object self) { return View(Flat(self).depths, self); }, "int32 [T]")
       .def_property_readonly(
-          "path_probs",
-          [](py::object self) { return View(self.cast<const PyBatchPlan&>().path_probs, self); },
+          "path_probs", [](py::object self) { return View(Flat(self).path_probs, self); },
           "float64 [T]")
       .def_property_readonly(
-          "offsets",
-          [](py::object self) { return View(self.cast<const PyBatchPlan&>().offsets, self); },
-          "int64 [B+1]: request i is nodes offsets[i]..offsets[i+1]-1")
+          "offsets", [](py::object self) { return View(Flat(self).offsets, self); },
+          "int64 [B+1]: request i is nodes offsets[i]..offsets[i+1]-1 of the flat arrays")
       .def_property_readonly(
-          "n", [](py::object self) { return View(self.cast<const PyBatchPlan&>().n, self); },
+          "n",
+          [](py::object self) {
+            const auto& p = self.cast<const PyBatchPlan&>();
+            return View<int32_t>(p.plan.n.data(), {p.b}, self);
+          },
           "int32 [B] draft nodes per request (0 = do not speculate)")
       .def_property_readonly(
           "c", [](py::object self) { return View(self.cast<const PyBatchPlan&>().c, self); },
@@ -233,31 +232,35 @@ views of the result's own buffers (no copies).)doc")
       .def_property_readonly(
           "expected_accepted",
           [](py::object self) {
-            return View(self.cast<const PyBatchPlan&>().expected_accepted, self);
+            const auto& p = self.cast<const PyBatchPlan&>();
+            return View<double>(p.plan.expected_accepted.data(), {p.b}, self);
           },
           "float64 [B] Â_i, root included")
       .def_property_readonly(
           "price",
-          [](py::object self) { return View(self.cast<const PyBatchPlan&>().price, self); },
+          [](py::object self) {
+            const auto& p = self.cast<const PyBatchPlan&>();
+            return View<double>(p.plan.price.data(), {p.b}, self);
+          },
           "float64 [B] κ_i used in the order")
       .def_property_readonly(
-          "n_total", [](const PyBatchPlan& p) { return p.n_total; }, "N* = sum n_i")
+          "n_total", [](const PyBatchPlan& p) { return p.plan.n_total; }, "N* = sum n_i")
       .def_property_readonly("weighted_accepted",
-                             [](const PyBatchPlan& p) { return p.weighted_accepted; })
+                             [](const PyBatchPlan& p) { return p.plan.weighted_accepted; })
       .def_property_readonly(
-          "cycle_s", [](const PyBatchPlan& p) { return Nullable(p.cycle_s); },
+          "cycle_s", [](const PyBatchPlan& p) { return Nullable(p.plan.cycle_s); },
           "C(N*) seconds; None without a cost")
       .def_property_readonly(
-          "goodput", [](const PyBatchPlan& p) { return Nullable(p.goodput); },
+          "goodput", [](const PyBatchPlan& p) { return Nullable(p.plan.goodput); },
           "tokens/s at N*; None without a cost")
       .def_property_readonly(
-          "ar_goodput", [](const PyBatchPlan& p) { return Nullable(p.ar_goodput); },
+          "ar_goodput", [](const PyBatchPlan& p) { return Nullable(p.plan.ar_goodput); },
           "plain decoding tokens/s, B / T_AR")
       .def_property_readonly("speculation_pays",
-                             [](const PyBatchPlan& p) { return p.speculation_pays; })
-      .def_property_readonly("bound_met", [](const PyBatchPlan& p) { return p.bound_met; })
+                             [](const PyBatchPlan& p) { return p.plan.speculation_pays; })
+      .def_property_readonly("bound_met", [](const PyBatchPlan& p) { return p.plan.bound_met; })
       .def_property_readonly("lattice_exhausted",
-                             [](const PyBatchPlan& p) { return p.lattice_exhausted; })
+                             [](const PyBatchPlan& p) { return p.plan.lattice_exhausted; })
       .def_property_readonly("mode", [](const PyBatchPlan& p) { return BudgetModeName(p.mode); })
       .def_property_readonly("n_max", [](const PyBatchPlan& p) { return p.n_max; })
       .def_property_readonly("latency_model", [](const PyBatchPlan& p) { return p.latency_model; })
@@ -267,7 +270,7 @@ views of the result's own buffers (no copies).)doc")
           [](const PyBatchPlan& p) {
             std::vector<int32_t> n;
             std::vector<double> a, w, c, g;
-            for (const auto& q : p.curve) {
+            for (const auto& q : p.plan.curve) {
               n.push_back(q.n);
               a.push_back(q.expected_accepted);
               w.push_back(q.weighted_accepted);
@@ -289,18 +292,17 @@ views of the result's own buffers (no copies).)doc")
           "layout",
           [](py::object self) -> py::object {
             auto& p = self.cast<PyBatchPlan&>();
-            if (!p.layout_dict.is_none()) return p.layout_dict;
-            if (p.ragged) p.layout_dict = RaggedDict(std::move(*p.ragged));
-            if (p.sglang) p.layout_dict = SglangDict(std::move(*p.sglang));
-            p.ragged.reset();
-            p.sglang.reset();
-            return p.layout_dict;
+            // Views of the result's buffers; not cached (a cached dict would be a reference
+            // cycle through the arrays' base, which Python cannot collect).
+            if (p.layout == LayoutKind::kRagged) return RaggedViews(p.ragged, self);
+            if (p.layout == LayoutKind::kSglang) return SglangViews(p.sglang, self);
+            return py::none();
           },
           "The layout asked for with layout='ragged' or 'sglang' (dict of arrays, as ragged_layout "
           "/ sglang_layout return), else None")
       .def("to_dict", &BatchToDict,
            "The same keys as `specplan plan-batch --json` (lists, None for NaN).")
-      .def("__len__", [](const PyBatchPlan& p) { return p.n.size(); })
+      .def("__len__", [](const PyBatchPlan& p) { return p.b; })
       .def("__repr__", &BatchRepr);
 
   static const std::string kPlanBatchDoc =

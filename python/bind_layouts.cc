@@ -58,47 +58,82 @@ planner::SglangTreeMaskMode ParseTreeMaskMode(py::handle mode) {
                          ", expected 'FULL_MASK', 'QLEN_ONLY' or 'QLEN_ONLY_BITPACKING'"));
 }
 
-py::dict SglangDict(planner::SglangLayout&& l) {
+namespace {
+
+// Builds a layout dict with `wrap(vector, shape)` making each array: Own (takes the vector over)
+// or View (keeps the layout's owner alive).
+template <class Layout, class Wrap>
+py::dict SglangDictWith(Layout& l, Wrap wrap, py::handle owner) {
   const py::ssize_t b = l.batch_size, d = l.draft_token_num;
   py::dict out;
   out["draft_token_num"] = l.draft_token_num;
   out["tree_mask_mode"] = planner::SglangTreeMaskModeName(l.mode);
-  out["draft_tokens"] = Own(std::move(l.draft_tokens));
-  out["positions"] = Own(std::move(l.positions));
-  out["retrive_index"] = Own(std::move(l.retrive_index), {b, d});
-  out["retrive_next_token"] = Own(std::move(l.retrive_next_token), {b, d});
-  out["retrive_next_sibling"] = Own(std::move(l.retrive_next_sibling), {b, d});
+  out["draft_tokens"] = wrap(l.draft_tokens, {b * d});
+  out["positions"] = wrap(l.positions, {b * d});
+  out["retrive_index"] = wrap(l.retrive_index, {b, d});
+  out["retrive_next_token"] = wrap(l.retrive_next_token, {b, d});
+  out["retrive_next_sibling"] = wrap(l.retrive_next_sibling, {b, d});
   // tree_mask: bool entries, or one unsigned integer per row (the bytes are its memory image).
-  auto* bytes = new std::vector<uint8_t>(std::move(l.tree_mask));
-  py::capsule free_it(bytes, [](void* p) { delete static_cast<std::vector<uint8_t>*>(p); });
   py::dtype dt = py::dtype("bool");
-  py::ssize_t n = static_cast<py::ssize_t>(bytes->size());
+  py::ssize_t n = static_cast<py::ssize_t>(l.tree_mask.size());
   if (l.mode == planner::SglangTreeMaskMode::kQlenOnlyBitpacking) {
     const int w = l.tree_mask_bytes_per_row;
     dt = py::dtype(w == 1 ? "uint8" : w == 2 ? "uint16" : "uint32");
     n /= w;
   }
-  out["tree_mask"] = py::array(dt, {n}, {}, bytes->data(), free_it);
-  out["tree_mask_offsets"] = Own(std::move(l.tree_mask_offsets));
+  py::array bytes = wrap(l.tree_mask, {static_cast<py::ssize_t>(l.tree_mask.size())});
+  out["tree_mask"] = py::array(dt, {n}, {}, bytes.data(), bytes);
+  out["tree_mask_offsets"] = wrap(l.tree_mask_offsets, {b + 1});
+  (void)owner;
   return out;
 }
 
-py::dict RaggedDict(planner::BatchLayout&& l) {
+template <class Layout, class Wrap>
+py::dict RaggedDictWith(Layout& l, Wrap wrap) {
+  const py::ssize_t b = l.batch_size, t = l.total_tokens;
+  // Sizes first: OwnWrap moves the vectors away.
+  const auto mask_total = static_cast<py::ssize_t>(l.mask_offsets[b]);
+  const auto retrieve_total = static_cast<py::ssize_t>(l.retrieve_offsets[b]);
   py::dict out;
   out["batch_size"] = l.batch_size;
   out["total_tokens"] = l.total_tokens;
-  out["tokens"] = Own(std::move(l.tokens));
-  out["cu_seqlens"] = Own(std::move(l.cu_seqlens));
-  out["positions"] = Own(std::move(l.positions));
-  out["parents"] = Own(std::move(l.parents));
-  out["mask_words"] = Own(std::move(l.mask_words));
-  out["mask_offsets"] = Own(std::move(l.mask_offsets));
-  out["mask_packed"] = Own(std::move(l.mask_packed));
-  out["num_leaves"] = Own(std::move(l.num_leaves));
-  out["retrieve_width"] = Own(std::move(l.retrieve_width));
-  out["retrieve_offsets"] = Own(std::move(l.retrieve_offsets));
-  out["retrieve"] = Own(std::move(l.retrieve));
+  out["tokens"] = wrap(l.tokens, {t});
+  out["cu_seqlens"] = wrap(l.cu_seqlens, {b + 1});
+  out["positions"] = wrap(l.positions, {t});
+  out["parents"] = wrap(l.parents, {t});
+  out["mask_words"] = wrap(l.mask_words, {b});
+  out["mask_offsets"] = wrap(l.mask_offsets, {b + 1});
+  out["mask_packed"] = wrap(l.mask_packed, {mask_total});
+  out["num_leaves"] = wrap(l.num_leaves, {b});
+  out["retrieve_width"] = wrap(l.retrieve_width, {b});
+  out["retrieve_offsets"] = wrap(l.retrieve_offsets, {b + 1});
+  out["retrieve"] = wrap(l.retrieve, {retrieve_total});
   return out;
+}
+
+struct OwnWrap {
+  template <class T>
+  py::array_t<T> operator()(std::vector<T>& v, std::vector<py::ssize_t> shape) const {
+    return Own(std::move(v), std::move(shape));
+  }
+};
+struct ViewWrap {
+  py::handle owner;
+  template <class T>
+  py::array_t<T> operator()(const std::vector<T>& v, std::vector<py::ssize_t> shape) const {
+    return View<T>(v.data(), std::move(shape), owner);
+  }
+};
+
+}  // namespace
+
+py::dict SglangDict(planner::SglangLayout&& l) { return SglangDictWith(l, OwnWrap{}, {}); }
+py::dict RaggedDict(planner::BatchLayout&& l) { return RaggedDictWith(l, OwnWrap{}); }
+py::dict SglangViews(const planner::SglangLayout& l, py::handle owner) {
+  return SglangDictWith(l, ViewWrap{owner}, owner);
+}
+py::dict RaggedViews(const planner::BatchLayout& l, py::handle owner) {
+  return RaggedDictWith(l, ViewWrap{owner});
 }
 
 py::dict SglangLayoutDict(absl::Span<const planner::Tree> trees,

@@ -20,6 +20,9 @@ planner::SglangTreeMaskMode ParseTreeMaskMode(py::handle mode);
 // The dicts of arrays for a computed layout; the arrays take over the layout's vectors (no copy).
 py::dict SglangDict(planner::SglangLayout&& layout);
 py::dict RaggedDict(planner::BatchLayout&& layout);
+// The same as views of a layout that `owner` keeps alive (no copy, no move).
+py::dict SglangViews(const planner::SglangLayout& layout, py::handle owner);
+py::dict RaggedViews(const planner::BatchLayout& layout, py::handle owner);
 
 // Computes the layout (GIL released) and returns its dict; errors raise (field and value named).
 py::dict SglangLayoutDict(absl::Span<const planner::Tree> trees,
