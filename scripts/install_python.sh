@@ -28,7 +28,7 @@ built_for="$(cached Python3_EXECUTABLE)"
 built_for="${built_for:-/usr/bin/python3}"
 dest="$prefix/$rel"
 
-cmake --install "$build" --component python --prefix "$prefix" >/dev/null
+cmake --install "$build" --component python --prefix "$prefix" --strip >/dev/null
 echo "installed specplan into $dest/specplan (for $built_for)"
 
 version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }

@@ -188,3 +188,14 @@ def test_merge_plain_union_and_errors():
     with pytest.raises(specplan.InvalidArgumentError, match=r"a.path_probs\[1\]"):
         specplan.merge_trees({"tokens": [1, 2], "parents": [-1, 0], "path_probs": [1, 1.5]},
                              ([1, 3], [-1, 0]))
+
+
+def test_gate_probe_cost_spaces_probes(cost):
+    gate = specplan.SpeculationGate(prior_alpha=0.01, prior_weight=1000, probe_interval=1,
+                                    max_probe_interval=1000, probe_budget=0.01)
+    gate.observe_draft_level(0.05)
+    decisions = [gate.decide(cost, 1024, max_depth=4) for _ in range(3)]
+    assert any(d["probe"] for d in decisions)
+    gate.observe_probe_seconds(1.0)  # a probe that cost a second: the next one waits
+    probes = sum(gate.decide(cost, 1024, max_depth=4)["probe"] for _ in range(50))
+    assert probes == 0

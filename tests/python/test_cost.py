@@ -185,3 +185,15 @@ def test_registries():
     with pytest.raises(specplan.InvalidArgumentError, match="foo"):
         specplan.bundled_profile_path("h100-sxm", "qwen3-8b", engine="foo")
     assert math.isfinite(specplan.Cost(gpu="l40s", model="qwen3-4b").verify_seconds(1, 0))
+
+
+def test_profile_save_round_trip(tmp_path):
+    p = specplan.load_profile(str(SOURCE_DIR / "calib/l40s/qwen3-8b-bf16@vllm.json"))
+    out = tmp_path / "sub" / "copy.json"
+    p.save(str(out))
+    assert p.path == str(out)
+    q = specplan.load_profile(str(out))
+    assert q.id == p.id and q.cost().verify_seconds(8, 100) == p.cost().verify_seconds(8, 100)
+    assert "l40s/qwen3-8b-bf16@vllm" in repr(q)
+    with pytest.raises(specplan.Error):
+        p.save("/proc/no/such/dir/p.json")

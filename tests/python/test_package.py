@@ -76,3 +76,17 @@ def test_int32_inputs_are_read_in_place(marginals):
     m1 = specplan.Marginals(marginals.root_token, tokens, probs)
     m2 = specplan.Marginals(marginals.root_token, tokens[:, ::-1][:, ::-1], probs.astype(np.float64))
     assert (m1.tokens == m2.tokens).all() and (m1.probs == m2.probs).all()
+
+
+def test_bench_helpers_match_plan_batch_arrays():
+    w = specplan._specplan._bench_batch(8)
+    assert w["tokens"].shape == (8, 16, 8) and w["probs"].dtype == np.float32
+    assert w["context_lens"].tolist() == [512 * (1 + i) for i in range(8)]
+    cost = specplan.Cost(gpu="h100", model="qwen3-8b", latency_model="roofline")
+    args = (w["root_tokens"], w["tokens"], w["probs"], w["context_lens"], cost)
+    for outputs in ("ragged", "tree_outputs", "none"):
+        t = specplan._specplan._bench_plan_batch_cpp(*args, n_max=256, mode="scan",
+                                                     outputs=outputs, repeats=3)
+        assert t.shape == (3,) and (t > 0).all()
+    with pytest.raises(specplan.InvalidArgumentError, match="outputs = 'all'"):
+        specplan._specplan._bench_plan_batch_cpp(*args, outputs="all")
