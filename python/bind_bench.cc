@@ -102,10 +102,13 @@ void BindBench(py::module_& m) {
         absl::Status st;
         {
           py::gil_scoped_release release;
-          planner::BatchPlanner planner;
-          planner::BatchPlan out;
-          planner::BatchLayout layout;
-          std::vector<planner::TreeOutputs> tree_out(ws.requests.size());
+          // Kept across calls, as an engine keeps them (the Python path reuses its planner and
+          // its results' buffers too).
+          thread_local planner::BatchPlanner planner;
+          thread_local planner::BatchPlan out;
+          thread_local planner::BatchLayout layout;
+          thread_local std::vector<planner::TreeOutputs> tree_out;
+          tree_out.resize(ws.requests.size());
           for (int r = 0; r < repeats && st.ok(); ++r) {
             const auto t0 = std::chrono::steady_clock::now();
             st = planner.Plan(ws.requests, args.options, cycle ? &*cycle : nullptr, &out);
