@@ -29,6 +29,22 @@ costmodel::CostSpec CostFlags::ToCostSpec(costmodel::DType dtype) const {
   return spec;
 }
 
+absl::StatusOr<costmodel::ResolvedLatencyModel> CostFlags::Resolve(costmodel::DType dtype) const {
+  return costmodel::ResolveCost(ToCostSpec(dtype));
+}
+
+bool CostFlags::AnyCostGiven() const {
+  return !model.empty() || !gpu.empty() || !engine.empty() || !profile.empty() ||
+         !latency_model.empty();
+}
+
+absl::Status CostFlags::CheckRemote() const {
+  if (profile.empty() && latency_model.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "--profile and --latency-model are local; with --server the server's stored profile for "
+      "--gpu/--model/--dtype and its default model are used");
+}
+
 RemoteCost CostFlags::ToRemoteCost(costmodel::DType dtype, const costmodel::DrafterCost& drafter,
                                    int64_t context) const {
   RemoteCost rc;

@@ -41,6 +41,14 @@ struct CostFlags {
   // The cost half of these flags (model, gpu, engine, profile, latency model, tp) with the parsed
   // --dtype, for costmodel::ResolveCost — and for a --server call, which takes the same spec.
   costmodel::CostSpec ToCostSpec(costmodel::DType dtype) const;
+  // The one in-process resolution of these flags: costmodel::ResolveCost(ToCostSpec(dtype)).
+  absl::StatusOr<costmodel::ResolvedLatencyModel> Resolve(costmodel::DType dtype) const;
+  // Whether any of --model, --gpu, --engine, --profile, --latency-model was given (a fixed-budget
+  // plan needs no cost unless one was).
+  bool AnyCostGiven() const;
+  // For a --server call: InvalidArgument when --profile or --latency-model, which are local, was
+  // given (the server prices with its stored profile for --gpu/--model/--dtype/--engine).
+  absl::Status CheckRemote() const;
   // The same for a --server call (cli/remote.h): model, gpu, engine and tp (0 -> 1) with these
   // drafter, --t-aux-ms and context c.
   RemoteCost ToRemoteCost(costmodel::DType dtype, const costmodel::DrafterCost& drafter,

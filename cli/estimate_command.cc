@@ -56,7 +56,6 @@ int RunEstimate(const EstimateArgs& a) {
               << "] (sequences in the pass)\n";
     return 1;
   }
-  const CostSpec spec = a.ToCostSpec(*dtype);
 
   // What the output reports; filled in-process or from the server.
   ModelSpec model_spec;
@@ -69,10 +68,8 @@ int RunEstimate(const EstimateArgs& a) {
                 << ": local only (with --server the server prices one sequence)\n";
       return 1;
     }
-    if (!a.profile.empty() || !a.latency_model.empty()) {
-      std::cerr << "specplan estimate: --profile and --latency-model are local; with --server the "
-                   "server's stored profile for --gpu/--model/--dtype and its default model are "
-                   "used\n";
+    if (absl::Status st = a.CheckRemote(); !st.ok()) {
+      std::cerr << "specplan estimate: " << st.message() << "\n";
       return 1;
     }
     auto m = ResolveModel(a.model);
@@ -106,7 +103,7 @@ int RunEstimate(const EstimateArgs& a) {
     aux_s = remote->aux_s;
     cycle_s = remote->cycle_s;
   } else {
-    auto resolved = ResolveCost(spec);
+    auto resolved = a.Resolve(*dtype);
     if (!resolved.ok()) {
       std::cerr << "specplan estimate: " << resolved.status().message() << "\n";
       return 1;

@@ -163,8 +163,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   }
   const costmodel::DrafterClass drafter_cls = parsed->drafter;
   const costmodel::DType dtype = parsed->dtype;
-  const bool want_cost = options.mode != BudgetMode::kFixed || !a.model.empty() || !a.gpu.empty() ||
-                         !a.engine.empty() || !a.profile.empty() || !a.latency_model.empty();
+  const bool want_cost = options.mode != BudgetMode::kFixed || a.AnyCostGiven();
   costmodel::DrafterCost drafter;
   drafter.cls = drafter_cls;
   drafter.gamma = 0;
@@ -176,14 +175,12 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   std::unique_ptr<costmodel::BatchCycleCost> cost;
   std::string latency_kind;
   std::string profile_id;  // the profile that priced the pass; "" = none (bare or inline roofline)
-  if (!a.server.empty() && (!a.profile.empty() || !a.latency_model.empty())) {
-    std::cerr << kCmd
-              << "--profile and --latency-model are local; with --server the server's stored "
-                 "profile for --gpu/--model/--dtype and its default model are used\n";
+  if (absl::Status st = a.CheckRemote(); !a.server.empty() && !st.ok()) {
+    std::cerr << kCmd << st.message() << "\n";
     return 1;
   }
   if (want_cost && a.server.empty()) {
-    auto resolved = costmodel::ResolveCost(a.ToCostSpec(dtype));
+    auto resolved = a.Resolve(dtype);
     if (!resolved.ok()) {
       std::cerr << kCmd << resolved.status().message() << "\n";
       return 1;

@@ -83,8 +83,7 @@ int RunPlan(const PlanArgs& a) {
   const costmodel::DrafterClass drafter_cls = parsed->drafter;
   const costmodel::DType dtype = parsed->dtype;
   // The cost is required by the controller; in fixed mode it only fills cycle_s / speedup.
-  const bool want_cost = options.mode != BudgetMode::kFixed || !a.model.empty() || !a.gpu.empty() ||
-                         !a.engine.empty() || !a.profile.empty() || !a.latency_model.empty();
+  const bool want_cost = options.mode != BudgetMode::kFixed || a.AnyCostGiven();
   costmodel::DrafterCost drafter;
   drafter.cls = drafter_cls;
   drafter.gamma = marginals->gamma;
@@ -97,11 +96,8 @@ int RunPlan(const PlanArgs& a) {
   const int repeat = std::max(1, a.repeat);
   double plan_us = 0;
   if (!a.server.empty()) {
-    if (!a.profile.empty() || !a.latency_model.empty()) {
-      std::cerr << kCmd
-                << "--profile and --latency-model are local; with --server the server's "
-                   "stored profile for --gpu/--model/--dtype and its default model are "
-                   "used\n";
+    if (absl::Status st = a.CheckRemote(); !st.ok()) {
+      std::cerr << kCmd << st.message() << "\n";
       return 1;
     }
     const RemoteCost rc = a.ToRemoteCost(dtype, drafter, a.c);
@@ -123,7 +119,7 @@ int RunPlan(const PlanArgs& a) {
     std::unique_ptr<costmodel::LatencyModel> latency;
     std::unique_ptr<costmodel::CycleCost> cost;
     if (want_cost) {
-      auto resolved = costmodel::ResolveCost(a.ToCostSpec(dtype));
+      auto resolved = a.Resolve(dtype);
       if (!resolved.ok()) {
         std::cerr << kCmd << resolved.status().message() << "\n";
         return 1;

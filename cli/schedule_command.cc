@@ -123,7 +123,7 @@ int RunSchedule(const ScheduleArgs& given) {
     std::cerr << kCmd << "--trace " << trace.status().message() << "\n";
     return 1;
   }
-  auto resolved = costmodel::ResolveCost(a.ToCostSpec(dtype));
+  auto resolved = a.Resolve(dtype);
   if (!resolved.ok()) {
     std::cerr << kCmd << resolved.status().message() << "\n";
     return 1;

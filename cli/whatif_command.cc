@@ -142,7 +142,7 @@ bool LoadLocal(const WhatIfArgs& a, costmodel::DType dtype, LocalInputs* in) {
     return false;
   }
   in->trace = *std::move(trace);
-  auto resolved = costmodel::ResolveCost(a.ToCostSpec(dtype));
+  auto resolved = a.Resolve(dtype);
   if (!resolved.ok()) {
     std::cerr << kCmd << resolved.status().message() << "\n";
     return false;
@@ -241,10 +241,8 @@ int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
 bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfOptions& options,
                WhatIfOutcome* out) {
   const char* kCmd = "specplan whatif: ";
-  if (!a.profile.empty() || !a.latency_model.empty()) {
-    std::cerr << kCmd
-              << "--profile and --latency-model are local; with --server the server's stored "
-                 "profile for --gpu/--model/--dtype and its default model are used\n";
+  if (absl::Status st = a.CheckRemote(); !st.ok()) {
+    std::cerr << kCmd << st.message() << "\n";
     return false;
   }
   std::string text;
