@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "batch.h"
 #include "common.h"
 #include "planner/acceptance.h"
 #include "planner/speculation_gate.h"
@@ -149,6 +150,92 @@ target's argmax at each node (the token that follows that node's path). Accepts 
 root-to-node path whose every edge matches (child token == parent's argmax); ties to the
 smallest node indices. Returns an AcceptResult: accepted_nodes, accepted_length, bonus_token,
 emitted (the tokens this step appends), num_draft and proposed_depth (for the estimators).)doc");
+
+  m.def(
+      "accept_greedy_batch",
+      [](py::object trees, py::object argmax, py::object draft_token_num) {
+        // The trees: a BatchPlan's own (no copy), or a list read like sglang_layout's.
+        std::vector<planner::Tree> read;
+        const planner::Tree* ts = nullptr;
+        size_t b = 0;
+        if (py::isinstance<PyBatchPlan>(trees)) {
+          const auto& p = trees.cast<const PyBatchPlan&>();
+          ts = p.plan.trees.data();
+          b = static_cast<size_t>(p.b);
+        } else {
+          if (!py::isinstance<py::sequence>(trees) || py::isinstance<py::str>(trees)) {
+            ThrowType(absl::StrCat("trees: got ",
+                                   py::str(trees.get_type().attr("__name__")).cast<std::string>(),
+                                   ", expected a BatchPlan or a list of (tokens, parents) trees"));
+          }
+          py::sequence seq = py::reinterpret_borrow<py::sequence>(trees);
+          read.resize(seq.size());
+          for (size_t i = 0; i < read.size(); ++i) {
+            ReadTree(seq[i], absl::StrCat("trees[", i, "]"), &read[i]);
+          }
+          ts = read.data();
+          b = read.size();
+        }
+        const py::array_t<int32_t> a = IntArray32(argmax, "argmax");
+        CheckNdim(a, 1, "argmax", "[T] (ragged) or [B * D] (SGLang's padded slots)");
+        // Row of request i's node 0 in argmax.
+        std::vector<int64_t> start(b + 1, 0);
+        int64_t d = 0;
+        if (!draft_token_num.is_none()) {
+          d = ReadInt(draft_token_num, "draft_token_num");
+          for (size_t i = 0; i < b; ++i) {
+            if (ts[i].size() > d) {
+              ThrowInvalid(absl::StrCat("draft_token_num = ", d, ": trees[", i, "] has ",
+                                        ts[i].size(), " nodes"));
+            }
+            start[i + 1] = start[i] + d;
+          }
+        } else {
+          for (size_t i = 0; i < b; ++i) start[i + 1] = start[i] + ts[i].size();
+        }
+        if (a.shape(0) != start[b]) {
+          ThrowInvalid(absl::StrCat("argmax: ", a.shape(0), " entries, expected ", start[b],
+                                    d > 0
+                                        ? absl::StrCat(" (B = ", b, " x draft_token_num = ", d, ")")
+                                        : std::string(" (the trees' nodes back to back)")));
+        }
+        std::vector<int32_t> length(b), bonus(b), nodes, emitted;
+        std::vector<int64_t> offsets(b + 1, 0);
+        {
+          py::gil_scoped_release release;
+          thread_local planner::GreedyAcceptWorkspace ws;
+          thread_local planner::AcceptResult r;
+          for (size_t i = 0; i < b; ++i) {
+            const planner::Tree& t = ts[i];
+            planner::AcceptGreedy(t, absl::MakeConstSpan(a.data() + start[i], t.size()), &ws, &r);
+            length[i] = r.accepted_length;
+            bonus[i] = r.bonus_token;
+            nodes.insert(nodes.end(), r.accepted_nodes.begin(), r.accepted_nodes.end());
+            for (size_t k = 1; k < r.accepted_nodes.size(); ++k) {
+              emitted.push_back(t.tokens[r.accepted_nodes[k]]);
+            }
+            emitted.push_back(r.bonus_token);
+            offsets[i + 1] = static_cast<int64_t>(nodes.size());
+          }
+        }
+        py::dict out;
+        out["accepted_length"] = Own(std::move(length));
+        out["bonus_token"] = Own(std::move(bonus));
+        out["accepted_nodes"] = Own(std::move(nodes));
+        out["emitted"] = Own(std::move(emitted));
+        out["offsets"] = Own(std::move(offsets));
+        return out;
+      },
+      py::arg("trees"), py::arg("argmax"), py::arg("draft_token_num") = py::none(),
+      R"doc(accept_greedy for every request of a batch in one call (GIL released).
+
+trees: a BatchPlan (its trees, not copied) or a list of trees; argmax: the target's argmax per
+verified row, int [T] with the trees' nodes back to back (the ragged layout's order), or, with
+draft_token_num=D, int [B * D] over SGLang's padded slots (request b's node i at row b * D + i).
+Returns a dict: accepted_length int32 [B], bonus_token int32 [B], and accepted_nodes / emitted
+int32 with offsets int64 [B+1] (request b's accepted nodes, root first, and its emitted tokens,
+accepted drafts then the bonus, are entries offsets[b] .. offsets[b+1] - 1 of each; a request
+emits accepted_length + 1 tokens, so both arrays share the offsets).)doc");
 
   py::class_<planner::AcceptanceEstimator>(m, "AcceptanceEstimator", R"doc(
 Online acceptance estimate (planner/speculation_gate.h): alpha of a truncated geometric chain with

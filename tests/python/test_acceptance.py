@@ -199,3 +199,55 @@ def test_gate_probe_cost_spaces_probes(cost):
     gate.observe_probe_seconds(1.0)  # a probe that cost a second: the next one waits
     probes = sum(gate.decide(cost, 1024, max_depth=4)["probe"] for _ in range(50))
     assert probes == 0
+
+
+def test_accept_greedy_batch_is_accept_greedy_per_request(roofline):
+    rng = np.random.default_rng(9)
+    trees = [random_tree(rng, int(rng.integers(1, 12)), vocab=3) for _ in range(6)]
+    argmax = [rng.integers(0, 3, size=len(t[0])).astype(np.int32) for t in trees]
+    out = specplan.accept_greedy_batch(trees, np.concatenate(argmax))
+    off = out["offsets"]
+    for i, (t, a) in enumerate(zip(trees, argmax)):
+        r = specplan.accept_greedy(t, a)
+        assert out["accepted_length"][i] == r.accepted_length
+        assert out["bonus_token"][i] == r.bonus_token
+        assert out["accepted_nodes"][off[i]:off[i + 1]].tolist() == r.accepted_nodes.tolist()
+        assert out["emitted"][off[i]:off[i + 1]].tolist() == r.emitted.tolist()
+    # SGLang's padded slots: request b's node i at row b * D + i
+    d = max(len(t[0]) for t in trees)
+    padded = np.full((len(trees), d), 99, np.int64)
+    for i, a in enumerate(argmax):
+        padded[i, :len(a)] = a
+    again = specplan.accept_greedy_batch(trees, padded.ravel(), draft_token_num=d)
+    assert again["accepted_length"].tolist() == out["accepted_length"].tolist()
+    assert again["emitted"].tolist() == out["emitted"].tolist()
+
+
+def test_accept_greedy_batch_on_a_batch_plan(marginals, roofline):
+    bp = specplan.plan_batch([(marginals, 100), (marginals, 3000)], roofline, n_max=40,
+                             mode="fixed", layout="ragged")
+    argmax = np.zeros(bp.layout["total_tokens"], np.int32)
+    # request 1's target agrees with its first two draft levels along node 1
+    cu = bp.layout["cu_seqlens"]
+    t1, p1 = bp.tree(1)
+    argmax[cu[1]] = t1[1]
+    child = [j for j in range(len(t1)) if p1[j] == 1][0]
+    argmax[cu[1] + 1] = t1[child]
+    out = specplan.accept_greedy_batch(bp, argmax)
+    assert out["accepted_length"].tolist()[1] == 2
+    assert out["emitted"][out["offsets"][1]:out["offsets"][2]].tolist() == [t1[1], t1[child], 0]
+
+
+@pytest.mark.parametrize("args,exc,words", [
+    (([([1, 2], [-1, 0])], [1, 2, 3]), specplan.InvalidArgumentError, ["argmax: 3 entries", "2"]),
+    (([([1, 2], [-1, 0])], [1, 2], 1), specplan.InvalidArgumentError,
+     ["draft_token_num = 1", "trees[0] has 2 nodes"]),
+    (([([1, 2], [-1, 0])], [1.0, 2.0]), specplan.ArgumentTypeError, ["argmax: dtype float64"]),
+    (("x", [1]), specplan.ArgumentTypeError, ["trees: got str"]),
+    (([([1, 2], [-1, 5])], [1, 2]), specplan.InvalidArgumentError, ["trees[0].parents[1] = 5"]),
+])
+def test_accept_greedy_batch_errors(args, exc, words):
+    with pytest.raises(exc) as e:
+        specplan.accept_greedy_batch(*args)
+    for w in words:
+        assert w in str(e.value), str(e.value)
