@@ -30,7 +30,7 @@ usage() { sed -n '2,18p' "$0" >&2; exit 2; }
 
 pidfile() { echo "$RUN_DIR/replica-$1.pid"; }
 alive() { [[ -f "$(pidfile "$1")" ]] && kill -0 "$(cat "$(pidfile "$1")")" 2>/dev/null; }
-count() { ls "$RUN_DIR"/replica-*.port 2>/dev/null | wc -l; }
+count() { find "$RUN_DIR" -maxdepth 1 -name "replica-*.port" | wc -l; }
 
 start_one() {
   local i="$1" port=$((BASE_PORT + $1)) mport=$((METRICS_BASE + $1))

@@ -432,6 +432,13 @@ std::string FormatFleetReport(const FleetReport& r) {
   for (const FleetSegment& s : r.segments) {
     row(s.name, s.from_s, s.to_s, s.requests, s.failed, s.mismatched, s.qps, s.p50_us, s.p99_us,
         s.per_replica);
+    if (r.per_version.size() > 1) {
+      std::string versions;
+      for (size_t v = 0; v < s.per_version.size(); ++v) {
+        absl::StrAppend(&versions, v ? ", " : "", "v", v, "=", s.per_version[v]);
+      }
+      absl::StrAppend(&out, "    answers by profile version: ", versions, "\n");
+    }
   }
   row("all", 0, r.seconds, r.requests, r.failed, r.mismatched, r.qps, r.p50_us, r.p99_us,
       r.per_replica);

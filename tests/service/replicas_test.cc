@@ -541,6 +541,71 @@ TEST(Channel, ClientSpreadsCallsOverReplicasAndNamesABadList) {
   EXPECT_THAT(st.message(), HasSubstr("--server = 'a.example:1,b.example:2'"));
 }
 
+// The Python client and the CLI take the same lists: the Python client's service config is the
+// C++ one byte for byte, its calls reach both replicas, a host-name list is refused naming
+// --server; `specplan plan --server A,B` prints what it prints in-process.
+TEST(Channel, PythonClientAndCliTakeReplicaLists) {
+  const fs::path dir = TempDir("py_cli_list");
+  // The CLI below plans h100 x qwen3-8b: the servers hold the same profiles as the bundled calib/.
+  fs::create_directories(dir / "h100-sxm");
+  for (const auto& f : fs::directory_iterator(SPECPLAN_SOURCE_DIR "/calib/h100-sxm")) {
+    const std::string name = f.path().filename().string();
+    if (name.rfind("qwen3-8b-bf16", 0) == 0 && f.path().extension() == ".json") {
+      fs::copy_file(f.path(), dir / "h100-sxm" / name);
+    }
+  }
+  std::vector<std::unique_ptr<TestServer>> servers;
+  std::string list;
+  for (int i = 0; i < 2; ++i) {
+    ServerConfig config;
+    config.profiles_dir = dir.string();
+    servers.push_back(TestServer::Start(config));
+    ASSERT_NE(servers.back(), nullptr);
+    list +=
+        (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(servers.back()->running->port);
+  }
+  const std::string client = SPECPLAN_SOURCE_DIR "/examples/python_client.py";
+  const std::string stubs = SPECPLAN_BINARY_DIR "/python";
+  if (std::system("/usr/bin/python3 -c 'import grpc, grpc_tools' >/dev/null 2>&1") == 0 &&
+      fs::exists(stubs + "/specplan/v1/planner_pb2_grpc.py")) {
+    const std::string config_out = (dir / "config.txt").string();
+    const std::string print_config =
+        "/usr/bin/python3 -c \"import importlib.util as u; s = u.spec_from_file_location('c', '" +
+        client +
+        "'); m = u.module_from_spec(s); s.loader.exec_module(m); "
+        "print(m.SERVICE_CONFIG, end='')\" > " +
+        config_out;
+    ASSERT_EQ(std::system(print_config.c_str()), 0);
+    EXPECT_EQ(ReadAll(config_out), PlannerServiceConfigJson());
+    const std::string out = (dir / "py.txt").string();
+    const std::string cmd = "/usr/bin/python3 " + client + " --server " + list +
+                            " --steps 40 --batch 2 --stubs-dir " + stubs + " > " + out + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadAll(out);
+    for (const auto& s : servers) {
+      int64_t calls = 0;
+      for (const MethodSummary& m : s->running->service->stats().Summaries()) calls += m.requests;
+      EXPECT_GT(calls, 0) << "the Python client's round robin reached every replica";
+    }
+    const std::string bad = "/usr/bin/python3 " + client +
+                            " --server a.example:1,b.example:2 --stubs-dir " + stubs + " > " + out +
+                            " 2>&1";
+    const int rc = std::system(bad.c_str());
+    EXPECT_EQ(WEXITSTATUS(rc), 2);
+    EXPECT_THAT(ReadAll(out), HasSubstr("--server = 'a.example:1,b.example:2'"));
+  }
+  const std::string cli = SPECPLAN_BINARY_DIR "/cli/specplan";
+  if (access(cli.c_str(), X_OK) == 0) {
+    const std::string args =
+        " plan --marginals " SPECPLAN_SOURCE_DIR
+        "/examples/marginals.json --gpu h100 --model qwen3-8b --c 1024 --n-max 64";
+    const std::string local = (dir / "local.txt").string(), remote = (dir / "remote.txt").string();
+    ASSERT_EQ(std::system((cli + args + " > " + local + " 2>&1").c_str()), 0) << ReadAll(local);
+    ASSERT_EQ(std::system((cli + args + " --server " + list + " > " + remote + " 2>&1").c_str()), 0)
+        << ReadAll(remote);
+    EXPECT_EQ(ReadAll(remote), ReadAll(local));
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Short must-show runs (bounded; assert counts and correctness)
 
