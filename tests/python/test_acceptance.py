@@ -1,7 +1,6 @@
 """accept_greedy against brute force; AcceptanceEstimator and SpeculationGate against their
 formulas; merge_trees against `specplan merge --json`; errors."""
 
-import itertools
 import json
 
 import numpy as np
