@@ -179,6 +179,7 @@ class Replica {
       const std::string l = line;
       const size_t colon = l.find(':', l.find("listening on"));
       if (colon != std::string::npos) port_ = std::atoi(l.c_str() + colon + 1);
+      first_line_ = l;
     }
     if (f != nullptr) fclose(f);
   }
@@ -196,6 +197,7 @@ class Replica {
     return -1;
   }
   int port() const { return port_; }
+  const std::string& first_line() const { return first_line_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   static std::string ServerBinary() { return SPECPLAN_BINARY_DIR "/service/specplan-server"; }
 
@@ -203,6 +205,7 @@ class Replica {
   std::vector<std::string> args_;
   pid_t pid_ = -1;
   int port_ = 0;
+  std::string first_line_;
 };
 
 // Fleet inputs over the stored a100/qwen3-4b profile, with expected answers from `dirs`.
@@ -408,6 +411,53 @@ TEST(Metrics, BadPortIsRefusedNamingTheFlag) {
   running = StartServer(config);
   ASSERT_FALSE(running.ok());
   EXPECT_THAT(running.status().message(), HasSubstr("--reload-interval-s = -2"));
+}
+
+// The binary: --metrics-port serves the exposition, SIGHUP reloads a changed profile (polling off),
+// health stays SERVING, and SIGTERM still exits 0.
+TEST(Metrics, ServerBinaryServesMetricsAndReloadsOnSighup) {
+  const fs::path dir = TempDir("bin_sighup");
+  const std::string file = WriteProfile(dir, FastProfile(false));
+  Replica server({"--listen", "127.0.0.1:0", "--calib-dir", dir.string(), "--metrics-port", "0",
+                  "--reload-interval-s", "0", "--quiet"});
+  ASSERT_GT(server.port(), 0) << server.first_line();
+  EXPECT_THAT(server.first_line(), HasSubstr("reload on SIGHUP only"));
+  const size_t at = server.first_line().find("metrics on http://127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << server.first_line();
+  const int metrics_port = std::atoi(server.first_line().c_str() + at + 28);
+  std::string http = HttpGet(metrics_port, "/metrics");
+  ASSERT_THAT(http, HasSubstr("200 OK"));
+  Exposition e = ParseExposition(http.substr(http.find("\r\n\r\n") + 4));
+  EXPECT_THAT(e.errors, ::testing::IsEmpty());
+  EXPECT_EQ(e.samples.at("specplan_profiles_loaded"), 1);
+  EXPECT_EQ(e.samples.at("specplan_profile_reloads_total"), 0);
+
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Planner::NewStub(channel);
+  auto default_model = [&] {
+    grpc::ClientContext ctx;
+    v1::GetProfileRequest req;
+    req.mutable_profile()->set_gpu("a100");
+    req.mutable_profile()->set_model("qwen3-4b");
+    v1::GetProfileResponse resp;
+    const grpc::Status st = stub->GetProfile(&ctx, req, &resp);
+    return st.ok() ? resp.info().default_model() : "error: " + st.error_message();
+  };
+  EXPECT_EQ(default_model(), FastProfile(false).default_model);
+  ReplaceFile(file, costmodel::ProfileToJson(FastProfile(true)).dump(2));
+  server.Signal(SIGHUP);
+  std::string now;
+  for (int i = 0; i < 1000 && (now = default_model()) != "roofline"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(now, "roofline");
+  grpc::Status st;
+  EXPECT_EQ(HealthCheck(channel, "specplan.v1.Planner", &st), 1);
+  http = HttpGet(metrics_port, "/metrics");
+  e = ParseExposition(http.substr(http.find("\r\n\r\n") + 4));
+  EXPECT_EQ(e.samples.at("specplan_profile_reloads_total"), 1);
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.Wait(), 0);
 }
 
 // ---------------------------------------------------------------------------------------------
