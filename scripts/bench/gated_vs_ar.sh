@@ -18,15 +18,16 @@
 # not model loading or decoder creation) and prints the instructions per strategy and their ratio
 # to AR's: independent of the machine's load, about 1.5-3 minutes per strategy.
 #
-# Environment: BUILD_DIR (build), RUNS (3), THREADS ("1 0"; 0 = torch's default), STRATEGIES
-# (bestfirst,dynatree,batch, plus heads,causal when HEADS exists), TARGET (models/target),
-# HEADS (models/heads), PROMPTS (runtime/prompts/tiny.jsonl: 8 prompts), MAX_NEW_TOKENS (64),
-# GATE (on), MODE (time | callgrind). Extra arguments go to specplan-bench.
+# Environment: BUILD_DIR (build), BENCH (the binary; $BUILD_DIR/runtime/specplan-bench), RUNS (3),
+# THREADS ("1 0"; 0 = torch's default), STRATEGIES (bestfirst,dynatree,batch, plus heads,causal
+# when HEADS exists), TARGET (models/target), HEADS (models/heads), PROMPTS
+# (runtime/prompts/tiny.jsonl: 8 prompts), MAX_NEW_TOKENS (64), GATE (on), MODE (time |
+# callgrind). Extra arguments go to specplan-bench.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 build="${BUILD_DIR:-build}"
-bench="$build/runtime/specplan-bench"
+bench="${BENCH:-$build/runtime/specplan-bench}"
 runs="${RUNS:-3}"
 threads="${THREADS:-1 0}"
 target="${TARGET:-models/target}"
