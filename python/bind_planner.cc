@@ -366,7 +366,7 @@ Arrays are NumPy views of the result's own buffers (no copies).)doc")
         py::arg("c") = 0, py::kw_only(), py::arg("n_max") = 64, py::arg("mode") = "controller",
         py::arg("drafter") = "parallel", py::arg("t_draft_ms") = 0.0, py::arg("t_aux_ms") = 0.0,
         py::arg("l_ar_ms") = 0.0, py::arg("acceptance_scale") = 1.0, py::arg("validate") = true,
-        R"doc(Best-first draft tree over marginals (specplan plan; bastion.txt Alg. 1).
+        R"doc(Best-first draft tree over marginals (specplan plan; BASTION Alg. 1).
 
 marginals: specplan.Marginals or dict {root_token, tokens [gamma][k], probs [gamma][k]}.
 cost: specplan.Cost (required unless mode='fixed'); c: cached tokens (positions are c + depth).

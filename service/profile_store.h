@@ -2,8 +2,8 @@
 // <dtype>[-tp<N>][@<engine>].json, format costmodel/profile.h), keyed by id
 // "<gpu>/<model>-<dtype>[-tp<N>][@<engine>]" (costmodel::ProfileId: "@<engine>" for an engine other
 // than "specplan"), plus the online feedback engines report per profile (acceptance statistics and
-// the EMA latency correction of bastion.txt H.4). One (gpu, model, dtype) may be held under several
-// engines, each its own entry.
+// the EMA latency correction of BASTION (docs/references.md) App. H.4). One (gpu, model, dtype) may
+// be held under several engines, each its own entry.
 //
 // Thread-safety: every method may be called concurrently. Lookups take a shared lock and hand out
 // immutable snapshots (shared_ptr<const Entry>), so a Put never invalidates a plan in flight; Put
