@@ -1,5 +1,5 @@
-// Benchmark helpers (private, underscored): the workload of bench/batch_plan_bench.cc as arrays,
-// and the same PlanBatch call timed in a C++ loop with no Python in between, so that
+// Benchmark helpers (private, underscored): the workload of microbench/batch_plan_bench.cc as
+// arrays, and the same PlanBatch call timed in a C++ loop with no Python in between, so that
 // python/bench/plan_batch_bench.py can compare the Python call with the C++ one on one machine.
 #include <algorithm>
 #include <chrono>
@@ -12,36 +12,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "batch.h"
+#include "microbench/bench_marginals.h"
 #include "planner/engine_layouts.h"
 #include "planner/tree_outputs.h"
 
 namespace specplan::python {
-namespace {
-
-// bench/batch_plan_bench.cc's BenchMarginals, line for line (gamma = 16, K = 8).
-planner::Marginals BenchMarginals(uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  planner::Marginals m;
-  m.root_token = 1;
-  m.gamma = 16;
-  m.k = 8;
-  for (int d = 0; d < m.gamma; ++d) {
-    std::vector<double> row(m.k);
-    double sum = 0;
-    for (auto& x : row) sum += (x = std::pow(u(rng), 3.0));
-    const double mass = 0.6 + 0.35 * u(rng);
-    for (auto& x : row) x = x / sum * mass;
-    std::sort(row.begin(), row.end(), std::greater<double>());
-    for (int r = 0; r < m.k; ++r) {
-      m.tokens.push_back(1000 * d + r);
-      m.probs.push_back(static_cast<float>(row[r]));
-    }
-  }
-  return m;
-}
-
-}  // namespace
+using microbench::BenchMarginals;  // the workload microbench/batch_plan_bench.cc times
 
 void BindBench(py::module_& m) {
   m.def(
@@ -67,7 +43,8 @@ void BindBench(py::module_& m) {
         return d;
       },
       py::arg("b"),
-      "bench/batch_plan_bench.cc's batch of b requests (seeds 100 + i, c = 512 (1 + i % 8)) as "
+      "microbench/batch_plan_bench.cc's batch of b requests (seeds 100 + i, c = 512 (1 + i % 8)) "
+      "as "
       "the arrays plan_batch_arrays takes.");
 
   m.def(
@@ -134,7 +111,8 @@ void BindBench(py::module_& m) {
       py::arg("outputs") = "ragged", py::arg("repeats") = 1000,
       "Times BatchPlanner::Plan + outputs ('ragged': ComputeBatchLayout, as plan_batch_arrays("
       "layout='ragged') computes; 'tree_outputs': ComputeTreeOutputs per request, as "
-      "bench/batch_plan_bench.cc does; 'none') in a C++ loop with one planner, plan and output "
+      "microbench/batch_plan_bench.cc does; 'none') in a C++ loop with one planner, plan and "
+      "output "
       "buffers reused; returns the seconds of each repeat (float64 [repeats]).");
 }
 

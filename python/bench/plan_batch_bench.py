@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PlanBatch from Python against the same call from C++, on one machine.
 
-Workload: bench/batch_plan_bench.cc's (B requests, gamma = 16, K = 8, seeds 100 + i, contexts
+Workload: microbench/batch_plan_bench.cc's (B requests, gamma = 16, K = 8, seeds 100 + i, contexts
 512 (1 + i % 8), the bare H100 x Qwen3-8B roofline, t_draft 0.5 ms, t_aux 0.1 ms, N = n_max over
 the batch) with outputs. Three timings per mode, all medians of many single calls:
 
@@ -10,7 +10,7 @@ the batch) with outputs. Three timings per mode, all medians of many single call
   cpp     specplan._specplan._bench_plan_batch_cpp(outputs="ragged"): BatchPlanner::Plan +
           ComputeBatchLayout timed in a C++ loop (steady_clock around each call; one planner, plan
           and layout reused, as an engine linking the library would), no Python in between;
-  gbench  build/bench/batch_plan_bench's BM_PlanBatch<Mode>/B/N (Plan + ComputeTreeOutputs per
+  gbench  build/microbench/batch_plan_bench's BM_PlanBatch<Mode>/B/N (Plan + ComputeTreeOutputs per
           request, Google Benchmark's mean of its own iterations), when the binary exists.
 
 python / cpp is the overhead of calling from Python. The two alternate in short rounds (a few
@@ -71,7 +71,7 @@ def main():
     ap.add_argument("--modes", default="fixed,scan,controller")
     ap.add_argument("--rounds", type=int, default=300)
     ap.add_argument("--per-round", type=int, default=5)
-    ap.add_argument("--gbench", default=str(ROOT / "build" / "bench" / "batch_plan_bench"))
+    ap.add_argument("--gbench", default=str(ROOT / "build" / "microbench" / "batch_plan_bench"))
     ap.add_argument("--check", type=float, default=0.0,
                     help="exit 1 when a python / cpp ratio exceeds this (0: report only)")
     ap.add_argument("--json", default="", help="also write the figures to this file")

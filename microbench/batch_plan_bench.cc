@@ -17,33 +17,14 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
+#include "microbench/bench_marginals.h"
 #include "planner/batch_plan.h"
 #include "planner/tree_outputs.h"
 
 namespace specplan::planner {
 namespace {
 
-Marginals BenchMarginals(uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  Marginals m;
-  m.root_token = 1;
-  m.gamma = 16;
-  m.k = 8;
-  for (int d = 0; d < m.gamma; ++d) {
-    std::vector<double> row(m.k);
-    double sum = 0;
-    for (auto& x : row) sum += (x = std::pow(u(rng), 3.0));
-    const double mass = 0.6 + 0.35 * u(rng);
-    for (auto& x : row) x = x / sum * mass;
-    std::sort(row.begin(), row.end(), std::greater<double>());
-    for (int r = 0; r < m.k; ++r) {
-      m.tokens.push_back(1000 * d + r);
-      m.probs.push_back(static_cast<float>(row[r]));
-    }
-  }
-  return m;
-}
+using microbench::BenchMarginals;
 
 void RunBatch(benchmark::State& state, BudgetMode mode) {
   const int B = static_cast<int>(state.range(0));
