@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Downloads (on a Debian bookworm machine with apt) the .deb files scripts/gpu/lease.sh unpacks on
+# Downloads (on a Debian bookworm machine with apt) the .deb files scripts/gpu/run_stages.sh unpacks on
 # a GPU machine that lacks them: abseil (headers + shared libraries), Eigen, nlohmann-json, CLI11
 # and GoogleTest/GoogleMock. They land in .deps/ (ignored by git: add `/.deps/` to
 # .git/info/exclude) and travel with the working tree (about 3.5 MB).

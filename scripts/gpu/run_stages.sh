@@ -2,7 +2,7 @@
 # Everything specplan does on a lent GPU machine, in stages, for one `device` call (or any CUDA
 # machine with PyTorch 2.x, CUDA with CUPTI, cmake and ninja; no network needed).
 #
-#   bash scripts/gpu/lease.sh STAGE...
+#   bash scripts/gpu/run_stages.sh STAGE...
 #
 # Stages (in the order given; each is time-limited and logged, and a failing stage does not stop
 # the next one):
@@ -39,7 +39,7 @@ mkdir -p "$res"
 # The binaries' RUNPATH covers their direct libraries only; abseil's libraries need each other.
 export LD_LIBRARY_PATH="/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-log() { echo "lease[$(($(date +%s) - start))s]: $*" | tee -a "$res/summary.txt"; }
+log() { echo "run_stages[$(($(date +%s) - start))s]: $*" | tee -a "$res/summary.txt"; }
 save() { [ -n "${OUT:-}" ] && tar -czf "$OUT/results.tgz" -C "$res" . 2>/dev/null; true; }
 left() { echo $((deadline - ($(date +%s) - start))); }
 # run NAME LIMIT_S CMD...: logs to $res/NAME.log, records the exit status in the summary.
