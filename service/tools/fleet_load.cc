@@ -1,3 +1,6 @@
+// specplan-loadgen --targets: PlanTree and PlanBatch load across replicas (service/tools/
+// fleet_load.h). Over 500 lines because one run paces the load, runs the --event commands, checks
+// every answer against in-process planning and reports per segment and per replica.
 #include "service/tools/fleet_load.h"
 
 #include <grpcpp/grpcpp.h>

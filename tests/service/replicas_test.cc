@@ -5,7 +5,7 @@
 // runs (scripts/failover.sh has the 60-s ones): a replica SIGKILLed and restarted under load, a
 // profile replaced under load (then a corrupt replacement), SIGTERM under load. Every one asserts
 // counts and correctness (zero failed calls, every answer equal to in-process planning), never
-// timings.
+// timings. Over 500 lines because each of those behaviours needs its own servers and load.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
