@@ -28,6 +28,7 @@
 #include "service/channel.h"
 #include "service/planner_service.h"
 #include "service/profile_store.h"
+#include "service/tools/pacer.h"
 #include "specplan/v1/planner.grpc.pb.h"
 
 namespace specplan::service {
@@ -152,25 +153,12 @@ class FleetClient {
     if (!out->warmup.ok()) return;
     const Clock::time_point start = phase->start, stop = phase->stop;
     const bool paced = config_.qps > 0;
-    const Clock::duration interval = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(paced ? config_.clients / config_.qps : 0));
-    Clock::time_point next = start + interval * index_ / config_.clients;
+    Pacer pacer(config_.qps, config_.clients, index_, start, stop);
     out->samples.reserve(
         paced ? static_cast<size_t>(config_.seconds * config_.qps / config_.clients) + 16
               : size_t{1} << 16);
-    for (size_t i = static_cast<size_t>(index_);; ++i) {
-      Clock::time_point t0 = Clock::now();
-      if (t0 >= stop) break;
-      if (paced) {
-        if (next >= stop) break;
-        if (t0 < next) {
-          std::this_thread::sleep_until(next);
-        } else {
-          t0 = next;  // late: the queueing delay counts
-        }
-        if (t0 < next) t0 = next;
-        next += interval;
-      }
+    Clock::time_point t0;
+    for (size_t i = static_cast<size_t>(index_); pacer.Next(&t0); ++i) {
       const double t_s = Seconds(t0 - start);
       Sample s{t_s, 0, 0, -1, config_.inputs[i % config_.inputs.size()].batch};
       Call(i % config_.inputs.size(), t_s, &s.version, &s.replica, out);

@@ -33,6 +33,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "service/tools/pacer.h"
 #include "specplan/v1/planner.grpc.pb.h"
 #include "util/check.h"
 #include "util/percentile.h"
@@ -42,43 +43,6 @@ namespace specplan::service {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// When each call of one client starts: as fast as possible (qps <= 0), or paced so that `clients`
-// clients together make `qps` calls per second, staggered by client index. A paced call that
-// starts late is timed from its scheduled start (the wait behind the previous reply counts).
-class Pacer {
- public:
-  Pacer(double qps, int clients, int index, Clock::time_point start, Clock::time_point stop)
-      : paced_(qps > 0),
-        interval_(std::chrono::duration_cast<Clock::duration>(
-            std::chrono::duration<double>(paced_ ? clients / qps : 0))),
-        next_(start + interval_ * index / clients),
-        stop_(stop) {}
-
-  // Waits for the next call's slot and sets *t0 to the time its latency counts from; false once
-  // the phase is over.
-  bool Next(Clock::time_point* t0) {
-    const Clock::time_point now = Clock::now();
-    if (now >= stop_) return false;
-    *t0 = now;
-    if (!paced_) return true;
-    if (next_ >= stop_) return false;
-    if (now < next_) {
-      std::this_thread::sleep_until(next_);
-      *t0 = Clock::now();
-    } else {
-      *t0 = next_;
-    }
-    next_ += interval_;
-    return true;
-  }
-
- private:
-  bool paced_;
-  Clock::duration interval_;
-  Clock::time_point next_;
-  Clock::time_point stop_;
-};
 
 double CpuSeconds() {
   rusage ru{};
