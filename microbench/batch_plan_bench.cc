@@ -8,10 +8,6 @@
 // BENCH: BM_PlanBatchController/{8,64}/4096  first decrease of the goodput + outputs
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
-#include <cmath>
-#include <functional>
-#include <random>
 #include <vector>
 
 #include "costmodel/cycle_cost.h"

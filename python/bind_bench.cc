@@ -3,10 +3,7 @@
 // python/bench/plan_batch_bench.py can compare the Python call with the C++ one on one machine.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <functional>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
