@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "planner/engine_layouts.h"
+#include "planner/tree/engine_layouts.h"
 
 namespace specplan::cli {
 namespace {

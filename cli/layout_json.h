@@ -1,4 +1,4 @@
-// JSON forms of the engine layouts (planner/engine_layouts.h) that `plan` and `plan-batch` print
+// JSON forms of the engine layouts (planner/tree/engine_layouts.h) that `plan` and `plan-batch` print
 // with --layout.
 #ifndef SPECPLAN_CLI_LAYOUT_JSON_H_
 #define SPECPLAN_CLI_LAYOUT_JSON_H_
@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "planner/tree.h"
+#include "planner/tree/tree.h"
 
 namespace specplan::cli {
 

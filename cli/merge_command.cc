@@ -10,9 +10,9 @@
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/remote.h"
-#include "planner/merge.h"
-#include "planner/tree_json.h"
-#include "planner/tree_outputs.h"
+#include "planner/tree/merge.h"
+#include "planner/tree/tree_json.h"
+#include "planner/tree/tree_outputs.h"
 #include "util/file.h"
 
 namespace specplan::cli {

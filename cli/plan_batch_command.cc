@@ -1,5 +1,5 @@
 // specplan plan-batch: one tree budget across the B requests an engine verifies together
-// (planner/batch_plan.h).
+// (planner/batch/batch_plan.h).
 //
 //   specplan plan-batch --requests FILE.jsonl --model M --gpu G (--n-max N | --budget N)
 //                       [--profile F] [--scan] [--max-ms-per-token X] [--json]
@@ -32,9 +32,9 @@
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
-#include "planner/batch_plan.h"
-#include "planner/marginals.h"
-#include "planner/tree_outputs.h"
+#include "planner/batch/batch_plan.h"
+#include "planner/marginals/marginals.h"
+#include "planner/tree/tree_outputs.h"
 #include "util/json_util.h"
 
 namespace specplan::cli {

@@ -14,7 +14,7 @@
 // With --repeat R the same input is planned R times and `plan_us` is the mean microseconds per
 // plan including validation and all outputs (positions, packed mask, retrieve).
 // With --json --layout sglang the object gains `sglang`: the plan in SGLang's EAGLE verification
-// layout (planner/engine_layouts.h) as a batch of one: draft_token_num, tree_mask_mode,
+// layout (planner/tree/engine_layouts.h) as a batch of one: draft_token_num, tree_mask_mode,
 // draft_tokens, positions, retrive_index / retrive_next_token / retrive_next_sibling ([1][D]) and
 // tree_mask (flat: 0/1 entries for FULL_MASK and QLEN_ONLY, one integer per row for
 // QLEN_ONLY_BITPACKING). The other keys are unchanged.
@@ -35,10 +35,10 @@
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
-#include "planner/best_first.h"
-#include "planner/engine_layouts.h"
-#include "planner/marginals.h"
-#include "planner/tree_outputs.h"
+#include "planner/policies/best_first.h"
+#include "planner/tree/engine_layouts.h"
+#include "planner/marginals/marginals.h"
+#include "planner/tree/tree_outputs.h"
 #include "util/json_util.h"
 
 namespace specplan::cli {

@@ -12,7 +12,7 @@ reported on stderr.
     /usr/bin/python3 examples/python_client.py --marginals my_marginals.json --gpu h100 \
         --model qwen3-8b --context 2048 --n-max 256 --json
 
---marginals takes the JSON form of planner/marginals.h:
+--marginals takes the JSON form of planner/marginals/marginals.h:
     {"root_token": int, "tokens": [[int] * k] * gamma, "probs": [[float] * k] * gamma}
 Without it, a deterministic example (gamma=16, K=8) is built inline. With --profile GPU/MODEL the
 server's calibrated profile is used instead of the bare roofline of --gpu/--model; --engine NAME

@@ -6,10 +6,10 @@
 
 #include "costmodel/cycle_cost.h"
 #include "fuzz/fuzz_util.h"
-#include "planner/best_first.h"
-#include "planner/marginals.h"
-#include "planner/tree.h"
-#include "planner/tree_outputs.h"
+#include "planner/policies/best_first.h"
+#include "planner/marginals/marginals.h"
+#include "planner/tree/tree.h"
+#include "planner/tree/tree_outputs.h"
 
 namespace specplan::fuzz {
 namespace {

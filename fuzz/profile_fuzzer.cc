@@ -12,8 +12,8 @@
 #include "costmodel/latency_models.h"
 #include "costmodel/profile.h"
 #include "fuzz/fuzz_util.h"
-#include "planner/best_first.h"
-#include "planner/marginals.h"
+#include "planner/policies/best_first.h"
+#include "planner/marginals/marginals.h"
 
 namespace specplan::fuzz {
 namespace {

@@ -7,9 +7,9 @@
 #include <limits>
 
 #include "fuzz/fuzz_util.h"
-#include "planner/tree.h"
-#include "planner/tree_choices.h"
-#include "planner/tree_outputs.h"
+#include "planner/tree/tree.h"
+#include "planner/tree/tree_choices.h"
+#include "planner/tree/tree_outputs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace specplan;

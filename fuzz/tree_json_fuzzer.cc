@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "planner/acceptance.h"
-#include "planner/merge.h"
-#include "planner/tree.h"
-#include "planner/tree_choices.h"
-#include "planner/tree_json.h"
-#include "planner/tree_outputs.h"
+#include "planner/acceptance/acceptance.h"
+#include "planner/tree/merge.h"
+#include "planner/tree/tree.h"
+#include "planner/tree/tree_choices.h"
+#include "planner/tree/tree_json.h"
+#include "planner/tree/tree_outputs.h"
 
 namespace specplan::fuzz {
 namespace {

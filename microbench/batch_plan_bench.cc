@@ -14,8 +14,8 @@
 #include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
 #include "microbench/bench_marginals.h"
-#include "planner/batch_plan.h"
-#include "planner/tree_outputs.h"
+#include "planner/batch/batch_plan.h"
+#include "planner/tree/tree_outputs.h"
 
 namespace specplan::planner {
 namespace {

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "planner/marginals.h"
+#include "planner/marginals/marginals.h"
 
 namespace specplan::microbench {
 

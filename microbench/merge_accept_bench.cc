@@ -1,14 +1,14 @@
-// Benchmarks of merged-tree dual drafting and acceptance (planner/merge.h, planner/acceptance.h).
+// Benchmarks of merged-tree dual drafting and acceptance (planner/tree/merge.h, planner/acceptance/acceptance.h).
 // Workspaces and outputs are reused across iterations, as an engine would on its decode loop.
 #include <benchmark/benchmark.h>
 
 #include <random>
 #include <vector>
 
-#include "planner/acceptance.h"
-#include "planner/merge.h"
-#include "planner/tree.h"
-#include "planner/tree_outputs.h"
+#include "planner/acceptance/acceptance.h"
+#include "planner/tree/merge.h"
+#include "planner/tree/tree.h"
+#include "planner/tree/tree_outputs.h"
 
 namespace specplan::planner {
 namespace {

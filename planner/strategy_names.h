@@ -2,26 +2,26 @@
 // (whatif/) and every report, table and JSON field spell a strategy the same way:
 //
 //   ar          no speculation: one token per step
-//   linear      a draft-model greedy chain (planner/linear_chain.h)
-//   fixed       a static tree: the (D, B, tau) draft-model tree (planner/fixed_tree.h) in the
+//   linear      a draft-model greedy chain (planner/policies/linear_chain.h)
+//   fixed       a static tree: the (D, B, tau) draft-model tree (planner/policies/fixed_tree.h) in the
 //               runtime and the what-if sweep; the same best-first tree of --n-max nodes for every
 //               request in the what-if concurrency replay
-//   dynatree    the confidence-aware draft-model tree (planner/dynatree.h)
-//   bestfirst   best-first over marginals (planner/best_first.h). The runtime sizes it with the
+//   dynatree    the confidence-aware draft-model tree (planner/policies/dynatree.h)
+//   bestfirst   best-first over marginals (planner/policies/best_first.h). The runtime sizes it with the
 //               controller; the what-if sweep gives one row per fixed budget and names the
 //               budget-choosing modes `controller` and `scan`
 //   controller  best-first sized by the controller's stopping rule (BASTION (docs/references.md))
 //   scan        best-first sized by the argmax of the estimated speedup curve
 //   lookup      prompt-lookup n-gram marginals, best-first (runtime)
 //   merged      a draft-model tree merged with an n-gram tree (runtime)
-//   batch       the global batch planner, one budget over a batch (planner/batch_plan.h)
+//   batch       the global batch planner, one budget over a batch (planner/batch/batch_plan.h)
 //   best-fixed  the what-if concurrency replay's best static budget per batch size, chosen in
 //               hindsight (whatif/concurrency.h)
 //   best-chain  the same for a top-1 chain: the best static draft length K per batch size
 //               (whatif/concurrency.h)
 //   heads       best-first over the parallel draft heads' marginals (runtime)
 //   causal      path-conditioned best-first over the causal-correction head (runtime;
-//               planner/path_conditioned.h)
+//               planner/policies/path_conditioned.h)
 //
 // Earlier releases of the what-if wrote best_first, fixed_tree, no_spec and batch_planner;
 // CanonicalStrategyName still accepts those on input.

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common.h"
-#include "planner/batch_plan.h"
-#include "planner/engine_layouts.h"
+#include "planner/batch/batch_plan.h"
+#include "planner/tree/engine_layouts.h"
 
 namespace specplan::python {
 

@@ -1,5 +1,5 @@
-// accept_greedy (planner/acceptance.h), specplan.AcceptanceEstimator and specplan.SpeculationGate
-// (planner/speculation_gate.h).
+// accept_greedy (planner/acceptance/acceptance.h), specplan.AcceptanceEstimator and specplan.SpeculationGate
+// (planner/acceptance/speculation_gate.h).
 #include <cmath>
 #include <memory>
 #include <string>
@@ -9,8 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "batch.h"
 #include "common.h"
-#include "planner/acceptance.h"
-#include "planner/speculation_gate.h"
+#include "planner/acceptance/acceptance.h"
+#include "planner/acceptance/speculation_gate.h"
 
 namespace specplan::python {
 namespace {
@@ -238,7 +238,7 @@ accepted drafts then the bonus, are entries offsets[b] .. offsets[b+1] - 1 of ea
 emits accepted_length + 1 tokens, so both arrays share the offsets).)doc");
 
   py::class_<planner::AcceptanceEstimator>(m, "AcceptanceEstimator", R"doc(
-Online acceptance estimate (planner/speculation_gate.h): alpha of a truncated geometric chain with
+Online acceptance estimate (planner/acceptance/speculation_gate.h): alpha of a truncated geometric chain with
 exponential forgetting, the verified width, and the surrogate's calibration surrogate_scale (the
 realised / promised draft tokens), which plan_tree / plan_batch take as acceptance_scale.)doc")
       .def(py::init([](double a, double w, double f) {
@@ -278,7 +278,7 @@ realised / promised draft tokens), which plan_tree / plan_batch take as acceptan
       });
 
   py::class_<planner::SpeculationGate>(m, "SpeculationGate", R"doc(
-Decides before drafting whether a step drafts and how deep (planner/speculation_gate.h):
+Decides before drafting whether a step drafts and how deep (planner/acceptance/speculation_gate.h):
 R(0) = 1 / T(1) against R(d) = (1 + A(d)) / (d t + T(1 + round(w d))) with t the measured seconds
 of one draft level; returns 0 (plain decoding) unless some depth beats AR by more than min_gain,
 and probes now and then to refresh its estimates.

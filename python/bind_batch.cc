@@ -1,5 +1,5 @@
 // specplan.plan_batch / plan_batch_arrays and specplan.BatchPlan: one tree budget over the B
-// requests an engine verifies in one ragged pass (planner/batch_plan.h).
+// requests an engine verifies in one ragged pass (planner/batch/batch_plan.h).
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "batch.h"
 #include "layouts.h"
-#include "planner/tree_outputs.h"
+#include "planner/tree/tree_outputs.h"
 
 namespace specplan::python {
 namespace {
@@ -307,7 +307,7 @@ views of the result's own buffers (no copies).)doc")
 
   static const std::string kPlanBatchDoc =
       std::string(R"doc(One tree budget across a batch of requests verified in one ragged pass
-(specplan plan-batch; planner/batch_plan.h).
+(specplan plan-batch; planner/batch/batch_plan.h).
 
 requests: a list of specplan.Request(marginals, c, n_max=-1, weight=1.0), (marginals, c[, n_max[,
 weight]]) tuples or dicts {marginals, c[, n_max, weight]}; marginals a specplan.Marginals (read

@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "batch.h"
 #include "microbench/bench_marginals.h"
-#include "planner/engine_layouts.h"
-#include "planner/tree_outputs.h"
+#include "planner/tree/engine_layouts.h"
+#include "planner/tree/tree_outputs.h"
 
 namespace specplan::python {
 using microbench::BenchMarginals;  // the workload microbench/batch_plan_bench.cc times

@@ -18,7 +18,7 @@
 #include "costmodel/kernel_tables.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
-#include "planner/best_first.h"
+#include "planner/policies/best_first.h"
 
 namespace specplan::python {
 namespace {

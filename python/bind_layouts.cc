@@ -1,5 +1,5 @@
 // specplan.sglang_layout and specplan.ragged_layout: a batch of trees as engines' verification
-// kernels take them (planner/engine_layouts.h).
+// kernels take them (planner/tree/engine_layouts.h).
 #include <string>
 #include <vector>
 

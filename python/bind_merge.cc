@@ -1,11 +1,11 @@
-// specplan.merge_trees: merged trees of two drafters under one root (planner/merge.h).
+// specplan.merge_trees: merged trees of two drafters under one root (planner/tree/merge.h).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common.h"
-#include "planner/merge.h"
+#include "planner/tree/merge.h"
 
 namespace specplan::python {
 

@@ -1,5 +1,5 @@
 // specplan.Marginals, specplan.TreePlan and plan_tree: best-first trees over a parallel drafter's
-// marginals (planner/best_first.h), with the outputs a verifier needs (planner/tree_outputs.h).
+// marginals (planner/policies/best_first.h), with the outputs a verifier needs (planner/tree/tree_outputs.h).
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -11,9 +11,9 @@
 #include "common.h"
 #include "costmodel/cycle_cost.h"
 #include "layouts.h"
-#include "planner/best_first.h"
-#include "planner/marginals.h"
-#include "planner/tree_outputs.h"
+#include "planner/policies/best_first.h"
+#include "planner/marginals/marginals.h"
+#include "planner/tree/tree_outputs.h"
 
 namespace specplan::python {
 namespace {

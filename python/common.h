@@ -26,8 +26,8 @@
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_model.h"
 #include "costmodel/model_spec.h"
-#include "planner/marginals.h"
-#include "planner/tree.h"
+#include "planner/marginals/marginals.h"
+#include "planner/tree/tree.h"
 
 namespace specplan::python {
 

@@ -1,4 +1,4 @@
-// Engine layouts as Python dicts of NumPy arrays (planner/engine_layouts.h), shared by
+// Engine layouts as Python dicts of NumPy arrays (planner/tree/engine_layouts.h), shared by
 // specplan.sglang_layout / ragged_layout and the plan results' layout outputs.
 #ifndef SPECPLAN_PYTHON_LAYOUTS_H_
 #define SPECPLAN_PYTHON_LAYOUTS_H_
@@ -8,8 +8,8 @@
 
 #include "absl/types/span.h"
 #include "common.h"
-#include "planner/engine_layouts.h"
-#include "planner/tree.h"
+#include "planner/tree/engine_layouts.h"
+#include "planner/tree/tree.h"
 
 namespace specplan::python {
 

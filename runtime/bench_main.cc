@@ -521,7 +521,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", args.threads, "torch intra-op threads (0 = default)");
   app.add_option("--gate", args.gate,
                  "on: bestfirst and dynatree decide before drafting whether to draft (and "
-                 "bestfirst how deep; planner/speculation_gate.h); off: they always draft")
+                 "bestfirst how deep; planner/acceptance/speculation_gate.h); off: they always draft")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--kv-update", args.kv_update,

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "planner/tree_outputs.h"
+#include "planner/tree/tree_outputs.h"
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/status_macros.h"

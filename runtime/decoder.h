@@ -22,9 +22,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "planner/acceptance.h"
-#include "planner/plan_backend.h"
-#include "planner/policy.h"
+#include "planner/acceptance/acceptance.h"
+#include "planner/batch/plan_backend.h"
+#include "planner/policies/policy.h"
 #include "runtime/decode_sequence.h"
 #include "runtime/drafters.h"
 #include "runtime/strategies/draft_strategy.h"

@@ -20,9 +20,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "planner/marginals.h"
-#include "planner/policy.h"
-#include "planner/tree.h"
+#include "planner/marginals/marginals.h"
+#include "planner/policies/policy.h"
+#include "planner/tree/tree.h"
 #include "runtime/kv_cache.h"
 #include "runtime/step_buffers.h"
 #include "runtime/transformer.h"

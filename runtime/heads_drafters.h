@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "planner/marginals.h"
-#include "planner/path_conditioned.h"
-#include "planner/tree.h"
+#include "planner/marginals/marginals.h"
+#include "planner/policies/path_conditioned.h"
+#include "planner/tree/tree.h"
 #include "runtime/draft_heads.h"
 
 namespace specplan::runtime {

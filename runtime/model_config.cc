@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "costmodel/model_registry.h"
-#include "planner/token.h"
+#include "planner/tree/token.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {

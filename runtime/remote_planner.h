@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "planner/plan_backend.h"
+#include "planner/batch/plan_backend.h"
 
 namespace specplan::runtime {
 

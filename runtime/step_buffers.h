@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "planner/token.h"
+#include "planner/tree/token.h"
 
 namespace specplan::runtime {
 

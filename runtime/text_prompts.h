@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/token.h"
+#include "planner/tree/token.h"
 
 namespace specplan::runtime {
 

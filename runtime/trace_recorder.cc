@@ -6,9 +6,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "planner/marginals.h"
-#include "planner/policy.h"
-#include "planner/tree.h"
+#include "planner/marginals/marginals.h"
+#include "planner/policies/policy.h"
+#include "planner/tree/tree.h"
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/status_macros.h"

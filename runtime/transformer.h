@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "planner/token.h"
+#include "planner/tree/token.h"
 #include "runtime/kv_cache.h"
 #include "runtime/model_config.h"
 

@@ -30,12 +30,12 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/profile.h"
-#include "planner/batch_plan.h"
-#include "planner/best_first.h"
-#include "planner/marginals.h"
-#include "planner/merge.h"
-#include "planner/plan_backend.h"
-#include "planner/tree_outputs.h"
+#include "planner/batch/batch_plan.h"
+#include "planner/policies/best_first.h"
+#include "planner/marginals/marginals.h"
+#include "planner/tree/merge.h"
+#include "planner/batch/plan_backend.h"
+#include "planner/tree/tree_outputs.h"
 #include "whatif/sweep.h"
 
 namespace specplan::v1 {

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "planner/dynatree.h"
-#include "planner/eagle2.h"
-#include "planner/fixed_tree.h"
-#include "planner/linear_chain.h"
+#include "planner/policies/dynatree.h"
+#include "planner/policies/eagle2.h"
+#include "planner/policies/fixed_tree.h"
+#include "planner/policies/linear_chain.h"
 #include "util/status_macros.h"
 
 namespace specplan::service {

@@ -1,6 +1,6 @@
 // The state machine behind one PlanSession stream (protocol in planner.proto): a tree policy
-// (planner/policy.h: fixed, linear, DynaTree, EAGLE-2) or the path-conditioned best-first planner
-// (planner/path_conditioned.h), driven by the engine's NodeDistributions messages.
+// (planner/policies/policy.h: fixed, linear, DynaTree, EAGLE-2) or the path-conditioned best-first planner
+// (planner/policies/path_conditioned.h), driven by the engine's NodeDistributions messages.
 //
 //   start        -> ExpandRequest (or SessionPlan when the tree is final at once)
 //   distributions-> ExpandRequest | SessionPlan
@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "planner/best_first.h"
-#include "planner/path_conditioned.h"
-#include "planner/policy.h"
-#include "planner/tree_outputs.h"
+#include "planner/policies/best_first.h"
+#include "planner/policies/path_conditioned.h"
+#include "planner/policies/policy.h"
+#include "planner/tree/tree_outputs.h"
 #include "service/convert.h"
 #include "service/cost_resolver.h"
 #include "specplan/v1/planner.pb.h"

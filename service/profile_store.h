@@ -38,7 +38,7 @@
 #include "costmodel/latency_model.h"
 #include "costmodel/latency_models.h"
 #include "costmodel/profile.h"
-#include "planner/speculation_gate.h"
+#include "planner/acceptance/speculation_gate.h"
 #include "util/env.h"
 
 namespace specplan::service {

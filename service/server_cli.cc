@@ -10,7 +10,7 @@
 #include <string>
 
 #include "costmodel/profile.h"
-#include "planner/batch_plan.h"
+#include "planner/batch/batch_plan.h"
 #include "service/server.h"
 #include "util/file.h"
 

@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "planner/token.h"
+#include "planner/tree/token.h"
 
 namespace specplan::tokenizer {
 

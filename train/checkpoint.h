@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "planner/token.h"
+#include "planner/tree/token.h"
 #include "runtime/transformer.h"
 
 namespace specplan::train {

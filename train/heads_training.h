@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "planner/token.h"
+#include "planner/tree/token.h"
 #include "runtime/draft_heads.h"
 #include "runtime/transformer.h"
 #include "train/lm_training.h"

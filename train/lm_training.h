@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "planner/token.h"
+#include "planner/tree/token.h"
 #include "runtime/transformer.h"
 
 namespace specplan::train {

@@ -9,8 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "planner/policy.h"
-#include "planner/tree.h"
+#include "planner/policies/policy.h"
+#include "planner/tree/tree.h"
 #include "whatif/trace.h"
 
 namespace specplan::whatif {

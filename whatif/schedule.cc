@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "planner/best_first.h"
+#include "planner/policies/best_first.h"
 #include "util/status_macros.h"
 
 namespace specplan::whatif {

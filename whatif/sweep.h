@@ -48,8 +48,8 @@
 #include "absl/status/statusor.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_model.h"
-#include "planner/dynatree.h"
-#include "planner/fixed_tree.h"
+#include "planner/policies/dynatree.h"
+#include "planner/policies/fixed_tree.h"
 #include "whatif/trace.h"
 
 namespace specplan::whatif {

@@ -23,7 +23,7 @@
 //                            // share a pass were verified together in one ragged pass, so a pass's
 //                            // steps are the batch's requests with their context lengths c; two
 //                            // steps of one prompt never share a pass.
-// At least one of "marginals" (a parallel drafter's gamma x k lattice, planner/marginals.h; its
+// At least one of "marginals" (a parallel drafter's gamma x k lattice, planner/marginals/marginals.h; its
 // root_token is "root") and "nodes" (an autoregressive drafter's distributions) is present.
 // "nodes" is a recorded tree in topological order (parents[0] = -1, parents[i] < i, tokens[0] =
 // root); row i of dist_tokens/dist_probs is the drafter's top-k next-token distribution after the
@@ -42,8 +42,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "planner/marginals.h"
-#include "planner/token.h"
+#include "planner/marginals/marginals.h"
+#include "planner/tree/token.h"
 
 namespace specplan::whatif {
 

@@ -1,5 +1,5 @@
 // Strategy `batch`: every sequence drafts the draft model's autoregressive-chain lattice (as
-// bestfirst does), and ONE global batch planner (planner::BatchPlanner, planner/batch_plan.h)
+// bestfirst does), and ONE global batch planner (planner::BatchPlanner, planner/batch/batch_plan.h)
 // sizes all the sequences' trees of a batch at once: one budget grown from one frontier, stopping
 // where the batch goodput Σ Â_i / C_batch(N) peaks, with n_i = 0 ("do not speculate this
 // sequence this step") and N = 0 (a plain decoding step) when drafting does not pay.
@@ -9,7 +9,7 @@
 // (SpeculativeDecoder), BuildTree plans a batch of one, which is best-first with the same stopping
 // rule node for node.
 //
-// The speculation gate (planner/speculation_gate.h), unless options.gate.enabled is false, decides
+// The speculation gate (planner/acceptance/speculation_gate.h), unless options.gate.enabled is false, decides
 // before drafting whether the step drafts at all and how deep: alone with Decide, in a batch with
 // one gate for the whole batch (DecideBatch, shared through ShareGate), fed by every sequence's
 // acceptance. A step it keeps undrafted is a plain decoding step for every sequence, and the draft
@@ -24,8 +24,8 @@
 
 #include "absl/types/span.h"
 #include "costmodel/cycle_cost.h"
-#include "planner/batch_plan.h"
-#include "planner/speculation_gate.h"
+#include "planner/batch/batch_plan.h"
+#include "planner/acceptance/speculation_gate.h"
 #include "runtime/strategies/draft_strategy.h"
 
 namespace specplan::runtime {

@@ -18,7 +18,7 @@
 
 #include <memory>
 
-#include "planner/path_conditioned.h"
+#include "planner/policies/path_conditioned.h"
 #include "runtime/heads_drafters.h"
 #include "runtime/strategies/draft_strategy.h"
 

@@ -1,6 +1,6 @@
 #include "runtime/strategies/lookup.h"
 
-#include "planner/tree_ops.h"
+#include "planner/tree/tree_ops.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {

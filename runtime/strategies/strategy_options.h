@@ -8,13 +8,13 @@
 
 #include "absl/status/statusor.h"
 #include "costmodel/latency_model.h"
-#include "planner/best_first.h"
-#include "planner/dynatree.h"
-#include "planner/fixed_tree.h"
-#include "planner/linear_chain.h"
-#include "planner/merge.h"
-#include "planner/plan_backend.h"
-#include "planner/speculation_gate.h"
+#include "planner/policies/best_first.h"
+#include "planner/policies/dynatree.h"
+#include "planner/policies/fixed_tree.h"
+#include "planner/policies/linear_chain.h"
+#include "planner/tree/merge.h"
+#include "planner/batch/plan_backend.h"
+#include "planner/acceptance/speculation_gate.h"
 #include "runtime/draft_heads.h"
 #include "runtime/drafters.h"
 
@@ -88,7 +88,7 @@ struct StrategyOptions {
   // kBatch: the draft-model step time the batch planner prices, in seconds; < 0: the drafter's
   // last measured step (the default). A fixed value makes plans reproducible (tests).
   double batch_draft_step_s = -1;
-  // The speculation gate (planner/speculation_gate.h) of bestfirst and dynatree: before drafting,
+  // The speculation gate (planner/acceptance/speculation_gate.h) of bestfirst and dynatree: before drafting,
   // from the measured draft-level time, T_verify and the online acceptance estimate, it decides
   // whether this step drafts at all (both) and how deep (bestfirst: the chain depth, <= gamma).
   // gate.enabled = false: always draft (the behaviour before the gate; exactness tests).

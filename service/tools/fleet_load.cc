@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "planner/marginals.h"
+#include "planner/marginals/marginals.h"
 #include "service/channel.h"
 #include "service/planner_service.h"
 #include "service/profile_store.h"

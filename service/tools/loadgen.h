@@ -22,7 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "planner/marginals.h"
+#include "planner/marginals/marginals.h"
 #include "specplan/v1/planner.pb.h"
 
 namespace specplan::service {

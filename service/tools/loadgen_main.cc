@@ -49,7 +49,7 @@
 
 #include "absl/strings/str_format.h"
 #include "costmodel/profile.h"
-#include "planner/marginals.h"
+#include "planner/marginals/marginals.h"
 #include "service/server.h"
 #include "service/tools/fleet_load.h"
 #include "service/tools/loadgen.h"

@@ -9,7 +9,7 @@ prefix="$scratch/prefix"
 cmake --install "$build" --prefix "$prefix" >"$scratch/install.log"
 pkg=$(find "$prefix" -name specplanConfig.cmake -print -quit)
 [[ -n "$pkg" ]] || { echo "no specplanConfig.cmake under $prefix"; exit 1; }
-for f in planner/best_first.h planner/batch_plan.h costmodel/roofline.h util/check.h; do
+for f in planner/policies/best_first.h planner/batch/batch_plan.h costmodel/roofline.h util/check.h; do
   [[ -f "$prefix/include/specplan/$f" ]] || { echo "header $f not installed"; exit 1; }
 done
 [[ -d "$prefix/share/specplan/calib" ]] || { echo "calib/ not installed"; exit 1; }

@@ -1,7 +1,7 @@
 // Greedy and exact-sampling acceptance over trees, with their distribution tests. Over 500 lines
 // because the sampling tests share the empirical-distribution helpers; each acceptance rule's
 // tests are a block.
-#include "planner/acceptance.h"
+#include "planner/acceptance/acceptance.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

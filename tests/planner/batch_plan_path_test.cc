@@ -12,8 +12,8 @@
 
 #include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
-#include "planner/batch_plan.h"
-#include "planner/path_conditioned.h"
+#include "planner/batch/batch_plan.h"
+#include "planner/policies/path_conditioned.h"
 #include "tests/planner/brute_force.h"
 #include "tests/planner/fake_drafter.h"
 #include "tests/planner/plan_test_util.h"

@@ -1,4 +1,4 @@
-#include "planner/batch_plan.h"
+#include "planner/batch/batch_plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

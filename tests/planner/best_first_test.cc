@@ -1,4 +1,4 @@
-#include "planner/best_first.h"
+#include "planner/policies/best_first.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "planner/marginals.h"
+#include "planner/marginals/marginals.h"
 
 namespace specplan::planner::testing {
 

@@ -1,4 +1,4 @@
-#include "planner/engine_layouts.h"
+#include "planner/tree/engine_layouts.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/tree_outputs.h"
+#include "planner/tree/tree_outputs.h"
 #include "tests/planner/random_tree.h"
 
 namespace specplan::planner {

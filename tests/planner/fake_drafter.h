@@ -1,6 +1,6 @@
-// Test-only fakes for the drafter side of TreePolicy (planner/policy.h), shared by the policy
+// Test-only fakes for the drafter side of TreePolicy (planner/policies/policy.h), shared by the policy
 // tests: a deterministic hash-based drafter, a scripted drafter and a path-probability check; and
-// a path-independent DistributionProvider (planner/path_conditioned.h) over marginals.
+// a path-independent DistributionProvider (planner/policies/path_conditioned.h) over marginals.
 #ifndef SPECPLAN_TESTS_PLANNER_FAKE_DRAFTER_H_
 #define SPECPLAN_TESTS_PLANNER_FAKE_DRAFTER_H_
 
@@ -13,10 +13,10 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "planner/marginals.h"
-#include "planner/path_conditioned.h"
-#include "planner/policy.h"
-#include "planner/tree.h"
+#include "planner/marginals/marginals.h"
+#include "planner/policies/path_conditioned.h"
+#include "planner/policies/policy.h"
+#include "planner/tree/tree.h"
 
 namespace specplan::planner::testing {
 

@@ -1,4 +1,4 @@
-#include "planner/fixed_tree.h"
+#include "planner/policies/fixed_tree.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "planner/policy.h"
-#include "planner/tree.h"
+#include "planner/policies/policy.h"
+#include "planner/tree/tree.h"
 #include "tests/planner/fake_drafter.h"
 
 namespace specplan::planner {

@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "planner/marginals.h"
-#include "planner/tree_json.h"
+#include "planner/marginals/marginals.h"
+#include "planner/tree/tree_json.h"
 
 namespace specplan::planner {
 namespace {

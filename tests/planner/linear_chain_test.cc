@@ -1,4 +1,4 @@
-#include "planner/linear_chain.h"
+#include "planner/policies/linear_chain.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "planner/dynatree.h"
-#include "planner/eagle2.h"
-#include "planner/fixed_tree.h"
-#include "planner/policy.h"
-#include "planner/tree.h"
+#include "planner/policies/dynatree.h"
+#include "planner/policies/eagle2.h"
+#include "planner/policies/fixed_tree.h"
+#include "planner/policies/policy.h"
+#include "planner/tree/tree.h"
 #include "tests/planner/fake_drafter.h"
 
 namespace specplan::planner {

@@ -1,4 +1,4 @@
-#include "planner/marginals.h"
+#include "planner/marginals/marginals.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

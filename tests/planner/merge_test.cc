@@ -1,4 +1,4 @@
-#include "planner/merge.h"
+#include "planner/tree/merge.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "planner/acceptance.h"
-#include "planner/tree_outputs.h"
+#include "planner/acceptance/acceptance.h"
+#include "planner/tree/tree_outputs.h"
 
 namespace specplan::planner {
 namespace {

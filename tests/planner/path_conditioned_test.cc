@@ -1,4 +1,4 @@
-#include "planner/path_conditioned.h"
+#include "planner/policies/path_conditioned.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
-// InProcessPlanBackend (planner/plan_backend.h) must give exactly what the direct planner calls
+// InProcessPlanBackend (planner/batch/plan_backend.h) must give exactly what the direct planner calls
 // give: BestFirstPlanner::Plan with a CycleCost built from the PlanCost, and MergeTrees.
-#include "planner/plan_backend.h"
+#include "planner/batch/plan_backend.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_model.h"
-#include "planner/best_first.h"
-#include "planner/merge.h"
+#include "planner/policies/best_first.h"
+#include "planner/tree/merge.h"
 #include "tests/planner/plan_test_util.h"
 #include "tests/planner/random_marginals.h"
 

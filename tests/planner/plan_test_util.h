@@ -11,7 +11,7 @@
 #include <string>
 
 #include "costmodel/latency_model.h"
-#include "planner/best_first.h"
+#include "planner/policies/best_first.h"
 
 namespace specplan::planner::testing {
 

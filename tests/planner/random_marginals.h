@@ -1,4 +1,4 @@
-// Test-only generators of random marginals (planner/marginals.h), shared by the marginal-based
+// Test-only generators of random marginals (planner/marginals/marginals.h), shared by the marginal-based
 // planner tests.
 #ifndef SPECPLAN_TESTS_PLANNER_RANDOM_MARGINALS_H_
 #define SPECPLAN_TESTS_PLANNER_RANDOM_MARGINALS_H_
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "planner/marginals.h"
+#include "planner/marginals/marginals.h"
 
 namespace specplan::planner::testing {
 

@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "planner/tree.h"
+#include "planner/tree/tree.h"
 
 namespace specplan::planner::testing {
 

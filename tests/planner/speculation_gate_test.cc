@@ -1,7 +1,7 @@
 // The speculation gate's decision rule against its formulas (a reference over a parameter grid),
 // its two ends (expensive drafter => 0, cheap and accepted drafter => max depth), the estimator's
 // convergence, and the probe schedule that lets a drafter that improved back in.
-#include "planner/speculation_gate.h"
+#include "planner/acceptance/speculation_gate.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "planner/best_first.h"
+#include "planner/policies/best_first.h"
 
 namespace specplan::planner {
 namespace {

@@ -1,4 +1,4 @@
-#include "planner/tree_choices.h"
+#include "planner/tree/tree_choices.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

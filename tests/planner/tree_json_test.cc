@@ -1,4 +1,4 @@
-#include "planner/tree_json.h"
+#include "planner/tree/tree_json.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Tree operations: dropping zero-probability nodes keeps a prefix-closed tree in order.
-#include "planner/tree_ops.h"
+#include "planner/tree/tree_ops.h"
 
 #include <gtest/gtest.h>
 

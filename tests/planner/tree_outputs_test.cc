@@ -1,4 +1,4 @@
-#include "planner/tree_outputs.h"
+#include "planner/tree/tree_outputs.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 """specplan.sglang_layout and specplan.ragged_layout: the hand-worked examples of
-planner/engine_layouts.h (README "Engine layouts"), the CLI's --layout sglang, a reference
+planner/tree/engine_layouts.h (README "Engine layouts"), the CLI's --layout sglang, a reference
 written here from SGLang's definitions, and the errors."""
 
 import json

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/tree.h"
+#include "planner/tree/tree.h"
 #include "runtime/model_config.h"
 #include "runtime/model_loader.h"
 #include "runtime/safetensors.h"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "costmodel/grid_latency.h"
-#include "planner/plan_backend.h"
+#include "planner/batch/plan_backend.h"
 #include "runtime/decoder.h"
 #include "runtime/peak_memory.h"
 #include "runtime/strategies/draft_strategy.h"

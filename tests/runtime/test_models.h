@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "planner/tree.h"
-#include "planner/tree_outputs.h"
+#include "planner/tree/tree.h"
+#include "planner/tree/tree_outputs.h"
 #include "runtime/decoder.h"
 #include "runtime/model_config.h"
 #include "runtime/safetensors.h"

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <random>
 
-#include "planner/tree_outputs.h"
+#include "planner/tree/tree_outputs.h"
 #include "runtime/kv_cache.h"
 #include "runtime/step_buffers.h"
 #include "tests/runtime/test_models.h"

@@ -10,7 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "planner/marginals.h"
+#include "planner/marginals/marginals.h"
 #include "service_test_util.h"
 
 namespace specplan::service {

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "planner/token.h"
+#include "planner/tree/token.h"
 
 namespace specplan::train {
 

@@ -7,10 +7,10 @@
 #include <functional>
 #include <random>
 
-#include "planner/best_first.h"
-#include "planner/dynatree.h"
-#include "planner/fixed_tree.h"
-#include "planner/linear_chain.h"
+#include "planner/policies/best_first.h"
+#include "planner/policies/dynatree.h"
+#include "planner/policies/fixed_tree.h"
+#include "planner/policies/linear_chain.h"
 #include "test_util.h"
 #include "whatif/trace.h"
 

@@ -40,7 +40,7 @@
 #include "costmodel/batch_shape.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
-#include "planner/best_first.h"
+#include "planner/policies/best_first.h"
 #include "test_util.h"
 #include "util/check.h"
 #include "whatif/concurrency.h"

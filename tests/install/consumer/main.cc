@@ -7,7 +7,7 @@
 #include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
-#include "planner/best_first.h"
+#include "planner/policies/best_first.h"
 
 int main() {
   using namespace specplan;

@@ -1,0 +1,475 @@
+#include "planner/batch/batch_plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "util/check.h"
+
+namespace specplan::planner {
+namespace {
+
+// Tokens of the probe tree that prices one request's draft tokens (see the header).
+constexpr int64_t kPriceProbeTokens = 16;
+// Pops a request takes ahead of the merge at a time (see Plan).
+constexpr int kRefillChunk = 8;
+constexpr int kControllerChunk = 2;  // the controller's (see Plan)
+
+absl::Status ValidateRequests(const std::vector<BatchRequest>& requests, bool marginals) {
+  if (requests.empty()) return absl::InvalidArgumentError("requests: empty batch");
+  if (requests.size() > static_cast<size_t>(kMaxBatchRequests)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("requests: ", requests.size(), " requests, limit ", kMaxBatchRequests));
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const BatchRequest& r = requests[i];
+    // The field's name, built only for an error.
+    const auto at = [i] { return absl::StrCat("requests[", i, "]"); };
+    if (r.marginals == nullptr && r.provider == nullptr) {
+      return absl::InvalidArgumentError(
+          at() + ".marginals: missing (give exactly one of marginals and provider)");
+    }
+    if (r.marginals != nullptr && r.provider != nullptr) {
+      return absl::InvalidArgumentError(
+          at() + ".provider: given together with marginals (give exactly one of the two)");
+    }
+    if (r.provider != nullptr) {
+      if (r.root_token < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at(), ".root_token = ", r.root_token, ": token ids must be >= 0"));
+      }
+      if (r.gamma < 1 || r.gamma > kMaxMarginalsGamma) {
+        return absl::InvalidArgumentError(absl::StrCat(at(), ".gamma = ", r.gamma,
+                                                       ": must be in [1, ", kMaxMarginalsGamma,
+                                                       "] with a provider"));
+      }
+      if (r.k < 1 || r.k > kMaxMarginalsK) {
+        return absl::InvalidArgumentError(absl::StrCat(at(), ".k = ", r.k, ": must be in [1, ",
+                                                       kMaxMarginalsK, "] with a provider"));
+      }
+    } else if (marginals) {
+      if (absl::Status st = ValidateMarginals(*r.marginals); !st.ok()) {
+        return absl::Status(st.code(), absl::StrCat(at(), ".marginals.", st.message()));
+      }
+    }
+    if (r.c < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(at(), ".c = ", r.c, ": must be >= 0"));
+    }
+    if (r.n_max < -1 || r.n_max >= kMaxTreeNodes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at(), ".n_max = ", r.n_max, ": must be -1 (no cap) or in [0, ", kMaxTreeNodes - 1, "]"));
+    }
+    if (!std::isfinite(r.weight) || r.weight <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at(), ".weight = ", r.weight, ": must be finite and > 0"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOptions(const BatchPlanOptions& o, const costmodel::BatchCycleCost* cost) {
+  if (o.n_max < 0 || o.n_max > kMaxBatchNodes) {
+    return absl::InvalidArgumentError(absl::StrCat("n_max = ", o.n_max, ": must be in [0, ",
+                                                   kMaxBatchNodes, "] draft nodes over the batch"));
+  }
+  if (!(o.acceptance_scale > 0 && o.acceptance_scale <= kMaxAcceptanceScale)) {
+    return absl::InvalidArgumentError(absl::StrCat("acceptance_scale = ", o.acceptance_scale,
+                                                   ": must be in (0, ", kMaxAcceptanceScale, "]"));
+  }
+  const bool latency = o.objective == BatchObjective::kLatencyBound;
+  if ((o.mode != BudgetMode::kFixed || latency) && cost == nullptr) {
+    return absl::InvalidArgumentError(
+        "cost: a batch cycle cost is required in controller and scan modes and for a latency "
+        "bound");
+  }
+  if (latency) {
+    if (o.mode == BudgetMode::kFixed) {
+      return absl::InvalidArgumentError(
+          "objective: a latency bound chooses the budget itself; use controller or scan mode, "
+          "not a fixed budget");
+    }
+    if (!std::isfinite(o.max_seconds_per_token) || o.max_seconds_per_token <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_seconds_per_token = ", o.max_seconds_per_token, ": must be finite and > 0"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status BatchPlanner::AskProviders(const std::vector<BatchRequest>& requests, int last,
+                                        const BatchPlan& plan, bool* asked) {
+  *asked = false;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (path_slot_[i] < 0) continue;
+    PathState& ps = paths_[static_cast<size_t>(path_slot_[i])];
+    // The merge needed the children of the root and of every pop it took, except the last pop
+    // when the round stopped right after taking it. Pops ahead of the merge are not needed.
+    const int32_t upto = plan.n[i] - (static_cast<int>(i) == last ? 1 : 0);
+    ps.needed.clear();
+    for (const int32_t v : ps.ws.missing) {
+      if (v <= upto) ps.needed.push_back(v);
+    }
+    if (ps.needed.empty()) continue;
+    const Tree& tree = plan.trees[i];
+    internal::SortRequestNodes(ps.needed, tree, ps.ws.handles, &ps.nodes, &ps.handles);
+    const int k = requests[i].k;
+    const size_t m = ps.nodes.size();
+    ps.reply.assign(m * static_cast<size_t>(k), TokenProb{});
+    ps.counts.assign(m, 0);
+    absl::Status st = requests[i].provider->Expand(tree, ps.nodes, k, absl::MakeSpan(ps.reply),
+                                                   absl::MakeSpan(ps.counts));
+    if (st.ok()) st = internal::ValidateDistributions(ps.reply, ps.counts, m, k);
+    if (!st.ok()) {
+      return absl::Status(st.code(), absl::StrCat("requests[", i, "].provider: ", st.message()));
+    }
+    for (size_t j = 0; j < m; ++j) {
+      ps.lattice.SetDistribution(ps.handles[j], ps.reply.data() + j * k, ps.counts[j]);
+    }
+    *asked = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
+                                const BatchPlanOptions& options,
+                                const costmodel::BatchCycleCost* cost, BatchPlan* plan) {
+  SPECPLAN_CHECK(plan != nullptr);
+  if (absl::Status st = ValidateRequests(requests, options.validate); !st.ok()) return st;
+  if (absl::Status st = ValidateOptions(options, cost); !st.ok()) return st;
+  const int B = static_cast<int>(requests.size());
+  const bool latency = options.objective == BatchObjective::kLatencyBound;
+  const bool evaluate = cost != nullptr && options.mode != BudgetMode::kFixed;
+  const bool scan = options.mode == BudgetMode::kScan || latency;
+
+  plan->trees.resize(static_cast<size_t>(B));
+  plan->n.assign(static_cast<size_t>(B), 0);
+  plan->expected_accepted.assign(static_cast<size_t>(B), 1.0);
+  plan->price.assign(static_cast<size_t>(B), 1.0);
+  plan->curve.clear();
+  plan->lattice_exhausted = false;
+  plan->bound_met = true;
+  shape_.Clear();
+  shape_.Reserve(static_cast<size_t>(B));
+  for (const BatchRequest& r : requests) shape_.Add(1, r.c);
+
+  // Prices (see the header): only when a cost orders the nodes and the requests differ.
+  if (evaluate && B > 1) {
+    const double base = cost->VerifySeconds(shape_);
+    double sum = 0;
+    bool usable = std::isfinite(base);
+    for (int i = 0; i < B && usable; ++i) {
+      shape_.SetTokens(i, 1 + kPriceProbeTokens);
+      const double d = cost->VerifySeconds(shape_) - base;
+      shape_.SetTokens(i, 1);
+      plan->price[i] = d;
+      sum += d;
+      usable = std::isfinite(d) && d > 0;
+    }
+    const bool equal = usable && std::all_of(plan->price.begin(), plan->price.end(),
+                                             [&](double d) { return d == plan->price[0]; });
+    if (!usable || equal) {
+      std::fill(plan->price.begin(), plan->price.end(), 1.0);
+    } else {
+      const double mean = sum / B;
+      for (double& p : plan->price) p /= mean;
+    }
+  }
+  // scale_i = w_i / kappa_i; with w = kappa = 1 the key is rho itself (B = 1: BestFirstPlanner).
+  scale_.resize(static_cast<size_t>(B));
+  cap_.resize(static_cast<size_t>(B));
+  path_slot_.assign(static_cast<size_t>(B), -1);
+  int num_paths = 0;
+  double weight_sum = 0;
+  for (int i = 0; i < B; ++i) {
+    const BatchRequest& r = requests[i];
+    scale_[i] = r.weight == 1.0 && plan->price[i] == 1.0 ? 1.0 : r.weight / plan->price[i];
+    const int64_t lattice =
+        r.provider != nullptr ? LatticeSize(r.gamma, r.k, kMaxTreeNodes - 1)
+                              : LatticeSize(r.marginals->gamma, r.marginals->k, kMaxTreeNodes - 1);
+    cap_[i] =
+        static_cast<int>(std::min<int64_t>(r.n_max < 0 ? kMaxTreeNodes - 1 : r.n_max, lattice));
+    weight_sum += r.weight;
+    if (r.provider != nullptr) {
+      path_slot_[i] = num_paths++;
+      if (paths_.size() < static_cast<size_t>(num_paths)) paths_.resize(num_paths);
+      paths_[path_slot_[i]].lattice.Reset(r.root_token, r.gamma);
+    }
+  }
+  // Plain decoding: every request verifies its root alone and nothing is drafted.
+  const double ar_s =
+      cost != nullptr ? cost->VerifySeconds(shape_) : std::numeric_limits<double>::quiet_NaN();
+  plan->ar_goodput = B / ar_s;
+
+  static_assert(kMaxBatchRequests < 65536);  // the request index fits FrontierTie's 16 bits
+  // Each request's own frontier (marginals_frontier.h; the lazy one of best_first.h for a
+  // provider), keyed by w_i rho / kappa_i with the request in the tie-breaker. A request's pop
+  // order does not depend on the other requests, so each request pops ahead in chunks (refill:
+  // its tree grows past what the merge has taken, and keys_[i] records the key of every pop) while
+  // its rows are in cache, and the global pop order is the merge of the B recorded streams: merge_
+  // holds the key of each request's next unmerged pop. plan->n[i] counts the pops of request i
+  // that the merge has taken; its tree keeps the pops ahead of that until the final cut below.
+  // (Merging the live frontiers pop by pop instead hopped between 64 requests' rows and heaps at
+  // every pop; perf put most of the time there.)
+  if (frontiers_.size() < static_cast<size_t>(B)) frontiers_.resize(static_cast<size_t>(B));
+  if (keys_.size() < static_cast<size_t>(B)) keys_.resize(static_cast<size_t>(B));
+  order_.reserve(static_cast<size_t>(options.n_max));
+  // Pops `f` up to `chunk` more times (not past request i's cap), recording the keys.
+  auto pop_ahead = [&](auto& f, int i, int chunk) {
+    Tree& tree = plan->trees[i];
+    std::vector<FrontierKey>& keys = keys_[i];
+    int popped = tree.size() - 1;
+    const int stop = std::min(cap_[i], popped + chunk);
+    while (popped < stop && !f.empty()) {
+      keys.push_back(f.top());
+      const FrontierCandidate e = f.Pop();
+      const int32_t node = tree.AddNode(e.parent, e.token, e.rho);
+      f.Added(node, e);
+      if (++popped < cap_[i]) f.Expand(node, e);
+    }
+  };
+  auto refill = [&](int i, int chunk) {
+    if (path_slot_[i] < 0) {
+      pop_ahead(frontiers_[i], i, chunk);
+    } else {
+      PathState& ps = paths_[path_slot_[i]];
+      internal::LazyFrontier<internal::PathLatticeStore> f(ps.lattice, plan->trees[i], &ps.ws,
+                                                           scale_[i], static_cast<uint32_t>(i));
+      pop_ahead(f, i, chunk);
+    }
+  };
+  // Whether request i's stream may have keys beyond those recorded in keys_[i].
+  auto open = [&](int i) {
+    if (static_cast<int>(keys_[i].size()) >= cap_[i]) return false;
+    return path_slot_[i] < 0 ? !frontiers_[i].empty() : !paths_[path_slot_[i]].ws.heap.empty();
+  };
+  // Fixed budget, after the first pops ahead: let M be the largest last recorded key of a stream
+  // that may have more. Every key > M is recorded (a stream's keys decrease), so the keys > M are
+  // the first c pops of the global order, whatever their order among themselves; a fixed budget
+  // needs only the counts, so when c < n_max they are taken at once (plan->n[i] = request i's
+  // keys > M) and the merge heap is rebuilt from each request's next key. Returns c (0 when
+  // nothing is taken). With the benchmark's 64 requests this takes about 60 % of the pops
+  // without a sift of the merge heap.
+  auto take_above_open_streams = [&]() -> int {
+    bool any_open = false;
+    FrontierKey m;
+    for (int i = 0; i < B; ++i) {
+      if (keys_[i].empty() || !open(i)) continue;
+      if (!any_open || FrontierKeyLess(m, keys_[i].back())) m = keys_[i].back();
+      any_open = true;
+    }
+    if (!any_open) return 0;
+    int c = 0;
+    for (int i = 0; i < B; ++i) {
+      const std::vector<FrontierKey>& keys = keys_[i];
+      const auto end = std::partition_point(
+          keys.begin(), keys.end(), [&](const FrontierKey& k) { return FrontierKeyLess(m, k); });
+      plan->n[i] = static_cast<int>(end - keys.begin());
+      c += plan->n[i];
+    }
+    if (c == 0 || c >= options.n_max) {
+      std::fill(plan->n.begin(), plan->n.end(), 0);
+      return 0;
+    }
+    // An open stream keeps its last key (<= M); a closed one may be used up.
+    merge_.clear();
+    for (int i = 0; i < B; ++i) {
+      const size_t next = static_cast<size_t>(plan->n[i]);
+      if (next < keys_[i].size()) merge_.push(keys_[i][next]);
+    }
+    return c;
+  };
+  // Chunk sizes: a fixed budget or a scan takes about n_max / B pops per request; the controller
+  // usually stops much earlier, so it pops ahead less (pops ahead of the stop are wasted).
+  const bool to_the_end = !evaluate || scan;
+  const int chunk = to_the_end ? kRefillChunk : kControllerChunk;
+  const int first_chunk = to_the_end ? std::max(chunk, (options.n_max + B - 1) / B) : chunk;
+
+  const double X = options.max_seconds_per_token;
+  int best_n = 0;
+  double best_violation = std::numeric_limits<double>::infinity();
+  bool feasible_seen = false;
+  plan->provider_rounds = 0;
+  for (;;) {  // rounds (one without providers; see the header)
+    ++plan->provider_rounds;
+    if (plan->provider_rounds > 1) {
+      std::fill(plan->n.begin(), plan->n.end(), 0);
+      std::fill(plan->expected_accepted.begin(), plan->expected_accepted.end(), 1.0);
+      for (int i = 0; i < B; ++i) shape_.SetTokens(i, 1);
+      plan->curve.clear();
+      plan->lattice_exhausted = false;
+    }
+    merge_.clear();
+    merge_.reserve(static_cast<size_t>(B));
+    order_.clear();
+    for (int i = 0; i < B; ++i) {
+      const BatchRequest& r = requests[i];
+      keys_[i].clear();
+      if (path_slot_[i] < 0) {
+        plan->trees[i].ResetRoot(r.marginals->root_token);
+        if (options.n_max == 0 || cap_[i] == 0) continue;
+        frontiers_[i].Reset(r.marginals, &plan->trees[i], scale_[i], static_cast<uint32_t>(i));
+      } else {
+        plan->trees[i].ResetRoot(r.root_token);
+        PathState& ps = paths_[path_slot_[i]];
+        ps.ws.missing.clear();
+        if (options.n_max == 0 || cap_[i] == 0) continue;
+        internal::LazyFrontier<internal::PathLatticeStore> f(ps.lattice, plan->trees[i], &ps.ws,
+                                                             scale_[i], static_cast<uint32_t>(i));
+        f.Start(/*root_handle=*/0, /*expand_root=*/true);
+      }
+      refill(i, first_chunk);
+      if (!keys_[i].empty()) merge_.push(keys_[i][0]);
+    }
+    int n = 0;
+    if (!evaluate && options.n_max > 0) n = take_above_open_streams();
+
+    // Running sums over the batch at the current N.
+    // accepted: Σ Â_i; calibrated: Σ Â'_i; weighted: Σ w_i Â'_i.
+    const double scale = options.acceptance_scale;
+    double accepted = B, calibrated = B, weighted = weight_sum;
+    double min_a = 1.0;  // min_i Â_i, for the latency bound
+    int argmin_a = 0;
+    best_n = 0;
+    double best_g = -std::numeric_limits<double>::infinity(), prev_g = 0;
+    best_violation = std::numeric_limits<double>::infinity();
+    feasible_seen = false;
+    // Records point N (the sums above must describe N) and updates the choice; false = stop.
+    auto consider = [&](int n) {
+      const double c = cost->Seconds(shape_);
+      const double g = weighted / c;
+      plan->curve.push_back({n, accepted, weighted, c, calibrated / c});
+      if (latency) {
+        const double worst = c / CalibratedAccepted(min_a, scale);  // max_i C / Â'_i
+        if (worst <= X) {
+          if (!feasible_seen || g > best_g) best_g = g, best_n = n;
+          feasible_seen = true;
+        } else if (!feasible_seen && worst < best_violation) {
+          best_violation = worst;
+          best_n = n;
+        }
+        return true;
+      }
+      if (scan) {
+        if (g > best_g) best_g = g, best_n = n;
+        return true;
+      }
+      if (n > 0 && g < prev_g) return false;  // first decrease: n - 1 is the answer
+      prev_g = g;
+      best_n = n;
+      return true;
+    };
+    if (evaluate) consider(0);
+
+    // Request i's next pop after it has taken `taken` nodes, popping ahead when the recorded ones
+    // are used up; a request that is full (its cap) or whose lattice ran out leaves the merge.
+    auto next_pop = [&](int32_t i, int taken) {
+      std::vector<FrontierKey>& keys = keys_[i];
+      if (static_cast<size_t>(taken) == keys.size()) refill(i, chunk);
+      if (static_cast<size_t>(taken) < keys.size()) {
+        merge_.ReplaceTop(keys[static_cast<size_t>(taken)]);
+      } else {
+        merge_.pop();
+      }
+    };
+    int last = -1;  // the request of the last pop when the loop stopped right after taking it
+    // A fixed budget needs only the counts plan->n (N* is every pop, and the sums are made at
+    // the cut below).
+    while (!evaluate && n < options.n_max) {
+      if (merge_.empty()) {
+        plan->lattice_exhausted = true;
+        break;
+      }
+      const int32_t i = static_cast<int32_t>(TieRequest(merge_.top().tie()));
+      const int taken = ++plan->n[i];
+      if (++n == options.n_max) {
+        last = i;
+        break;
+      }
+      next_pop(i, taken);
+    }
+    if (!evaluate) best_n = n;
+    while (evaluate && n < options.n_max) {
+      if (merge_.empty()) {
+        plan->lattice_exhausted = true;
+        break;
+      }
+      const int32_t i = static_cast<int32_t>(TieRequest(merge_.top().tie()));
+      const int taken = ++plan->n[i];  // the tree node this pop added
+      const double rho = plan->trees[i].path_probs[static_cast<size_t>(taken)];
+      ++n;
+      order_.push_back(i);
+      plan->expected_accepted[i] += rho;
+      accepted += rho;
+      calibrated += scale * rho;
+      weighted += requests[i].weight * scale * rho;
+      shape_.Grow(i);
+      if (latency && i == argmin_a) {
+        for (int j = 0; j < B; ++j) {
+          if (plan->expected_accepted[j] < plan->expected_accepted[argmin_a]) argmin_a = j;
+        }
+        min_a = plan->expected_accepted[argmin_a];
+      }
+      if (!consider(n) || n == options.n_max) {
+        last = i;
+        break;
+      }
+      next_pop(i, taken);
+    }
+    if (num_paths == 0) break;
+    bool asked = false;
+    if (absl::Status st = AskProviders(requests, last, *plan, &asked); !st.ok()) return st;
+    if (!asked) break;
+  }
+  // The off switch: a plan that drafts must beat plain decoding, which pays no drafter.
+  plan->speculation_pays = !evaluate || best_n > 0;  // N* = 0 is a plain decoding step
+  if (evaluate && best_n > 0) {
+    const double plain_g = weight_sum / ar_s;
+    const BatchCurvePoint& p = plan->curve[static_cast<size_t>(best_n)];
+    if (latency) {
+      const bool plain_ok = ar_s <= X;  // every request gets a token per plain step
+      if (plain_ok && (!feasible_seen || plain_g >= p.weighted_accepted / p.cycle_s)) best_n = 0;
+      if (!plain_ok && !feasible_seen && ar_s <= best_violation) best_n = 0;
+      feasible_seen = feasible_seen || plain_ok;
+    } else if (p.weighted_accepted / p.cycle_s <= plain_g) {
+      best_n = 0;
+    }
+    plan->speculation_pays = best_n > 0;
+  }
+  if (latency) plan->bound_met = feasible_seen;
+
+  // Keep T_{n_i(N*)}: the first N* pops, counted per request, are a prefix of each request's own
+  // pop order (plan->n counts every merged pop, so it is the answer when N* is all of them).
+  if (best_n < static_cast<int>(order_.size())) {
+    std::fill(plan->n.begin(), plan->n.end(), 0);
+    for (int j = 0; j < best_n; ++j) ++plan->n[order_[j]];
+  }
+  plan->n_total = best_n;
+  shape_.Clear();
+  plan->weighted_accepted = 0;
+  double total_accepted = 0;
+  for (int i = 0; i < B; ++i) {
+    Tree& tree = plan->trees[i];
+    const size_t keep = static_cast<size_t>(plan->n[i]) + 1;
+    tree.tokens.resize(keep);
+    tree.parents.resize(keep);
+    tree.depths.resize(keep);
+    tree.path_probs.resize(keep);
+    const double a = tree.expected_accepted();
+    plan->expected_accepted[i] = a;
+    const double calibrated = CalibratedAccepted(a, options.acceptance_scale);
+    plan->weighted_accepted += requests[i].weight * calibrated;
+    total_accepted += calibrated;
+    shape_.Add(plan->n[i] + 1, requests[i].c);
+  }
+  if (cost != nullptr) {
+    plan->cycle_s = cost->Seconds(shape_);
+    plan->goodput = total_accepted / plan->cycle_s;
+  } else {
+    plan->cycle_s = plan->goodput = std::numeric_limits<double>::quiet_NaN();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace specplan::planner

@@ -1,0 +1,181 @@
+// PlanBatch: one tree budget across the B requests an engine verifies together in one ragged pass.
+//
+// Each request i brings its drafter's marginals or a path-conditioned provider (exactly one), its
+// context length c_i, an optional cap n_max_i and a weight w_i > 0. The planner grows every
+// request's tree from one global frontier and prices each candidate batch with the batch cycle cost
+// (costmodel::BatchCycleCost):
+//   C(N) = T_draft(B) + T_aux + T_verify({(n_i + 1, c_i)}),   N = Σ n_i.
+//
+// Order (the rule). A node of request i with path score ρ has priority  w_i ρ / κ_i.
+//   - Fixed budget (BudgetMode::kFixed): κ_i = 1. Popping in non-increasing w_i ρ adds, for every
+//     N, the N nodes that maximise Σ_i w_i Â_i over all prefix-closed allocations with N nodes in
+//     all (each request's ρ is non-increasing along its own pop order, so the per-request gains are
+//     concave and the greedy merge of the B sorted streams is optimal; checked against brute force
+//     in tests/planner/batch_plan_test.cc).
+//   - Cost-aware modes (kController, kScan): κ_i is request i's relative price of a draft token,
+//     κ_i = Δ_i / mean_j Δ_j with Δ_i = T_verify(s_i = 1 + q, others 1) − T_verify(all 1), q = 16,
+//     the cost of a 16-node tree for request i in the undrafted batch. The attention term grows
+//     with c_i, so a long-context request's nodes must buy more expected tokens per unit of cost.
+//     When some Δ_i is not > 0 (a cost flat in s, e.g. a measured table), or all Δ_i are equal
+//     (equal contexts, B = 1), κ_i = 1 and the order is the fixed-budget order.
+//   Ties: priority, then smaller depth, then smaller request index, then smaller parent index, then
+//   smaller rank, so that with B = 1 the pop order is BestFirstPlanner's node for node.
+//
+// Objectives, over the prefixes N = 0..N_max of that order (Â_i = 1 + Σ ρ over request i's nodes;
+// the root, the pending bonus token, always counts 1; every objective below uses the calibrated
+// Â'_i = 1 + s (Â_i − 1), s = BatchPlanOptions::acceptance_scale, 1 by default, as in
+// best_first.h; the order does not depend on s, and the expected_accepted fields stay Â):
+//   kGoodput       maximise the weighted goodput  G(N) = Σ_i w_i Â_i(N) / C(N).
+//                  kController stops at the first N with G(N + 1) < G(N); kScan takes the argmax.
+//   kLatencyBound  maximise G(N) subject to C(N) / Â_i(N) <= X for every request (X = expected
+//                  seconds per accepted token, an engine's per-request SLO), scanning every N.
+//                  If no N meets the bound, the N with the smallest max_i C(N) / Â_i(N) is taken
+//                  and `bound_met` is false.
+// C(0) still pays for the drafting that produced the marginals, so the prefixes are compared with
+// each other as they are. Then the off switch: in the cost-aware modes the chosen plan must beat
+// plain decoding, which drafts nothing and verifies every root alone in T_AR = T_verify(all 1)
+// (weighted goodput Σ w_i / T_AR; for kLatencyBound plain decoding is one more candidate, with
+// T_AR per token for every request). Otherwise N* = 0 and `speculation_pays` is false.
+// n_i = 0 means "do not speculate request i this step"; N* = 0 means no request drafts and the
+// engine runs a plain decoding step.
+//
+// Path-conditioned requests (BatchRequest::provider; path_conditioned.h). Their nodes are priced
+// and ordered by the same rule: a node's path score is ρ(u) = Π q(x_j | path to x_j) along its
+// path (ρ(child) <= ρ(parent) still holds), its priority w_i ρ / κ_i with κ_i from the cost as
+// above (the price depends on c_i only, not on the drafter), and ties break the same way (with
+// B = 1 the order is PathConditionedPlanner's node for node). Their lattices are discovered in
+// rounds, as in PathConditionedPlanner: each round runs the whole batch as above over the
+// distributions known so far, a provider request's node whose distribution is unknown counting
+// as a leaf. After a round, every provider request whose merged pops (or root) needed an unknown
+// distribution gets one DistributionProvider::Expand call for exactly those nodes, sorted by
+// (depth, node index), and the batch runs again; the first round that needs nothing is exact
+// (every merged pop and every head the merge compared are the true ones) and is the plan. A
+// batch without providers runs one round. Rounds are counted in BatchPlan::provider_rounds.
+// Providers are in-process callbacks: the PlanBatch RPC and `specplan plan-batch` carry
+// marginals only, and client::PlannerClient::PlanBatch (service/client.h) requires marginals in
+// every request.
+#ifndef SPECPLAN_PLANNER_BATCH_BATCH_PLAN_H_
+#define SPECPLAN_PLANNER_BATCH_BATCH_PLAN_H_
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "costmodel/batch_shape.h"
+#include "costmodel/cycle_cost.h"
+#include "planner/policies/best_first.h"
+#include "planner/marginals/frontier_heap.h"
+#include "planner/marginals/marginals.h"
+#include "planner/marginals/marginals_frontier.h"
+#include "planner/policies/path_conditioned.h"
+#include "planner/tree/token.h"
+#include "planner/tree/tree.h"
+
+namespace specplan::planner {
+
+// Documented limits on a batch accepted from outside callers.
+inline constexpr int kMaxBatchRequests = 4096;
+inline constexpr int kMaxBatchNodes = 1 << 20;  // total draft nodes over the batch
+
+// Exactly one of `marginals` and `provider` must be given.
+struct BatchRequest {
+  const Marginals* marginals = nullptr;  // the drafter's marginals; not retained
+  int64_t c = 0;                         // tokens already in this request's KV cache, >= 0
+  int n_max = -1;                        // cap on this request's draft nodes; -1 = none
+  double weight = 1.0;                   // w_i, finite and > 0
+  // A path-conditioned drafter instead of marginals: asked for q(. | path(u)) during Plan (see
+  // above), not retained. The fields below are read only with a provider.
+  DistributionProvider* provider = nullptr;
+  TokenId root_token = 0;  // the root, the pending bonus token, >= 0
+  int gamma = 16;          // maximum depth of the tree, 1..kMaxMarginalsGamma
+  int k = 8;               // continuations asked per node, 1..kMaxMarginalsK
+};
+
+enum class BatchObjective { kGoodput, kLatencyBound };
+
+struct BatchPlanOptions {
+  BudgetMode mode = BudgetMode::kController;
+  int n_max = 256;  // total draft nodes over the batch: the budget in kFixed, the search's upper
+                    // end otherwise; 0 <= n_max <= kMaxBatchNodes
+  BatchObjective objective = BatchObjective::kGoodput;
+  double max_seconds_per_token = 0;  // X for kLatencyBound, > 0
+  double acceptance_scale = 1.0;     // s of Â' = 1 + s (Â - 1); finite, in (0, 64]
+  bool validate = true;              // validate every request's marginals first (a provider's
+                                     // replies are always checked)
+};
+
+struct BatchCurvePoint {
+  int n = 0;                     // N, draft nodes over the batch
+  double expected_accepted = 0;  // Σ_i Â_i(N)
+  double weighted_accepted = 0;  // Σ_i w_i Â'_i(N)
+  double cycle_s = 0;            // C(N), seconds
+  double goodput = 0;            // Σ_i Â'_i(N) / C(N), tokens per second
+};
+
+// Result of one PlanBatch call. Caller-owned and reusable: vectors keep their capacity.
+struct BatchPlan {
+  std::vector<Tree> trees;                // [B] T_{n_i} in the request's own pop order
+  std::vector<int> n;                     // [B] n_i draft nodes; 0 = do not speculate
+  std::vector<double> expected_accepted;  // [B] Â_i, root included
+  int n_total = 0;                        // N* = Σ n_i
+  double weighted_accepted = 0;           // Σ w_i Â'_i at N*
+  double cycle_s = std::numeric_limits<double>::quiet_NaN();     // C(N*), NaN without a cost
+  double goodput = std::numeric_limits<double>::quiet_NaN();     // Σ Â'_i / C(N*), tokens/s
+  double ar_goodput = std::numeric_limits<double>::quiet_NaN();  // B / T_AR, tokens/s
+  bool speculation_pays = true;    // false: N* = 0, a plain decoding step (the off switch, or
+                                   // the goodput fell from N = 0 on); always true in kFixed
+  bool bound_met = true;           // kLatencyBound: some N met the bound
+  bool lattice_exhausted = false;  // every request's frontier ran empty (or hit its cap) first
+  std::vector<double> price;       // [B] κ_i used in the order
+  int provider_rounds = 1;         // runs of the batch merge (1 without providers)
+  // One point per evaluated N from 0, in increasing N (kController: up to the point that
+  // decreased; kScan and kLatencyBound: 0..N_max or the exhausted lattice; kFixed: empty).
+  std::vector<BatchCurvePoint> curve;
+};
+
+// Plans a batch. Owns a reusable workspace; not thread-safe (one planner per thread).
+class BatchPlanner {
+ public:
+  // `cost` may be null only in BudgetMode::kFixed with kGoodput (then cycle_s, goodput and
+  // ar_goodput are NaN). Errors name the request and field, e.g.
+  // "requests[3].marginals.probs[2][1] = nan: must be a number in [0, 1]" or, for a provider's
+  // reply, "requests[2].provider: dists[0][1].prob = 1.5: must be in [0, 1]"; an error status
+  // returned by a provider is passed on with "requests[i].provider: " in front.
+  absl::Status Plan(const std::vector<BatchRequest>& requests, const BatchPlanOptions& options,
+                    const costmodel::BatchCycleCost* cost, BatchPlan* plan);
+
+ private:
+  // After a round: asks every provider request for the distributions the merge needed (see the
+  // header); `last` is the request of the last pop when the round stopped right after taking it,
+  // else -1. *asked tells whether any provider was asked (another round is due).
+  absl::Status AskProviders(const std::vector<BatchRequest>& requests, int last,
+                            const BatchPlan& plan, bool* asked);
+
+  // Request i's frontier keys are the score w_i rho / kappa_i, then a tie-breaker in which a
+  // smaller value pops first: depth (bits 56..63), request (40..55), parent (8..39), rank (0..7)
+  // (FrontierTie). merge_ holds the key of every growing request's next unmerged pop (keys_).
+  std::vector<MarginalsFrontier> frontiers_;  // [>= B] one per request, reused
+  FrontierHeap merge_;
+  std::vector<int32_t> order_;  // request of each merged pop, in the global pop order
+  std::vector<std::vector<FrontierKey>> keys_;  // [>= B] key of each of request i's pops so far
+  std::vector<double> scale_;                   // [B] w_i / kappa_i
+  std::vector<int> cap_;                        // [B] most draft nodes request i may take
+  costmodel::BatchShape shape_;
+  // Path-conditioned requests: request i's state is paths_[path_slot_[i]] (-1: marginals).
+  struct PathState {
+    internal::PathLatticeStore lattice;
+    internal::EngineWorkspace ws;  // the lazy frontier's heap, handles and missing nodes
+    std::vector<int32_t> needed;   // missing nodes the merge needed
+    std::vector<int32_t> nodes;    // the same, sorted by (depth, node index): the request
+    std::vector<int32_t> handles;  // their lattice ids
+    std::vector<TokenProb> reply;  // [needed][k]
+    std::vector<int32_t> counts;   // [needed]
+  };
+  std::vector<int> path_slot_;    // [B]
+  std::vector<PathState> paths_;  // [>= number of provider requests], reused
+};
+
+}  // namespace specplan::planner
+
+#endif  // SPECPLAN_PLANNER_BATCH_BATCH_PLAN_H_

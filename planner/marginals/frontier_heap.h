@@ -1,0 +1,154 @@
+// FrontierHeap: the max-priority queue behind the best-first planners' frontiers.
+//
+// Entries are 128-bit priorities (FrontierKey): `hi` holds the bits of a non-negative double score,
+// whose IEEE-754 patterns order as the numbers do, and `lo` holds the complement of a tie-breaker,
+// so that of two equal scores the smaller tie-breaker pops first. One unsigned 128-bit comparison
+// orders two entries, without branches on the score, which lets the compiler pick the largest child
+// with conditional moves instead of mispredicted jumps.
+//
+// A 4-ary implicit heap: a parent's four children are adjacent (64 bytes), so a pop walks log4(n)
+// levels instead of a binary heap's log2(n). A pop (or a replace-top) moves the hole down to a leaf
+// along the larger children and then lifts the old last entry (or the new one) from there; it is
+// small, so it rarely climbs: one comparison per child per level, where the textbook sift-down
+// also compares the moving entry.
+// Entries must be unique (the planners' tie-breakers make them so), so the pop order is the same as
+// any other correct priority queue's. Storage is a caller-reused vector: no allocation once the
+// capacity has been reached.
+#ifndef SPECPLAN_PLANNER_MARGINALS_FRONTIER_HEAP_H_
+#define SPECPLAN_PLANNER_MARGINALS_FRONTIER_HEAP_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "planner/tree/token.h"
+
+namespace specplan::planner {
+
+// A candidate a frontier hands its planner: child `rank` of tree node `parent`, at `depth`, with
+// path score rho and token.
+struct FrontierCandidate {
+  int32_t parent = 0;
+  int depth = 0;
+  int rank = 0;
+  double rho = 0;
+  TokenId token = 0;
+};
+
+struct FrontierKey {
+  uint64_t hi = 0;  // bits of the score (a non-negative, non-NaN double)
+  uint64_t lo = 0;  // ~tie: a smaller tie-breaker pops first
+
+  static FrontierKey Make(double score, uint64_t tie) {
+    FrontierKey k;
+    std::memcpy(&k.hi, &score, sizeof(double));
+    k.lo = ~tie;
+    return k;
+  }
+  double score() const {
+    double d;
+    std::memcpy(&d, &hi, sizeof(double));
+    return d;
+  }
+  uint64_t tie() const { return ~lo; }
+};
+
+// The planners' tie-breaker, one layout for all of them: depth (bits 56..63), request (40..55),
+// parent node (8..39), rank (0..7); a smaller value pops first, so equal scores pop by smaller
+// depth, then request, parent and rank. Callers keep depth < 256, request < 65536, rank < 256.
+inline uint64_t FrontierTie(int depth, uint32_t request, int32_t parent, int rank) {
+  return static_cast<uint64_t>(depth) << 56 | static_cast<uint64_t>(request) << 40 |
+         static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 8 | static_cast<uint64_t>(rank);
+}
+inline int TieDepth(uint64_t tie) { return static_cast<int>(tie >> 56); }
+inline uint32_t TieRequest(uint64_t tie) { return static_cast<uint32_t>(tie >> 40 & 0xffff); }
+inline int32_t TieParent(uint64_t tie) { return static_cast<int32_t>(tie >> 8 & 0xffffffff); }
+inline int TieRank(uint64_t tie) { return static_cast<int>(tie & 0xff); }
+
+// True when a has LOWER priority than b.
+inline bool FrontierKeyLess(const FrontierKey& a, const FrontierKey& b) {
+  const unsigned __int128 x = static_cast<unsigned __int128>(a.hi) << 64 | a.lo;
+  const unsigned __int128 y = static_cast<unsigned __int128>(b.hi) << 64 | b.lo;
+  return x < y;
+}
+
+class FrontierHeap {
+ public:
+  void clear() { v_.clear(); }
+  void reserve(size_t n) { v_.reserve(n); }
+  bool empty() const { return v_.empty(); }
+  size_t size() const { return v_.size(); }
+  const FrontierKey& top() const { return v_.front(); }
+
+  void push(const FrontierKey& e) {
+    v_.push_back(e);
+    SiftUp(v_.size() - 1, e);
+  }
+
+  // Removes and returns the highest-priority entry. Requires !empty().
+  FrontierKey pop() {
+    const FrontierKey out = v_.front();
+    const FrontierKey last = v_.back();
+    v_.pop_back();
+    if (!v_.empty()) Fill(last);
+    return out;
+  }
+
+  // Replaces the highest-priority entry by e (a pop and a push in one sift). Requires !empty().
+  // Top-down with an early stop: the planners replace a top by its successor in the same stream,
+  // which often stays near the top, where a bottom-up sift would walk to a leaf and back.
+  void ReplaceTop(const FrontierKey& e) {
+    FrontierKey* v = v_.data();
+    size_t i = 0;
+    for (size_t best; (best = BestChild(i)) != 0 && FrontierKeyLess(e, v[best]); i = best) {
+      v[i] = v[best];
+    }
+    v[i] = e;
+  }
+
+ private:
+  // The child of i with the highest priority, or 0 when i is a leaf.
+  size_t BestChild(size_t i) const {
+    const size_t n = v_.size();
+    const FrontierKey* v = v_.data();
+    const size_t first = 4 * i + 1;
+    if (first + 4 <= n) {
+      // Branch-free tournament over four children.
+      const size_t a = FrontierKeyLess(v[first], v[first + 1]) ? first + 1 : first;
+      const size_t b = FrontierKeyLess(v[first + 2], v[first + 3]) ? first + 3 : first + 2;
+      return FrontierKeyLess(v[a], v[b]) ? b : a;
+    }
+    if (first >= n) return 0;
+    size_t best = first;
+    for (size_t c = first + 1; c < n; ++c) best = FrontierKeyLess(v[best], v[c]) ? c : best;
+    return best;
+  }
+
+  // Moves the hole at the root down to a leaf along the larger children, then places e there and
+  // lifts it.
+  void Fill(const FrontierKey& e) {
+    FrontierKey* v = v_.data();
+    size_t i = 0;
+    for (size_t best; (best = BestChild(i)) != 0; i = best) v[i] = v[best];
+    SiftUp(i, e);
+  }
+
+  // Places e at hole i, moving lower-priority ancestors down.
+  void SiftUp(size_t i, const FrontierKey& e) {
+    FrontierKey* v = v_.data();
+    while (i > 0) {
+      const size_t p = (i - 1) / 4;
+      if (!FrontierKeyLess(v[p], e)) break;
+      v[i] = v[p];
+      i = p;
+    }
+    v[i] = e;
+  }
+
+  std::vector<FrontierKey> v_;
+};
+
+}  // namespace specplan::planner
+
+#endif  // SPECPLAN_PLANNER_MARGINALS_FRONTIER_HEAP_H_

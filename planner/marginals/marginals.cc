@@ -1,0 +1,176 @@
+#include "planner/marginals/marginals.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "util/file.h"
+
+namespace specplan::planner {
+namespace {
+
+absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError(msg); }
+
+}  // namespace
+
+absl::Status ValidateMarginals(const Marginals& m) {
+  if (m.root_token < 0) {
+    return Invalid(absl::StrCat("root_token = ", m.root_token, ": token ids must be >= 0"));
+  }
+  if (m.gamma < 1 || m.gamma > kMaxMarginalsGamma) {
+    return Invalid(absl::StrCat("gamma = ", m.gamma, ": must be in [1, ", kMaxMarginalsGamma,
+                                "] (rows of tokens/probs)"));
+  }
+  if (m.k < 1 || m.k > kMaxMarginalsK) {
+    return Invalid(
+        absl::StrCat("k = ", m.k, ": must be in [1, ", kMaxMarginalsK, "] (entries per row)"));
+  }
+  const size_t n = static_cast<size_t>(m.gamma) * m.k;
+  if (m.tokens.size() != n) {
+    return Invalid(absl::StrCat("tokens: ", m.tokens.size(), " entries, expected gamma * k = ", n));
+  }
+  if (m.probs.size() != n) {
+    return Invalid(absl::StrCat("probs: ", m.probs.size(), " entries, expected gamma * k = ", n));
+  }
+  for (int d = 0; d < m.gamma; ++d) {
+    double sum = 0.0;
+    for (int r = 0; r < m.k; ++r) {
+      const int32_t t = m.token(d, r);
+      if (t < 0) {
+        return Invalid(absl::StrCat("tokens[", d, "][", r, "] = ", t, ": token ids must be >= 0"));
+      }
+      for (int r2 = 0; r2 < r; ++r2) {
+        if (m.token(d, r2) == t) {
+          return Invalid(absl::StrCat("tokens[", d, "][", r, "] = ", t, ": repeats tokens[", d,
+                                      "][", r2, "] (tokens in a row must be distinct)"));
+        }
+      }
+      const float p = m.prob(d, r);
+      if (!(p >= 0.0f && p <= 1.0f)) {
+        return Invalid(absl::StrCat("probs[", d, "][", r, "] = ", std::isnan(p) ? "nan" : "",
+                                    std::isnan(p) ? "" : absl::StrCat(p),
+                                    ": must be a number in [0, 1]"));
+      }
+      if (r > 0 && p > m.prob(d, r - 1)) {
+        return Invalid(absl::StrCat("probs[", d, "][", r, "] = ", p, ": greater than probs[", d,
+                                    "][", r - 1, "] = ", m.prob(d, r - 1),
+                                    " (rows must be sorted by descending prob)"));
+      }
+      sum += p;
+    }
+    if (sum > 1.0 + kMarginalsRowSumTolerance) {
+      return Invalid(absl::StrCat("probs[", d, "]: row sums to ", sum, ", must be <= 1"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Marginals> ParseMarginalsJson(const nlohmann::json& j) {
+  if (!j.is_object()) return Invalid("marginals: expected a JSON object");
+  Marginals m;
+  auto rt = j.find("root_token");
+  if (rt == j.end()) return Invalid("root_token: missing");
+  if (!rt->is_number_integer() || rt->get<int64_t>() < 0 ||
+      rt->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+    return Invalid(absl::StrCat("root_token = ", rt->dump(), ": must be an integer in [0, 2^31)"));
+  }
+  m.root_token = static_cast<int32_t>(rt->get<int64_t>());
+
+  auto tk = j.find("tokens");
+  auto pr = j.find("probs");
+  if (tk == j.end()) return Invalid("tokens: missing");
+  if (pr == j.end()) return Invalid("probs: missing");
+  if (!tk->is_array()) return Invalid("tokens: expected an array of rows");
+  if (!pr->is_array()) return Invalid("probs: expected an array of rows");
+  const size_t gamma = tk->size();
+  if (gamma < 1 || gamma > static_cast<size_t>(kMaxMarginalsGamma)) {
+    return Invalid(
+        absl::StrCat("tokens: ", gamma, " rows (gamma), must be in [1, ", kMaxMarginalsGamma, "]"));
+  }
+  if (pr->size() != gamma) {
+    return Invalid(
+        absl::StrCat("probs: ", pr->size(), " rows, expected ", gamma, " (one per row of tokens)"));
+  }
+  if (!(*tk)[0].is_array()) return Invalid("tokens[0]: expected an array");
+  const size_t k = (*tk)[0].size();
+  if (k < 1 || k > static_cast<size_t>(kMaxMarginalsK)) {
+    return Invalid(
+        absl::StrCat("tokens[0]: ", k, " entries (k), must be in [1, ", kMaxMarginalsK, "]"));
+  }
+  m.gamma = static_cast<int>(gamma);
+  m.k = static_cast<int>(k);
+  m.tokens.resize(gamma * k);
+  m.probs.resize(gamma * k);
+  for (size_t d = 0; d < gamma; ++d) {
+    const auto& trow = (*tk)[d];
+    const auto& prow = (*pr)[d];
+    if (!trow.is_array()) return Invalid(absl::StrCat("tokens[", d, "]: expected an array"));
+    if (!prow.is_array()) return Invalid(absl::StrCat("probs[", d, "]: expected an array"));
+    if (trow.size() != k) {
+      return Invalid(absl::StrCat("tokens[", d, "]: row has ", trow.size(), " entries, expected ",
+                                  k, " (ragged rows)"));
+    }
+    if (prow.size() != k) {
+      return Invalid(absl::StrCat("probs[", d, "]: row has ", prow.size(), " entries, expected ", k,
+                                  " (ragged rows)"));
+    }
+    for (size_t r = 0; r < k; ++r) {
+      const auto& t = trow[r];
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+          t.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+        return Invalid(absl::StrCat("tokens[", d, "][", r, "] = ", t.dump(),
+                                    ": must be an integer in [0, 2^31)"));
+      }
+      m.tokens[d * k + r] = static_cast<int32_t>(t.get<int64_t>());
+      const auto& p = prow[r];
+      if (!p.is_number()) {
+        return Invalid(
+            absl::StrCat("probs[", d, "][", r, "] = ", p.dump(), ": must be a number in [0, 1]"));
+      }
+      m.probs[d * k + r] = p.get<float>();
+    }
+  }
+  auto status = ValidateMarginals(m);
+  if (!status.ok()) return status;
+  return m;
+}
+
+absl::StatusOr<Marginals> ParseMarginalsJsonText(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr,
+                                           /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Invalid("marginals: not valid JSON");
+  return ParseMarginalsJson(j);
+}
+
+absl::StatusOr<Marginals> LoadMarginalsFile(const std::string& path) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  auto m = ParseMarginalsJsonText(*text);
+  if (!m.ok()) {
+    return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
+  }
+  return m;
+}
+
+nlohmann::json MarginalsToJson(const Marginals& m) {
+  nlohmann::json j;
+  j["root_token"] = m.root_token;
+  nlohmann::json tokens = nlohmann::json::array();
+  nlohmann::json probs = nlohmann::json::array();
+  for (int d = 0; d < m.gamma; ++d) {
+    nlohmann::json trow = nlohmann::json::array();
+    nlohmann::json prow = nlohmann::json::array();
+    for (int r = 0; r < m.k; ++r) {
+      trow.push_back(m.token(d, r));
+      prow.push_back(m.prob(d, r));
+    }
+    tokens.push_back(std::move(trow));
+    probs.push_back(std::move(prow));
+  }
+  j["tokens"] = std::move(tokens);
+  j["probs"] = std::move(probs);
+  return j;
+}
+
+}  // namespace specplan::planner

@@ -1,0 +1,133 @@
+// MarginalsFrontier: one request's best-first frontier over a marginals lattice, kept as streams.
+//
+// Every node at depth d - 1 has the same k candidate children, row d - 1 of the marginals (depths
+// count from the root, d = 0). So for a fixed (d, r) the candidates "child r of a depth-(d - 1)
+// node" come in the parents' pop order with non-increasing score rho(p) * q_d[r]: they form a
+// sorted stream over the list of depth-(d - 1) nodes in pop order (a linked list through the tree's
+// node indices). The frontier keeps a heap (FrontierHeap) of the head of every non-empty stream, at
+// most gamma * k entries. A pop moves that stream to the popped node's successor in the list and
+// replaces the heap's top by the new head: one sift-down, where the lazy frontier (best_first.h)
+// pops and then pushes the popped node's next sibling and first child into a heap of up to 2n
+// entries.
+//
+// The pop order equals the lazy frontier's node for node. Both pop the largest key among the
+// children of popped nodes: the head of stream (d, r) may be child r of p before child r - 1 of p
+// was popped, but child r - 1 has the larger key and is at or behind the head of stream
+// (d, r - 1), so it pops first. Hence stream (d, r) never passes stream (d, r - 1), and the
+// streams of a depth that have caught up with their parent list are always ranks 0..w-1: a new
+// node at depth d - 1 wakes exactly those.
+//
+// Keys: score = scale * rho (scale = w_i / kappa_i in PlanBatch, 1 for one request), then the
+// tie-breaker depth (bits 56..63), request (40..55), parent (8..39), rank (0..7); a smaller
+// tie-breaker pops first.
+#ifndef SPECPLAN_PLANNER_MARGINALS_MARGINALS_FRONTIER_H_
+#define SPECPLAN_PLANNER_MARGINALS_MARGINALS_FRONTIER_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "planner/marginals/frontier_heap.h"
+#include "planner/marginals/marginals.h"
+#include "planner/tree/tree.h"
+
+namespace specplan::planner {
+
+static_assert(kMaxMarginalsGamma < 256 && kMaxMarginalsK < 256 && kMaxTreeNodes < (1LL << 32));
+
+class MarginalsFrontier {
+ public:
+  // Starts the frontier of a tree that holds only its root (node 0 of `tree`). `m` and `tree` must
+  // outlive the use; `tree` is read (path_probs) as the caller grows it. Keeps capacity.
+  void Reset(const Marginals* m, const Tree* tree, double scale, uint32_t request) {
+    probs_ = m->probs.data();
+    tokens_ = m->tokens.data();
+    k_ = m->k;
+    gamma_ = m->gamma;
+    tree_ = tree;
+    scale_ = scale;
+    request_ = request;
+    const int gamma = gamma_;
+    last_.assign(static_cast<size_t>(gamma), -1);
+    waiting_.assign(static_cast<size_t>(gamma), m->k);
+    heap_.clear();
+    heap_.reserve(static_cast<size_t>(gamma) * m->k);  // every stream's head at most
+    if (gamma > 0) ExpandAt(0, 0);
+  }
+
+  // Pre-sizes for trees of up to n_max draft nodes, so that the expansions of a first call do not
+  // grow the node list (the heap is sized in Reset).
+  void Reserve(int n_max) {
+    if (next_.size() <= static_cast<size_t>(n_max)) next_.resize(static_cast<size_t>(n_max) + 1);
+  }
+
+  bool empty() const { return heap_.empty(); }
+  const FrontierKey& top() const { return heap_.top(); }
+
+  // Removes the best candidate and returns it. Requires !empty(). The caller adds it to the tree
+  // and, to let its children in, calls Expand with the new node.
+  FrontierCandidate Pop() {
+    const uint64_t tie = heap_.top().tie();
+    FrontierCandidate c;
+    c.depth = TieDepth(tie);
+    c.parent = TieParent(tie);
+    c.rank = TieRank(tie);
+    const size_t row = static_cast<size_t>(c.depth - 1) * k_;
+    const float q = probs_[row + c.rank];
+    c.rho = tree_->path_probs[c.parent] * q;
+    c.token = tokens_[row + c.rank];
+    // Move stream (depth, rank) to the parent's successor at its depth.
+    const int32_t next = next_[c.parent];
+    if (next >= 0) {
+      heap_.ReplaceTop(Key(next, c.depth, c.rank, q));
+    } else {
+      heap_.pop();
+      waiting_[c.depth - 1] = c.rank + 1;  // ranks 0..rank have all caught up (see the header)
+    }
+    return c;
+  }
+
+  // Adds the popped candidate's tree node as a parent: the streams one level deeper that had
+  // caught up with their parent list resume at it.
+  void Expand(int32_t node, const FrontierCandidate& c) { ExpandAt(node, c.depth); }
+  void Added(int32_t /*node*/, const FrontierCandidate& /*c*/) {}  // nothing to record
+
+ private:
+  void ExpandAt(int32_t node, int depth) {
+    if (depth >= gamma_) return;
+    // next_ only grows (Reset keeps it: an entry is written here before it is read), and by
+    // doubling, where growing it by one node at a time cost a call per expansion.
+    if (next_.size() <= static_cast<size_t>(node)) {
+      next_.resize(std::max(static_cast<size_t>(node) + 1, 2 * next_.size()));
+    }
+    next_[node] = -1;
+    if (last_[depth] >= 0) next_[last_[depth]] = node;
+    last_[depth] = node;
+    int& w = waiting_[depth];
+    const size_t row = static_cast<size_t>(depth) * k_;
+    for (int r = 0; r < w; ++r) heap_.push(Key(node, depth + 1, r, probs_[row + r]));
+    w = 0;
+  }
+
+  FrontierKey Key(int32_t parent, int depth, int rank, float q) const {
+    const double rho = tree_->path_probs[parent] * q;
+    return FrontierKey::Make(scale_ * rho, FrontierTie(depth, request_, parent, rank));
+  }
+
+  const float* probs_ = nullptr;     // the marginals' [gamma][k] rows
+  const TokenId* tokens_ = nullptr;  // [gamma][k]
+  int k_ = 0;
+  int gamma_ = 0;
+  const Tree* tree_ = nullptr;
+  double scale_ = 1.0;
+  uint32_t request_ = 0;
+  std::vector<int32_t> next_;  // [>= tree size] next expanded node at the same depth, -1 = none
+                               // yet; entries of nodes not expanded in this run are stale
+  std::vector<int32_t> last_;  // [gamma] last expanded node at depth d, -1 = none
+  std::vector<int> waiting_;   // [gamma] streams of depth d + 1 caught up: ranks 0..w-1
+  FrontierHeap heap_;          // heads of the non-empty streams
+};
+
+}  // namespace specplan::planner
+
+#endif  // SPECPLAN_PLANNER_MARGINALS_MARGINALS_FRONTIER_H_

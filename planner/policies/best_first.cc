@@ -1,0 +1,80 @@
+#include "planner/policies/best_first.h"
+
+#include "absl/strings/str_cat.h"
+#include "util/check.h"
+
+namespace specplan::planner {
+namespace internal {
+
+absl::Status MakeBudgetSpec(const BestFirstOptions& options, const costmodel::CycleCost* cost,
+                            BudgetSpec* spec) {
+  if (options.n_max < 0 || options.n_max >= kMaxTreeNodes) {
+    return absl::InvalidArgumentError(absl::StrCat("n_max = ", options.n_max, ": must be in [0, ",
+                                                   kMaxTreeNodes - 1, "] draft nodes"));
+  }
+  if (options.mode != BudgetMode::kFixed && cost == nullptr) {
+    return absl::InvalidArgumentError(
+        "cost: a cycle cost is required in controller and scan modes");
+  }
+  if (!(options.acceptance_scale > 0 && options.acceptance_scale <= kMaxAcceptanceScale)) {
+    return absl::InvalidArgumentError(absl::StrCat("acceptance_scale = ", options.acceptance_scale,
+                                                   ": must be in (0, ", kMaxAcceptanceScale, "]"));
+  }
+  spec->mode = options.mode;
+  spec->n_max = options.n_max;
+  spec->acceptance_scale = options.acceptance_scale;
+  spec->cost = cost;
+  spec->l_ar_s = 0;
+  if (cost != nullptr) {
+    spec->l_ar_s = options.l_ar_s > 0 ? options.l_ar_s : cost->VerifySeconds(0);
+    if (!(spec->l_ar_s > 0) || !std::isfinite(spec->l_ar_s)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "l_ar_s = ", spec->l_ar_s, ": L_AR (T_verify(1, c)) must be a positive number"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace internal
+
+absl::Status BestFirstPlanner::Plan(const Marginals& marginals, const BestFirstOptions& options,
+                                    const costmodel::CycleCost* cost, BestFirstPlan* plan) {
+  SPECPLAN_CHECK(plan != nullptr);
+  if (options.validate) {
+    absl::Status st = ValidateMarginals(marginals);
+    if (!st.ok()) return st;
+  }
+  internal::BudgetSpec spec;
+  absl::Status st = internal::MakeBudgetSpec(options, cost, &spec);
+  if (!st.ok()) return st;
+  frontier_.Reserve(options.n_max);
+  plan->tree.Reserve(options.n_max + 1);
+  if (options.mode != BudgetMode::kFixed) plan->curve.reserve(options.n_max + 2);
+  plan->tree.ResetRoot(marginals.root_token);
+  frontier_.Reset(&marginals, &plan->tree, /*scale=*/1.0, /*request=*/0);
+  internal::RunBestFirst(frontier_, spec, plan);
+  internal::TruncateToSelected(plan);
+  return absl::OkStatus();
+}
+
+absl::Status BestFirstPlanner::PlanFixed(const Marginals& marginals, int budget,
+                                         BestFirstPlan* plan) {
+  BestFirstOptions options;
+  options.mode = BudgetMode::kFixed;
+  options.n_max = budget;
+  return Plan(marginals, options, nullptr, plan);
+}
+
+int64_t LatticeSize(int gamma, int k, int64_t cap) {
+  int64_t total = 0;
+  int64_t level = 1;
+  for (int d = 1; d <= gamma; ++d) {
+    if (level > cap / std::max(k, 1)) return cap;
+    level *= k;
+    total += level;
+    if (total >= cap) return cap;
+  }
+  return total;
+}
+
+}  // namespace specplan::planner
