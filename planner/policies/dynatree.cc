@@ -79,14 +79,8 @@ absl::Status ValidateDynaTreeOptions(const DynaTreeOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<DynaTreePolicy>> DynaTreePolicy::Create(
-    const DynaTreeOptions& options) {
-  SPECPLAN_RETURN_IF_ERROR(ValidateDynaTreeOptions(options));
-  return std::unique_ptr<DynaTreePolicy>(new DynaTreePolicy(options));
-}
-
 DynaTreePolicy::DynaTreePolicy(const DynaTreeOptions& options)
-    : options_(options), window_(options.window, 0.0) {
+    : ConfiguredLevelPolicy(options), window_(options.window, 0.0) {
   tree_.Reserve(options_.n_max + 1);
   ResetHistory();
 }

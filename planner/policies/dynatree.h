@@ -125,18 +125,17 @@ struct DynaTreeStepTrace {
   bool budget_hit = false;         // N_max reached
 };
 
-class DynaTreePolicy final : public LevelPolicyBase {
+class DynaTreePolicy final
+    : public ConfiguredLevelPolicy<DynaTreePolicy, DynaTreeOptions, ValidateDynaTreeOptions> {
  public:
-  static absl::StatusOr<std::unique_ptr<DynaTreePolicy>> Create(const DynaTreeOptions& options);
-
   std::string Name() const override;
-  const DynaTreeOptions& options() const { return options_; }
   const DynaTreeState& state() const { return state_; }
   const DynaTreeStepTrace& last_trace() const { return trace_; }
   // Forgets the window and restores the options' D_0, tau_h, tau_l.
   void ResetHistory();
 
  private:
+  friend ConfiguredLevelPolicy;
   explicit DynaTreePolicy(const DynaTreeOptions& options);
   void OnBegin(std::vector<int32_t>& pending) override;
   void OnLevel(const NodeDistributions& dists, std::vector<int32_t>& next) override;
@@ -145,7 +144,6 @@ class DynaTreePolicy final : public LevelPolicyBase {
   // Gate of Alg. 1 lines 14-25 for node u; counts the stop reason in trace_.
   bool Expandable(int32_t u);
 
-  DynaTreeOptions options_;
   DynaTreeState state_;
   DynaTreeStepTrace trace_;
   std::vector<double> window_;  // [W] ring buffer of a_r

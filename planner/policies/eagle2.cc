@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "util/check.h"
-#include "util/status_macros.h"
 
 namespace specplan::planner {
 namespace {
@@ -36,12 +35,7 @@ absl::Status ValidateEagle2Options(const Eagle2Options& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Eagle2Policy>> Eagle2Policy::Create(const Eagle2Options& options) {
-  SPECPLAN_RETURN_IF_ERROR(ValidateEagle2Options(options));
-  return std::unique_ptr<Eagle2Policy>(new Eagle2Policy(options));
-}
-
-Eagle2Policy::Eagle2Policy(const Eagle2Options& options) : options_(options) {
+Eagle2Policy::Eagle2Policy(const Eagle2Options& options) : ConfiguredLevelPolicy(options) {
   const int n = static_cast<int>(MaxCandidates(options_));
   tree_.Reserve(n);
   candidates_.Reserve(n);

@@ -36,12 +36,10 @@ struct Eagle2Options {
 // [1, kMaxTreeNodes - 1], and the candidate count 1 + top_k + (depth - 1) top_k^2 <= 1 << 22.
 absl::Status ValidateEagle2Options(const Eagle2Options& options);
 
-class Eagle2Policy final : public LevelPolicyBase {
+class Eagle2Policy final
+    : public ConfiguredLevelPolicy<Eagle2Policy, Eagle2Options, ValidateEagle2Options> {
  public:
-  static absl::StatusOr<std::unique_ptr<Eagle2Policy>> Create(const Eagle2Options& options);
-
   std::string Name() const override;
-  const Eagle2Options& options() const { return options_; }
 
   // While drafting, tree() is the candidate tree and pending indices refer to it. When the tree is
   // final, tree() is the reranked tree and these describe the rerank:
@@ -51,6 +49,7 @@ class Eagle2Policy final : public LevelPolicyBase {
   const std::vector<int32_t>& kept() const { return kept_; }
 
  private:
+  friend ConfiguredLevelPolicy;
   explicit Eagle2Policy(const Eagle2Options& options);
   void OnBegin(std::vector<int32_t>& pending) override;
   void OnLevel(const NodeDistributions& dists, std::vector<int32_t>& next) override;
@@ -60,7 +59,6 @@ class Eagle2Policy final : public LevelPolicyBase {
   // (rho desc, index asc); returns min(count, end - begin).
   int SelectBest(int begin, int end, int count);
 
-  Eagle2Options options_;
   int32_t levels_done_ = 0;
   int32_t level_begin_ = 1;  // first candidate index created by the current level
   Tree candidates_;          // after OnFinish: the candidate tree (swapped with tree_)

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "util/status_macros.h"
 
 namespace specplan::planner {
 
@@ -26,13 +25,7 @@ absl::Status ValidateFixedTreeOptions(const FixedTreeOptions& options) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<FixedTreePolicy>> FixedTreePolicy::Create(
-    const FixedTreeOptions& options) {
-  SPECPLAN_RETURN_IF_ERROR(ValidateFixedTreeOptions(options));
-  return std::unique_ptr<FixedTreePolicy>(new FixedTreePolicy(options));
-}
-
-FixedTreePolicy::FixedTreePolicy(const FixedTreeOptions& options) : options_(options) {
+FixedTreePolicy::FixedTreePolicy(const FixedTreeOptions& options) : ConfiguredLevelPolicy(options) {
   tree_.Reserve(options_.max_nodes + 1);
 }
 
@@ -40,8 +33,6 @@ std::string FixedTreePolicy::Name() const {
   return absl::StrCat("fixed(D=", options_.depth, ",B=", options_.branch, ",tau=", options_.tau,
                       ",N=", options_.max_nodes, ")");
 }
-
-void FixedTreePolicy::OnBegin(std::vector<int32_t>& pending) { pending.push_back(0); }
 
 void FixedTreePolicy::OnLevel(const NodeDistributions& dists, std::vector<int32_t>& next) {
   const int width = std::min(options_.branch, dists.k);

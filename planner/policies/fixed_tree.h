@@ -31,19 +31,15 @@ absl::Status ValidateFixedTreeOptions(const FixedTreeOptions& options);
 // BFS order, until the tree holds max_nodes draft nodes. Nothing else adapts: with enough
 // candidates and tau = 0 the tree is the full B-ary tree of depth D (B + B^2 + ... + B^D nodes,
 // capped by max_nodes). One forward per level, at most D per step. Node order is BFS.
-class FixedTreePolicy final : public LevelPolicyBase {
+class FixedTreePolicy final
+    : public ConfiguredLevelPolicy<FixedTreePolicy, FixedTreeOptions, ValidateFixedTreeOptions> {
  public:
-  static absl::StatusOr<std::unique_ptr<FixedTreePolicy>> Create(const FixedTreeOptions& options);
-
   std::string Name() const override;
-  const FixedTreeOptions& options() const { return options_; }
 
  private:
+  friend ConfiguredLevelPolicy;
   explicit FixedTreePolicy(const FixedTreeOptions& options);
-  void OnBegin(std::vector<int32_t>& pending) override;
   void OnLevel(const NodeDistributions& dists, std::vector<int32_t>& next) override;
-
-  FixedTreeOptions options_;
 };
 
 }  // namespace specplan::planner

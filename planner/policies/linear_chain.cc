@@ -1,7 +1,6 @@
 #include "planner/policies/linear_chain.h"
 
 #include "absl/strings/str_cat.h"
-#include "util/status_macros.h"
 
 namespace specplan::planner {
 
@@ -13,21 +12,14 @@ absl::Status ValidateLinearChainOptions(const LinearChainOptions& options) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<LinearChainPolicy>> LinearChainPolicy::Create(
-    const LinearChainOptions& options) {
-  SPECPLAN_RETURN_IF_ERROR(ValidateLinearChainOptions(options));
-  return std::unique_ptr<LinearChainPolicy>(new LinearChainPolicy(options));
-}
-
-LinearChainPolicy::LinearChainPolicy(const LinearChainOptions& options) : options_(options) {
+LinearChainPolicy::LinearChainPolicy(const LinearChainOptions& options)
+    : ConfiguredLevelPolicy(options) {
   tree_.Reserve(options_.k + 1);
 }
 
 std::string LinearChainPolicy::Name() const {
   return absl::StrCat("linear_chain(K=", options_.k, ")");
 }
-
-void LinearChainPolicy::OnBegin(std::vector<int32_t>& pending) { pending.push_back(0); }
 
 void LinearChainPolicy::OnLevel(const NodeDistributions& dists, std::vector<int32_t>& next) {
   // Exactly one pending node: the current chain tip.

@@ -24,20 +24,15 @@ absl::Status ValidateLinearChainOptions(const LinearChainOptions& options);
 
 // Tree shape: root -> x_1 -> ... -> x_K where x_d is the top-1 candidate of q(. | path(x_{d-1})).
 // The chain stops early when a row has no candidate (all padding). K forwards per step.
-class LinearChainPolicy final : public LevelPolicyBase {
+class LinearChainPolicy final : public ConfiguredLevelPolicy<LinearChainPolicy, LinearChainOptions,
+                                                             ValidateLinearChainOptions> {
  public:
-  static absl::StatusOr<std::unique_ptr<LinearChainPolicy>> Create(
-      const LinearChainOptions& options);
-
   std::string Name() const override;
-  const LinearChainOptions& options() const { return options_; }
 
  private:
+  friend ConfiguredLevelPolicy;
   explicit LinearChainPolicy(const LinearChainOptions& options);
-  void OnBegin(std::vector<int32_t>& pending) override;
   void OnLevel(const NodeDistributions& dists, std::vector<int32_t>& next) override;
-
-  LinearChainOptions options_;
 };
 
 }  // namespace specplan::planner

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "planner/tree/token.h"
 #include "planner/tree/tree.h"
+#include "util/status_macros.h"
 
 namespace specplan::planner {
 
@@ -177,6 +179,34 @@ class LevelPolicyBase : public TreePolicy {
   PolicyStats stats_;
   int32_t step_forwards_ = 0;
   int64_t step_drafted_ = 0;
+};
+
+// A level policy configured by one options struct: Create() checks the options with `Validate`
+// (InvalidArgument naming the field) and builds the policy, options() returns them, and the first
+// level expands the root unless the policy overrides OnBegin. `Policy` (the derived class) keeps
+// its constructor private and names this base a friend:
+//
+//   class FixedTreePolicy final
+//       : public ConfiguredLevelPolicy<FixedTreePolicy, FixedTreeOptions, ValidateFixedTreeOptions>
+//       {
+//     friend ConfiguredLevelPolicy;
+//     explicit FixedTreePolicy(const FixedTreeOptions& options);  // reserves tree_
+//     ...
+template <typename Policy, typename Options, absl::Status (*Validate)(const Options&)>
+class ConfiguredLevelPolicy : public LevelPolicyBase {
+ public:
+  static absl::StatusOr<std::unique_ptr<Policy>> Create(const Options& options) {
+    SPECPLAN_RETURN_IF_ERROR(Validate(options));
+    return std::unique_ptr<Policy>(new Policy(options));
+  }
+
+  const Options& options() const { return options_; }
+
+ protected:
+  explicit ConfiguredLevelPolicy(const Options& options) : options_(options) {}
+  void OnBegin(std::vector<int32_t>& pending) override { pending.push_back(0); }
+
+  Options options_;
 };
 
 }  // namespace specplan::planner
