@@ -43,6 +43,7 @@
 #include "planner/marginals/marginals.h"
 #include "planner/marginals/marginals_frontier.h"
 #include "planner/tree/tree.h"
+#include "util/enum_names.h"
 
 namespace specplan::planner {
 
@@ -60,6 +61,12 @@ enum class BudgetMode {
   kController,  // stop at the first n with S(n + 1) < S(n) (exact when C is convex, Prop. 2.4)
   kScan,        // evaluate every n in 0..n_max and take the argmax (stepped / measured costs)
 };
+
+// The modes' names, as flags and JSON spell them ("controller", "scan", "fixed").
+inline constexpr EnumEntry<BudgetMode> kBudgetModeNames[] = {
+    {BudgetMode::kController, "controller"},
+    {BudgetMode::kScan, "scan"},
+    {BudgetMode::kFixed, "fixed"}};
 
 struct BestFirstOptions {
   BudgetMode mode = BudgetMode::kController;

@@ -136,17 +136,7 @@ absl::Status PathConditionedPlanner::Finish(BestFirstPlan* plan) {
     return absl::FailedPreconditionError("Finish: requests are still pending");
   }
   internal::TruncateToSelected(&work_);
-  plan->tree.tokens.assign(work_.tree.tokens.begin(), work_.tree.tokens.end());
-  plan->tree.parents.assign(work_.tree.parents.begin(), work_.tree.parents.end());
-  plan->tree.depths.assign(work_.tree.depths.begin(), work_.tree.depths.end());
-  plan->tree.path_probs.assign(work_.tree.path_probs.begin(), work_.tree.path_probs.end());
-  plan->curve.assign(work_.curve.begin(), work_.curve.end());
-  plan->n = work_.n;
-  plan->expected_accepted = work_.expected_accepted;
-  plan->cycle_s = work_.cycle_s;
-  plan->speedup = work_.speedup;
-  plan->l_ar_s = work_.l_ar_s;
-  plan->lattice_exhausted = work_.lattice_exhausted;
+  *plan = work_;  // copy-assignment reuses plan's buffers
   started_ = false;
   return absl::OkStatus();
 }

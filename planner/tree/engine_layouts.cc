@@ -120,15 +120,7 @@ absl::Status ComputeBatchLayout(absl::Span<const Tree> trees,
 }
 
 const char* SglangTreeMaskModeName(SglangTreeMaskMode mode) {
-  switch (mode) {
-    case SglangTreeMaskMode::kFullMask:
-      return "FULL_MASK";
-    case SglangTreeMaskMode::kQlenOnly:
-      return "QLEN_ONLY";
-    case SglangTreeMaskMode::kQlenOnlyBitpacking:
-      return "QLEN_ONLY_BITPACKING";
-  }
-  return "?";
+  return EnumName(kSglangTreeMaskModeNames, mode);
 }
 
 int SglangBitpackingBytes(int draft_token_num) {

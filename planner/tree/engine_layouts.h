@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "planner/tree/tree.h"
+#include "util/enum_names.h"
 
 namespace specplan::planner {
 
@@ -127,6 +128,12 @@ absl::Status ComputeBatchLayout(absl::Span<const Tree> trees,
 //   tree_mask (QLEN_ONLY_BITPACKING, uint8 rows) = [0b1, 0b11, 0b101, 0b1011, 0b10011,
 //                                                   0b1, 0b10, 0b100, 0b1000, 0b10000]
 enum class SglangTreeMaskMode { kFullMask = 0, kQlenOnly = 1, kQlenOnlyBitpacking = 2 };
+
+// SGLang's names for the modes (ParseEnum reads them, with the field name the caller's flag has).
+inline constexpr EnumEntry<SglangTreeMaskMode> kSglangTreeMaskModeNames[] = {
+    {SglangTreeMaskMode::kFullMask, "FULL_MASK"},
+    {SglangTreeMaskMode::kQlenOnly, "QLEN_ONLY"},
+    {SglangTreeMaskMode::kQlenOnlyBitpacking, "QLEN_ONLY_BITPACKING"}};
 
 // SGLang's name for a mode: "FULL_MASK", "QLEN_ONLY" or "QLEN_ONLY_BITPACKING".
 const char* SglangTreeMaskModeName(SglangTreeMaskMode mode);
