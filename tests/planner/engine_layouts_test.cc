@@ -27,13 +27,7 @@ using testing::RandomTree;
 //
 // depths 0 1 1 2 2; leaves 2, 3, 4.
 Tree HandTree() {
-  Tree t;
-  t.ResetRoot(50);
-  t.AddNode(0, 51, 0.6);
-  t.AddNode(0, 52, 0.3);
-  t.AddNode(1, 53, 0.4);
-  t.AddNode(1, 54, 0.1);
-  return t;
+  return testing::TreeOf(50, {{0, 51, 0.6}, {0, 52, 0.3}, {1, 53, 0.4}, {1, 54, 0.1}});
 }
 
 // A request that does not speculate (n = 0): only its root/bonus token.

@@ -1,5 +1,5 @@
-// InProcessPlanBackend (planner/batch/plan_backend.h) must give exactly what the direct planner calls
-// give: BestFirstPlanner::Plan with a CycleCost built from the PlanCost, and MergeTrees.
+// InProcessPlanBackend (planner/batch/plan_backend.h) must give exactly what the direct planner
+// calls give: BestFirstPlanner::Plan with a CycleCost built from the PlanCost, and MergeTrees.
 #include "planner/batch/plan_backend.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +19,9 @@
 namespace specplan::planner {
 namespace {
 
+using testing::ExpectSameMerge;
 using testing::ExpectSamePlan;
+using testing::RandomWeightedTree;
 using testing::SmoothLatency;
 using testing::SteppedLatency;
 
@@ -116,43 +118,24 @@ TEST(InProcessPlanBackend, ErrorsAreThePlannersErrors) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// Random tree with n draft nodes: parents uniform over earlier nodes, tokens in [0, vocab), path
-// probabilities products of random edge probabilities.
-Tree RandomTree(std::mt19937& rng, int n, int vocab, int32_t root) {
-  std::uniform_real_distribution<double> u(0.05, 1.0);
-  Tree t;
-  t.ResetRoot(root);
-  for (int i = 1; i <= n; ++i) {
-    const int parent = static_cast<int>(rng() % i);
-    t.AddNode(parent, static_cast<int32_t>(rng() % vocab), t.path_probs[parent] * u(rng));
-  }
-  return t;
-}
-
 TEST(InProcessPlanBackend, MergeEqualsMergeTrees) {
   std::mt19937 rng(11);
   InProcessPlanBackend backend;
   MergedTree got;
   for (int trial = 0; trial < 200; ++trial) {
     const int vocab = 2 + static_cast<int>(rng() % 4);
-    const Tree a = RandomTree(rng, static_cast<int>(rng() % 30), vocab, 1);
-    const Tree b = RandomTree(rng, static_cast<int>(rng() % 30), vocab, 1);
+    const Tree a = RandomWeightedTree(rng, static_cast<int>(rng() % 30), vocab, 1);
+    const Tree b = RandomWeightedTree(rng, static_cast<int>(rng() % 30), vocab, 1);
     MergeOptions options;
     options.dedup = rng() % 2 == 0;
     options.n_max = rng() % 2 ? -1 : static_cast<int>(rng() % 40);
     auto want = MergeTrees(a, b, options);
     ASSERT_TRUE(want.ok()) << want.status();
     ASSERT_TRUE(backend.Merge(a, b, options, &got).ok());
-    EXPECT_EQ(want->tree.tokens, got.tree.tokens);
-    EXPECT_EQ(want->tree.parents, got.tree.parents);
-    EXPECT_EQ(want->tree.depths, got.tree.depths);
-    EXPECT_EQ(want->tree.path_probs, got.tree.path_probs);
-    EXPECT_EQ(want->phi_a, got.phi_a);
-    EXPECT_EQ(want->phi_b, got.phi_b);
-    EXPECT_EQ(want->source, got.source);
+    ExpectSameMerge(*want, got);
   }
   // Different roots: the merge's own error.
-  Tree a = RandomTree(rng, 3, 4, 1), b = RandomTree(rng, 3, 4, 2);
+  Tree a = RandomWeightedTree(rng, 3, 4, 1), b = RandomWeightedTree(rng, 3, 4, 2);
   EXPECT_EQ(backend.Merge(a, b, {}, &got).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(backend.Name(), "in-process");
 }

@@ -1,6 +1,7 @@
 // Shared by the tests that compare two ways of planning (tests/planner/plan_backend_test.cc:
 // in-process backend vs direct planner calls; tests/service/remote_backend_test.cc: remote vs
-// in-process): latency models that make the budget modes differ, and an exact plan comparison.
+// in-process): latency models that make the budget modes differ, random weighted trees, and exact
+// tree, plan and merge comparisons.
 #ifndef SPECPLAN_TESTS_PLANNER_PLAN_TEST_UTIL_H_
 #define SPECPLAN_TESTS_PLANNER_PLAN_TEST_UTIL_H_
 
@@ -8,10 +9,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 
 #include "costmodel/latency_model.h"
 #include "planner/policies/best_first.h"
+#include "planner/tree/merge.h"
+#include "planner/tree/tree.h"
 
 namespace specplan::planner::testing {
 
@@ -38,12 +42,17 @@ class SmoothLatency : public costmodel::LatencyModel {
 // Equal bit for bit, NaN equal to NaN.
 inline bool SameDouble(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
+// Two trees equal node for node (path probabilities exactly).
+inline void ExpectSameTree(const Tree& want, const Tree& got) {
+  EXPECT_EQ(want.tokens, got.tokens);
+  EXPECT_EQ(want.parents, got.parents);
+  EXPECT_EQ(want.depths, got.depths);
+  EXPECT_EQ(want.path_probs, got.path_probs);
+}
+
 // Every field of two plans equal (doubles exactly).
 inline void ExpectSamePlan(const BestFirstPlan& want, const BestFirstPlan& got) {
-  EXPECT_EQ(want.tree.tokens, got.tree.tokens);
-  EXPECT_EQ(want.tree.parents, got.tree.parents);
-  EXPECT_EQ(want.tree.depths, got.tree.depths);
-  EXPECT_EQ(want.tree.path_probs, got.tree.path_probs);
+  ExpectSameTree(want.tree, got.tree);
   EXPECT_EQ(want.n, got.n);
   EXPECT_EQ(want.expected_accepted, got.expected_accepted);
   EXPECT_TRUE(SameDouble(want.cycle_s, got.cycle_s)) << want.cycle_s << " vs " << got.cycle_s;
@@ -57,6 +66,28 @@ inline void ExpectSamePlan(const BestFirstPlan& want, const BestFirstPlan& got) 
     EXPECT_EQ(want.curve[i].cycle_s, got.curve[i].cycle_s);
     EXPECT_EQ(want.curve[i].speedup, got.curve[i].speedup);
   }
+}
+
+// Every field of two merges equal.
+inline void ExpectSameMerge(const MergedTree& want, const MergedTree& got) {
+  ExpectSameTree(want.tree, got.tree);
+  EXPECT_EQ(want.phi_a, got.phi_a);
+  EXPECT_EQ(want.phi_b, got.phi_b);
+  EXPECT_EQ(want.source, got.source);
+}
+
+// Random tree with n draft nodes: parents uniform over earlier nodes, tokens in [0, vocab), path
+// probabilities products of random edge probabilities.
+template <typename Rng>
+Tree RandomWeightedTree(Rng& rng, int n, int vocab, int32_t root) {
+  std::uniform_real_distribution<double> u(0.05, 1.0);
+  Tree t;
+  t.ResetRoot(root);
+  for (int i = 1; i <= n; ++i) {
+    const int parent = static_cast<int>(rng() % i);
+    t.AddNode(parent, static_cast<int32_t>(rng() % vocab), t.path_probs[parent] * u(rng));
+  }
+  return t;
 }
 
 }  // namespace specplan::planner::testing

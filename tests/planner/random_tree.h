@@ -1,7 +1,10 @@
-// Test-only random trees and a brute-force ancestor check, shared by the tree output tests.
+// Test-only trees (random ones, and hand-worked ones written as an edge list) and a brute-force
+// ancestor check, shared by the tree tests and whatif's.
 #ifndef SPECPLAN_TESTS_PLANNER_RANDOM_TREE_H_
 #define SPECPLAN_TESTS_PLANNER_RANDOM_TREE_H_
 
+#include <cstdint>
+#include <initializer_list>
 #include <random>
 
 #include "planner/tree/tree.h"
@@ -17,6 +20,21 @@ inline Tree RandomTree(std::mt19937& rng, int s) {
     std::uniform_int_distribution<int> pick(0, i - 1);
     t.AddNode(pick(rng), 100 + i, 0.5);
   }
+  return t;
+}
+
+// One node of a hand-worked tree: its parent's index, its token, its path probability.
+struct TreeEdge {
+  int parent;
+  int32_t token;
+  double path_prob;
+};
+
+// The tree rooted at `root_token` whose nodes 1, 2, ... are `nodes`, in order.
+inline Tree TreeOf(int32_t root_token, std::initializer_list<TreeEdge> nodes) {
+  Tree t;
+  t.ResetRoot(root_token);
+  for (const TreeEdge& e : nodes) t.AddNode(e.parent, e.token, e.path_prob);
   return t;
 }
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <random>
 
+#include "tests/planner/random_tree.h"
+
 namespace specplan::planner {
 namespace {
 
@@ -13,13 +15,7 @@ using ::testing::HasSubstr;
 
 TEST(TreeOutputsChoicesTest, ExportByHand) {
   // 0 -> {1, 2}, 1 -> {3, 4}, 2 -> {5}
-  Tree t;
-  t.ResetRoot(0);
-  t.AddNode(0, 1, 1);
-  t.AddNode(0, 1, 1);
-  t.AddNode(1, 1, 1);
-  t.AddNode(1, 1, 1);
-  t.AddNode(2, 1, 1);
+  const Tree t = testing::TreeOf(0, {{0, 1, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, {2, 1, 1}});
   TreeChoices paths;
   ExportTreeChoices(t, &paths);
   EXPECT_EQ(paths, (TreeChoices{{0}, {1}, {0, 0}, {0, 1}, {1, 0}}));

@@ -3,16 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/planner/random_tree.h"
+
 namespace specplan::planner {
 namespace {
 
 TEST(TreeOpsTest, DropZeroProbabilityNodes) {
-  Tree t;
-  t.ResetRoot(1);
-  t.AddNode(0, 2, 0.5);
-  t.AddNode(0, 3, 0.0);
-  t.AddNode(2, 4, 0.0);
-  t.AddNode(1, 5, 0.25);
+  Tree t = testing::TreeOf(1, {{0, 2, 0.5}, {0, 3, 0.0}, {2, 4, 0.0}, {1, 5, 0.25}});
   DropZeroProbabilityNodes(&t);
   ASSERT_EQ(t.size(), 3);
   EXPECT_EQ(t.tokens, (std::vector<int32_t>{1, 2, 5}));

@@ -92,11 +92,7 @@ TEST(TreeOutputsTest, RetrieveWithScratchEqualsThePlainWalk) {
 
 TEST(TreeOutputsTest, SmallExampleByHand) {
   // 0 -> {1, 2}, 1 -> {3}
-  Tree t;
-  t.ResetRoot(1);
-  t.AddNode(0, 2, 0.5);
-  t.AddNode(0, 3, 0.4);
-  t.AddNode(1, 4, 0.3);
+  const Tree t = testing::TreeOf(1, {{0, 2, 0.5}, {0, 3, 0.4}, {1, 4, 0.3}});
   TreeOutputs out;
   TreeOutputOptions opt;
   opt.dense_mask = true;

@@ -12,6 +12,7 @@
 #include "planner/policies/fixed_tree.h"
 #include "planner/policies/linear_chain.h"
 #include "test_util.h"
+#include "tests/planner/random_tree.h"
 #include "whatif/trace.h"
 
 namespace specplan::whatif {
@@ -21,14 +22,8 @@ using planner::Tree;
 
 // root(1) -> 5 (1), 6 (2); 5 -> 7 (3), 8 (5); 7 -> 9 (4).
 Tree HandTree() {
-  Tree t;
-  t.ResetRoot(1);
-  t.AddNode(0, 5, 0.6);
-  t.AddNode(0, 6, 0.3);
-  t.AddNode(1, 7, 0.3);
-  t.AddNode(3, 9, 0.27);
-  t.AddNode(1, 8, 0.24);
-  return t;
+  return planner::testing::TreeOf(
+      1, {{0, 5, 0.6}, {0, 6, 0.3}, {1, 7, 0.3}, {3, 9, 0.27}, {1, 8, 0.24}});
 }
 
 TEST(RealizedAcceptedLength, HandWorkedTree) {

@@ -12,8 +12,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "planner/policies/best_first.h"
 #include "planner/acceptance/speculation_gate.h"
+#include "planner/policies/best_first.h"
 #include "test_util.h"
 #include "util/check.h"
 #include "whatif/replay.h"
@@ -151,6 +151,16 @@ TEST(WhatIf, OracleIsTheBestFixedBudgetWithTiesToTheSmaller) {
   EXPECT_EQ(steep->n_max, 8);  // defaults to the largest budget
 }
 
+// The planner's own plan of a trace step (drafter cost of its gamma, no other per-cycle time).
+absl::Status PlanStep(const TraceStep& step, const costmodel::LatencyModel& latency,
+                      const planner::BestFirstOptions& options, planner::BestFirstPlan* plan) {
+  costmodel::DrafterCost d;
+  d.gamma = step.marginals->gamma;
+  const costmodel::CycleCost cost(&latency, d, 0, step.c);
+  planner::BestFirstPlanner planner;
+  return planner.Plan(*step.marginals, options, &cost, plan);
+}
+
 TEST(WhatIf, ControllerTreesAreThePlannersTrees) {
   const Trace trace = Fixture();
   const AffineLatency latency(0.01, 0.0004, 1e-6);
@@ -162,17 +172,13 @@ TEST(WhatIf, ControllerTreesAreThePlannersTrees) {
   ASSERT_TRUE(report.ok());
   const WhatIfRow& row = report->rows.at(0);
   ASSERT_EQ(row.per_step.size(), 2u);
-  planner::BestFirstPlanner planner;
+  planner::BestFirstOptions bo;
+  bo.mode = planner::BudgetMode::kController;
+  bo.n_max = 16;
   planner::BestFirstPlan plan;
   for (const StepResult& s : row.per_step) {
     const TraceStep& step = trace.steps[s.step];
-    costmodel::DrafterCost d;
-    d.gamma = step.marginals->gamma;
-    const costmodel::CycleCost cost(&latency, d, 0, step.c);
-    planner::BestFirstOptions bo;
-    bo.mode = planner::BudgetMode::kController;
-    bo.n_max = 16;
-    ASSERT_TRUE(planner.Plan(*step.marginals, bo, &cost, &plan).ok());
+    ASSERT_TRUE(PlanStep(step, latency, bo, &plan).ok());
     EXPECT_EQ(s.n, plan.n);
     EXPECT_EQ(s.accepted, RealizedAcceptedLength(plan.tree, step.continuation));
     EXPECT_NEAR(s.predicted_accepted, plan.expected_accepted - 1, 1e-12);
@@ -271,18 +277,13 @@ TEST(WhatIf, CalibratedControllerPlansWithTheOnlineScale) {
     const WhatIfRow& r = report->rows.at(row);
     ASSERT_EQ(r.per_step.size(), trace.steps.size());
     planner::AcceptanceEstimator estimator;
-    planner::BestFirstPlanner planner;
+    planner::BestFirstOptions bo;
+    bo.mode = row == 0 ? planner::BudgetMode::kController : planner::BudgetMode::kScan;
+    bo.n_max = 64;
     planner::BestFirstPlan plan;
     for (const StepResult& s : r.per_step) {
-      const TraceStep& step = trace.steps[s.step];
-      costmodel::DrafterCost d;
-      d.gamma = step.marginals->gamma;
-      const costmodel::CycleCost cost(&latency, d, 0, step.c);
-      planner::BestFirstOptions bo;
-      bo.mode = row == 0 ? planner::BudgetMode::kController : planner::BudgetMode::kScan;
-      bo.n_max = 64;
       bo.acceptance_scale = estimator.surrogate_scale();
-      ASSERT_TRUE(planner.Plan(*step.marginals, bo, &cost, &plan).ok());
+      ASSERT_TRUE(PlanStep(trace.steps[s.step], latency, bo, &plan).ok());
       EXPECT_EQ(s.n, plan.n) << "step " << s.step;
       EXPECT_NEAR(s.predicted_accepted, plan.expected_accepted - 1, 1e-12);
       estimator.ObserveSurrogate(plan.expected_accepted, s.accepted);
@@ -450,10 +451,10 @@ TEST(WhatIf, ParseLists) {
   auto s = ParseStrategyList("linear,bestfirst");
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(*s, (std::vector<Strategy>{Strategy::kLinear, Strategy::kBestFirst}));
-  // The names earlier releases wrote still parse (planner/strategy_names.h).
+  // The names earlier releases wrote still parse (planner/strategy.h).
   auto old = ParseStrategyList("best_first,fixed_tree");
   ASSERT_TRUE(old.ok()) << old.status();
-  EXPECT_EQ(*old, (std::vector<Strategy>{Strategy::kBestFirst, Strategy::kFixedTree}));
+  EXPECT_EQ(*old, (std::vector<Strategy>{Strategy::kBestFirst, Strategy::kFixed}));
   EXPECT_EQ(ParseStrategyList("all")->size(), 6u);
   EXPECT_THAT(std::string(ParseStrategyList("bestfirst,foo").status().message()),
               HasSubstr("'foo': unknown strategy (known: bestfirst, controller"));
