@@ -1,4 +1,5 @@
-// Runs a built binary in a shell and captures its output, for the tests of command-line tools.
+// Runs a built binary in a shell and captures its output, and reads back the files it wrote, for
+// the tests of command-line tools.
 #ifndef SPECPLAN_TESTS_RUN_BINARY_H_
 #define SPECPLAN_TESTS_RUN_BINARY_H_
 
@@ -6,6 +7,8 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace specplan::testing {
@@ -27,6 +30,14 @@ inline CommandResult RunBinary(const std::string& binary, const std::string& arg
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// The whole file at `path` ("" when it cannot be read).
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace specplan::testing

@@ -29,45 +29,21 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using namespace specplan::service::testing;
 
-class PlanBatchRpcTest : public ::testing::Test {
+class PlanBatchRpcTest : public ServerFixture {
  protected:
   void SetUp() override { Start(ServiceLimits{}); }
   void Start(const ServiceLimits& limits) {
     dir_ = TempDir("batch");
     ServerConfig config;
-    config.profiles_dir = dir_.string();
     config.service.limits = limits;
-    server_ = TestServer::Start(config);
-    ASSERT_NE(server_, nullptr);
+    StartServer(config);
   }
-  void TearDown() override {
-    server_.reset();
-    fs::remove_all(dir_);
-  }
-  v1::Planner::Stub& stub() { return *server_->stub; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(server_->running->port); }
 
   grpc::Status Call(const v1::PlanBatchRequest& req, v1::PlanBatchResponse* resp) {
     grpc::ClientContext ctx;
     return stub().PlanBatch(&ctx, req, resp);
   }
-
-  fs::path dir_;
-  std::unique_ptr<TestServer> server_;
 };
-
-planner::Marginals ToPlanner(const v1::Marginals& m) {
-  planner::Marginals out;
-  EXPECT_TRUE(MarginalsFromProto(m, ServiceLimits{}, "marginals", &out).ok());
-  return out;
-}
-
-void ExpectTreeEq(const planner::Tree& want, const v1::Tree& got) {
-  EXPECT_THAT(got.tokens(), ElementsAreArray(want.tokens));
-  EXPECT_THAT(got.parents(), ElementsAreArray(want.parents));
-  EXPECT_THAT(got.depths(), ElementsAreArray(want.depths));
-  EXPECT_THAT(got.path_probs(), ElementsAreArray(want.path_probs));
-}
 
 // A batch of `b` random requests (γ = 8, K = 4) over different contexts, every third capped.
 v1::PlanBatchRequest RandomBatch(int b, uint64_t seed) {

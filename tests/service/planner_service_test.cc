@@ -18,9 +18,9 @@
 #include "planner/policies/best_first.h"
 #include "planner/policies/fixed_tree.h"
 #include "planner/policies/linear_chain.h"
-#include "planner/tree/merge.h"
 #include "planner/policies/path_conditioned.h"
 #include "planner/policies/policy.h"
+#include "planner/tree/merge.h"
 #include "planner/tree/tree_outputs.h"
 #include "service/convert.h"
 #include "service_test_util.h"
@@ -31,7 +31,7 @@ namespace {
 using ::testing::HasSubstr;
 using namespace specplan::service::testing;
 
-class ServiceTest : public ::testing::Test {
+class ServiceTest : public ServerFixture {
  protected:
   void SetUp() override {
     dir_ = TempDir("svc");
@@ -41,19 +41,12 @@ class ServiceTest : public ::testing::Test {
     ASSERT_EQ(profile_.gpu, "a100-80g");
     ASSERT_TRUE(costmodel::SaveProfile(profile_, profile_path_).ok());
     ServerConfig config;
-    config.profiles_dir = dir_.string();
     config.service.auth_token = "s3cret";
     config.service.limits.max_gamma = 32;
     config.service.limits.max_k = 16;
     config.service.limits.max_n = 512;
-    server_ = TestServer::Start(config);
-    ASSERT_NE(server_, nullptr);
+    StartServer(config);
   }
-  void TearDown() override {
-    server_.reset();
-    fs::remove_all(dir_);
-  }
-  v1::Planner::Stub& stub() { return *server_->stub; }
 
   v1::ProfileRef Ref() const {
     v1::ProfileRef ref;
@@ -63,24 +56,9 @@ class ServiceTest : public ::testing::Test {
     return ref;
   }
 
-  fs::path dir_;
   costmodel::Profile profile_;
   std::string profile_path_;
-  std::unique_ptr<TestServer> server_;
 };
-
-planner::Marginals ToPlanner(const v1::Marginals& m) {
-  planner::Marginals out;
-  EXPECT_TRUE(MarginalsFromProto(m, ServiceLimits{}, "marginals", &out).ok());
-  return out;
-}
-
-void ExpectTreeEq(const planner::Tree& want, const v1::Tree& got) {
-  EXPECT_THAT(got.tokens(), ::testing::ElementsAreArray(want.tokens));
-  EXPECT_THAT(got.parents(), ::testing::ElementsAreArray(want.parents));
-  EXPECT_THAT(got.depths(), ::testing::ElementsAreArray(want.depths));
-  EXPECT_THAT(got.path_probs(), ::testing::ElementsAreArray(want.path_probs));
-}
 
 // ---------------------------------------------------------------------------------------------
 // PlanTree
@@ -612,9 +590,7 @@ TEST_F(ServiceTest, PutProfileReplacesTheFileAndIsUsedAtOnce) {
 
 TEST(ServiceNoAuth, PutProfileIsDisabledWithoutATokenFile) {
   const fs::path dir = TempDir("noauth");
-  ServerConfig config;
-  config.profiles_dir = dir.string();
-  auto server = TestServer::Start(config);
+  auto server = StartServerOn(dir);
   ASSERT_NE(server, nullptr);
   v1::PutProfileRequest req;
   req.set_profile_json(costmodel::ProfileToJson(SyntheticProfile()).dump());

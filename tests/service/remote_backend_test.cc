@@ -29,9 +29,9 @@
 #include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
+#include "planner/batch/plan_backend.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/merge.h"
-#include "planner/batch/plan_backend.h"
 #include "service/client.h"
 #include "service/convert.h"
 #include "specplan/v1/planner.grpc.pb.h"
@@ -93,18 +93,10 @@ ServerProcess* RemoteBackendTest::server_ = nullptr;
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
+using planner::testing::ExpectSameMerge;
 using planner::testing::ExpectSamePlan;
+using planner::testing::RandomWeightedTree;
 using planner::testing::SteppedLatency;
-
-void ExpectSameMerge(const planner::MergedTree& want, const planner::MergedTree& got) {
-  EXPECT_EQ(want.tree.tokens, got.tree.tokens);
-  EXPECT_EQ(want.tree.parents, got.tree.parents);
-  EXPECT_EQ(want.tree.depths, got.tree.depths);
-  EXPECT_EQ(want.tree.path_probs, got.tree.path_probs);
-  EXPECT_EQ(want.phi_a, got.phi_a);
-  EXPECT_EQ(want.phi_b, got.phi_b);
-  EXPECT_EQ(want.source, got.source);
-}
 
 // Rows sorted by descending prob, distinct tokens, row sums in [0.3, 1).
 planner::Marginals RandomMarginals(std::mt19937_64& rng, int gamma, int k) {
@@ -125,17 +117,6 @@ planner::Marginals RandomMarginals(std::mt19937_64& rng, int gamma, int k) {
     }
   }
   return m;
-}
-
-planner::Tree RandomTree(std::mt19937_64& rng, int n, int vocab, int32_t root) {
-  std::uniform_real_distribution<double> u(0.05, 1.0);
-  planner::Tree t;
-  t.ResetRoot(root);
-  for (int i = 1; i <= n; ++i) {
-    const int parent = static_cast<int>(rng() % i);
-    t.AddNode(parent, static_cast<int32_t>(rng() % vocab), t.path_probs[parent] * u(rng));
-  }
-  return t;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -207,8 +188,8 @@ TEST_F(RemoteBackendTest, MergesEqualInProcess) {
   planner::MergedTree want, got;
   for (int trial = 0; trial < 80; ++trial) {
     const int vocab = 2 + static_cast<int>(rng() % 4);
-    const planner::Tree a = RandomTree(rng, static_cast<int>(rng() % 40), vocab, 3);
-    const planner::Tree b = RandomTree(rng, static_cast<int>(rng() % 40), vocab, 3);
+    const planner::Tree a = RandomWeightedTree(rng, static_cast<int>(rng() % 40), vocab, 3);
+    const planner::Tree b = RandomWeightedTree(rng, static_cast<int>(rng() % 40), vocab, 3);
     planner::MergeOptions options;
     options.dedup = rng() % 2 == 0;
     options.n_max = rng() % 2 ? -1 : static_cast<int>(rng() % 50);
@@ -235,7 +216,8 @@ TEST_F(RemoteBackendTest, ErrorsNameTheServerAndTheField) {
 
   // Different roots: the planner's merge error, relayed.
   planner::MergedTree merged;
-  st = remote.Merge(RandomTree(rng, 3, 4, 1), RandomTree(rng, 3, 4, 2), {}, &merged);
+  st =
+      remote.Merge(RandomWeightedTree(rng, 3, 4, 1), RandomWeightedTree(rng, 3, 4, 2), {}, &merged);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(st.message()), HasSubstr("tokens[0]"));
 

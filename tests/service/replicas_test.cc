@@ -281,9 +281,7 @@ TEST(Health, NotServingWhileProfilesLoadThenServing) {
 TEST(Health, NotServingDuringDrainWhileInFlightCallsFinish) {
   const fs::path dir = TempDir("health_drain");
   WriteProfile(dir, FastProfile(false));
-  ServerConfig config;
-  config.profiles_dir = dir.string();
-  auto server = TestServer::Start(config);
+  auto server = StartServerOn(dir);
   ASSERT_NE(server, nullptr);
   grpc::Status st;
   ASSERT_EQ(HealthCheck(server->channel, "specplan.v1.Planner", &st), 1);
@@ -671,23 +669,34 @@ std::vector<std::string> ReplicaArgs(const fs::path& dir, int i) {
           "4"};
 }
 
+// Three replicas over `dir` (with a fast profile written to it) and a fleet load of 2 clients at
+// 300 calls/s (far below the 3 replicas' maximum on a 2-core CI machine) over them for `seconds`.
+struct Fleet {
+  std::vector<std::unique_ptr<Replica>> replicas;
+  FleetConfig config;
+};
+void StartFleet(const fs::path& dir, double seconds, Fleet* fleet) {
+  WriteProfile(dir, FastProfile(false));
+  std::string targets;
+  for (int i = 0; i < 3; ++i) {
+    fleet->replicas.push_back(std::make_unique<Replica>(ReplicaArgs(dir, i)));
+    ASSERT_GT(fleet->replicas.back()->port(), 0);
+    targets += (i ? "," : "") + fleet->replicas.back()->address();
+  }
+  fleet->config.target = *PlannerTarget(targets, "--targets");
+  fleet->config.clients = 2;
+  fleet->config.seconds = seconds;
+  fleet->config.qps = 300;
+  fleet->config.inputs = FleetInputs({dir.string()});
+}
+
 TEST(FleetMustShow, ReplicaKilledAndRestartedUnderLoadFailsNoCall) {
   ASSERT_EQ(access(Replica::ServerBinary().c_str(), X_OK), 0);
   const fs::path dir = TempDir("fleet_kill");
-  WriteProfile(dir, FastProfile(false));
-  std::vector<std::unique_ptr<Replica>> replicas;
-  std::string targets;
-  for (int i = 0; i < 3; ++i) {
-    replicas.push_back(std::make_unique<Replica>(ReplicaArgs(dir, i)));
-    ASSERT_GT(replicas.back()->port(), 0);
-    targets += (i ? "," : "") + replicas.back()->address();
-  }
-  FleetConfig config;
-  config.target = *PlannerTarget(targets, "--targets");
-  config.clients = 2;
-  config.seconds = 4;
-  config.qps = 300;  // far below the 3 replicas' maximum on a 2-core CI machine
-  config.inputs = FleetInputs({dir.string()});
+  Fleet fleet;
+  ASSERT_NO_FATAL_FAILURE(StartFleet(dir, 4, &fleet));
+  std::vector<std::unique_ptr<Replica>>& replicas = fleet.replicas;
+  FleetConfig& config = fleet.config;
   int kill_status = 0;
   config.events = {
       {1.0, "SIGKILL replica-1",
@@ -791,20 +800,10 @@ TEST(FleetMustShow, ProfileReplacedUnderLoadSwitchesAndACorruptOneIsRefused) {
 
 TEST(FleetMustShow, SigtermUnderLoadDrainsToTheOtherReplicasAndExitsZero) {
   const fs::path dir = TempDir("fleet_drain");
-  WriteProfile(dir, FastProfile(false));
-  std::vector<std::unique_ptr<Replica>> replicas;
-  std::string targets;
-  for (int i = 0; i < 3; ++i) {
-    replicas.push_back(std::make_unique<Replica>(ReplicaArgs(dir, i)));
-    ASSERT_GT(replicas.back()->port(), 0);
-    targets += (i ? "," : "") + replicas.back()->address();
-  }
-  FleetConfig config;
-  config.target = *PlannerTarget(targets, "--targets");
-  config.clients = 2;
-  config.seconds = 3;
-  config.qps = 300;
-  config.inputs = FleetInputs({dir.string()});
+  Fleet fleet;
+  ASSERT_NO_FATAL_FAILURE(StartFleet(dir, 3, &fleet));
+  std::vector<std::unique_ptr<Replica>>& replicas = fleet.replicas;
+  FleetConfig& config = fleet.config;
   int exit_status = -2;
   config.events = {{1.0, "SIGTERM replica-2", [&] {
                       replicas[2]->Signal(SIGTERM);

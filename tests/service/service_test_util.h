@@ -3,6 +3,7 @@
 #ifndef SPECPLAN_TESTS_SERVICE_SERVICE_TEST_UTIL_H_
 #define SPECPLAN_TESTS_SERVICE_SERVICE_TEST_UTIL_H_
 
+#include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <grpcpp/impl/codegen/rpc_method.h>
@@ -12,7 +13,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -23,8 +26,12 @@
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
+#include "planner/marginals/marginals.h"
+#include "planner/tree/tree.h"
+#include "service/convert.h"
 #include "service/server.h"
 #include "specplan/v1/planner.grpc.pb.h"
+#include "tests/run_binary.h"
 
 namespace specplan::service::testing {
 
@@ -40,16 +47,12 @@ inline fs::path TempDir(const std::string& tag) {
   return dir;
 }
 
-inline std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::specplan::testing::ReadAll;
 
 // A fitted profile for (a100, qwen3-4b, bf16); `scale` multiplies the synthetic measurements so
-// that two versions predict different latencies.
-inline costmodel::Profile SyntheticProfile(double scale = 1.0) {
+// that two versions predict different latencies. The fit (an overlap Levenberg-Marquardt fit, about
+// 5 s) is deterministic, so each scale is fitted once per test binary and every caller gets a copy.
+inline costmodel::Profile FitSyntheticProfile(double scale) {
   const costmodel::RooflineLatency r(*costmodel::LookupModel("qwen3-4b"),
                                      *costmodel::LookupGpu("a100"));
   const costmodel::LinearCalibratedLatency truth(r, {1.6 * scale, 0.7e-3 * scale});
@@ -73,6 +76,15 @@ inline costmodel::Profile SyntheticProfile(double scale = 1.0) {
   return *p;
 }
 
+inline costmodel::Profile SyntheticProfile(double scale = 1.0) {
+  static std::mutex mu;
+  static std::map<double, costmodel::Profile> fitted;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = fitted.find(scale);
+  if (it == fitted.end()) it = fitted.emplace(scale, FitSyntheticProfile(scale)).first;
+  return it->second;
+}
+
 // Random marginals: rows sorted by descending prob, distinct tokens, row sums <= 1.
 inline v1::Marginals RandomMarginals(int gamma, int k, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -94,6 +106,21 @@ inline v1::Marginals RandomMarginals(int gamma, int k, uint64_t seed) {
     }
   }
   return m;
+}
+
+// The wire marginals as the planner's struct (the server's own conversion, default limits).
+inline planner::Marginals ToPlanner(const v1::Marginals& m) {
+  planner::Marginals out;
+  EXPECT_TRUE(MarginalsFromProto(m, ServiceLimits{}, "marginals", &out).ok());
+  return out;
+}
+
+// A tree on the wire equal, node for node, to an in-process one.
+inline void ExpectTreeEq(const planner::Tree& want, const v1::Tree& got) {
+  EXPECT_THAT(got.tokens(), ::testing::ElementsAreArray(want.tokens));
+  EXPECT_THAT(got.parents(), ::testing::ElementsAreArray(want.parents));
+  EXPECT_THAT(got.depths(), ::testing::ElementsAreArray(want.depths));
+  EXPECT_THAT(got.path_probs(), ::testing::ElementsAreArray(want.path_probs));
 }
 
 inline v1::CostSpec InlineCost(int64_t c) {
@@ -123,6 +150,33 @@ struct TestServer {
     ts->stub = v1::Planner::NewStub(ts->channel);
     return ts;
   }
+};
+
+// A server with default settings over the profiles directory `dir`.
+inline std::unique_ptr<TestServer> StartServerOn(const fs::path& dir) {
+  ServerConfig config;
+  config.profiles_dir = dir.string();
+  return TestServer::Start(config);
+}
+
+// A real server over the profiles directory dir_ (the test's to fill), stopped and dir_ removed
+// after each test.
+class ServerFixture : public ::testing::Test {
+ protected:
+  void StartServer(ServerConfig config) {
+    config.profiles_dir = dir_.string();
+    server_ = TestServer::Start(config);
+    ASSERT_NE(server_, nullptr);
+  }
+  void TearDown() override {
+    server_.reset();
+    fs::remove_all(dir_);
+  }
+  v1::Planner::Stub& stub() { return *server_->stub; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(server_->running->port); }
+
+  fs::path dir_;
+  std::unique_ptr<TestServer> server_;
 };
 
 // grpc.health.v1.Health/Check over raw bytes (no generated health stubs ship with Debian's gRPC).

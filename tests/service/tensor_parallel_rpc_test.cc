@@ -28,9 +28,7 @@ double VerifySeconds(v1::Planner::Stub& stub, const v1::CostSpec& cost, int64_t 
 
 TEST(TensorParallelRpc, InlineTpMatchesInProcessAndDefaultsToOne) {
   const fs::path dir = TempDir("tp");
-  ServerConfig config;
-  config.profiles_dir = dir.string();
-  auto server = TestServer::Start(config);
+  auto server = StartServerOn(dir);
   ASSERT_NE(server, nullptr);
 
   v1::CostSpec cost;
