@@ -18,18 +18,17 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "costmodel/batch_shape.h"
+#include "planner/acceptance/speculation_gate.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/policies/best_first.h"
-#include "planner/acceptance/speculation_gate.h"
-#include "planner/strategy_names.h"
 #include "util/check.h"
 #include "util/json_util.h"
 #include "util/status_macros.h"
 #include "whatif/replay.h"
+#include "whatif/report_util.h"
 
 namespace specplan::whatif {
 
-namespace sn = ::specplan::planner::strategy_names;
 namespace {
 
 using costmodel::BatchCycleCost;
@@ -38,17 +37,9 @@ using planner::BudgetMode;
 
 absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError(msg); }
 
-constexpr ConcurrencyStrategy kAllConcurrency[] = {
-    ConcurrencyStrategy::kNoSpeculation, ConcurrencyStrategy::kFixedTree,
-    ConcurrencyStrategy::kController, ConcurrencyStrategy::kBatchPlanner};
+constexpr Strategy kAllConcurrency[] = {Strategy::kAr, Strategy::kFixed, Strategy::kController,
+                                        Strategy::kBatch};
 constexpr int kStrategies = 4;  // the rows every replay has; best-fixed is the fifth
-
-absl::Status CheckSeconds(double v, const char* field) {
-  if (!(v >= 0) || !std::isfinite(v)) {
-    return Invalid(absl::StrCat(field, " = ", v, ": must be a finite number of seconds >= 0"));
-  }
-  return absl::OkStatus();
-}
 
 // One replayed ring step and the per-request plans that do not depend on the batch.
 struct RingStep {
@@ -106,7 +97,7 @@ struct StaticGroup {
 
 // The row of one strategy's sums over a replay of `steps` batch steps and `request_steps`
 // request steps.
-ConcurrencyRow MakeRow(int label, ConcurrencyStrategy strategy, int steps, double request_steps,
+ConcurrencyRow MakeRow(int label, Strategy strategy, int steps, double request_steps,
                        const RowSums& sums, double ar_throughput) {
   ConcurrencyRow row;
   row.batch = label;
@@ -131,26 +122,8 @@ costmodel::DrafterCost BatchDrafter(const ConcurrencyOptions& o, int gamma) {
 
 }  // namespace
 
-const char* ConcurrencyStrategyName(ConcurrencyStrategy s) {
-  switch (s) {
-    case ConcurrencyStrategy::kNoSpeculation:
-      return sn::kAr;
-    case ConcurrencyStrategy::kFixedTree:
-      return sn::kFixed;
-    case ConcurrencyStrategy::kController:
-      return sn::kController;
-    case ConcurrencyStrategy::kBatchPlanner:
-      return sn::kBatch;
-    case ConcurrencyStrategy::kBestFixed:
-      return sn::kBestFixed;
-    case ConcurrencyStrategy::kBestChain:
-      return sn::kBestChain;
-  }
-  return "?";
-}
-
-std::vector<ConcurrencyStrategy> AllConcurrencyStrategies() {
-  return std::vector<ConcurrencyStrategy>(std::begin(kAllConcurrency), std::end(kAllConcurrency));
+std::vector<Strategy> AllConcurrencyStrategies() {
+  return std::vector<Strategy>(std::begin(kAllConcurrency), std::end(kAllConcurrency));
 }
 
 std::vector<int> BestFixedBudgets(int n_max) {
@@ -214,9 +187,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
                                 planner::kMaxTreeNodes - 1, "] draft nodes per request"));
   }
   SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.t_aux_s, "t_aux_s"));
-  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_net_s, "drafter.t_net_s"));
-  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_head_s, "drafter.t_head_s"));
-  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_light_s, "drafter.t_light_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckDrafterSeconds(o.drafter));
   if (o.context_offset < 0 || o.context_offset > kMaxContextOffset) {
     return Invalid(absl::StrCat("context_offset = ", o.context_offset, ": must be in [0, ",
                                 kMaxContextOffset, "] tokens"));
@@ -227,13 +198,9 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
   }
 
   // The ring of steps with marginals, and the plans that do not depend on the batch.
+  if (o.validate_trace) SPECPLAN_RETURN_IF_ERROR(ValidateTraceSteps(trace));
   std::vector<RingStep> ring;
-  for (size_t i = 0; i < trace.steps.size(); ++i) {
-    const TraceStep& s = trace.steps[i];
-    if (o.validate_trace) {
-      absl::Status st = ValidateTraceStep(s, trace.header);
-      if (!st.ok()) return Invalid(absl::StrCat("step ", i, ": ", std::string(st.message())));
-    }
+  for (const TraceStep& s : trace.steps) {
     if (s.marginals) {
       ring.emplace_back();
       ring.back().step = &s;
@@ -404,7 +371,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
     // The best static setting of a group: the highest throughput, or plain decoding (0) when
     // none beats it. Appends its row and every setting's throughput to `settings`.
     auto best_static = [&](const StaticGroup& group, const std::vector<int>& values,
-                           ConcurrencyStrategy strategy, StaticSettings* settings) {
+                           Strategy strategy, StaticSettings* settings) {
       int best = -1;
       double best_throughput = ar_throughput;
       for (size_t k = 0; k < values.size(); ++k) {
@@ -418,12 +385,12 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       return best < 0 ? 0 : values[static_cast<size_t>(best)];
     };
     if (o.best_fixed) {
-      report.best_fixed_budgets.push_back(best_static(
-          statics, budgets, ConcurrencyStrategy::kBestFixed, &report.best_fixed_settings));
+      report.best_fixed_budgets.push_back(
+          best_static(statics, budgets, Strategy::kBestFixed, &report.best_fixed_settings));
     }
     if (o.best_chain) {
-      report.best_chain_lengths.push_back(best_static(
-          chains, lengths, ConcurrencyStrategy::kBestChain, &report.best_chain_settings));
+      report.best_chain_lengths.push_back(
+          best_static(chains, lengths, Strategy::kBestChain, &report.best_chain_settings));
     }
     return pays;
   };
@@ -470,7 +437,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
 }
 
 const ConcurrencyRow* FindConcurrencyRow(const ConcurrencyReport& report, int batch,
-                                         ConcurrencyStrategy strategy) {
+                                         Strategy strategy) {
   for (const ConcurrencyRow& row : report.rows) {
     if (row.batch == batch && row.strategy == strategy) return &row;
   }
@@ -486,28 +453,24 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
                 {"ring_steps", r.ring_steps}};
   j["latency_model"] = r.latency_model;
   json strategies = json::array();
-  for (ConcurrencyStrategy s : kAllConcurrency) strategies.push_back(ConcurrencyStrategyName(s));
-  if (r.best_fixed) strategies.push_back(ConcurrencyStrategyName(ConcurrencyStrategy::kBestFixed));
-  if (r.best_chain) strategies.push_back(ConcurrencyStrategyName(ConcurrencyStrategy::kBestChain));
+  for (Strategy s : kAllConcurrency) strategies.push_back(StrategyName(s));
+  if (r.best_fixed) strategies.push_back(StrategyName(Strategy::kBestFixed));
+  if (r.best_chain) strategies.push_back(StrategyName(Strategy::kBestChain));
   j["options"] = {{"concurrency", r.batch_sizes},
                   {"strategies", strategies},
                   {"n_max", r.n_max},
-                  {"drafter",
-                   {{"class", costmodel::DrafterClassName(r.drafter.cls)},
-                    {"t_net_s", r.drafter.t_net_s},
-                    {"t_head_s", r.drafter.t_head_s},
-                    {"t_light_s", r.drafter.t_light_s},
-                    {"batch_growth", r.drafter.batch_growth}}},
+                  {"drafter", DrafterJson(r.drafter)},
                   {"t_aux_s", r.t_aux_s},
                   {"batch_mode", r.batch_scan ? "scan" : "controller"},
                   {"calibrate", r.calibrate}};
+  j["options"]["drafter"]["batch_growth"] = r.drafter.batch_growth;
   if (r.calibrate) {
     j["calibration"] = {{"controller_scale", r.controller_scale}, {"batch_scales", r.batch_scales}};
   }
   json rows = json::array();
   for (const ConcurrencyRow& row : r.rows) {
     rows.push_back({{"batch", row.batch},
-                    {"strategy", ConcurrencyStrategyName(row.strategy)},
+                    {"strategy", StrategyName(row.strategy)},
                     {"steps", row.steps},
                     {"tokens", row.tokens},
                     {"seconds", json_util::NumberOrNull(row.seconds)},
@@ -532,9 +495,7 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
 }
 
 std::string FormatConcurrencyTable(const ConcurrencyReport& r) {
-  auto f = [](double x, int prec) {
-    return std::isfinite(x) ? absl::StrFormat("%.*f", prec, x) : std::string("-");
-  };
+  const auto f = FormatOrDash;
   const std::string replayed =
       r.recorded_passes > 0
           ? absl::StrFormat("replayed in the %d recorded passes", r.recorded_passes)
@@ -565,8 +526,7 @@ std::string FormatConcurrencyTable(const ConcurrencyReport& r) {
     out += absl::StrFormat(
         "%5s  %-13s %11s %8s %9s %7s %9s %7s\n",
         row.batch == kRecordedBatch ? std::string("rec") : absl::StrCat(row.batch),
-        ConcurrencyStrategyName(row.strategy), f(row.throughput, 1),
-        std::isfinite(row.speedup) ? absl::StrFormat("%.3fx", row.speedup) : std::string("-"),
+        StrategyName(row.strategy), f(row.throughput, 1), FormatSpeedup(row.speedup),
         f(row.accepted, 3), f(row.mean_tree_size, 1), f(row.cycle_s * 1e3, 3),
         absl::StrFormat("%d/%d", row.plain_steps, row.steps));
   }

@@ -87,20 +87,9 @@
 
 namespace specplan::whatif {
 
-enum class ConcurrencyStrategy {
-  kNoSpeculation,
-  kFixedTree,
-  kController,
-  kBatchPlanner,
-  kBestFixed,
-  kBestChain
-};
-
-// "ar", "fixed", "controller", "batch", "best-fixed", "best-chain" (planner/strategy_names.h).
-const char* ConcurrencyStrategyName(ConcurrencyStrategy s);
-// The four strategies every replay runs, in the order above (best-fixed and best-chain only when
-// asked for).
-std::vector<ConcurrencyStrategy> AllConcurrencyStrategies();
+// The replay's rows (planner/strategy.h): ar, fixed, controller and batch, the four every replay
+// runs, in this order, then best-fixed and best-chain when asked for.
+std::vector<Strategy> AllConcurrencyStrategies();  // the four
 
 // The static budgets best-fixed tries, ascending: 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, ...
 // (powers of two and 1.5 times them) up to n_max, and n_max itself.
@@ -164,7 +153,7 @@ inline constexpr int kRecordedBatch = 0;
 // One (batch size, strategy).
 struct ConcurrencyRow {
   int batch = 0;
-  ConcurrencyStrategy strategy = ConcurrencyStrategy::kNoSpeculation;
+  Strategy strategy = Strategy::kAr;
   int64_t steps = 0;             // R batch steps
   double tokens = 0;             // Σ (1 + L) over all request steps
   double seconds = 0;            // Σ C over the batch steps
@@ -241,7 +230,7 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
 
 // The row of (batch, strategy), or null.
 const ConcurrencyRow* FindConcurrencyRow(const ConcurrencyReport& report, int batch,
-                                         ConcurrencyStrategy strategy);
+                                         Strategy strategy);
 
 // JSON form (README "Under concurrency" lists the fields); NaN becomes null.
 nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& report);

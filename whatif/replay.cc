@@ -7,17 +7,20 @@
 
 namespace specplan::whatif {
 
-int RealizedAcceptedLength(const planner::Tree& tree,
-                           absl::Span<const planner::TokenId> continuation,
-                           std::vector<int32_t>* matched) {
-  std::vector<int32_t> local;
-  std::vector<int32_t>& m = matched != nullptr ? *matched : local;
+namespace {
+
+// Greedy verification of every node of `tree` against `continuation`: m[i] = the draft tokens on
+// the path to node i when that whole path matches, else -1; out[i] (when out is not null) = the
+// longest match among nodes 0..i. Returns the longest match over the tree.
+int MatchPaths(const planner::Tree& tree, absl::Span<const planner::TokenId> continuation,
+               std::vector<int32_t>& m, std::vector<int32_t>* out) {
   const int size = tree.size();
-  if (size == 0) return 0;
   m.resize(static_cast<size_t>(size));
+  if (out != nullptr) out->resize(static_cast<size_t>(size));
+  if (size == 0) return 0;
   const int cap = static_cast<int>(continuation.size());
-  // m[i] = number of draft tokens on the path to i when that whole path matches, else -1.
   m[0] = 0;
+  if (out != nullptr) (*out)[0] = 0;
   int best = 0;
   for (int i = 1; i < size; ++i) {
     const int p = tree.parents[i];
@@ -29,35 +32,25 @@ int RealizedAcceptedLength(const planner::Tree& tree,
     } else {
       m[i] = -1;
     }
+    if (out != nullptr) (*out)[i] = best;
   }
   return best;
+}
+
+}  // namespace
+
+int RealizedAcceptedLength(const planner::Tree& tree,
+                           absl::Span<const planner::TokenId> continuation,
+                           std::vector<int32_t>* matched) {
+  std::vector<int32_t> local;
+  return MatchPaths(tree, continuation, matched != nullptr ? *matched : local, nullptr);
 }
 
 void RealizedAcceptedLengthPerPrefix(const planner::Tree& tree,
                                      absl::Span<const planner::TokenId> continuation,
                                      std::vector<int32_t>* matched, std::vector<int32_t>* out) {
   SPECPLAN_CHECK(matched != nullptr && out != nullptr);
-  const int size = tree.size();
-  matched->resize(static_cast<size_t>(size));
-  out->resize(static_cast<size_t>(size));
-  if (size == 0) return;
-  std::vector<int32_t>& m = *matched;
-  const int cap = static_cast<int>(continuation.size());
-  m[0] = 0;
-  (*out)[0] = 0;
-  int best = 0;
-  for (int i = 1; i < size; ++i) {
-    const int p = tree.parents[i];
-    SPECPLAN_CHECK(p >= 0 && p < i, "tree must be topological");
-    const int mp = m[p];
-    if (mp >= 0 && mp < cap && tree.tokens[i] == continuation[mp]) {
-      m[i] = mp + 1;
-      best = std::max(best, mp + 1);
-    } else {
-      m[i] = -1;
-    }
-    (*out)[i] = best;
-  }
+  MatchPaths(tree, continuation, *matched, out);
 }
 
 void RecordedDrafter::Reset(const RecordedNodes& nodes) {

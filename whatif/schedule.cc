@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/policies/best_first.h"
+#include "util/enum_names.h"
 #include "util/status_macros.h"
 
 namespace specplan::whatif {
@@ -19,25 +20,20 @@ absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError
 
 }  // namespace
 
-const char* ScheduleFormatName(ScheduleFormat f) {
-  switch (f) {
-    case ScheduleFormat::kVllm:
-      return "vllm";
-    case ScheduleFormat::kTrtllm:
-      return "trtllm";
-    case ScheduleFormat::kSglang:
-      return "sglang";
-  }
-  return "?";
-}
+constexpr EnumEntry<ScheduleFormat> kScheduleFormatNames[] = {
+    {ScheduleFormat::kVllm, "vllm"},
+    {ScheduleFormat::kTrtllm, "trtllm"},
+    {ScheduleFormat::kSglang, "sglang"},
+};
+
+const char* ScheduleFormatName(ScheduleFormat f) { return EnumName(kScheduleFormatNames, f); }
 
 absl::StatusOr<ScheduleFormat> ParseScheduleFormat(std::string_view name) {
-  for (ScheduleFormat f :
-       {ScheduleFormat::kVllm, ScheduleFormat::kTrtllm, ScheduleFormat::kSglang}) {
-    if (name == ScheduleFormatName(f)) return f;
+  for (const EnumEntry<ScheduleFormat>& entry : kScheduleFormatNames) {
+    if (name == entry.name) return entry.value;
   }
-  return Invalid(
-      absl::StrCat("\"", std::string(name), "\": unknown format (vllm, trtllm, sglang)"));
+  return Invalid(absl::StrCat("\"", std::string(name), "\": unknown format (",
+                              EnumKnownNames(kScheduleFormatNames), ")"));
 }
 
 bool ScheduleUsesChains(ScheduleFormat f) { return f != ScheduleFormat::kSglang; }
@@ -125,13 +121,12 @@ absl::StatusOr<Schedule> BuildSchedule(const Trace& trace, const costmodel::Late
     if (settings.sizes[k] >= options.min_chain) candidates.push_back(static_cast<int>(k));
   }
   const size_t nb = r.batch_sizes.size();
-  auto row_throughput = [&](size_t bi, ConcurrencyStrategy strategy) {
+  auto row_throughput = [&](size_t bi, Strategy strategy) {
     const ConcurrencyRow* row = FindConcurrencyRow(r, r.batch_sizes[bi], strategy);
     return row == nullptr ? 0.0 : row->throughput;
   };
   auto throughput = [&](size_t bi, int c) {
-    return c < 0 ? row_throughput(bi, ConcurrencyStrategy::kNoSpeculation)
-                 : settings.at(bi, static_cast<size_t>(c));
+    return c < 0 ? row_throughput(bi, Strategy::kAr) : settings.at(bi, static_cast<size_t>(c));
   };
   auto value = [&](int c) { return c < 0 ? 0 : settings.sizes[static_cast<size_t>(c)]; };
   // Per B the candidate with the highest throughput (the first, i.e. the smaller, on ties), and
@@ -178,8 +173,8 @@ absl::StatusOr<Schedule> BuildSchedule(const Trace& trace, const costmodel::Late
     p.throughput = throughput(bi, chosen[bi]);
     p.best_setting = value(best[bi]);
     p.best_throughput = throughput(bi, best[bi]);
-    p.ar_throughput = row_throughput(bi, ConcurrencyStrategy::kNoSpeculation);
-    p.batch_throughput = row_throughput(bi, ConcurrencyStrategy::kBatchPlanner);
+    p.ar_throughput = row_throughput(bi, Strategy::kAr);
+    p.batch_throughput = row_throughput(bi, Strategy::kBatch);
     p.static_throughput = throughput(bi, static_c);
     s.schedule_throughput_sum += p.throughput;
     s.batch_throughput_sum += p.batch_throughput;

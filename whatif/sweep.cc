@@ -16,22 +16,20 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "planner/acceptance/speculation_gate.h"
 #include "planner/policies/best_first.h"
 #include "planner/policies/linear_chain.h"
 #include "planner/policies/policy.h"
-#include "planner/acceptance/speculation_gate.h"
-#include "planner/strategy_names.h"
 #include "util/check.h"
 #include "util/json_util.h"
 #include "util/status_macros.h"
 #include "whatif/replay.h"
+#include "whatif/report_util.h"
 
 namespace specplan::whatif {
 
-namespace sn = ::specplan::planner::strategy_names;
 namespace {
 
 using planner::BestFirstOptions;
@@ -42,14 +40,7 @@ using planner::BudgetMode;
 absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError(msg); }
 
 constexpr Strategy kAll[] = {Strategy::kBestFirst, Strategy::kController, Strategy::kScan,
-                             Strategy::kDynaTree,  Strategy::kFixedTree,  Strategy::kLinear};
-
-absl::Status CheckSeconds(double v, const char* field) {
-  if (!(v >= 0) || !std::isfinite(v)) {
-    return Invalid(absl::StrCat(field, " = ", v, ": must be a finite number of seconds >= 0"));
-  }
-  return absl::OkStatus();
-}
+                             Strategy::kDynaTree,  Strategy::kFixed,      Strategy::kLinear};
 
 // Sums over the steps one row used.
 class Accumulator {
@@ -226,7 +217,7 @@ absl::StatusOr<std::unique_ptr<planner::TreePolicy>> MakePolicy(Strategy strateg
       SPECPLAN_ASSIGN_OR_RETURN(auto p, planner::DynaTreePolicy::Create(d));
       return std::unique_ptr<planner::TreePolicy>(std::move(p));
     }
-    case Strategy::kFixedTree: {
+    case Strategy::kFixed: {
       planner::FixedTreeOptions f = o.fixed_tree;
       f.max_nodes = budget;
       SPECPLAN_ASSIGN_OR_RETURN(auto p, planner::FixedTreePolicy::Create(f));
@@ -346,33 +337,10 @@ void ComputeChainSurrogate(const Trace& trace, SurrogateQuality* q) {
 
 }  // namespace
 
-const char* StrategyName(Strategy s) {
-  switch (s) {
-    case Strategy::kBestFirst:
-      return sn::kBestFirst;
-    case Strategy::kController:
-      return sn::kController;
-    case Strategy::kScan:
-      return sn::kScan;
-    case Strategy::kDynaTree:
-      return sn::kDynaTree;
-    case Strategy::kFixedTree:
-      return sn::kFixed;
-    case Strategy::kLinear:
-      return sn::kLinear;
-  }
-  return "?";
-}
-
 absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
-  const std::string_view canonical = sn::CanonicalStrategyName(name);
-  for (Strategy s : kAll) {
-    if (canonical == StrategyName(s)) return s;
-  }
-  std::vector<std::string> known;
-  for (Strategy s : kAll) known.push_back(StrategyName(s));
+  if (auto s = planner::FindStrategyIn(kAll, name)) return *s;
   return Invalid(absl::StrCat("'", std::string(name),
-                              "': unknown strategy (known: ", absl::StrJoin(known, ", "), ")"));
+                              "': unknown strategy (known: ", planner::StrategyNames(kAll), ")"));
 }
 
 std::vector<Strategy> AllStrategies() {
@@ -437,7 +405,10 @@ absl::StatusOr<WhatIfReport> RunWhatIf(const Trace& trace, const costmodel::Late
   std::sort(budgets.begin(), budgets.end());
   budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
   std::vector<Strategy> strategies;
-  for (Strategy s : o.strategies) {
+  for (size_t i = 0; i < o.strategies.size(); ++i) {
+    const Strategy s = o.strategies[i];
+    SPECPLAN_RETURN_IF_ERROR(
+        planner::CheckStrategyIn(kAll, absl::StrCat("strategies[", i, "]"), s));
     if (std::find(strategies.begin(), strategies.end(), s) == strategies.end()) {
       strategies.push_back(s);
     }
@@ -450,16 +421,14 @@ absl::StatusOr<WhatIfReport> RunWhatIf(const Trace& trace, const costmodel::Late
   const int n_max = o.n_max > 0 ? o.n_max : budgets.back();
   SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.t_aux_s, "t_aux_s"));
   SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.policy_forward_s, "policy_forward_s"));
-  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_net_s, "drafter.t_net_s"));
-  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_head_s, "drafter.t_head_s"));
-  SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.drafter.t_light_s, "drafter.t_light_s"));
+  SPECPLAN_RETURN_IF_ERROR(CheckDrafterSeconds(o.drafter));
   for (Strategy s : strategies) {
     if (s == Strategy::kDynaTree) {
       planner::DynaTreeOptions d = o.dynatree;
       d.n_max = budgets.back();
       absl::Status st = planner::ValidateDynaTreeOptions(d);
       if (!st.ok()) return Invalid(absl::StrCat("dynatree.", std::string(st.message())));
-    } else if (s == Strategy::kFixedTree) {
+    } else if (s == Strategy::kFixed) {
       planner::FixedTreeOptions f = o.fixed_tree;
       f.max_nodes = budgets.back();
       absl::Status st = planner::ValidateFixedTreeOptions(f);
@@ -468,14 +437,10 @@ absl::StatusOr<WhatIfReport> RunWhatIf(const Trace& trace, const costmodel::Late
   }
   // Trace.
   if (trace.steps.empty()) return Invalid("trace: no steps");
+  if (o.validate_trace) SPECPLAN_RETURN_IF_ERROR(ValidateTraceSteps(trace));
   WhatIfReport report;
   std::set<int64_t> prompts;
-  for (size_t i = 0; i < trace.steps.size(); ++i) {
-    const TraceStep& s = trace.steps[i];
-    if (o.validate_trace) {
-      absl::Status st = ValidateTraceStep(s, trace.header);
-      if (!st.ok()) return Invalid(absl::StrCat("step ", i, ": ", std::string(st.message())));
-    }
+  for (const TraceStep& s : trace.steps) {
     report.steps_with_marginals += s.marginals.has_value();
     report.steps_with_nodes += s.nodes.has_value();
     prompts.insert(s.prompt);
@@ -564,11 +529,7 @@ nlohmann::json WhatIfReportToJson(const WhatIfReport& r) {
   j["options"] = {{"budgets", r.budgets},
                   {"strategies", strategies},
                   {"n_max", r.n_max},
-                  {"drafter",
-                   {{"class", costmodel::DrafterClassName(r.drafter.cls)},
-                    {"t_net_s", r.drafter.t_net_s},
-                    {"t_head_s", r.drafter.t_head_s},
-                    {"t_light_s", r.drafter.t_light_s}}},
+                  {"drafter", DrafterJson(r.drafter)},
                   {"policy_forward_s", r.policy_forward_s},
                   {"t_aux_s", r.t_aux_s},
                   {"calibrate", r.calibrate}};
@@ -607,7 +568,7 @@ nlohmann::json WhatIfReportToJson(const WhatIfReport& r) {
   }
   j["rows"] = std::move(rows);
   if (r.oracle.found) {
-    j["oracle"] = {{"strategy", sn::kBestFirst},
+    j["oracle"] = {{"strategy", StrategyName(Strategy::kBestFirst)},
                    {"budget", r.oracle.budget},
                    {"speedup", json_util::NumberOrNull(r.oracle.speedup)},
                    {"accepted_per_step", json_util::NumberOrNull(r.oracle.accepted_per_step)}};
@@ -635,9 +596,7 @@ nlohmann::json WhatIfReportToJson(const WhatIfReport& r) {
 }
 
 std::string FormatWhatIfTable(const WhatIfReport& r) {
-  auto f = [](double x, int prec) {
-    return std::isfinite(x) ? absl::StrFormat("%.*f", prec, x) : std::string("-");
-  };
+  const auto f = FormatOrDash;
   std::string out = absl::StrFormat(
       "trace: %s -> %s, vocab %d, %d steps over %d prompts (%d with marginals, %d with nodes)\n"
       "cost: %s latency model; drafter %s (t_net %.3f ms, t_head %.3f ms), %.3f ms per policy "
@@ -649,12 +608,10 @@ std::string FormatWhatIfTable(const WhatIfReport& r) {
   out += absl::StrFormat("%-11s %6s %6s %7s %9s %9s %9s %8s %8s\n", "strategy", "budget", "steps",
                          "tree", "accepted", "predicted", "cycle_ms", "speedup", "pearson");
   for (const WhatIfRow& row : r.rows) {
-    out += absl::StrFormat(
-        "%-11s %6d %6d %7s %9s %9s %9s %8s %8s\n", StrategyName(row.strategy), row.budget,
-        row.steps_used, f(row.mean_tree_size, 1), f(row.accepted_per_step, 3),
-        f(row.predicted_accepted_per_step, 3), f(row.cycle_s * 1e3, 4),
-        std::isfinite(row.speedup) ? absl::StrFormat("%.3fx", row.speedup) : std::string("-"),
-        f(row.pearson, 3));
+    out += absl::StrFormat("%-11s %6d %6d %7s %9s %9s %9s %8s %8s\n", StrategyName(row.strategy),
+                           row.budget, row.steps_used, f(row.mean_tree_size, 1),
+                           f(row.accepted_per_step, 3), f(row.predicted_accepted_per_step, 3),
+                           f(row.cycle_s * 1e3, 4), FormatSpeedup(row.speedup), f(row.pearson, 3));
   }
   out += "\n";
   if (r.oracle.found) {

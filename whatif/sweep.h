@@ -16,14 +16,14 @@
 //
 // Strategies (names as in the CLI's --strategies):
 // clang-format off
-//   best_first   BestFirstPlanner in fixed mode, one row per budget (needs "marginals"). All
+//   bestfirst    BestFirstPlanner in fixed mode, one row per budget (needs "marginals"). All
 //                budgets come from one plan at the largest budget: every prefix of the
 //                best-first pop order is the fixed-budget tree of that size (best_first.h,
 //                Prop. 2.3).
 //   controller   BestFirstPlanner in controller mode (first decrease of S(n)), n_max draft nodes.
 //   scan         BestFirstPlanner in scan mode (argmax of S(n) over n = 0..n_max).
 //   dynatree     DynaTreePolicy with N_max = budget, one row per budget (needs "nodes").
-//   fixed_tree   FixedTreePolicy (D, B, tau) with max_nodes = budget, one row per budget.
+//   fixed        FixedTreePolicy (D, B, tau) with max_nodes = budget, one row per budget.
 //   linear       LinearChainPolicy with K = budget, one row per budget.
 // clang-format on
 // Policies are replayed over the step's recorded nodes through the TreePolicy expand/observe loop
@@ -50,6 +50,7 @@
 #include "costmodel/latency_model.h"
 #include "planner/policies/dynatree.h"
 #include "planner/policies/fixed_tree.h"
+#include "planner/strategy.h"
 #include "whatif/trace.h"
 
 namespace specplan::whatif {
@@ -57,11 +58,11 @@ namespace specplan::whatif {
 // "No value" in reports (no step used, undefined correlation); null in JSON.
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-enum class Strategy { kBestFirst, kController, kScan, kDynaTree, kFixedTree, kLinear };
-
-// "bestfirst", "controller", "scan", "dynatree", "fixed", "linear" (planner/strategy_names.h);
-// ParseStrategy also takes the names earlier releases wrote (best_first, fixed_tree).
-const char* StrategyName(Strategy s);
+// The sweep's strategies (planner/strategy.h), in this order: bestfirst, controller, scan,
+// dynatree, fixed, linear. ParseStrategy also takes the names earlier releases wrote (best_first,
+// fixed_tree); for any other name: "'x': unknown strategy (known: bestfirst, ...)".
+using Strategy = planner::Strategy;
+using planner::StrategyName;
 absl::StatusOr<Strategy> ParseStrategy(std::string_view name);
 // Every strategy, in the order above.
 std::vector<Strategy> AllStrategies();

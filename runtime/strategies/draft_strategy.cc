@@ -48,8 +48,10 @@ absl::StatusOr<std::unique_ptr<DraftStrategy>> CreateDraftStrategy(const Strateg
     case Strategy::kHeads:
     case Strategy::kCausal:
       return HeadsStrategy::Create(options, ctx);
+    default:  // the what-if's strategies (planner/strategy.h): not run here
+      break;
   }
-  return absl::InvalidArgumentError("strategy: unknown value");
+  return planner::CheckStrategyIn(kRuntimeStrategies, "strategy", options.strategy);
 }
 
 bool StrategyNeedsLatency(const StrategyOptions& options) {

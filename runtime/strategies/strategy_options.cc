@@ -1,46 +1,10 @@
 #include "runtime/strategies/strategy_options.h"
 
-#include "absl/strings/str_cat.h"
-#include "planner/strategy_names.h"
-
 namespace specplan::runtime {
-namespace {
-
-namespace sn = ::specplan::planner::strategy_names;
-
-constexpr struct {
-  Strategy s;
-  const char* name;
-} kStrategyNames[] = {
-    {Strategy::kAr, sn::kAr},
-    {Strategy::kLinear, sn::kLinear},
-    {Strategy::kFixed, sn::kFixed},
-    {Strategy::kDynaTree, sn::kDynaTree},
-    {Strategy::kBestFirst, sn::kBestFirst},
-    {Strategy::kLookup, sn::kLookup},
-    {Strategy::kMerged, sn::kMerged},
-    {Strategy::kBatch, sn::kBatch},
-    {Strategy::kHeads, sn::kHeads},
-    {Strategy::kCausal, sn::kCausal},
-};
-
-}  // namespace
 
 absl::StatusOr<Strategy> ParseStrategy(const std::string& name) {
-  for (const auto& e : kStrategyNames) {
-    if (name == e.name) return e.s;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "strategy = \"", name,
-      "\": expected ar, linear, fixed, dynatree, bestfirst, lookup, merged, batch, heads, "
-      "causal"));
-}
-
-const char* StrategyName(Strategy s) {
-  for (const auto& e : kStrategyNames) {
-    if (s == e.s) return e.name;
-  }
-  return "?";
+  if (auto s = planner::FindStrategyIn(kRuntimeStrategies, name)) return *s;
+  return planner::StrategyNotIn(kRuntimeStrategies, "strategy", name);
 }
 
 bool StrategyNeedsDraft(Strategy s) {

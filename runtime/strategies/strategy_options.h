@@ -8,39 +8,43 @@
 
 #include "absl/status/statusor.h"
 #include "costmodel/latency_model.h"
+#include "planner/acceptance/speculation_gate.h"
+#include "planner/batch/plan_backend.h"
 #include "planner/policies/best_first.h"
 #include "planner/policies/dynatree.h"
 #include "planner/policies/fixed_tree.h"
 #include "planner/policies/linear_chain.h"
+#include "planner/strategy.h"
 #include "planner/tree/merge.h"
-#include "planner/batch/plan_backend.h"
-#include "planner/acceptance/speculation_gate.h"
 #include "runtime/draft_heads.h"
 #include "runtime/drafters.h"
 
 namespace specplan::runtime {
 
-// One object per strategy (draft_strategy.h): kAr in ar.h; kLinear, kFixed and kDynaTree in
-// draft_tree.h; kBestFirst in best_first.h; kLookup in lookup.h; kMerged in merged.h; kBatch in
-// batch.h; kHeads and kCausal in heads.h.
-enum class Strategy {
-  kAr,         // plain autoregressive decoding (root-only trees)
-  kLinear,     // draft-model greedy chain of K tokens (planner::LinearChainPolicy)
-  kFixed,      // draft-model static tree (D, B, tau) (planner::FixedTreePolicy)
-  kDynaTree,   // draft-model confidence-aware tree (planner::DynaTreePolicy)
-  kBestFirst,  // AR-chain lattice + best-first with the cost-model controller (BASTION)
-  kLookup,     // prompt-lookup n-gram marginals + best-first with a fixed budget (no draft model)
-  kMerged,     // DynaTree draft-model tree + n-gram tree merged (planner::MergeTrees), one verify
-  kBatch,   // AR-chain lattice per sequence; one global batch planner sizes every sequence's tree
-            // of a batch (planner::BatchPlanner; runtime/strategies/batch.h)
-  kHeads,   // parallel draft heads' marginals + best-first with the cost-model controller
-  kCausal,  // causal-correction head + path-conditioned best-first with the controller
-};
+// The strategies the runtime runs (planner/strategy.h), one object each (draft_strategy.h): kAr
+// in ar.h; kLinear, kFixed and kDynaTree in draft_tree.h; kBestFirst in best_first.h; kLookup in
+// lookup.h; kMerged in merged.h; kBatch in batch.h; kHeads and kCausal in heads.h.
+//   kAr         plain autoregressive decoding (root-only trees)
+//   kLinear     draft-model greedy chain of K tokens (planner::LinearChainPolicy)
+//   kFixed      draft-model static tree (D, B, tau) (planner::FixedTreePolicy)
+//   kDynaTree   draft-model confidence-aware tree (planner::DynaTreePolicy)
+//   kBestFirst  AR-chain lattice + best-first with the cost-model controller (BASTION)
+//   kLookup     prompt-lookup n-gram marginals + best-first with a fixed budget (no draft model)
+//   kMerged     DynaTree draft-model tree + n-gram tree merged (planner::MergeTrees), one verify
+//   kBatch      AR-chain lattice per sequence; one global batch planner sizes every sequence's
+//               tree of a batch (planner::BatchPlanner; runtime/strategies/batch.h)
+//   kHeads      parallel draft heads' marginals + best-first with the cost-model controller
+//   kCausal     causal-correction head + path-conditioned best-first with the controller
+using Strategy = planner::Strategy;
+using planner::StrategyName;
+inline constexpr Strategy kRuntimeStrategies[] = {
+    Strategy::kAr,        Strategy::kLinear, Strategy::kFixed,  Strategy::kDynaTree,
+    Strategy::kBestFirst, Strategy::kLookup, Strategy::kMerged, Strategy::kBatch,
+    Strategy::kHeads,     Strategy::kCausal};
 
-// "ar", "linear", "fixed", "dynatree", "bestfirst", "lookup", "merged", "batch", "heads",
-// "causal".
+// One of kRuntimeStrategies by name ("ar", "linear", ..., "causal", or an earlier release's
+// spelling); else InvalidArgument "strategy = \"x\": expected ar, linear, ...".
 absl::StatusOr<Strategy> ParseStrategy(const std::string& name);
-const char* StrategyName(Strategy s);
 bool StrategyNeedsDraft(Strategy s);  // a draft model (ctx.draft)
 // Draft heads on the target (StrategyOptions::heads): heads, causal, and merged with
 // merged_b = kHeads (StrategyNeedsHeads(options)).
@@ -88,10 +92,10 @@ struct StrategyOptions {
   // kBatch: the draft-model step time the batch planner prices, in seconds; < 0: the drafter's
   // last measured step (the default). A fixed value makes plans reproducible (tests).
   double batch_draft_step_s = -1;
-  // The speculation gate (planner/acceptance/speculation_gate.h) of bestfirst and dynatree: before drafting,
-  // from the measured draft-level time, T_verify and the online acceptance estimate, it decides
-  // whether this step drafts at all (both) and how deep (bestfirst: the chain depth, <= gamma).
-  // gate.enabled = false: always draft (the behaviour before the gate; exactness tests).
+  // The speculation gate (planner/acceptance/speculation_gate.h) of bestfirst and dynatree: before
+  // drafting, from the measured draft-level time, T_verify and the online acceptance estimate, it
+  // decides whether this step drafts at all (both) and how deep (bestfirst: the chain depth, <=
+  // gamma). gate.enabled = false: always draft (the behaviour before the gate; exactness tests).
   planner::SpeculationGateOptions gate;
   // Seconds of one draft level the gate prices; < 0: measured every drafted step (the default).
   // A fixed value makes the gate's decisions reproducible (tests).

@@ -244,7 +244,7 @@ TEST_F(WhatIfRpcTest, ClientWithInlineRooflineEqualsInProcess) {
   whatif::WhatIfOptions o;
   o.budgets = {1, 2, 8};
   o.strategies = {whatif::Strategy::kBestFirst, whatif::Strategy::kController,
-                  whatif::Strategy::kLinear, whatif::Strategy::kFixedTree};
+                  whatif::Strategy::kLinear, whatif::Strategy::kFixed};
   o.drafter.cls = costmodel::DrafterClass::kAutoregressive;
   o.drafter.t_net_s = 0.0007;
   o.drafter.t_head_s = 0.0001;

@@ -23,7 +23,7 @@ namespace {
 using testing::AffineLatency;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using S = ConcurrencyStrategy;
+using S = Strategy;
 
 Trace Load(const std::string& path) {
   auto trace = LoadTrace(path);
@@ -116,7 +116,7 @@ TEST(Concurrency, NoSpeculationThroughputIsBOverTAR) {
   EXPECT_EQ(r->ring_steps, 2);  // step 2 of the fixture has no marginals
   for (int b : {1, 3, 8}) {
     const double t_ar = 0.01 + 0.001 * b + 1e-5 * 100;
-    const ConcurrencyRow& row = Row(*r, b, S::kNoSpeculation);
+    const ConcurrencyRow& row = Row(*r, b, S::kAr);
     EXPECT_DOUBLE_EQ(row.throughput, b / t_ar) << "B = " << b;
     EXPECT_DOUBLE_EQ(row.cycle_s, t_ar);
     EXPECT_EQ(row.accepted, 0);
@@ -174,7 +174,7 @@ TEST(Concurrency, RecordedPassesAreTheBatchSteps) {
   ASSERT_TRUE(pairs.ok()) << pairs.status();
   EXPECT_EQ(pairs->recorded_passes, (k + 1) / 2);
   EXPECT_DOUBLE_EQ(pairs->recorded_mean_batch, static_cast<double>(k) / ((k + 1) / 2));
-  const ConcurrencyRow& ar = Row(*pairs, kRecordedBatch, S::kNoSpeculation);
+  const ConcurrencyRow& ar = Row(*pairs, kRecordedBatch, S::kAr);
   EXPECT_EQ(ar.steps, (k + 1) / 2);
   EXPECT_DOUBLE_EQ(ar.tokens, static_cast<double>(k));
   EXPECT_EQ(ar.plain_steps, ar.steps);
@@ -198,7 +198,7 @@ TEST(Concurrency, FixedTreeBatchPricedByHand) {
   o.drafter.batch_growth = 0.5;
   auto r = RunConcurrency(trace, latency, o);
   ASSERT_TRUE(r.ok()) << r.status();
-  const ConcurrencyRow& row = Row(*r, 2, S::kFixedTree);
+  const ConcurrencyRow& row = Row(*r, 2, S::kFixed);
   const double cycle = 0.002 * 1.5 + (0.01 + 0.001 * 6 + 1e-5 * 102);
   EXPECT_DOUBLE_EQ(row.cycle_s, cycle);
   EXPECT_DOUBLE_EQ(row.accepted, 1.0);
@@ -213,7 +213,7 @@ TEST(Concurrency, BatchPlannerAtBatchOneEqualsTheController) {
   auto r = RunConcurrency(trace, H100Qwen3(), BundledOptions(0));
   ASSERT_TRUE(r.ok()) << r.status();
   const ConcurrencyRow& c = Row(*r, 1, S::kController);
-  const ConcurrencyRow& b = Row(*r, 1, S::kBatchPlanner);
+  const ConcurrencyRow& b = Row(*r, 1, S::kBatch);
   EXPECT_GT(c.mean_tree_size, 1.0);
   EXPECT_DOUBLE_EQ(b.mean_tree_size, c.mean_tree_size);
   EXPECT_DOUBLE_EQ(b.accepted, c.accepted);
@@ -237,9 +237,9 @@ TEST(Concurrency, BatchOneMatchesTheSweep) {
   ASSERT_EQ(sweep->rows.size(), 2u);
   const WhatIfRow& fixed = sweep->rows[0];
   const WhatIfRow& ctl = sweep->rows[1];
-  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kFixedTree).accepted, fixed.accepted_per_step);
-  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kFixedTree).mean_tree_size, fixed.mean_tree_size);
-  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kFixedTree).cycle_s, fixed.cycle_s);
+  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kFixed).accepted, fixed.accepted_per_step);
+  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kFixed).mean_tree_size, fixed.mean_tree_size);
+  EXPECT_DOUBLE_EQ(Row(*r, 1, S::kFixed).cycle_s, fixed.cycle_s);
   EXPECT_DOUBLE_EQ(Row(*r, 1, S::kController).accepted, ctl.accepted_per_step);
   EXPECT_DOUBLE_EQ(Row(*r, 1, S::kController).mean_tree_size, ctl.mean_tree_size);
   EXPECT_DOUBLE_EQ(Row(*r, 1, S::kController).cycle_s, ctl.cycle_s);
@@ -251,11 +251,11 @@ TEST(Concurrency, PerRequestStrategiesAcceptTheSameAtEveryBatchSize) {
   const Trace trace = Load(DefaultTracePath());
   auto r = RunConcurrency(trace, H100Qwen3(), BundledOptions(0.001));
   ASSERT_TRUE(r.ok()) << r.status();
-  for (S s : {S::kFixedTree, S::kController}) {
+  for (S s : {S::kFixed, S::kController}) {
     const ConcurrencyRow& one = Row(*r, 1, s);
     for (int b : r->batch_sizes) {
       const ConcurrencyRow& row = Row(*r, b, s);
-      EXPECT_NEAR(row.accepted, one.accepted, 1e-12) << ConcurrencyStrategyName(s) << " B " << b;
+      EXPECT_NEAR(row.accepted, one.accepted, 1e-12) << StrategyName(s) << " B " << b;
       EXPECT_NEAR(row.mean_tree_size, one.mean_tree_size, 1e-12);
       EXPECT_EQ(row.steps, r->ring_steps);
     }
@@ -274,16 +274,16 @@ TEST(Concurrency, BatchPlannerBeatsNoSpeculationAndPerRequestControllers) {
   ASSERT_TRUE(r.ok() && raw.ok());
   double prev_tree = 1e9;
   for (int b : r->batch_sizes) {
-    const double plain = Row(*r, b, S::kNoSpeculation).throughput;
+    const double plain = Row(*r, b, S::kAr).throughput;
     const double ctl =
         std::max(Row(*r, b, S::kController).throughput, Row(*raw, b, S::kController).throughput);
-    const ConcurrencyRow& bp = Row(*r, b, S::kBatchPlanner);
+    const ConcurrencyRow& bp = Row(*r, b, S::kBatch);
     EXPECT_GE(bp.throughput, 0.995 * std::max(plain, ctl)) << "B = " << b;
     EXPECT_LE(bp.mean_tree_size, prev_tree) << "B = " << b;
     prev_tree = bp.mean_tree_size;
   }
   // The per-request controller ignores the batch and ends up slower than plain decoding.
-  EXPECT_LT(Row(*r, 256, S::kController).throughput, Row(*r, 256, S::kNoSpeculation).throughput);
+  EXPECT_LT(Row(*r, 256, S::kController).throughput, Row(*r, 256, S::kAr).throughput);
 }
 
 // The family's heads are under-confident (their trees accept about twice the Σρ they promise).
@@ -305,16 +305,16 @@ TEST(Concurrency, CalibrationLiftsTheBatchPlannerOnUnderConfidentHeads) {
   for (size_t k = 0; k < 4; ++k) {
     const int b = o.batch_sizes[k];
     EXPECT_GT(cal->batch_scales[k], 1.5) << "B = " << b;
-    EXPECT_GT(Row(*cal, b, S::kBatchPlanner).throughput, Row(*raw, b, S::kBatchPlanner).throughput)
+    EXPECT_GT(Row(*cal, b, S::kBatch).throughput, Row(*raw, b, S::kBatch).throughput)
         << "B = " << b;
-    EXPECT_GT(Row(*cal, b, S::kBatchPlanner).mean_tree_size,
-              Row(*raw, b, S::kBatchPlanner).mean_tree_size)
+    EXPECT_GT(Row(*cal, b, S::kBatch).mean_tree_size,
+              Row(*raw, b, S::kBatch).mean_tree_size)
         << "B = " << b;
   }
-  EXPECT_LT(Row(*raw, 8, S::kBatchPlanner).throughput, Row(*raw, 8, S::kController).throughput);
+  EXPECT_LT(Row(*raw, 8, S::kBatch).throughput, Row(*raw, 8, S::kController).throughput);
   // fixed and ar do not plan on the surrogate.
-  EXPECT_EQ(Row(*cal, 8, S::kFixedTree).throughput, Row(*raw, 8, S::kFixedTree).throughput);
-  EXPECT_EQ(Row(*cal, 8, S::kNoSpeculation).throughput, Row(*raw, 8, S::kNoSpeculation).throughput);
+  EXPECT_EQ(Row(*cal, 8, S::kFixed).throughput, Row(*raw, 8, S::kFixed).throughput);
+  EXPECT_EQ(Row(*cal, 8, S::kAr).throughput, Row(*raw, 8, S::kAr).throughput);
   const nlohmann::json j = ConcurrencyReportToJson(*cal);
   EXPECT_EQ(j.at("options").at("calibrate"), true);
   EXPECT_EQ(j.at("calibration").at("batch_scales").size(), 4u);
@@ -337,12 +337,12 @@ TEST(Concurrency, ScanModeLooksPastTheFirstDecrease) {
   ASSERT_TRUE(controller.ok() && scan.ok());
   EXPECT_FALSE(controller->batch_scan);
   EXPECT_TRUE(scan->batch_scan);
-  const ConcurrencyRow& off = Row(*controller, 32, S::kBatchPlanner);
-  const ConcurrencyRow& on = Row(*scan, 32, S::kBatchPlanner);
+  const ConcurrencyRow& off = Row(*controller, 32, S::kBatch);
+  const ConcurrencyRow& on = Row(*scan, 32, S::kBatch);
   EXPECT_EQ(off.plain_steps, off.steps);
   EXPECT_LT(on.plain_steps, on.steps);
   EXPECT_GT(on.mean_tree_size, 1.0);
-  EXPECT_GT(on.throughput, 1.03 * Row(*scan, 32, S::kNoSpeculation).throughput);
+  EXPECT_GT(on.throughput, 1.03 * Row(*scan, 32, S::kAr).throughput);
   // The rows of the other strategies do not depend on the planner's mode.
   EXPECT_EQ(Row(*scan, 32, S::kController).throughput,
             Row(*controller, 32, S::kController).throughput);
@@ -355,7 +355,7 @@ void ExpectStopConsistent(const ConcurrencyReport& r) {
   int first = 0;
   for (int b : r.batch_sizes) {
     if (first == 0 &&
-        !(Row(r, b, S::kBatchPlanner).throughput > Row(r, b, S::kNoSpeculation).throughput)) {
+        !(Row(r, b, S::kBatch).throughput > Row(r, b, S::kAr).throughput)) {
       first = b;
     }
   }
@@ -382,8 +382,8 @@ TEST(Concurrency, PlannerOffSwitchIsPlainDecoding) {
   auto r = RunConcurrency(trace, latency, o);
   ASSERT_TRUE(r.ok()) << r.status();
   for (int b : {2, 4}) {
-    const ConcurrencyRow& bp = Row(*r, b, S::kBatchPlanner);
-    const ConcurrencyRow& plain = Row(*r, b, S::kNoSpeculation);
+    const ConcurrencyRow& bp = Row(*r, b, S::kBatch);
+    const ConcurrencyRow& plain = Row(*r, b, S::kAr);
     EXPECT_EQ(bp.plain_steps, bp.steps);
     EXPECT_EQ(bp.mean_tree_size, 0);
     EXPECT_EQ(bp.throughput, plain.throughput);
@@ -406,12 +406,12 @@ TEST(Concurrency, DraftBatchGrowthPricesBatchedDrafting) {
   o.drafter.batch_growth = 0.25;
   auto grown = RunConcurrency(trace, latency, o);
   ASSERT_TRUE(flat.ok() && grown.ok());
-  EXPECT_DOUBLE_EQ(Row(*grown, 1, S::kFixedTree).cycle_s, Row(*flat, 1, S::kFixedTree).cycle_s);
-  EXPECT_NEAR(Row(*grown, 8, S::kFixedTree).cycle_s - Row(*flat, 8, S::kFixedTree).cycle_s,
+  EXPECT_DOUBLE_EQ(Row(*grown, 1, S::kFixed).cycle_s, Row(*flat, 1, S::kFixed).cycle_s);
+  EXPECT_NEAR(Row(*grown, 8, S::kFixed).cycle_s - Row(*flat, 8, S::kFixed).cycle_s,
               0.002 * 0.25 * 7, 1e-12);
   EXPECT_NEAR(Row(*grown, 8, S::kController).cycle_s - Row(*flat, 8, S::kController).cycle_s,
               0.002 * 0.25 * 7, 1e-12);
-  EXPECT_EQ(Row(*grown, 8, S::kNoSpeculation).cycle_s, Row(*flat, 8, S::kNoSpeculation).cycle_s);
+  EXPECT_EQ(Row(*grown, 8, S::kAr).cycle_s, Row(*flat, 8, S::kAr).cycle_s);
 }
 
 TEST(Concurrency, JsonHasEveryRowAndTheStopPoint) {
@@ -467,7 +467,7 @@ TEST(BestFixed, IsTheBestFixedBudgetPerBatchSize) {
   for (size_t i = 0; i < o.batch_sizes.size(); ++i) {
     const int B = o.batch_sizes[i];
     const ConcurrencyRow& row = Row(*best, B, S::kBestFixed);
-    EXPECT_GE(row.throughput, Row(*best, B, S::kNoSpeculation).throughput);
+    EXPECT_GE(row.throughput, Row(*best, B, S::kAr).throughput);
     for (int n : BestFixedBudgets(o.n_max)) {
       ConcurrencyOptions one = o;
       one.best_fixed = false;
@@ -475,7 +475,7 @@ TEST(BestFixed, IsTheBestFixedBudgetPerBatchSize) {
       one.batch_sizes = {B};
       auto r = RunConcurrency(trace, H100Qwen3(), one);
       ASSERT_TRUE(r.ok());
-      const ConcurrencyRow& fixed = Row(*r, B, S::kFixedTree);
+      const ConcurrencyRow& fixed = Row(*r, B, S::kFixed);
       EXPECT_GE(row.throughput, fixed.throughput * (1 - 1e-12)) << "B " << B << " n " << n;
       if (n == best->best_fixed_budgets[i]) {
         EXPECT_DOUBLE_EQ(row.throughput, fixed.throughput);

@@ -50,7 +50,7 @@ namespace specplan::whatif {
 namespace {
 
 using ::testing::HasSubstr;
-using S = ConcurrencyStrategy;
+using S = Strategy;
 
 const Trace& BundledTrace() {
   static const Trace* trace = [] {
@@ -147,7 +147,7 @@ TEST(BestChain, IsTheChainReplayOfItsLengthAndNoLengthBeatsIt) {
     const int B = o.batch_sizes[i];
     const ConcurrencyRow* row = FindConcurrencyRow(*r, B, S::kBestChain);
     ASSERT_NE(row, nullptr);
-    const double ar = FindConcurrencyRow(*r, B, S::kNoSpeculation)->throughput;
+    const double ar = FindConcurrencyRow(*r, B, S::kAr)->throughput;
     EXPECT_GE(row->throughput, ar);
     for (size_t k = 0; k < r->best_chain_settings.sizes.size(); ++k) {
       const int K = r->best_chain_settings.sizes[k];
@@ -639,8 +639,8 @@ TEST(ContextOffset, LongerContextsCostMoreAndDraftNoLess) {
   ASSERT_TRUE(longer.ok()) << longer.status();
   EXPECT_EQ(longer->context_offset, 16384);
   for (int b : {1, 64}) {
-    const ConcurrencyRow* a = FindConcurrencyRow(*base, b, S::kNoSpeculation);
-    const ConcurrencyRow* l = FindConcurrencyRow(*longer, b, S::kNoSpeculation);
+    const ConcurrencyRow* a = FindConcurrencyRow(*base, b, S::kAr);
+    const ConcurrencyRow* l = FindConcurrencyRow(*longer, b, S::kAr);
     ASSERT_NE(a, nullptr);
     ASSERT_NE(l, nullptr);
     EXPECT_LT(l->throughput, a->throughput) << "B " << b;  // attention over 16k more tokens

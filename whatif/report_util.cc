@@ -1,0 +1,54 @@
+#include "whatif/report_util.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace specplan::whatif {
+
+absl::Status CheckSeconds(double v, const char* field) {
+  if (!(v >= 0) || !std::isfinite(v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " = ", v, ": must be a finite number of seconds >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDrafterSeconds(const costmodel::DrafterCost& drafter) {
+  for (const auto& [v, field] : {std::pair<double, const char*>{drafter.t_net_s, "drafter.t_net_s"},
+                                 {drafter.t_head_s, "drafter.t_head_s"},
+                                 {drafter.t_light_s, "drafter.t_light_s"}}) {
+    absl::Status st = CheckSeconds(v, field);
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTraceSteps(const Trace& trace) {
+  for (size_t i = 0; i < trace.steps.size(); ++i) {
+    absl::Status st = ValidateTraceStep(trace.steps[i], trace.header);
+    if (!st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("step ", i, ": ", std::string(st.message())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+nlohmann::json DrafterJson(const costmodel::DrafterCost& drafter) {
+  return {{"class", costmodel::DrafterClassName(drafter.cls)},
+          {"t_net_s", drafter.t_net_s},
+          {"t_head_s", drafter.t_head_s},
+          {"t_light_s", drafter.t_light_s}};
+}
+
+std::string FormatOrDash(double x, int precision) {
+  return std::isfinite(x) ? absl::StrFormat("%.*f", precision, x) : std::string("-");
+}
+
+std::string FormatSpeedup(double x) {
+  return std::isfinite(x) ? absl::StrFormat("%.3fx", x) : std::string("-");
+}
+
+}  // namespace specplan::whatif

@@ -1,0 +1,31 @@
+// What the what-if sweep (sweep.cc) and the replay under concurrency (concurrency.cc) share: the
+// checks of their common options and trace, and the pieces of their reports.
+#ifndef SPECPLAN_WHATIF_REPORT_UTIL_H_
+#define SPECPLAN_WHATIF_REPORT_UTIL_H_
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
+#include "absl/status/status.h"
+#include "costmodel/cycle_cost.h"
+#include "whatif/trace.h"
+
+namespace specplan::whatif {
+
+// InvalidArgument "<field> = <v>: must be a finite number of seconds >= 0" unless it is one.
+absl::Status CheckSeconds(double v, const char* field);
+// CheckSeconds on the drafter's times: "drafter.t_net_s", "drafter.t_head_s", "drafter.t_light_s".
+absl::Status CheckDrafterSeconds(const costmodel::DrafterCost& drafter);
+// ValidateTraceStep on every step; the first error as "step <i>: <message>".
+absl::Status ValidateTraceSteps(const Trace& trace);
+
+// {"class", "t_net_s", "t_head_s", "t_light_s"} of the drafter.
+nlohmann::json DrafterJson(const costmodel::DrafterCost& drafter);
+// `x` with `precision` decimals, or "-" when it is not finite (NaN: no value).
+std::string FormatOrDash(double x, int precision);
+// "1.234x", or "-" when not finite.
+std::string FormatSpeedup(double x);
+
+}  // namespace specplan::whatif
+
+#endif  // SPECPLAN_WHATIF_REPORT_UTIL_H_
