@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
 #include "cli/remote.h"
@@ -248,9 +249,7 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--t-light-ms", args->t_light_ms, "Light causal-correction step, ms (causal)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object");
-  cmd->add_option("--server", args->server,
-                  "Ask a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or "
-                  "dns:///NAME:PORT, round robin with retries) for the prediction (same output)");
+  AddServerOption(cmd, &args->server, "Ask", " for the prediction (same output)");
   cmd->callback([args, exit_code] { *exit_code = RunEstimate(*args); });
 }
 

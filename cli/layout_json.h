@@ -1,5 +1,5 @@
-// JSON forms of the engine layouts (planner/tree/engine_layouts.h) that `plan` and `plan-batch` print
-// with --layout.
+// JSON forms of the engine layouts (planner/tree/engine_layouts.h) that `plan` and `plan-batch`
+// print with --layout.
 #ifndef SPECPLAN_CLI_LAYOUT_JSON_H_
 #define SPECPLAN_CLI_LAYOUT_JSON_H_
 

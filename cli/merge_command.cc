@@ -8,11 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/remote.h"
 #include "planner/tree/merge.h"
 #include "planner/tree/tree_json.h"
 #include "planner/tree/tree_outputs.h"
+#include "util/enum_names.h"
 #include "util/file.h"
 
 namespace specplan::cli {
@@ -38,17 +40,11 @@ absl::StatusOr<planner::Tree> ReadTreeFile(const std::string& flag, const std::s
   return tree;
 }
 
-const char* SourceName(planner::MergeSource s) {
-  switch (s) {
-    case planner::MergeSource::kA:
-      return "a";
-    case planner::MergeSource::kB:
-      return "b";
-    case planner::MergeSource::kBoth:
-      return "both";
-  }
-  return "?";
-}
+constexpr EnumEntry<planner::MergeSource> kSourceNames[] = {
+    {planner::MergeSource::kA, "a"},
+    {planner::MergeSource::kB, "b"},
+    {planner::MergeSource::kBoth, "both"},
+};
 
 std::vector<std::string> MaskRows(const planner::TreeOutputs& out) {
   std::vector<std::string> rows(out.size, std::string(out.size, '0'));
@@ -106,7 +102,7 @@ int RunMerge(const MergeArgs& args) {
   const std::vector<std::string> mask = MaskRows(out);
   const std::vector<std::vector<int32_t>> retrieve = RetrieveRows(out);
   std::vector<std::string> sources;
-  for (planner::MergeSource s : merged->source) sources.push_back(SourceName(s));
+  for (planner::MergeSource s : merged->source) sources.push_back(EnumName(kSourceNames, s));
 
   if (args.json) {
     nlohmann::json j = planner::TreeToJson(merged->tree);
@@ -161,10 +157,7 @@ void RegisterMergeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_flag("--json", args->json, "Print JSON instead of text");
-  cmd->add_option(
-      "--server", args->server,
-      "Merge on a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or dns:///NAME:PORT, "
-      "round robin with retries) instead of in-process (same output)");
+  AddServerOption(cmd, &args->server, "Merge", " instead of in-process (same output)");
   cmd->callback([args, exit_code]() { *exit_code = RunMerge(*args); });
 }
 

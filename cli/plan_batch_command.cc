@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
 #include "cli/layout_json.h"
@@ -135,18 +136,9 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   using namespace specplan::planner;
   const char* kCmd = "specplan plan-batch: ";
   auto lines = LoadRequests(a.requests);
-  if (!lines.ok()) {
-    std::cerr << kCmd << "--requests " << lines.status().message() << "\n";
-    return 1;
-  }
+  if (Failed(kCmd, lines.status(), "--requests ")) return 1;
   BatchPlanOptions options;
-  if (a.budget >= 0) {
-    options.mode = BudgetMode::kFixed;
-    options.n_max = a.budget;
-  } else {
-    options.mode = a.scan ? BudgetMode::kScan : BudgetMode::kController;
-    options.n_max = a.n_max;
-  }
+  SetBudgetMode(a.n_max, a.budget, a.scan, &options);
   if (a.max_ms_per_token > 0) {
     if (options.mode == BudgetMode::kFixed) {
       std::cerr << kCmd << "--max-ms-per-token " << a.max_ms_per_token
@@ -157,15 +149,11 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     options.max_seconds_per_token = a.max_ms_per_token * 1e-3;
   }
   auto parsed = a.Parse();
-  if (!parsed.ok()) {
-    std::cerr << kCmd << parsed.status().message() << "\n";
-    return 1;
-  }
-  const costmodel::DrafterClass drafter_cls = parsed->drafter;
+  if (Failed(kCmd, parsed.status())) return 1;
   const costmodel::DType dtype = parsed->dtype;
   const bool want_cost = options.mode != BudgetMode::kFixed || a.AnyCostGiven();
   costmodel::DrafterCost drafter;
-  drafter.cls = drafter_cls;
+  drafter.cls = parsed->drafter;
   drafter.gamma = 0;
   for (const RequestLine& r : *lines) drafter.gamma = std::max(drafter.gamma, r.marginals.gamma);
   drafter.t_net_s = a.t_draft_ms * 1e-3;
@@ -175,16 +163,10 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   std::unique_ptr<costmodel::BatchCycleCost> cost;
   std::string latency_kind;
   std::string profile_id;  // the profile that priced the pass; "" = none (bare or inline roofline)
-  if (absl::Status st = a.CheckRemote(); !a.server.empty() && !st.ok()) {
-    std::cerr << kCmd << st.message() << "\n";
-    return 1;
-  }
+  if (!a.server.empty() && Failed(kCmd, a.CheckRemote())) return 1;
   if (want_cost && a.server.empty()) {
     auto resolved = a.Resolve(dtype);
-    if (!resolved.ok()) {
-      std::cerr << kCmd << resolved.status().message() << "\n";
-      return 1;
-    }
+    if (Failed(kCmd, resolved.status())) return 1;
     latency = std::move(resolved->model);
     latency_kind = latency->Kind();
     profile_id = resolved->profile_id;
@@ -200,18 +182,12 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     const RemoteCost rc = a.ToRemoteCost(dtype, drafter, /*context=*/0);
     auto used =
         RemotePlanBatch(a.server, requests, options, want_cost ? &rc : nullptr, &plan, &outputs);
-    if (!used.ok()) {
-      std::cerr << kCmd << used.status().message() << "\n";
-      return 1;
-    }
+    if (Failed(kCmd, used.status())) return 1;
     latency_kind = used->latency_model;
     profile_id = used->profile;
   } else {
     BatchPlanner planner;
-    if (absl::Status st = planner.Plan(requests, options, cost.get(), &plan); !st.ok()) {
-      std::cerr << kCmd << st.message() << "\n";
-      return 1;
-    }
+    if (Failed(kCmd, planner.Plan(requests, options, cost.get(), &plan))) return 1;
     for (int i = 0; i < B; ++i) {
       TreeOutputOptions o;
       o.position_offset = requests[i].c;
@@ -272,10 +248,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
       auto layout = a.layout == "sglang"
                         ? SglangJson(plan.trees, contexts, a.tree_mask_mode, a.draft_token_num)
                         : RaggedJson(plan.trees, contexts);
-      if (!layout.ok()) {
-        std::cerr << kCmd << "--layout " << a.layout << ": " << layout.status().message() << "\n";
-        return 1;
-      }
+      if (Failed(kCmd, layout.status(), "--layout " + a.layout + ": ")) return 1;
       j[a.layout] = std::move(*layout);
     }
     std::cout << j.dump(2) << "\n";
@@ -321,18 +294,10 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
                   "\"n_max\" and \"weight\"")
       ->required();
   AddCostFlags(cmd, args.get());
-  auto* n_max = cmd->add_option("--n-max", args->n_max,
-                                "Search N = 0..N draft nodes in all (first decrease of the "
-                                "goodput, or its argmax with --scan)")
-                    ->check(CLI::Range(0, planner::kMaxBatchNodes));
-  auto* budget = cmd->add_option("--budget", args->budget,
-                                 "Fixed: exactly min(N, lattice sizes) draft nodes in all")
-                     ->check(CLI::Range(0, planner::kMaxBatchNodes));
-  n_max->excludes(budget);
-  auto* group = cmd->add_option_group("budget", "one of --n-max / --budget");
-  group->add_option(n_max);
-  group->add_option(budget);
-  group->require_option(1);
+  AddBudgetOptions(cmd, &args->n_max, &args->budget, planner::kMaxBatchNodes,
+                   "Search N = 0..N draft nodes in all (first decrease of the goodput, or its "
+                   "argmax with --scan)",
+                   "Fixed: exactly min(N, lattice sizes) draft nodes in all");
   cmd->add_option("--t-draft-ms", args->t_draft_ms,
                   "Draft network time for one sequence, ms (per step for ar, per block otherwise)")
       ->check(CLI::NonNegativeNumber);
@@ -346,32 +311,19 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
                   "request; maximises goodput under it")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object");
-  cmd->add_option("--server", args->server,
-                  "Plan on a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or "
-                  "dns:///NAME:PORT, round robin with retries) (the PlanBatch RPC) instead of "
-                  "in-process (same output)");
+  AddServerOption(cmd, &args->server, "Plan",
+                  " (the PlanBatch RPC) instead of in-process (same output)");
   auto* layout = cmd->add_option("--layout", args->layout,
                                  "With --json, add the batch in an engine's layout: ragged (key "
                                  "`ragged`: cu_seqlens, tokens, positions, parents) or sglang "
                                  "(key `sglang`)")
                      ->check(CLI::IsMember({"ragged", "sglang"}));
-  cmd->add_option("--tree-mask-mode", args->tree_mask_mode,
-                  "SGLang tree_mask mode for --layout sglang: FULL_MASK, QLEN_ONLY, "
-                  "QLEN_ONLY_BITPACKING")
-      ->capture_default_str()
-      ->needs(layout);
-  cmd->add_option("--draft-token-num", args->draft_token_num,
-                  "SGLang draft_token_num (slots per request, root included) for --layout sglang; "
-                  "0 = the largest tree's size")
-      ->check(CLI::Range(0, 8192))
-      ->needs(layout);
+  AddSglangLayoutOptions(cmd, layout, &args->tree_mask_mode, &args->draft_token_num,
+                         "SGLang draft_token_num (slots per request, root included) for --layout "
+                         "sglang; 0 = the largest tree's size");
   cmd->callback([args, exit_code] {
-    if (!args->layout.empty() && !args->json) {
-      std::cerr << "specplan plan-batch: --layout " << args->layout << " needs --json\n";
-      *exit_code = 1;
-      return;
-    }
-    *exit_code = RunPlanBatch(*args);
+    RunWithLayoutCheck("specplan plan-batch", args->layout, args->json, exit_code,
+                       [&] { return RunPlanBatch(*args); });
   });
 }
 

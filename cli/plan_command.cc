@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
 #include "cli/layout_json.h"
@@ -63,29 +64,16 @@ int RunPlan(const PlanArgs& a) {
   using namespace specplan::planner;
   const char* kCmd = "specplan plan: ";
   auto marginals = LoadMarginalsFile(a.marginals);
-  if (!marginals.ok()) {
-    std::cerr << kCmd << "--marginals " << marginals.status().message() << "\n";
-    return 1;
-  }
+  if (Failed(kCmd, marginals.status(), "--marginals ")) return 1;
   BestFirstOptions options;
-  if (a.budget >= 0) {
-    options.mode = BudgetMode::kFixed;
-    options.n_max = a.budget;
-  } else {
-    options.mode = a.scan ? BudgetMode::kScan : BudgetMode::kController;
-    options.n_max = a.n_max;
-  }
+  SetBudgetMode(a.n_max, a.budget, a.scan, &options);
   auto parsed = a.Parse();
-  if (!parsed.ok()) {
-    std::cerr << kCmd << parsed.status().message() << "\n";
-    return 1;
-  }
-  const costmodel::DrafterClass drafter_cls = parsed->drafter;
+  if (Failed(kCmd, parsed.status())) return 1;
   const costmodel::DType dtype = parsed->dtype;
   // The cost is required by the controller; in fixed mode it only fills cycle_s / speedup.
   const bool want_cost = options.mode != BudgetMode::kFixed || a.AnyCostGiven();
   costmodel::DrafterCost drafter;
-  drafter.cls = drafter_cls;
+  drafter.cls = parsed->drafter;
   drafter.gamma = marginals->gamma;
   drafter.t_net_s = a.t_draft_ms * 1e-3;
 
@@ -96,19 +84,13 @@ int RunPlan(const PlanArgs& a) {
   const int repeat = std::max(1, a.repeat);
   double plan_us = 0;
   if (!a.server.empty()) {
-    if (absl::Status st = a.CheckRemote(); !st.ok()) {
-      std::cerr << kCmd << st.message() << "\n";
-      return 1;
-    }
+    if (Failed(kCmd, a.CheckRemote())) return 1;
     const RemoteCost rc = a.ToRemoteCost(dtype, drafter, a.c);
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < repeat; ++r) {
       auto used = RemotePlanTree(a.server, *marginals, options, want_cost ? &rc : nullptr, a.c,
                                  &plan, &outputs);
-      if (!used.ok()) {
-        std::cerr << kCmd << used.status().message() << "\n";
-        return 1;
-      }
+      if (Failed(kCmd, used.status())) return 1;
       latency_kind = used->latency_model;
       profile_id = used->profile;
     }
@@ -120,10 +102,7 @@ int RunPlan(const PlanArgs& a) {
     std::unique_ptr<costmodel::CycleCost> cost;
     if (want_cost) {
       auto resolved = a.Resolve(dtype);
-      if (!resolved.ok()) {
-        std::cerr << kCmd << resolved.status().message() << "\n";
-        return 1;
-      }
+      if (Failed(kCmd, resolved.status())) return 1;
       latency = std::move(resolved->model);
       latency_kind = latency->Kind();
       profile_id = resolved->profile_id;
@@ -134,11 +113,7 @@ int RunPlan(const PlanArgs& a) {
     out_options.position_offset = a.c;
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < repeat; ++r) {
-      absl::Status st = planner.Plan(*marginals, options, cost.get(), &plan);
-      if (!st.ok()) {
-        std::cerr << kCmd << st.message() << "\n";
-        return 1;
-      }
+      if (Failed(kCmd, planner.Plan(*marginals, options, cost.get(), &plan))) return 1;
       ComputeTreeOutputs(plan.tree, out_options, &outputs);
     }
     plan_us =
@@ -188,10 +163,7 @@ int RunPlan(const PlanArgs& a) {
     if (a.layout == "sglang") {
       const int64_t c = a.c;
       auto sglang = SglangJson({&plan.tree, 1}, {&c, 1}, a.tree_mask_mode, a.draft_token_num);
-      if (!sglang.ok()) {
-        std::cerr << kCmd << "--layout sglang: " << sglang.status().message() << "\n";
-        return 1;
-      }
+      if (Failed(kCmd, sglang.status(), "--layout sglang: ")) return 1;
       j["sglang"] = *std::move(sglang);
     }
     if (a.repeat > 1) {
@@ -237,27 +209,16 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--c", args->c, "Cached context tokens")
       ->required()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
-  auto* n_max =
-      cmd->add_option("--n-max", args->n_max, "Controller mode: search n = 0..N draft nodes")
-          ->check(CLI::Range(0, 8191));
-  auto* budget = cmd->add_option("--budget", args->budget,
-                                 "Fixed mode: exactly min(N, lattice size) draft nodes")
-                     ->check(CLI::Range(0, 8191));
-  n_max->excludes(budget);
-  auto* group = cmd->add_option_group("budget", "one of --n-max / --budget");
-  group->add_option(n_max);
-  group->add_option(budget);
-  group->require_option(1);
+  AddBudgetOptions(cmd, &args->n_max, &args->budget, 8191,
+                   "Controller mode: search n = 0..N draft nodes",
+                   "Fixed mode: exactly min(N, lattice size) draft nodes");
   cmd->add_option("--t-draft-ms", args->t_draft_ms,
                   "Draft network time, ms (per step for ar, per block otherwise)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--scan", args->scan,
                 "Evaluate every n <= N and take the argmax (stepped / measured costs)");
   cmd->add_flag("--json", args->json, "Print one JSON object");
-  cmd->add_option(
-      "--server", args->server,
-      "Plan on a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or dns:///NAME:PORT, round "
-      "robin with retries) instead of in-process (same output)");
+  AddServerOption(cmd, &args->server, "Plan", " instead of in-process (same output)");
   cmd->add_option("--repeat", args->repeat,
                   "Plan R times and report plan_us (mean per plan; round trip with --server)")
       ->check(CLI::Range(1, 10000000));
@@ -265,23 +226,12 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
       cmd->add_option("--layout", args->layout,
                       "With --json, add the plan in an engine's layout: sglang (key `sglang`)")
           ->check(CLI::IsMember({"sglang"}));
-  cmd->add_option("--tree-mask-mode", args->tree_mask_mode,
-                  "SGLang tree_mask mode for --layout sglang: FULL_MASK, QLEN_ONLY, "
-                  "QLEN_ONLY_BITPACKING")
-      ->capture_default_str()
-      ->needs(layout);
-  cmd->add_option(
-         "--draft-token-num", args->draft_token_num,
-         "SGLang draft_token_num (slots, root included) for --layout sglang; 0 = tree size")
-      ->check(CLI::Range(0, 8192))
-      ->needs(layout);
+  AddSglangLayoutOptions(
+      cmd, layout, &args->tree_mask_mode, &args->draft_token_num,
+      "SGLang draft_token_num (slots, root included) for --layout sglang; 0 = tree size");
   cmd->callback([args, exit_code] {
-    if (!args->layout.empty() && !args->json) {
-      std::cerr << "specplan plan: --layout " << args->layout << " needs --json\n";
-      *exit_code = 1;
-      return;
-    }
-    *exit_code = RunPlan(*args);
+    RunWithLayoutCheck("specplan plan", args->layout, args->json, exit_code,
+                       [&] { return RunPlan(*args); });
   });
 }
 

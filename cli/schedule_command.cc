@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
 #include "costmodel/cost_spec.h"
@@ -70,10 +71,7 @@ absl::StatusOr<std::vector<int64_t>> ParseContextGrid(const std::string& text) {
 int RunSchedule(const ScheduleArgs& given) {
   ScheduleArgs a = given;
   auto format = whatif::ParseScheduleFormat(a.format);
-  if (!format.ok()) {
-    std::cerr << kCmd << "--format " << format.status().message() << "\n";
-    return 1;
-  }
+  if (Failed(kCmd, format.status(), "--format ")) return 1;
   auto sizes = whatif::ParseConcurrencyList(a.batch_sizes);
   if (!sizes.ok()) {
     std::cerr << kCmd << "--batch-sizes " << a.batch_sizes << ": " << sizes.status().message()
@@ -108,10 +106,7 @@ int RunSchedule(const ScheduleArgs& given) {
     contexts = *std::move(grid);
   }
   auto parsed = a.Parse();
-  if (!parsed.ok()) {
-    std::cerr << kCmd << parsed.status().message() << "\n";
-    return 1;
-  }
+  if (Failed(kCmd, parsed.status())) return 1;
   const costmodel::DrafterClass drafter_cls = parsed->drafter;
   const costmodel::DType dtype = parsed->dtype;
   // The format's own engine prices the passes unless --engine or --profile says otherwise.
@@ -119,15 +114,9 @@ int RunSchedule(const ScheduleArgs& given) {
 
   const std::string trace_path = a.trace.empty() ? whatif::DefaultTracePath() : a.trace;
   auto trace = whatif::LoadTrace(trace_path);
-  if (!trace.ok()) {
-    std::cerr << kCmd << "--trace " << trace.status().message() << "\n";
-    return 1;
-  }
+  if (Failed(kCmd, trace.status(), "--trace ")) return 1;
   auto resolved = a.Resolve(dtype);
-  if (!resolved.ok()) {
-    std::cerr << kCmd << resolved.status().message() << "\n";
-    return 1;
-  }
+  if (Failed(kCmd, resolved.status())) return 1;
 
   whatif::ScheduleOptions options;
   options.replay.batch_sizes = *sizes;
@@ -218,9 +207,7 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
       ->description(
           "Whose kernels price the passes: sglang, vllm, trtllm or specplan; default: the engine "
           "--format names (its profile for --gpu x --model must ship, or pass --profile)");
-  cmd->add_option("--trace", args->trace,
-                  "Acceptance trace (JSONL, whatif/trace.h); default: the bundled trace " +
-                      whatif::DefaultTracePath());
+  AddTraceOption(cmd, &args->trace, "Acceptance");
   cmd->add_option("--out", args->out, "Write the schedule to FILE (atomically) instead of stdout");
   cmd->add_option("--batch-sizes", args->batch_sizes,
                   "Comma-separated grid of batch sizes, starting at 1 (each in [1, 4096]); the "

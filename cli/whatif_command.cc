@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
 #include "cli/remote.h"
@@ -119,10 +120,7 @@ std::vector<plot::Chart> MakeCharts(const whatif::WhatIfReport& r) {
 // What one run produced, in-process or from a server, and what the output says about its inputs.
 struct WhatIfOutcome {
   whatif::WhatIfReport report;
-  std::string trace_path;  // the trace file analysed (the server's bundled one without --trace)
-  std::string model_name, gpu_name;
-  std::string profile;  // profile path (in-process) or id (server); "" for the bare roofline
-  std::string engine, engine_version;  // the profile's; "" for the bare roofline
+  WhatIfSource source;
 };
 
 // The trace (--trace, else the bundled one) and the latency model, for an in-process run.
@@ -137,21 +135,28 @@ bool LoadLocal(const WhatIfArgs& a, costmodel::DType dtype, LocalInputs* in) {
   const char* kCmd = "specplan whatif: ";
   in->trace_path = a.trace.empty() ? whatif::DefaultTracePath() : a.trace;
   auto trace = whatif::LoadTrace(in->trace_path);
-  if (!trace.ok()) {
-    std::cerr << kCmd << "--trace " << trace.status().message() << "\n";
-    return false;
-  }
+  if (Failed(kCmd, trace.status(), "--trace ")) return false;
   in->trace = *std::move(trace);
   auto resolved = a.Resolve(dtype);
-  if (!resolved.ok()) {
-    std::cerr << kCmd << resolved.status().message() << "\n";
-    return false;
-  }
+  if (Failed(kCmd, resolved.status())) return false;
   in->resolved = *std::move(resolved);
   // A bundled profile is named by its id, as the server names it; a --profile file by its path.
   in->profile = a.profile.empty() ? in->resolved.profile_id : in->resolved.profile_path;
   return true;
 }
+// What an in-process run analysed and what priced it.
+WhatIfSource LocalSource(const LocalInputs& in, costmodel::DType dtype) {
+  WhatIfSource source;
+  source.trace_path = in.trace_path;
+  source.model_name = in.resolved.model_spec.name;
+  source.gpu_name = in.resolved.gpu_spec.name;
+  source.dtype_name = costmodel::DTypeName(dtype);
+  source.profile = in.profile;
+  source.engine = in.resolved.engine;
+  source.engine_version = in.resolved.engine_version;
+  return source;
+}
+
 
 // In-process: load the trace and the latency model, run the sweep.
 bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfOptions& base,
@@ -159,7 +164,7 @@ bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfO
   const char* kCmd = "specplan whatif: ";
   LocalInputs in;
   if (!LoadLocal(a, dtype, &in)) return false;
-  out->trace_path = in.trace_path;
+  out->source.trace_path = in.trace_path;
   const whatif::Trace* trace = &in.trace;
   const costmodel::ResolvedLatencyModel* resolved = &in.resolved;
   whatif::WhatIfOptions options = base;
@@ -170,16 +175,9 @@ bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfO
     };
   }
   auto report = whatif::RunWhatIf(*trace, *resolved->model, options);
-  if (!report.ok()) {
-    std::cerr << kCmd << out->trace_path << ": " << report.status().message() << "\n";
-    return false;
-  }
+  if (Failed(kCmd, report.status(), out->source.trace_path + ": ")) return false;
   out->report = *std::move(report);
-  out->model_name = resolved->model_spec.name;
-  out->gpu_name = resolved->gpu_spec.name;
-  out->profile = in.profile;
-  out->engine = in.resolved.engine;
-  out->engine_version = in.resolved.engine_version;
+  out->source = LocalSource(in, dtype);
   return true;
 }
 
@@ -215,13 +213,7 @@ int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
   WhatIfConcurrencyRun run;
   run.trace = &in.trace;
   run.latency = in.resolved.model.get();
-  run.trace_path = in.trace_path;
-  run.model_name = in.resolved.model_spec.name;
-  run.gpu_name = in.resolved.gpu_spec.name;
-  run.dtype_name = costmodel::DTypeName(dtype);
-  run.profile = in.profile;
-  run.engine = in.resolved.engine;
-  run.engine_version = in.resolved.engine_version;
+  run.source = LocalSource(in, dtype);
   run.options.batch_sizes = *sizes;
   run.options.recorded = recorded;
   run.options.n_max = n_max;
@@ -241,17 +233,11 @@ int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
 bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfOptions& options,
                WhatIfOutcome* out) {
   const char* kCmd = "specplan whatif: ";
-  if (absl::Status st = a.CheckRemote(); !st.ok()) {
-    std::cerr << kCmd << st.message() << "\n";
-    return false;
-  }
+  if (Failed(kCmd, a.CheckRemote())) return false;
   std::string text;
   if (!a.trace.empty()) {
     auto read = ReadFileToString(a.trace);
-    if (!read.ok()) {
-      std::cerr << kCmd << "--trace " << read.status().message() << "\n";
-      return false;
-    }
+    if (Failed(kCmd, read.status(), "--trace ")) return false;
     text = *std::move(read);
     if (text.empty()) {  // empty would mean "the server's bundled trace": say what in-process says
       std::cerr << kCmd << "--trace " << whatif::ParseTrace(text, a.trace).status().message()
@@ -267,18 +253,16 @@ bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIf
   }
   if (isatty(STDERR_FILENO)) std::cerr << kCmd << "sweeping on " << a.server << "\n";
   auto remote = RemoteWhatIf(a.server, text, a.trace, a.ToRemoteCost(dtype, {}, 0), options);
-  if (!remote.ok()) {
-    std::cerr << kCmd << remote.status().message() << "\n";
-    return false;
-  }
+  if (Failed(kCmd, remote.status())) return false;
   out->report = std::move(remote->report);
-  out->trace_path = a.trace.empty() ? remote->bundled_trace : a.trace;
-  out->model_name = model->name;
-  out->gpu_name = gpu->name;
-  out->profile = remote->used.profile;
-  const UsedEngine used = RemoteProfileEngine(a.server, out->profile);
-  out->engine = used.engine;
-  out->engine_version = used.version;
+  out->source.trace_path = a.trace.empty() ? remote->bundled_trace : a.trace;
+  out->source.model_name = model->name;
+  out->source.gpu_name = gpu->name;
+  out->source.dtype_name = costmodel::DTypeName(dtype);
+  out->source.profile = remote->used.profile;
+  const UsedEngine used = RemoteProfileEngine(a.server, out->source.profile);
+  out->source.engine = used.engine;
+  out->source.engine_version = used.version;
   return true;
 }
 
@@ -292,20 +276,11 @@ int RunWhatIf(const WhatIfArgs& a) {
     }
   }
   auto budgets = whatif::ParseBudgetList(a.budgets);
-  if (!budgets.ok()) {
-    std::cerr << kCmd << "--budgets " << budgets.status().message() << "\n";
-    return 1;
-  }
+  if (Failed(kCmd, budgets.status(), "--budgets ")) return 1;
   auto strategies = whatif::ParseStrategyList(a.strategies);
-  if (!strategies.ok()) {
-    std::cerr << kCmd << "--strategies " << strategies.status().message() << "\n";
-    return 1;
-  }
+  if (Failed(kCmd, strategies.status(), "--strategies ")) return 1;
   auto parsed = a.Parse();
-  if (!parsed.ok()) {
-    std::cerr << kCmd << parsed.status().message() << "\n";
-    return 1;
-  }
+  if (Failed(kCmd, parsed.status())) return 1;
   const costmodel::DrafterClass drafter_cls = parsed->drafter;
   const costmodel::DType dtype = parsed->dtype;
 
@@ -336,36 +311,10 @@ int RunWhatIf(const WhatIfArgs& a) {
   }
   const whatif::WhatIfReport& report = o.report;
 
-  if (!a.plot.empty()) {
-    auto png = plot::RenderPng(MakeCharts(report), 900, 900);
-    if (!png.ok()) {
-      std::cerr << kCmd << "--plot " << a.plot << ": " << png.status().message() << "\n";
-      return 1;
-    }
-    absl::Status st = WriteFileAtomically(a.plot, *png);
-    if (!st.ok()) {
-      std::cerr << kCmd << "--plot " << a.plot << ": " << st.message() << "\n";
-      return 1;
-    }
-  }
-  if (a.json) {
-    nlohmann::json j = whatif::WhatIfReportToJson(report);
-    j["trace"]["path"] = o.trace_path;
-    j["model"] = o.model_name;
-    j["gpu"] = o.gpu_name;
-    j["profile"] = o.profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.profile);
-    j["engine"] = o.engine.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.engine);
-    j["engine_version"] =
-        o.engine_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.engine_version);
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  std::cout << absl::StrFormat("%s on %s (%s)%s%s\n", o.model_name, o.gpu_name,
-                               costmodel::DTypeName(dtype), o.profile.empty() ? "" : ", profile ",
-                               DescribeProfile(o.profile, o.engine, o.engine_version))
-            << "trace file: " << o.trace_path << "\n"
-            << whatif::FormatWhatIfTable(report);
-  if (!a.plot.empty()) std::cout << "plot: " << a.plot << "\n";
+  if (!a.plot.empty() && !WritePlot(kCmd, a.plot, MakeCharts(report))) return 1;
+  PrintWhatIfReport(o.source, a.json,
+                    a.json ? whatif::WhatIfReportToJson(report) : nlohmann::json(),
+                    a.json ? std::string() : whatif::FormatWhatIfTable(report), a.plot);
   return 0;
 }
 
@@ -377,16 +326,14 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
       "whatif",
       "Offline sweep of tree budgets/strategies over a recorded trace: realised accepted length, "
       "predicted cycle cost and speedup per budget, the oracle budget and the controller");
-  cmd->add_option("--trace", args->trace,
-                  "Decoding trace (JSONL, whatif/trace.h); default: the bundled trace " +
-                      whatif::DefaultTracePath());
+  AddTraceOption(cmd, &args->trace, "Decoding");
   AddCostFlags(cmd, args.get());
   cmd->add_option("--budgets", args->budgets,
                   "Comma-separated draft-node budgets, each in [1, 8191]")
       ->capture_default_str();
   cmd->add_option("--strategies", args->strategies,
                   "Comma-separated: bestfirst, controller, scan, dynatree, fixed, linear, or all "
-                  "(see planner/strategy_names.h)")
+                  "(see planner/strategy.h)")
       ->capture_default_str();
   cmd->add_option("--n-max", args->n_max,
                   "Controller/scan search n = 0..N draft nodes (0: the largest budget); with "
@@ -414,10 +361,9 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--plot", args->plot,
                   "Write a PNG: speedup and accepted length vs budget, controller and oracle "
                   "marked (with --concurrency: throughput and speedup over ar vs B)");
-  cmd->add_option("--server", args->server,
-                  "Sweep on a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or "
-                  "dns:///NAME:PORT, round robin with retries) (the --trace file is read here and "
-                  "sent; without --trace the server's bundled trace); same output");
+  AddServerOption(cmd, &args->server, "Sweep",
+                  " (the --trace file is read here and sent; without --trace the server's bundled "
+                  "trace); same output");
   cmd->add_option("--concurrency", args->concurrency,
                   "Replay the trace with B requests in flight for each B of a comma-separated "
                   "list (e.g. 1,2,4,...,256; each in [1, 4096]): throughput, accepted length and "

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "cli/command_util.h"
 #include "cli/cost_flags.h"
 #include "plot/chart.h"
-#include "util/atomic_file.h"
 
 namespace specplan::cli {
 namespace {
@@ -27,12 +27,12 @@ std::vector<plot::Chart> MakeConcurrencyCharts(const whatif::ConcurrencyReport& 
   speed.title = "Speedup over plain decoding at the same B";
   speed.x = tput.x;
   speed.y.label = "speedup over ar";
-  std::vector<whatif::ConcurrencyStrategy> strategies = whatif::AllConcurrencyStrategies();
-  if (r.best_fixed) strategies.push_back(whatif::ConcurrencyStrategy::kBestFixed);
-  if (r.best_chain) strategies.push_back(whatif::ConcurrencyStrategy::kBestChain);
-  for (whatif::ConcurrencyStrategy s : strategies) {
+  std::vector<whatif::Strategy> strategies = whatif::AllConcurrencyStrategies();
+  if (r.best_fixed) strategies.push_back(whatif::Strategy::kBestFixed);
+  if (r.best_chain) strategies.push_back(whatif::Strategy::kBestChain);
+  for (whatif::Strategy s : strategies) {
     plot::Series t, sp;
-    t.label = sp.label = whatif::ConcurrencyStrategyName(s);
+    t.label = sp.label = whatif::StrategyName(s);
     for (const whatif::ConcurrencyRow& row : r.rows) {
       if (row.strategy != s) continue;
       const double x = std::log2(static_cast<double>(row.batch));
@@ -65,41 +65,36 @@ int RunWhatIfConcurrency(const WhatIfConcurrencyRun& run) {
     };
   }
   auto report = whatif::RunConcurrency(*run.trace, *run.latency, options);
-  if (!report.ok()) {
-    std::cerr << kCmd << run.trace_path << ": " << report.status().message() << "\n";
-    return 1;
-  }
-  if (!run.plot.empty()) {
-    auto png = plot::RenderPng(MakeConcurrencyCharts(*report), 900, 900);
-    if (!png.ok()) {
-      std::cerr << kCmd << "--plot " << run.plot << ": " << png.status().message() << "\n";
-      return 1;
-    }
-    absl::Status st = WriteFileAtomically(run.plot, *png);
-    if (!st.ok()) {
-      std::cerr << kCmd << "--plot " << run.plot << ": " << st.message() << "\n";
-      return 1;
-    }
-  }
-  if (run.json) {
-    nlohmann::json j = whatif::ConcurrencyReportToJson(*report);
-    j["trace"]["path"] = run.trace_path;
-    j["model"] = run.model_name;
-    j["gpu"] = run.gpu_name;
-    j["profile"] = run.profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.profile);
-    j["engine"] = run.engine.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.engine);
-    j["engine_version"] =
-        run.engine_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.engine_version);
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  std::cout << absl::StrFormat("%s on %s (%s)%s%s\n", run.model_name, run.gpu_name, run.dtype_name,
-                               run.profile.empty() ? "" : ", profile ",
-                               DescribeProfile(run.profile, run.engine, run.engine_version))
-            << "trace file: " << run.trace_path << "\n"
-            << whatif::FormatConcurrencyTable(*report);
-  if (!run.plot.empty()) std::cout << "plot: " << run.plot << "\n";
+  if (Failed(kCmd, report.status(), run.source.trace_path + ": ")) return 1;
+  if (!run.plot.empty() && !WritePlot(kCmd, run.plot, MakeConcurrencyCharts(*report))) return 1;
+  PrintWhatIfReport(run.source, run.json,
+                    run.json ? whatif::ConcurrencyReportToJson(*report) : nlohmann::json(),
+                    run.json ? std::string() : whatif::FormatConcurrencyTable(*report), run.plot);
   return 0;
+}
+
+void PrintWhatIfReport(const WhatIfSource& source, bool as_json, nlohmann::json report_json,
+                       const std::string& table, const std::string& plot) {
+  auto or_null = [](const std::string& v) {
+    return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v);
+  };
+  if (as_json) {
+    report_json["trace"]["path"] = source.trace_path;
+    report_json["model"] = source.model_name;
+    report_json["gpu"] = source.gpu_name;
+    report_json["profile"] = or_null(source.profile);
+    report_json["engine"] = or_null(source.engine);
+    report_json["engine_version"] = or_null(source.engine_version);
+    std::cout << report_json.dump(2) << "\n";
+    return;
+  }
+  std::cout << absl::StrFormat(
+                   "%s on %s (%s)%s%s\n", source.model_name, source.gpu_name, source.dtype_name,
+                   source.profile.empty() ? "" : ", profile ",
+                   DescribeProfile(source.profile, source.engine, source.engine_version))
+            << "trace file: " << source.trace_path << "\n"
+            << table;
+  if (!plot.empty()) std::cout << "plot: " << plot << "\n";
 }
 
 }  // namespace specplan::cli

@@ -1,0 +1,73 @@
+#include "cli/command_util.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "util/atomic_file.h"
+#include "whatif/trace.h"
+
+namespace specplan::cli {
+
+bool Failed(std::string_view cmd, const absl::Status& status, std::string_view prefix) {
+  if (status.ok()) return false;
+  std::cerr << cmd << prefix << status.message() << "\n";
+  return true;
+}
+
+CLI::Option* AddServerOption(CLI::App* cmd, std::string* server, std::string_view verb,
+                             std::string_view tail) {
+  return cmd->add_option("--server", *server,
+                         absl::StrCat(std::string(verb),
+                                      " on a specplan-server at HOST:PORT (or replicas: "
+                                      "A:P,B:Q,... or dns:///NAME:PORT, round robin with retries)",
+                                      std::string(tail)));
+}
+
+void AddBudgetOptions(CLI::App* cmd, int* n_max, int* budget, int max,
+                      const std::string& n_max_help, const std::string& budget_help) {
+  CLI::Option* search = cmd->add_option("--n-max", *n_max, n_max_help)->check(CLI::Range(0, max));
+  CLI::Option* fixed = cmd->add_option("--budget", *budget, budget_help)->check(CLI::Range(0, max));
+  search->excludes(fixed);
+  CLI::Option_group* group = cmd->add_option_group("budget", "one of --n-max / --budget");
+  group->add_option(search);
+  group->add_option(fixed);
+  group->require_option(1);
+}
+
+void AddSglangLayoutOptions(CLI::App* cmd, CLI::Option* layout, std::string* tree_mask_mode,
+                            int* draft_token_num, const std::string& draft_token_num_help) {
+  cmd->add_option("--tree-mask-mode", *tree_mask_mode,
+                  "SGLang tree_mask mode for --layout sglang: FULL_MASK, QLEN_ONLY, "
+                  "QLEN_ONLY_BITPACKING")
+      ->capture_default_str()
+      ->needs(layout);
+  cmd->add_option("--draft-token-num", *draft_token_num, draft_token_num_help)
+      ->check(CLI::Range(0, 8192))
+      ->needs(layout);
+}
+
+void RunWithLayoutCheck(const char* cmd_name, const std::string& layout, bool json, int* exit_code,
+                        const std::function<int()>& run) {
+  if (!layout.empty() && !json) {
+    std::cerr << cmd_name << ": --layout " << layout << " needs --json\n";
+    *exit_code = 1;
+    return;
+  }
+  *exit_code = run();
+}
+
+CLI::Option* AddTraceOption(CLI::App* cmd, std::string* trace, std::string_view kind) {
+  return cmd->add_option(
+      "--trace", *trace,
+      absl::StrCat(std::string(kind), " trace (JSONL, whatif/trace.h); default: the bundled trace ",
+                   whatif::DefaultTracePath()));
+}
+
+bool WritePlot(std::string_view cmd, const std::string& path,
+               const std::vector<plot::Chart>& charts) {
+  auto png = plot::RenderPng(charts, 900, 900);
+  if (!png.ok()) return !Failed(cmd, png.status(), absl::StrCat("--plot ", path, ": "));
+  return !Failed(cmd, WriteFileAtomically(path, *png), absl::StrCat("--plot ", path, ": "));
+}
+
+}  // namespace specplan::cli

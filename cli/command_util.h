@@ -1,0 +1,61 @@
+// What the `specplan` subcommands share besides their cost flags (cli/cost_flags.h): printing an
+// error after the command's name, the --server, --n-max / --budget and SGLang layout options, the
+// budget mode those options choose, and writing a --plot PNG.
+#ifndef SPECPLAN_CLI_COMMAND_UTIL_H_
+#define SPECPLAN_CLI_COMMAND_UTIL_H_
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "planner/policies/best_first.h"
+#include "plot/chart.h"
+
+namespace specplan::cli {
+
+// When `status` is an error: prints "<cmd><prefix><message>\n" to stderr ("specplan plan: " +
+// "--marginals " + ...) and returns true. OK: prints nothing, returns false.
+bool Failed(std::string_view cmd, const absl::Status& status, std::string_view prefix = "");
+
+// --server HOST:PORT: "<verb> on a specplan-server at HOST:PORT (or replicas: ...)<tail>".
+CLI::Option* AddServerOption(CLI::App* cmd, std::string* server, std::string_view verb,
+                             std::string_view tail);
+
+// --n-max N (search) and --budget N (fixed), exactly one of them, each in [0, max].
+void AddBudgetOptions(CLI::App* cmd, int* n_max, int* budget, int max,
+                      const std::string& n_max_help, const std::string& budget_help);
+
+// The mode and n_max --n-max / --budget / --scan choose: --budget N: kFixed with n_max N; else
+// kScan (--scan) or kController with n_max = --n-max.
+template <typename Options>
+void SetBudgetMode(int n_max, int budget, bool scan, Options* options) {
+  if (budget >= 0) {
+    options->mode = planner::BudgetMode::kFixed;
+    options->n_max = budget;
+  } else {
+    options->mode = scan ? planner::BudgetMode::kScan : planner::BudgetMode::kController;
+    options->n_max = n_max;
+  }
+}
+
+// --tree-mask-mode and --draft-token-num for --layout sglang (`layout`, which they need).
+void AddSglangLayoutOptions(CLI::App* cmd, CLI::Option* layout, std::string* tree_mask_mode,
+                            int* draft_token_num, const std::string& draft_token_num_help);
+// The callback of a command with --layout: "<cmd>: --layout X needs --json" (exit code 1) when a
+// layout is asked for without --json, else *exit_code = run().
+void RunWithLayoutCheck(const char* cmd_name, const std::string& layout, bool json, int* exit_code,
+                        const std::function<int()>& run);
+
+// --trace FILE: "<kind> trace (JSONL, whatif/trace.h); default: the bundled trace <path>".
+CLI::Option* AddTraceOption(CLI::App* cmd, std::string* trace, std::string_view kind);
+
+// Renders `charts` (900 x 900) and writes the PNG to `path` atomically; false after printing
+// "<cmd>--plot <path>: <error>".
+bool WritePlot(std::string_view cmd, const std::string& path,
+               const std::vector<plot::Chart>& charts);
+
+}  // namespace specplan::cli
+
+#endif  // SPECPLAN_CLI_COMMAND_UTIL_H_
