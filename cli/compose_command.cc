@@ -11,10 +11,13 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "costmodel/calib_dir.h"
 #include "costmodel/compose.h"
 #include "costmodel/kernel_tables.h"
-#include "costmodel/latency_models.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
+#include "costmodel/roofline_latency.h"
+#include "costmodel/table_latency.h"
 
 namespace specplan::cli {
 namespace {

@@ -41,7 +41,8 @@ struct CostFlags {
   // The cost half of these flags (model, gpu, engine, profile, latency model, tp) with the parsed
   // --dtype, for costmodel::ResolveCost — and for a --server call, which takes the same spec.
   costmodel::CostSpec ToCostSpec(costmodel::DType dtype) const;
-  // The one in-process resolution of these flags: costmodel::ResolveCost(ToCostSpec(dtype)).
+  // The one in-process resolution of these flags: costmodel::ResolveCost(ToCostSpec(dtype)), its
+  // errors in the flags' words (CostErrorInFlags).
   absl::StatusOr<costmodel::ResolvedLatencyModel> Resolve(costmodel::DType dtype) const;
   // Whether any of --model, --gpu, --engine, --profile, --latency-model was given (a fixed-budget
   // plan needs no cost unless one was).
@@ -62,6 +63,12 @@ struct CostFlagOptions {
   CLI::Option* gpu = nullptr;
   CLI::Option* drafter = nullptr;
 };
+
+// A costmodel::ResolveCost error in the words of these flags: its leading "<field> = '<value>': "
+// (a CostSpec field) becomes "--<flag> <value>: " ("engine = 'foo': unknown ..." -> "--engine foo:
+// unknown ...", "tp = 3: ..." -> "--tp 3: ..."), and its advice "(or set profile_path)" becomes
+// "(or pass --profile)". Other messages are returned as they are.
+absl::Status CostErrorInFlags(const absl::Status& status);
 
 // Registers --model, --gpu, --engine, --profile, --latency-model, --tp, --dtype, --drafter and
 // --t-aux-ms, bound to `flags` (which must outlive the parse).

@@ -13,9 +13,7 @@
 #include "costmodel/batch_shape.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
-#include "costmodel/profile.h"
 #include "costmodel/roofline.h"
 
 namespace specplan::cli {

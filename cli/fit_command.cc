@@ -12,9 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "costmodel/calib_dir.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_fit.h"
+#include "costmodel/profile_json.h"
 #include "costmodel/samples_file.h"
 #include "util/clock.h"
 

@@ -32,7 +32,6 @@
 #include "cli/remote.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/profile.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/marginals/marginals.h"
 #include "planner/tree/tree_outputs.h"

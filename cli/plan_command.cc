@@ -35,10 +35,9 @@
 #include "cli/remote.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/profile.h"
+#include "planner/marginals/marginals.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/engine_layouts.h"
-#include "planner/marginals/marginals.h"
 #include "planner/tree/tree_outputs.h"
 #include "util/json_util.h"
 

@@ -11,7 +11,10 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/remote.h"
+#include "costmodel/calib_dir.h"
+#include "costmodel/engines.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
 
 namespace specplan::cli {
 namespace {

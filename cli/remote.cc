@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "costmodel/engines.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"

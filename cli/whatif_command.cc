@@ -35,7 +35,6 @@
 #include "costmodel/gpu_spec.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
-#include "costmodel/profile.h"
 #include "plot/chart.h"
 #include "util/atomic_file.h"
 #include "util/file.h"

@@ -11,8 +11,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "costmodel/engines.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/roofline.h"
+#include "costmodel/table_latency.h"
 #include "util/clock.h"
 #include "util/status_macros.h"
 

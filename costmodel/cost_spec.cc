@@ -9,9 +9,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "costmodel/calib_dir.h"
+#include "costmodel/engines.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/model_registry.h"
+#include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
 #include "costmodel/roofline.h"
+#include "costmodel/roofline_latency.h"
 #include "util/status_macros.h"
 
 namespace specplan::costmodel {
@@ -36,7 +41,7 @@ absl::Status UseProfile(const Profile& p, const std::string& path, const std::st
   if (!m.ok()) {
     if (kind.empty()) return m.status();
     return absl::Status(m.status().code(),
-                        absl::StrCat("--latency-model ", kind, ": ", m.status().message()));
+                        absl::StrCat("latency_model = '", kind, "': ", m.status().message()));
   }
   out->model = *std::move(m);
   out->model_spec = p.model_spec;
@@ -60,23 +65,23 @@ absl::StatusOr<ResolvedLatencyModel> ResolveProfileFile(const CostSpec& spec,
   if (!spec.model.empty() && spec.model != p.model && spec.model != p.model_spec.name) {
     SPECPLAN_ASSIGN_OR_RETURN(ModelSpec m, ResolveModel(spec.model));
     if (m.name != p.model_spec.name) {
-      return absl::InvalidArgumentError(absl::StrCat("--model ", spec.model, ": profile ", path,
+      return absl::InvalidArgumentError(absl::StrCat("model = '", spec.model, "': profile ", path,
                                                      " is for model '", p.model_spec.name, "'"));
     }
   }
   if (!spec.gpu.empty() && spec.gpu != p.gpu && spec.gpu != p.gpu_spec.name) {
     SPECPLAN_ASSIGN_OR_RETURN(GpuSpec g, ResolveGpu(spec.gpu));
     if (g.name != p.gpu_spec.name) {
-      return absl::InvalidArgumentError(absl::StrCat("--gpu ", spec.gpu, ": profile ", path,
+      return absl::InvalidArgumentError(absl::StrCat("gpu = '", spec.gpu, "': profile ", path,
                                                      " is for gpu '", p.gpu_spec.name, "'"));
     }
   }
   if (spec.tp != 0 && spec.tp != p.model_spec.tp) {
-    return absl::InvalidArgumentError(absl::StrCat("--tp ", spec.tp, ": profile ", path,
+    return absl::InvalidArgumentError(absl::StrCat("tp = ", spec.tp, ": profile ", path,
                                                    " was fitted at tp = ", p.model_spec.tp));
   }
   if (!engine.empty() && engine != p.engine) {
-    return absl::InvalidArgumentError(absl::StrCat("--engine ", spec.engine, ": profile ", path,
+    return absl::InvalidArgumentError(absl::StrCat("engine = '", spec.engine, "': profile ", path,
                                                    " describes engine '", p.engine, "'"));
   }
   SPECPLAN_RETURN_IF_ERROR(UseProfile(p, path, spec.latency_model, &out));
@@ -98,14 +103,15 @@ std::vector<std::string> BundledEngines(const std::string& calib_dir, const std:
 
 absl::StatusOr<ResolvedLatencyModel> ResolveCost(const CostSpec& spec) {
   if (spec.tp < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--tp ", spec.tp, ": must be >= 1"));
+    return absl::InvalidArgumentError(absl::StrCat("tp = ", spec.tp, ": must be >= 1"));
   }
   std::string engine;  // canonical; "" = not given
   if (!spec.engine.empty()) {
     absl::StatusOr<std::string> parsed = ParseEngine(spec.engine);
     if (!parsed.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--engine ", spec.engine, ": unknown (known: ",
-                                                     absl::StrJoin(KnownEngines(), ", "), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("engine = '", spec.engine,
+                       "': unknown (known: ", absl::StrJoin(KnownEngines(), ", "), ")"));
     }
     engine = *parsed;
   }
@@ -119,7 +125,7 @@ absl::StatusOr<ResolvedLatencyModel> ResolveCost(const CostSpec& spec) {
   out.model_spec.tp = tp;
   if (const std::string why = TensorParallelProblem(out.model_spec, out.gpu_spec, tp);
       !why.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--tp ", tp, ": ", why));
+    return absl::InvalidArgumentError(absl::StrCat("tp = ", tp, ": ", why));
   }
   const std::string calib_dir = spec.calib_dir.empty() ? DefaultCalibDir() : spec.calib_dir;
   const std::string& gpu = out.gpu_spec.name;
@@ -132,7 +138,7 @@ absl::StatusOr<ResolvedLatencyModel> ResolveCost(const CostSpec& spec) {
     SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(path));
     if (p.model_spec.tp != tp) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--tp ", tp, ": profile ", path, " was fitted at tp = ", p.model_spec.tp));
+          absl::StrCat("tp = ", tp, ": profile ", path, " was fitted at tp = ", p.model_spec.tp));
     }
     if (p.engine != e) {  // a file under another engine's name: its costs are not what we asked
       return absl::InvalidArgumentError(
@@ -152,26 +158,49 @@ absl::StatusOr<ResolvedLatencyModel> ResolveCost(const CostSpec& spec) {
     const std::vector<std::string> shipped = BundledEngines(calib_dir, gpu, model, spec.dtype, tp);
     const std::string rest = absl::StrCat(" at ", path, "; shipped for this GPU and model: ",
                                           shipped.empty() ? "none" : absl::StrJoin(shipped, ", "),
-                                          " (or pass --profile)");
+                                          " (or set profile_path)");
     if (wants_fit) {
-      return absl::NotFoundError(absl::StrCat("--latency-model ", kind, ": no profile for ", what,
+      return absl::NotFoundError(absl::StrCat("latency_model = '", kind, "': no profile for ", what,
                                               " of engine ", engine, rest));
     }
     return absl::NotFoundError(
-        absl::StrCat("--engine ", spec.engine, ": no profile for ", what, rest));
+        absl::StrCat("engine = '", spec.engine, "': no profile for ", what, rest));
   }
   if (wants_fit) {
     std::vector<std::string> others;  // the engine-grade names also looked for
     for (const std::string& e : KnownEngines()) {
       if (e != kRuntimeEngine) others.push_back("@" + e);
     }
-    return absl::NotFoundError(absl::StrCat(
-        "--latency-model ", kind, ": no profile for ", what, " at ",
-        BundledProfilePath(calib_dir, gpu, model, spec.dtype, tp), " (nor its ",
-        absl::StrJoin(others, ", "), " files); only 'roofline' is available (or pass --profile)"));
+    return absl::NotFoundError(
+        absl::StrCat("latency_model = '", kind, "': no profile for ", what, " at ",
+                     BundledProfilePath(calib_dir, gpu, model, spec.dtype, tp), " (nor its ",
+                     absl::StrJoin(others, ", "),
+                     " files); only 'roofline' is available (or set profile_path)"));
   }
   out.model = std::make_unique<RooflineLatency>(out.model_spec, out.gpu_spec);
   return out;
+}
+
+absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& model,
+                                                         const std::string& gpu,
+                                                         const std::string& profile_path,
+                                                         DType dtype, const std::string& kind,
+                                                         int64_t tp) {
+  CostSpec spec;
+  spec.model = model;
+  spec.gpu = gpu;
+  spec.profile_path = profile_path;
+  spec.dtype = dtype;
+  spec.latency_model = kind;
+  spec.tp = tp;
+  return ResolveCost(spec);
+}
+
+absl::StatusOr<std::unique_ptr<LatencyModel>> LoadLatencyModel(const std::string& model,
+                                                               const std::string& gpu,
+                                                               const std::string& profile_path) {
+  SPECPLAN_ASSIGN_OR_RETURN(ResolvedLatencyModel r, ResolveLatencyModel(model, gpu, profile_path));
+  return std::move(r.model);
 }
 
 }  // namespace specplan::costmodel

@@ -16,6 +16,12 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "costmodel/kernel_sum_latency.h"
+#include "costmodel/linear_latency.h"
+#include "costmodel/overlap_latency.h"
+#include "costmodel/per_term_latency.h"
+#include "costmodel/roofline_latency.h"
+#include "costmodel/table_latency.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 

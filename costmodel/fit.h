@@ -8,7 +8,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "costmodel/latency_models.h"
+#include "costmodel/kernel_sum_latency.h"
+#include "costmodel/linear_latency.h"
+#include "costmodel/overlap_latency.h"
+#include "costmodel/per_term_latency.h"
+#include "costmodel/roofline_latency.h"
+#include "costmodel/table_latency.h"
 
 namespace specplan::costmodel {
 

@@ -18,9 +18,9 @@
 
 #include "absl/status/status.h"
 #include "costmodel/gpu_spec.h"
-#include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
+#include "costmodel/roofline_latency.h"
 #include "util/check.h"
 
 namespace specplan::fuzz {

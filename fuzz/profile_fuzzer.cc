@@ -9,11 +9,12 @@
 #include <string>
 
 #include "costmodel/cycle_cost.h"
-#include "costmodel/latency_models.h"
+#include "costmodel/ema_latency.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
 #include "fuzz/fuzz_util.h"
-#include "planner/policies/best_first.h"
 #include "planner/marginals/marginals.h"
+#include "planner/policies/best_first.h"
 
 namespace specplan::fuzz {
 namespace {

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "costmodel/gpu_spec.h"
-#include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
-#include "costmodel/profile.h"
+#include "costmodel/profile_fit.h"
+#include "costmodel/roofline_latency.h"
 #include "service/planner_service.h"
 #include "service/profile_store.h"
 #include "util/check.h"

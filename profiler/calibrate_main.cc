@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_fit.h"
 #include "profiler/calibration.h"
 
 int main(int argc, char** argv) {

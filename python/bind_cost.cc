@@ -12,12 +12,15 @@
 #include "absl/strings/str_format.h"
 #include "common.h"
 #include "costmodel/batch_shape.h"
+#include "costmodel/calib_dir.h"
 #include "costmodel/compose.h"
 #include "costmodel/cost_spec.h"
+#include "costmodel/engines.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/kernel_tables.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
 #include "planner/policies/best_first.h"
 
 namespace specplan::python {
@@ -62,27 +65,9 @@ PyCost Resolve(const std::string& gpu, const std::string& model, const std::stri
         "gpu, model, profile: give gpu and model (e.g. gpu=\"h100\", model=\"qwen3-8b\"), "
         "or a profile file");
   }
-  auto resolved = costmodel::ResolveCost(spec);
-  if (!resolved.ok()) {
-    // ResolveCost names the CLI's flags ("--engine foo: ..."); name the keyword instead
-    // ("engine = 'foo': ...").
-    std::string msg(resolved.status().message());
-    static const std::pair<const char*, const char*> kFlags[] = {
-        {"--engine ", "engine"}, {"--latency-model ", "latency_model"},
-        {"--model ", "model"},   {"--gpu ", "gpu"},
-        {"--tp ", "tp"},         {"--profile ", "profile"}};
-    for (const auto& [flag, keyword] : kFlags) {
-      const std::string f(flag);
-      if (msg.compare(0, f.size(), f) != 0) continue;
-      const size_t colon = msg.find(": ", f.size());
-      if (colon == std::string::npos) break;
-      msg = absl::StrCat(keyword, " = '", msg.substr(f.size(), colon - f.size()), "'",
-                         msg.substr(colon));
-      break;
-    }
-    ThrowStatus(absl::Status(resolved.status().code(), msg));
-  }
-  return FromResolved(*std::move(resolved));
+  // ResolveCost's errors name the CostSpec field and value ("engine = 'foo': ..."), which are
+  // these keywords (profile_path is `profile`).
+  return FromResolved(ValueOrThrow(costmodel::ResolveCost(spec)));
 }
 
 PyCost CostOfProfile(const costmodel::Profile& p, const std::string& latency_model,

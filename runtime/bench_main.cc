@@ -35,6 +35,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
 #include "runtime/batch_decoder.h"
 #include "runtime/draft_heads.h"
 #include "runtime/model_loader.h"

@@ -31,10 +31,10 @@
 #include "costmodel/gpu_spec.h"
 #include "costmodel/profile.h"
 #include "planner/batch/batch_plan.h"
-#include "planner/policies/best_first.h"
-#include "planner/marginals/marginals.h"
-#include "planner/tree/merge.h"
 #include "planner/batch/plan_backend.h"
+#include "planner/marginals/marginals.h"
+#include "planner/policies/best_first.h"
+#include "planner/tree/merge.h"
 #include "planner/tree/tree_outputs.h"
 #include "whatif/sweep.h"
 

@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "costmodel/profile.h"
+#include "costmodel/engines.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 

@@ -9,10 +9,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "costmodel/latency_models.h"
+#include "costmodel/calib_dir.h"
+#include "costmodel/engines.h"
+#include "costmodel/linear_latency.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/roofline.h"
+#include "costmodel/roofline_latency.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "util/status_macros.h"
 

@@ -21,7 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "costmodel/latency_models.h"
+#include "costmodel/profile_json.h"
 #include "costmodel/roofline.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/tree/engine_layouts.h"

@@ -35,8 +35,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "costmodel/calib_dir.h"
+#include "costmodel/ema_latency.h"
 #include "costmodel/latency_model.h"
-#include "costmodel/latency_models.h"
 #include "costmodel/profile.h"
 #include "planner/acceptance/speculation_gate.h"
 #include "util/env.h"

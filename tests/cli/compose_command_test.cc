@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
 #include "run_command.h"
 
 namespace specplan {

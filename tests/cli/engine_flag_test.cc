@@ -11,8 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/calib_dir.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_fit.h"
+#include "costmodel/profile_json.h"
+#include "costmodel/roofline_latency.h"
 #include "run_command.h"
 
 namespace specplan {

@@ -6,9 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "costmodel/batch_shape.h"
-#include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
+#include "costmodel/roofline_latency.h"
 #include "run_command.h"
 
 namespace specplan {

@@ -9,9 +9,15 @@
 
 #include "costmodel/batch_shape.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/latency_models.h"
+#include "costmodel/ema_latency.h"
+#include "costmodel/kernel_sum_latency.h"
+#include "costmodel/linear_latency.h"
 #include "costmodel/model_registry.h"
+#include "costmodel/overlap_latency.h"
+#include "costmodel/per_term_latency.h"
 #include "costmodel/roofline.h"
+#include "costmodel/roofline_latency.h"
+#include "costmodel/table_latency.h"
 
 namespace specplan::costmodel {
 namespace {

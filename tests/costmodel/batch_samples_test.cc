@@ -7,9 +7,17 @@
 #include <random>
 
 #include "costmodel/fit.h"
+#include "costmodel/kernel_sum_latency.h"
+#include "costmodel/linear_latency.h"
 #include "costmodel/model_registry.h"
+#include "costmodel/overlap_latency.h"
+#include "costmodel/per_term_latency.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_fit.h"
+#include "costmodel/profile_json.h"
+#include "costmodel/roofline_latency.h"
 #include "costmodel/samples_file.h"
+#include "costmodel/table_latency.h"
 
 namespace specplan::costmodel {
 namespace {

@@ -11,10 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
+#include "costmodel/calib_dir.h"
 #include "costmodel/kernel_tables.h"
-#include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
+#include "costmodel/profile_json.h"
+#include "costmodel/roofline_latency.h"
 #include "costmodel/samples_file.h"
+#include "costmodel/table_latency.h"
 #include "util/file.h"
 
 namespace specplan::costmodel {

@@ -10,8 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/calib_dir.h"
+#include "costmodel/engines.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_fit.h"
+#include "costmodel/profile_json.h"
+#include "costmodel/roofline_latency.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -206,20 +211,20 @@ TEST_F(CostSpecTest, AMissingEngineIsNotFoundNeverTheRoofline) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(r.status().message(),
-            "--engine vllm: no profile for h100-sxm x qwen3-8b (bf16) at " + vllm +
-                "; shipped for this GPU and model: sglang, specplan (or pass --profile)");
+            "engine = 'vllm': no profile for h100-sxm x qwen3-8b (bf16) at " + vllm +
+                "; shipped for this GPU and model: sglang, specplan (or set profile_path)");
   // The roofline was asked for by name: still not an engine's cost.
   CostSpec roofline = Spec("vllm");
   roofline.latency_model = "roofline";
   EXPECT_EQ(ResolveCost(roofline).status().code(), absl::StatusCode::kNotFound);
-  // A fitted model of a missing engine names --latency-model, the engine and the path.
+  // A fitted model of a missing engine names latency_model, the engine and the path.
   CostSpec linear = Spec("trtllm");
   linear.latency_model = "linear";
   auto l = ResolveCost(linear);
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(l.status().message()),
-              HasSubstr("--latency-model linear: no profile for h100-sxm x qwen3-8b (bf16) of "
+              HasSubstr("latency_model = 'linear': no profile for h100-sxm x qwen3-8b (bf16) of "
                         "engine trtllm at "));
   EXPECT_THAT(std::string(l.status().message()), HasSubstr("qwen3-8b-bf16@trtllm.json"));
 
@@ -228,13 +233,14 @@ TEST_F(CostSpecTest, AMissingEngineIsNotFoundNeverTheRoofline) {
   r = ResolveCost(Spec("specplan"));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()),
-              HasSubstr("--engine specplan: no profile for h100-sxm x qwen3-8b (bf16) at "));
+              HasSubstr("engine = 'specplan': no profile for h100-sxm x qwen3-8b (bf16) at "));
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("shipped for this GPU and model: none"));
   // Without an engine the old wording stands.
   CostSpec any = Spec();
   any.latency_model = "overlap";
-  EXPECT_THAT(std::string(ResolveCost(any).status().message()),
-              HasSubstr("--latency-model overlap: no profile for h100-sxm x qwen3-8b (bf16) at "));
+  EXPECT_THAT(
+      std::string(ResolveCost(any).status().message()),
+      HasSubstr("latency_model = 'overlap': no profile for h100-sxm x qwen3-8b (bf16) at "));
 }
 
 TEST_F(CostSpecTest, AnExplicitProfileMustDescribeTheNamedEngine) {
@@ -250,7 +256,7 @@ TEST_F(CostSpecTest, AnExplicitProfileMustDescribeTheNamedEngine) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message(),
-            "--engine vllm: profile " + sglang + " describes engine 'sglang'");
+            "engine = 'vllm': profile " + sglang + " describes engine 'sglang'");
   spec.engine = "";  // no engine: any profile file
   EXPECT_TRUE(ResolveCost(spec).ok());
 }
@@ -258,7 +264,8 @@ TEST_F(CostSpecTest, AnExplicitProfileMustDescribeTheNamedEngine) {
 TEST_F(CostSpecTest, UnknownEnginesAndMislabelledFilesAreRefused) {
   auto r = ResolveCost(Spec("tgi"));
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "--engine tgi: unknown (known: sglang, vllm, trtllm, specplan)");
+  EXPECT_EQ(r.status().message(),
+            "engine = 'tgi': unknown (known: sglang, vllm, trtllm, specplan)");
   // A vllm profile saved under sglang's name: its costs are not sglang's.
   Profile vllm = EngineProfile("vllm", 1.2);
   const std::string path =

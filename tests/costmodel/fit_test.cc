@@ -6,7 +6,13 @@
 #include <algorithm>
 #include <random>
 
+#include "costmodel/kernel_sum_latency.h"
+#include "costmodel/linear_latency.h"
 #include "costmodel/model_registry.h"
+#include "costmodel/overlap_latency.h"
+#include "costmodel/per_term_latency.h"
+#include "costmodel/roofline_latency.h"
+#include "costmodel/table_latency.h"
 
 namespace specplan::costmodel {
 namespace {

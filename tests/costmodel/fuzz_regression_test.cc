@@ -12,7 +12,7 @@
 #include "costmodel/hf_config.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
-#include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
 
 namespace specplan::costmodel {
 namespace {

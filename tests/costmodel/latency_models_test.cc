@@ -1,11 +1,13 @@
-#include "costmodel/latency_models.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "costmodel/cycle_cost.h"
+#include "costmodel/ema_latency.h"
+#include "costmodel/linear_latency.h"
 #include "costmodel/model_registry.h"
+#include "costmodel/per_term_latency.h"
+#include "costmodel/roofline_latency.h"
 
 namespace specplan::costmodel {
 namespace {

@@ -10,7 +10,8 @@
 #include <string>
 
 #include "costmodel/model_registry.h"
-#include "costmodel/profile.h"
+#include "costmodel/profile_fit.h"
+#include "costmodel/profile_json.h"
 #include "costmodel/samples_file.h"
 
 namespace specplan::costmodel {

@@ -9,7 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "costmodel/calib_dir.h"
+#include "costmodel/cost_spec.h"
 #include "costmodel/model_registry.h"
+#include "costmodel/per_term_latency.h"
+#include "costmodel/profile_fit.h"
+#include "costmodel/profile_json.h"
+#include "costmodel/roofline_latency.h"
 
 namespace specplan::costmodel {
 namespace {

@@ -7,7 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "costmodel/model_registry.h"
-#include "costmodel/profile.h"
+#include "costmodel/profile_fit.h"
+#include "costmodel/profile_json.h"
 #include "costmodel/samples_file.h"
 
 namespace specplan::costmodel {

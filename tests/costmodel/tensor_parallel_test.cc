@@ -6,12 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/calib_dir.h"
+#include "costmodel/cost_spec.h"
 #include "costmodel/fit.h"
 #include "costmodel/gpu_spec.h"
-#include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
+#include "costmodel/overlap_latency.h"
+#include "costmodel/per_term_latency.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_fit.h"
+#include "costmodel/profile_json.h"
 #include "costmodel/roofline.h"
+#include "costmodel/roofline_latency.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -200,11 +206,11 @@ TEST(TensorParallel, CalibratedFormsAddCommunication) {
             "model_spec.tp = 4: gpu 'h100-sxm' has no interconnect (link_bw = 0)");
 }
 
-TEST(TensorParallel, ResolveLatencyModelNamesTheFlag) {
+TEST(TensorParallel, ResolveLatencyModelNamesTheField) {
   auto r = ResolveLatencyModel("llama-3.3-70b", "h100", "", DType::kBFloat16, "", 3);
-  EXPECT_EQ(r.status().message(), "--tp 3: must divide n_q = 64 (query heads)");
+  EXPECT_EQ(r.status().message(), "tp = 3: must divide n_q = 64 (query heads)");
   r = ResolveLatencyModel("llama-3.3-70b", "cpu", "", DType::kBFloat16, "", 2);
-  EXPECT_EQ(r.status().message(), "--tp 2: gpu 'cpu' has no interconnect (link_bw = 0)");
+  EXPECT_EQ(r.status().message(), "tp = 2: gpu 'cpu' has no interconnect (link_bw = 0)");
   r = ResolveLatencyModel("llama-3.3-70b", "h100", "", DType::kBFloat16, "", 4);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->model_spec.tp, 4);

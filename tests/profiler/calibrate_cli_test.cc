@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "costmodel/profile.h"
+#include "costmodel/calib_dir.h"
+#include "costmodel/profile_json.h"
 #include "tests/profiler/test_util.h"
 
 namespace specplan::profiler {

@@ -11,9 +11,12 @@
 #include <sstream>
 
 #include "absl/strings/str_format.h"
-#include "costmodel/latency_models.h"
+#include "costmodel/linear_latency.h"
 #include "costmodel/model_registry.h"
+#include "costmodel/per_term_latency.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
+#include "costmodel/roofline_latency.h"
 #include "costmodel/samples_file.h"
 #include "plot/chart.h"
 #include "tests/profiler/test_util.h"

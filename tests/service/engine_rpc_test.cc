@@ -11,7 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "costmodel/calib_dir.h"
+#include "costmodel/linear_latency.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
 #include "service/client.h"
 #include "service/cost_resolver.h"
 #include "service/profile_store.h"

@@ -14,6 +14,7 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/roofline.h"
+#include "costmodel/roofline_latency.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/engine_layouts.h"

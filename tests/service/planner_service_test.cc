@@ -12,9 +12,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "costmodel/calib_dir.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/model_registry.h"
+#include "costmodel/profile_json.h"
 #include "costmodel/roofline.h"
+#include "costmodel/roofline_latency.h"
 #include "planner/policies/best_first.h"
 #include "planner/policies/fixed_tree.h"
 #include "planner/policies/linear_chain.h"

@@ -26,9 +26,11 @@
 #include <vector>
 
 #include "costmodel/gpu_spec.h"
-#include "costmodel/latency_models.h"
+#include "costmodel/linear_latency.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
+#include "costmodel/roofline_latency.h"
+#include "costmodel/table_latency.h"
 #include "planner/batch/plan_backend.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/merge.h"

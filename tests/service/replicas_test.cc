@@ -23,6 +23,8 @@
 #include <thread>
 
 #include "absl/strings/str_split.h"
+#include "costmodel/calib_dir.h"
+#include "costmodel/profile_json.h"
 #include "service/channel.h"
 #include "service/client.h"
 #include "service/tools/fleet_load.h"

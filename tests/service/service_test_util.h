@@ -22,10 +22,12 @@
 #include <vector>
 
 #include "costmodel/gpu_spec.h"
-#include "costmodel/latency_models.h"
+#include "costmodel/linear_latency.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_fit.h"
+#include "costmodel/roofline_latency.h"
 #include "planner/marginals/marginals.h"
 #include "planner/tree/tree.h"
 #include "service/convert.h"

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "costmodel/gpu_spec.h"
-#include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
+#include "costmodel/roofline_latency.h"
 #include "service/client.h"
 #include "service/convert.h"
 #include "service_test_util.h"

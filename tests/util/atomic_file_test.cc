@@ -16,6 +16,7 @@
 
 #include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
 #include "tests/util/fault_env.h"
 
 namespace specplan::costmodel {

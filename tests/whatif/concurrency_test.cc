@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "costmodel/batch_shape.h"
-#include "costmodel/profile.h"
+#include "costmodel/cost_spec.h"
 #include "test_util.h"
 #include "util/check.h"
 #include "whatif/sweep.h"

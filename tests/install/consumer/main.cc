@@ -4,9 +4,9 @@
 
 #include "costmodel/cycle_cost.h"
 #include "costmodel/gpu_spec.h"
-#include "costmodel/latency_models.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
+#include "costmodel/roofline_latency.h"
 #include "planner/policies/best_first.h"
 
 int main() {
