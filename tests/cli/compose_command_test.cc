@@ -12,9 +12,7 @@ namespace specplan {
 namespace {
 
 namespace fs = std::filesystem;
-using ::specplan::testing::RunSpecplan;
-using ::specplan::testing::SourcePath;
-using ::testing::HasSubstr;
+using namespace ::specplan::testing;
 
 fs::path Scratch(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("compose_" + name);
@@ -68,25 +66,20 @@ TEST(ComposeCommand, BadInputWritesNothing) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("64/8/128"));
   EXPECT_FALSE(fs::exists(dir / "h100-sxm"));
-  r = RunSpecplan("profiles compose --kernels " +
-                  SourcePath("data/kernels/h100_sxm/sglang-0.5.14") +
-                  " --model qwen3-8b,qwen3-4b --out " + (dir / "p.json").string());
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.output, HasSubstr("use --out-dir"));
-  r = RunSpecplan("profiles compose --kernels " + (dir / "nowhere").string() +
-                  " --model qwen3-8b --out " + (dir / "p.json").string());
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.output, HasSubstr("not a directory"));
-  r = RunSpecplan("profiles compose --kernels " +
-                  SourcePath("data/kernels/a100_sxm/sglang-0.5.10") +
-                  " --model qwen3-8b --no-extrapolate --out " + (dir / "p.json").string());
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.output, HasSubstr("largest measured kv_len 8191"));
-  r = RunSpecplan("profiles compose --kernels " +
-                  SourcePath("data/kernels/a100_sxm/sglang-0.5.10") +
-                  " --model qwen3-8b --engine specplan --out " + (dir / "p.json").string());
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.output, HasSubstr("--engine specplan"));
+  ExpectRefused({
+      {"profiles compose --kernels " + SourcePath("data/kernels/h100_sxm/sglang-0.5.14") +
+           " --model qwen3-8b,qwen3-4b --out " + (dir / "p.json").string(),
+       "use --out-dir", kAnyFailure},
+      {"profiles compose --kernels " + (dir / "nowhere").string() + " --model qwen3-8b --out " +
+           (dir / "p.json").string(),
+       "not a directory", kAnyFailure},
+      {"profiles compose --kernels " + SourcePath("data/kernels/a100_sxm/sglang-0.5.10") +
+           " --model qwen3-8b --no-extrapolate --out " + (dir / "p.json").string(),
+       "largest measured kv_len 8191", kAnyFailure},
+      {"profiles compose --kernels " + SourcePath("data/kernels/a100_sxm/sglang-0.5.10") +
+           " --model qwen3-8b --engine specplan --out " + (dir / "p.json").string(),
+       "--engine specplan", kAnyFailure},
+  });
   EXPECT_FALSE(fs::exists(dir / "p.json"));
 }
 
@@ -98,23 +91,18 @@ namespace {
 
 // With --gpu alone the default is an engine-grade profile, and plan / plan-batch say which.
 TEST(DefaultEngine, PlanAndPlanBatchNameTheProfileThatPricedThePass) {
-  auto r = RunSpecplan("plan --marginals " + SourcePath("examples/marginals.json") +
-                       " --model qwen3-8b --gpu h100 --c 1024 --n-max 64");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("(table latency model, profile h100-sxm/qwen3-8b-bf16@sglang)"));
-  r = RunSpecplan("plan --marginals " + SourcePath("examples/marginals.json") +
-                  " --model qwen3-8b --gpu h100 --c 1024 --n-max 64 --engine specplan --json");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("\"profile\": \"h100-sxm/qwen3-8b-bf16\""));
-  r = RunSpecplan("plan-batch --requests " + SourcePath("examples/batch_requests.jsonl") +
-                  " --model qwen3-8b --gpu l40s --engine trtllm --n-max 64");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("profile l40s/qwen3-8b-bf16@trtllm)"));
-  // A model without a profile: the bare roofline, and no profile named.
-  r = RunSpecplan("plan --marginals " + SourcePath("examples/marginals.json") +
-                  " --model qwen3-32b --gpu h100 --c 1024 --n-max 64");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("(roofline latency model)"));
+  const std::string plan = "plan --marginals " + SourcePath("examples/marginals.json");
+  ExpectSucceeds({
+      {plan + " --model qwen3-8b --gpu h100 --c 1024 --n-max 64",
+       "(table latency model, profile h100-sxm/qwen3-8b-bf16@sglang)"},
+      {plan + " --model qwen3-8b --gpu h100 --c 1024 --n-max 64 --engine specplan --json",
+       "\"profile\": \"h100-sxm/qwen3-8b-bf16\""},
+      {"plan-batch --requests " + SourcePath("examples/batch_requests.jsonl") +
+           " --model qwen3-8b --gpu l40s --engine trtllm --n-max 64",
+       "profile l40s/qwen3-8b-bf16@trtllm)"},
+      // A model without a profile: the bare roofline, and no profile named.
+      {plan + " --model qwen3-32b --gpu h100 --c 1024 --n-max 64", "(roofline latency model)"},
+  });
 }
 
 }  // namespace

@@ -23,11 +23,7 @@ namespace specplan {
 namespace {
 
 namespace fs = std::filesystem;
-using ::specplan::testing::CommandResult;
-using ::specplan::testing::RunSpecplan;
-using ::specplan::testing::SourcePath;
-using ::testing::HasSubstr;
-using ::testing::Not;
+using namespace ::specplan::testing;
 
 // qwen3-8b on an H100 fitted to `scale` x the roofline plus 1 ms, of `engine`.
 costmodel::Profile EngineProfile(const std::string& engine, double scale,

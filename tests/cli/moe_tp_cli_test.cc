@@ -9,9 +9,7 @@
 namespace specplan {
 namespace {
 
-using ::specplan::testing::RunSpecplan;
-using ::specplan::testing::SourcePath;
-using ::testing::HasSubstr;
+using namespace ::specplan::testing;
 
 TEST(MoeTpCli, EstimateReportsStreamedExperts) {
   auto r = RunSpecplan("estimate --model qwen3-30b-a3b --gpu h100 --s 16 --c 0 --json");

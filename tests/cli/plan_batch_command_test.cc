@@ -9,10 +9,7 @@
 namespace specplan {
 namespace {
 
-using ::specplan::testing::RunSpecplan;
-using ::specplan::testing::SourcePath;
-using ::specplan::testing::WriteTemp;
-using ::testing::HasSubstr;
+using namespace ::specplan::testing;
 
 const char* kSmall =
     R"({"root_token": 1, "tokens": [[5, 6], [7, 8]], "probs": [[0.6, 0.3], [0.5, 0.4]]})";

@@ -11,10 +11,7 @@
 namespace specplan {
 namespace {
 
-using ::specplan::testing::RunSpecplan;
-using ::specplan::testing::SourcePath;
-using ::specplan::testing::WriteTemp;
-using ::testing::HasSubstr;
+using namespace ::specplan::testing;
 
 TEST(PlanCommand, ControllerJsonHasTheContractFields) {
   auto r = RunSpecplan("plan --marginals " + SourcePath("examples/marginals.json") +
@@ -157,18 +154,14 @@ TEST(PlanCommand, SglangLayoutKeyAddsOneKeyAndKeepsTheRest) {
 TEST(PlanCommand, SglangLayoutErrorsNameTheProblem) {
   const std::string base =
       "plan --marginals " + SourcePath("examples/marginals.json") + " --c 0 --budget 40";
-  auto r = RunSpecplan(base + " --json --layout sglang --tree-mask-mode QLEN_ONLY_BITPACKING");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("draft_token_num = 41: QLEN_ONLY_BITPACKING holds at most 32"));
-  r = RunSpecplan(base + " --json --layout sglang --draft-token-num 8");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("draft_token_num = 8: must be >= the size of trees[0] = 41"));
-  r = RunSpecplan(base + " --json --layout sglang --tree-mask-mode FULL");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("--tree-mask-mode FULL"));
-  r = RunSpecplan(base + " --layout sglang");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("needs --json"));
+  ExpectRefused({
+      {base + " --json --layout sglang --tree-mask-mode QLEN_ONLY_BITPACKING",
+       "draft_token_num = 41: QLEN_ONLY_BITPACKING holds at most 32"},
+      {base + " --json --layout sglang --draft-token-num 8",
+       "draft_token_num = 8: must be >= the size of trees[0] = 41"},
+      {base + " --json --layout sglang --tree-mask-mode FULL", "--tree-mask-mode FULL"},
+      {base + " --layout sglang", "needs --json"},
+  });
 }
 
 TEST(MergeCommand, MergesExampleTreesWithBlockMask) {

@@ -23,8 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::specplan::test::ServerProcess;
-using ::specplan::testing::RunSpecplan;
-using ::specplan::testing::SourcePath;
+using namespace ::specplan::testing;
 
 void ExpectSameOutput(const std::string& server, const std::string& args) {
   const auto local = RunSpecplan(args);

@@ -1,11 +1,19 @@
-// Runs the built `specplan` binary in a shell and captures its output, for CLI tests.
+// Runs the built `specplan` binary in a shell and captures its output, for CLI tests, and the
+// helpers every CLI test shares: reading a file back, and checking a table of refused command
+// lines. A test file says `using namespace ::specplan::testing;` to have them all, HasSubstr and
+// Not too.
 #ifndef SPECPLAN_TESTS_CLI_RUN_COMMAND_H_
 #define SPECPLAN_TESTS_CLI_RUN_COMMAND_H_
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/run_binary.h"
 
@@ -29,6 +37,72 @@ inline std::string WriteTemp(const std::string& name, const std::string& text) {
   fclose(f);
   return path;
 }
+
+// Any non-zero exit status (a flag refused by the argument parser rather than by the command).
+constexpr int kAnyFailure = -1;
+
+// Runs `args` and checks its exit status (kAnyFailure: any non-zero one) and that `message` is in
+// its output; returns the result.
+inline CommandResult ExpectRun(const std::string& args, int exit_code, const std::string& message) {
+  SCOPED_TRACE(args);
+  CommandResult r = RunSpecplan(args);
+  if (exit_code == kAnyFailure) {
+    EXPECT_NE(r.exit_code, 0) << r.output;
+  } else {
+    EXPECT_EQ(r.exit_code, exit_code) << r.output;
+  }
+  EXPECT_THAT(r.output, ::testing::HasSubstr(message));
+  return r;
+}
+
+// A command line the CLI must refuse: its arguments, a piece of the message that names why, the
+// exit status (1, or kAnyFailure for any non-zero one), and a path it must not have written ("" for
+// none).
+struct Refusal {
+  std::string args;
+  std::string message;
+  int exit_code = 1;
+  std::string unwritten;
+};
+
+// Runs every refusal and checks its exit status, its message and that it wrote nothing.
+inline void ExpectRefused(const std::vector<Refusal>& refusals) {
+  for (const Refusal& want : refusals) {
+    ExpectRun(want.args, want.exit_code, want.message);
+    if (!want.unwritten.empty()) {
+      EXPECT_FALSE(std::filesystem::exists(want.unwritten)) << want.unwritten << " was written";
+    }
+  }
+}
+
+// A command line that must succeed, and a piece of what it must print.
+struct Success {
+  std::string args;
+  std::string output;
+};
+
+inline void ExpectSucceeds(const std::vector<Success>& runs) {
+  for (const Success& want : runs) ExpectRun(want.args, 0, want.output);
+}
+
+// Runs `args --plot <png>` and checks that the PNG is written whole and named in the output. False
+// (nothing checked) when the binary was built without PLplot: the caller skips.
+inline bool ExpectPlotWritten(const std::string& args, const std::string& png) {
+  std::remove(png.c_str());
+  const CommandResult r = RunSpecplan(args + " --plot " + png);
+  if (r.exit_code != 0 && r.output.find("-DSPECPLAN_WITH_PLOT=OFF") != std::string::npos) {
+    return false;
+  }
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("plot: " + png));
+  const std::string bytes = ReadAll(png);
+  EXPECT_GT(bytes.size(), 1000u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  return true;
+}
+
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 }  // namespace specplan::testing
 

@@ -17,19 +17,9 @@
 namespace specplan {
 namespace {
 
-using ::specplan::testing::RunBinary;
-using ::specplan::testing::RunSpecplan;
-using ::testing::HasSubstr;
-using ::testing::Not;
+using namespace ::specplan::testing;
 
 const std::string kBase = "schedule --gpu h100 --model qwen3-8b --t-draft-ms 1 ";
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST(ScheduleCommand, VllmJsonOnStdoutPricedByVllmsProfile) {
   auto r = RunSpecplan(kBase + "--format vllm --quiet");
@@ -95,33 +85,22 @@ TEST(ScheduleCommand, TrtllmYamlLoadsWithPyYaml) {
 }
 
 TEST(ScheduleCommand, ErrorsNameTheFlagAndValue) {
-  auto bad_format = RunSpecplan(kBase + "--format tgi");
-  EXPECT_EQ(bad_format.exit_code, 1);
-  EXPECT_THAT(bad_format.output,
-              HasSubstr("specplan schedule: --format \"tgi\": unknown format (vllm, trtllm, "
-                        "sglang)"));
-  auto no_format = RunSpecplan(kBase);
-  EXPECT_NE(no_format.exit_code, 0);
-  EXPECT_THAT(no_format.output, HasSubstr("--format is required"));
-  auto bad_item = RunSpecplan(kBase + "--format vllm --batch-sizes 1,x,8");
-  EXPECT_EQ(bad_item.exit_code, 1);
-  EXPECT_THAT(bad_item.output, HasSubstr("--batch-sizes 1,x,8: \"x\" must be a positive integer"));
-  auto no_one = RunSpecplan(kBase + "--format vllm --batch-sizes 2,4");
-  EXPECT_EQ(no_one.exit_code, 1);
-  EXPECT_THAT(no_one.output, HasSubstr("--batch-sizes 2,4: must start at 1"));
-  auto floor = RunSpecplan(kBase + "--format sglang --min-draft-len 1");
-  EXPECT_EQ(floor.exit_code, 1);
-  EXPECT_THAT(floor.output, HasSubstr("--min-draft-len 1: applies to --format vllm and trtllm"));
-  auto engine = RunSpecplan("schedule --gpu h100 --model qwen3-8b --format vllm --engine foo");
-  EXPECT_EQ(engine.exit_code, 1);
-  EXPECT_THAT(engine.output, HasSubstr("--engine foo"));
+  ExpectRefused({
+      {kBase + "--format tgi",
+       "specplan schedule: --format \"tgi\": unknown format (vllm, trtllm, sglang)"},
+      {kBase, "--format is required", kAnyFailure},
+      {kBase + "--format vllm --batch-sizes 1,x,8",
+       "--batch-sizes 1,x,8: \"x\" must be a positive integer"},
+      {kBase + "--format vllm --batch-sizes 2,4", "--batch-sizes 2,4: must start at 1"},
+      {kBase + "--format sglang --min-draft-len 1",
+       "--min-draft-len 1: applies to --format vllm and trtllm"},
+      {"schedule --gpu h100 --model qwen3-8b --format vllm --engine foo", "--engine foo"},
+  });
   // Nothing is written when the command fails.
   const std::string out = ::testing::TempDir() + "/schedule_cli/never.json";
   std::remove(out.c_str());
-  auto failed = RunSpecplan(kBase + "--format vllm --batch-sizes 0 --out " + out);
-  EXPECT_EQ(failed.exit_code, 1);
-  EXPECT_THAT(failed.output, HasSubstr("\"0\" must be a positive integer"));
-  EXPECT_FALSE(std::ifstream(out).good());
+  ExpectRefused({{kBase + "--format vllm --batch-sizes 0 --out " + out,
+                  "\"0\" must be a positive integer", 1, out}});
 }
 
 TEST(ScheduleCommand, ContextGridAddsTheRfcTableForVllmOnly) {
@@ -134,15 +113,14 @@ TEST(ScheduleCommand, ContextGridAddsTheRfcTableForVllmOnly) {
   ASSERT_FALSE(table.empty());
   for (const nlohmann::json& e : table) EXPECT_EQ(e.size(), 5u);
   EXPECT_EQ(j.at("specplan").at("context_axis").at("contexts"), (std::vector<int64_t>{0, 16384}));
-  auto sglang = RunSpecplan(kBase + "--format sglang --context-grid 0,1024");
-  EXPECT_EQ(sglang.exit_code, 1);
-  EXPECT_THAT(sglang.output, HasSubstr("--context-grid 0,1024: applies to --format vllm"));
-  auto word = RunSpecplan(kBase + "--format vllm --context-grid 0,lots");
-  EXPECT_EQ(word.exit_code, 1);
-  EXPECT_THAT(word.output, HasSubstr("--context-grid 0,lots: \"lots\": not a context length"));
-  auto start = RunSpecplan(kBase + "--format vllm --context-grid 512,1024");
-  EXPECT_EQ(start.exit_code, 1);
-  EXPECT_THAT(start.output, HasSubstr("--context-grid 512,1024: contexts: the grid starts at 512"));
+  ExpectRefused({
+      {kBase + "--format sglang --context-grid 0,1024",
+       "--context-grid 0,1024: applies to --format vllm"},
+      {kBase + "--format vllm --context-grid 0,lots",
+       "--context-grid 0,lots: \"lots\": not a context length"},
+      {kBase + "--format vllm --context-grid 512,1024",
+       "--context-grid 512,1024: contexts: the grid starts at 512"},
+  });
 }
 
 TEST(ScheduleCommand, HelpNamesEveryFlag) {

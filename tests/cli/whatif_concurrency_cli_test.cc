@@ -13,20 +13,11 @@
 namespace specplan {
 namespace {
 
-using ::specplan::testing::RunSpecplan;
-using ::specplan::testing::SourcePath;
-using ::testing::HasSubstr;
+using namespace ::specplan::testing;
 
 const std::string kTrace = SourcePath("tests/whatif/data/small.jsonl");
 // Pinned to the runtime-measured profile (engine-grade profiles are the default when shipped).
 const std::string kBase = "whatif --model qwen3-8b --gpu h100 --engine specplan --t-draft-ms 1 ";
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST(WhatIfConcurrencyCommand, TableHasEveryStrategyAndTheStopLine) {
   auto r = RunSpecplan(kBase + "--concurrency 1,4,64");
@@ -57,36 +48,25 @@ TEST(WhatIfConcurrencyCommand, RecordedReplaysTheBundledTracesPasses) {
   EXPECT_EQ(report.at("recorded").at("passes"), 62);
   EXPECT_EQ(report.at("rows").size(), 4u);
   // A trace without passes, and --plot, are refused by name.
-  auto bad = RunSpecplan(kBase + "--concurrency recorded --trace " + kTrace);
-  EXPECT_NE(bad.exit_code, 0);
-  EXPECT_THAT(bad.output, HasSubstr("has no \"pass\""));
-  bad = RunSpecplan(kBase + "--concurrency recorded --plot /tmp/never.png");
-  EXPECT_NE(bad.exit_code, 0);
-  EXPECT_THAT(bad.output, HasSubstr("--plot does not apply with --concurrency recorded"));
+  ExpectRefused({
+      {kBase + "--concurrency recorded --trace " + kTrace, "has no \"pass\"", kAnyFailure},
+      {kBase + "--concurrency recorded --plot /tmp/never.png",
+       "--plot does not apply with --concurrency recorded", kAnyFailure},
+  });
 }
 
 TEST(WhatIfConcurrencyCommand, BadValuesNameTheFlag) {
-  auto r = RunSpecplan(kBase + "--concurrency 1,0");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("--concurrency: \"0\" must be a positive integer"));
-  r = RunSpecplan(kBase + "--concurrency 1,abc");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("--concurrency: \"abc\" must be a positive integer"));
-  r = RunSpecplan(kBase + "--concurrency 9999");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("--concurrency: \"9999\" must be at most 4096"));
-  r = RunSpecplan(kBase + "--concurrency 2 --draft-batch-growth -1");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.output, HasSubstr("--draft-batch-growth"));
-  r = RunSpecplan(kBase + "--budgets 1,2 --draft-batch-growth 0.1");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("--draft-batch-growth applies only with --concurrency"));
-  r = RunSpecplan(kBase + "--budgets 1,2 --batch-scan");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("--batch-scan applies only with --concurrency"));
-  r = RunSpecplan(kBase + "--concurrency 2 --strategies best_first");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("--strategies does not apply with --concurrency"));
+  ExpectRefused({
+      {kBase + "--concurrency 1,0", "--concurrency: \"0\" must be a positive integer"},
+      {kBase + "--concurrency 1,abc", "--concurrency: \"abc\" must be a positive integer"},
+      {kBase + "--concurrency 9999", "--concurrency: \"9999\" must be at most 4096"},
+      {kBase + "--concurrency 2 --draft-batch-growth -1", "--draft-batch-growth", kAnyFailure},
+      {kBase + "--budgets 1,2 --draft-batch-growth 0.1",
+       "--draft-batch-growth applies only with --concurrency"},
+      {kBase + "--budgets 1,2 --batch-scan", "--batch-scan applies only with --concurrency"},
+      {kBase + "--concurrency 2 --strategies best_first",
+       "--strategies does not apply with --concurrency"},
+  });
 }
 
 TEST(WhatIfConcurrencyCommand, JsonParsesAndStopPointMatchesRows) {
@@ -138,16 +118,8 @@ TEST(WhatIfConcurrencyCommand, TraceFlagIsReplayed) {
 
 TEST(WhatIfConcurrencyCommand, PlotWritesAPng) {
   const std::string out = ::testing::TempDir() + "/whatif_concurrency.png";
-  std::remove(out.c_str());
-  auto r = RunSpecplan(kBase + "--concurrency 1,2,4,8 --plot " + out);
-  if (r.exit_code != 0 && r.output.find("-DSPECPLAN_WITH_PLOT=OFF") != std::string::npos) {
-    GTEST_SKIP() << "built without PLplot: " << r.output;
-  }
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("plot: " + out));
-  const std::string png = ReadAll(out);
-  ASSERT_GT(png.size(), 1000u);
-  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  if (!ExpectPlotWritten(kBase + "--concurrency 1,2,4,8", out))
+    GTEST_SKIP() << "built without PLplot";
 }
 
 TEST(WhatIfConcurrencyCommand, HelpDocumentsTheFlags) {

@@ -40,12 +40,7 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-inline std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using specplan::testing::ReadAll;
 
 inline void WriteAll(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
