@@ -2,28 +2,31 @@
 
 #include "absl/strings/str_cat.h"
 #include "util/check.h"
+#include "util/enum_names.h"
 
 namespace specplan::costmodel {
 
+namespace {
+// The first spelling of each class is its name; the later ones are aliases ParseDrafterClass takes.
+constexpr EnumEntry<DrafterClass> kDrafterClassNames[] = {
+    {DrafterClass::kAutoregressive, "ar"},
+    {DrafterClass::kParallelBlock, "parallel"},
+    {DrafterClass::kParallelCausal, "causal"},
+    {DrafterClass::kAutoregressive, "autoregressive"},
+    {DrafterClass::kParallelBlock, "parallel_block"},
+    {DrafterClass::kParallelCausal, "parallel_causal"}};
+}  // namespace
+
 absl::StatusOr<DrafterClass> ParseDrafterClass(const std::string& name) {
-  if (name == "ar" || name == "autoregressive") return DrafterClass::kAutoregressive;
-  if (name == "parallel" || name == "parallel_block") return DrafterClass::kParallelBlock;
-  if (name == "causal" || name == "parallel_causal") return DrafterClass::kParallelCausal;
-  return absl::InvalidArgumentError(
-      absl::StrCat("drafter class: unknown value '", name, "' (known: ar, parallel, causal)"));
+  for (const EnumEntry<DrafterClass>& entry : kDrafterClassNames) {
+    if (name == entry.name) return entry.value;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("drafter class: unknown value '", name,
+                                                 "' (known: ", EnumKnownNames(kDrafterClassNames),
+                                                 ")"));
 }
 
-const char* DrafterClassName(DrafterClass cls) {
-  switch (cls) {
-    case DrafterClass::kAutoregressive:
-      return "ar";
-    case DrafterClass::kParallelBlock:
-      return "parallel";
-    case DrafterClass::kParallelCausal:
-      return "causal";
-  }
-  return "?";
-}
+const char* DrafterClassName(DrafterClass cls) { return EnumName(kDrafterClassNames, cls); }
 
 double DrafterCost::DraftSeconds() const {
   switch (cls) {

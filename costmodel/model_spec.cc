@@ -5,34 +5,31 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "util/enum_names.h"
 #include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::costmodel {
 
+namespace {
+// The first spelling of each dtype is its name; the later ones are aliases ParseDType takes.
+constexpr EnumEntry<DType> kDTypeNames[] = {
+    {DType::kFloat32, "fp32"},      {DType::kBFloat16, "bf16"},       {DType::kFloat16, "fp16"},
+    {DType::kFloat8, "fp8"},        {DType::kFloat32, "float32"},     {DType::kFloat32, "float"},
+    {DType::kBFloat16, "bfloat16"}, {DType::kFloat16, "float16"},     {DType::kFloat16, "half"},
+    {DType::kFloat8, "float8"},     {DType::kFloat8, "float8_e4m3fn"}};
+}  // namespace
+
 absl::StatusOr<DType> ParseDType(const std::string& name) {
-  const std::string n = absl::AsciiStrToLower(name);
-  if (n == "fp32" || n == "float32" || n == "float") return DType::kFloat32;
-  if (n == "bf16" || n == "bfloat16") return DType::kBFloat16;
-  if (n == "fp16" || n == "float16" || n == "half") return DType::kFloat16;
-  if (n == "fp8" || n == "float8" || n == "float8_e4m3fn") return DType::kFloat8;
+  const std::string lower = absl::AsciiStrToLower(name);  // case-insensitive
+  for (const EnumEntry<DType>& entry : kDTypeNames) {
+    if (lower == entry.name) return entry.value;
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat("dtype: unknown value '", name, "' (known: fp32, bf16, fp16, fp8)"));
+      absl::StrCat("dtype: unknown value '", name, "' (known: ", EnumKnownNames(kDTypeNames), ")"));
 }
 
-const char* DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "fp32";
-    case DType::kBFloat16:
-      return "bf16";
-    case DType::kFloat16:
-      return "fp16";
-    case DType::kFloat8:
-      return "fp8";
-  }
-  return "?";
-}
+const char* DTypeName(DType dtype) { return EnumName(kDTypeNames, dtype); }
 
 int DTypeBytes(DType dtype) {
   switch (dtype) {
