@@ -112,28 +112,13 @@ std::vector<std::unique_ptr<LatencyModel>> EveryKind() {
   models.push_back(std::make_unique<RooflineLatency>(r));
   models.push_back(std::make_unique<LinearCalibratedLatency>(r, LinearCoefficients{1.4, 2e-4}));
   models.push_back(std::make_unique<PerTermLatency>(r, PerTermCoefficients{1.8, 1e-4, 1.3, 1.6}));
-  OverlapCoefficients o;
-  o.gemm = 1.6;
-  o.attention = 3;
-  o.weights = 1.2;
-  o.kv_attention = 1.5;
-  o.p = 4;
-  o.overhead_s = 3e-4;
-  o.tile = 64;
-  models.push_back(std::make_unique<OverlapLatency>(r, o));
-  KernelSumCoefficients k;
-  k.overhead_s = 1e-3;
-  k.gemm = 1.1;
-  k.weights = 1.05;
-  k.p = 8;
-  k.decode = 1.5;
-  k.verify = 3;
-  k.verify_overhead_s = 2e-5;
-  k.attention = 2;
-  k.elementwise = 1.2;
-  k.tile = 64;
-  k.attention_tile = 16;
-  models.push_back(std::make_unique<KernelSumLatency>(r, k));
+  // gemm, attention, weights, kv_attention, p, overhead_s, tile.
+  models.push_back(
+      std::make_unique<OverlapLatency>(r, OverlapCoefficients{1.6, 3, 1.2, 1.5, 4, 3e-4, 64}));
+  // overhead_s, gemm, weights, p, decode, verify, verify_overhead_s, attention, elementwise, tile,
+  // attention_tile.
+  models.push_back(std::make_unique<KernelSumLatency>(
+      r, KernelSumCoefficients{1e-3, 1.1, 1.05, 8, 1.5, 3, 2e-5, 2, 1.2, 64, 16}));
   LatencyTable t;
   t.s_grid = {1, 16, 64};
   t.c_grid = {0, 1024, 4096};

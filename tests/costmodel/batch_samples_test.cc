@@ -18,15 +18,12 @@
 #include "costmodel/roofline_latency.h"
 #include "costmodel/samples_file.h"
 #include "costmodel/table_latency.h"
+#include "tests/costmodel/cost_test_util.h"
 
 namespace specplan::costmodel {
 namespace {
 
 using ::testing::HasSubstr;
-
-RooflineLatency H100Qwen8b() {
-  return RooflineLatency(*LookupModel("qwen3-8b"), *LookupGpu("h100"));
-}
 
 BatchShape Uniform(int64_t b, int64_t s, int64_t c) {
   BatchShape batch;
@@ -110,29 +107,15 @@ TEST(BatchSamples, EveryFitRecoversItsTruthFromBatchSamples) {
   ASSERT_TRUE(per_term.ok()) << per_term.status();
   EXPECT_LT(Evaluate(PerTermLatency(r, *per_term), per_term_samples).mape, 1e-3);
 
-  OverlapCoefficients o;
-  o.gemm = 1.4;
-  o.attention = 3;
-  o.weights = 1.1;
-  o.kv_attention = 2;
-  o.p = 3;
-  o.overhead_s = 2e-3;
-  o.tile = 16;
-  const OverlapLatency overlap_truth(r, o);
+  // gemm, attention, weights, kv_attention, p, overhead_s, tile.
+  const OverlapLatency overlap_truth(r, OverlapCoefficients{1.4, 3, 1.1, 2, 3, 2e-3, 16});
   const auto overlap_samples = BatchSamples(overlap_truth, b_grid);
   auto overlap = FitOverlap(r, overlap_samples);
   ASSERT_TRUE(overlap.ok()) << overlap.status();
   EXPECT_LT(Evaluate(OverlapLatency(r, *overlap), overlap_samples).mape, 5e-3);
 
-  KernelSumCoefficients k;
-  k.overhead_s = 3e-3;
-  k.gemm = 1.3;
-  k.weights = 1.2;
-  k.p = 6;
-  k.decode = 1.4;
-  k.verify = 15;
-  k.verify_overhead_s = 2e-4;
-  k.elementwise = 6;
+  KernelSumCoefficients k = KernelSumTruth();  // without score FLOPs, on tiles of 64 tokens
+  k.attention = 0;
   k.attention_tile = 64;
   const KernelSumLatency kernel_truth(r, k);
   const auto kernel_samples = BatchSamples(kernel_truth, b_grid);

@@ -13,15 +13,12 @@
 #include "costmodel/per_term_latency.h"
 #include "costmodel/roofline_latency.h"
 #include "costmodel/table_latency.h"
+#include "tests/costmodel/cost_test_util.h"
 
 namespace specplan::costmodel {
 namespace {
 
 using ::testing::HasSubstr;
-
-RooflineLatency H100Qwen8b() {
-  return RooflineLatency(*LookupModel("qwen3-8b"), *LookupGpu("h100"));
-}
 
 std::vector<LatencySample> Synthetic(const LatencyModel& truth, double noise, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -68,11 +65,7 @@ TEST(Fit, LinearNeverReturnsANegativeOverhead) {
 
 TEST(Fit, PerTermRecoversKnownCoefficients) {
   const RooflineLatency r = H100Qwen8b();
-  PerTermCoefficients want;
-  want.compute = 1.6;
-  want.compute_overhead_s = 1.0e-3;
-  want.weights = 1.35;
-  want.kv_attention = 2.0;
+  const PerTermCoefficients want{1.6, 1.0e-3, 1.35, 2.0};  // compute (+ overhead), weights, KV
   const PerTermLatency truth(r, want);
   const auto samples = Synthetic(truth, 0.005, 11);
   auto got = FitPerTerm(r, samples);
@@ -304,18 +297,7 @@ TEST(Fit, KernelSumPredictAddsTheKernelClasses) {
 
 TEST(Fit, KernelSumRecoversKnownCoefficients) {
   const RooflineLatency r = H100Qwen8b();
-  KernelSumCoefficients truth;
-  truth.overhead_s = 3e-3;
-  truth.gemm = 1.3;
-  truth.weights = 1.2;
-  truth.p = 6;
-  truth.decode = 1.4;
-  truth.verify = 15;
-  truth.verify_overhead_s = 2e-4;
-  truth.attention = 0.5;
-  truth.elementwise = 6;
-  truth.tile = 1;
-  truth.attention_tile = 512;
+  const KernelSumCoefficients truth = KernelSumTruth();
   const KernelSumLatency model(r, truth);
   const std::vector<LatencySample> samples = Synthetic(model, 0.0, 1);
   auto fit = FitKernelSum(r, samples);
@@ -330,14 +312,10 @@ TEST(Fit, KernelSumRecoversKnownCoefficients) {
 // term the kernel sum fits far better.
 TEST(Fit, KernelSumBeatsOverlapWhenDecodeAndVerifyAttentionDiffer) {
   const RooflineLatency r = H100Qwen8b();
-  KernelSumCoefficients truth;
-  truth.overhead_s = 3e-3;
-  truth.gemm = 1.3;
-  truth.weights = 1.2;
-  truth.decode = 1.4;
-  truth.verify = 15;
-  truth.elementwise = 6;
-  truth.attention_tile = 512;
+  KernelSumCoefficients truth = KernelSumTruth();  // without the p, verify-overhead and score terms
+  truth.p = KernelSumCoefficients{}.p;
+  truth.verify_overhead_s = 0;
+  truth.attention = 0;
   const std::vector<LatencySample> samples = Synthetic(KernelSumLatency(r, truth), 0.01, 3);
   auto kernel_sum = FitKernelSum(r, samples);
   auto overlap = FitOverlap(r, samples);

@@ -8,13 +8,10 @@
 #include "costmodel/model_registry.h"
 #include "costmodel/per_term_latency.h"
 #include "costmodel/roofline_latency.h"
+#include "tests/costmodel/cost_test_util.h"
 
 namespace specplan::costmodel {
 namespace {
-
-RooflineLatency H100Qwen8b() {
-  return RooflineLatency(*LookupModel("qwen3-8b"), *LookupGpu("h100"));
-}
 
 TEST(LatencyModels, LinearIsAffineInTheRoofline) {
   const RooflineLatency r = H100Qwen8b();

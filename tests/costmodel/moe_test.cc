@@ -10,25 +10,17 @@
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/roofline.h"
+#include "tests/costmodel/cost_test_util.h"
 
 namespace specplan::costmodel {
 namespace {
 
 // L = 2, h = 8, h_q = 8, h_kv = 4, n_q = 2, E = 4 experts of width h_e = 6, top-2, V = 10, bp = 2.
 ModelSpec TinyMoe() {
-  ModelSpec m;
-  m.model_type = "qwen3_moe";
-  m.layers = 2;
-  m.hidden = 8;
-  m.n_q = 2;
-  m.n_kv = 1;
-  m.head_dim = 4;
-  m.ffn = 0;
+  ModelSpec m = TinyModel("qwen3_moe", 2, 8, 2, 1, 4, 0, 10);
   m.experts = 4;
   m.experts_active = 2;
   m.expert_ffn = 6;
-  m.vocab = 10;
-  m.dtype = DType::kBFloat16;
   return m;
 }
 

@@ -3,36 +3,18 @@
 #include <gtest/gtest.h>
 
 #include "costmodel/model_registry.h"
+#include "tests/costmodel/cost_test_util.h"
 
 namespace specplan::costmodel {
 namespace {
 
-ModelSpec TinyGated() {
-  ModelSpec m;
-  m.layers = 2;
-  m.hidden = 8;
-  m.n_q = 2;
-  m.n_kv = 1;
-  m.head_dim = 4;  // h_q = 8, h_kv = 4
-  m.ffn = 16;
-  m.vocab = 10;
-  m.gated_mlp = true;
-  m.dtype = DType::kBFloat16;  // bp = 2
-  return m;
-}
+// h_q = 8, h_kv = 4, bp = 2.
+ModelSpec TinyGated() { return TinyModel("", 2, 8, 2, 1, 4, 16, 10); }
 
+// h_q = h_kv = 8, a plain (two-matrix) MLP.
 ModelSpec TinyNeox() {
-  ModelSpec m;
-  m.model_type = "gpt_neox";
-  m.layers = 1;
-  m.hidden = 8;
-  m.n_q = 2;
-  m.n_kv = 2;
-  m.head_dim = 4;  // h_q = h_kv = 8
-  m.ffn = 32;
-  m.vocab = 10;
+  ModelSpec m = TinyModel("gpt_neox", 1, 8, 2, 2, 4, 32, 10);
   m.gated_mlp = false;
-  m.dtype = DType::kBFloat16;
   return m;
 }
 

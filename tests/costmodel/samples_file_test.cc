@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace specplan::costmodel {
 namespace {
@@ -20,6 +22,22 @@ std::filesystem::path FreshDir() {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+// A sample file the reader must refuse, and a piece of the message that says why.
+struct BadFile {
+  std::string text, expect;
+};
+
+// `parse` (text -> StatusOr<samples>) refuses every file with its message.
+template <typename Parse>
+void ExpectEveryFileRefused(const std::vector<BadFile>& files, Parse parse) {
+  for (const BadFile& c : files) {
+    auto r = parse(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(Message(r.status()).find(c.expect), std::string::npos)
+        << "got: " << r.status() << "\nwant: " << c.expect;
+  }
 }
 
 void WriteAll(const std::filesystem::path& path, const std::string& text) {
@@ -45,36 +63,30 @@ TEST(SamplesCsvTest, ParsesColumnsInAnyOrderAndIgnoresExtras) {
 }
 
 TEST(SamplesCsvTest, ErrorsNameTheLineAndField) {
-  struct Case {
-    std::string text, expect;
-  };
-  const Case cases[] = {
-      {"s,c,seconds\n1,0,0.1\n2,0,nan\n", "x.csv:3: seconds = nan: must be finite and > 0"},
-      {"s,c,seconds\n1,0,0.1\n2,0,-1\n", "x.csv:3: seconds = -1: must be finite and > 0"},
-      {"s,c,seconds\n1,0,inf\n", "x.csv:2: seconds = inf"},
-      {"s,c,seconds\n0,0,0.1\n", "x.csv:2: s = 0: must be >= 1"},
-      {"s,c,seconds\n1,-5,0.1\n", "x.csv:2: c = -5: must be >= 0"},
-      {"s,c,seconds\n1.5,0,0.1\n", "x.csv:2: s = '1.5': expected an integer"},
-      {"s,c,seconds\n1,x,0.1\n", "x.csv:2: c = 'x': expected an integer"},
-      {"s,c,seconds\n1,0,fast\n", "x.csv:2: seconds = 'fast': expected a number"},
-      {"s,c,seconds\n1,0\n", "x.csv:2: expected 3 comma-separated fields, got 2"},
-      {"s,c,latency\n1,0,0.1\n",
-       "x.csv:1: header 's,c,latency': missing a latency column (seconds, latency_s, latency_ms "
-       "or latency_us)"},
-      {"s,c,seconds,latency_ms\n1,0,0.1,100\n",
-       "header 's,c,seconds,latency_ms': both 'seconds' and 'latency_ms' give the latency"},
-      {"s,c,latency_ms\n1,0,-3\n", "x.csv:2: latency_ms = -3: must be finite and > 0"},
-      {"s,c,latency_us\n1,0,fast\n", "x.csv:2: latency_us = 'fast': expected a number"},
-      {"s,c,s,seconds\n", "column 's' appears twice"},
-      {"", "x.csv: empty"},
-      {"s,c,seconds\n", "x.csv: no samples"},
-  };
-  for (const Case& c : cases) {
-    auto s = ParseSamplesCsv(c.text, "x.csv");
-    ASSERT_FALSE(s.ok()) << c.text;
-    EXPECT_NE(Message(s.status()).find(c.expect), std::string::npos)
-        << "got: " << s.status() << "\nwant: " << c.expect;
-  }
+  ExpectEveryFileRefused(
+      {
+          {"s,c,seconds\n1,0,0.1\n2,0,nan\n", "x.csv:3: seconds = nan: must be finite and > 0"},
+          {"s,c,seconds\n1,0,0.1\n2,0,-1\n", "x.csv:3: seconds = -1: must be finite and > 0"},
+          {"s,c,seconds\n1,0,inf\n", "x.csv:2: seconds = inf"},
+          {"s,c,seconds\n0,0,0.1\n", "x.csv:2: s = 0: must be >= 1"},
+          {"s,c,seconds\n1,-5,0.1\n", "x.csv:2: c = -5: must be >= 0"},
+          {"s,c,seconds\n1.5,0,0.1\n", "x.csv:2: s = '1.5': expected an integer"},
+          {"s,c,seconds\n1,x,0.1\n", "x.csv:2: c = 'x': expected an integer"},
+          {"s,c,seconds\n1,0,fast\n", "x.csv:2: seconds = 'fast': expected a number"},
+          {"s,c,seconds\n1,0\n", "x.csv:2: expected 3 comma-separated fields, got 2"},
+          {"s,c,latency\n1,0,0.1\n",
+           "x.csv:1: header 's,c,latency': missing a latency column (seconds, latency_s, "
+           "latency_ms "
+           "or latency_us)"},
+          {"s,c,seconds,latency_ms\n1,0,0.1,100\n",
+           "header 's,c,seconds,latency_ms': both 'seconds' and 'latency_ms' give the latency"},
+          {"s,c,latency_ms\n1,0,-3\n", "x.csv:2: latency_ms = -3: must be finite and > 0"},
+          {"s,c,latency_us\n1,0,fast\n", "x.csv:2: latency_us = 'fast': expected a number"},
+          {"s,c,s,seconds\n", "column 's' appears twice"},
+          {"", "x.csv: empty"},
+          {"s,c,seconds\n", "x.csv: no samples"},
+      },
+      [](const std::string& text) { return ParseSamplesCsv(text, "x.csv"); });
 }
 
 // Regression (issue 14): the reader wanted the column `seconds` only; latency_s, latency_ms and
@@ -130,27 +142,20 @@ TEST(SamplesJsonTest, ParsesAndNamesBadElements) {
   EXPECT_EQ((*s)[1].c, 16);
   EXPECT_DOUBLE_EQ((*s)[1].seconds, 1.0);
 
-  struct Case {
-    std::string text, expect;
-  };
-  const Case cases[] = {
-      {R"([{"s": 1, "c": 0, "seconds": 0.5}, {"s": 0, "c": 0, "seconds": 1}])",
-       "x.json: [1].s = 0: must be >= 1"},
-      {R"([{"s": 1, "c": 0}])", "x.json: [0]: missing a latency column"},
-      {R"([{"s": "1", "c": 0, "seconds": 1}])", "[0].s = \"1\": expected an integer"},
-      {R"([{"s": 1, "c": 0, "seconds": "nan"}])", "[0].seconds = \"nan\": expected a number"},
-      {R"([{"s": 1, "c": 0, "seconds": 0}])", "[0].seconds = 0: must be finite and > 0"},
-      {R"([3])", "x.json: [0] = 3: expected an object"},
-      {R"({"s": 1})", "expected an array"},
-      {R"([{"s": 1,)", "x.json: not valid JSON"},
-      {R"([])", "x.json: no samples"},
-  };
-  for (const Case& c : cases) {
-    auto r = ParseSamplesJson(c.text, "x.json");
-    ASSERT_FALSE(r.ok()) << c.text;
-    EXPECT_NE(Message(r.status()).find(c.expect), std::string::npos)
-        << "got: " << r.status() << "\nwant: " << c.expect;
-  }
+  ExpectEveryFileRefused(
+      {
+          {R"([{"s": 1, "c": 0, "seconds": 0.5}, {"s": 0, "c": 0, "seconds": 1}])",
+           "x.json: [1].s = 0: must be >= 1"},
+          {R"([{"s": 1, "c": 0}])", "x.json: [0]: missing a latency column"},
+          {R"([{"s": "1", "c": 0, "seconds": 1}])", "[0].s = \"1\": expected an integer"},
+          {R"([{"s": 1, "c": 0, "seconds": "nan"}])", "[0].seconds = \"nan\": expected a number"},
+          {R"([{"s": 1, "c": 0, "seconds": 0}])", "[0].seconds = 0: must be finite and > 0"},
+          {R"([3])", "x.json: [0] = 3: expected an object"},
+          {R"({"s": 1})", "expected an array"},
+          {R"([{"s": 1,)", "x.json: not valid JSON"},
+          {R"([])", "x.json: no samples"},
+      },
+      [](const std::string& text) { return ParseSamplesJson(text, "x.json"); });
 }
 
 TEST(ReadSamplesFileTest, DetectsTheFormat) {

@@ -18,23 +18,15 @@
 #include "costmodel/profile_json.h"
 #include "costmodel/roofline.h"
 #include "costmodel/roofline_latency.h"
+#include "tests/costmodel/cost_test_util.h"
 
 namespace specplan::costmodel {
 namespace {
 
 // L = 2, h = 8, n_q = 4, n_kv = 2, d = 2 (h_q = 8, h_kv = 4), h_ffn = 16, V = 10, bp = 2.
 ModelSpec TinyDense(int64_t tp) {
-  ModelSpec m;
+  ModelSpec m = TinyModel("llama", 2, 8, 4, 2, 2, 16, 10);
   m.name = "tiny";
-  m.model_type = "llama";
-  m.layers = 2;
-  m.hidden = 8;
-  m.n_q = 4;
-  m.n_kv = 2;
-  m.head_dim = 2;
-  m.ffn = 16;
-  m.vocab = 10;
-  m.dtype = DType::kBFloat16;
   m.tp = tp;
   return m;
 }
@@ -167,11 +159,7 @@ TEST(TensorParallel, CalibratedFormsAddCommunication) {
   ASSERT_TRUE(llama.ok() && h100.ok());
   llama->tp = 4;
   const RooflineLatency roofline(*llama, *h100);
-  PerTermCoefficients truth;
-  truth.compute = 1.6;
-  truth.compute_overhead_s = 2e-4;
-  truth.weights = 1.25;
-  truth.kv_attention = 2.0;
+  const PerTermCoefficients truth{1.6, 2e-4, 1.25, 2.0};  // compute (+ overhead), weights, KV
   const PerTermLatency model(roofline, truth);
   std::vector<LatencySample> samples;
   for (int64_t s : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {
