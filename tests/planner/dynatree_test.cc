@@ -20,9 +20,19 @@ namespace {
 namespace fake = planner::testing;
 
 std::unique_ptr<DynaTreePolicy> MakeDyna(const DynaTreeOptions& o) {
-  auto p = DynaTreePolicy::Create(o);
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? *std::move(p) : nullptr;
+  return fake::CreateOk<DynaTreePolicy>(o);
+}
+
+// Sets the confidence thresholds, the three breadths and the two depths of `o`.
+void SetShape(DynaTreeOptions* o, double tau_h, double tau_l, int32_t b_min, int32_t b_mid,
+              int32_t b_max, int32_t d0, int32_t d_max) {
+  o->tau_h = tau_h;
+  o->tau_l = tau_l;
+  o->b_min = b_min;
+  o->b_mid = b_mid;
+  o->b_max = b_max;
+  o->d0 = d0;
+  o->d_max = d_max;
 }
 
 // Options that isolate one rule: no pruning, no early stop, no history.
@@ -78,13 +88,7 @@ Tree ReferenceAlgorithm1(const fake::HashDrafter& drafter, int32_t root, const D
 
 TEST(DynaTreeTest, BreadthFollowsConfidenceThresholds) {
   DynaTreeOptions o = Quiet();
-  o.tau_h = 0.75;  // exactly representable, so the boundaries are exact
-  o.tau_l = 0.25;
-  o.b_min = 1;
-  o.b_mid = 2;
-  o.b_max = 3;
-  o.d0 = 1;
-  o.d_max = 2;
+  SetShape(&o, 0.75, 0.25, 1, 2, 3, 1, 2);  // thresholds exactly representable: exact boundaries
   o.rho_deep = 0.999;  // depth-1 nodes stop (d >= D_0 and p <= rho_deep): only the root expands
   struct Case {
     float c;
@@ -255,13 +259,7 @@ TEST(DynaTreeTest, MatchesAlgorithm1ReferenceOverGrid) {
             for (auto mode : {DynaTreePruneMode::kRemoveLeaf, DynaTreePruneMode::kKeepAsLeaf}) {
               for (int n_max : {1, 10, 256}) {
                 DynaTreeOptions o;
-                o.tau_h = thr.h;
-                o.tau_l = thr.l;
-                o.b_min = br.mn;
-                o.b_mid = br.md;
-                o.b_max = br.mx;
-                o.d0 = dep.d0;
-                o.d_max = dep.dmax;
+                SetShape(&o, thr.h, thr.l, br.mn, br.md, br.mx, dep.d0, dep.dmax);
                 o.rho_stop = rho.stop;
                 o.rho_deep = rho.deep;
                 o.tau = tau;

@@ -24,9 +24,7 @@ std::unique_ptr<Eagle2Policy> MakeEagle(int top_k, int depth, int total) {
   o.top_k = top_k;
   o.depth = depth;
   o.total_tokens = total;
-  auto p = Eagle2Policy::Create(o);
-  EXPECT_TRUE(p.ok()) << p.status();
-  return *std::move(p);
+  return fake::CreateOk<Eagle2Policy>(o);
 }
 
 // (rho desc, index asc) over all of `ids`, fully sorted.

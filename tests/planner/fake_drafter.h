@@ -1,6 +1,7 @@
-// Test-only fakes for the drafter side of TreePolicy (planner/policies/policy.h), shared by the policy
-// tests: a deterministic hash-based drafter, a scripted drafter and a path-probability check; and
-// a path-independent DistributionProvider (planner/policies/path_conditioned.h) over marginals.
+// Test-only fakes for the drafter side of TreePolicy (planner/policies/policy.h), shared by the
+// policy tests: a deterministic hash-based drafter, a scripted drafter and a path-probability
+// check; and a path-independent DistributionProvider (planner/policies/path_conditioned.h) over
+// marginals; and CreateOk, a policy's Create that must succeed.
 #ifndef SPECPLAN_TESTS_PLANNER_FAKE_DRAFTER_H_
 #define SPECPLAN_TESTS_PLANNER_FAKE_DRAFTER_H_
 
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -126,6 +128,14 @@ class MarginalsProvider : public DistributionProvider {
  private:
   const Marginals& m_;
 };
+
+// Policy::Create(options), which must succeed (nullptr, with a failure, when it does not).
+template <typename Policy, typename Options>
+std::unique_ptr<Policy> CreateOk(const Options& options) {
+  auto p = Policy::Create(options);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *std::move(p) : nullptr;
+}
 
 }  // namespace specplan::planner::testing
 

@@ -25,9 +25,7 @@ std::unique_ptr<FixedTreePolicy> MakeFixed(int depth, int branch, double tau, in
   o.branch = branch;
   o.tau = tau;
   o.max_nodes = max_nodes;
-  auto p = FixedTreePolicy::Create(o);
-  EXPECT_TRUE(p.ok()) << p.status();
-  return *std::move(p);
+  return fake::CreateOk<FixedTreePolicy>(o);
 }
 
 // Reference: the definition, node by node from a FIFO queue.

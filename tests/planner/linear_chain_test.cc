@@ -24,9 +24,7 @@ namespace fake = planner::testing;
 std::unique_ptr<LinearChainPolicy> MakeChain(int k) {
   LinearChainOptions o;
   o.k = k;
-  auto p = LinearChainPolicy::Create(o);
-  EXPECT_TRUE(p.ok()) << p.status();
-  return *std::move(p);
+  return fake::CreateOk<LinearChainPolicy>(o);
 }
 
 TEST(LinearChainTest, BuildsGreedyTopOneChain) {
@@ -129,43 +127,44 @@ TEST(PolicyTest, ProvideValidatesAndNamesTheField) {
   policy->Begin(3);
   ASSERT_EQ(policy->PendingExpansions(), std::vector<int32_t>{0});
 
-  NodeDistributions d = GoodRow(0);
-  d.k = 0;
-  ExpectError(*policy, d, "k = 0");
-  d = GoodRow(1);
-  ExpectError(*policy, d, "nodes[0] = 1: expected pending node 0");
-  d = GoodRow(0);
-  d.nodes.push_back(0);
-  ExpectError(*policy, d, "nodes: length 2");
-  d = GoodRow(0);
-  d.tokens.pop_back();
-  ExpectError(*policy, d, "tokens: length 2");
-  d = GoodRow(0);
-  d.probs.push_back(0);
-  ExpectError(*policy, d, "probs: length 4");
-  d = GoodRow(0);
-  d.Set(0, 1, 6, 1.5f);
-  ExpectError(*policy, d, "probs[0][1] = 1.5: must be in [0, 1]");
-  d = GoodRow(0);
-  d.Set(0, 2, 7, std::nanf(""));
-  ExpectError(*policy, d, "probs[0][2] = nan");
-  d = GoodRow(0);
-  d.Set(0, 2, 7, 0.4f);
-  ExpectError(*policy, d, "probs[0][2] = 0.4: exceeds probs[0][1] = 0.3");
-  d = GoodRow(0);
-  d.Set(0, 1, -2, 0.3f);
-  ExpectError(*policy, d, "tokens[0][1] = -2");
-  d = GoodRow(0);
-  d.Set(0, 1, -1, 0.0f);
-  d.Set(0, 2, 9, 0.0f);
-  ExpectError(*policy, d, "tokens[0][2] = 9: follows padding");
-  d = GoodRow(0);
-  d.Set(0, 2, -1, 0.1f);
-  ExpectError(*policy, d, "padding (tokens[0][2] = -1) must have probability 0");
-  d = GoodRow(0);
-  d.Set(0, 0, 5, 0.6f);
-  d.Set(0, 1, 6, 0.5f);
-  ExpectError(*policy, d, "probs[0]: row sums to");
+  // Each bad answer: a good row for a node, changed one way, and the error naming the field.
+  struct Bad {
+    int node;
+    std::function<void(NodeDistributions&)> change;
+    std::string error;
+  };
+  const Bad bad[] = {
+      {0, [](NodeDistributions& r) { r.k = 0; }, "k = 0"},
+      {1, [](NodeDistributions&) {}, "nodes[0] = 1: expected pending node 0"},
+      {0, [](NodeDistributions& r) { r.nodes.push_back(0); }, "nodes: length 2"},
+      {0, [](NodeDistributions& r) { r.tokens.pop_back(); }, "tokens: length 2"},
+      {0, [](NodeDistributions& r) { r.probs.push_back(0); }, "probs: length 4"},
+      {0, [](NodeDistributions& r) { r.Set(0, 1, 6, 1.5f); },
+       "probs[0][1] = 1.5: must be in [0, 1]"},
+      {0, [](NodeDistributions& r) { r.Set(0, 2, 7, std::nanf("")); }, "probs[0][2] = nan"},
+      {0, [](NodeDistributions& r) { r.Set(0, 2, 7, 0.4f); },
+       "probs[0][2] = 0.4: exceeds probs[0][1] = 0.3"},
+      {0, [](NodeDistributions& r) { r.Set(0, 1, -2, 0.3f); }, "tokens[0][1] = -2"},
+      {0,
+       [](NodeDistributions& r) {
+         r.Set(0, 1, -1, 0.0f);
+         r.Set(0, 2, 9, 0.0f);
+       },
+       "tokens[0][2] = 9: follows padding"},
+      {0, [](NodeDistributions& r) { r.Set(0, 2, -1, 0.1f); },
+       "padding (tokens[0][2] = -1) must have probability 0"},
+      {0,
+       [](NodeDistributions& r) {
+         r.Set(0, 0, 5, 0.6f);
+         r.Set(0, 1, 6, 0.5f);
+       },
+       "probs[0]: row sums to"},
+  };
+  for (const Bad& b : bad) {
+    NodeDistributions d = GoodRow(b.node);
+    b.change(d);
+    ExpectError(*policy, d, b.error);
+  }
 
   // Nothing changed: the root is still pending and a good answer is accepted.
   EXPECT_EQ(policy->tree().size(), 1);

@@ -1,7 +1,8 @@
-// The stream frontier (planner/marginals/marginals_frontier.h) against a naive oracle: at every step, scan
-// every child of every tree node not yet in the tree and take the largest key (score, then smaller
-// depth, request, parent, rank). Probabilities come from a set of powers of two, so that equal
-// scores are everywhere and the tie-breaking is exercised, not just the ordering by score.
+// The stream frontier (planner/marginals/marginals_frontier.h) against a naive oracle: at every
+// step, scan every child of every tree node not yet in the tree and take the largest key (score,
+// then smaller depth, request, parent, rank). Probabilities come from a set of powers of two, so
+// that equal scores are everywhere and the tie-breaking is exercised, not just the ordering by
+// score.
 #include "planner/marginals/marginals_frontier.h"
 
 #include <gtest/gtest.h>

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 namespace specplan::planner {
 namespace {
@@ -38,28 +39,29 @@ TEST(MarginalsTest, ParsesValidJson) {
 }
 
 TEST(MarginalsTest, JsonErrorsNameTheField) {
-  EXPECT_THAT(Err(R"({"root_token": 1, "tokens": [[1, 2], [3]], "probs": [[0.5, 0.1], [0.2]]})"),
-              HasSubstr("tokens[1]: row has 1 entries, expected 2 (ragged rows)"));
-  EXPECT_THAT(Err(R"({"root_token": 1, "tokens": [[1, 2]], "probs": [[0.5]]})"),
-              HasSubstr("probs[0]: row has 1 entries, expected 2"));
-  EXPECT_THAT(Err(R"({"root_token": 1, "tokens": [[1, 2]], "probs": [[0.5, 0.6]]})"),
-              HasSubstr("probs[0][1] = 0.6"));
-  EXPECT_THAT(Err(R"({"root_token": 1, "tokens": [[1, 2]], "probs": [[1.5, 0.1]]})"),
-              HasSubstr("probs[0][0] = 1.5: must be a number in [0, 1]"));
-  EXPECT_THAT(Err(R"({"root_token": 1, "tokens": [[1, 1]], "probs": [[0.5, 0.1]]})"),
-              HasSubstr("tokens[0][1] = 1: repeats tokens[0][0]"));
-  EXPECT_THAT(Err(R"({"root_token": 1, "tokens": [[1, 2]], "probs": [[0.7, 0.6]]})"),
-              HasSubstr("probs[0]: row sums to 1.3"));
-  EXPECT_THAT(Err(R"({"root_token": 1, "tokens": [[1, "x"]], "probs": [[0.5, 0.1]]})"),
-              HasSubstr("tokens[0][1] = \"x\""));
-  EXPECT_THAT(Err(R"({"root_token": -3, "tokens": [[1]], "probs": [[0.5]]})"),
-              HasSubstr("root_token = -3"));
-  EXPECT_THAT(Err(R"({"tokens": [[1]], "probs": [[0.5]]})"), HasSubstr("root_token: missing"));
-  EXPECT_THAT(Err(R"({"root_token": 1, "probs": [[0.5]]})"), HasSubstr("tokens: missing"));
-  EXPECT_THAT(Err(R"({"root_token": 1, "tokens": [[1]], "probs": [[0.5], [0.5]]})"),
-              HasSubstr("probs: 2 rows, expected 1"));
-  EXPECT_THAT(Err(R"({"root_token": 1, "tokens": [], "probs": []})"), HasSubstr("tokens: 0 rows"));
-  EXPECT_THAT(Err("{not json"), HasSubstr("not valid JSON"));
+  // Each bad file and the piece of the error that names its field.
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"root_token": 1, "tokens": [[1, 2], [3]], "probs": [[0.5, 0.1], [0.2]]})",
+       "tokens[1]: row has 1 entries, expected 2 (ragged rows)"},
+      {R"({"root_token": 1, "tokens": [[1, 2]], "probs": [[0.5]]})",
+       "probs[0]: row has 1 entries, expected 2"},
+      {R"({"root_token": 1, "tokens": [[1, 2]], "probs": [[0.5, 0.6]]})", "probs[0][1] = 0.6"},
+      {R"({"root_token": 1, "tokens": [[1, 2]], "probs": [[1.5, 0.1]]})",
+       "probs[0][0] = 1.5: must be a number in [0, 1]"},
+      {R"({"root_token": 1, "tokens": [[1, 1]], "probs": [[0.5, 0.1]]})",
+       "tokens[0][1] = 1: repeats tokens[0][0]"},
+      {R"({"root_token": 1, "tokens": [[1, 2]], "probs": [[0.7, 0.6]]})",
+       "probs[0]: row sums to 1.3"},
+      {R"({"root_token": 1, "tokens": [[1, "x"]], "probs": [[0.5, 0.1]]})", "tokens[0][1] = \"x\""},
+      {R"({"root_token": -3, "tokens": [[1]], "probs": [[0.5]]})", "root_token = -3"},
+      {R"({"tokens": [[1]], "probs": [[0.5]]})", "root_token: missing"},
+      {R"({"root_token": 1, "probs": [[0.5]]})", "tokens: missing"},
+      {R"({"root_token": 1, "tokens": [[1]], "probs": [[0.5], [0.5]]})",
+       "probs: 2 rows, expected 1"},
+      {R"({"root_token": 1, "tokens": [], "probs": []})", "tokens: 0 rows"},
+      {"{not json", "not valid JSON"},
+  };
+  for (const auto& [json, error] : bad) EXPECT_THAT(Err(json), HasSubstr(error));
   // Limits.
   nlohmann::json big;
   big["root_token"] = 0;

@@ -1,5 +1,5 @@
-// Test-only generators of random marginals (planner/marginals/marginals.h), shared by the marginal-based
-// planner tests.
+// Test-only generators of random marginals (planner/marginals/marginals.h), shared by the
+// marginal-based planner tests.
 #ifndef SPECPLAN_TESTS_PLANNER_RANDOM_MARGINALS_H_
 #define SPECPLAN_TESTS_PLANNER_RANDOM_MARGINALS_H_
 
