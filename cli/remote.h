@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/client.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/profile.h"
 #include "planner/batch/batch_plan.h"
@@ -25,7 +26,6 @@
 #include "planner/policies/best_first.h"
 #include "planner/tree/merge.h"
 #include "planner/tree/tree_outputs.h"
-#include "service/client.h"
 #include "whatif/sweep.h"
 
 namespace specplan::cli {

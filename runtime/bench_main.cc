@@ -34,13 +34,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "client/remote_planner.h"
 #include "costmodel/profile.h"
 #include "costmodel/profile_json.h"
 #include "runtime/batch_decoder.h"
 #include "runtime/draft_heads.h"
 #include "runtime/model_loader.h"
 #include "runtime/peak_memory.h"
-#include "runtime/remote_planner.h"
 #include "runtime/text_prompts.h"
 #include "runtime/trace_recorder.h"
 #include "util/clock.h"
@@ -275,7 +275,7 @@ absl::Status RunBench(const Args& args) {
   std::unique_ptr<planner::PlanBackend> plan_backend;
   if (!args.planner.empty()) {
     SPECPLAN_ASSIGN_OR_RETURN(plan_backend,
-                              ConnectRemotePlanner(args.planner, args.planner_connect_s));
+                              client::ConnectRemotePlanner(args.planner, args.planner_connect_s));
   }
   report["planner"] = plan_backend ? plan_backend->Name() : "in-process";
   double ar_tps = 0;

@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "client/client.h"
 #include "costmodel/calib_dir.h"
 #include "costmodel/linear_latency.h"
 #include "costmodel/profile.h"
 #include "costmodel/profile_json.h"
-#include "service/client.h"
 #include "service/cost_resolver.h"
 #include "service/profile_store.h"
 #include "service_test_util.h"

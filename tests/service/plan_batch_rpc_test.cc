@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "client/client.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/roofline.h"
@@ -19,7 +20,6 @@
 #include "planner/policies/best_first.h"
 #include "planner/tree/engine_layouts.h"
 #include "planner/tree/tree_outputs.h"
-#include "service/client.h"
 #include "service/convert.h"
 #include "service_test_util.h"
 

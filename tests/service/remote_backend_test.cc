@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "client/client.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/linear_latency.h"
 #include "costmodel/model_registry.h"
@@ -34,7 +35,6 @@
 #include "planner/batch/plan_backend.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/merge.h"
-#include "service/client.h"
 #include "service/convert.h"
 #include "specplan/v1/planner.grpc.pb.h"
 #include "tests/planner/plan_test_util.h"

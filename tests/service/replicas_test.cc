@@ -23,10 +23,10 @@
 #include <thread>
 
 #include "absl/strings/str_split.h"
+#include "client/client.h"
 #include "costmodel/calib_dir.h"
 #include "costmodel/profile_json.h"
 #include "service/channel.h"
-#include "service/client.h"
 #include "service/tools/fleet_load.h"
 #include "service_test_util.h"
 

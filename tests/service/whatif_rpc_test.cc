@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "client/client.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/roofline_latency.h"
-#include "service/client.h"
 #include "service/convert.h"
 #include "service_test_util.h"
 #include "util/file.h"

@@ -1,4 +1,4 @@
-#include "service/client.h"
+#include "client/client.h"
 
 #include <grpcpp/grpcpp.h>
 

@@ -1,18 +1,18 @@
-#include "runtime/remote_planner.h"
+#include "client/remote_planner.h"
 
 #include <memory>
 #include <string>
 #include <utility>
 
-#include "service/client.h"
+#include "client/client.h"
 #include "util/status_macros.h"
 
-namespace specplan::runtime {
+namespace specplan::client {
 
 absl::StatusOr<std::unique_ptr<planner::PlanBackend>> ConnectRemotePlanner(
     const std::string& address, double timeout_s) {
-  SPECPLAN_ASSIGN_OR_RETURN(auto backend, client::RemotePlanBackend::Connect(address, timeout_s));
+  SPECPLAN_ASSIGN_OR_RETURN(auto backend, RemotePlanBackend::Connect(address, timeout_s));
   return std::unique_ptr<planner::PlanBackend>(std::move(backend));
 }
 
-}  // namespace specplan::runtime
+}  // namespace specplan::client

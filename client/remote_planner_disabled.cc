@@ -3,9 +3,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/remote_planner.h"
+#include "client/remote_planner.h"
 
-namespace specplan::runtime {
+namespace specplan::client {
 
 absl::StatusOr<std::unique_ptr<planner::PlanBackend>> ConnectRemotePlanner(
     const std::string& address, double /*timeout_s*/) {
@@ -14,4 +14,4 @@ absl::StatusOr<std::unique_ptr<planner::PlanBackend>> ConnectRemotePlanner(
       ": this specplan-bench was built without gRPC (configure with -DSPECPLAN_WITH_GRPC=ON)"));
 }
 
-}  // namespace specplan::runtime
+}  // namespace specplan::client

@@ -15,8 +15,8 @@
 // Errors: gRPC failures become absl::Status with the same code and "server HOST:PORT: <message>".
 // This header needs neither gRPC nor the generated protobuf headers. Not thread-safe per object
 // (one client / backend per decoding loop; gRPC channels themselves are thread-safe).
-#ifndef SPECPLAN_SERVICE_CLIENT_H_
-#define SPECPLAN_SERVICE_CLIENT_H_
+#ifndef SPECPLAN_CLIENT_CLIENT_H_
+#define SPECPLAN_CLIENT_CLIENT_H_
 
 #include <cstdint>
 #include <memory>
@@ -219,4 +219,4 @@ class RemotePlanBackend final : public planner::PlanBackend {
 
 }  // namespace specplan::client
 
-#endif  // SPECPLAN_SERVICE_CLIENT_H_
+#endif  // SPECPLAN_CLIENT_CLIENT_H_
