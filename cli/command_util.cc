@@ -46,14 +46,10 @@ void AddSglangLayoutOptions(CLI::App* cmd, CLI::Option* layout, std::string* tre
       ->needs(layout);
 }
 
-void RunWithLayoutCheck(const char* cmd_name, const std::string& layout, bool json, int* exit_code,
-                        const std::function<int()>& run) {
-  if (!layout.empty() && !json) {
-    std::cerr << cmd_name << ": --layout " << layout << " needs --json\n";
-    *exit_code = 1;
-    return;
-  }
-  *exit_code = run();
+bool LayoutWithoutJson(std::string_view cmd, const std::string& layout, bool json) {
+  if (layout.empty() || json) return false;
+  std::cerr << cmd << "--layout " << layout << " needs --json\n";
+  return true;
 }
 
 CLI::Option* AddTraceOption(CLI::App* cmd, std::string* trace, std::string_view kind) {

@@ -5,8 +5,10 @@
 #define SPECPLAN_CLI_COMMAND_UTIL_H_
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -14,6 +16,19 @@
 #include "plot/chart.h"
 
 namespace specplan::cli {
+
+// Adds the subcommand `name` of `parent` with a fresh Args for its options to bind to; once the
+// flags parse, its callback sets *exit_code = run(args). Returns the subcommand and the Args (which
+// lives as long as the subcommand's callback).
+template <typename Args>
+std::pair<CLI::App*, Args*> AddCommand(CLI::App* parent, const std::string& name,
+                                       const std::string& description, int* exit_code,
+                                       int (*run)(const Args&)) {
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = parent->add_subcommand(name, description);
+  cmd->callback([args, exit_code, run] { *exit_code = run(*args); });
+  return {cmd, args.get()};
+}
 
 // When `status` is an error: prints "<cmd><prefix><message>\n" to stderr ("specplan plan: " +
 // "--marginals " + ...) and returns true. OK: prints nothing, returns false.
@@ -43,10 +58,8 @@ void SetBudgetMode(int n_max, int budget, bool scan, Options* options) {
 // --tree-mask-mode and --draft-token-num for --layout sglang (`layout`, which they need).
 void AddSglangLayoutOptions(CLI::App* cmd, CLI::Option* layout, std::string* tree_mask_mode,
                             int* draft_token_num, const std::string& draft_token_num_help);
-// The callback of a command with --layout: "<cmd>: --layout X needs --json" (exit code 1) when a
-// layout is asked for without --json, else *exit_code = run().
-void RunWithLayoutCheck(const char* cmd_name, const std::string& layout, bool json, int* exit_code,
-                        const std::function<int()>& run);
+// True after printing "<cmd>--layout X needs --json" when a layout is asked for without --json.
+bool LayoutWithoutJson(std::string_view cmd, const std::string& layout, bool json);
 
 // --trace FILE: "<kind> trace (JSONL, whatif/trace.h); default: the bundled trace <path>".
 CLI::Option* AddTraceOption(CLI::App* cmd, std::string* trace, std::string_view kind);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "cli/command_util.h"
 #include "cli/commands.h"
 #include "costmodel/calib_dir.h"
 #include "costmodel/compose.h"
@@ -124,11 +125,11 @@ int RunCompose(const ComposeArgs& a) {
 }  // namespace
 
 void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
-  auto a = std::make_shared<ComposeArgs>();
-  CLI::App* cmd = profiles->add_subcommand(
-      "compose",
+  auto [cmd, a] = AddCommand(
+      profiles, "compose",
       "Compose an engine-grade profile from an engine's per-kernel timings (GEMM, context and "
-      "generation attention tables, aiconfigurator layout; see data/kernels/README.md)");
+      "generation attention tables, aiconfigurator layout; see data/kernels/README.md)",
+      exit_code, &RunCompose);
   cmd->add_option("--kernels", a->kernels,
                   "Engine folder, e.g. data/kernels/h100_sxm/sglang-0.5.14 (the GPU comes from "
                   "its data); repeat for several")
@@ -159,7 +160,6 @@ void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
   cmd->add_flag("--kernels-only", a->kernels_only,
                 "Leave out the terms the tables do not hold (GEMM + attention + LM head only)");
   cmd->add_flag("--quiet", a->quiet, "Print nothing on success");
-  cmd->callback([a, exit_code] { *exit_code = RunCompose(*a); });
 }
 
 }  // namespace specplan::cli

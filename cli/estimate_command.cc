@@ -221,10 +221,10 @@ int RunEstimate(const EstimateArgs& a) {
 }  // namespace
 
 void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<EstimateArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "estimate", "Roofline FLOPs/bytes and predicted latency of one verification pass");
-  const CostFlagOptions cost = AddCostFlags(cmd, args.get());
+  auto [cmd, args] = AddCommand(
+      &app, "estimate", "Roofline FLOPs/bytes and predicted latency of one verification pass",
+      exit_code, &RunEstimate);
+  const CostFlagOptions cost = AddCostFlags(cmd, args);
   cost.model->required();
   cost.gpu->required();
   cmd->add_option("--s", args->s, "Tokens verified in the pass (draft nodes + 1 root)")
@@ -248,7 +248,6 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object");
   AddServerOption(cmd, &args->server, "Ask", " for the prediction (same output)");
-  cmd->callback([args, exit_code] { *exit_code = RunEstimate(*args); });
 }
 
 }  // namespace specplan::cli

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/command_util.h"
 #include "cli/commands.h"
 #include "costmodel/calib_dir.h"
 #include "costmodel/model_registry.h"
@@ -179,11 +180,11 @@ int RunFit(const FitArgs& a) {
 }  // namespace
 
 void RegisterFitCommand(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<FitArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "fit",
+  auto [cmd, args] = AddCommand(
+      &app, "fit",
       "Fit a latency profile to samples measured elsewhere (no LibTorch needed; the same fit as "
-      "calibrate --from-samples) and write it");
+      "calibrate --from-samples) and write it",
+      exit_code, &RunFit);
   cmd->add_option("--model", args->model, "Target model: registry name or HF config.json");
   cmd->add_option("--gpu", args->gpu, "GPU: registry name or GPU spec JSON");
   cmd->add_option("--dtype", args->dtype, "fp32 | bf16 | fp16 | fp8")->capture_default_str();
@@ -218,7 +219,6 @@ void RegisterFitCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--provenance", args->provenance,
                   "Where the samples come from, recorded in the profile (e.g. \"derived from "
                   "public measurements: microsoft/vidur@7d47513 ...\")");
-  cmd->callback([args, exit_code] { *exit_code = RunFit(*args); });
 }
 
 }  // namespace specplan::cli

@@ -4,12 +4,12 @@
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
+  using namespace specplan::cli;
+  int exit_code = 0;  // set by the subcommand that runs
   CLI::App app{
       "specplan: hardware-aware speculative decoding planner.\n"
       "Estimates verification latency on a GPU for a target model and plans draft trees."};
   app.require_subcommand(1);
-  int exit_code = 0;
-  using namespace specplan::cli;
   for (auto* add : {&RegisterEstimateCommand, &RegisterProfilesCommand, &RegisterPlanCommand,
                     &RegisterPlanBatchCommand, &RegisterMergeCommand, &RegisterWhatIfCommand,
                     &RegisterScheduleCommand, &RegisterFitCommand}) {

@@ -141,10 +141,10 @@ int RunMerge(const MergeArgs& args) {
 }  // namespace
 
 void RegisterMergeCommand(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<MergeArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "merge",
-      "Merge two drafters' trees (same root token) into one tree verified in a single pass");
+  auto [cmd, args] = AddCommand(
+      &app, "merge",
+      "Merge two drafters' trees (same root token) into one tree verified in a single pass",
+      exit_code, &RunMerge);
   cmd->add_option("--a", args->a, "Tree A JSON: {\"tokens\": [...], \"parents\": [...]}")
       ->required();
   cmd->add_option("--b", args->b, "Tree B JSON, same root token as A")->required();
@@ -158,7 +158,6 @@ void RegisterMergeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_flag("--json", args->json, "Print JSON instead of text");
   AddServerOption(cmd, &args->server, "Merge", " instead of in-process (same output)");
-  cmd->callback([args, exit_code]() { *exit_code = RunMerge(*args); });
 }
 
 }  // namespace specplan::cli

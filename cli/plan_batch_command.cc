@@ -134,6 +134,7 @@ absl::StatusOr<std::vector<RequestLine>> LoadRequests(const std::string& path) {
 int RunPlanBatch(const PlanBatchArgs& a) {
   using namespace specplan::planner;
   const char* kCmd = "specplan plan-batch: ";
+  if (LayoutWithoutJson(kCmd, a.layout, a.json)) return 1;
   auto lines = LoadRequests(a.requests);
   if (Failed(kCmd, lines.status(), "--requests ")) return 1;
   BatchPlanOptions options;
@@ -285,14 +286,14 @@ int RunPlanBatch(const PlanBatchArgs& a) {
 }  // namespace
 
 void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<PlanBatchArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "plan-batch", "One tree budget across a batch of requests verified in one pass");
+  auto [cmd, args] = AddCommand(&app, "plan-batch",
+                                "One tree budget across a batch of requests verified in one pass",
+                                exit_code, &RunPlanBatch);
   cmd->add_option("--requests", args->requests,
                   "JSONL, one request per line: {\"marginals\": {...}, \"c\": int} with optional "
                   "\"n_max\" and \"weight\"")
       ->required();
-  AddCostFlags(cmd, args.get());
+  AddCostFlags(cmd, args);
   AddBudgetOptions(cmd, &args->n_max, &args->budget, planner::kMaxBatchNodes,
                    "Search N = 0..N draft nodes in all (first decrease of the goodput, or its "
                    "argmax with --scan)",
@@ -320,10 +321,6 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
   AddSglangLayoutOptions(cmd, layout, &args->tree_mask_mode, &args->draft_token_num,
                          "SGLang draft_token_num (slots per request, root included) for --layout "
                          "sglang; 0 = the largest tree's size");
-  cmd->callback([args, exit_code] {
-    RunWithLayoutCheck("specplan plan-batch", args->layout, args->json, exit_code,
-                       [&] { return RunPlanBatch(*args); });
-  });
 }
 
 }  // namespace specplan::cli

@@ -62,6 +62,7 @@ struct PlanArgs : CostFlags {
 int RunPlan(const PlanArgs& a) {
   using namespace specplan::planner;
   const char* kCmd = "specplan plan: ";
+  if (LayoutWithoutJson(kCmd, a.layout, a.json)) return 1;
   auto marginals = LoadMarginalsFile(a.marginals);
   if (Failed(kCmd, marginals.status(), "--marginals ")) return 1;
   BestFirstOptions options;
@@ -197,14 +198,14 @@ int RunPlan(const PlanArgs& a) {
 }  // namespace
 
 void RegisterPlanCommand(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<PlanArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "plan", "Best-first draft tree from drafter marginals with the budget controller");
+  auto [cmd, args] = AddCommand(
+      &app, "plan", "Best-first draft tree from drafter marginals with the budget controller",
+      exit_code, &RunPlan);
   cmd->add_option("--marginals", args->marginals,
                   "Marginals JSON: {\"root_token\", \"tokens\": [[K]]*gamma, \"probs\": "
                   "[[K]]*gamma}")
       ->required();
-  AddCostFlags(cmd, args.get());
+  AddCostFlags(cmd, args);
   cmd->add_option("--c", args->c, "Cached context tokens")
       ->required()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
@@ -228,10 +229,6 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   AddSglangLayoutOptions(
       cmd, layout, &args->tree_mask_mode, &args->draft_token_num,
       "SGLang draft_token_num (slots, root included) for --layout sglang; 0 = tree size");
-  cmd->callback([args, exit_code] {
-    RunWithLayoutCheck("specplan plan", args->layout, args->json, exit_code,
-                       [&] { return RunPlan(*args); });
-  });
 }
 
 }  // namespace specplan::cli

@@ -188,20 +188,20 @@ int RunSchedule(const ScheduleArgs& given) {
 }  // namespace
 
 void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<ScheduleArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "schedule",
+  auto [cmd, args] = AddCommand(
+      &app, "schedule",
       "Write the speculation schedule an engine takes today, in its own format: per batch size the "
       "static draft length (vLLM num_speculative_tokens_per_batch_size, TensorRT-LLM "
       "draft_len_schedule) or draft tree (SGLang speculative_num_steps / speculative_eagle_topk / "
       "speculative_num_draft_tokens) with the highest throughput when the trace is replayed with B "
-      "requests in flight, priced by a cost profile");
+      "requests in flight, priced by a cost profile",
+      exit_code, &RunSchedule);
   cmd->add_option(
          "--format", args->format,
          "Engine format: vllm (JSON with speculative_config), trtllm (YAML for the LLM API "
          "options) or sglang (JSON, server args per batch range)")
       ->required();
-  AddCostFlags(cmd, args.get());
+  AddCostFlags(cmd, args);
   // Here the default engine is the format's own, not the lookup order the other commands use.
   cmd->get_option("--engine")
       ->description(
@@ -249,7 +249,6 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
                   "0,2048,8192,32768; at each point the trace is replayed with every request's "
                   "context grown by that many tokens");
   cmd->add_flag("--quiet", args->quiet, "Do not print the summary to stderr");
-  cmd->callback([args, exit_code] { *exit_code = RunSchedule(*args); });
 }
 
 }  // namespace specplan::cli

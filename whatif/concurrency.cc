@@ -22,7 +22,6 @@
 #include "planner/batch/batch_plan.h"
 #include "planner/policies/best_first.h"
 #include "util/check.h"
-#include "util/json_util.h"
 #include "util/status_macros.h"
 #include "whatif/replay.h"
 #include "whatif/report_util.h"
@@ -469,17 +468,18 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
   }
   json rows = json::array();
   for (const ConcurrencyRow& row : r.rows) {
-    rows.push_back({{"batch", row.batch},
-                    {"strategy", StrategyName(row.strategy)},
-                    {"steps", row.steps},
-                    {"tokens", row.tokens},
-                    {"seconds", json_util::NumberOrNull(row.seconds)},
-                    {"throughput", json_util::NumberOrNull(row.throughput)},
-                    {"accepted", json_util::NumberOrNull(row.accepted)},
-                    {"mean_tree_size", json_util::NumberOrNull(row.mean_tree_size)},
-                    {"cycle_s", json_util::NumberOrNull(row.cycle_s)},
-                    {"speedup", json_util::NumberOrNull(row.speedup)},
-                    {"plain_steps", row.plain_steps}});
+    json jr = NumbersOrNull({{"seconds", row.seconds},
+                             {"throughput", row.throughput},
+                             {"accepted", row.accepted},
+                             {"mean_tree_size", row.mean_tree_size},
+                             {"cycle_s", row.cycle_s},
+                             {"speedup", row.speedup}});
+    jr.update({{"batch", row.batch},
+               {"strategy", StrategyName(row.strategy)},
+               {"steps", row.steps},
+               {"tokens", row.tokens},
+               {"plain_steps", row.plain_steps}});
+    rows.push_back(std::move(jr));
   }
   j["rows"] = std::move(rows);
   if (r.best_fixed) j["best_fixed_budgets"] = r.best_fixed_budgets;

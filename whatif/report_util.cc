@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "util/json_util.h"
 
 namespace specplan::whatif {
 
@@ -41,6 +42,12 @@ nlohmann::json DrafterJson(const costmodel::DrafterCost& drafter) {
           {"t_net_s", drafter.t_net_s},
           {"t_head_s", drafter.t_head_s},
           {"t_light_s", drafter.t_light_s}};
+}
+
+nlohmann::json NumbersOrNull(std::initializer_list<std::pair<const char*, double>> fields) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, value] : fields) j[name] = json_util::NumberOrNull(value);
+  return j;
 }
 
 std::string FormatOrDash(double x, int precision) {

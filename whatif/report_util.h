@@ -3,8 +3,10 @@
 #ifndef SPECPLAN_WHATIF_REPORT_UTIL_H_
 #define SPECPLAN_WHATIF_REPORT_UTIL_H_
 
+#include <initializer_list>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "costmodel/cycle_cost.h"
@@ -21,6 +23,8 @@ absl::Status ValidateTraceSteps(const Trace& trace);
 
 // {"class", "t_net_s", "t_head_s", "t_light_s"} of the drafter.
 nlohmann::json DrafterJson(const costmodel::DrafterCost& drafter);
+// An object of the given numbers, each null when not finite (json_util::NumberOrNull).
+nlohmann::json NumbersOrNull(std::initializer_list<std::pair<const char*, double>> fields);
 // `x` with `precision` decimals, or "-" when it is not finite (NaN: no value).
 std::string FormatOrDash(double x, int precision);
 // "1.234x", or "-" when not finite.

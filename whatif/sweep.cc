@@ -23,7 +23,6 @@
 #include "planner/policies/linear_chain.h"
 #include "planner/policies/policy.h"
 #include "util/check.h"
-#include "util/json_util.h"
 #include "util/status_macros.h"
 #include "whatif/replay.h"
 #include "whatif/report_util.h"
@@ -535,22 +534,21 @@ nlohmann::json WhatIfReportToJson(const WhatIfReport& r) {
                   {"calibrate", r.calibrate}};
   json rows = json::array();
   for (const WhatIfRow& row : r.rows) {
-    json jr = {
-        {"strategy", StrategyName(row.strategy)},
-        {"budget", row.budget},
-        {"params", row.params},
-        {"steps_used", row.steps_used},
-        {"steps_skipped", row.steps_skipped},
-        {"accepted_per_step", json_util::NumberOrNull(row.accepted_per_step)},
-        {"tokens_per_step",
-         json_util::NumberOrNull(row.steps_used > 0 ? 1.0 + row.accepted_per_step : kNaN)},
-        {"predicted_accepted_per_step", json_util::NumberOrNull(row.predicted_accepted_per_step)},
-        {"mean_tree_size", json_util::NumberOrNull(row.mean_tree_size)},
-        {"cycle_s", json_util::NumberOrNull(row.cycle_s)},
-        {"t_ar_s", json_util::NumberOrNull(row.t_ar_s)},
-        {"speedup", json_util::NumberOrNull(row.speedup)},
-        {"predicted_speedup", json_util::NumberOrNull(row.predicted_speedup)},
-        {"pearson", json_util::NumberOrNull(row.pearson)}};
+    json jr =
+        NumbersOrNull({{"accepted_per_step", row.accepted_per_step},
+                       {"tokens_per_step", row.steps_used > 0 ? 1.0 + row.accepted_per_step : kNaN},
+                       {"predicted_accepted_per_step", row.predicted_accepted_per_step},
+                       {"mean_tree_size", row.mean_tree_size},
+                       {"cycle_s", row.cycle_s},
+                       {"t_ar_s", row.t_ar_s},
+                       {"speedup", row.speedup},
+                       {"predicted_speedup", row.predicted_speedup},
+                       {"pearson", row.pearson}});
+    jr.update({{"strategy", StrategyName(row.strategy)},
+               {"budget", row.budget},
+               {"params", row.params},
+               {"steps_used", row.steps_used},
+               {"steps_skipped", row.steps_skipped}});
     if (!row.per_step.empty()) {
       json steps = json::array();
       for (const StepResult& s : row.per_step) {
@@ -568,30 +566,30 @@ nlohmann::json WhatIfReportToJson(const WhatIfReport& r) {
   }
   j["rows"] = std::move(rows);
   if (r.oracle.found) {
-    j["oracle"] = {{"strategy", StrategyName(Strategy::kBestFirst)},
-                   {"budget", r.oracle.budget},
-                   {"speedup", json_util::NumberOrNull(r.oracle.speedup)},
-                   {"accepted_per_step", json_util::NumberOrNull(r.oracle.accepted_per_step)}};
+    j["oracle"] = NumbersOrNull(
+        {{"speedup", r.oracle.speedup}, {"accepted_per_step", r.oracle.accepted_per_step}});
+    j["oracle"].update(
+        {{"strategy", StrategyName(Strategy::kBestFirst)}, {"budget", r.oracle.budget}});
   } else {
     j["oracle"] = nullptr;
   }
   auto summary = [](const ControllerSummary& c) -> json {
     if (!c.found) return nullptr;
-    return {{"speedup", json_util::NumberOrNull(c.speedup)},
-            {"accepted_per_step", json_util::NumberOrNull(c.accepted_per_step)},
-            {"mean_tree_size", json_util::NumberOrNull(c.mean_tree_size)},
-            {"ratio_to_oracle", json_util::NumberOrNull(c.ratio_to_oracle)}};
+    return NumbersOrNull({{"speedup", c.speedup},
+                          {"accepted_per_step", c.accepted_per_step},
+                          {"mean_tree_size", c.mean_tree_size},
+                          {"ratio_to_oracle", c.ratio_to_oracle}});
   };
   j["controller"] = summary(r.controller);
   j["scan"] = summary(r.scan);
   const SurrogateQuality& q = r.surrogate;
-  j["surrogate"] = {{"steps", q.steps},
-                    {"chain_pearson", json_util::NumberOrNull(q.chain_pearson)},
-                    {"chain_spearman", json_util::NumberOrNull(q.chain_spearman)},
-                    {"chain_predicted_mean", json_util::NumberOrNull(q.chain_predicted_mean)},
-                    {"chain_accepted_mean", json_util::NumberOrNull(q.chain_accepted_mean)},
-                    {"controller_pearson", json_util::NumberOrNull(q.controller_pearson)},
-                    {"controller_spearman", json_util::NumberOrNull(q.controller_spearman)}};
+  j["surrogate"] = NumbersOrNull({{"chain_pearson", q.chain_pearson},
+                                  {"chain_spearman", q.chain_spearman},
+                                  {"chain_predicted_mean", q.chain_predicted_mean},
+                                  {"chain_accepted_mean", q.chain_accepted_mean},
+                                  {"controller_pearson", q.controller_pearson},
+                                  {"controller_spearman", q.controller_spearman}});
+  j["surrogate"]["steps"] = q.steps;
   return j;
 }
 
