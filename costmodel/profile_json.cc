@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -98,6 +100,95 @@ absl::Status Prefixed(const std::string& prefix, const absl::Status& st) {
   return absl::Status(st.code(), absl::StrCat(prefix, ".", st.message()));
 }
 
+// One coefficient of a fitted kind: its JSON key and its member, a number (>= 0 unless
+// `any_sign`; the validators check the rest) or an integer. The tables below list each kind's
+// coefficients in the order the reader checks them; the writer and the reader both follow them.
+template <typename C>
+struct CoefficientField {
+  const char* key;
+  double C::*number = nullptr;
+  int64_t C::*integer = nullptr;
+  bool any_sign = false;
+};
+template <typename C>
+constexpr CoefficientField<C> Number(const char* key, double C::*member) {
+  return {key, member, nullptr, false};
+}
+template <typename C>
+constexpr CoefficientField<C> SignedNumber(const char* key, double C::*member) {
+  return {key, member, nullptr, true};
+}
+template <typename C>
+constexpr CoefficientField<C> Integer(const char* key, int64_t C::*member) {
+  return {key, nullptr, member, false};
+}
+
+using LC = LinearCoefficients;
+constexpr CoefficientField<LC> kLinearFields[] = {SignedNumber("a", &LC::a),
+                                                  SignedNumber("b_s", &LC::b_s)};
+using PC = PerTermCoefficients;
+constexpr CoefficientField<PC> kPerTermFields[] = {
+    Number("compute", &PC::compute), Number("compute_overhead_s", &PC::compute_overhead_s),
+    Number("weights", &PC::weights), Number("kv_attention", &PC::kv_attention)};
+using OC = OverlapCoefficients;
+constexpr CoefficientField<OC> kOverlapFields[] = {
+    Number("gemm", &OC::gemm),       Number("attention", &OC::attention),
+    Number("weights", &OC::weights), Number("kv_attention", &OC::kv_attention),
+    SignedNumber("p", &OC::p),       Number("overhead_s", &OC::overhead_s),
+    Integer("tile", &OC::tile)};
+using KC = KernelSumCoefficients;
+constexpr CoefficientField<KC> kKernelSumFields[] = {
+    Number("overhead_s", &KC::overhead_s),
+    Number("gemm", &KC::gemm),
+    Number("weights", &KC::weights),
+    SignedNumber("p", &KC::p),
+    Integer("tile", &KC::tile),
+    Number("decode", &KC::decode),
+    Number("verify", &KC::verify),
+    Number("verify_overhead_s", &KC::verify_overhead_s),
+    Integer("attention_tile", &KC::attention_tile),
+    Number("attention", &KC::attention),
+    Number("elementwise", &KC::elementwise)};
+
+// models[kind] = the coefficients, when the profile has that kind.
+template <typename C, size_t N>
+void WriteKind(const std::optional<C>& c, const char* kind, const CoefficientField<C> (&fields)[N],
+               nlohmann::json* models) {
+  if (!c) return;
+  nlohmann::json& m = (*models)[kind];
+  for (const CoefficientField<C>& f : fields) {
+    if (f.number != nullptr) {
+      m[f.key] = (*c).*f.number;
+    } else {
+      m[f.key] = (*c).*f.integer;
+    }
+  }
+}
+
+// *out = models[kind] read and validated, when the file has that kind; errors name
+// "models.<kind>.<key>" and the value.
+template <typename C, size_t N, typename Validate>
+absl::Status ReadKind(const nlohmann::json& models, const char* kind,
+                      const CoefficientField<C> (&fields)[N], const Validate& validate,
+                      std::optional<C>* out) {
+  if (!models.contains(kind)) return absl::OkStatus();
+  const nlohmann::json& m = models[kind];
+  const std::string prefix = absl::StrCat("models.", kind);
+  C c;
+  for (const CoefficientField<C>& f : fields) {
+    if (f.integer != nullptr) {
+      SPECPLAN_ASSIGN_OR_RETURN(c.*f.integer, GetInt(m, f.key, prefix));
+    } else if (f.any_sign) {
+      SPECPLAN_ASSIGN_OR_RETURN(c.*f.number, GetNumber(m, f.key, prefix));
+    } else {
+      SPECPLAN_ASSIGN_OR_RETURN(c.*f.number, NonNegative(m, f.key, prefix));
+    }
+  }
+  SPECPLAN_RETURN_IF_ERROR(validate(c));
+  *out = c;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 nlohmann::json ProfileToJson(const Profile& p) {
@@ -115,36 +206,10 @@ nlohmann::json ProfileToJson(const Profile& p) {
   j["created_utc"] = p.created_utc;
   j["default_model"] = p.default_model;
   nlohmann::json models = nlohmann::json::object();
-  if (p.linear) models["linear"] = {{"a", p.linear->a}, {"b_s", p.linear->b_s}};
-  if (p.per_term) {
-    models["per_term"] = {{"compute", p.per_term->compute},
-                          {"compute_overhead_s", p.per_term->compute_overhead_s},
-                          {"weights", p.per_term->weights},
-                          {"kv_attention", p.per_term->kv_attention}};
-  }
-  if (p.overlap) {
-    models["overlap"] = {{"gemm", p.overlap->gemm},
-                         {"attention", p.overlap->attention},
-                         {"weights", p.overlap->weights},
-                         {"kv_attention", p.overlap->kv_attention},
-                         {"p", p.overlap->p},
-                         {"overhead_s", p.overlap->overhead_s},
-                         {"tile", p.overlap->tile}};
-  }
-  if (p.kernel_sum) {
-    const KernelSumCoefficients& k = *p.kernel_sum;
-    models["kernel_sum"] = {{"overhead_s", k.overhead_s},
-                            {"gemm", k.gemm},
-                            {"weights", k.weights},
-                            {"p", k.p},
-                            {"tile", k.tile},
-                            {"decode", k.decode},
-                            {"verify", k.verify},
-                            {"verify_overhead_s", k.verify_overhead_s},
-                            {"attention_tile", k.attention_tile},
-                            {"attention", k.attention},
-                            {"elementwise", k.elementwise}};
-  }
+  WriteKind(p.linear, "linear", kLinearFields, &models);
+  WriteKind(p.per_term, "per_term", kPerTermFields, &models);
+  WriteKind(p.overlap, "overlap", kOverlapFields, &models);
+  WriteKind(p.kernel_sum, "kernel_sum", kKernelSumFields, &models);
   if (p.table) {
     models["table"] = {
         {"s", p.table->s_grid}, {"c", p.table->c_grid}, {"seconds", p.table->seconds}};
@@ -239,57 +304,18 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
           ": unknown model kind (known: linear, per_term, overlap, kernel_sum, table)"));
     }
   }
-  if (models->contains("linear")) {
-    const nlohmann::json& m = (*models)["linear"];
-    LinearCoefficients c;
-    SPECPLAN_ASSIGN_OR_RETURN(c.a, GetNumber(m, "a", "models.linear"));
-    SPECPLAN_ASSIGN_OR_RETURN(c.b_s, GetNumber(m, "b_s", "models.linear"));
-    SPECPLAN_RETURN_IF_ERROR(ValidateLinear(c, RooflineLatency(p.model_spec, p.gpu_spec)));
-    p.linear = c;
-  }
-  if (models->contains("per_term")) {
-    const nlohmann::json& m = (*models)["per_term"];
-    const std::string pre = "models.per_term";
-    PerTermCoefficients c;
-    SPECPLAN_ASSIGN_OR_RETURN(c.compute, NonNegative(m, "compute", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.compute_overhead_s, NonNegative(m, "compute_overhead_s", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.weights, NonNegative(m, "weights", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.kv_attention, NonNegative(m, "kv_attention", pre));
-    SPECPLAN_RETURN_IF_ERROR(ValidatePerTerm(c));
-    p.per_term = c;
-  }
-  if (models->contains("overlap")) {
-    const nlohmann::json& m = (*models)["overlap"];
-    const std::string pre = "models.overlap";
-    OverlapCoefficients c;
-    SPECPLAN_ASSIGN_OR_RETURN(c.gemm, NonNegative(m, "gemm", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.attention, NonNegative(m, "attention", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.weights, NonNegative(m, "weights", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.kv_attention, NonNegative(m, "kv_attention", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.p, GetNumber(m, "p", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.overhead_s, NonNegative(m, "overhead_s", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.tile, GetInt(m, "tile", pre));
-    SPECPLAN_RETURN_IF_ERROR(ValidateOverlap(c));
-    p.overlap = c;
-  }
-  if (models->contains("kernel_sum")) {
-    const nlohmann::json& m = (*models)["kernel_sum"];
-    const std::string pre = "models.kernel_sum";
-    KernelSumCoefficients c;
-    SPECPLAN_ASSIGN_OR_RETURN(c.overhead_s, NonNegative(m, "overhead_s", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.gemm, NonNegative(m, "gemm", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.weights, NonNegative(m, "weights", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.p, GetNumber(m, "p", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.tile, GetInt(m, "tile", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.decode, NonNegative(m, "decode", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.verify, NonNegative(m, "verify", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.verify_overhead_s, NonNegative(m, "verify_overhead_s", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.attention_tile, GetInt(m, "attention_tile", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.attention, NonNegative(m, "attention", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(c.elementwise, NonNegative(m, "elementwise", pre));
-    SPECPLAN_RETURN_IF_ERROR(ValidateKernelSum(c));
-    p.kernel_sum = c;
-  }
+  SPECPLAN_RETURN_IF_ERROR(ReadKind(
+      *models, "linear", kLinearFields,
+      [&](const LinearCoefficients& c) {
+        return ValidateLinear(c, RooflineLatency(p.model_spec, p.gpu_spec));
+      },
+      &p.linear));
+  SPECPLAN_RETURN_IF_ERROR(
+      ReadKind(*models, "per_term", kPerTermFields, ValidatePerTerm, &p.per_term));
+  SPECPLAN_RETURN_IF_ERROR(
+      ReadKind(*models, "overlap", kOverlapFields, ValidateOverlap, &p.overlap));
+  SPECPLAN_RETURN_IF_ERROR(
+      ReadKind(*models, "kernel_sum", kKernelSumFields, ValidateKernelSum, &p.kernel_sum));
   if (models->contains("table")) {
     const nlohmann::json& m = (*models)["table"];
     const std::string pre = "models.table";
