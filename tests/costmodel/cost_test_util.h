@@ -23,15 +23,8 @@ inline RooflineLatency H100Qwen8b() {
 inline ModelSpec TinyModel(const std::string& model_type, int64_t layers, int64_t hidden,
                            int64_t n_q, int64_t n_kv, int64_t head_dim, int64_t ffn,
                            int64_t vocab) {
-  ModelSpec m;
-  m.model_type = model_type;
-  m.layers = layers;
-  m.hidden = hidden;
-  m.n_q = n_q;
-  m.n_kv = n_kv;
-  m.head_dim = head_dim;
-  m.ffn = ffn;
-  m.vocab = vocab;
+  // name, model_type, layers, hidden, n_q, n_kv, head_dim, ffn, vocab (the leading fields).
+  ModelSpec m{"", model_type, layers, hidden, n_q, n_kv, head_dim, ffn, vocab};
   m.dtype = DType::kBFloat16;
   return m;
 }
@@ -40,19 +33,9 @@ inline ModelSpec TinyModel(const std::string& model_type, int64_t layers, int64_
 // weights at 1.2x, the decode attention kernel at 1.4x, the verify one at 15x per wave plus
 // 0.2 ms, score FLOPs at 0.5x, elementwise kernels at 6x, attention tiles of 512 tokens.
 inline KernelSumCoefficients KernelSumTruth() {
-  KernelSumCoefficients k;
-  k.overhead_s = 3e-3;
-  k.gemm = 1.3;
-  k.weights = 1.2;
-  k.p = 6;
-  k.decode = 1.4;
-  k.verify = 15;
-  k.verify_overhead_s = 2e-4;
-  k.attention = 0.5;
-  k.elementwise = 6;
-  k.tile = 1;
-  k.attention_tile = 512;
-  return k;
+  // overhead_s, gemm, weights, p, decode, verify, verify_overhead_s, attention, elementwise, tile,
+  // attention_tile.
+  return KernelSumCoefficients{3e-3, 1.3, 1.2, 6, 1.4, 15, 2e-4, 0.5, 6, 1, 512};
 }
 
 }  // namespace specplan::costmodel

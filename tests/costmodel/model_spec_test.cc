@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "costmodel/hf_config.h"
 #include "costmodel/model_registry.h"
@@ -16,13 +17,9 @@ using ::testing::HasSubstr;
 TEST(ModelSpec, BuiltinsMatchPublishedConfigs) {
   auto q8 = LookupModel("qwen3-8b");
   ASSERT_TRUE(q8.ok());
-  EXPECT_EQ(q8->layers, 36);
-  EXPECT_EQ(q8->hidden, 4096);
-  EXPECT_EQ(q8->n_q, 32);
-  EXPECT_EQ(q8->n_kv, 8);
-  EXPECT_EQ(q8->head_dim, 128);
-  EXPECT_EQ(q8->ffn, 12288);
-  EXPECT_EQ(q8->vocab, 151936);
+  // layers, hidden, n_q, n_kv, head_dim, ffn, vocab.
+  EXPECT_EQ(std::tie(q8->layers, q8->hidden, q8->n_q, q8->n_kv, q8->head_dim, q8->ffn, q8->vocab),
+            std::make_tuple(36, 4096, 32, 8, 128, 12288, 151936));
   EXPECT_TRUE(q8->gated_mlp);
   EXPECT_FALSE(q8->tied_embeddings);
   // Qwen3-8B model card: 8.2B parameters.

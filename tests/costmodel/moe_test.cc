@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "costmodel/hf_config.h"
 #include "costmodel/model_registry.h"
@@ -228,12 +229,10 @@ TEST(Moe, JsonRoundTripAndOldSpecsLoadDense) {
   EXPECT_EQ(j.at("tp"), 2);
   auto back = ModelSpecFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->experts, 4);
-  EXPECT_EQ(back->experts_active, 2);
-  EXPECT_EQ(back->expert_ffn, 6);
-  EXPECT_EQ(back->shared_expert_ffn, 5);
-  EXPECT_EQ(back->routing_skew, 0.75);
-  EXPECT_EQ(back->tp, 2);
+  // experts, experts_active, expert_ffn, shared_expert_ffn, routing_skew, tp.
+  EXPECT_EQ(std::tie(back->experts, back->experts_active, back->expert_ffn, back->shared_expert_ffn,
+                     back->routing_skew, back->tp),
+            std::make_tuple(4, 2, 6, 5, 0.75, 2));
   // A dense spec at tp = 1 writes none of the new keys, so older readers still take it; a spec
   // without them loads dense at tp = 1.
   auto dense = LookupModel("qwen3-8b");
