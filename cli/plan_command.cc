@@ -63,10 +63,10 @@ int RunPlan(const PlanArgs& a) {
   using namespace specplan::planner;
   const char* kCmd = "specplan plan: ";
   if (LayoutWithoutJson(kCmd, a.layout, a.json)) return 1;
-  auto marginals = LoadMarginalsFile(a.marginals);
-  if (Failed(kCmd, marginals.status(), "--marginals ")) return 1;
   BestFirstOptions options;
   SetBudgetMode(a.n_max, a.budget, a.scan, &options);
+  auto marginals = LoadMarginalsFile(a.marginals);
+  if (Failed(kCmd, marginals.status(), "--marginals ")) return 1;
   auto parsed = a.Parse();
   if (Failed(kCmd, parsed.status())) return 1;
   const costmodel::DType dtype = parsed->dtype;

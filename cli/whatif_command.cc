@@ -143,6 +143,7 @@ bool LoadLocal(const WhatIfArgs& a, costmodel::DType dtype, LocalInputs* in) {
   in->profile = a.profile.empty() ? in->resolved.profile_id : in->resolved.profile_path;
   return true;
 }
+
 // What an in-process run analysed and what priced it.
 WhatIfSource LocalSource(const LocalInputs& in, costmodel::DType dtype) {
   WhatIfSource source;
@@ -155,7 +156,6 @@ WhatIfSource LocalSource(const LocalInputs& in, costmodel::DType dtype) {
   source.engine_version = in.resolved.engine_version;
   return source;
 }
-
 
 // In-process: load the trace and the latency model, run the sweep.
 bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfOptions& base,

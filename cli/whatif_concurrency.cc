@@ -27,10 +27,7 @@ std::vector<plot::Chart> MakeConcurrencyCharts(const whatif::ConcurrencyReport& 
   speed.title = "Speedup over plain decoding at the same B";
   speed.x = tput.x;
   speed.y.label = "speedup over ar";
-  std::vector<whatif::Strategy> strategies = whatif::AllConcurrencyStrategies();
-  if (r.best_fixed) strategies.push_back(whatif::Strategy::kBestFixed);
-  if (r.best_chain) strategies.push_back(whatif::Strategy::kBestChain);
-  for (whatif::Strategy s : strategies) {
+  for (whatif::Strategy s : whatif::ReportStrategies(r)) {
     plot::Series t, sp;
     t.label = sp.label = whatif::StrategyName(s);
     for (const whatif::ConcurrencyRow& row : r.rows) {

@@ -443,6 +443,13 @@ const ConcurrencyRow* FindConcurrencyRow(const ConcurrencyReport& report, int ba
   return nullptr;
 }
 
+std::vector<Strategy> ReportStrategies(const ConcurrencyReport& report) {
+  std::vector<Strategy> out = AllConcurrencyStrategies();
+  if (report.best_fixed) out.push_back(Strategy::kBestFixed);
+  if (report.best_chain) out.push_back(Strategy::kBestChain);
+  return out;
+}
+
 nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
   using nlohmann::json;
   json j;
@@ -451,12 +458,8 @@ nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& r) {
                 {"steps", r.trace_steps},
                 {"ring_steps", r.ring_steps}};
   j["latency_model"] = r.latency_model;
-  json strategies = json::array();
-  for (Strategy s : kAllConcurrency) strategies.push_back(StrategyName(s));
-  if (r.best_fixed) strategies.push_back(StrategyName(Strategy::kBestFixed));
-  if (r.best_chain) strategies.push_back(StrategyName(Strategy::kBestChain));
   j["options"] = {{"concurrency", r.batch_sizes},
-                  {"strategies", strategies},
+                  {"strategies", StrategyNamesJson(ReportStrategies(r))},
                   {"n_max", r.n_max},
                   {"drafter", DrafterJson(r.drafter)},
                   {"t_aux_s", r.t_aux_s},

@@ -228,6 +228,10 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
                                                  const costmodel::LatencyModel& latency,
                                                  const ConcurrencyOptions& options);
 
+// The strategies of the report's rows, in row order within a batch size:
+// AllConcurrencyStrategies(), then best-fixed and best-chain when the report has them.
+std::vector<Strategy> ReportStrategies(const ConcurrencyReport& report);
+
 // The row of (batch, strategy), or null.
 const ConcurrencyRow* FindConcurrencyRow(const ConcurrencyReport& report, int batch,
                                          Strategy strategy);

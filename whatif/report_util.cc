@@ -37,6 +37,12 @@ absl::Status ValidateTraceSteps(const Trace& trace) {
   return absl::OkStatus();
 }
 
+nlohmann::json StrategyNamesJson(const std::vector<planner::Strategy>& strategies) {
+  nlohmann::json names = nlohmann::json::array();
+  for (planner::Strategy s : strategies) names.push_back(planner::StrategyName(s));
+  return names;
+}
+
 nlohmann::json DrafterJson(const costmodel::DrafterCost& drafter) {
   return {{"class", costmodel::DrafterClassName(drafter.cls)},
           {"t_net_s", drafter.t_net_s},

@@ -7,9 +7,11 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "costmodel/cycle_cost.h"
+#include "planner/strategy.h"
 #include "whatif/trace.h"
 
 namespace specplan::whatif {
@@ -21,6 +23,8 @@ absl::Status CheckDrafterSeconds(const costmodel::DrafterCost& drafter);
 // ValidateTraceStep on every step; the first error as "step <i>: <message>".
 absl::Status ValidateTraceSteps(const Trace& trace);
 
+// The strategies' names, as a JSON array.
+nlohmann::json StrategyNamesJson(const std::vector<planner::Strategy>& strategies);
 // {"class", "t_net_s", "t_head_s", "t_light_s"} of the drafter.
 nlohmann::json DrafterJson(const costmodel::DrafterCost& drafter);
 // An object of the given numbers, each null when not finite (json_util::NumberOrNull).

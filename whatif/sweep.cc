@@ -523,10 +523,8 @@ nlohmann::json WhatIfReportToJson(const WhatIfReport& r) {
                 {"steps_with_marginals", r.steps_with_marginals},
                 {"steps_with_nodes", r.steps_with_nodes}};
   j["latency_model"] = r.latency_model;
-  json strategies = json::array();
-  for (Strategy s : r.strategies) strategies.push_back(StrategyName(s));
   j["options"] = {{"budgets", r.budgets},
-                  {"strategies", strategies},
+                  {"strategies", StrategyNamesJson(r.strategies)},
                   {"n_max", r.n_max},
                   {"drafter", DrafterJson(r.drafter)},
                   {"policy_forward_s", r.policy_forward_s},
