@@ -35,9 +35,8 @@ py::array_t<T> Convert(py::handle obj, const std::string& arg) {
   } else {
     if (obj.is_none() || py::isinstance<py::str>(obj) || py::isinstance<py::bytes>(obj) ||
         py::isinstance<py::dict>(obj)) {
-      ThrowType(absl::StrCat(arg, ": got ",
-                             py::str(obj.get_type().attr("__name__")).cast<std::string>(),
-                             ", expected an array or a sequence of numbers (", TypeName<T>(), ")"));
+      ThrowWrongType(arg, obj,
+                     absl::StrCat("an array or a sequence of numbers (", TypeName<T>(), ")"));
     }
     try {
       a = NumpyAsarray()(obj);
@@ -79,9 +78,7 @@ py::array_t<T> Convert(py::handle obj, const std::string& arg) {
 
 int64_t ReadInt(py::handle obj, const std::string& arg) {
   if (PyBool_Check(obj.ptr()) || PyFloat_Check(obj.ptr()) || !PyIndex_Check(obj.ptr())) {
-    ThrowType(absl::StrCat(arg, ": got ",
-                           py::str(obj.get_type().attr("__name__")).cast<std::string>(),
-                           ", expected an integer"));
+    ThrowWrongType(arg, obj, "an integer");
   }
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(
@@ -93,9 +90,7 @@ int64_t ReadInt(py::handle obj, const std::string& arg) {
 double ReadFloat(py::handle obj, const std::string& arg) {
   if (PyBool_Check(obj.ptr()) ||
       !(PyFloat_Check(obj.ptr()) || PyIndex_Check(obj.ptr()) || py::hasattr(obj, "__float__"))) {
-    ThrowType(absl::StrCat(arg, ": got ",
-                           py::str(obj.get_type().attr("__name__")).cast<std::string>(),
-                           ", expected a number"));
+    ThrowWrongType(arg, obj, "a number");
   }
   return py::float_(py::reinterpret_borrow<py::object>(obj)).cast<double>();
 }
@@ -175,10 +170,9 @@ const planner::Marginals& ReadMarginals(py::handle obj, const std::string& arg,
   if (!py::isinstance<py::dict>(obj) &&
       !(py::hasattr(obj, "root_token") && py::hasattr(obj, "tokens") &&
         py::hasattr(obj, "probs"))) {
-    ThrowType(absl::StrCat(
-        arg, ": got ", py::str(obj.get_type().attr("__name__")).cast<std::string>(),
-        ", expected specplan.Marginals or a dict with root_token, tokens [gamma][k] and probs "
-        "[gamma][k]"));
+    ThrowWrongType(arg, obj,
+                   "specplan.Marginals or a dict with root_token, tokens [gamma][k] and probs "
+                   "[gamma][k]");
   }
   FillMarginals(Field(obj, "root_token", arg, true), Field(obj, "tokens", arg, true),
                 Field(obj, "probs", arg, true), arg, scratch);
@@ -201,10 +195,7 @@ void ReadTree(py::handle obj, const std::string& arg, planner::Tree* tree) {
     parents = Field(obj, "parents", arg, true);
     probs = Field(obj, "path_probs", arg, false);
   } else {
-    ThrowType(absl::StrCat(arg, ": got ",
-                           py::str(obj.get_type().attr("__name__")).cast<std::string>(),
-                           ", expected a (tokens, parents) pair or an object with tokens and "
-                           "parents"));
+    ThrowWrongType(arg, obj, "a (tokens, parents) pair or an object with tokens and parents");
   }
   const py::array_t<int32_t> t = IntArray32(tokens, arg + ".tokens");
   CheckNdim(t, 1, arg + ".tokens", "[s]");
@@ -246,6 +237,17 @@ void ReadTree(py::handle obj, const std::string& arg, planner::Tree* tree) {
   }
   if (absl::Status st = planner::ValidateTree(*tree); !st.ok()) {
     ThrowStatus(absl::Status(st.code(), absl::StrCat(arg, ".", st.message())));
+  }
+}
+
+void ReadTrees(py::handle obj, const std::string& expected, std::vector<planner::Tree>* trees) {
+  if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj)) {
+    ThrowWrongType("trees", obj, expected);
+  }
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
+  trees->resize(seq.size());
+  for (size_t i = 0; i < trees->size(); ++i) {
+    ReadTree(seq[i], absl::StrCat("trees[", i, "]"), &(*trees)[i]);
   }
 }
 

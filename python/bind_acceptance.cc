@@ -1,5 +1,5 @@
-// accept_greedy (planner/acceptance/acceptance.h), specplan.AcceptanceEstimator and specplan.SpeculationGate
-// (planner/acceptance/speculation_gate.h).
+// accept_greedy (planner/acceptance/acceptance.h), specplan.AcceptanceEstimator and
+// specplan.SpeculationGate (planner/acceptance/speculation_gate.h).
 #include <cmath>
 #include <memory>
 #include <string>
@@ -163,16 +163,7 @@ emitted (the tokens this step appends), num_draft and proposed_depth (for the es
           ts = p.plan.trees.data();
           b = static_cast<size_t>(p.b);
         } else {
-          if (!py::isinstance<py::sequence>(trees) || py::isinstance<py::str>(trees)) {
-            ThrowType(absl::StrCat("trees: got ",
-                                   py::str(trees.get_type().attr("__name__")).cast<std::string>(),
-                                   ", expected a BatchPlan or a list of (tokens, parents) trees"));
-          }
-          py::sequence seq = py::reinterpret_borrow<py::sequence>(trees);
-          read.resize(seq.size());
-          for (size_t i = 0; i < read.size(); ++i) {
-            ReadTree(seq[i], absl::StrCat("trees[", i, "]"), &read[i]);
-          }
+          ReadTrees(trees, "a BatchPlan or a list of (tokens, parents) trees", &read);
           ts = read.data();
           b = read.size();
         }

@@ -18,10 +18,6 @@ namespace {
 
 using planner::BudgetMode;
 
-py::object Nullable(double v) {
-  return std::isnan(v) ? py::object(py::none()) : py::object(py::float_(v));
-}
-
 // Reads one request of the list form into ws slot i; `keep` holds the Python marginals alive
 // while the GIL is released.
 void ReadRequest(py::object item, size_t i, BatchWorkspace* ws, std::vector<py::object>* keep) {
@@ -58,10 +54,9 @@ void ReadRequest(py::object item, size_t i, BatchWorkspace* ws, std::vector<py::
     if (py::hasattr(item, "n_max")) n_max = item.attr("n_max");
     if (py::hasattr(item, "weight")) weight = item.attr("weight");
   } else {
-    ThrowType(absl::StrCat(arg, ": got ",
-                           py::str(item.get_type().attr("__name__")).cast<std::string>(),
-                           ", expected specplan.Request, a (marginals, c) tuple or a dict with "
-                           "marginals and c"));
+    ThrowWrongType(arg, item,
+                   "specplan.Request, a (marginals, c) tuple or a dict with "
+                   "marginals and c");
   }
   planner::BatchRequest& r = ws->requests[i];
   r = planner::BatchRequest{};
@@ -108,11 +103,6 @@ py::dict BatchToDict(const PyBatchPlan& p) {
     o.position_offset = p.c[static_cast<size_t>(i)];
     o.packed_mask = false;
     planner::ComputeTreeOutputs(tree, o, &out);
-    py::list retrieve;
-    for (int l = 0; l < out.num_leaves; ++l) {
-      const int32_t* row = out.retrieve.data() + static_cast<size_t>(l) * out.retrieve_width;
-      retrieve.append(std::vector<int32_t>(row, row + out.retrieve_width));
-    }
     py::dict r;
     r["n"] = plan.n[static_cast<size_t>(i)];
     r["c"] = p.c[static_cast<size_t>(i)];
@@ -120,22 +110,13 @@ py::dict BatchToDict(const PyBatchPlan& p) {
     r["parents"] = tree.parents;
     r["depths"] = tree.depths;
     r["positions"] = out.positions;
-    r["retrieve"] = retrieve;
+    r["retrieve"] = RetrieveRows(out);
     r["expected_accepted"] = plan.expected_accepted[static_cast<size_t>(i)];
     r["price"] = plan.price[static_cast<size_t>(i)];
     reqs.append(r);
   }
   j["requests"] = reqs;
-  py::list curve;
-  for (const auto& q : plan.curve) {
-    py::dict e;
-    e["n"] = q.n;
-    e["expected_accepted"] = q.expected_accepted;
-    e["cycle_s"] = q.cycle_s;
-    e["goodput"] = q.goodput;
-    curve.append(e);
-  }
-  j["curve"] = curve;
+  j["curve"] = CurveRows(plan.curve, "goodput", &planner::BatchCurvePoint::goodput);
   j["cycle_s"] = Nullable(plan.cycle_s);
   j["goodput"] = Nullable(plan.goodput);
   j["ar_goodput"] = Nullable(plan.ar_goodput);
@@ -153,6 +134,13 @@ py::dict BatchToDict(const PyBatchPlan& p) {
 py::tuple TreeViews(py::handle self, const PyBatchPlan& p, int i) {
   const planner::Tree& t = p.plan.trees[static_cast<size_t>(i)];
   return py::make_tuple(View(t.tokens, self), View(t.parents, self));
+}
+
+// A [B] view of one of the plan's per-request vectors (n, expected_accepted, price).
+template <class T>
+py::array_t<T> PerRequest(py::handle self, std::vector<T> planner::BatchPlan::*column) {
+  const auto& p = self.cast<const PyBatchPlan&>();
+  return View<T>((p.plan.*column).data(), {p.b}, self);
 }
 
 // The result with its flat arrays filled.
@@ -220,28 +208,17 @@ views of the result's own buffers (no copies).)doc")
           "offsets", [](py::object self) { return View(Flat(self).offsets, self); },
           "int64 [B+1]: request i is nodes offsets[i]..offsets[i+1]-1 of the flat arrays")
       .def_property_readonly(
-          "n",
-          [](py::object self) {
-            const auto& p = self.cast<const PyBatchPlan&>();
-            return View<int32_t>(p.plan.n.data(), {p.b}, self);
-          },
+          "n", [](py::object self) { return PerRequest(self, &planner::BatchPlan::n); },
           "int32 [B] draft nodes per request (0 = do not speculate)")
       .def_property_readonly(
           "c", [](py::object self) { return View(self.cast<const PyBatchPlan&>().c, self); },
           "int64 [B] context lengths")
       .def_property_readonly(
           "expected_accepted",
-          [](py::object self) {
-            const auto& p = self.cast<const PyBatchPlan&>();
-            return View<double>(p.plan.expected_accepted.data(), {p.b}, self);
-          },
+          [](py::object self) { return PerRequest(self, &planner::BatchPlan::expected_accepted); },
           "float64 [B] Â_i, root included")
       .def_property_readonly(
-          "price",
-          [](py::object self) {
-            const auto& p = self.cast<const PyBatchPlan&>();
-            return View<double>(p.plan.price.data(), {p.b}, self);
-          },
+          "price", [](py::object self) { return PerRequest(self, &planner::BatchPlan::price); },
           "float64 [B] κ_i used in the order")
       .def_property_readonly(
           "n_total", [](const PyBatchPlan& p) { return p.plan.n_total; }, "N* = sum n_i")
@@ -339,9 +316,7 @@ cap) and weights float [B]. Same plan as plan_batch with the same requests.
         const BatchArgs args = ParseBatchArgs(n_max, mode, max_ms, drafter, t_draft_ms, t_aux_ms,
                                               growth, scale, validate, layout, mask_mode, d, pad);
         if (!py::isinstance<py::sequence>(requests) || py::isinstance<py::str>(requests)) {
-          ThrowType(absl::StrCat("requests: got ",
-                                 py::str(requests.get_type().attr("__name__")).cast<std::string>(),
-                                 ", expected a list of requests"));
+          ThrowWrongType("requests", requests, "a list of requests");
         }
         py::sequence seq = py::reinterpret_borrow<py::sequence>(requests);
         const size_t b = seq.size();

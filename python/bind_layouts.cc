@@ -12,15 +12,8 @@ namespace {
 // Reads `trees` (a sequence of trees) and `context_lens` ([B] integers) into C++ values.
 void ReadBatch(py::object trees, py::object context_lens, std::vector<planner::Tree>* out,
                std::vector<int64_t>* c) {
-  if (!py::isinstance<py::sequence>(trees) || py::isinstance<py::str>(trees)) {
-    ThrowType(absl::StrCat("trees: got ",
-                           py::str(trees.get_type().attr("__name__")).cast<std::string>(),
-                           ", expected a list of (tokens, parents) trees"));
-  }
-  py::sequence seq = py::reinterpret_borrow<py::sequence>(trees);
-  const size_t b = seq.size();
-  out->resize(b);
-  for (size_t i = 0; i < b; ++i) ReadTree(seq[i], absl::StrCat("trees[", i, "]"), &(*out)[i]);
+  ReadTrees(trees, "a list of (tokens, parents) trees", out);
+  const size_t b = out->size();
   const py::array_t<int64_t> ca = IntArray64(context_lens, "context_lens");
   CheckNdim(ca, 1, "context_lens", "[B]");
   if (static_cast<size_t>(ca.shape(0)) != b) {
@@ -36,11 +29,11 @@ planner::SglangTreeMaskMode ParseTreeMaskMode(py::handle mode) {
   using planner::SglangTreeMaskMode;
   if (py::isinstance<py::str>(mode)) {
     const std::string s = mode.cast<std::string>();
-    if (s == "FULL_MASK") return SglangTreeMaskMode::kFullMask;
-    if (s == "QLEN_ONLY") return SglangTreeMaskMode::kQlenOnly;
-    if (s == "QLEN_ONLY_BITPACKING") return SglangTreeMaskMode::kQlenOnlyBitpacking;
-    ThrowInvalid(absl::StrCat("tree_mask_mode = '", s,
-                              "': unknown (known: FULL_MASK, QLEN_ONLY, QLEN_ONLY_BITPACKING)"));
+    for (const EnumEntry<SglangTreeMaskMode>& e : planner::kSglangTreeMaskModeNames) {
+      if (s == e.name) return e.value;
+    }
+    ThrowInvalid(absl::StrCat("tree_mask_mode = '", s, "': unknown (known: ",
+                              EnumKnownNames(planner::kSglangTreeMaskModeNames), ")"));
   }
   if (PyLong_Check(mode.ptr()) && !PyBool_Check(mode.ptr())) {
     const long v = mode.cast<long>();
@@ -53,9 +46,7 @@ planner::SglangTreeMaskMode ParseTreeMaskMode(py::handle mode) {
   if (py::hasattr(mode, "name") && py::isinstance<py::str>(mode.attr("name"))) {
     return ParseTreeMaskMode(mode.attr("name"));
   }
-  ThrowType(absl::StrCat("tree_mask_mode: got ",
-                         py::str(mode.get_type().attr("__name__")).cast<std::string>(),
-                         ", expected 'FULL_MASK', 'QLEN_ONLY' or 'QLEN_ONLY_BITPACKING'"));
+  ThrowWrongType("tree_mask_mode", mode, "'FULL_MASK', 'QLEN_ONLY' or 'QLEN_ONLY_BITPACKING'");
 }
 
 namespace {

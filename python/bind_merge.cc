@@ -15,30 +15,15 @@ The union of two drafters' trees under one shared root (merge_trees): an ordinar
 parents, depths, path_probs when both inputs had them), the index maps phi_a / phi_b (input
 index -> merged index, -1 when the budget dropped it) and each node's source (1 = a, 2 = b,
 3 = both).)doc")
-      .def_property_readonly(
-          "tokens",
-          [](py::object self) {
-            return View(self.cast<const planner::MergedTree&>().tree.tokens, self);
-          },
-          "int32 [N]")
-      .def_property_readonly(
-          "parents",
-          [](py::object self) {
-            return View(self.cast<const planner::MergedTree&>().tree.parents, self);
-          },
-          "int32 [N]")
-      .def_property_readonly(
-          "depths",
-          [](py::object self) {
-            return View(self.cast<const planner::MergedTree&>().tree.depths, self);
-          },
-          "int32 [N]")
-      .def_property_readonly(
-          "path_probs",
-          [](py::object self) {
-            return View(self.cast<const planner::MergedTree&>().tree.path_probs, self);
-          },
-          "float64 [N], or empty when an input had none")
+      .def_property_readonly("tokens", TreeColumn<planner::MergedTree>(&planner::Tree::tokens),
+                             "int32 [N]")
+      .def_property_readonly("parents", TreeColumn<planner::MergedTree>(&planner::Tree::parents),
+                             "int32 [N]")
+      .def_property_readonly("depths", TreeColumn<planner::MergedTree>(&planner::Tree::depths),
+                             "int32 [N]")
+      .def_property_readonly("path_probs",
+                             TreeColumn<planner::MergedTree>(&planner::Tree::path_probs),
+                             "float64 [N], or empty when an input had none")
       .def_property_readonly(
           "phi_a",
           [](py::object self) { return View(self.cast<const planner::MergedTree&>().phi_a, self); },

@@ -1,5 +1,6 @@
 // specplan.Marginals, specplan.TreePlan and plan_tree: best-first trees over a parallel drafter's
-// marginals (planner/policies/best_first.h), with the outputs a verifier needs (planner/tree/tree_outputs.h).
+// marginals (planner/policies/best_first.h), with the outputs a verifier needs
+// (planner/tree/tree_outputs.h).
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -11,8 +12,8 @@
 #include "common.h"
 #include "costmodel/cycle_cost.h"
 #include "layouts.h"
-#include "planner/policies/best_first.h"
 #include "planner/marginals/marginals.h"
+#include "planner/policies/best_first.h"
 #include "planner/tree/tree_outputs.h"
 
 namespace specplan::python {
@@ -20,13 +21,9 @@ namespace {
 
 using planner::BudgetMode;
 
-struct PyTreePlan {
-  planner::Tree tree;  // T_{n*}
+// The planner's result (tree = T_{n*}) with the verifier's outputs and the call's arguments.
+struct PyTreePlan : planner::BestFirstPlan {
   planner::TreeOutputs outputs;
-  std::vector<planner::CurvePoint> curve;
-  int n = 0;
-  double expected_accepted = 1, cycle_s = 0, speedup = 0, l_ar_s = 0;
-  bool lattice_exhausted = false;
   int mode = 0;
   int n_max = 0;
   int64_t c = 0;
@@ -38,10 +35,6 @@ template <class T>
 py::array_t<T> ReadOnly(py::array_t<T> a) {
   py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return a;
-}
-
-py::object Nullable(double v) {
-  return std::isnan(v) ? py::object(py::none()) : py::object(py::float_(v));
 }
 
 py::dict CurveDict(const std::vector<planner::CurvePoint>& curve) {
@@ -72,13 +65,7 @@ py::dict TreePlanDict(const PyTreePlan& p) {
   j["path_probs"] = p.tree.path_probs;
   j["expected_accepted"] = p.expected_accepted;
   j["positions"] = p.outputs.positions;
-  py::list retrieve;
-  for (int l = 0; l < p.outputs.num_leaves; ++l) {
-    const int32_t* row =
-        p.outputs.retrieve.data() + static_cast<size_t>(l) * p.outputs.retrieve_width;
-    retrieve.append(std::vector<int32_t>(row, row + p.outputs.retrieve_width));
-  }
-  j["retrieve"] = retrieve;
+  j["retrieve"] = RetrieveRows(p.outputs);
   j["cycle_s"] = Nullable(p.cycle_s);
   j["speedup"] = Nullable(p.speedup);
   j["l_ar_s"] = Nullable(p.l_ar_s);
@@ -89,16 +76,7 @@ py::dict TreePlanDict(const PyTreePlan& p) {
     j["profile"] = p.profile;
   }
   if (p.mode != static_cast<int>(BudgetMode::kFixed)) {
-    py::list curve;
-    for (const auto& q : p.curve) {
-      py::dict e;
-      e["n"] = q.n;
-      e["expected_accepted"] = q.expected_accepted;
-      e["cycle_s"] = q.cycle_s;
-      e["speedup"] = q.speedup;
-      curve.append(e);
-    }
-    j["curve"] = curve;
+    j["curve"] = CurveRows(p.curve, "speedup", &planner::CurvePoint::speedup);
   }
   return j;
 }
@@ -156,14 +134,7 @@ py::object PlanTree(py::object marginals, py::object cost_obj, int64_t c, int n_
     thread_local planner::BestFirstPlan plan;
     st = planner.Plan(m, o, cycle ? &*cycle : nullptr, &plan);
     if (st.ok()) {
-      out->tree = plan.tree;
-      out->curve = plan.curve;
-      out->n = plan.n;
-      out->expected_accepted = plan.expected_accepted;
-      out->cycle_s = plan.cycle_s;
-      out->speedup = plan.speedup;
-      out->l_ar_s = plan.l_ar_s;
-      out->lattice_exhausted = plan.lattice_exhausted;
+      static_cast<planner::BestFirstPlan&>(*out) = plan;
       planner::TreeOutputOptions to;
       to.position_offset = c;
       planner::ComputeTreeOutputs(out->tree, to, &out->outputs);
@@ -183,22 +154,15 @@ py::object PlanTree(py::object marginals, py::object cost_obj, int64_t c, int n_
 }  // namespace
 
 int ParseBudgetMode(const std::string& mode) {
-  if (mode == "controller") return static_cast<int>(BudgetMode::kController);
-  if (mode == "scan") return static_cast<int>(BudgetMode::kScan);
-  if (mode == "fixed") return static_cast<int>(BudgetMode::kFixed);
-  ThrowInvalid(absl::StrCat("mode = '", mode, "': unknown (known: controller, scan, fixed)"));
+  for (const EnumEntry<BudgetMode>& e : planner::kBudgetModeNames) {
+    if (mode == e.name) return static_cast<int>(e.value);
+  }
+  ThrowInvalid(absl::StrCat("mode = '", mode,
+                            "': unknown (known: ", EnumKnownNames(planner::kBudgetModeNames), ")"));
 }
 
 const char* BudgetModeName(int mode) {
-  switch (static_cast<BudgetMode>(mode)) {
-    case BudgetMode::kFixed:
-      return "fixed";
-    case BudgetMode::kController:
-      return "controller";
-    case BudgetMode::kScan:
-      return "scan";
-  }
-  return "?";
+  return EnumName(planner::kBudgetModeNames, static_cast<BudgetMode>(mode));
 }
 
 void BindPlanner(py::module_& m) {
@@ -273,24 +237,12 @@ Arrays are NumPy views of the result's own buffers (no copies).)doc")
           "n", [](const PyTreePlan& p) { return p.n; }, "n*: draft nodes (root excluded)")
       .def_property_readonly(
           "s", [](const PyTreePlan& p) { return p.n + 1; }, "tokens verified = n + 1")
-      .def_property_readonly(
-          "tokens",
-          [](py::object self) { return View(self.cast<const PyTreePlan&>().tree.tokens, self); },
-          "int32 [s]")
-      .def_property_readonly(
-          "parents",
-          [](py::object self) { return View(self.cast<const PyTreePlan&>().tree.parents, self); },
-          "int32 [s], -1 for the root")
-      .def_property_readonly(
-          "depths",
-          [](py::object self) { return View(self.cast<const PyTreePlan&>().tree.depths, self); },
-          "int32 [s]")
-      .def_property_readonly(
-          "path_probs",
-          [](py::object self) {
-            return View(self.cast<const PyTreePlan&>().tree.path_probs, self);
-          },
-          "float64 [s], rho (1 for the root)")
+      .def_property_readonly("tokens", TreeColumn<PyTreePlan>(&planner::Tree::tokens), "int32 [s]")
+      .def_property_readonly("parents", TreeColumn<PyTreePlan>(&planner::Tree::parents),
+                             "int32 [s], -1 for the root")
+      .def_property_readonly("depths", TreeColumn<PyTreePlan>(&planner::Tree::depths), "int32 [s]")
+      .def_property_readonly("path_probs", TreeColumn<PyTreePlan>(&planner::Tree::path_probs),
+                             "float64 [s], rho (1 for the root)")
       .def_property_readonly(
           "positions",
           [](py::object self) {

@@ -14,6 +14,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +29,7 @@
 #include "costmodel/model_spec.h"
 #include "planner/marginals/marginals.h"
 #include "planner/tree/tree.h"
+#include "planner/tree/tree_outputs.h"
 
 namespace specplan::python {
 
@@ -50,6 +52,9 @@ T ValueOrThrow(absl::StatusOr<T> v) {
 [[noreturn]] void ThrowInvalid(const std::string& message);
 // specplan.ArgumentTypeError (a TypeError) with `message`.
 [[noreturn]] void ThrowType(const std::string& message);
+// specplan.ArgumentTypeError "<arg>: got <obj's type name>, expected <expected>".
+[[noreturn]] void ThrowWrongType(const std::string& arg, py::handle obj,
+                                 const std::string& expected);
 
 // ---- Arrays in (arrays.cc) -------------------------------------------------------------------
 // A C-contiguous array of T read from `obj` (a NumPy array, a list, a scalar sequence). No copy
@@ -76,6 +81,12 @@ template <class T>
 py::array_t<T> View(const std::vector<T>& v, py::handle owner) {
   return View<T>(v.data(), {static_cast<py::ssize_t>(v.size())}, owner);
 }
+// The getter of a read-only property: a view of one per-node vector of the planner tree an
+// `Owner` (a TreePlan, a MergedTree) holds as its member `tree`.
+template <class Owner, class T>
+auto TreeColumn(std::vector<T> planner::Tree::*column) {
+  return [column](py::object self) { return View(self.cast<const Owner&>().tree.*column, self); };
+}
 // An array that takes over `v` (no copy): the vector moves to the heap and a capsule frees it.
 template <class T>
 py::array_t<T> Own(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
@@ -87,6 +98,36 @@ template <class T>
 py::array_t<T> Own(std::vector<T>&& v) {
   const auto n = static_cast<py::ssize_t>(v.size());
   return Own<T>(std::move(v), {n});
+}
+
+// None for NaN (a figure computed without a cost), else the float.
+inline py::object Nullable(double v) {
+  return std::isnan(v) ? py::object(py::none()) : py::object(py::float_(v));
+}
+// The retrieve rows of `o` as lists (root-to-leaf node indices, -1 padded), as --json writes them.
+inline py::list RetrieveRows(const planner::TreeOutputs& o) {
+  py::list rows;
+  for (int l = 0; l < o.num_leaves; ++l) {
+    const int32_t* row = o.retrieve.data() + static_cast<size_t>(l) * o.retrieve_width;
+    rows.append(std::vector<int32_t>(row, row + o.retrieve_width));
+  }
+  return rows;
+}
+
+// One dict per point of a plan's curve: n, expected_accepted, cycle_s and the point's `figure`
+// (speedup for a tree plan, goodput for a batch plan), as --json writes them.
+template <class Point>
+py::list CurveRows(const std::vector<Point>& curve, const char* figure, double Point::*value) {
+  py::list rows;
+  for (const Point& q : curve) {
+    py::dict e;
+    e["n"] = q.n;
+    e["expected_accepted"] = q.expected_accepted;
+    e["cycle_s"] = q.cycle_s;
+    e[figure] = q.*value;
+    rows.append(e);
+  }
+  return rows;
 }
 
 // A Python or NumPy integer as int64 (bools and floats refused), a real number as double;
@@ -108,6 +149,9 @@ void FillMarginals(py::handle root_token, py::handle tokens, py::handle probs,
 // structure is validated (ValidateTree), errors prefixed with `arg` ("trees[1].parents[3] = 3:
 // ...").
 void ReadTree(py::handle obj, const std::string& arg, planner::Tree* tree);
+// `obj` as a list of trees (a sequence other than a str; each read by ReadTree, errors name
+// "trees[i]") into *trees. Anything else: ThrowWrongType("trees", obj, expected).
+void ReadTrees(py::handle obj, const std::string& expected, std::vector<planner::Tree>* trees);
 // The Python tree (tokens int32, parents int32) of a planner tree, copied into new arrays.
 py::tuple TreeTuple(const planner::Tree& tree);
 

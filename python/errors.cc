@@ -11,8 +11,10 @@
 // The message is the Status message, which names the field and value
 // ("probs[2][0] = 1.3: must be in [0, 1]"); the exception's `code` attribute is the code's name.
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common.h"
 
 namespace specplan::python {
@@ -64,27 +66,17 @@ void RegisterErrors(py::module_& m) {
 }
 
 void ThrowStatus(const absl::Status& status) {
-  py::handle cls;
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange:
-      cls = g_errors.invalid;
-      break;
-    case absl::StatusCode::kNotFound:
-      cls = g_errors.not_found;
-      break;
-    case absl::StatusCode::kFailedPrecondition:
-      cls = g_errors.precondition;
-      break;
-    case absl::StatusCode::kUnimplemented:
-      cls = g_errors.unimplemented;
-      break;
-    case absl::StatusCode::kResourceExhausted:
-      cls = g_errors.exhausted;
-      break;
-    default:
-      cls = g_errors.internal;
-      break;
+  // The table at the top of this file; any other code is an InternalError.
+  const std::pair<absl::StatusCode, py::handle> classes[] = {
+      {absl::StatusCode::kInvalidArgument, g_errors.invalid},
+      {absl::StatusCode::kOutOfRange, g_errors.invalid},
+      {absl::StatusCode::kNotFound, g_errors.not_found},
+      {absl::StatusCode::kFailedPrecondition, g_errors.precondition},
+      {absl::StatusCode::kUnimplemented, g_errors.unimplemented},
+      {absl::StatusCode::kResourceExhausted, g_errors.exhausted}};
+  py::handle cls = g_errors.internal;
+  for (const auto& [code, type] : classes) {
+    if (code == status.code()) cls = type;
   }
   PyErr_SetString(cls.ptr(), std::string(status.message()).c_str());
   throw py::error_already_set();
@@ -98,6 +90,12 @@ void ThrowInvalid(const std::string& message) {
 void ThrowType(const std::string& message) {
   PyErr_SetString(g_errors.type.ptr(), message.c_str());
   throw py::error_already_set();
+}
+
+void ThrowWrongType(const std::string& arg, py::handle obj, const std::string& expected) {
+  ThrowType(absl::StrCat(arg, ": got ",
+                         py::str(obj.get_type().attr("__name__")).cast<std::string>(),
+                         ", expected ", expected));
 }
 
 }  // namespace specplan::python
