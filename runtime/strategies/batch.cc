@@ -43,38 +43,15 @@ absl::Status BatchStepPlanner::Plan(absl::Span<const planner::Marginals* const> 
 
 absl::StatusOr<std::unique_ptr<BatchStrategy>> BatchStrategy::Create(const StrategyOptions& options,
                                                                      const StrategyContext& ctx) {
-  if (ctx.draft == nullptr)
-    return absl::InvalidArgumentError("strategy batch: needs a draft model");
-  SPECPLAN_RETURN_IF_ERROR(planner::ValidateSpeculationGateOptions(options.gate));
+  SPECPLAN_RETURN_IF_ERROR(CheckContext("batch", options, ctx));
   std::unique_ptr<BatchStrategy> s(new BatchStrategy(options, ctx));
   s->planner_ = std::make_unique<BatchStepPlanner>(options, s->latency_, ctx.backend);
-  SPECPLAN_RETURN_IF_ERROR(SeedDraftLevel(options, ctx, &s->own_gate_));
+  SPECPLAN_RETURN_IF_ERROR(s->SeedGate(options, ctx));
   return s;
 }
 
 BatchStrategy::BatchStrategy(const StrategyOptions& options, const StrategyContext& ctx)
-    : gamma_(options.bestfirst_gamma),
-      fixed_step_s_(options.batch_draft_step_s),
-      drafter_(ctx.draft, ctx.max_len + 2 * options.max_tree_nodes, options.draft_top_k),
-      gate_enabled_(options.gate.enabled),
-      fixed_level_s_(options.gate_draft_level_s),
-      own_gate_(options.gate),
-      latency_(ctx.latency),
-      draft_latency_(ctx.draft_latency) {}
-
-absl::Status BatchStrategy::DraftMarginals(const DecodeState& state, int depth) {
-  drafted_ = true;
-  return drafter_.DraftChain(state.committed, depth > 0 ? std::min(depth, gamma_) : gamma_,
-                             &marginals_);
-}
-
-int64_t BatchStrategy::CatchUpTokens(const DecodeState& state) const {
-  return static_cast<int64_t>(state.committed.size()) - 1 - drafter_.cached_tokens();
-}
-
-double BatchStrategy::LevelSeconds() const {
-  return fixed_level_s_ >= 0 ? fixed_level_s_ : gate_->draft_level_s();
-}
+    : GatedChainStrategy(options, ctx), fixed_step_s_(options.batch_draft_step_s) {}
 
 costmodel::DrafterCost BatchStrategy::drafter_cost() const {
   costmodel::DrafterCost dc;
@@ -85,27 +62,11 @@ costmodel::DrafterCost BatchStrategy::drafter_cost() const {
 }
 
 absl::Status BatchStrategy::BuildTree(const DecodeState& state, planner::Tree* tree) {
-  int depth = gamma_;
-  if (gate_enabled_) {
-    // What a probe would cost now, catch-up included (ProbeSeconds): the gate spaces even its
-    // first probe by the probe budget.
-    gate_->ObserveProbeSeconds(ProbeSeconds(*latency_, draft_latency_, state.c,
-                                            CatchUpTokens(state),
-                                            std::min(gamma_, gate_->options().probe_depth),
-                                            LevelSeconds(), gate_->estimator().width()));
-    const planner::GateDecision g = gate_->Decide(*latency_, state.c, 1, gamma_, fixed_level_s_);
-    depth = g.depth;
-    if (depth == 0) {  // a plain AR step: the draft model does not run
-      SkipDraft();
-      tree->ResetRoot(state.committed.back());
-      return absl::OkStatus();
-    }
-  }
-  SPECPLAN_RETURN_IF_ERROR(DraftMarginals(state, depth));
-  if (gate_enabled_) {
-    gate_->ObserveDraftLevel(drafter_.last_level_seconds());
-    planner_->set_acceptance_scale(gate_->estimator().surrogate_scale());
-  }
+  // A probe drafts at most gamma levels, so it is priced at min(gamma, the probe depth).
+  const int depth = GateDepth(state, std::min(gamma_, gate_->options().probe_depth), tree);
+  if (depth == 0) return absl::OkStatus();
+  SPECPLAN_RETURN_IF_ERROR(DraftStep(state, depth));
+  if (gate_enabled_) planner_->set_acceptance_scale(gate_->estimator().surrogate_scale());
   const planner::Marginals* m = &marginals_;
   SPECPLAN_RETURN_IF_ERROR(planner_->Plan(
       absl::MakeConstSpan(&m, 1), absl::MakeConstSpan(&state.c, 1), drafter_cost(), &plan_));
@@ -122,8 +83,7 @@ absl::Status BatchStrategy::Observe(const planner::Tree& tree,
       gate_->estimator().ObserveSurrogate(tree.expected_accepted(), accept.accepted_length);
     }
   }
-  AcceptedTokens(tree, accept, &accepted_tokens_);
-  drafter_.Commit(accepted_tokens_);
+  CommitAccepted(tree, accept);
   return absl::OkStatus();
 }
 

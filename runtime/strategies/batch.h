@@ -9,11 +9,11 @@
 // (SpeculativeDecoder), BuildTree plans a batch of one, which is best-first with the same stopping
 // rule node for node.
 //
-// The speculation gate (planner/acceptance/speculation_gate.h), unless options.gate.enabled is false, decides
-// before drafting whether the step drafts at all and how deep: alone with Decide, in a batch with
-// one gate for the whole batch (DecideBatch, shared through ShareGate), fed by every sequence's
-// acceptance. A step it keeps undrafted is a plain decoding step for every sequence, and the draft
-// model does not run. The batch planner prices nodes with the gate's calibrated surrogate
+// The speculation gate (planner/acceptance/speculation_gate.h), unless options.gate.enabled is
+// false, decides before drafting whether the step drafts at all and how deep: alone with Decide, in
+// a batch with one gate for the whole batch (DecideBatch, shared through ShareGate), fed by every
+// sequence's acceptance. A step it keeps undrafted is a plain decoding step for every sequence, and
+// the draft model does not run. The batch planner prices nodes with the gate's calibrated surrogate
 // (AcceptanceEstimator::surrogate_scale).
 #ifndef SPECPLAN_RUNTIME_STRATEGIES_BATCH_H_
 #define SPECPLAN_RUNTIME_STRATEGIES_BATCH_H_
@@ -24,9 +24,9 @@
 
 #include "absl/types/span.h"
 #include "costmodel/cycle_cost.h"
-#include "planner/batch/batch_plan.h"
 #include "planner/acceptance/speculation_gate.h"
-#include "runtime/strategies/draft_strategy.h"
+#include "planner/batch/batch_plan.h"
+#include "runtime/strategies/gated_chain.h"
 
 namespace specplan::runtime {
 
@@ -57,40 +57,23 @@ class BatchStepPlanner {
   std::vector<planner::BatchRequest> requests_;
 };
 
-class BatchStrategy final : public DraftStrategy {
+class BatchStrategy final : public GatedChainStrategy {
  public:
   // ctx.draft and ctx.latency (T_verify) must be non-null.
   static absl::StatusOr<std::unique_ptr<BatchStrategy>> Create(const StrategyOptions& options,
                                                                const StrategyContext& ctx);
 
   const char* Name() const override { return StrategyName(Strategy::kBatch); }
-  void Reset() override { drafter_.Reset(); }
   // A batch of one: the gate, DraftMarginals, then the batch planner over this sequence alone.
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
   // Feeds the gate (when enabled and this step drafted) and the drafter's cache.
   absl::Status Observe(const planner::Tree& tree, const planner::AcceptResult& accept) override;
-  const DrafterCounters* drafter_counters() const override { return &drafter_.counters(); }
-  // The gate's counters; in a batch every member shares one gate, so every member reports it.
-  const planner::GateStats* gate_stats() const override {
-    return gate_enabled_ ? &gate_->stats() : nullptr;
-  }
+  // gate_stats(): in a batch every member shares one gate, so every member reports it.
 
-  // This step's lattice (depth greedy draft steps from the pending root, at most gamma; <= 0:
-  // gamma) into marginals().
-  absl::Status DraftMarginals(const DecodeState& state, int depth = 0);
   // This step does not draft (the gate said so): Observe then leaves the drafter alone.
   void SkipDraft() { drafted_ = false; }
-  const planner::Marginals& marginals() const { return marginals_; }
-  int gamma() const { return gamma_; }
-  double last_level_seconds() const { return drafter_.last_level_seconds(); }
   // A batch decoder's one gate for all its members (not owned; must outlive the strategy).
   void ShareGate(planner::SpeculationGate* gate) { gate_ = gate; }
-  // Committed tokens the draft cache has not seen, the root excluded: what it catches up on (one
-  // chunk) before its next draft level.
-  int64_t CatchUpTokens(const DecodeState& state) const;
-  // The gate's seconds per draft level: StrategyOptions::gate_draft_level_s when >= 0, else the
-  // gate's measured EMA.
-  double LevelSeconds() const;
   // One sequence's drafting cost (autoregressive, gamma steps of the last measured step time, or
   // of StrategyOptions::batch_draft_step_s when that is >= 0).
   costmodel::DrafterCost drafter_cost() const;
@@ -98,20 +81,9 @@ class BatchStrategy final : public DraftStrategy {
  private:
   BatchStrategy(const StrategyOptions& options, const StrategyContext& ctx);
 
-  int gamma_;
-  double fixed_step_s_;  // StrategyOptions::batch_draft_step_s
-  DraftModelDrafter drafter_;
-  bool gate_enabled_;
-  double fixed_level_s_;  // StrategyOptions::gate_draft_level_s
-  planner::SpeculationGate own_gate_;
-  planner::SpeculationGate* gate_ = &own_gate_;
-  bool drafted_ = false;  // this step ran the draft model (its cache holds fed nodes)
-  const costmodel::LatencyModel* latency_;        // StrategyContext::latency
-  const costmodel::LatencyModel* draft_latency_;  // StrategyContext::draft_latency (nullable)
-  std::unique_ptr<BatchStepPlanner> planner_;     // the batch of one
-  planner::Marginals marginals_;
+  double fixed_step_s_;                        // StrategyOptions::batch_draft_step_s
+  std::unique_ptr<BatchStepPlanner> planner_;  // the batch of one
   planner::BatchPlan plan_;
-  std::vector<planner::TokenId> accepted_tokens_;
 };
 
 }  // namespace specplan::runtime

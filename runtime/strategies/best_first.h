@@ -14,11 +14,11 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/strategies/draft_strategy.h"
+#include "runtime/strategies/gated_chain.h"
 
 namespace specplan::runtime {
 
-class BestFirstStrategy final : public DraftStrategy {
+class BestFirstStrategy final : public GatedChainStrategy {
  public:
   // ctx.draft and ctx.latency (T_verify) must be non-null. options.bestfirst.n_max is capped at
   // options.max_tree_nodes.
@@ -26,30 +26,15 @@ class BestFirstStrategy final : public DraftStrategy {
                                                                    const StrategyContext& ctx);
 
   const char* Name() const override { return StrategyName(Strategy::kBestFirst); }
-  void Reset() override { drafter_.Reset(); }
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
   absl::Status Observe(const planner::Tree& tree, const planner::AcceptResult& accept) override;
-  const DrafterCounters* drafter_counters() const override { return &drafter_.counters(); }
-  const planner::GateStats* gate_stats() const override {
-    return gate_enabled_ ? &gate_.stats() : nullptr;
-  }
 
  private:
   BestFirstStrategy(const StrategyOptions& options, const StrategyContext& ctx);
 
-  int gamma_;
   planner::BestFirstOptions planner_options_;
   planner::PlanBackend* backend_;
-  DraftModelDrafter drafter_;
-  const costmodel::LatencyModel* latency_;        // StrategyContext::latency
-  const costmodel::LatencyModel* draft_latency_;  // StrategyContext::draft_latency (nullable)
-  planner::Marginals marginals_;
   planner::BestFirstPlan plan_;
-  std::vector<planner::TokenId> accepted_tokens_;
-  bool gate_enabled_;
-  double fixed_level_s_;  // StrategyOptions::gate_draft_level_s
-  planner::SpeculationGate gate_;
-  bool drafted_ = false;  // this step ran the draft model (its cache holds fed nodes)
 };
 
 }  // namespace specplan::runtime

@@ -11,6 +11,7 @@
 //   batch.h       draft-model AR-chain lattice; a global batch planner sizes every sequence's tree
 //   heads.h       draft heads on the target's hidden row: parallel marginals + best-first, or the
 //                 causal head + path-conditioned best-first
+// and gated_chain.h, the gated draft-model chain lattice that best_first.h and batch.h share.
 #ifndef SPECPLAN_RUNTIME_STRATEGIES_DRAFT_STRATEGY_H_
 #define SPECPLAN_RUNTIME_STRATEGIES_DRAFT_STRATEGY_H_
 
