@@ -259,17 +259,32 @@ absl::Status ValidatePrompt(const std::vector<planner::TokenId>& prompt, int64_t
   return absl::OkStatus();
 }
 
+namespace {
+
+// One ragged target forward over every sequence's `segment` (its prefill or its tree), with the
+// hidden rows in *hidden when any sequence needs them. *segments keeps the segments (their
+// lengths give each sequence's rows).
+torch::Tensor ForwardSegments(const Transformer& target,
+                              absl::Span<DecodeSequence* const> sequences,
+                              ForwardSegment (DecodeSequence::*segment)(),
+                              std::vector<ForwardSegment>* segments, torch::Tensor* hidden) {
+  segments->reserve(sequences.size());
+  bool hidden_wanted = false;
+  for (DecodeSequence* q : sequences) {
+    segments->push_back((q->*segment)());
+    hidden_wanted = hidden_wanted || q->needs_hidden();
+  }
+  return target.ForwardBatch(*segments, hidden_wanted ? hidden : nullptr);
+}
+
+}  // namespace
+
 void PrefillTogether(const Transformer& target, absl::Span<DecodeSequence* const> sequences) {
   c10::InferenceMode guard;
   std::vector<ForwardSegment> segments;
-  segments.reserve(sequences.size());
-  bool hidden_wanted = false;
-  for (DecodeSequence* q : sequences) {
-    segments.push_back(q->PrefillSegment());
-    hidden_wanted = hidden_wanted || q->needs_hidden();
-  }
   torch::Tensor hidden;
-  const torch::Tensor logits = target.ForwardBatch(segments, hidden_wanted ? &hidden : nullptr);
+  const torch::Tensor logits =
+      ForwardSegments(target, sequences, &DecodeSequence::PrefillSegment, &segments, &hidden);
   int64_t offset = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
     offset += segments[i].tokens.size(0);
@@ -285,14 +300,9 @@ absl::StatusOr<VerifyTimes> VerifyTogether(const Transformer& target,
   VerifyTimes times;
   const double t0 = NowSeconds();
   std::vector<ForwardSegment> segments;
-  segments.reserve(sequences.size());
-  bool hidden_wanted = false;
-  for (DecodeSequence* q : sequences) {
-    segments.push_back(q->VerifySegment());
-    hidden_wanted = hidden_wanted || q->needs_hidden();
-  }
   torch::Tensor hidden;
-  const torch::Tensor logits = target.ForwardBatch(segments, hidden_wanted ? &hidden : nullptr);
+  const torch::Tensor logits =
+      ForwardSegments(target, sequences, &DecodeSequence::VerifySegment, &segments, &hidden);
   // Greedy needs only the argmax rows (computed on the device); sampling needs the full rows.
   torch::Tensor am, cpu_logits;
   if (greedy) {

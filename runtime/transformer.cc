@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <type_traits>
 
 #include "absl/strings/match.h"
@@ -19,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/safetensors.h"
 #include "util/check.h"
+#include "util/enum_names.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -76,12 +78,18 @@ bool IgnoredCheckpointTensor(const std::string& name) {
 
 }  // namespace
 
+// The dtypes a run may ask for: the first spelling of each is the one DtypeName prints.
+constexpr EnumEntry<torch::ScalarType> kDtypeNames[] = {
+    {torch::kFloat32, "fp32"},    {torch::kBFloat16, "bf16"}, {torch::kFloat16, "fp16"},
+    {torch::kFloat32, "float32"}, {torch::kFloat32, "float"}, {torch::kBFloat16, "bfloat16"},
+    {torch::kFloat16, "float16"}, {torch::kFloat16, "half"}};
+
 absl::StatusOr<torch::ScalarType> ParseDtype(const std::string& name) {
-  if (name == "fp32" || name == "float32" || name == "float") return torch::kFloat32;
-  if (name == "bf16" || name == "bfloat16") return torch::kBFloat16;
-  if (name == "fp16" || name == "float16" || name == "half") return torch::kFloat16;
+  for (const EnumEntry<torch::ScalarType>& e : kDtypeNames) {
+    if (name == e.name) return e.value;
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat("dtype = \"", name, "\": expected fp32, bf16 or fp16"));
+      absl::StrCat("dtype = \"", name, "\": expected one of ", EnumKnownNames(kDtypeNames)));
 }
 
 absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
@@ -102,16 +110,8 @@ absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
 }
 
 const char* DtypeName(torch::ScalarType dtype) {
-  switch (dtype) {
-    case torch::kFloat32:
-      return "fp32";
-    case torch::kBFloat16:
-      return "bf16";
-    case torch::kFloat16:
-      return "fp16";
-    default:
-      return "other";
-  }
+  const char* name = EnumName(kDtypeNames, dtype);
+  return std::string_view(name) == "?" ? "other" : name;
 }
 
 Transformer::Transformer(ModelConfig config, RuntimeOptions options)
