@@ -36,6 +36,16 @@
 
 namespace specplan::profiler {
 
+// Returns to_status(#expr, result) from the enclosing function when `expr` gives a result other
+// than `ok` (the CUDA runtime's and CUPTI's error codes alike).
+#define SPECPLAN_API_RETURN_IF_ERROR(expr, ok, to_status) \
+  do {                                                    \
+    const auto specplan_api_result_ = (expr);             \
+    if (specplan_api_result_ != (ok)) {                   \
+      return to_status(#expr, specplan_api_result_);      \
+    }                                                     \
+  } while (0)
+
 #if SPECPLAN_HAVE_CUDA
 namespace {
 
@@ -48,13 +58,8 @@ absl::Status CudaError(const char* call, cudaError_t e) {
   return absl::InternalError(msg);
 }
 
-#define SPECPLAN_CUDA_RETURN_IF_ERROR(expr)                              \
-  do {                                                                   \
-    const cudaError_t specplan_cuda_err_ = (expr);                       \
-    if (specplan_cuda_err_ != cudaSuccess) {                             \
-      return ::specplan::profiler::CudaError(#expr, specplan_cuda_err_); \
-    }                                                                    \
-  } while (0)
+#define SPECPLAN_CUDA_RETURN_IF_ERROR(expr) \
+  SPECPLAN_API_RETURN_IF_ERROR(expr, cudaSuccess, ::specplan::profiler::CudaError)
 
 std::string VersionString(int v) {  // 13000 -> "13.0"
   return absl::StrCat(v / 1000, ".", (v % 1000) / 10);
@@ -118,13 +123,8 @@ absl::Status CuptiError(const char* call, CUptiResult r) {
   return absl::UnavailableError(absl::StrCat(call, ": ", name));
 }
 
-#define SPECPLAN_CUPTI_RETURN_IF_ERROR(expr)                               \
-  do {                                                                     \
-    const CUptiResult specplan_cupti_err_ = (expr);                        \
-    if (specplan_cupti_err_ != CUPTI_SUCCESS) {                            \
-      return ::specplan::profiler::CuptiError(#expr, specplan_cupti_err_); \
-    }                                                                      \
-  } while (0)
+#define SPECPLAN_CUPTI_RETURN_IF_ERROR(expr) \
+  SPECPLAN_API_RETURN_IF_ERROR(expr, CUPTI_SUCCESS, ::specplan::profiler::CuptiError)
 
 // The kernel record layout of the CUPTI headers this build uses (CUDA 13: version 10; CUDA 12: 9).
 #if defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 130000
@@ -282,6 +282,18 @@ class CuptiTimer : public PassTimer {
 }  // namespace
 #endif  // SPECPLAN_HAVE_CUPTI
 
+namespace {
+
+// What a timer this build lacks answers: "<timer>: not in this build (configure with
+// -DSPECPLAN_WITH_CUPTI=ON where <library> is found)".
+[[maybe_unused]] absl::Status NotInThisBuild(const char* timer, const char* library) {
+  return absl::UnimplementedError(
+      absl::StrCat(timer, ": not in this build (configure with -DSPECPLAN_WITH_CUPTI=ON where ",
+                   library, " is found)"));
+}
+
+}  // namespace
+
 bool BuiltWithCudaTimers() { return SPECPLAN_HAVE_CUDA != 0; }
 bool BuiltWithCupti() { return SPECPLAN_HAVE_CUPTI != 0; }
 
@@ -290,9 +302,7 @@ absl::StatusOr<std::unique_ptr<PassTimer>> MakeCudaEventTimer(int device_index) 
   return CudaEventTimer::Create(device_index);
 #else
   (void)device_index;
-  return absl::UnimplementedError(
-      "cuda_events: not in this build (configure with -DSPECPLAN_WITH_CUPTI=ON where CUDA is "
-      "found)");
+  return NotInThisBuild("cuda_events", "CUDA");
 #endif
 }
 
@@ -301,8 +311,7 @@ absl::StatusOr<std::unique_ptr<PassTimer>> MakeCuptiTimer(int device_index) {
   return CuptiTimer::Create(device_index);
 #else
   (void)device_index;
-  return absl::UnimplementedError(
-      "cupti: not in this build (configure with -DSPECPLAN_WITH_CUPTI=ON where CUPTI is found)");
+  return NotInThisBuild("cupti", "CUPTI");
 #endif
 }
 

@@ -5,20 +5,19 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "util/enum_names.h"
 
 namespace specplan::profiler {
 
-const char* KernelClassName(KernelClass k) {
-  switch (k) {
-    case KernelClass::kGemm:
-      return "gemm";
-    case KernelClass::kAttention:
-      return "attention";
-    case KernelClass::kOther:
-      return "other";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumEntry<KernelClass> kKernelClassNames[] = {{KernelClass::kGemm, "gemm"},
+                                                        {KernelClass::kAttention, "attention"},
+                                                        {KernelClass::kOther, "other"}};
+
+}  // namespace
+
+const char* KernelClassName(KernelClass k) { return EnumName(kKernelClassNames, k); }
 
 KernelClass ClassifyKernel(const std::string& name) {
   const std::string n = absl::AsciiStrToLower(name);
