@@ -317,6 +317,12 @@ def nonnegative_int(flag):
     return positive_int(flag, least=0)
 
 
+def add_int_flags(p, least, flags):
+    """Adds integer flags that must be >= least, each given as (flag, default, help)."""
+    for flag, default, text in flags:
+        p.add_argument(flag, type=positive_int(flag, least), default=default, help=text)
+
+
 def build_parser():
     p = argparse.ArgumentParser(
         prog="engine_loop.py", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -338,25 +344,20 @@ def build_parser():
     p.add_argument("--tokenizer-bin", default=os.path.join(REPO, "build", "tokenizer",
                                                            "specplan-tokenizer"),
                    help="the specplan-tokenizer executable")
-    p.add_argument("--max-prompts", type=nonnegative_int("--max-prompts"), default=0,
-                   help="use the first N prompts (0 = all)")
-    p.add_argument("--repeat", type=positive_int("--repeat"), default=1,
-                   help="submit the prompt list this many times (more requests than slots)")
-    p.add_argument("--max-new-tokens", type=positive_int("--max-new-tokens"), default=32,
-                   help="tokens generated per request (a prompt line's own max_new_tokens wins)")
-    p.add_argument("--batch", type=positive_int("--batch"), default=8,
-                   help="requests in flight (continuous batching)")
+    add_int_flags(p, 0, [("--max-prompts", 0, "use the first N prompts (0 = all)")])
+    add_int_flags(p, 1, [
+        ("--repeat", 1, "submit the prompt list this many times (more requests than slots)"),
+        ("--max-new-tokens", 32,
+         "tokens generated per request (a prompt line's own max_new_tokens wins)"),
+        ("--batch", 8, "requests in flight (continuous batching)")])
     p.add_argument("--planner", default="specplan", choices=["specplan", "chain", "ar"],
                    help="specplan: specplan.plan_batch over the chain lattices; chain: a top-1 "
                         "chain of --chain-depth nodes per request (no specplan); ar: root-only")
-    p.add_argument("--chain-depth", type=positive_int("--chain-depth"), default=3,
-                   help="--planner chain: draft nodes per request (<= --gamma)")
-    p.add_argument("--gamma", type=positive_int("--gamma"), default=6,
-                   help="draft chain depth (lattice rows)")
-    p.add_argument("--top-k", type=positive_int("--top-k"), default=4,
-                   help="candidates per lattice row")
-    p.add_argument("--n-max", type=positive_int("--n-max"), default=32,
-                   help="most draft nodes per request tree")
+    add_int_flags(p, 1, [
+        ("--chain-depth", 3, "--planner chain: draft nodes per request (<= --gamma)"),
+        ("--gamma", 6, "draft chain depth (lattice rows)"),
+        ("--top-k", 4, "candidates per lattice row"),
+        ("--n-max", 32, "most draft nodes per request tree")])
     plan_glue.add_arguments(p)
     p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"],
                    help="weights and activations (as specplan-bench --dtype)")
