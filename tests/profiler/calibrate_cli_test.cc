@@ -141,12 +141,15 @@ TEST(CalibrateCliTest, ACalibrationThatCannotRunHereNamesTheEngineProfiles) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// Eight external samples: s = 1..8 at c = 0 and c = 512.
+constexpr char kSamplesCsv[] =
+    "s,c,seconds\n1,0,0.010\n2,0,0.011\n4,0,0.012\n8,0,0.014\n"
+    "1,512,0.012\n2,512,0.013\n4,512,0.014\n8,512,0.016\n";
+
 TEST(CalibrateCliTest, FromSamplesFitsWithoutAModel) {
   testing::TempDir dir;
   const std::string csv = dir.File("s.csv");
-  testing::WriteAll(csv,
-                    "s,c,seconds\n1,0,0.010\n2,0,0.011\n4,0,0.012\n8,0,0.014\n"
-                    "1,512,0.012\n2,512,0.013\n4,512,0.014\n8,512,0.016\n");
+  testing::WriteAll(csv, kSamplesCsv);
   const std::string out = dir.File("ext.json");
   auto r = RunCalibrate("--gpu h200 --model llama-3.1-8b --from-samples " + csv + " --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -169,9 +172,7 @@ TEST(CalibrateCliTest, FromSamplesFitsWithoutAModel) {
 TEST(CalibrateCliTest, FromSamplesAtTensorParallelismAndMoe) {
   testing::TempDir dir;
   const std::string csv = dir.File("tp.csv");
-  testing::WriteAll(csv,
-                    "s,c,seconds\n1,0,0.010\n2,0,0.011\n4,0,0.012\n8,0,0.014\n"
-                    "1,512,0.012\n2,512,0.013\n4,512,0.014\n8,512,0.016\n");
+  testing::WriteAll(csv, kSamplesCsv);
   const std::string out = dir.File("tp.json");
   auto r = RunCalibrate("--gpu h100 --model llama-3.3-70b --tp 4 --from-samples " + csv +
                         " --out " + out);

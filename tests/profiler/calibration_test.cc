@@ -9,6 +9,10 @@
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "costmodel/linear_latency.h"
@@ -39,18 +43,26 @@ bool PlotLibraryWorks() {
   return plot::RenderPng({c}, 200, 200).ok();
 }
 
+// A measured calibration of `model` on `device` over the (s, c) grid, `repeats` timed passes per
+// point after one warm-up, written to `out`.
+CalibrateOptions GridOptions(const std::string& gpu, const std::string& model,
+                             const std::string& device, std::vector<int64_t> s_grid,
+                             std::vector<int64_t> c_grid, int repeats, const std::string& out) {
+  CalibrateOptions o;
+  o.gpu = gpu;
+  o.model = model;
+  o.device = device;
+  o.s_grid = std::move(s_grid);
+  o.c_grid = std::move(c_grid);
+  o.repeats = repeats;
+  o.warmup = 1;
+  o.out = out;
+  return o;
+}
+
 // A small CPU calibration of the tiny model into `dir`.
 CalibrateOptions TinyCpuOptions(const testing::TempDir& dir) {
-  CalibrateOptions o;
-  o.gpu = "cpu";
-  o.model = "tiny";
-  o.device = "cpu";
-  o.s_grid = {1, 4, 16};
-  o.c_grid = {0, 64};
-  o.repeats = 2;
-  o.warmup = 1;
-  o.out = dir.File("cpu/tiny-fp32.json");
-  return o;
+  return GridOptions("cpu", "tiny", "cpu", {1, 4, 16}, {0, 64}, 2, dir.File("cpu/tiny-fp32.json"));
 }
 
 TEST(ParseGridTest, SortsAndValidates) {
@@ -82,13 +94,11 @@ TEST(ResolveTargetTest, BuiltinRegistryAndUnknown) {
   ASSERT_TRUE(tiny.ok()) << tiny.status();
   ASSERT_TRUE(tiny->config.has_value());
   EXPECT_EQ(tiny->spec.name, "tiny");
-  EXPECT_EQ(tiny->spec.layers, 4);
-  EXPECT_EQ(tiny->spec.hidden, 64);
-  EXPECT_EQ(tiny->spec.n_q, 4);
-  EXPECT_EQ(tiny->spec.n_kv, 2);
-  EXPECT_EQ(tiny->spec.head_dim, 16);
-  EXPECT_EQ(tiny->spec.ffn, 128);
-  EXPECT_EQ(tiny->spec.vocab, 256);
+  // layers, hidden, n_q, n_kv, head_dim, ffn, vocab.
+  const costmodel::ModelSpec& spec = tiny->spec;
+  EXPECT_EQ(
+      std::tie(spec.layers, spec.hidden, spec.n_q, spec.n_kv, spec.head_dim, spec.ffn, spec.vocab),
+      std::make_tuple(4, 64, 4, 2, 16, 128, 256));
   EXPECT_TRUE(tiny->spec.gated_mlp);
   EXPECT_EQ(tiny->spec.dtype, costmodel::DType::kFloat32);
 
@@ -278,16 +288,9 @@ TEST(CalibrationTest, BatchGridTimesRaggedPassesOfEverySize) {
 TEST(CalibrationTest, CudaEndToEndOnTheTinyModel) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device in this LibTorch/machine";
   testing::TempDir dir;
-  CalibrateOptions o;
-  o.gpu = "h100-sxm";
+  CalibrateOptions o = GridOptions("h100-sxm", "tiny-qwen3", "cuda", {1, 8, 64}, {0, 256}, 3,
+                                   dir.File("gpu/tiny-qwen3-bf16.json"));
   o.force = true;  // whatever GPU this is, record it under one registry name
-  o.model = "tiny-qwen3";
-  o.device = "cuda";
-  o.s_grid = {1, 8, 64};
-  o.c_grid = {0, 256};
-  o.repeats = 3;
-  o.warmup = 1;
-  o.out = dir.File("gpu/tiny-qwen3-bf16.json");
   std::ostringstream progress;
   o.progress = &progress;
   auto r = RunCalibration(o);
@@ -473,12 +476,9 @@ TEST_F(FromSamplesTest, RecoversLinearCoefficients) {
 }
 
 TEST_F(FromSamplesTest, RecoversPerTermCoefficientsFromJson) {
-  costmodel::PerTermCoefficients coef;
-  coef.compute = 1.6;
-  coef.compute_overhead_s = 0.0005;
-  coef.weights = 1.25;
-  coef.kv_attention = 2.5;
-  costmodel::PerTermLatency truth(*roofline_, coef);
+  // compute (+ overhead), weights, KV attention.
+  costmodel::PerTermLatency truth(*roofline_,
+                                  costmodel::PerTermCoefficients{1.6, 0.0005, 1.25, 2.5});
   const std::string json = dir_.File("per_term.json");
   testing::WriteAll(json, ToJson(SyntheticSamples(truth)));
   auto r = Fit(json);

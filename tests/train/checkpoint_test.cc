@@ -106,6 +106,23 @@ TEST(Checkpoint, LoadsBackWithTheSameHeldOutLossAndTheTrainingInitStartsNearUnif
   }
 }
 
+// Runs specplan-train with `args` writing to `out` for `steps` steps: it succeeds, reports the
+// last step, and its training.json (returned in *log) has one loss a step, the last below
+// `ratio` times the first.
+void RunTraining(const std::string& args, const std::string& out, int steps, double ratio,
+                 nlohmann::json* log) {
+  const std::string last = "step " + std::to_string(steps) + "/" + std::to_string(steps);
+  auto r = specplan::testing::RunBinary(
+      SPECPLAN_TRAIN_BINARY, args + "--steps " + std::to_string(steps) + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(last));
+  std::ifstream log_file(out + "/training.json");
+  *log = nlohmann::json::parse(log_file);
+  const std::vector<double> losses = (*log)["train_losses"];
+  ASSERT_EQ(losses.size(), static_cast<size_t>(steps));
+  EXPECT_LT(losses.back(), ratio * losses.front());
+}
+
 // specplan-train end to end: a few steps on a toy corpus, the loss goes down, the files load, and
 // the held-out loss recorded in training.json is the reloaded checkpoint's to 1e-4.
 TEST(TrainCli, TrainsWritesAndRecordsAReproducibleHeldOutLoss) {
@@ -117,15 +134,8 @@ TEST(TrainCli, TrainsWritesAndRecordsAReproducibleHeldOutLoss) {
                              "/train.ids --heldout " + dir +
                              "/heldout.ids --batch 8 --seq-len 32 "
                              "--lr 1e-2 --warmup 5 --threads 1 ";
-  auto r = specplan::testing::RunBinary(SPECPLAN_TRAIN_BINARY,
-                                        common + "--steps 40 --out " + dir + "/model");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("step 40/40"));
-  std::ifstream log_file(dir + "/model/training.json");
-  const nlohmann::json log = nlohmann::json::parse(log_file);
-  const std::vector<double> losses = log["train_losses"];
-  ASSERT_EQ(losses.size(), 40u);
-  EXPECT_LT(losses.back(), 0.6 * losses.front());
+  nlohmann::json log;
+  ASSERT_NO_FATAL_FAILURE(RunTraining(common, dir + "/model", 40, 0.6, &log));
   EXPECT_EQ(log["stored_dtype"], "bf16");
   auto back = runtime::LoadModel(dir + "/model", 0, {});
   ASSERT_TRUE(back.ok()) << back.status();
@@ -164,16 +174,10 @@ TEST(TrainCli, TrainsDraftHeadsOnAFrozenTarget) {
       SPECPLAN_TRAIN_BINARY,
       "--config " + dir + "/config.json" + data + "--steps 40 --out " + dir + "/target");
   ASSERT_EQ(target.exit_code, 0) << target.output;
-  auto r = specplan::testing::RunBinary(
-      SPECPLAN_TRAIN_BINARY, "--heads-for " + dir + "/target --config " + dir + "/heads.json" +
-                                 data + "--steps 60 --out " + dir + "/heads");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("step 60/60"));
-  std::ifstream log_file(dir + "/heads/training.json");
-  const nlohmann::json log = nlohmann::json::parse(log_file);
-  const std::vector<double> losses = log["train_losses"];
-  ASSERT_EQ(losses.size(), 60u);
-  EXPECT_LT(losses.back(), 0.7 * losses.front());
+  nlohmann::json log;
+  ASSERT_NO_FATAL_FAILURE(
+      RunTraining("--heads-for " + dir + "/target --config " + dir + "/heads.json" + data,
+                  dir + "/heads", 60, 0.7, &log));
   const std::vector<double> top1 = log["heldout_base_top1"];
   ASSERT_EQ(top1.size(), 3u);
   EXPECT_GT(top1[0], 0.3);  // a uniform guess over 48 tokens: 0.02
