@@ -59,6 +59,15 @@ planner::StepAcceptance ReadStep(py::object first, py::object num_draft,
   return s;
 }
 
+// The `observe` method of the estimator and the gate: one verified step, an AcceptResult or
+// observe(proposed_depth, num_draft, accepted_length).
+template <class T>
+auto ObserveStep() {
+  return [](T& x, py::object step, py::object num_draft, py::object accepted) {
+    x.Observe(ReadStep(step, num_draft, accepted));
+  };
+}
+
 py::dict DecisionDict(const planner::GateDecision& d) {
   py::dict out;
   out["depth"] = d.depth;
@@ -237,14 +246,10 @@ realised / promised draft tokens), which plan_tree / plan_batch take as acceptan
            }),
            py::kw_only(), py::arg("prior_alpha") = 0.5, py::arg("prior_weight") = 1.0,
            py::arg("forget") = 0.95)
-      .def(
-          "observe",
-          [](planner::AcceptanceEstimator& e, py::object step, py::object num_draft,
-             py::object accepted) { e.Observe(ReadStep(step, num_draft, accepted)); },
-          py::arg("step"), py::arg("num_draft") = py::none(),
-          py::arg("accepted_length") = py::none(),
-          "One verified step: an AcceptResult, or observe(proposed_depth, num_draft, "
-          "accepted_length).")
+      .def("observe", ObserveStep<planner::AcceptanceEstimator>(), py::arg("step"),
+           py::arg("num_draft") = py::none(), py::arg("accepted_length") = py::none(),
+           "One verified step: an AcceptResult, or observe(proposed_depth, num_draft, "
+           "accepted_length).")
       .def(
           "observe_surrogate",
           [](planner::AcceptanceEstimator& e, double a_hat, int accepted) {
@@ -338,14 +343,10 @@ and probes now and then to refresh its estimates.
            "Measured seconds of one draft level (> 0; anything else is ignored).")
       .def("observe_probe_seconds", &planner::SpeculationGate::ObserveProbeSeconds,
            py::arg("seconds"), "Measured seconds of the last probe's drafting, catch-up included.")
-      .def(
-          "observe",
-          [](planner::SpeculationGate& g, py::object step, py::object num_draft,
-             py::object accepted) { g.Observe(ReadStep(step, num_draft, accepted)); },
-          py::arg("step"), py::arg("num_draft") = py::none(),
-          py::arg("accepted_length") = py::none(),
-          "After verification: an AcceptResult, or observe(proposed_depth, num_draft, "
-          "accepted_length).")
+      .def("observe", ObserveStep<planner::SpeculationGate>(), py::arg("step"),
+           py::arg("num_draft") = py::none(), py::arg("accepted_length") = py::none(),
+           "After verification: an AcceptResult, or observe(proposed_depth, num_draft, "
+           "accepted_length).")
       .def_property_readonly(
           "estimator",
           [](planner::SpeculationGate& g) -> planner::AcceptanceEstimator& {
