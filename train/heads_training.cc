@@ -128,8 +128,7 @@ absl::StatusOr<LmTrainResult> TrainDraftHeads(runtime::DraftHeads* heads,
   if (auto st = CheckOptions(o); !st.ok()) return st;
   const int64_t span = o.lm.seq_len + heads->num_heads();
   const int64_t vocab = heads->config().vocab_size;
-  if (auto st = CheckTokens(train, "train", span, vocab); !st.ok()) return st;
-  if (auto st = CheckTokens(heldout, "heldout", span, vocab); !st.ok()) return st;
+  if (auto st = CheckSplits(train, heldout, span, vocab); !st.ok()) return st;
   std::vector<torch::Tensor> params;
   for (const auto* group : {&heads->parallel_parameters(), &heads->causal_parameters()}) {
     for (const auto& [name, t] : *group) {

@@ -38,6 +38,12 @@ absl::Status CheckTokens(absl::Span<const TokenId> tokens, const char* name, int
   return absl::OkStatus();
 }
 
+absl::Status CheckSplits(absl::Span<const TokenId> train, absl::Span<const TokenId> heldout,
+                         int64_t seq_len, int64_t vocab) {
+  if (auto st = CheckTokens(train, "train", seq_len, vocab); !st.ok()) return st;
+  return CheckTokens(heldout, "heldout", seq_len, vocab);
+}
+
 torch::Tensor Windows(absl::Span<const TokenId> tokens, const std::vector<int64_t>& starts,
                       int64_t seq_len) {
   torch::Tensor w = torch::empty({static_cast<int64_t>(starts.size()), seq_len + 1}, torch::kInt64);
@@ -191,8 +197,7 @@ absl::StatusOr<LmTrainResult> TrainLanguageModel(runtime::Transformer* model,
                                                  const LmTrainOptions& o) {
   if (auto st = ValidateLmTrainOptions(o); !st.ok()) return st;
   const int64_t vocab = model->config().vocab_size;
-  if (auto st = CheckTokens(train, "train", o.seq_len, vocab); !st.ok()) return st;
-  if (auto st = CheckTokens(heldout, "heldout", o.seq_len, vocab); !st.ok()) return st;
+  if (auto st = CheckSplits(train, heldout, o.seq_len, vocab); !st.ok()) return st;
   std::vector<torch::Tensor> params;
   for (const auto& [name, t] : model->NamedParameters()) {
     if (!t.requires_grad()) {

@@ -97,6 +97,10 @@ torch::Tensor Windows(absl::Span<const planner::TokenId> tokens, const std::vect
 // fewer than seq_len + 1 = 129").
 absl::Status CheckTokens(absl::Span<const planner::TokenId> tokens, const char* name,
                          int64_t seq_len, int64_t vocab);
+// CheckTokens of the training split ("train") and then of the held-out split ("heldout").
+absl::Status CheckSplits(absl::Span<const planner::TokenId> train,
+                         absl::Span<const planner::TokenId> heldout, int64_t seq_len,
+                         int64_t vocab);
 
 // Mean next-token cross-entropy (nats) of `model` over consecutive non-overlapping windows of
 // seq_len + 1 tokens of `tokens` (the tail shorter than a window is dropped), `batch` windows per
