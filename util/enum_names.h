@@ -60,8 +60,11 @@ absl::StatusOr<E> ParseEnum(const EnumEntry<E> (&table)[N], std::string_view fie
   for (const EnumEntry<E>& entry : table) {
     if (name == entry.name) return entry.value;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": unknown value '", name, "' (known: ", EnumKnownNames(table), ")"));
+  // Debian's abseil has a string_view of its own, which StrCat takes; std::string_view goes
+  // through std::string.
+  return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": unknown value '",
+                                                 std::string(name),
+                                                 "' (known: ", EnumKnownNames(table), ")"));
 }
 
 }  // namespace specplan
