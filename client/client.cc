@@ -75,6 +75,20 @@ void MergeRequestToWire(const planner::Tree& a, const planner::Tree& b,
 // ---------------------------------------------------------------------------------------------
 // PlannerClient
 
+namespace {
+
+std::chrono::system_clock::time_point Deadline(double seconds) {
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             std::chrono::duration<double>(seconds));
+}
+
+}  // namespace
+
+// A unary method of the stub, e.g. &v1::Planner::Stub::PlanTree.
+template <class Req, class Resp>
+using StubMethod = grpc::Status (v1::Planner::Stub::*)(grpc::ClientContext*, const Req&, Resp*);
+
 struct PlannerClient::Impl {
   ClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
@@ -86,10 +100,21 @@ struct PlannerClient::Impl {
     return target_error.ok() ? FromGrpc(server, st) : target_error;
   }
 
-  void SetDeadline(grpc::ClientContext* ctx) const {
-    ctx->set_deadline(std::chrono::system_clock::now() +
-                      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                          std::chrono::duration<double>(options.deadline_s)));
+  // One unary call of the stub's `method`, `deadline_s` from now, *resp cleared first.
+  template <class Req, class Resp>
+  absl::Status Unary(const std::string& server, StubMethod<Req, Resp> method, const Req& req,
+                     Resp* resp, double deadline_s) const {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Deadline(deadline_s));
+    resp->Clear();
+    return Check(server, (stub.get()->*method)(&ctx, req, resp));
+  }
+
+  // The same within options.deadline_s.
+  template <class Req, class Resp>
+  absl::Status Unary(const std::string& server, StubMethod<Req, Resp> method, const Req& req,
+                     Resp* resp) const {
+    return Unary(server, method, req, resp, options.deadline_s);
   }
 };
 
@@ -112,9 +137,7 @@ PlannerClient::PlannerClient(std::string server, ClientOptions options)
 PlannerClient::~PlannerClient() = default;
 
 absl::Status PlannerClient::WaitReady(double timeout_s) {
-  const auto deadline = std::chrono::system_clock::now() +
-                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                            std::chrono::duration<double>(timeout_s));
+  const auto deadline = Deadline(timeout_s);
   if (!impl_->target_error.ok()) return impl_->target_error;
   if (!impl_->channel->WaitForConnected(deadline)) {
     return absl::UnavailableError(
@@ -127,33 +150,20 @@ absl::Status PlannerClient::WaitReady(double timeout_s) {
 }
 
 absl::Status PlannerClient::Call(const v1::PlanTreeRequest& req, v1::PlanTreeResponse* resp) {
-  grpc::ClientContext ctx;
-  impl_->SetDeadline(&ctx);
-  resp->Clear();
-  return impl_->Check(server_, impl_->stub->PlanTree(&ctx, req, resp));
+  return impl_->Unary(server_, &v1::Planner::Stub::PlanTree, req, resp);
 }
 
 absl::Status PlannerClient::Call(const v1::PlanBatchRequest& req, v1::PlanBatchResponse* resp) {
-  grpc::ClientContext ctx;
-  impl_->SetDeadline(&ctx);
-  resp->Clear();
-  return impl_->Check(server_, impl_->stub->PlanBatch(&ctx, req, resp));
+  return impl_->Unary(server_, &v1::Planner::Stub::PlanBatch, req, resp);
 }
 
 absl::Status PlannerClient::Call(const v1::MergeTreesRequest& req, v1::MergeTreesResponse* resp) {
-  grpc::ClientContext ctx;
-  impl_->SetDeadline(&ctx);
-  resp->Clear();
-  return impl_->Check(server_, impl_->stub->MergeTrees(&ctx, req, resp));
+  return impl_->Unary(server_, &v1::Planner::Stub::MergeTrees, req, resp);
 }
 
 absl::Status PlannerClient::Call(const v1::WhatIfRequest& req, v1::WhatIfResponse* resp) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                       std::chrono::duration<double>(impl_->options.whatif_deadline_s)));
-  resp->Clear();
-  return impl_->Check(server_, impl_->stub->WhatIf(&ctx, req, resp));
+  return impl_->Unary(server_, &v1::Planner::Stub::WhatIf, req, resp,
+                      impl_->options.whatif_deadline_s);
 }
 
 namespace {
@@ -190,10 +200,9 @@ void CostToWire(const CostRequest& in, v1::CostSpec* out) {
 }  // namespace
 
 absl::StatusOr<std::vector<ProfileKey>> PlannerClient::ListProfiles() {
-  grpc::ClientContext ctx;
-  impl_->SetDeadline(&ctx);
   v1::ListProfilesResponse list;
-  SPECPLAN_RETURN_IF_ERROR(impl_->Check(server_, impl_->stub->ListProfiles(&ctx, {}, &list)));
+  SPECPLAN_RETURN_IF_ERROR(
+      impl_->Unary(server_, &v1::Planner::Stub::ListProfiles, v1::ListProfilesRequest(), &list));
   std::vector<ProfileKey> out;
   out.reserve(list.profiles_size());
   for (const v1::ProfileInfo& p : list.profiles()) {
@@ -272,10 +281,8 @@ absl::StatusOr<RemoteEstimate> PlannerClient::EstimateLatency(const CostRequest&
   CostToWire(cost, req.mutable_cost());
   req.add_s(s);
   req.add_c(cost.context);
-  grpc::ClientContext ctx;
-  impl_->SetDeadline(&ctx);
   v1::EstimateLatencyResponse resp;
-  SPECPLAN_RETURN_IF_ERROR(impl_->Check(server_, impl_->stub->EstimateLatency(&ctx, req, &resp)));
+  SPECPLAN_RETURN_IF_ERROR(impl_->Unary(server_, &v1::Planner::Stub::EstimateLatency, req, &resp));
   if (resp.points_size() != 1) {
     return absl::InternalError(
         absl::StrCat("server ", server_, ": expected 1 latency point, got ", resp.points_size()));
@@ -292,11 +299,8 @@ absl::StatusOr<RemoteEstimate> PlannerClient::EstimateLatency(const CostRequest&
 
 absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> PlannerClient::Profiles() {
   v1::ListProfilesResponse list;
-  {
-    grpc::ClientContext ctx;
-    impl_->SetDeadline(&ctx);
-    SPECPLAN_RETURN_IF_ERROR(impl_->Check(server_, impl_->stub->ListProfiles(&ctx, {}, &list)));
-  }
+  SPECPLAN_RETURN_IF_ERROR(
+      impl_->Unary(server_, &v1::Planner::Stub::ListProfiles, v1::ListProfilesRequest(), &list));
   std::vector<std::pair<std::string, costmodel::Profile>> out;
   for (const v1::ProfileInfo& info : list.profiles()) {
     v1::GetProfileRequest req;
@@ -304,10 +308,8 @@ absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> PlannerC
     req.mutable_profile()->set_model(info.model());
     req.mutable_profile()->set_dtype(info.dtype());
     req.mutable_profile()->set_engine(info.engine());  // "" from a server without engines
-    grpc::ClientContext ctx;
-    impl_->SetDeadline(&ctx);
     v1::GetProfileResponse resp;
-    SPECPLAN_RETURN_IF_ERROR(impl_->Check(server_, impl_->stub->GetProfile(&ctx, req, &resp)));
+    SPECPLAN_RETURN_IF_ERROR(impl_->Unary(server_, &v1::Planner::Stub::GetProfile, req, &resp));
     nlohmann::json j = nlohmann::json::parse(resp.profile_json(), nullptr, false);
     auto profile = costmodel::ProfileFromJson(j);
     if (!profile.ok()) {

@@ -28,6 +28,20 @@ void AssignRepeated(const RepeatedIn& in, VecOut* out) {
   out->assign(in.begin(), in.end());
 }
 
+// A curve's points as the wire's columns: AppendColumns(points, &Point::a, column_a, &Point::b,
+// column_b, ...) appends each point's field a to column_a (a repeated field, its room reserved
+// first), and so on.
+template <class Point>
+void AppendColumns(const std::vector<Point>& /*points*/) {}
+
+template <class Point, class T, class Column, class... Rest>
+void AppendColumns(const std::vector<Point>& points, T Point::*field, Column* column,
+                   Rest... rest) {
+  column->Reserve(static_cast<int>(points.size()));
+  for (const Point& p : points) column->Add(p.*field);
+  AppendColumns(points, rest...);
+}
+
 // The tree's arrays as they are on the wire (no checks).
 void AssignTree(const v1::Tree& in, planner::Tree* out) {
   AssignRepeated(in.tokens(), &out->tokens);
@@ -238,18 +252,11 @@ void PlanToProto(const planner::BestFirstPlan& in, const Outputs& o, v1::Plan* o
   out->set_l_ar_s(in.l_ar_s);
   out->set_lattice_exhausted(in.lattice_exhausted);
   if (o.curve) {
-    v1::Curve* curve = out->mutable_curve();
-    const int points = static_cast<int>(in.curve.size());
-    curve->mutable_n()->Reserve(points);
-    curve->mutable_expected_accepted()->Reserve(points);
-    curve->mutable_cycle_s()->Reserve(points);
-    curve->mutable_speedup()->Reserve(points);
-    for (const planner::CurvePoint& p : in.curve) {
-      curve->add_n(p.n);
-      curve->add_expected_accepted(p.expected_accepted);
-      curve->add_cycle_s(p.cycle_s);
-      curve->add_speedup(p.speedup);
-    }
+    using P = planner::CurvePoint;
+    v1::Curve* c = out->mutable_curve();
+    AppendColumns(in.curve, &P::n, c->mutable_n(), &P::expected_accepted,
+                  c->mutable_expected_accepted(), &P::cycle_s, c->mutable_cycle_s(), &P::speedup,
+                  c->mutable_speedup());
   }
 }
 
@@ -516,20 +523,12 @@ void BatchPlanToProto(const planner::BatchPlan& in,
   out->set_bound_met(in.bound_met);
   out->set_lattice_exhausted(in.lattice_exhausted);
   if (o.curve) {
-    v1::BatchCurve* curve = out->mutable_curve();
-    const int points = static_cast<int>(in.curve.size());
-    curve->mutable_n()->Reserve(points);
-    curve->mutable_expected_accepted()->Reserve(points);
-    curve->mutable_weighted_accepted()->Reserve(points);
-    curve->mutable_cycle_s()->Reserve(points);
-    curve->mutable_goodput()->Reserve(points);
-    for (const planner::BatchCurvePoint& p : in.curve) {
-      curve->add_n(p.n);
-      curve->add_expected_accepted(p.expected_accepted);
-      curve->add_weighted_accepted(p.weighted_accepted);
-      curve->add_cycle_s(p.cycle_s);
-      curve->add_goodput(p.goodput);
-    }
+    using P = planner::BatchCurvePoint;
+    v1::BatchCurve* c = out->mutable_curve();
+    AppendColumns(in.curve, &P::n, c->mutable_n(), &P::expected_accepted,
+                  c->mutable_expected_accepted(), &P::weighted_accepted,
+                  c->mutable_weighted_accepted(), &P::cycle_s, c->mutable_cycle_s(), &P::goodput,
+                  c->mutable_goodput());
   }
 }
 

@@ -94,25 +94,22 @@ std::string ServiceMetrics::Render(const ProfileStore* store, int in_flight, boo
   out.reserve(16 << 10);
   constexpr int kMethods = static_cast<int>(Method::kCount);
 
-  Header(&out, "specplan_requests_total", "counter", "RPCs handled, by method and status code.");
-  for (int i = 0; i < kMethods; ++i) {
-    for (int c = 0; c < kCodes; ++c) {
-      const int64_t n = methods_[i].codes[c].load(std::memory_order_relaxed);
-      if (n == 0) continue;
-      absl::StrAppend(&out, "specplan_requests_total{method=\"", MethodName(Method(i)),
-                      "\",code=\"", CodeName(c), "\"} ", n, "\n");
+  // The calls by method and status code from `first_code` on (0: all, 1: the failed ones).
+  auto by_method_and_code = [&](const char* metric, int first_code) {
+    for (int i = 0; i < kMethods; ++i) {
+      for (int c = first_code; c < kCodes; ++c) {
+        const int64_t n = methods_[i].codes[c].load(std::memory_order_relaxed);
+        if (n == 0) continue;
+        absl::StrAppend(&out, metric, "{method=\"", MethodName(Method(i)), "\",code=\"",
+                        CodeName(c), "\"} ", n, "\n");
+      }
     }
-  }
+  };
+  Header(&out, "specplan_requests_total", "counter", "RPCs handled, by method and status code.");
+  by_method_and_code("specplan_requests_total", 0);
   Header(&out, "specplan_request_errors_total", "counter",
          "RPCs that did not return OK, by method and status code.");
-  for (int i = 0; i < kMethods; ++i) {
-    for (int c = 1; c < kCodes; ++c) {
-      const int64_t n = methods_[i].codes[c].load(std::memory_order_relaxed);
-      if (n == 0) continue;
-      absl::StrAppend(&out, "specplan_request_errors_total{method=\"", MethodName(Method(i)),
-                      "\",code=\"", CodeName(c), "\"} ", n, "\n");
-    }
-  }
+  by_method_and_code("specplan_request_errors_total", 1);
   Header(&out, "specplan_request_duration_seconds", "histogram",
          "Server handler time per RPC, seconds.");
   for (int i = 0; i < kMethods; ++i) {

@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "planner/policies/best_first.h"
 #include "planner/policies/dynatree.h"
 #include "planner/policies/eagle2.h"
 #include "planner/policies/fixed_tree.h"
 #include "planner/policies/linear_chain.h"
+#include "util/enum_names.h"
 #include "util/status_macros.h"
 
 namespace specplan::service {
@@ -22,16 +26,17 @@ T Or(T value, T fallback) {
   return value == T{} ? fallback : value;
 }
 
-const char* ModeName(planner::BudgetMode mode) {
-  switch (mode) {
-    case planner::BudgetMode::kFixed:
-      return "fixed";
-    case planner::BudgetMode::kController:
-      return "controller";
-    case planner::BudgetMode::kScan:
-      return "scan";
-  }
-  return "?";
+// policy = Policy::Create(options) once its node budget `n` (field `policy_field.budget_field`)
+// is within the server limit; Create's errors are prefixed with `policy_field`.
+template <class Policy, class Options>
+absl::Status CreatePolicy(const Options& options, int64_t n, const ServiceLimits& limits,
+                          absl::string_view policy_field, absl::string_view budget_field,
+                          std::unique_ptr<planner::TreePolicy>* policy) {
+  SPECPLAN_RETURN_IF_ERROR(CheckNMax(n, limits, absl::StrCat(policy_field, ".", budget_field)));
+  auto p = Policy::Create(options);
+  if (!p.ok()) return Prefixed(policy_field, p.status());
+  *policy = *std::move(p);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -86,27 +91,21 @@ absl::Status PlanSessionDriver::Start(const v1::SessionStart& start,
   switch (start.policy_case()) {
     case v1::SessionStart::kFixed: {
       const planner::FixedTreeOptions o = FixedTreeOptionsFromProto(start.fixed());
-      SPECPLAN_RETURN_IF_ERROR(CheckNMax(o.max_nodes, limits, "start.fixed.max_nodes"));
-      auto p = planner::FixedTreePolicy::Create(o);
-      if (!p.ok()) return Prefixed("start.fixed", p.status());
-      policy_ = *std::move(p);
+      SPECPLAN_RETURN_IF_ERROR(CreatePolicy<planner::FixedTreePolicy>(
+          o, o.max_nodes, limits, "start.fixed", "max_nodes", &policy_));
       break;
     }
     case v1::SessionStart::kLinear: {
       planner::LinearChainOptions o;
       o.k = Or(start.linear().k(), o.k);
-      SPECPLAN_RETURN_IF_ERROR(CheckNMax(o.k, limits, "start.linear.k"));
-      auto p = planner::LinearChainPolicy::Create(o);
-      if (!p.ok()) return Prefixed("start.linear", p.status());
-      policy_ = *std::move(p);
+      SPECPLAN_RETURN_IF_ERROR(
+          CreatePolicy<planner::LinearChainPolicy>(o, o.k, limits, "start.linear", "k", &policy_));
       break;
     }
     case v1::SessionStart::kDynatree: {
       const planner::DynaTreeOptions o = DynaTreeOptionsFromProto(start.dynatree());
-      SPECPLAN_RETURN_IF_ERROR(CheckNMax(o.n_max, limits, "start.dynatree.n_max"));
-      auto p = planner::DynaTreePolicy::Create(o);
-      if (!p.ok()) return Prefixed("start.dynatree", p.status());
-      policy_ = *std::move(p);
+      SPECPLAN_RETURN_IF_ERROR(CreatePolicy<planner::DynaTreePolicy>(
+          o, o.n_max, limits, "start.dynatree", "n_max", &policy_));
       break;
     }
     case v1::SessionStart::kEagle2: {
@@ -115,10 +114,8 @@ absl::Status PlanSessionDriver::Start(const v1::SessionStart& start,
       o.top_k = Or(c.top_k(), o.top_k);
       o.depth = Or(c.depth(), o.depth);
       o.total_tokens = Or(c.total_tokens(), o.total_tokens);
-      SPECPLAN_RETURN_IF_ERROR(CheckNMax(o.total_tokens, limits, "start.eagle2.total_tokens"));
-      auto p = planner::Eagle2Policy::Create(o);
-      if (!p.ok()) return Prefixed("start.eagle2", p.status());
-      policy_ = *std::move(p);
+      SPECPLAN_RETURN_IF_ERROR(CreatePolicy<planner::Eagle2Policy>(
+          o, o.total_tokens, limits, "start.eagle2", "total_tokens", &policy_));
       break;
     }
     case v1::SessionStart::kBestFirst: {
@@ -160,8 +157,8 @@ absl::Status PlanSessionDriver::Start(const v1::SessionStart& start,
                                   costs_->Resolve(c.cost(), o.gamma, "start.best_first.cost"));
         position_offset_ = cost_->context;
       }
-      name_ = absl::StrCat("bestfirst(", ModeName(o.budget.mode), ", n_max=", o.budget.n_max,
-                           ", gamma=", o.gamma, ", k=", o.k, ")");
+      name_ = absl::StrCat("bestfirst(", EnumName(planner::kBudgetModeNames, o.budget.mode),
+                           ", n_max=", o.budget.n_max, ", gamma=", o.gamma, ", k=", o.k, ")");
       kind_ = Kind::kBestFirst;
       step_ = 0;
       return BeginStep(start.root_token(), out);

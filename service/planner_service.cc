@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <exception>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,19 @@ absl::Status Invalid(std::string msg) { return absl::InvalidArgumentError(std::m
 
 double MicrosSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+// The end of a PlanTree / PlanBatch reply: the latency model and profile the cost resolved to
+// (when it named one) and the handler time since t0.
+template <class Resp>
+absl::Status FinishPlanReply(const std::optional<ResolvedCost>& cost, Clock::time_point t0,
+                             Resp* resp) {
+  if (cost) {
+    resp->set_latency_model(cost->latency_kind());
+    resp->set_profile_id(cost->profile_id());
+  }
+  resp->set_plan_us(MicrosSince(t0));
+  return absl::OkStatus();
 }
 
 // Planning scratch reused by every call on one gRPC thread (no per-call planner allocation).
@@ -204,6 +218,26 @@ grpc::Status PlannerService::Serve(Method method, grpc::ServerContextBase* ctx, 
   return ToGrpcStatus(status);
 }
 
+template <class Fn>
+grpc::ServerUnaryReactor* PlannerService::ServeReactor(Method method,
+                                                       grpc::CallbackServerContext* ctx, Fn&& fn) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(Serve(method, ctx, std::forward<Fn>(fn)));
+  return reactor;
+}
+
+template <class Req, class Resp, class Nodes>
+grpc::ServerUnaryReactor* PlannerService::ServePlan(Method method, grpc::CallbackServerContext* ctx,
+                                                    absl::Status (PlannerService::*plan)(const Req&,
+                                                                                         Resp*),
+                                                    const Req& req, Resp* resp, Nodes nodes) {
+  return ServeReactor(method, ctx, [&] {
+    absl::Status st = (this->*plan)(req, resp);
+    if (st.ok()) metrics_.AddNodes(method, nodes(*resp));
+    return st;
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // PlanTree
 
@@ -253,24 +287,14 @@ absl::Status PlannerService::DoPlanTree(const v1::PlanTreeRequest& req,
 
   PlanToProto(s.plan, o, resp->mutable_plan());
   TreeOutputsToProto(s.outputs, o, resp->mutable_outputs());
-  if (cost) {
-    resp->set_latency_model(cost->latency_kind());
-    resp->set_profile_id(cost->profile_id());
-  }
-  resp->set_plan_us(MicrosSince(t0));
-  return absl::OkStatus();
+  return FinishPlanReply(cost, t0, resp);
 }
 
 grpc::ServerUnaryReactor* PlannerService::PlanTree(grpc::CallbackServerContext* ctx,
                                                    const v1::PlanTreeRequest* req,
                                                    v1::PlanTreeResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(Serve(Method::kPlanTree, ctx, [&] {
-    absl::Status st = DoPlanTree(*req, resp);
-    if (st.ok()) metrics_.AddNodes(Method::kPlanTree, resp->plan().n());
-    return st;
-  }));
-  return reactor;
+  return ServePlan(Method::kPlanTree, ctx, &PlannerService::DoPlanTree, *req, resp,
+                   [](const v1::PlanTreeResponse& r) { return r.plan().n(); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -345,24 +369,14 @@ absl::Status PlannerService::DoPlanBatch(const v1::PlanBatchRequest& req,
       SglangBatchToProto(s.sglang, resp->mutable_sglang());
     }
   }
-  if (cost) {
-    resp->set_latency_model(cost->latency_kind());
-    resp->set_profile_id(cost->profile_id());
-  }
-  resp->set_plan_us(MicrosSince(t0));
-  return absl::OkStatus();
+  return FinishPlanReply(cost, t0, resp);
 }
 
 grpc::ServerUnaryReactor* PlannerService::PlanBatch(grpc::CallbackServerContext* ctx,
                                                     const v1::PlanBatchRequest* req,
                                                     v1::PlanBatchResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(Serve(Method::kPlanBatch, ctx, [&] {
-    absl::Status st = DoPlanBatch(*req, resp);
-    if (st.ok()) metrics_.AddNodes(Method::kPlanBatch, resp->n_total());
-    return st;
-  }));
-  return reactor;
+  return ServePlan(Method::kPlanBatch, ctx, &PlannerService::DoPlanBatch, *req, resp,
+                   [](const v1::PlanBatchResponse& r) { return r.n_total(); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -723,9 +737,7 @@ std::string PlannerService::MetricsText() const {
 grpc::ServerUnaryReactor* PlannerService::Ping(grpc::CallbackServerContext* ctx,
                                                const v1::PingRequest* /*req*/,
                                                v1::PingResponse* /*resp*/) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(Serve(Method::kPing, ctx, [] { return absl::OkStatus(); }));
-  return reactor;
+  return ServeReactor(Method::kPing, ctx, [] { return absl::OkStatus(); });
 }
 
 }  // namespace specplan::service

@@ -64,33 +64,33 @@ class PlannerService final
   // `store` must outlive the service.
   PlannerService(ProfileStore* store, ServiceOptions options);
 
-  grpc::ServerUnaryReactor* PlanTree(grpc::CallbackServerContext* ctx,
-                                     const v1::PlanTreeRequest* req,
-                                     v1::PlanTreeResponse* resp) override;
-  grpc::ServerUnaryReactor* PlanBatch(grpc::CallbackServerContext* ctx,
-                                      const v1::PlanBatchRequest* req,
-                                      v1::PlanBatchResponse* resp) override;
+  // The handlers, declared by name. PlanTree, PlanBatch and Ping run on the callback API, the
+  // other unary ones are sync, PlanSession is a bidirectional stream:
+  //   grpc::ServerUnaryReactor* NAME(grpc::CallbackServerContext*, const v1::NAMERequest*,
+  //                                  v1::NAMEResponse*) override;
+  //   grpc::Status NAME(grpc::ServerContext*, const v1::NAMERequest*, v1::NAMEResponse*) override;
+#define SPECPLAN_CALLBACK_RPC(NAME)                                                              \
+  grpc::ServerUnaryReactor* NAME(grpc::CallbackServerContext* ctx, const v1::NAME##Request* req, \
+                                 v1::NAME##Response* resp) override
+#define SPECPLAN_SYNC_RPC(NAME)                                             \
+  grpc::Status NAME(grpc::ServerContext* ctx, const v1::NAME##Request* req, \
+                    v1::NAME##Response* resp) override
+  SPECPLAN_CALLBACK_RPC(PlanTree);
+  SPECPLAN_CALLBACK_RPC(PlanBatch);
+  SPECPLAN_CALLBACK_RPC(Ping);
+  SPECPLAN_SYNC_RPC(MergeTrees);
+  SPECPLAN_SYNC_RPC(EstimateLatency);
+  SPECPLAN_SYNC_RPC(ListProfiles);
+  SPECPLAN_SYNC_RPC(GetProfile);
+  SPECPLAN_SYNC_RPC(PutProfile);
+  SPECPLAN_SYNC_RPC(ReportAcceptance);
+  SPECPLAN_SYNC_RPC(GetStats);
+  SPECPLAN_SYNC_RPC(WhatIf);
+#undef SPECPLAN_CALLBACK_RPC
+#undef SPECPLAN_SYNC_RPC
   grpc::Status PlanSession(grpc::ServerContext* ctx,
                            grpc::ServerReaderWriter<v1::SessionServerMessage,
                                                     v1::SessionClientMessage>* stream) override;
-  grpc::Status MergeTrees(grpc::ServerContext* ctx, const v1::MergeTreesRequest* req,
-                          v1::MergeTreesResponse* resp) override;
-  grpc::Status EstimateLatency(grpc::ServerContext* ctx, const v1::EstimateLatencyRequest* req,
-                               v1::EstimateLatencyResponse* resp) override;
-  grpc::Status ListProfiles(grpc::ServerContext* ctx, const v1::ListProfilesRequest* req,
-                            v1::ListProfilesResponse* resp) override;
-  grpc::Status GetProfile(grpc::ServerContext* ctx, const v1::GetProfileRequest* req,
-                          v1::GetProfileResponse* resp) override;
-  grpc::Status PutProfile(grpc::ServerContext* ctx, const v1::PutProfileRequest* req,
-                          v1::PutProfileResponse* resp) override;
-  grpc::Status ReportAcceptance(grpc::ServerContext* ctx, const v1::ReportAcceptanceRequest* req,
-                                v1::ReportAcceptanceResponse* resp) override;
-  grpc::Status GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest* req,
-                        v1::GetStatsResponse* resp) override;
-  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
-                                 v1::PingResponse* resp) override;
-  grpc::Status WhatIf(grpc::ServerContext* ctx, const v1::WhatIfRequest* req,
-                      v1::WhatIfResponse* resp) override;
 
   // The in-process forms the handlers wrap (no logging / stats); public for tests and benches.
   absl::Status DoPlanTree(const v1::PlanTreeRequest& req, v1::PlanTreeResponse* resp);
@@ -132,6 +132,15 @@ class PlannerService final
   // Runs `fn` as one logged, counted call of `method`.
   template <class Fn>
   grpc::Status Serve(Method method, grpc::ServerContextBase* ctx, Fn&& fn);
+  // The same on the callback API, finished on ctx's default reactor.
+  template <class Fn>
+  grpc::ServerUnaryReactor* ServeReactor(Method method, grpc::CallbackServerContext* ctx, Fn&& fn);
+  // PlanTree / PlanBatch: (this->*plan)(req, resp) served as ServeReactor does; an OK call adds the
+  // draft nodes it returned, nodes(*resp), to the metrics.
+  template <class Req, class Resp, class Nodes>
+  grpc::ServerUnaryReactor* ServePlan(Method method, grpc::CallbackServerContext* ctx,
+                                      absl::Status (PlannerService::*plan)(const Req&, Resp*),
+                                      const Req& req, Resp* resp, Nodes nodes);
   absl::Status CheckWriteAuth(const grpc::ServerContext& ctx) const;
 
   ProfileStore* store_;

@@ -3,41 +3,29 @@
 #include <algorithm>
 #include <cmath>
 
+#include "util/enum_names.h"
 #include "util/percentile.h"
 
 namespace specplan::service {
 
-const char* MethodName(Method m) {
-  switch (m) {
-    case Method::kPlanTree:
-      return "PlanTree";
-    case Method::kPlanSession:
-      return "PlanSession";
-    case Method::kMergeTrees:
-      return "MergeTrees";
-    case Method::kEstimateLatency:
-      return "EstimateLatency";
-    case Method::kListProfiles:
-      return "ListProfiles";
-    case Method::kGetProfile:
-      return "GetProfile";
-    case Method::kPutProfile:
-      return "PutProfile";
-    case Method::kReportAcceptance:
-      return "ReportAcceptance";
-    case Method::kGetStats:
-      return "GetStats";
-    case Method::kPing:
-      return "Ping";
-    case Method::kWhatIf:
-      return "WhatIf";
-    case Method::kPlanBatch:
-      return "PlanBatch";
-    case Method::kCount:
-      break;
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumEntry<Method> kMethodNames[] = {{Method::kPlanTree, "PlanTree"},
+                                              {Method::kPlanSession, "PlanSession"},
+                                              {Method::kMergeTrees, "MergeTrees"},
+                                              {Method::kEstimateLatency, "EstimateLatency"},
+                                              {Method::kListProfiles, "ListProfiles"},
+                                              {Method::kGetProfile, "GetProfile"},
+                                              {Method::kPutProfile, "PutProfile"},
+                                              {Method::kReportAcceptance, "ReportAcceptance"},
+                                              {Method::kGetStats, "GetStats"},
+                                              {Method::kPing, "Ping"},
+                                              {Method::kWhatIf, "WhatIf"},
+                                              {Method::kPlanBatch, "PlanBatch"}};
+
+}  // namespace
+
+const char* MethodName(Method m) { return EnumName(kMethodNames, m); }
 
 RequestStats::RequestStats() : start_(std::chrono::steady_clock::now()) {
   for (PerMethod& m : methods_) m.ring.reserve(kWindow);

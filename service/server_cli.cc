@@ -25,6 +25,13 @@ bool ReadFile(const std::string& path, std::string* out) {
   return true;
 }
 
+// A flag whose value must lie in [lo, hi], its default shown in --help.
+template <class T, class Bound>
+CLI::Option* AddBounded(CLI::App& app, const std::string& flag, T& value, const std::string& help,
+                        Bound lo, Bound hi) {
+  return app.add_option(flag, value, help)->check(CLI::Range(lo, hi))->capture_default_str();
+}
+
 std::string Trim(const std::string& s) {
   const char* ws = " \t\r\n";
   const size_t b = s.find_first_not_of(ws);
@@ -52,17 +59,15 @@ int ServerMain(int argc, char** argv, Env* env) {
                  "--reload-interval-s, SIGHUP)")
       ->capture_default_str();
   config.reload_interval_s = 10;
-  app.add_option("--reload-interval-s", config.reload_interval_s,
-                 "Seconds between checks of the profiles directory for new, changed or removed "
-                 "files (0 = only on SIGHUP); a file that fails to load is refused and logged, "
-                 "the old version keeps serving")
-      ->check(CLI::Range(0.0, 86400.0))
-      ->capture_default_str();
-  app.add_option("--metrics-port", config.metrics_port,
-                 "Serve Prometheus metrics (text format 0.0.4) at http://HOST:PORT/metrics, HOST "
-                 "being --listen's host (0 = a free port, printed on start; -1 = off)")
-      ->check(CLI::Range(-1, 65535))
-      ->capture_default_str();
+  AddBounded(app, "--reload-interval-s", config.reload_interval_s,
+             "Seconds between checks of the profiles directory for new, changed or removed "
+             "files (0 = only on SIGHUP); a file that fails to load is refused and logged, "
+             "the old version keeps serving",
+             0.0, 86400.0);
+  AddBounded(app, "--metrics-port", config.metrics_port,
+             "Serve Prometheus metrics (text format 0.0.4) at http://HOST:PORT/metrics, HOST "
+             "being --listen's host (0 = a free port, printed on start; -1 = off)",
+             -1, 65535);
   std::string replica_id;
   app.add_option("--replica-id", replica_id,
                  "Name of this replica, sent back in each call's x-replica trailer (default: "
@@ -70,41 +75,25 @@ int ServerMain(int argc, char** argv, Env* env) {
   app.add_option("--engine", config.service.default_engine,
                  "Engine whose costs a request that names none gets when held for its gpu x "
                  "model x dtype: sglang, vllm, trtllm or specplan (unset: the first of them held)");
-  app.add_option("--threads", config.threads,
-                 "Max gRPC worker threads (0 = gRPC default, grows with load)")
-      ->check(CLI::Range(0, 4096))
-      ->capture_default_str();
-  app.add_option("--max-message-bytes", config.max_message_bytes,
-                 "Max size of one request or response message")
-      ->check(CLI::Range(1024, 1 << 30))
-      ->capture_default_str();
-  app.add_option("--max-gamma", config.service.limits.max_gamma,
-                 "Max marginals rows (gamma) per request")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  app.add_option("--max-k", config.service.limits.max_k, "Max candidates per row (K)")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  app.add_option("--max-n", config.service.limits.max_n,
-                 "Max draft nodes of any tree taken or returned (N_max)")
-      ->check(CLI::Range(0, 8191))
-      ->capture_default_str();
-  app.add_option("--max-whatif-steps", config.service.limits.max_whatif_steps,
-                 "Max trace steps one WhatIf request may replay")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
-      ->capture_default_str();
-  app.add_option("--max-whatif-budgets", config.service.limits.max_whatif_budgets,
-                 "Max budgets one WhatIf request may sweep")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  app.add_option("--max-batch-requests", config.service.limits.max_batch_requests,
-                 "Max requests (B) one PlanBatch call may plan together")
-      ->check(CLI::Range(1, planner::kMaxBatchRequests))
-      ->capture_default_str();
-  app.add_option("--max-batch-nodes", config.service.limits.max_batch_nodes,
-                 "Max total draft nodes (n_max over the batch) of one PlanBatch call")
-      ->check(CLI::Range(0, planner::kMaxBatchNodes))
-      ->capture_default_str();
+  AddBounded(app, "--threads", config.threads,
+             "Max gRPC worker threads (0 = gRPC default, grows with load)", 0, 4096);
+  AddBounded(app, "--max-message-bytes", config.max_message_bytes,
+             "Max size of one request or response message", 1024, 1 << 30);
+  AddBounded(app, "--max-gamma", config.service.limits.max_gamma,
+             "Max marginals rows (gamma) per request", 1, 64);
+  AddBounded(app, "--max-k", config.service.limits.max_k, "Max candidates per row (K)", 1, 64);
+  AddBounded(app, "--max-n", config.service.limits.max_n,
+             "Max draft nodes of any tree taken or returned (N_max)", 0, 8191);
+  AddBounded(app, "--max-whatif-steps", config.service.limits.max_whatif_steps,
+             "Max trace steps one WhatIf request may replay", int64_t{1}, int64_t{1} << 24);
+  AddBounded(app, "--max-whatif-budgets", config.service.limits.max_whatif_budgets,
+             "Max budgets one WhatIf request may sweep", 1, 1024);
+  AddBounded(app, "--max-batch-requests", config.service.limits.max_batch_requests,
+             "Max requests (B) one PlanBatch call may plan together", 1,
+             planner::kMaxBatchRequests);
+  AddBounded(app, "--max-batch-nodes", config.service.limits.max_batch_nodes,
+             "Max total draft nodes (n_max over the batch) of one PlanBatch call", 0,
+             planner::kMaxBatchNodes);
   app.add_option("--auth-token-file", auth_token_file,
                  "File holding the bearer token PutProfile requires (without it writes are "
                  "disabled)")
@@ -112,13 +101,9 @@ int ServerMain(int argc, char** argv, Env* env) {
   app.add_option("--tls-cert", tls_cert, "PEM certificate chain (enables TLS with --tls-key)")
       ->check(CLI::ExistingFile);
   app.add_option("--tls-key", tls_key, "PEM private key")->check(CLI::ExistingFile);
-  app.add_option("--ema-alpha", config.ema_alpha,
-                 "EMA weight of one measured verify latency (ReportAcceptance)")
-      ->check(CLI::Range(1e-6, 1.0))
-      ->capture_default_str();
-  app.add_option("--grace-s", grace_s, "Seconds calls in flight get on shutdown")
-      ->check(CLI::Range(0.0, 600.0))
-      ->capture_default_str();
+  AddBounded(app, "--ema-alpha", config.ema_alpha,
+             "EMA weight of one measured verify latency (ReportAcceptance)", 1e-6, 1.0);
+  AddBounded(app, "--grace-s", grace_s, "Seconds calls in flight get on shutdown", 0.0, 600.0);
   app.add_flag("--quiet", quiet, "No per-request log lines");
   CLI11_PARSE(app, argc, argv);
 
