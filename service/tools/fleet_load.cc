@@ -4,18 +4,14 @@
 #include "service/tools/fleet_load.h"
 
 #include <grpcpp/grpcpp.h>
-#include <sys/prctl.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -28,6 +24,7 @@
 #include "service/channel.h"
 #include "service/planner_service.h"
 #include "service/profile_store.h"
+#include "service/tools/client_threads.h"
 #include "service/tools/pacer.h"
 #include "specplan/v1/planner.grpc.pb.h"
 
@@ -45,10 +42,6 @@ std::string Serialise(const google::protobuf::Message& m) {
   m.SerializeToCodedStream(&coded);
   coded.Trim();
   return out;
-}
-
-std::string StatusCodeName(grpc::StatusCode code) {
-  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
 }
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -69,30 +62,17 @@ struct ClientOut {
   absl::Status warmup = absl::OkStatus();
 };
 
-struct Phase {
-  std::mutex mu;
-  std::condition_variable cv;
-  int ready = 0;
-  bool go = false;
-  Clock::time_point start, stop;
-};
-
-class FleetClient {
+class FleetClient : public ClientBase<FleetConfig> {
  public:
-  FleetClient(const FleetConfig& config, int index) : config_(config), index_(index) {
-    grpc::ChannelArguments args = PlannerChannelArguments();
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // own connections per client
-    args.SetMaxReceiveMessageSize(64 << 20);
-    channel_ = grpc::CreateCustomChannel(config.target, grpc::InsecureChannelCredentials(), args);
-    stub_ = v1::Planner::NewStub(channel_);
-  }
+  // Round robin over the replicas with the clients' service config (channel.h).
+  FleetClient(const FleetConfig& config, int index)
+      : ClientBase(config, index, NewClientStub(config.target, PlannerChannelArguments())) {}
 
   // One call of input `i`; sets *version (-1 failed, -2 mismatched), *replica, and the messages.
   void Call(size_t i, double t_s, int16_t* version, int16_t* replica, ClientOut* out) {
     const FleetInput& in = config_.inputs[i];
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::microseconds(static_cast<int64_t>(config_.deadline_s * 1e6)));
+    SetDeadline(&ctx, config_.deadline_s);
     grpc::Status st;
     std::string got;
     if (in.batch) {
@@ -115,7 +95,7 @@ class FleetClient {
       *version = -1;
       if (out->first_failure.empty()) {
         out->first_failure = absl::StrFormat("t=%.2fs %s input %d: %s: %s", t_s, rpc, i,
-                                             StatusCodeName(st.error_code()), st.error_message());
+                                             GrpcCodeName(st.error_code()), st.error_message());
       }
       return;
     }
@@ -144,22 +124,12 @@ class FleetClient {
         break;
       }
     }
-    {
-      std::unique_lock lock(phase->mu);
-      ++phase->ready;
-      phase->cv.notify_all();
-      phase->cv.wait(lock, [&] { return phase->go; });
-    }
+    Pacer pacer = phase->ArriveAndWait(config_, index_);
     if (!out->warmup.ok()) return;
-    const Clock::time_point start = phase->start, stop = phase->stop;
-    const bool paced = config_.qps > 0;
-    Pacer pacer(config_.qps, config_.clients, index_, start, stop);
-    out->samples.reserve(
-        paced ? static_cast<size_t>(config_.seconds * config_.qps / config_.clients) + 16
-              : size_t{1} << 16);
+    out->samples.reserve(static_cast<size_t>(CallsToReserve(config_, int64_t{1} << 16)));
     Clock::time_point t0;
     for (size_t i = static_cast<size_t>(index_); pacer.Next(&t0); ++i) {
-      const double t_s = Seconds(t0 - start);
+      const double t_s = Seconds(t0 - phase->start);
       Sample s{t_s, 0, 0, -1, config_.inputs[i % config_.inputs.size()].batch};
       Call(i % config_.inputs.size(), t_s, &s.version, &s.replica, out);
       s.latency_us =
@@ -169,10 +139,6 @@ class FleetClient {
   }
 
  private:
-  const FleetConfig& config_;
-  const int index_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Planner::Stub> stub_;
   v1::PlanTreeResponse tree_resp_;
   v1::PlanBatchResponse batch_resp_;
 };
@@ -288,39 +254,20 @@ absl::Status ValidateFleetConfig(const FleetConfig& c) {
 
 absl::StatusOr<FleetReport> RunFleet(const FleetConfig& config) {
   if (absl::Status st = ValidateFleetConfig(config); !st.ok()) return st;
-  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-  std::vector<std::unique_ptr<FleetClient>> clients;
-  for (int i = 0; i < config.clients; ++i) {
-    clients.push_back(std::make_unique<FleetClient>(config, i));
-  }
-  std::vector<ClientOut> outs(config.clients);
   Phase phase;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < config.clients; ++i) {
-    threads.emplace_back([&, i] { clients[i]->Run(&phase, &outs[i]); });
-  }
-  {
-    std::unique_lock lock(phase.mu);
-    phase.cv.wait(lock, [&] { return phase.ready == config.clients; });
-    phase.start = Clock::now();
-    phase.stop = phase.start + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(config.seconds));
-    phase.go = true;
-    phase.cv.notify_all();
-  }
   std::vector<std::string> event_log;
-  std::thread events([&] {
-    for (const FleetEvent& e : config.events) {
-      std::this_thread::sleep_until(phase.start + std::chrono::duration_cast<Clock::duration>(
-                                                      std::chrono::duration<double>(e.at_s)));
-      const double t = Seconds(Clock::now() - phase.start);
-      if (e.run) e.run();
-      event_log.push_back(
-          absl::StrFormat("t=%.2fs..%.2fs %s", t, Seconds(Clock::now() - phase.start), e.name));
-    }
-  });
-  for (auto& t : threads) t.join();
-  events.join();
+  // The --event commands run on this thread, at their times, while the clients call.
+  std::vector<ClientOut> outs =
+      RunClientThreads<FleetClient, ClientOut>(config, &phase, nullptr, [&] {
+        for (const FleetEvent& e : config.events) {
+          std::this_thread::sleep_until(phase.start + std::chrono::duration_cast<Clock::duration>(
+                                                          std::chrono::duration<double>(e.at_s)));
+          const double t = Seconds(Clock::now() - phase.start);
+          if (e.run) e.run();
+          event_log.push_back(
+              absl::StrFormat("t=%.2fs..%.2fs %s", t, Seconds(Clock::now() - phase.start), e.name));
+        }
+      });
   for (const ClientOut& o : outs) {
     if (!o.warmup.ok()) return o.warmup;
   }
@@ -448,43 +395,18 @@ std::string FormatFleetReport(const FleetReport& r) {
   return out;
 }
 
+// Every field under its own name but event_log, written "events" (a run always has its "start"
+// segment, so "segments" is never empty).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FleetSegment, name, from_s, to_s, requests, failed, mismatched,
+                                   qps, p50_us, p99_us, max_us, per_replica, per_version)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FleetReport, target, clients, target_qps, seconds, requests,
+                                   failed, mismatched, checked, plan_tree, plan_batch, qps, p50_us,
+                                   p99_us, max_us, per_replica, per_version, first_seen_s,
+                                   last_seen_s, first_failure, first_mismatch, segments)
+
 nlohmann::json FleetReportToJson(const FleetReport& r) {
-  nlohmann::json j;
-  j["target"] = r.target;
-  j["clients"] = r.clients;
-  j["target_qps"] = r.target_qps;
-  j["seconds"] = r.seconds;
-  j["requests"] = r.requests;
-  j["failed"] = r.failed;
-  j["mismatched"] = r.mismatched;
-  j["checked"] = r.checked;
-  j["plan_tree"] = r.plan_tree;
-  j["plan_batch"] = r.plan_batch;
-  j["qps"] = r.qps;
-  j["p50_us"] = r.p50_us;
-  j["p99_us"] = r.p99_us;
-  j["max_us"] = r.max_us;
-  j["per_replica"] = r.per_replica;
-  j["per_version"] = r.per_version;
-  j["first_seen_s"] = r.first_seen_s;
-  j["last_seen_s"] = r.last_seen_s;
-  j["first_failure"] = r.first_failure;
-  j["first_mismatch"] = r.first_mismatch;
+  nlohmann::json j = r;
   j["events"] = r.event_log;
-  for (const FleetSegment& s : r.segments) {
-    j["segments"].push_back({{"name", s.name},
-                             {"from_s", s.from_s},
-                             {"to_s", s.to_s},
-                             {"requests", s.requests},
-                             {"failed", s.failed},
-                             {"mismatched", s.mismatched},
-                             {"qps", s.qps},
-                             {"p50_us", s.p50_us},
-                             {"p99_us", s.p99_us},
-                             {"max_us", s.max_us},
-                             {"per_replica", s.per_replica},
-                             {"per_version", s.per_version}});
-  }
   return j;
 }
 

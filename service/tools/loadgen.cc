@@ -2,7 +2,8 @@
 // the measured maximum rate, QPS and latency quantiles per RPC) and the soak (RunSoak: a mix of
 // valid and invalid requests, every status checked against the expected one, RSS growth watched).
 // They stay in one file (over 500 lines) because they share the loopback-only target check, the
-// client threads, the latency histogram and the report formats; each section is marked below.
+// latency histogram and the report formats (their client threads: client_threads.h); each section
+// is marked below.
 
 #include "service/tools/loadgen.h"
 
@@ -10,32 +11,29 @@
 #include <grpcpp/grpcpp.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "service/tools/client_threads.h"
 #include "service/tools/pacer.h"
 #include "specplan/v1/planner.grpc.pb.h"
 #include "util/check.h"
+#include "util/enum_names.h"
 #include "util/percentile.h"
 #include "util/status_macros.h"
 
@@ -49,10 +47,6 @@ double CpuSeconds() {
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
          1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-}
-
-std::string CodeName(grpc::StatusCode code) {
-  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
 }
 
 bool IsLoopback(const sockaddr* sa) {
@@ -78,34 +72,15 @@ struct ClientResult {
   absl::Status warmup_status;
 };
 
-// Shared state of one run: the measured phase starts when every client has warmed up.
-struct Phase {
-  std::mutex mu;
-  std::condition_variable cv;
-  int ready = 0;
-  bool go = false;
-  Clock::time_point start{};
-  Clock::time_point stop{};
-  std::atomic<int64_t> issued{0};
-};
-
-class Client {
+class Client : public ClientBase<LoadConfig> {
  public:
-  Client(const LoadConfig& config, int index) : config_(config), index_(index) {
-    grpc::ChannelArguments args;
-    // A private subchannel pool: every client gets its own connection.
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetMaxReceiveMessageSize(64 << 20);
-    for (const auto& [name, value] : config.channel_args) args.SetInt(name, value);
-    channel_ = grpc::CreateCustomChannel(config.target, grpc::InsecureChannelCredentials(), args);
-    stub_ = v1::Planner::NewStub(channel_);
-  }
+  Client(const LoadConfig& config, int index)
+      : ClientBase(config, index, NewClientStub(config.target, {}, config.channel_args)) {}
 
   // One call; *server_us = the reply's plan_us (PlanTree).
   grpc::Status Call(double* server_us) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::microseconds(static_cast<int64_t>(config_.deadline_s * 1e6)));
+    SetDeadline(&ctx, config_.deadline_s);
     if (config_.rpc == LoadRpc::kPing) {
       *server_us = 0;
       return stub_->Ping(&ctx, ping_req_, &ping_resp_);
@@ -122,25 +97,14 @@ class Client {
       if (!st.ok()) {  // the server is unreachable or refuses the request: no point measuring
         out->warmup_status = absl::UnavailableError(
             absl::StrCat("--server ", config_.target, ": warm-up ", LoadRpcName(config_.rpc),
-                         " failed: ", CodeName(st.error_code()), ": ", st.error_message()));
+                         " failed: ", GrpcCodeName(st.error_code()), ": ", st.error_message()));
         break;
       }
     }
-    {
-      std::unique_lock lock(phase->mu);
-      ++phase->ready;
-      phase->cv.notify_all();
-      phase->cv.wait(lock, [&] { return phase->go; });
-    }
+    Pacer pacer = phase->ArriveAndWait(config_, index_);
     if (!out->warmup_status.ok()) return;
-    const Clock::time_point start = phase->start, stop = phase->stop;
-    // Paced: this client sends every `interval`, staggered against the others.
-    const bool paced = config_.qps > 0;
-    Pacer pacer(config_.qps, config_.clients, index_, start, stop);
-    const int64_t reserve = std::min<int64_t>(
-        config_.requests / config_.clients + 16,
-        paced ? static_cast<int64_t>(config_.seconds * config_.qps / config_.clients) + 16
-              : int64_t{1} << 20);
+    const int64_t reserve = std::min<int64_t>(config_.requests / config_.clients + 16,
+                                              CallsToReserve(config_, int64_t{1} << 20));
     out->latency_us.reserve(reserve);
     if (config_.rpc == LoadRpc::kPlanTree) out->server_us.reserve(reserve);
     Clock::time_point t0;
@@ -153,16 +117,12 @@ class Client {
       if (st.ok()) {
         if (config_.rpc == LoadRpc::kPlanTree) out->server_us.push_back(server_us);
       } else if (out->errors++ == 0) {
-        out->first_error = absl::StrCat(CodeName(st.error_code()), ": ", st.error_message());
+        out->first_error = absl::StrCat(GrpcCodeName(st.error_code()), ": ", st.error_message());
       }
     }
   }
 
  private:
-  const LoadConfig& config_;
-  const int index_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Planner::Stub> stub_;
   v1::PingRequest ping_req_;
   v1::PingResponse ping_resp_;
   v1::PlanTreeResponse plan_resp_;  // reused: keeps its repeated fields' capacity
@@ -220,7 +180,12 @@ absl::Status CheckLoopbackTarget(const std::string& target) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateLoadConfig(const LoadConfig& c) {
+namespace {
+
+// The bounds the throughput run and the soak share (fields clients, requests, seconds, qps and
+// deadline_s of either config); errors name the flag.
+template <class Config>
+absl::Status ValidateRunBounds(const Config& c, int warmup_per_client) {
   if (c.clients < 1 || c.clients > 1024) {
     return absl::InvalidArgumentError(
         absl::StrCat("--clients = ", c.clients, ": must be in [1, 1024]"));
@@ -236,15 +201,21 @@ absl::Status ValidateLoadConfig(const LoadConfig& c) {
     return absl::InvalidArgumentError(
         absl::StrCat("--qps = ", c.qps, ": must be >= 0 (0 = as fast as possible)"));
   }
-  if (c.warmup_per_client < 0) {
+  if (warmup_per_client < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--warmup = ", c.warmup_per_client, ": must be >= 0"));
+        absl::StrCat("--warmup = ", warmup_per_client, ": must be >= 0"));
   }
   if (!(c.deadline_s > 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--deadline-ms = ", c.deadline_s * 1e3, ": must be > 0"));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateLoadConfig(const LoadConfig& c) {
+  return ValidateRunBounds(c, c.warmup_per_client);
 }
 
 v1::PlanTreeRequest MakePlanRequest(const planner::Marginals& m, int n_max, int64_t context,
@@ -280,29 +251,12 @@ v1::PlanTreeRequest MakePlanRequest(const planner::Marginals& m, int n_max, int6
 
 absl::StatusOr<LoadReport> RunLoad(const LoadConfig& config) {
   if (absl::Status st = ValidateLoadConfig(config); !st.ok()) return st;
-  // Sleeps end within ~1 us instead of the default 50 us slack (paced mode).
-  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-
-  std::vector<std::unique_ptr<Client>> clients;
-  for (int i = 0; i < config.clients; ++i) clients.push_back(std::make_unique<Client>(config, i));
-  std::vector<ClientResult> results(config.clients);
   Phase phase;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < config.clients; ++i) {
-    threads.emplace_back([&, i] { clients[i]->Run(&phase, &results[i]); });
-  }
   double cpu0 = 0;
-  {
-    std::unique_lock lock(phase.mu);
-    phase.cv.wait(lock, [&] { return phase.ready == config.clients; });
+  std::vector<ClientResult> results = RunClientThreads<Client, ClientResult>(config, &phase, [&] {
     cpu0 = CpuSeconds();
-    phase.start = Clock::now();
-    phase.stop = phase.start + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(config.seconds));
-    phase.go = true;
-    phase.cv.notify_all();
-  }
-  for (auto& t : threads) t.join();
+    return true;
+  });
   const double cpu1 = CpuSeconds();
   for (const ClientResult& r : results) {
     if (!r.warmup_status.ok()) return r.warmup_status;
@@ -355,42 +309,23 @@ std::string FormatLoadTable(const std::vector<LoadReport>& reports) {
   return out;
 }
 
-nlohmann::json LoadReportToJson(const LoadReport& r) {
-  nlohmann::json j;
-  j["rpc"] = r.rpc;
-  j["clients"] = r.clients;
-  j["target_qps"] = r.target_qps;
-  j["requests"] = r.requests;
-  j["errors"] = r.errors;
-  j["first_error"] = r.first_error;
-  j["seconds"] = r.seconds;
-  j["qps"] = r.qps;
-  j["mean_us"] = r.mean_us;
-  j["p50_us"] = r.p50_us;
-  j["p90_us"] = r.p90_us;
-  j["p99_us"] = r.p99_us;
-  j["max_us"] = r.max_us;
-  j["server_p50_us"] = r.server_p50_us;
-  j["cpu_us_per_request"] = r.cpu_us_per_request;
-  return j;
-}
+// Every field under its own name.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LoadReport, rpc, clients, target_qps, requests, errors,
+                                   first_error, seconds, qps, mean_us, p50_us, p90_us, p99_us,
+                                   max_us, server_p50_us, cpu_us_per_request)
+
+nlohmann::json LoadReportToJson(const LoadReport& r) { return r; }
 
 // ---------------------------------------------------------------------------------------------
 // Soak mode
 
-const char* SoakMethodName(SoakMethod method) {
-  switch (method) {
-    case SoakMethod::kPing:
-      return "Ping";
-    case SoakMethod::kPlanTree:
-      return "PlanTree";
-    case SoakMethod::kMergeTrees:
-      return "MergeTrees";
-    case SoakMethod::kEstimateLatency:
-      return "EstimateLatency";
-  }
-  return "?";
-}
+constexpr EnumEntry<SoakMethod> kSoakMethodNames[] = {
+    {SoakMethod::kPing, "Ping"},
+    {SoakMethod::kPlanTree, "PlanTree"},
+    {SoakMethod::kMergeTrees, "MergeTrees"},
+    {SoakMethod::kEstimateLatency, "EstimateLatency"}};
+
+const char* SoakMethodName(SoakMethod method) { return EnumName(kSoakMethodNames, method); }
 
 std::vector<SoakCase> MakeSoakCases(const v1::PlanTreeRequest& plan) {
   SPECPLAN_CHECK(plan.marginals().gamma() >= 1 && plan.marginals().k() >= 2);
@@ -523,13 +458,7 @@ absl::StatusOr<int64_t> ReadVmRssKb(int pid) {
 }
 
 absl::Status ValidateSoakConfig(const SoakConfig& c) {
-  LoadConfig load;
-  load.clients = c.clients;
-  load.requests = c.requests;
-  load.seconds = c.seconds;
-  load.qps = c.qps;
-  load.deadline_s = c.deadline_s;
-  SPECPLAN_RETURN_IF_ERROR(ValidateLoadConfig(load));
+  SPECPLAN_RETURN_IF_ERROR(ValidateRunBounds(c, /*warmup_per_client=*/0));
   if (!(c.mix_invalid >= 0 && c.mix_invalid <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--mix-invalid = ", c.mix_invalid, ": must be in [0, 1]"));
@@ -557,14 +486,10 @@ struct SoakClientResult {
   absl::Status warmup_status;
 };
 
-class SoakClient {
+class SoakClient : public ClientBase<SoakConfig> {
  public:
-  SoakClient(const SoakConfig& config, int index) : config_(config), index_(index) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetMaxReceiveMessageSize(64 << 20);
-    channel_ = grpc::CreateCustomChannel(config.target, grpc::InsecureChannelCredentials(), args);
-    stub_ = v1::Planner::NewStub(channel_);
+  SoakClient(const SoakConfig& config, int index)
+      : ClientBase(config, index, NewClientStub(config.target)) {
     for (int i = 0; i < static_cast<int>(config.cases.size()); ++i) {
       (config.cases[i].expected == absl::StatusCode::kOk ? valid_ : invalid_).push_back(i);
     }
@@ -572,8 +497,7 @@ class SoakClient {
 
   grpc::Status Call(const SoakCase& c) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::microseconds(static_cast<int64_t>(config_.deadline_s * 1e6)));
+    SetDeadline(&ctx, config_.deadline_s);
     switch (c.method) {
       case SoakMethod::kPing:
         return stub_->Ping(&ctx, ping_req_, &ping_resp_);
@@ -595,21 +519,14 @@ class SoakClient {
       const grpc::Status st = Call(ping);
       if (!st.ok()) {
         out->warmup_status = absl::UnavailableError(absl::StrCat(
-            "--server ", config_.target, ": first Ping failed: ", CodeName(st.error_code()), ": ",
-            st.error_message()));
+            "--server ", config_.target, ": first Ping failed: ", GrpcCodeName(st.error_code()),
+            ": ", st.error_message()));
       }
     }
-    {
-      std::unique_lock lock(phase->mu);
-      ++phase->ready;
-      phase->cv.notify_all();
-      phase->cv.wait(lock, [&] { return phase->go; });
-    }
+    Pacer pacer = phase->ArriveAndWait(config_, index_);
     if (!out->warmup_status.ok()) return;
     std::mt19937_64 rng(config_.seed + static_cast<uint64_t>(index_));
     std::uniform_real_distribution<double> coin(0, 1);
-    const Clock::time_point start = phase->start, stop = phase->stop;
-    Pacer pacer(config_.qps, config_.clients, index_, start, stop);
     Clock::time_point t0;
     while (pacer.Next(&t0)) {
       if (phase->issued.fetch_add(1, std::memory_order_relaxed) >= config_.requests) break;
@@ -631,7 +548,7 @@ class SoakClient {
         ++out->unexpected[static_cast<int>(c.method)][std::clamp(code, 0, kNumCodes - 1)];
         if (out->first_unexpected.empty()) {
           out->first_unexpected =
-              absl::StrCat(c.name, ": got ", CodeName(st.error_code()), " (expected ",
+              absl::StrCat(c.name, ": got ", GrpcCodeName(st.error_code()), " (expected ",
                            absl::StatusCodeToString(c.expected), "): ", st.error_message());
         }
       }
@@ -639,11 +556,7 @@ class SoakClient {
   }
 
  private:
-  const SoakConfig& config_;
-  const int index_;
   std::vector<int> valid_, invalid_;  // indices into config_.cases
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Planner::Stub> stub_;
   v1::PingRequest ping_req_;
   v1::PingResponse ping_resp_;
   v1::PlanTreeResponse plan_resp_;  // responses reused: they keep their fields' capacity
@@ -655,39 +568,22 @@ class SoakClient {
 
 absl::StatusOr<SoakReport> RunSoak(const SoakConfig& config) {
   SPECPLAN_RETURN_IF_ERROR(ValidateSoakConfig(config));
-  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-  std::vector<std::unique_ptr<SoakClient>> clients;
-  for (int i = 0; i < config.clients; ++i) {
-    clients.push_back(std::make_unique<SoakClient>(config, i));
-  }
-  std::vector<SoakClientResult> results(config.clients);
-  Phase phase;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < config.clients; ++i) {
-    threads.emplace_back([&, i] { clients[i]->Run(&phase, &results[i]); });
-  }
   SoakReport rep;
   absl::Status rss_status;
-  {
-    std::unique_lock lock(phase.mu);
-    phase.cv.wait(lock, [&] { return phase.ready == config.clients; });
-    if (config.rss_pid >= 0) {
-      absl::StatusOr<int64_t> rss = ReadVmRssKb(config.rss_pid);
-      if (rss.ok()) {
-        rep.rss_start_kb = *rss;
-      } else {
-        rss_status = rss.status();
-      }
-    }
-    phase.start = Clock::now();
-    // An unreadable VmRSS stops the run at once (stop = start).
-    phase.stop = rss_status.ok() ? phase.start + std::chrono::duration_cast<Clock::duration>(
-                                                     std::chrono::duration<double>(config.seconds))
-                                 : phase.start;
-    phase.go = true;
-    phase.cv.notify_all();
-  }
-  for (auto& t : threads) t.join();
+  Phase phase;
+  // An unreadable VmRSS stops the run at once (stop = start).
+  std::vector<SoakClientResult> results =
+      RunClientThreads<SoakClient, SoakClientResult>(config, &phase, [&] {
+        if (config.rss_pid >= 0) {
+          absl::StatusOr<int64_t> rss = ReadVmRssKb(config.rss_pid);
+          if (rss.ok()) {
+            rep.rss_start_kb = *rss;
+          } else {
+            rss_status = rss.status();
+          }
+        }
+        return rss_status.ok();
+      });
   SPECPLAN_RETURN_IF_ERROR(rss_status);
   for (const SoakClientResult& r : results) SPECPLAN_RETURN_IF_ERROR(r.warmup_status);
   if (config.rss_pid >= 0) {
@@ -721,7 +617,7 @@ absl::StatusOr<SoakReport> RunSoak(const SoakConfig& config) {
         if (r.unexpected[m][code] == 0) continue;
         rep.unexpected_by_method_code[absl::StrCat(
             SoakMethodName(static_cast<SoakMethod>(m)), " ",
-            CodeName(static_cast<grpc::StatusCode>(code)))] += r.unexpected[m][code];
+            GrpcCodeName(static_cast<grpc::StatusCode>(code)))] += r.unexpected[m][code];
       }
     }
   }
@@ -763,35 +659,13 @@ std::string FormatSoakReport(const SoakReport& r) {
   return out;
 }
 
-nlohmann::json SoakReportToJson(const SoakReport& r) {
-  nlohmann::json j;
-  j["clients"] = r.clients;
-  j["target_qps"] = r.target_qps;
-  j["mix_invalid"] = r.mix_invalid;
-  j["seconds"] = r.seconds;
-  j["requests"] = r.requests;
-  j["valid"] = r.valid;
-  j["invalid"] = r.invalid;
-  j["unexpected"] = r.unexpected;
-  j["unexpected_by_method_code"] = nlohmann::json::object();
-  for (const auto& [key, count] : r.unexpected_by_method_code) {
-    j["unexpected_by_method_code"][key] = count;
-  }
-  j["first_unexpected"] = r.first_unexpected;
-  j["qps"] = r.qps;
-  j["p50_us"] = r.p50_us;
-  j["p99_us"] = r.p99_us;
-  j["max_us"] = r.max_us;
-  j["rss_start_kb"] = r.rss_start_kb;
-  j["rss_end_kb"] = r.rss_end_kb;
-  for (const SoakCaseReport& c : r.cases) {
-    j["cases"].push_back({{"name", c.name},
-                          {"method", c.method},
-                          {"expected", c.expected},
-                          {"sent", c.sent},
-                          {"as_expected", c.as_expected}});
-  }
-  return j;
-}
+// Every field under its own name (the soak mix always has cases, so "cases" is never empty).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SoakCaseReport, name, method, expected, sent, as_expected)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SoakReport, clients, target_qps, mix_invalid, seconds, requests,
+                                   valid, invalid, unexpected, unexpected_by_method_code,
+                                   first_unexpected, qps, p50_us, p99_us, max_us, rss_start_kb,
+                                   rss_end_kb, cases)
+
+nlohmann::json SoakReportToJson(const SoakReport& r) { return r; }
 
 }  // namespace specplan::service
