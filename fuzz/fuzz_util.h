@@ -29,6 +29,14 @@ inline std::string_view AsText(const uint8_t* data, size_t size) {
   return std::string_view(reinterpret_cast<const char*>(data), size);
 }
 
+// libFuzzer's entry point of a fuzzer that reads its input as text: fn(text), fn being a function
+// of namespace specplan::fuzz.
+#define SPECPLAN_TEXT_FUZZER(fn)                                            \
+  extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { \
+    ::specplan::fuzz::fn(::specplan::fuzz::AsText(data, size));             \
+    return 0;                                                               \
+  }
+
 // Parses JSON text; a syntax error gives a discarded value (no exception).
 inline nlohmann::json ParseJsonNoThrow(std::string_view text) {
   return nlohmann::json::parse(text.begin(), text.end(), /*cb=*/nullptr,

@@ -3,11 +3,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "costmodel/cycle_cost.h"
 #include "fuzz/fuzz_util.h"
-#include "planner/policies/best_first.h"
 #include "planner/marginals/marginals.h"
+#include "planner/policies/best_first.h"
 #include "planner/tree/tree.h"
 #include "planner/tree/tree_outputs.h"
 
@@ -50,14 +51,9 @@ void Outputs(const planner::Tree& tree, planner::TreeOutputs* out) {
   }
 }
 
-}  // namespace
-}  // namespace specplan::fuzz
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace specplan;
-  using namespace specplan::fuzz;
-  auto parsed = planner::ParseMarginalsJsonText(AsText(data, size));
-  if (!parsed.ok()) return 0;
+void FuzzMarginals(std::string_view text) {
+  auto parsed = planner::ParseMarginalsJsonText(text);
+  if (!parsed.ok()) return;
   const planner::Marginals& m = *parsed;
   CheckOk(planner::ValidateMarginals(m), "ValidateMarginals after parse");
   // Round trip.
@@ -86,5 +82,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   }
-  return 0;
 }
+
+}  // namespace
+
+SPECPLAN_TEXT_FUZZER(FuzzMarginals)
+
+}  // namespace specplan::fuzz

@@ -1,10 +1,13 @@
 // A PlannerService for the request fuzzers: real ProfileStore in a temporary directory holding one
-// fitted profile (a100-80g / qwen3-4b / bf16, every latency model kind), default limits.
+// fitted profile (a100-80g / qwen3-4b / bf16, every latency model kind), default limits; and
+// FuzzRequest, the steps every request fuzzer takes.
 #ifndef SPECPLAN_FUZZ_SERVICE_FUZZ_UTIL_H_
 #define SPECPLAN_FUZZ_SERVICE_FUZZ_UTIL_H_
 
 #include <unistd.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -17,6 +20,7 @@
 #include "costmodel/roofline_latency.h"
 #include "service/planner_service.h"
 #include "service/profile_store.h"
+#include "specplan/v1/planner.pb.h"
 #include "util/check.h"
 
 namespace specplan::fuzz {
@@ -53,6 +57,48 @@ inline service::PlannerService& FuzzService() {
   }();
   return *kService;
 }
+
+// A PlannerService::Do* handler, e.g. &service::PlannerService::DoPlanTree, and what a request
+// fuzzer hands FuzzRequest with it.
+template <class Req, class Resp>
+using Handler = absl::Status (service::PlannerService::*)(const Req&, Resp*);
+template <class Req, class Resp>
+struct RequestFuzz {
+  using Check = void (*)(const Req& req, const Resp& reply);
+  using Wanted = bool (*)(const Req& req);
+  using After = void (*)(const Req& req);
+};
+
+// One fuzz input as a request of `handler`: `data` parsed as a Req (skipped when it is not one or
+// `wanted` turns it down), run through FuzzService(), and the reply of an accepted request checked
+// by `check`; a refused request must say why (a non-empty message). `after` then runs on every
+// request that was run, accepted or not.
+template <class Req, class Resp>
+void FuzzRequest(const uint8_t* data, size_t size, Handler<Req, Resp> handler,
+                 typename RequestFuzz<Req, Resp>::Check check,
+                 typename RequestFuzz<Req, Resp>::Wanted wanted = nullptr,
+                 typename RequestFuzz<Req, Resp>::After after = nullptr) {
+  Req req;
+  if (!req.ParseFromArray(data, static_cast<int>(size))) return;
+  if (wanted != nullptr && !wanted(req)) return;
+  Resp resp;
+  const absl::Status st = (FuzzService().*handler)(req, &resp);
+  if (st.ok()) {
+    check(req, resp);
+  } else {
+    SPECPLAN_CHECK(!st.message().empty());
+  }
+  if (after != nullptr) after(req);
+}
+
+// libFuzzer's entry point of a request fuzzer: FuzzRequest(data, size,
+// &service::PlannerService::HANDLER, check[, wanted[, after]]).
+#define SPECPLAN_REQUEST_FUZZER(HANDLER, ...)                                                \
+  extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {                  \
+    ::specplan::fuzz::FuzzRequest(data, size, &::specplan::service::PlannerService::HANDLER, \
+                                  __VA_ARGS__);                                              \
+    return 0;                                                                                \
+  }
 
 }  // namespace specplan::fuzz
 

@@ -3,6 +3,7 @@
 // ComputeTreeOutputs on the inputs and on every merged tree. Checks the merge's promises.
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
@@ -116,26 +117,26 @@ void CheckOne(const Tree& t) {
   SPECPLAN_CHECK(imported.size() == t.size());
 }
 
-}  // namespace
-}  // namespace specplan::fuzz
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace specplan;
-  using namespace specplan::fuzz;
-  auto tree = planner::ParseTreeJson(AsText(data, size));
+void FuzzTreeJson(std::string_view text) {
+  auto tree = planner::ParseTreeJson(text);
   if (tree.ok()) {
     CheckOne(*tree);
     CheckMerge(*tree, *tree);
     CheckMerge(*tree, SmallTree(tree->tokens[0]));
     CheckMerge(SmallTree(tree->tokens[0]), *tree);
-    return 0;
+    return;
   }
-  const nlohmann::json j = ParseJsonNoThrow(AsText(data, size));
-  if (!j.is_array() || j.size() != 2) return 0;
+  const nlohmann::json j = ParseJsonNoThrow(text);
+  if (!j.is_array() || j.size() != 2) return;
   auto a = planner::TreeFromJson(j[0]);
   auto b = planner::TreeFromJson(j[1]);
   if (a.ok()) CheckOne(*a);
   if (b.ok()) CheckOne(*b);
   if (a.ok() && b.ok()) CheckMerge(*a, *b);
-  return 0;
 }
+
+}  // namespace
+
+SPECPLAN_TEXT_FUZZER(FuzzTreeJson)
+
+}  // namespace specplan::fuzz

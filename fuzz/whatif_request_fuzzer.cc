@@ -4,23 +4,18 @@
 // the server's bundled trace (empty trace_jsonl) are skipped: they replay 95 steps and would only
 // slow the search down.
 #include <cmath>
-#include <cstddef>
-#include <cstdint>
 
 #include "fuzz/service_fuzz_util.h"
-#include "specplan/v1/planner.pb.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace specplan;
-  v1::WhatIfRequest req;
-  if (!req.ParseFromArray(data, static_cast<int>(size))) return 0;
-  if (req.trace_jsonl().empty() || req.trace_jsonl().size() > (32 << 10)) return 0;
-  v1::WhatIfResponse resp;
-  const absl::Status st = fuzz::FuzzService().DoWhatIf(req, &resp);
-  if (!st.ok()) {
-    SPECPLAN_CHECK(!st.message().empty());
-    return 0;
-  }
+namespace specplan::fuzz {
+namespace {
+
+// A trace of its own, of at most 32 KiB.
+bool Wanted(const v1::WhatIfRequest& req) {
+  return !req.trace_jsonl().empty() && req.trace_jsonl().size() <= (32 << 10);
+}
+
+void CheckReport(const v1::WhatIfRequest& req, const v1::WhatIfResponse& resp) {
   const int64_t steps = resp.trace().steps();
   SPECPLAN_CHECK(steps >= 0);
   for (const v1::WhatIfRow& row : resp.rows()) {
@@ -32,5 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     SPECPLAN_CHECK(std::isfinite(row.speedup()) && row.speedup() > 0);
     if (req.per_step()) SPECPLAN_CHECK(row.per_step().step_size() == row.steps_used());
   }
-  return 0;
 }
+
+}  // namespace
+
+SPECPLAN_REQUEST_FUZZER(DoWhatIf, CheckReport, Wanted)
+
+}  // namespace specplan::fuzz
