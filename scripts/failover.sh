@@ -43,26 +43,44 @@ header() {
   echo "=== $1 ($(date -u +%FT%TZ), $(nproc) cores, $(uname -m), load average $(cut -d' ' -f1-3 /proc/loadavg))"
 }
 
-failover() {
-  header "failover: SIGKILL one of 3 replicas under load at half the measured maximum"
-  export RUN_DIR; RUN_DIR="$(mktemp -d /tmp/specplan-failover.XXXXXX)"
-  export CALIB_DIR="$ROOT/calib" RELOAD_S=10
+# new_run_dir NAME: a fresh RUN_DIR for the replicas' logs and pid files.
+new_run_dir() { export RUN_DIR; RUN_DIR="$(mktemp -d "/tmp/specplan-$1.XXXXXX")"; }
+
+# start_replicas CALIB_DIR RELOAD_S: 3 replicas on CALIB_DIR (stopped on exit too); sets targets.
+start_replicas() {
+  export CALIB_DIR="$1" RELOAD_S="$2"
   trap '"$REPLICAS" stop >/dev/null 2>&1 || true' EXIT
   "$REPLICAS" 3
-  local targets; targets="$("$REPLICAS" targets)"
-  "$LOADGEN" --targets "$targets" --profile "$PROFILE" --clients "$CLIENTS" \
-    --seconds "$SECONDS_RUN" --scaling-baseline "127.0.0.1:$BASE_PORT" --probe-seconds 10 \
-    --at-fraction 0.5 --expect-profiles "$CALIB_DIR" \
-    --event "$(at 0.3333)=$REPLICAS kill 1 KILL" \
-    --event "$(at 0.5)=$REPLICAS start 1" || status=1
-  echo "replica 1 exit status after SIGKILL: $(cat "$RUN_DIR/replica-1.exit.prev" 2>/dev/null || echo '?') (128 + 9)"
+  targets="$("$REPLICAS" targets)"
+}
+
+stop_replicas() {
   "$REPLICAS" stop
   trap - EXIT
 }
 
+# fleet_load ARGS...: specplan-loadgen's fleet mode against the replicas for SECONDS_RUN; a failed
+# or mismatched call fails the script.
+fleet_load() {
+  "$LOADGEN" --targets "$targets" --profile "$PROFILE" --clients "$CLIENTS" \
+    --seconds "$SECONDS_RUN" --at-fraction 0.5 "$@" || status=1
+}
+
+failover() {
+  header "failover: SIGKILL one of 3 replicas under load at half the measured maximum"
+  new_run_dir failover
+  start_replicas "$ROOT/calib" 10
+  fleet_load --scaling-baseline "127.0.0.1:$BASE_PORT" --probe-seconds 10 \
+    --expect-profiles "$CALIB_DIR" \
+    --event "$(at 0.3333)=$REPLICAS kill 1 KILL" \
+    --event "$(at 0.5)=$REPLICAS start 1"
+  echo "replica 1 exit status after SIGKILL: $(cat "$RUN_DIR/replica-1.exit.prev" 2>/dev/null || echo '?') (128 + 9)"
+  stop_replicas
+}
+
 reload() {
   header "reload: a profile replaced under load, then a corrupt replacement"
-  export RUN_DIR; RUN_DIR="$(mktemp -d /tmp/specplan-reload.XXXXXX)"
+  new_run_dir reload
   local old="$RUN_DIR/calib-old" new="$RUN_DIR/calib-new" shared="$RUN_DIR/calib-shared"
   mkdir -p "$old/h100-sxm" "$new/h100-sxm" "$shared/h100-sxm"
   cp "$ROOT/calib/$PROFILE_FILE" "$old/$PROFILE_FILE"
@@ -76,40 +94,27 @@ p["default_model"] = "roofline"
 p["created_utc"] = "2026-11-25T00:00:00Z"
 json.dump(p, open(sys.argv[2], "w"), indent=2)
 EOF
-  export CALIB_DIR="$shared" RELOAD_S=1
-  trap '"$REPLICAS" stop >/dev/null 2>&1 || true' EXIT
-  "$REPLICAS" 3
-  local targets; targets="$("$REPLICAS" targets)"
+  start_replicas "$shared" 1
   local f="$shared/$PROFILE_FILE"
-  "$LOADGEN" --targets "$targets" --profile "$PROFILE" --clients "$CLIENTS" \
-    --seconds "$SECONDS_RUN" --probe-seconds 5 --at-fraction 0.5 \
-    --expect-profiles "$old,$new" \
+  fleet_load --probe-seconds 5 --expect-profiles "$old,$new" \
     --event "$(at 0.3333)=cp $new/$PROFILE_FILE $f.tmp-new && mv $f.tmp-new $f" \
-    --event "$(at 0.6667)=printf '{\"format\": \"specplan.prof' > $f.tmp-bad && mv $f.tmp-bad $f" \
-    || status=1
+    --event "$(at 0.6667)=printf '{\"format\": \"specplan.prof' > $f.tmp-bad && mv $f.tmp-bad $f"
   echo "replica logs (reload lines):"
   grep -h "profile reload" "$RUN_DIR"/replica-*.log | sed 's/^/  /' || true
-  "$REPLICAS" stop
-  trap - EXIT
+  stop_replicas
 }
 
 drain() {
   header "drain: SIGTERM one of 3 replicas under load"
-  export RUN_DIR; RUN_DIR="$(mktemp -d /tmp/specplan-drain.XXXXXX)"
-  export CALIB_DIR="$ROOT/calib" RELOAD_S=10
-  trap '"$REPLICAS" stop >/dev/null 2>&1 || true' EXIT
-  "$REPLICAS" 3
-  local targets; targets="$("$REPLICAS" targets)"
-  "$LOADGEN" --targets "$targets" --profile "$PROFILE" --clients "$CLIENTS" \
-    --seconds "$SECONDS_RUN" --probe-seconds 5 --at-fraction 0.5 \
-    --expect-profiles "$CALIB_DIR" \
-    --event "$(at 0.3333)=$REPLICAS kill 2 TERM" || status=1
+  new_run_dir drain
+  start_replicas "$ROOT/calib" 10
+  fleet_load --probe-seconds 5 --expect-profiles "$CALIB_DIR" \
+    --event "$(at 0.3333)=$REPLICAS kill 2 TERM"
   local rc; rc="$("$REPLICAS" exit 2)"
   echo "replica 2 exit status after SIGTERM: $rc"
   [[ "$rc" == "0" ]] || status=1
   grep -h "SIGTERM\|stopped" "$RUN_DIR/replica-2.log" | sed 's/^/  /' || true
-  "$REPLICAS" stop
-  trap - EXIT
+  stop_replicas
 }
 
 case "$SCENARIO" in

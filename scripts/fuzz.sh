@@ -8,12 +8,9 @@
 #   FUZZ_TIMEOUT (10 s per input)                    extra args go to cmake
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${BUILD_DIR:-$root/build-fuzz}"
-jobs="${JOBS:-$(nproc)}"
-seconds="${FUZZ_SECONDS:-30}"
-max_len="${MAX_LEN:-8192}"
-rss_limit="${RSS_LIMIT_MB:-2048}"
-timeout="${FUZZ_TIMEOUT:-10}"
+source "$root/scripts/lib.sh"
+defaults BUILD_DIR="$root/build-fuzz" JOBS="$(nproc)" FUZZ_SECONDS=30 MAX_LEN=8192 \
+  RSS_LIMIT_MB=2048 FUZZ_TIMEOUT=10
 # Share cache entries between build directories: paths under the source tree are hashed relative
 # to it, and the compile directory (only in debug info) is not hashed.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
@@ -27,14 +24,14 @@ grpc=OFF
 if pkg-config --exists grpc++ 2>/dev/null; then grpc=ON; fi
 
 start=$(date +%s)
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
   -DCMAKE_CXX_COMPILER="$cxx" -DSPECPLAN_BUILD_FUZZERS=ON -DSPECPLAN_SANITIZE=ON \
   -DSPECPLAN_WITH_GRPC="$grpc" -DSPECPLAN_WITH_TORCH=OFF -DSPECPLAN_BUILD_TESTS=OFF \
   -DSPECPLAN_BUILD_BENCHMARKS=OFF "$@" >/dev/null
-cmake --build "$build" -j"$jobs" --target fuzzers
+cmake --build "$BUILD_DIR" -j"$JOBS" --target fuzzers
 built=$(date +%s)
 
-mapfile -t all < <(grep -v '^$' "$build/fuzz/fuzzers.txt")
+mapfile -t all < <(grep -v '^$' "$BUILD_DIR/fuzz/fuzzers.txt")
 targets=(${FUZZ_TARGETS:-${all[@]}})
 
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:print_stacktrace=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
@@ -43,18 +40,18 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN
 failed=0
 summary=()
 for t in "${targets[@]}"; do
-  bin="$build/fuzz/$t"
+  bin="$BUILD_DIR/fuzz/$t"
   seeds="$root/fuzz/corpus/$t"
-  work="$build/fuzz-run/$t"
+  work="$BUILD_DIR/fuzz-run/$t"
   rm -rf "$work"
   mkdir -p "$work/corpus" "$work/artifacts"
   if [[ -d "$seeds" ]]; then cp -r "$seeds/." "$work/corpus/"; fi
-  echo "fuzz: $t for ${seconds}s"
+  echo "fuzz: $t for ${FUZZ_SECONDS}s"
   dict=()
   if [[ -f "$root/fuzz/dict/$t.dict" ]]; then dict=(-dict="$root/fuzz/dict/$t.dict"); fi
   rc=0
-  "$bin" "$work/corpus" "${dict[@]}" -max_total_time="$seconds" -max_len="$max_len" \
-    -rss_limit_mb="$rss_limit" -timeout="$timeout" -artifact_prefix="$work/artifacts/" \
+  "$bin" "$work/corpus" "${dict[@]}" -max_total_time="$FUZZ_SECONDS" -max_len="$MAX_LEN" \
+    -rss_limit_mb="$RSS_LIMIT_MB" -timeout="$FUZZ_TIMEOUT" -artifact_prefix="$work/artifacts/" \
     -print_final_stats=1 >"$work/log.txt" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log.txt" | tail -1)
   if [[ -z "$execs" ]]; then  # stopped early (crash): libFuzzer's last progress line
@@ -72,6 +69,6 @@ for t in "${targets[@]}"; do
 done
 end=$(date +%s)
 
-echo "fuzz: summary (${seconds}s per target; build $((built - start)) s, fuzzing $((end - built)) s)"
+echo "fuzz: summary (${FUZZ_SECONDS}s per target; build $((built - start)) s, fuzzing $((end - built)) s)"
 printf '  %s\n' "${summary[@]}"
 exit "$failed"

@@ -18,15 +18,11 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BASE_PORT="${BASE_PORT:-50051}"
-METRICS_BASE="${METRICS_BASE:-9100}"
-CALIB_DIR="${CALIB_DIR:-$ROOT/calib}"
-RELOAD_S="${RELOAD_S:-10}"
-RUN_DIR="${RUN_DIR:-/tmp/specplan-replicas}"
-SERVER="${SERVER:-$ROOT/build/service/specplan-server}"
-SERVER_ARGS="${SERVER_ARGS:-}"
+source "$ROOT/scripts/lib.sh"
+defaults BASE_PORT=50051 METRICS_BASE=9100 CALIB_DIR="$ROOT/calib" RELOAD_S=10 \
+  RUN_DIR=/tmp/specplan-replicas SERVER="$ROOT/build/service/specplan-server" SERVER_ARGS=
 
-usage() { sed -n '2,18p' "$0" >&2; exit 2; }
+usage() { sed -n '2,17p' "$0" >&2; exit 2; }
 
 pidfile() { echo "$RUN_DIR/replica-$1.pid"; }
 alive() { [[ -f "$(pidfile "$1")" ]] && kill -0 "$(cat "$(pidfile "$1")")" 2>/dev/null; }

@@ -24,42 +24,35 @@
 # (runtime/prompts/tiny.jsonl: 8 prompts), MAX_NEW_TOKENS (64), GATE (on), MODE (time |
 # callgrind). Extra arguments go to specplan-bench.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-build="${BUILD_DIR:-build}"
-bench="${BENCH:-$build/runtime/specplan-bench}"
-runs="${RUNS:-3}"
-threads="${THREADS:-1 0}"
-target="${TARGET:-models/target}"
-heads="${HEADS:-models/heads}"
-prompts="${PROMPTS:-runtime/prompts/tiny.jsonl}"
-tokens="${MAX_NEW_TOKENS:-64}"
-gate="${GATE:-on}"
-mode="${MODE:-time}"
+cd "$(dirname "$0")/../.."
+source scripts/lib.sh
+defaults BUILD_DIR=build RUNS=3 THREADS="1 0" TARGET=models/target HEADS=models/heads \
+  PROMPTS=runtime/prompts/tiny.jsonl MAX_NEW_TOKENS=64 GATE=on MODE=time
+defaults BENCH="$BUILD_DIR/runtime/specplan-bench"
 default_strategies="bestfirst,dynatree,batch"
 heads_args=()
-if [[ -d "$heads" ]]; then
+if [[ -d "$HEADS" ]]; then
   default_strategies+=",heads,causal"
-  heads_args=(--heads "$heads")
+  heads_args=(--heads "$HEADS")
 fi
 strategies="${STRATEGIES:-$default_strategies}"
-[[ -x "$bench" ]] || { echo "no $bench: build the specplan-bench target first" >&2; exit 1; }
+[[ -x "$BENCH" ]] || { echo "no $BENCH: build the specplan-bench target first" >&2; exit 1; }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 echo "# $(date -u +%FT%TZ) $(uname -m), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# target $target, draft = target, prompts $prompts, $tokens new tokens, gate $gate"
+echo "# target $TARGET, draft = target, prompts $PROMPTS, $MAX_NEW_TOKENS new tokens, gate $GATE"
 
-if [[ "$mode" == callgrind ]]; then
+if [[ "$MODE" == callgrind ]]; then
   command -v valgrind > /dev/null || { echo "MODE=callgrind needs valgrind" >&2; exit 1; }
   printf "%-10s %16s %8s\n" strategy instructions vs_ar
   ar_ir=""
   for s in ar ${strategies//,/ }; do
     valgrind --tool=callgrind --callgrind-out-file="$tmp/$s.cg" \
       "--toggle-collect=specplan::runtime::BatchDecoder::Run*" \
-      "$bench" --target "$target" --draft target "${heads_args[@]}" --strategies "$s" \
-      --prompts "$prompts" --max-prompts 2 --max-new-tokens "$tokens" --threads 1 \
-      --gate "$gate" "$@" > "$tmp/$s.log" 2>&1 || { cat "$tmp/$s.log" >&2; exit 1; }
+      "$BENCH" --target "$TARGET" --draft target "${heads_args[@]}" --strategies "$s" \
+      --prompts "$PROMPTS" --max-prompts 2 --max-new-tokens "$MAX_NEW_TOKENS" --threads 1 \
+      --gate "$GATE" "$@" > "$tmp/$s.log" 2>&1 || { cat "$tmp/$s.log" >&2; exit 1; }
     ir="$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$tmp/$s.cg" | head -1)"
     [[ -n "$ar_ir" ]] || ar_ir="$ir"
     printf "%-10s %16s %8s\n" "$s" "$ir" "$(awk -v a="$ir" -v b="$ar_ir" 'BEGIN{printf "%.4f", a/b}')"
@@ -77,15 +70,15 @@ for i in "${!list[@]}"; do
 done
 order+=",ar"
 
-for t in $threads; do
-  for r in $(seq 1 "$runs"); do
-    "$bench" --target "$target" --draft target "${heads_args[@]}" --strategies "$order" \
-      --prompts "$prompts" --max-new-tokens "$tokens" --threads "$t" --gate "$gate" "$@" \
+for t in $THREADS; do
+  for r in $(seq 1 "$RUNS"); do
+    "$BENCH" --target "$TARGET" --draft target "${heads_args[@]}" --strategies "$order" \
+      --prompts "$PROMPTS" --max-new-tokens "$MAX_NEW_TOKENS" --threads "$t" --gate "$GATE" "$@" \
       > "$tmp/t$t.r$r.txt" 2> "$tmp/t$t.r$r.err" || { cat "$tmp/t$t.r$r.err" >&2; exit 1; }
   done
   echo
-  echo "## --threads $t ($([[ $t == 0 ]] && echo "torch default" || echo "$t")), $runs runs, load average now $(cut -d' ' -f1-3 /proc/loadavg)"
-  python3 - "$tmp" "$t" "$runs" "$strategies" <<'EOF'
+  echo "## --threads $t ($([[ $t == 0 ]] && echo "torch default" || echo "$t")), $RUNS runs, load average now $(cut -d' ' -f1-3 /proc/loadavg)"
+  python3 - "$tmp" "$t" "$RUNS" "$strategies" <<'EOF'
 import math, statistics, sys
 tmp, t, runs, strategies = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(",")
 tps = {s: [] for s in ["ar"] + strategies}
