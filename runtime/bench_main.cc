@@ -35,8 +35,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/remote_planner.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/cost_spec.h"
+#include "costmodel/model_spec.h"
 #include "runtime/batch_decoder.h"
 #include "runtime/draft_heads.h"
 #include "runtime/model_loader.h"
@@ -157,13 +157,51 @@ struct Args {
   std::string kv_update = "gather";
   std::string gate = "on";  // the speculation gate of bestfirst / dynatree / batch
   float temperature = 0.0f;
-  std::string profile;            // costmodel profile JSON for the best-first controller
-  std::string record_trace;       // what-if trace of the first strategy's run
-  int trace_nodes = 64;           // recorded tree nodes per step
-  std::string planner;            // HOST:PORT of a specplan-server; "" = plan in-process
+  // The controller's cost, resolved as the specplan CLI resolves its cost flags
+  // (costmodel::ResolveCost): --profile, else --gpu's bundled profile for the target.
+  std::string profile;        // costmodel profile JSON
+  std::string gpu;            // registry name or GPU spec JSON
+  std::string engine;         // whose kernels: sglang, vllm, trtllm, specplan; "" = the first held
+  std::string latency_model;  // a model of the profile other than its default
+  int64_t tp = 0;             // tensor parallelism; 0 = the profile's
+  std::string record_trace;   // what-if trace of the first strategy's run
+  int trace_nodes = 64;       // recorded tree nodes per step
+  std::string planner;        // HOST:PORT of a specplan-server; "" = plan in-process
   double planner_connect_s = 10;  // seconds to wait for --planner before giving up
   std::string command_line;       // for the trace header
 };
+
+// The verification-latency model the controllers price with, through costmodel::ResolveCost:
+// --profile, or with --gpu the bundled profile of the target (DIR's config.json, or random:NAME)
+// for --dtype, --tp and --engine, else the bare roofline; --latency-model picks another of the
+// profile's models. Null when neither --profile nor --gpu is given (T_verify is then measured on
+// the target). `described` gets the report's "cost".
+absl::StatusOr<std::unique_ptr<costmodel::LatencyModel>> ResolveLatency(const Args& args,
+                                                                        nlohmann::json* described) {
+  if (args.profile.empty() && args.gpu.empty()) {
+    if (!args.engine.empty() || !args.latency_model.empty() || args.tp != 0) {
+      return absl::InvalidArgumentError(
+          "--engine, --latency-model and --tp choose a profile: give --gpu or --profile");
+    }
+    *described = "measured";
+    return nullptr;
+  }
+  costmodel::CostSpec spec;
+  spec.profile_path = args.profile;
+  spec.gpu = args.gpu;
+  if (!args.gpu.empty()) {
+    spec.model = absl::StartsWith(args.target, "random:") ? args.target.substr(7) : args.target;
+  }
+  spec.engine = args.engine;
+  spec.latency_model = args.latency_model;
+  spec.tp = args.tp;
+  SPECPLAN_ASSIGN_OR_RETURN(spec.dtype, costmodel::ParseDType(args.dtype));
+  SPECPLAN_ASSIGN_OR_RETURN(costmodel::ResolvedLatencyModel r, costmodel::ResolveCost(spec));
+  *described = {{"latency_model", r.model->Kind()},
+                {"profile", r.profile_id.empty() ? nlohmann::json() : nlohmann::json(r.profile_id)},
+                {"engine", r.engine.empty() ? nlohmann::json() : nlohmann::json(r.engine)}};
+  return std::move(r.model);
+}
 
 std::string ShellQuote(const std::string& arg) {
   if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -265,11 +303,8 @@ absl::Status RunBench(const Args& args) {
                            {"kv_update", args.kv_update},
                            {"gate", args.gate},
                            {"strategies", nlohmann::json::object()}};
-  std::unique_ptr<costmodel::LatencyModel> latency;
-  if (!args.profile.empty()) {
-    SPECPLAN_ASSIGN_OR_RETURN(costmodel::Profile profile, costmodel::LoadProfile(args.profile));
-    SPECPLAN_ASSIGN_OR_RETURN(latency, costmodel::MakeLatencyModel(profile));
-  }
+  SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<costmodel::LatencyModel> latency,
+                            ResolveLatency(args, &report["cost"]));
   // --planner: every best-first plan, merge and batch plan goes to the server (same plans, same
   // tokens).
   std::unique_ptr<planner::PlanBackend> plan_backend;
@@ -520,9 +555,10 @@ int main(int argc, char** argv) {
   app.add_option("--json", args.json_out, "write the report (outputs and metrics) here");
   app.add_option("--seed", args.seed, "random-weight and sampling seed")->capture_default_str();
   app.add_option("--threads", args.threads, "torch intra-op threads (0 = default)");
-  app.add_option("--gate", args.gate,
-                 "on: bestfirst and dynatree decide before drafting whether to draft (and "
-                 "bestfirst how deep; planner/acceptance/speculation_gate.h); off: they always draft")
+  app.add_option(
+         "--gate", args.gate,
+         "on: bestfirst and dynatree decide before drafting whether to draft (and "
+         "bestfirst how deep; planner/acceptance/speculation_gate.h); off: they always draft")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--kv-update", args.kv_update,
@@ -531,8 +567,22 @@ int main(int argc, char** argv) {
   app.add_option("--temperature", args.temperature, "0 = greedy; > 0 = sampling")
       ->capture_default_str();
   app.add_option("--profile", args.profile,
-                 "calibrated latency profile (calib/...json) for the bestfirst controller; "
-                 "default: T_verify measured on the target");
+                 "calibrated latency profile (calib/...json) the controllers price T_verify with; "
+                 "default: --gpu's bundled profile, else T_verify measured on the target");
+  app.add_option("--gpu", args.gpu,
+                 "price T_verify with the bundled profile of the target on this GPU (registry "
+                 "name or JSON spec; --dtype, --tp, --engine choose the file; none: the bare "
+                 "roofline), as the specplan CLI does");
+  app.add_option("--engine", args.engine,
+                 "with --gpu/--profile: whose kernels the profile describes (sglang, vllm, "
+                 "trtllm, specplan; default: the first with a bundled profile)");
+  app.add_option("--latency-model", args.latency_model,
+                 "with --gpu/--profile: a model of the profile other than its default (roofline, "
+                 "linear, per_term, overlap, kernel_sum, table)");
+  app.add_option("--tp", args.tp,
+                 "with --gpu/--profile: tensor parallelism of the profile (default: the "
+                 "profile's, else 1)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--record-trace", args.record_trace,
                  "also record the first listed strategy's run as a what-if trace (JSONL, "
                  "whatif/trace.h) to FILE, each step with its verification pass under --batch; "

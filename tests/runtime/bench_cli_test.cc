@@ -15,6 +15,11 @@
 #include <string>
 #include <utility>
 
+#include "costmodel/calib_dir.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/model_registry.h"
+#include "costmodel/profile.h"
+#include "costmodel/profile_json.h"
 #include "whatif/trace.h"
 
 namespace {
@@ -151,6 +156,57 @@ TEST(BenchCliTest, BadPromptFileNamesTheLine) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("p.jsonl:2: ids[1] = 999: must be an integer in [0, 256)"), std::string::npos)
       << text;
+  fs::remove_all(dir);
+}
+
+// --gpu prices the controllers with the target's bundled profile, chosen by --dtype, --engine and
+// --latency-model through costmodel::ResolveCost (as the specplan CLI chooses one): the report
+// names the profile and model; an engine without a file is refused; without --gpu or --profile
+// T_verify is measured.
+TEST(BenchCliTest, GpuPricesWithTheBundledProfileOfTheTarget) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("specplan_bench_gpu_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string target = std::string(SPECPLAN_SOURCE_DIR) + "/tests/runtime/data/hf/qwen3";
+  auto model = specplan::costmodel::ResolveModel(target);
+  auto gpu = specplan::costmodel::ResolveGpu("cpu");
+  ASSERT_TRUE(model.ok() && gpu.ok());
+  specplan::costmodel::Profile p;
+  p.gpu = gpu->name;
+  p.model = model->name;
+  p.dtype = specplan::costmodel::DType::kFloat32;
+  p.gpu_spec = *gpu;
+  p.model_spec = *model;
+  p.model_spec.dtype = p.dtype;
+  p.linear = specplan::costmodel::LinearCoefficients{2.0, 1e-4};
+  p.default_model = "roofline";
+  const std::string calib = (dir / "calib").string();
+  ASSERT_TRUE(specplan::costmodel::SaveProfile(
+                  p, specplan::costmodel::BundledProfilePath(calib, p.gpu, p.model, p.dtype))
+                  .ok());
+  const std::string prompts = (dir / "p.jsonl").string();
+  std::ofstream(prompts) << "{\"ids\": [1, 2, 3, 1, 2, 3]}\n";
+  const std::string out = (dir / "out.json").string();
+  const std::string err = (dir / "err.txt").string();
+  const std::string run = "SPECPLAN_CALIB_DIR=" + calib + " " + Bench() + " --target " + target +
+                          " --draft truncate:1 --strategies ar,bestfirst --prompts " + prompts +
+                          " --max-new-tokens 8 --threads 1 --dtype fp32 --json " + out;
+  ASSERT_EQ(RunShell(run + " --gpu cpu --latency-model linear > /dev/null 2> " + err), 0);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(out));
+  EXPECT_EQ(j.at("cost").at("latency_model"), "linear");
+  EXPECT_EQ(j.at("cost").at("profile"), specplan::costmodel::ProfileId(p.gpu, p.model, p.dtype));
+  EXPECT_EQ(j.at("cost").at("engine"), "specplan");
+  EXPECT_EQ(j.at("strategies").at("bestfirst").at("greedy_equals_ar"), true);
+
+  EXPECT_NE(RunShell(run + " --gpu cpu --engine sglang > /dev/null 2> " + err), 0);
+  std::ifstream in(err);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("engine = 'sglang': no profile for " + p.gpu + " x " + p.model),
+            std::string::npos)
+      << text;
+
+  ASSERT_EQ(RunShell(run + " > /dev/null 2> " + err), 0);
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(out)).at("cost"), "measured");
   fs::remove_all(dir);
 }
 
