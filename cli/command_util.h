@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,6 +54,21 @@ void SetBudgetMode(int n_max, int budget, bool scan, Options* options) {
     options->mode = scan ? planner::BudgetMode::kScan : planner::BudgetMode::kController;
     options->n_max = n_max;
   }
+}
+
+// A planner's evaluated curve as JSON: one {"n", "expected_accepted", "cycle_s", <value_name>}
+// per point, <value_name> being p.*value (plan's speedup, plan-batch's goodput).
+template <typename Point>
+nlohmann::json CurveJson(const std::vector<Point>& curve, const char* value_name,
+                         double Point::*value) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Point& p : curve) {
+    out.push_back({{"n", p.n},
+                   {"expected_accepted", p.expected_accepted},
+                   {"cycle_s", p.cycle_s},
+                   {value_name, p.*value}});
+  }
+  return out;
 }
 
 // --tree-mask-mode and --draft-token-num for --layout sglang (`layout`, which they need).

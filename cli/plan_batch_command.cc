@@ -224,14 +224,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
                       {"price", plan.price[i]}});
     }
     j["requests"] = std::move(reqs);
-    nlohmann::json curve = nlohmann::json::array();
-    for (const BatchCurvePoint& p : plan.curve) {
-      curve.push_back({{"n", p.n},
-                       {"expected_accepted", p.expected_accepted},
-                       {"cycle_s", p.cycle_s},
-                       {"goodput", p.goodput}});
-    }
-    j["curve"] = std::move(curve);
+    j["curve"] = CurveJson(plan.curve, "goodput", &BatchCurvePoint::goodput);
     j["cycle_s"] = json_util::NumberOrNull(plan.cycle_s);
     j["goodput"] = json_util::NumberOrNull(plan.goodput);
     j["ar_goodput"] = json_util::NumberOrNull(plan.ar_goodput);

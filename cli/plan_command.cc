@@ -151,14 +151,7 @@ int RunPlan(const PlanArgs& a) {
       j["profile"] = profile_id;
     }
     if (options.mode != BudgetMode::kFixed) {
-      nlohmann::json curve = nlohmann::json::array();
-      for (const auto& p : plan.curve) {
-        curve.push_back({{"n", p.n},
-                         {"expected_accepted", p.expected_accepted},
-                         {"cycle_s", p.cycle_s},
-                         {"speedup", p.speedup}});
-      }
-      j["curve"] = std::move(curve);
+      j["curve"] = CurveJson(plan.curve, "speedup", &CurvePoint::speedup);
     }
     if (a.layout == "sglang") {
       const int64_t c = a.c;
