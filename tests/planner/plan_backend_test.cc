@@ -19,6 +19,7 @@
 namespace specplan::planner {
 namespace {
 
+using testing::DrawPlanCost;
 using testing::ExpectSameMerge;
 using testing::ExpectSamePlan;
 using testing::RandomWeightedTree;
@@ -53,13 +54,7 @@ TEST(InProcessPlanBackend, BestFirstEqualsDirectPlannerForRandomMarginalsAndCost
     options.l_ar_s = rng() % 4 == 0 ? 2.5e-3 : 0.0;
     PlanCost cost;
     cost.latency = rng() % 2 ? static_cast<const costmodel::LatencyModel*>(&stepped) : &smooth;
-    cost.drafter.cls = static_cast<costmodel::DrafterClass>(rng() % 3);
-    cost.drafter.gamma = m.gamma;
-    cost.drafter.t_net_s = 1e-4 * static_cast<double>(rng() % 10);
-    cost.drafter.t_head_s = 1e-5;
-    cost.drafter.t_light_s = 2e-6;
-    cost.t_aux_s = 1e-5 * static_cast<double>(rng() % 3);
-    cost.context = static_cast<int64_t>(rng() % 2000);
+    DrawPlanCost(rng, m.gamma, 1e-5, 2e-6, 2000, &cost);
     const bool with_cost = options.mode != BudgetMode::kFixed || rng() % 2 == 0;
 
     BestFirstPlanner direct;

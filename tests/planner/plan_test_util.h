@@ -13,6 +13,7 @@
 #include <string>
 
 #include "costmodel/latency_model.h"
+#include "planner/batch/plan_backend.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/merge.h"
 #include "planner/tree/tree.h"
@@ -88,6 +89,21 @@ Tree RandomWeightedTree(Rng& rng, int n, int vocab, int32_t root) {
     t.AddNode(parent, static_cast<int32_t>(rng() % vocab), t.path_probs[parent] * u(rng));
   }
   return t;
+}
+
+// Draws the random parts of a plan cost from `rng`, in this order: the drafter class, its net time
+// (0 to 0.9 ms), the per-cycle aux time (0 to 20 us) and the context (below max_context); the
+// drafter's gamma and head and light times are the given ones.
+template <typename Rng>
+void DrawPlanCost(Rng& rng, int gamma, double t_head_s, double t_light_s, uint64_t max_context,
+                  PlanCost* cost) {
+  cost->drafter.cls = static_cast<costmodel::DrafterClass>(rng() % 3);
+  cost->drafter.gamma = gamma;
+  cost->drafter.t_net_s = 1e-4 * static_cast<double>(rng() % 10);
+  cost->drafter.t_head_s = t_head_s;
+  cost->drafter.t_light_s = t_light_s;
+  cost->t_aux_s = 1e-5 * static_cast<double>(rng() % 3);
+  cost->context = static_cast<int64_t>(rng() % max_context);
 }
 
 }  // namespace specplan::planner::testing

@@ -185,33 +185,25 @@ TEST_F(EngineRpcTest, EachEngineIsServedByName) {
 }
 
 TEST_F(EngineRpcTest, WithoutAnEngineTheFirstHeldOfTheOrderServes) {
-  // sglang, vllm, specplan held: sglang.
-  {
+  // A fresh server over what the directory holds now answers a request naming no engine.
+  const auto estimate = [this](v1::EstimateLatencyResponse* resp) {
     auto server = Start();
     ASSERT_NE(server, nullptr);
-    v1::EstimateLatencyResponse resp;
-    ASSERT_TRUE(Estimate(*server->stub, Ref(""), &resp).ok());
-    EXPECT_EQ(resp.profile_id(), "a100-80g/qwen3-4b-bf16@sglang");
-  }
+    ASSERT_TRUE(Estimate(*server->stub, Ref(""), resp).ok());
+  };
+  v1::EstimateLatencyResponse resp;
+  // sglang, vllm, specplan held: sglang.
+  ASSERT_NO_FATAL_FAILURE(estimate(&resp));
+  EXPECT_EQ(resp.profile_id(), "a100-80g/qwen3-4b-bf16@sglang");
   // vllm and specplan: vllm.
   fs::remove(paths_["sglang"]);
-  {
-    auto server = Start();
-    ASSERT_NE(server, nullptr);
-    v1::EstimateLatencyResponse resp;
-    ASSERT_TRUE(Estimate(*server->stub, Ref(""), &resp).ok());
-    EXPECT_EQ(resp.profile_id(), "a100-80g/qwen3-4b-bf16@vllm");
-  }
+  ASSERT_NO_FATAL_FAILURE(estimate(&resp));
+  EXPECT_EQ(resp.profile_id(), "a100-80g/qwen3-4b-bf16@vllm");
   // specplan alone: specplan, under the id it always had.
   fs::remove(paths_["vllm"]);
-  {
-    auto server = Start();
-    ASSERT_NE(server, nullptr);
-    v1::EstimateLatencyResponse resp;
-    ASSERT_TRUE(Estimate(*server->stub, Ref(""), &resp).ok());
-    EXPECT_EQ(resp.profile_id(), kBase);
-    EXPECT_DOUBLE_EQ(resp.points(0).verify_s(), InProcessVerify(paths_["specplan"]));
-  }
+  ASSERT_NO_FATAL_FAILURE(estimate(&resp));
+  EXPECT_EQ(resp.profile_id(), kBase);
+  EXPECT_DOUBLE_EQ(resp.points(0).verify_s(), InProcessVerify(paths_["specplan"]));
 }
 
 TEST_F(EngineRpcTest, ServerDefaultEngineServesRequestsThatNameNone) {

@@ -161,13 +161,7 @@ TEST_F(RemoteBackendTest, BestFirstPlansEqualInProcessForRandomMarginalsAndLaten
     options.acceptance_scale = rng() % 3 == 0 ? 0.5 + 0.25 * static_cast<double>(rng() % 8) : 1.0;
     planner::PlanCost cost;
     cost.latency = models[trial % 4];
-    cost.drafter.cls = static_cast<costmodel::DrafterClass>(rng() % 3);
-    cost.drafter.gamma = m.gamma;
-    cost.drafter.t_net_s = 1e-4 * static_cast<double>(rng() % 10);
-    cost.drafter.t_head_s = 3e-5;
-    cost.drafter.t_light_s = 1e-6;
-    cost.t_aux_s = 1e-5 * static_cast<double>(rng() % 3);
-    cost.context = static_cast<int64_t>(rng() % 3000);
+    planner::testing::DrawPlanCost(rng, m.gamma, 3e-5, 1e-6, 3000, &cost);
     const bool with_cost = options.mode != planner::BudgetMode::kFixed || rng() % 2 == 0;
     const planner::PlanCost* c = with_cost ? &cost : nullptr;
     ASSERT_TRUE(local.PlanBestFirst(m, options, c, &want).ok());

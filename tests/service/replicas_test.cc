@@ -562,19 +562,23 @@ TEST(Channel, TargetsFromServerLists) {
   EXPECT_EQ(config["methodConfig"][0]["retryPolicy"]["retryableStatusCodes"][0], "UNAVAILABLE");
 }
 
+// `n` in-process servers over `dir`, and their addresses as a comma-separated list.
+void StartReplicas(const fs::path& dir, int n, std::vector<std::unique_ptr<TestServer>>* servers,
+                   std::string* list) {
+  for (int i = 0; i < n; ++i) {
+    servers->push_back(StartServerOn(dir));
+    ASSERT_NE(servers->back(), nullptr);
+    *list +=
+        (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(servers->back()->running->port);
+  }
+}
+
 TEST(Channel, ClientSpreadsCallsOverReplicasAndNamesABadList) {
   const fs::path dir = TempDir("client_list");
   WriteProfile(dir, FastProfile(false));
   std::vector<std::unique_ptr<TestServer>> servers;
   std::string list;
-  for (int i = 0; i < 2; ++i) {
-    ServerConfig config;
-    config.profiles_dir = dir.string();
-    servers.push_back(TestServer::Start(config));
-    ASSERT_NE(servers.back(), nullptr);
-    list +=
-        (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(servers.back()->running->port);
-  }
+  ASSERT_NO_FATAL_FAILURE(StartReplicas(dir, 2, &servers, &list));
   client::PlannerClient c(list);
   ASSERT_TRUE(c.WaitReady(10).ok());
   auto profiles = c.Profiles();
@@ -606,14 +610,7 @@ TEST(Channel, PythonClientAndCliTakeReplicaLists) {
   }
   std::vector<std::unique_ptr<TestServer>> servers;
   std::string list;
-  for (int i = 0; i < 2; ++i) {
-    ServerConfig config;
-    config.profiles_dir = dir.string();
-    servers.push_back(TestServer::Start(config));
-    ASSERT_NE(servers.back(), nullptr);
-    list +=
-        (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(servers.back()->running->port);
-  }
+  ASSERT_NO_FATAL_FAILURE(StartReplicas(dir, 2, &servers, &list));
   const std::string client = SPECPLAN_SOURCE_DIR "/examples/python_client.py";
   const std::string stubs = SPECPLAN_BINARY_DIR "/python";
   if (std::system("/usr/bin/python3 -c 'import grpc, grpc_tools' >/dev/null 2>&1") == 0 &&

@@ -36,6 +36,19 @@ std::vector<std::string> WithFault(const char* fault, std::vector<std::string> a
   return args;
 }
 
+// GetProfile for `asked`'s gpu and model answers `want`.
+void ExpectServedProfile(v1::Planner::Stub& stub, const costmodel::Profile& asked,
+                         const costmodel::Profile& want) {
+  grpc::ClientContext ctx;
+  v1::GetProfileRequest get;
+  get.mutable_profile()->set_gpu(asked.gpu);
+  get.mutable_profile()->set_model(asked.model);
+  v1::GetProfileResponse got;
+  const grpc::Status st = stub.GetProfile(&ctx, get, &got);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(nlohmann::json::parse(got.profile_json()), costmodel::ProfileToJson(want));
+}
+
 TEST(ServerBinary, ServesPersistsProfilesAndShutsDownGracefully) {
   ASSERT_TRUE(fs::exists(ServerBinary())) << ServerBinary();
   const fs::path dir = TempDir("bin");
@@ -103,14 +116,7 @@ TEST(ServerBinary, ServesPersistsProfilesAndShutsDownGracefully) {
   auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
                                      grpc::InsecureChannelCredentials());
   auto stub = v1::Planner::NewStub(channel);
-  grpc::ClientContext ctx;
-  v1::GetProfileRequest get;
-  get.mutable_profile()->set_gpu(v1p.gpu);
-  get.mutable_profile()->set_model(v1p.model);
-  v1::GetProfileResponse got;
-  const grpc::Status st = stub->GetProfile(&ctx, get, &got);
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  EXPECT_EQ(nlohmann::json::parse(got.profile_json()), costmodel::ProfileToJson(v2p));
+  ExpectServedProfile(*stub, v1p, v2p);
   EXPECT_EQ(server.Terminate(), 0);
   fs::remove_all(dir);
 }
@@ -191,16 +197,7 @@ TEST(ServerBinary, CrashDuringPutProfileKeepsACompleteProfile) {
       ASSERT_EQ(list.profiles_size(), 1);
       EXPECT_EQ(list.profiles(0).path(), path);
     }
-    {
-      grpc::ClientContext ctx;
-      v1::GetProfileRequest get;
-      get.mutable_profile()->set_gpu(old_p.gpu);
-      get.mutable_profile()->set_model(old_p.model);
-      v1::GetProfileResponse got;
-      const grpc::Status st = stub->GetProfile(&ctx, get, &got);
-      ASSERT_TRUE(st.ok()) << st.error_message();
-      EXPECT_EQ(nlohmann::json::parse(got.profile_json()), costmodel::ProfileToJson(expected));
-    }
+    ExpectServedProfile(*stub, old_p, expected);
     // Writes work again despite the stale temp file.
     const grpc::Status st = put(server.port(), new_p);
     EXPECT_TRUE(st.ok()) << st.error_message();
