@@ -1,5 +1,6 @@
-// Benchmarks of merged-tree dual drafting and acceptance (planner/tree/merge.h, planner/acceptance/acceptance.h).
-// Workspaces and outputs are reused across iterations, as an engine would on its decode loop.
+// Benchmarks of merged-tree dual drafting and acceptance (planner/tree/merge.h,
+// planner/acceptance/acceptance.h). Workspaces and outputs are reused across iterations, as an
+// engine would on its decode loop.
 #include <benchmark/benchmark.h>
 
 #include <random>

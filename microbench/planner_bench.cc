@@ -26,10 +26,10 @@
 
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_model.h"
-#include "planner/policies/best_first.h"
-#include "planner/tree/engine_layouts.h"
 #include "planner/marginals/marginals.h"
+#include "planner/policies/best_first.h"
 #include "planner/policies/path_conditioned.h"
+#include "planner/tree/engine_layouts.h"
 #include "planner/tree/tree_outputs.h"
 
 namespace specplan::planner {
