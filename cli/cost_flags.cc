@@ -22,15 +22,8 @@ absl::StatusOr<CostFlags::Parsed> CostFlags::Parse() const {
 }
 
 costmodel::CostSpec CostFlags::ToCostSpec(costmodel::DType dtype) const {
-  costmodel::CostSpec spec;
-  spec.model = model;
-  spec.gpu = gpu;
-  spec.engine = engine;
-  spec.profile_path = profile;
-  spec.latency_model = latency_model;
-  spec.dtype = dtype;
-  spec.tp = tp;
-  return spec;
+  // CostSpec's fields in order: model, gpu, engine, profile_path, latency_model, dtype, tp.
+  return costmodel::CostSpec{model, gpu, engine, profile, latency_model, dtype, tp};
 }
 
 absl::StatusOr<costmodel::ResolvedLatencyModel> CostFlags::Resolve(costmodel::DType dtype) const {

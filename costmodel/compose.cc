@@ -302,12 +302,7 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const s
   }
   SPECPLAN_RETURN_IF_ERROR(ValidateLatencyTable(table));
 
-  Profile prof;
-  prof.gpu = gpu.name;
-  prof.model = spec.name;
-  prof.dtype = spec.dtype;
-  prof.gpu_spec = gpu;
-  prof.model_spec = spec;
+  Profile prof = ProfileFor(spec, gpu);
   prof.device_name = tables.device;
   prof.timer = "external";
   prof.engine = engine;

@@ -186,14 +186,8 @@ absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& mode
                                                          const std::string& profile_path,
                                                          DType dtype, const std::string& kind,
                                                          int64_t tp) {
-  CostSpec spec;
-  spec.model = model;
-  spec.gpu = gpu;
-  spec.profile_path = profile_path;
-  spec.dtype = dtype;
-  spec.latency_model = kind;
-  spec.tp = tp;
-  return ResolveCost(spec);
+  // CostSpec's fields in order: model, gpu, engine, profile_path, latency_model, dtype, tp.
+  return ResolveCost(CostSpec{model, gpu, "", profile_path, kind, dtype, tp});
 }
 
 absl::StatusOr<std::unique_ptr<LatencyModel>> LoadLatencyModel(const std::string& model,

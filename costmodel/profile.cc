@@ -13,6 +13,16 @@ constexpr const char* kModelKinds[] = {"roofline", "linear",     "per_term",
                                        "overlap",  "kernel_sum", "table"};
 }  // namespace
 
+Profile ProfileFor(const ModelSpec& model, const GpuSpec& gpu) {
+  Profile p;
+  p.gpu = gpu.name;
+  p.model = model.name;
+  p.dtype = model.dtype;
+  p.gpu_spec = gpu;
+  p.model_spec = model;
+  return p;
+}
+
 absl::StatusOr<std::unique_ptr<LatencyModel>> MakeLatencyModel(const Profile& p,
                                                                const std::string& kind_in) {
   const std::string kind = kind_in.empty() ? p.default_model : kind_in;

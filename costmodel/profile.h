@@ -67,6 +67,10 @@ struct Profile {
 // overlap, kernel_sum, table. The one list the CLI, the server and the loader check against.
 const std::vector<std::string>& LatencyModelKinds();
 
+// A profile of `model` on `gpu` with nothing fitted yet: gpu, model and dtype named after the
+// specs.
+Profile ProfileFor(const ModelSpec& model, const GpuSpec& gpu);
+
 // The latency model a profile describes. kind "" = profile.default_model; also "roofline",
 // "linear", "per_term", "overlap", "kernel_sum", "table". NOT_FOUND if the profile lacks that
 // model.

@@ -60,12 +60,7 @@ absl::StatusOr<Profile> FitProfile(const ModelSpec& model, const GpuSpec& gpu,
   if (const std::string why = TensorParallelProblem(model, gpu, model.tp); !why.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("tp = ", model.tp, ": ", why));
   }
-  Profile p;
-  p.gpu = gpu.name;
-  p.model = model.name;
-  p.dtype = model.dtype;
-  p.gpu_spec = gpu;
-  p.model_spec = model;
+  Profile p = ProfileFor(model, gpu);
   p.created_utc = UtcTimestamp();
 
   std::vector<LatencySample> fit, held;
