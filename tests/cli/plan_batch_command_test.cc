@@ -15,11 +15,12 @@ const char* kSmall =
     R"({"root_token": 1, "tokens": [[5, 6], [7, 8]], "probs": [[0.6, 0.3], [0.5, 0.4]]})";
 
 TEST(PlanBatchCommand, JsonHasTheContractFieldsPerRequestAndCurve) {
-  auto r = RunSpecplan("plan-batch --requests " + SourcePath("examples/batch_requests.jsonl") +
-                       " --model qwen3-8b --gpu h100 --engine specplan --latency-model roofline "
-                       "--n-max 2048 --json");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto j = nlohmann::json::parse(r.output);
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(
+      RunJson("plan-batch --requests " + SourcePath("examples/batch_requests.jsonl") +
+                  " --model qwen3-8b --gpu h100 --engine specplan --latency-model "
+                  "roofline --n-max 2048 --json",
+              &j));
   ASSERT_EQ(j["requests"].size(), 8u);
   int total = 0;
   double accepted = 0;

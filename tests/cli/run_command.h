@@ -1,7 +1,7 @@
 // Runs the built `specplan` binary in a shell and captures its output, for CLI tests, and the
-// helpers every CLI test shares: reading a file back, and checking a table of refused command
-// lines. A test file says `using namespace ::specplan::testing;` to have them all, HasSubstr and
-// Not too.
+// helpers every CLI test shares: tables of refused and of successful command lines, a command's
+// JSON output, and a plot written. A test file says `using namespace ::specplan::testing;` to have
+// them all, ReadAll, HasSubstr and Not too.
 #ifndef SPECPLAN_TESTS_CLI_RUN_COMMAND_H_
 #define SPECPLAN_TESTS_CLI_RUN_COMMAND_H_
 
@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -83,6 +84,13 @@ struct Success {
 
 inline void ExpectSucceeds(const std::vector<Success>& runs) {
   for (const Success& want : runs) ExpectRun(want.args, 0, want.output);
+}
+
+// Runs `args`, which must succeed and print JSON, into *json.
+inline void RunJson(const std::string& args, nlohmann::json* json) {
+  const CommandResult r = RunSpecplan(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  *json = nlohmann::json::parse(r.output);
 }
 
 // Runs `args --plot <png>` and checks that the PNG is written whole and named in the output. False

@@ -22,15 +22,11 @@ const std::string kBase = "whatif --model qwen3-8b --gpu h100 --engine specplan 
 TEST(WhatIfConcurrencyCommand, TableHasEveryStrategyAndTheStopLine) {
   auto r = RunSpecplan(kBase + "--concurrency 1,4,64");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("qwen3-8b on h100"));
-  EXPECT_THAT(r.output, HasSubstr("profile h100-sxm/qwen3-8b-bf16"));
-  EXPECT_THAT(r.output, HasSubstr("248 steps (248 with marginals"));
-  EXPECT_THAT(r.output, HasSubstr("batch growth 0.02"));
-  for (const char* s : {"ar", "fixed", "controller", "batch"}) {
+  for (const char* s :
+       {"qwen3-8b on h100", "profile h100-sxm/qwen3-8b-bf16", "248 steps (248 with marginals",
+        "batch growth 0.02", "ar", "fixed", "controller", "batch", "speculation ", "tokens/s"}) {
     EXPECT_THAT(r.output, HasSubstr(s));
   }
-  EXPECT_THAT(r.output, HasSubstr("speculation "));
-  EXPECT_THAT(r.output, HasSubstr("tokens/s"));
 }
 
 // The bundled trace was recorded from a --batch 4 run (8 prompts x 32 tokens: every pass full):

@@ -18,6 +18,21 @@ constexpr char kHeader[] =
 
 std::string WithStep(const std::string& step) { return std::string(kHeader) + "\n" + step + "\n"; }
 
+// A trace whose one step (prompt 0, c = 1, root 2, continuation [3]) carries the given node
+// expansion (parents, tokens, dist_tokens, dist_probs as JSON).
+std::string NodesStep(const std::string& parents, const std::string& tokens,
+                      const std::string& dist_tokens, const std::string& dist_probs) {
+  return WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],"nodes":{"parents":)" + parents +
+                  R"(,"tokens":)" + tokens + R"(,"dist_tokens":)" + dist_tokens +
+                  R"(,"dist_probs":)" + dist_probs + "}}");
+}
+
+// The same step carrying the given marginals (tokens, probs as JSON).
+std::string MarginalsStep(const std::string& tokens, const std::string& probs) {
+  return WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],"marginals":{"tokens":)" +
+                  tokens + R"(,"probs":)" + probs + "}}");
+}
+
 TEST(Trace, FixtureParsesWithItsFields) {
   auto trace = LoadTrace(testing::FixturePath());
   ASSERT_TRUE(trace.ok()) << trace.status();
@@ -130,43 +145,24 @@ TEST(Trace, MalformedTracesNameTheLineAndField) {
       {"token >= vocab",
        WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3,50],)" + ok_marg + "}"),
        "t.jsonl:2: continuation[1] = 50: must be a token id in [0, vocab = 50)"},
-      {"marginal token >= vocab",
-       WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],)"
-                R"("marginals":{"tokens":[[3,77]],"probs":[[0.5,0.1]]}})"),
+      {"marginal token >= vocab", MarginalsStep(R"([[3,77]])", R"([[0.5,0.1]])"),
        "marginals.tokens[0][1] = 77"},
-      {"ragged marginals",
-       WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],)"
-                R"("marginals":{"tokens":[[3,4],[5]],"probs":[[0.5,0.1],[0.2]]}})"),
+      {"ragged marginals", MarginalsStep(R"([[3,4],[5]])", R"([[0.5,0.1],[0.2]])"),
        "marginals.tokens[1]"},
-      {"nodes tokens length",
-       WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],)"
-                R"("nodes":{"parents":[-1,0],"tokens":[2],)"
-                R"("dist_tokens":[[3],[-1]],"dist_probs":[[0.5],[0]]}})"),
+      {"nodes tokens length", NodesStep(R"([-1,0])", R"([2])", R"([[3],[-1]])", R"([[0.5],[0]])"),
        "t.jsonl:2: nodes.tokens: 1 entries, expected 2"},
-      {"nodes rows mismatch",
-       WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],)"
-                R"("nodes":{"parents":[-1,0],"tokens":[2,3],)"
-                R"("dist_tokens":[[3]],"dist_probs":[[0.5]]}})"),
+      {"nodes rows mismatch", NodesStep(R"([-1,0])", R"([2,3])", R"([[3]])", R"([[0.5]])"),
        "nodes.dist_tokens: 1 rows, expected 2"},
       {"non-topological",
-       WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],)"
-                R"("nodes":{"parents":[-1,0,2],"tokens":[2,3,4],)"
-                R"("dist_tokens":[[3,4],[-1,-1],[-1,-1]],"dist_probs":[[0.5,0.2],[0,0],[0,0]]}})"),
+       NodesStep(R"([-1,0,2])", R"([2,3,4])", R"([[3,4],[-1,-1],[-1,-1]])",
+                 R"([[0.5,0.2],[0,0],[0,0]])"),
        "t.jsonl:2: nodes.parents[2] = 2: must be in [0, 2) (topological order)"},
       {"node token not in parent row",
-       WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],)"
-                R"("nodes":{"parents":[-1,0],"tokens":[2,9],)"
-                R"("dist_tokens":[[3],[-1]],"dist_probs":[[0.5],[0]]}})"),
+       NodesStep(R"([-1,0])", R"([2,9])", R"([[3],[-1]])", R"([[0.5],[0]])"),
        "nodes.tokens[1] = 9: not among the candidates"},
-      {"root mismatch",
-       WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],)"
-                R"("nodes":{"parents":[-1],"tokens":[5],)"
-                R"("dist_tokens":[[3]],"dist_probs":[[0.5]]}})"),
+      {"root mismatch", NodesStep(R"([-1])", R"([5])", R"([[3]])", R"([[0.5]])"),
        "nodes.tokens[0] = 5: must equal root = 2"},
-      {"prob out of range",
-       WithStep(R"({"prompt":0,"c":1,"root":2,"continuation":[3],)"
-                R"("marginals":{"tokens":[[3]],"probs":[[1.5]]}})"),
-       "marginals.probs[0][0]"},
+      {"prob out of range", MarginalsStep(R"([[3]])", R"([[1.5]])"), "marginals.probs[0][0]"},
       {"bad header",
        R"({"format":"other","version":1})"
        "\n",
