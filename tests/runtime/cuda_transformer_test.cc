@@ -154,12 +154,10 @@ TEST_P(CudaTransformerTest, KvGatherMovesRowsExactlyAndMatchesRecomputation) {
   const int V = static_cast<int>(cpu_->config().vocab_size);
   std::mt19937_64 rng(11);
   const int c = 9, n = 15;
-  std::vector<planner::TokenId> prefix = RandomTokens(c, V, rng);
-  planner::Tree tree = RandomTree(n, V, rng);
-  KvCache cache = gpu_->NewCache(64);
-  gpu_->ForwardCausal(prefix, 0, &cache);
-  VerifyTree(*gpu_, tree, c, &cache);
-  const testing::TreePath accepted = PathTo(tree, tree.size() - 1, c);
+  testing::VerifiedRandomTree verified = testing::VerifyRandomTree(*gpu_, V, c, n, rng);
+  const std::vector<planner::TokenId>& prefix = verified.prefix;
+  KvCache& cache = verified.cache;
+  const testing::TreePath& accepted = verified.accepted;
   const std::vector<int64_t>& src = accepted.slots;
   const std::vector<planner::TokenId>& path = accepted.tokens;
   const int64_t L = static_cast<int64_t>(src.size());

@@ -138,35 +138,35 @@ TEST(SafetensorsTest, HeaderValidation) {
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->size(), 2u);
   EXPECT_EQ(err("{not json", 0), "x.safetensors: header: not valid JSON");
-  EXPECT_NE(err(R"({"w":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})", 4)
-                .find("tensor \"w\": dtype = \"F33\": unknown"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", 24)
-                .find("tensor \"w\": data_offsets = [0, 20]: span 20 bytes, expected 24"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 8)
-                .find("past the end of the data block (8 bytes)"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 8)
-                .find("tensor \"w\": shape[0] = -1"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8)
-                .find("need 0 <= begin <= end"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-                12)
-                .find("overlaps tensor"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"w":{"dtype":"F32","shape":[1]}})", 4).find("tensor \"w\": data_offsets"),
-            std::string::npos);
-  // Regression (fuzz seed huge_shape): two dims of 2^40 used to overflow int64 before the
-  // element-count check.
-  EXPECT_NE(err(R"({"w":{"dtype":"F32","shape":[1099511627776,1099511627776],)"
-                R"("data_offsets":[0,16]}})",
-                64)
-                .find("too many elements"),
-            std::string::npos);
+  // Bad headers (with the data block's size) and a piece of the error each gets.
+  struct Bad {
+    std::string header;
+    int64_t data_size;
+    std::string error;
+  };
+  const Bad bad[] = {
+      {R"({"w":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})", 4,
+       "tensor \"w\": dtype = \"F33\": unknown"},
+      {R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", 24,
+       "tensor \"w\": data_offsets = [0, 20]: span 20 bytes, expected 24"},
+      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 8,
+       "past the end of the data block (8 bytes)"},
+      {R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 8,
+       "tensor \"w\": shape[0] = -1"},
+      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8, "need 0 <= begin <= end"},
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+       12, "overlaps tensor"},
+      {R"({"w":{"dtype":"F32","shape":[1]}})", 4, "tensor \"w\": data_offsets"},
+      // Regression (fuzz seed huge_shape): two dims of 2^40 used to overflow int64 before the
+      // element-count check.
+      {R"({"w":{"dtype":"F32","shape":[1099511627776,1099511627776],)"
+       R"("data_offsets":[0,16]}})",
+       64, "too many elements"},
+  };
+  for (const Bad& b : bad) {
+    EXPECT_NE(err(b.header, b.data_size).find(b.error), std::string::npos) << b.error;
+  }
   EXPECT_EQ(SafetensorsElementSize("BF16"), 2);
   EXPECT_EQ(SafetensorsElementSize("F99"), 0);
 }

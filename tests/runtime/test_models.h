@@ -123,6 +123,26 @@ inline TreePath PathTo(const planner::Tree& tree, int node, int64_t c) {
   return p;
 }
 
+// c random tokens (ids below `vocab`) prefilled into a fresh 64-slot cache of `model`, then a
+// random tree of n draft nodes verified after them; `accepted` is the path to the tree's last node.
+struct VerifiedRandomTree {
+  std::vector<planner::TokenId> prefix;
+  planner::Tree tree;
+  KvCache cache;
+  TreePath accepted;
+};
+inline VerifiedRandomTree VerifyRandomTree(const Transformer& model, int vocab, int c, int n,
+                                           std::mt19937_64& rng) {
+  VerifiedRandomTree v;
+  v.prefix = RandomTokens(c, vocab, rng);
+  v.tree = RandomTree(n, vocab, rng);
+  v.cache = model.NewCache(64);
+  model.ForwardCausal(v.prefix, 0, &v.cache);
+  VerifyTree(model, v.tree, c, &v.cache);
+  v.accepted = PathTo(v.tree, v.tree.size() - 1, c);
+  return v;
+}
+
 // Greedy continuation by full recomputation (no cache reuse): the simplest reference.
 inline std::vector<planner::TokenId> ReferenceGreedy(const Transformer& model,
                                                      std::vector<planner::TokenId> seq,

@@ -57,23 +57,16 @@ TEST_P(TreeVerifyTest, CompactionEqualsRecomputation) {
   const int V = static_cast<int>(model->config().vocab_size);
   std::mt19937_64 rng(17);
   const int c = 6, n = 14;
-  std::vector<planner::TokenId> prefix = RandomTokens(c, V, rng);
-  planner::Tree tree = RandomTree(n, V, rng);
-  KvCache cache = model->NewCache(64);
-  model->ForwardCausal(prefix, 0, &cache);
-  VerifyTree(*model, tree, c, &cache);
   // Accept the path to the deepest last node.
-  const testing::TreePath accepted = PathTo(tree, tree.size() - 1, c);
-  const std::vector<int64_t>& src = accepted.slots;
-  const std::vector<planner::TokenId>& path = accepted.tokens;
-  cache.GatherSlots(src, c);
-  const int64_t len = c + static_cast<int64_t>(path.size());
-  cache.set_length(len);
+  testing::VerifiedRandomTree v = testing::VerifyRandomTree(*model, V, c, n, rng);
+  v.cache.GatherSlots(v.accepted.slots, c);
+  const int64_t len = c + static_cast<int64_t>(v.accepted.tokens.size());
+  v.cache.set_length(len);
   // Next token decoded over the compacted cache == full recomputation.
   const planner::TokenId next = 42;
-  torch::Tensor got = model->ForwardCausal({next}, len, &cache)[0];
-  std::vector<planner::TokenId> seq = prefix;
-  seq.insert(seq.end(), path.begin(), path.end());
+  torch::Tensor got = model->ForwardCausal({next}, len, &v.cache)[0];
+  std::vector<planner::TokenId> seq = v.prefix;
+  seq.insert(seq.end(), v.accepted.tokens.begin(), v.accepted.tokens.end());
   seq.push_back(next);
   torch::Tensor ref = LastLogits(*model, seq);
   EXPECT_TRUE(torch::allclose(got, ref, 1e-4, 1e-4))
