@@ -1,4 +1,4 @@
-// The shared client library (service/client.h) against the real specplan-server binary on a
+// The shared client library (client/client.h) against the real specplan-server binary on a
 // loopback port: RemotePlanBackend's plans and merges equal InProcessPlanBackend's (random
 // marginals, every budget mode, several latency models sent as cost.latency_grid); the
 // latency_grid cost source on the wire (semantics and validation); and, when this binary also
