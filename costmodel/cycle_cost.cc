@@ -1,6 +1,5 @@
 #include "costmodel/cycle_cost.h"
 
-#include "absl/strings/str_cat.h"
 #include "util/check.h"
 #include "util/enum_names.h"
 
@@ -18,12 +17,7 @@ constexpr EnumEntry<DrafterClass> kDrafterClassNames[] = {
 }  // namespace
 
 absl::StatusOr<DrafterClass> ParseDrafterClass(const std::string& name) {
-  for (const EnumEntry<DrafterClass>& entry : kDrafterClassNames) {
-    if (name == entry.name) return entry.value;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("drafter class: unknown value '", name,
-                                                 "' (known: ", EnumKnownNames(kDrafterClassNames),
-                                                 ")"));
+  return ParseEnum(kDrafterClassNames, "drafter class", name);
 }
 
 const char* DrafterClassName(DrafterClass cls) { return EnumName(kDrafterClassNames, cls); }

@@ -21,12 +21,11 @@ constexpr EnumEntry<DType> kDTypeNames[] = {
 }  // namespace
 
 absl::StatusOr<DType> ParseDType(const std::string& name) {
-  const std::string lower = absl::AsciiStrToLower(name);  // case-insensitive
-  for (const EnumEntry<DType>& entry : kDTypeNames) {
-    if (lower == entry.name) return entry.value;
+  // Case-insensitive; an error names the value as given.
+  if (auto dtype = ParseEnum(kDTypeNames, "dtype", absl::AsciiStrToLower(name)); dtype.ok()) {
+    return dtype;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("dtype: unknown value '", name, "' (known: ", EnumKnownNames(kDTypeNames), ")"));
+  return ParseEnum(kDTypeNames, "dtype", name);
 }
 
 const char* DTypeName(DType dtype) { return EnumName(kDTypeNames, dtype); }
