@@ -1,12 +1,12 @@
 // Client side of the CLI's `--server HOST:PORT`: the flag-shaped adapter over the shared client
-// library (service/client.h, specplan_client). A command's cost flags (RemoteCost) become the
+// library (client/client.h, specplan_client). A command's cost flags (RemoteCost) become the
 // request's cost the way the in-process command picks its cost: the server's stored profile for
 // (gpu, model, dtype) when it has one (of the engine --engine names; without --engine the server
 // picks the first it holds of sglang, vllm, trtllm, specplan), else the bare roofline of the
 // registry entries. The calls
 // send the requests the in-process commands run and turn the responses back into the planner's
 // plain structs, so that the commands print exactly what they print in-process. Without gRPC in
-// the build every call returns UNIMPLEMENTED (remote_disabled.cc). service/client.h needs no gRPC
+// the build every call returns UNIMPLEMENTED (remote_disabled.cc). client/client.h needs no gRPC
 // headers, so this header compiles in both builds.
 #ifndef SPECPLAN_CLI_REMOTE_H_
 #define SPECPLAN_CLI_REMOTE_H_
@@ -51,7 +51,7 @@ using client::RemoteEstimate;      // EstimateLatency at one (s, c)
 using client::RemoteResult;        // latency model kind and profile id the server used
 using client::RemoteWhatIfResult;  // the report, the cost used, the server's bundled trace path
 
-// One-shot calls (a fresh channel per call); contracts as PlannerClient's in service/client.h.
+// One-shot calls (a fresh channel per call); contracts as PlannerClient's in client/client.h.
 //   RemotePlanTree    PlanTree; positions offset by c, packed mask, retrieve
 //   RemotePlanBatch   PlanBatch; per request positions offset by its c, parents, retrieve; the
 //                     cost's context is not used

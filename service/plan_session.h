@@ -1,6 +1,6 @@
 // The state machine behind one PlanSession stream (protocol in planner.proto): a tree policy
-// (planner/policies/policy.h: fixed, linear, DynaTree, EAGLE-2) or the path-conditioned best-first planner
-// (planner/policies/path_conditioned.h), driven by the engine's NodeDistributions messages.
+// (planner/policies/policy.h: fixed, linear, DynaTree, EAGLE-2) or the path-conditioned best-first
+// planner (planner/policies/path_conditioned.h), driven by the engine's NodeDistributions messages.
 //
 //   start        -> ExpandRequest (or SessionPlan when the tree is final at once)
 //   distributions-> ExpandRequest | SessionPlan

@@ -23,14 +23,14 @@
 //                            // share a pass were verified together in one ragged pass, so a pass's
 //                            // steps are the batch's requests with their context lengths c; two
 //                            // steps of one prompt never share a pass.
-// At least one of "marginals" (a parallel drafter's gamma x k lattice, planner/marginals/marginals.h; its
-// root_token is "root") and "nodes" (an autoregressive drafter's distributions) is present.
-// "nodes" is a recorded tree in topological order (parents[0] = -1, parents[i] < i, tokens[0] =
-// root); row i of dist_tokens/dist_probs is the drafter's top-k next-token distribution after the
-// path to node i (descending probs, -1/0 padding at the end; an all-padding row = not recorded,
-// the node cannot be expanded in replay). Every non-root node's token appears in its parent's row,
-// and siblings have distinct tokens. A tree policy replayed on the step can expand exactly the
-// recorded nodes.
+// At least one of "marginals" (a parallel drafter's gamma x k lattice,
+// planner/marginals/marginals.h; its root_token is "root") and "nodes" (an autoregressive drafter's
+// distributions) is present. "nodes" is a recorded tree in topological order (parents[0] = -1,
+// parents[i] < i, tokens[0] = root); row i of dist_tokens/dist_probs is the drafter's top-k
+// next-token distribution after the path to node i (descending probs, -1/0 padding at the end; an
+// all-padding row = not recorded, the node cannot be expanded in replay). Every non-root node's
+// token appears in its parent's row, and siblings have distinct tokens. A tree policy replayed on
+// the step can expand exactly the recorded nodes.
 #ifndef SPECPLAN_WHATIF_TRACE_H_
 #define SPECPLAN_WHATIF_TRACE_H_
 

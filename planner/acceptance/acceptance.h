@@ -1,5 +1,6 @@
 // Acceptance of a verified draft tree: which root-to-node path the target accepts, and the bonus
-// token emitted after it. Works on any planner::Tree (single drafter or merged, planner/tree/merge.h).
+// token emitted after it. Works on any planner::Tree (single drafter or merged,
+// planner/tree/merge.h).
 //
 // Conventions: node 0 is the root (the pending bonus token, already accepted). The verifier runs
 // one pass over all s = tree.size() nodes; its output at node i is the target's prediction of the

@@ -52,7 +52,7 @@
 // (every merged pop and every head the merge compared are the true ones) and is the plan. A
 // batch without providers runs one round. Rounds are counted in BatchPlan::provider_rounds.
 // Providers are in-process callbacks: the PlanBatch RPC and `specplan plan-batch` carry
-// marginals only, and client::PlannerClient::PlanBatch (service/client.h) requires marginals in
+// marginals only, and client::PlannerClient::PlanBatch (client/client.h) requires marginals in
 // every request.
 #ifndef SPECPLAN_PLANNER_BATCH_BATCH_PLAN_H_
 #define SPECPLAN_PLANNER_BATCH_BATCH_PLAN_H_
@@ -64,10 +64,10 @@
 #include "absl/status/status.h"
 #include "costmodel/batch_shape.h"
 #include "costmodel/cycle_cost.h"
-#include "planner/policies/best_first.h"
 #include "planner/marginals/frontier_heap.h"
 #include "planner/marginals/marginals.h"
 #include "planner/marginals/marginals_frontier.h"
+#include "planner/policies/best_first.h"
 #include "planner/policies/path_conditioned.h"
 #include "planner/tree/token.h"
 #include "planner/tree/tree.h"

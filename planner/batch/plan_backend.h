@@ -1,6 +1,6 @@
 // PlanBackend: where a decoding loop gets its plans from. The runtime plans every step through one
 // of these, so the same loop runs with the planner linked in (InProcessPlanBackend, the default) or
-// with a specplan-server over gRPC (service/client.h RemotePlanBackend, `--planner host:port`).
+// with a specplan-server over gRPC (client/client.h RemotePlanBackend, `--planner host:port`).
 // Both give the same plans for the same inputs (tests/service/remote_backend_test.cc).
 //
 // The interface is Torch- and gRPC-free (DESIGN.md dependency rule): plain planner structs in,
@@ -16,8 +16,8 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_model.h"
 #include "planner/batch/batch_plan.h"
-#include "planner/policies/best_first.h"
 #include "planner/marginals/marginals.h"
+#include "planner/policies/best_first.h"
 #include "planner/tree/merge.h"
 #include "planner/tree/tree.h"
 

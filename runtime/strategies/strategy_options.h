@@ -104,7 +104,7 @@ struct StrategyOptions {
   // measures one on the target when it is created (MeasureVerifyLatency).
   const costmodel::LatencyModel* latency = nullptr;
   // Where best-first / lookup / merged plans come from; not owned, must outlive the decoder. Null:
-  // an in-process planner::InProcessPlanBackend (the default). A remote backend (service/client.h
+  // an in-process planner::InProcessPlanBackend (the default). A remote backend (client/client.h
   // RemotePlanBackend, `--planner HOST:PORT`) gives the same plans, so the same tokens.
   planner::PlanBackend* plan_backend = nullptr;
   // Draft heads on the target (kHeads, kCausal); not owned, must outlive the decoder.

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "planner/policies/fixed_tree.h"
 #include "planner/marginals/marginals.h"
+#include "planner/policies/fixed_tree.h"
 #include "tests/runtime/test_models.h"
 
 namespace specplan::runtime {

@@ -307,8 +307,7 @@ TEST(Concurrency, CalibrationLiftsTheBatchPlannerOnUnderConfidentHeads) {
     EXPECT_GT(cal->batch_scales[k], 1.5) << "B = " << b;
     EXPECT_GT(Row(*cal, b, S::kBatch).throughput, Row(*raw, b, S::kBatch).throughput)
         << "B = " << b;
-    EXPECT_GT(Row(*cal, b, S::kBatch).mean_tree_size,
-              Row(*raw, b, S::kBatch).mean_tree_size)
+    EXPECT_GT(Row(*cal, b, S::kBatch).mean_tree_size, Row(*raw, b, S::kBatch).mean_tree_size)
         << "B = " << b;
   }
   EXPECT_LT(Row(*raw, 8, S::kBatch).throughput, Row(*raw, 8, S::kController).throughput);
@@ -354,8 +353,7 @@ TEST(Concurrency, ScanModeLooksPastTheFirstDecrease) {
 void ExpectStopConsistent(const ConcurrencyReport& r) {
   int first = 0;
   for (int b : r.batch_sizes) {
-    if (first == 0 &&
-        !(Row(r, b, S::kBatch).throughput > Row(r, b, S::kAr).throughput)) {
+    if (first == 0 && !(Row(r, b, S::kBatch).throughput > Row(r, b, S::kAr).throughput)) {
       first = b;
     }
   }
