@@ -9,7 +9,7 @@
 
 namespace specplan::cli {
 
-absl::StatusOr<CostFlags::Parsed> CostFlags::Parse() const {
+absl::StatusOr<CostFlags::Parsed> CostFlags::Parse(double t_draft_ms) const {
   auto cls = costmodel::ParseDrafterClass(drafter);
   if (!cls.ok())
     return absl::Status(cls.status().code(), "--" + std::string(cls.status().message()));
@@ -18,7 +18,10 @@ absl::StatusOr<CostFlags::Parsed> CostFlags::Parse() const {
     return absl::Status(parsed_dtype.status().code(),
                         "--" + std::string(parsed_dtype.status().message()));
   }
-  return Parsed{*cls, *parsed_dtype};
+  Parsed parsed{{}, *parsed_dtype};
+  parsed.drafter.cls = *cls;
+  parsed.drafter.t_net_s = t_draft_ms * 1e-3;
+  return parsed;
 }
 
 costmodel::CostSpec CostFlags::ToCostSpec(costmodel::DType dtype) const {

@@ -31,12 +31,17 @@ struct CostFlags {
   double t_aux_ms = 0;
 
   // --drafter and --dtype parsed, drafter first; the error names the flag and value
-  // ("--drafter 'x': ..."), for the command to print after its own name.
+  // ("--drafter 'x': ..."), for the command to print after its own name. `drafter` is the
+  // drafter's cost with --drafter's class and t_net = the command's --t-draft-ms (its other
+  // fields at their defaults: the command sets gamma from its marginals).
   struct Parsed {
-    costmodel::DrafterClass drafter;
+    costmodel::DrafterCost drafter;
     costmodel::DType dtype;
   };
-  absl::StatusOr<Parsed> Parse() const;
+  absl::StatusOr<Parsed> Parse(double t_draft_ms) const;
+  // Whether a command must price the pass: always for a budget it chooses itself (controller,
+  // scan), and for a fixed budget only when a cost flag was given (AnyCostGiven).
+  bool NeedsCost(bool fixed_budget) const { return !fixed_budget || AnyCostGiven(); }
 
   // The cost half of these flags (model, gpu, engine, profile, latency model, tp) with the parsed
   // --dtype, for costmodel::ResolveCost — and for a --server call, which takes the same spec.

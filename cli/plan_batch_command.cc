@@ -148,15 +148,13 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     options.objective = BatchObjective::kLatencyBound;
     options.max_seconds_per_token = a.max_ms_per_token * 1e-3;
   }
-  auto parsed = a.Parse();
+  auto parsed = a.Parse(a.t_draft_ms);
   if (Failed(kCmd, parsed.status())) return 1;
   const costmodel::DType dtype = parsed->dtype;
-  const bool want_cost = options.mode != BudgetMode::kFixed || a.AnyCostGiven();
-  costmodel::DrafterCost drafter;
-  drafter.cls = parsed->drafter;
+  const bool want_cost = a.NeedsCost(options.mode == BudgetMode::kFixed);
+  costmodel::DrafterCost drafter = parsed->drafter;
   drafter.gamma = 0;
   for (const RequestLine& r : *lines) drafter.gamma = std::max(drafter.gamma, r.marginals.gamma);
-  drafter.t_net_s = a.t_draft_ms * 1e-3;
   drafter.batch_growth = a.draft_batch_growth;
 
   std::unique_ptr<costmodel::LatencyModel> latency;

@@ -67,15 +67,13 @@ int RunPlan(const PlanArgs& a) {
   SetBudgetMode(a.n_max, a.budget, a.scan, &options);
   auto marginals = LoadMarginalsFile(a.marginals);
   if (Failed(kCmd, marginals.status(), "--marginals ")) return 1;
-  auto parsed = a.Parse();
+  auto parsed = a.Parse(a.t_draft_ms);
   if (Failed(kCmd, parsed.status())) return 1;
   const costmodel::DType dtype = parsed->dtype;
   // The cost is required by the controller; in fixed mode it only fills cycle_s / speedup.
-  const bool want_cost = options.mode != BudgetMode::kFixed || a.AnyCostGiven();
-  costmodel::DrafterCost drafter;
-  drafter.cls = parsed->drafter;
+  const bool want_cost = a.NeedsCost(options.mode == BudgetMode::kFixed);
+  costmodel::DrafterCost drafter = parsed->drafter;
   drafter.gamma = marginals->gamma;
-  drafter.t_net_s = a.t_draft_ms * 1e-3;
 
   BestFirstPlan plan;
   TreeOutputs outputs;

@@ -105,9 +105,8 @@ int RunSchedule(const ScheduleArgs& given) {
     }
     contexts = *std::move(grid);
   }
-  auto parsed = a.Parse();
+  auto parsed = a.Parse(a.t_draft_ms);
   if (Failed(kCmd, parsed.status())) return 1;
-  const costmodel::DrafterClass drafter_cls = parsed->drafter;
   const costmodel::DType dtype = parsed->dtype;
   // The format's own engine prices the passes unless --engine or --profile says otherwise.
   if (a.engine.empty() && a.profile.empty()) a.engine = whatif::ScheduleFormatName(*format);
@@ -121,8 +120,8 @@ int RunSchedule(const ScheduleArgs& given) {
   whatif::ScheduleOptions options;
   options.replay.batch_sizes = *sizes;
   options.replay.n_max = a.n_max;
-  options.replay.drafter.cls = drafter_cls;
-  options.replay.drafter.t_net_s = a.t_draft_ms * 1e-3;
+  options.replay.drafter.cls = parsed->drafter.cls;
+  options.replay.drafter.t_net_s = parsed->drafter.t_net_s;
   options.replay.drafter.batch_growth = a.draft_batch_growth;
   options.replay.t_aux_s = a.t_aux_ms * 1e-3;
   options.replay.calibrate = a.calibrate;

@@ -278,16 +278,12 @@ int RunWhatIf(const WhatIfArgs& a) {
   if (Failed(kCmd, budgets.status(), "--budgets ")) return 1;
   auto strategies = whatif::ParseStrategyList(a.strategies);
   if (Failed(kCmd, strategies.status(), "--strategies ")) return 1;
-  auto parsed = a.Parse();
+  auto parsed = a.Parse(a.t_draft_ms);
   if (Failed(kCmd, parsed.status())) return 1;
-  const costmodel::DrafterClass drafter_cls = parsed->drafter;
   const costmodel::DType dtype = parsed->dtype;
 
   if (!a.concurrency.empty()) {
-    costmodel::DrafterCost drafter;
-    drafter.cls = drafter_cls;
-    drafter.t_net_s = a.t_draft_ms * 1e-3;
-    return RunConcurrency(a, dtype, drafter, a.t_aux_ms * 1e-3,
+    return RunConcurrency(a, dtype, parsed->drafter, a.t_aux_ms * 1e-3,
                           a.n_max > 0 ? a.n_max : budgets->back());
   }
 
@@ -295,8 +291,8 @@ int RunWhatIf(const WhatIfArgs& a) {
   options.budgets = *budgets;
   options.strategies = *strategies;
   options.n_max = a.n_max;
-  options.drafter.cls = drafter_cls;
-  options.drafter.t_net_s = a.t_draft_ms * 1e-3;
+  options.drafter.cls = parsed->drafter.cls;
+  options.drafter.t_net_s = parsed->drafter.t_net_s;
   options.policy_forward_s = a.policy_forward_ms * 1e-3;
   options.t_aux_s = a.t_aux_ms * 1e-3;
   options.fixed_tree.depth = a.fixed_depth;
