@@ -90,6 +90,57 @@ absl::StatusOr<ResolvedLatencyModel> ResolveProfileFile(const CostSpec& spec,
 
 }  // namespace
 
+ProfileLookup CalibDirLookup(const std::string& calib_dir) {
+  return [dir = calib_dir.empty() ? DefaultCalibDir() : calib_dir](
+             const ProfileKey& key) -> absl::StatusOr<FoundProfile> {
+    FoundProfile found;
+    found.source = BundledProfilePath(dir, key.gpu, key.model, key.dtype, key.tp, key.engine);
+    if (!IsFile(found.source)) {
+      return absl::NotFoundError(absl::StrCat("no profile at ", found.source));
+    }
+    SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(found.source));
+    found.profile = std::make_shared<const Profile>(std::move(p));
+    return found;
+  };
+}
+
+std::vector<std::string> EngineCandidates(const std::string& engine, const std::string& preferred) {
+  if (!engine.empty()) return {engine};
+  std::vector<std::string> order;
+  if (!preferred.empty()) order.push_back(preferred);
+  for (const std::string& e : KnownEngines()) {
+    if (e != preferred) order.push_back(e);
+  }
+  return order;
+}
+
+absl::StatusOr<FoundProfile> ChooseProfile(const ProfileLookup& lookup, const ProfileKey& key,
+                                           const std::string& preferred) {
+  ProfileKey k = key;
+  for (const std::string& e : EngineCandidates(key.engine, preferred)) {
+    k.engine = e;
+    absl::StatusOr<FoundProfile> found = lookup(k);
+    if (found.ok()) {
+      found->engine = e;
+      return found;
+    }
+    if (!absl::IsNotFound(found.status())) return found;
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "no profile for ", key.gpu, " x ", key.model, " ", Variant(key.dtype, key.tp), " of engine ",
+      key.engine.empty() ? absl::StrJoin(EngineCandidates("", preferred), ", ") : key.engine));
+}
+
+std::vector<std::string> HeldEngines(const ProfileLookup& lookup, const ProfileKey& key) {
+  std::vector<std::string> held;
+  ProfileKey k = key;
+  for (const std::string& e : KnownEngines()) {
+    k.engine = e;
+    if (lookup(k).ok()) held.push_back(e);
+  }
+  return held;
+}
+
 std::vector<std::string> BundledEngines(const std::string& calib_dir, const std::string& gpu,
                                         const std::string& model, DType dtype, int64_t tp) {
   std::vector<std::string> found;
@@ -130,16 +181,18 @@ absl::StatusOr<ResolvedLatencyModel> ResolveCost(const CostSpec& spec) {
   const std::string calib_dir = spec.calib_dir.empty() ? DefaultCalibDir() : spec.calib_dir;
   const std::string& gpu = out.gpu_spec.name;
   const std::string& model = out.model_spec.name;
-  const std::vector<std::string> candidates =
-      engine.empty() ? KnownEngines() : std::vector<std::string>{engine};
-  for (const std::string& e : candidates) {
-    const std::string path = BundledProfilePath(calib_dir, gpu, model, spec.dtype, tp, e);
-    if (!IsFile(path)) continue;
-    SPECPLAN_ASSIGN_OR_RETURN(Profile p, LoadProfile(path));
+  // The engine rule (a named engine alone, else KnownEngines() order) is ChooseProfile's, over the
+  // bundled files; the server applies the same to its ProfileStore (service/cost_resolver.h).
+  absl::StatusOr<FoundProfile> found =
+      ChooseProfile(CalibDirLookup(calib_dir), ProfileKey{gpu, model, spec.dtype, tp, engine});
+  if (found.ok()) {
+    const Profile& p = *found->profile;
+    const std::string& path = found->source;
     if (p.model_spec.tp != tp) {
       return absl::InvalidArgumentError(
           absl::StrCat("tp = ", tp, ": profile ", path, " was fitted at tp = ", p.model_spec.tp));
     }
+    const std::string& e = found->engine;  // the engine the file name says
     if (p.engine != e) {  // a file under another engine's name: its costs are not what we asked
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": engine = '", p.engine, "': the file name says engine '", e, "'"));
@@ -147,6 +200,7 @@ absl::StatusOr<ResolvedLatencyModel> ResolveCost(const CostSpec& spec) {
     SPECPLAN_RETURN_IF_ERROR(UseProfile(p, path, spec.latency_model, &out));
     return out;
   }
+  if (!absl::IsNotFound(found.status())) return found.status();
 
   const std::string what = absl::StrCat(gpu, " x ", model, " ", Variant(spec.dtype, tp));
   const std::string& kind = spec.latency_model;

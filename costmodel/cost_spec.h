@@ -3,22 +3,29 @@
 // function that turns it into a latency model. The CLI's cost flags (cli/cost_flags.h) fill a
 // CostSpec; every command that prices a pass resolves through ResolveCost.
 //
-// Which profile: an explicit profile_path, else the bundled one under calib_dir
-// (BundledProfilePath(calib_dir, gpu, model, dtype, tp, engine)). A named engine takes only that
-// engine's file ("specplan" = the file without "@"); no engine takes the first of KnownEngines()
-// (sglang, vllm, trtllm, specplan) whose file exists, else the bare roofline.
+// Which profile: an explicit profile_path, else ChooseProfile over a ProfileLookup — for
+// ResolveCost the bundled files under calib_dir (CalibDirLookup: BundledProfilePath(calib_dir,
+// gpu, model, dtype, tp, engine)); the server's service/cost_resolver.h runs the same
+// ChooseProfile over its in-memory ProfileStore and never reads a file a request names. A named
+// engine takes only that engine's profile ("specplan" = the file without "@"); no engine takes a
+// preferred engine's first when the caller has one (the server's --engine), then the first of
+// KnownEngines() (sglang, vllm, trtllm, specplan) that the lookup holds, else (ResolveCost) the
+// bare roofline.
 #ifndef SPECPLAN_COSTMODEL_COST_SPEC_H_
 #define SPECPLAN_COSTMODEL_COST_SPEC_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "costmodel/engines.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_model.h"
 #include "costmodel/model_spec.h"
+#include "costmodel/profile.h"
 
 namespace specplan::costmodel {
 
@@ -34,6 +41,45 @@ struct CostSpec {
   int64_t tp = 0;         // tensor parallelism; 0 = not given: the profile's, else 1
   std::string calib_dir;  // where bundled profiles live; "" = DefaultCalibDir()
 };
+
+// One profile a lookup may hold: names as the lookup keys its profiles (registry names for the
+// bundled files, "h100-sxm"), and a canonical engine (KnownEngines()). A lookup is always asked
+// with an engine; "" in the key given to ChooseProfile means "none named".
+struct ProfileKey {
+  std::string gpu;
+  std::string model;
+  DType dtype = DType::kBFloat16;
+  int64_t tp = 1;
+  std::string engine;
+};
+// A profile a lookup found, and where: the file's path, or the store's id.
+struct FoundProfile {
+  std::shared_ptr<const Profile> profile;
+  std::string source;
+  std::string engine;  // the engine it was looked up under (ChooseProfile sets it)
+};
+// Where profiles come from: the profile held for `key`, or NOT_FOUND when there is none. Any other
+// error (an unreadable or invalid file) stops ChooseProfile and is returned as is.
+using ProfileLookup = std::function<absl::StatusOr<FoundProfile>(const ProfileKey& key)>;
+// The bundled profiles under calib_dir ("" = DefaultCalibDir()): BundledProfilePath's file,
+// loaded (LoadProfile); NOT_FOUND when no such file exists.
+ProfileLookup CalibDirLookup(const std::string& calib_dir);
+
+// The engines ChooseProfile tries, in order: a named (canonical) `engine` alone; for engine "",
+// `preferred` (a canonical engine, the server's --engine) first when given, then KnownEngines()
+// (each engine once).
+std::vector<std::string> EngineCandidates(const std::string& engine,
+                                          const std::string& preferred = "");
+// The profile of the first of EngineCandidates(key.engine, preferred) that `lookup` holds for
+// (key.gpu, key.model, key.dtype, key.tp); each is looked up in turn and the first found is
+// returned (a lookup is not called again after it finds one). NOT_FOUND when none is held (the
+// caller words it: ResolveCost and the server name their own fields); another error of the lookup
+// as is.
+absl::StatusOr<FoundProfile> ChooseProfile(const ProfileLookup& lookup, const ProfileKey& key,
+                                           const std::string& preferred = "");
+// The engines of KnownEngines(), in that order, that `lookup` holds for key's (gpu, model, dtype,
+// tp) (key.engine is ignored): what an error names as held.
+std::vector<std::string> HeldEngines(const ProfileLookup& lookup, const ProfileKey& key);
 
 // What a cost spec resolved to (ResolveCost).
 struct ResolvedLatencyModel {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "costmodel/calib_dir.h"
+#include "costmodel/cost_spec.h"
 #include "costmodel/engines.h"
 #include "costmodel/linear_latency.h"
 #include "costmodel/model_registry.h"
@@ -231,29 +232,35 @@ absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> CostResolver::FindPro
   auto model = costmodel::LookupModel(ref.model());
   const std::string& canonical_gpu = gpu.ok() ? gpu->name : ref.gpu();
   const std::string& canonical_model = model.ok() ? model->name : ref.model();
-  auto find = [&](const std::string& e) -> std::shared_ptr<const ProfileStore::Entry> {
-    if (auto entry = store_->Find(ProfileId(ref.gpu(), ref.model(), dtype, 1, e))) return entry;
-    if (canonical_gpu == ref.gpu() && canonical_model == ref.model()) return nullptr;
-    return store_->Find(ProfileId(canonical_gpu, canonical_model, dtype, 1, e));
+  auto find = [&](const costmodel::ProfileKey& key) -> std::shared_ptr<const ProfileStore::Entry> {
+    if (auto entry = store_->Find(ProfileId(key.gpu, key.model, key.dtype, key.tp, key.engine))) {
+      return entry;
+    }
+    if (canonical_gpu == key.gpu && canonical_model == key.model) return nullptr;
+    return store_->Find(ProfileId(canonical_gpu, canonical_model, key.dtype, key.tp, key.engine));
   };
-  if (!engine.empty()) {
-    if (auto entry = find(engine)) return entry;
-  } else {
-    if (!default_engine_.empty()) {
-      if (auto entry = find(default_engine_)) return entry;
-    }
-    for (const std::string& e : costmodel::KnownEngines()) {
-      if (auto entry = find(e)) return entry;
-    }
-  }
+  // The store as costmodel's ProfileLookup (never a file: a request names no path here), so the
+  // engine rule is costmodel::ChooseProfile's, the same as the CLI's over the bundled files.
+  // ChooseProfile stops at the first profile found, so `chosen` is the entry it returns.
+  std::shared_ptr<const ProfileStore::Entry> chosen;
+  const costmodel::ProfileLookup lookup =
+      [&](const costmodel::ProfileKey& key) -> absl::StatusOr<costmodel::FoundProfile> {
+    std::shared_ptr<const ProfileStore::Entry> entry = find(key);
+    if (entry == nullptr) return absl::NotFoundError(key.engine);
+    chosen = entry;
+    return costmodel::FoundProfile{
+        std::shared_ptr<const costmodel::Profile>(entry, &entry->profile), entry->id, key.engine};
+  };
+  const costmodel::ProfileKey key{ref.gpu(), ref.model(), dtype, 1, engine};
+  absl::StatusOr<costmodel::FoundProfile> found =
+      costmodel::ChooseProfile(lookup, key, default_engine_);
+  if (found.ok()) return chosen;
+  if (!absl::IsNotFound(found.status())) return found.status();
   const std::string id = ProfileId(ref.gpu(), ref.model(), dtype, 1,
                                    engine.empty() ? costmodel::kRuntimeEngine : engine);
-  std::vector<std::string> held;  // the engines held for this gpu x model x dtype
-  if (!engine.empty()) {
-    for (const std::string& e : costmodel::KnownEngines()) {
-      if (find(e) != nullptr) held.push_back(e);
-    }
-  }
+  // The engines held for this gpu x model x dtype.
+  const std::vector<std::string> held =
+      engine.empty() ? std::vector<std::string>{} : costmodel::HeldEngines(lookup, key);
   if (!held.empty()) {
     return absl::NotFoundError(absl::StrCat(
         field, ".engine = '", ref.engine(), "': no profile '",

@@ -2,6 +2,11 @@
 // (any of its latency models, or "ema"), an inline roofline (optionally linear-calibrated) of a
 // registry model on a registry or inline GPU, or a caller's latency grid.
 //
+// Which stored profile is costmodel::ChooseProfile's choice (costmodel/cost_spec.h), the same
+// engine rule the CLI's costmodel::ResolveCost applies to the bundled files, here over a
+// costmodel::ProfileLookup of the in-memory ProfileStore: the server never reads a file a request
+// names.
+//
 // The latency models are cached by cost source (the CostSpec's profile / inline_model /
 // latency_grid, compared field by field), so a request that repeats a source builds no model, no
 // field-name string and copies no spec: it takes shared pointers. Profile sources are re-resolved
@@ -88,6 +93,7 @@ class CostResolver {
   //   ""       default_engine when it is held for that gpu x model x dtype, else the first of
   //            costmodel::KnownEngines() (sglang, vllm, trtllm, specplan) that is; NOT_FOUND naming
   //            `field` and the id "<gpu>/<model>-<dtype>" when none is.
+  // (costmodel::ChooseProfile applies this rule; costmodel::HeldEngines lists the engines held.)
   // Only tp = 1 profiles are referred to this way. Not cached.
   absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> FindProfile(
       const v1::ProfileRef& ref, absl::string_view field) const;

@@ -1,5 +1,5 @@
 // The server's calibrated profiles: every profile JSON under a directory (calib/<gpu>/<model>-
-// <dtype>[-tp<N>][@<engine>].json, format costmodel/profile.h), keyed by id
+// <dtype>[-tp<N>][@<engine>].json, format costmodel/profile_json.h), keyed by id
 // "<gpu>/<model>-<dtype>[-tp<N>][@<engine>]" (costmodel::ProfileId: "@<engine>" for an engine other
 // than "specplan"), plus the online feedback engines report per profile (acceptance statistics and
 // the EMA latency correction of BASTION (docs/references.md) App. H.4). One (gpu, model, dtype) may
@@ -44,7 +44,7 @@
 
 namespace specplan::service {
 
-using costmodel::ProfileId;  // "<gpu>/<model>-<dtype>[@<engine>]" (costmodel/profile.h)
+using costmodel::ProfileId;  // "<gpu>/<model>-<dtype>[@<engine>]" (costmodel/calib_dir.h)
 
 // Checks that a profile's gpu / model names can be used as path components (letters, digits,
 // '.', '_', '-'; not "." or "..") and that its engine is a canonical engine name

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -286,6 +288,66 @@ TEST_F(CostSpecTest, TheOldEntryPointsAreThinWrappers) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->profile_path, sglang);
   EXPECT_EQ(r->engine, "sglang");
+}
+
+// ChooseProfile, the engine rule ResolveCost and the server's CostResolver share, over a lookup
+// that holds no files: it records what it is asked and holds the engines in `held`.
+TEST(ChooseProfileTest, AppliesTheEngineRuleOverAnyLookup) {
+  std::vector<std::string> asked;
+  std::vector<std::string> held = {"vllm", "specplan"};
+  const ProfileLookup lookup = [&](const ProfileKey& key) -> absl::StatusOr<FoundProfile> {
+    asked.push_back(key.engine);
+    EXPECT_EQ(key.gpu, "h100-sxm");
+    EXPECT_EQ(key.tp, 2);
+    if (std::find(held.begin(), held.end(), key.engine) == held.end()) {
+      return absl::NotFoundError(key.engine);
+    }
+    auto p = std::make_shared<Profile>();
+    p->engine = key.engine;
+    return FoundProfile{p, "id@" + key.engine, ""};
+  };
+  const ProfileKey none{"h100-sxm", "qwen3-8b", DType::kBFloat16, 2, ""};
+
+  // No engine: KnownEngines() order, stopping at the first held.
+  auto found = ChooseProfile(lookup, none);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->engine, "vllm");
+  EXPECT_EQ(found->source, "id@vllm");
+  EXPECT_EQ(asked, (std::vector<std::string>{"sglang", "vllm"}));
+
+  // A preferred engine goes first when held, and is not asked twice when it is not.
+  asked.clear();
+  EXPECT_EQ(ChooseProfile(lookup, none, "specplan")->engine, "specplan");
+  EXPECT_EQ(asked, (std::vector<std::string>{"specplan"}));
+  EXPECT_EQ(EngineCandidates("", "trtllm"),
+            (std::vector<std::string>{"trtllm", "sglang", "vllm", "specplan"}));
+  EXPECT_EQ(ChooseProfile(lookup, none, "trtllm")->engine, "vllm");
+
+  // A named engine: only that one, whatever is preferred.
+  asked.clear();
+  ProfileKey named = none;
+  named.engine = "sglang";
+  found = ChooseProfile(lookup, named, "vllm");
+  EXPECT_TRUE(absl::IsNotFound(found.status())) << found.status();
+  EXPECT_EQ(asked, (std::vector<std::string>{"sglang"}));
+  EXPECT_EQ(HeldEngines(lookup, named), held);
+
+  // An error other than NOT_FOUND stops the choice.
+  const ProfileLookup broken = [](const ProfileKey&) -> absl::StatusOr<FoundProfile> {
+    return absl::InvalidArgumentError("bad file");
+  };
+  EXPECT_EQ(ChooseProfile(broken, none).status(), absl::InvalidArgumentError("bad file"));
+}
+
+TEST_F(CostSpecTest, CalibDirLookupReadsTheBundledFile) {
+  const std::string sglang = Ship(EngineProfile("sglang", 2.5));
+  const ProfileLookup lookup = CalibDirLookup(dir_.string());
+  auto found = lookup(ProfileKey{"h100-sxm", "qwen3-8b", DType::kBFloat16, 1, "sglang"});
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->source, sglang);
+  EXPECT_EQ(found->profile->engine, "sglang");
+  EXPECT_TRUE(absl::IsNotFound(
+      lookup(ProfileKey{"h100-sxm", "qwen3-8b", DType::kBFloat16, 1, "vllm"}).status()));
 }
 
 }  // namespace
