@@ -19,6 +19,20 @@ std::string TpSuffix(int64_t tp) { return tp == 1 ? "" : absl::StrCat("-tp", tp)
 std::string EngineSuffix(const std::string& engine) {
   return engine.empty() || engine == kRuntimeEngine ? "" : absl::StrCat("@", engine);
 }
+// A model or GPU named by a file (an HF config.json, a GPU spec JSON) keeps its profile inside
+// calib_dir: the folder holding a config.json ("/m/qwen3/config.json" -> "qwen3"), else the file's
+// stem ("specs/l4.json" -> "l4"). A registry name is returned as it is.
+std::string FileName(const std::string& name) {
+  if (name.find('/') == std::string::npos) return name;
+  const fs::path path = fs::path(name).lexically_normal();
+  if (path.filename() == "config.json" && path.has_parent_path()) {
+    return path.parent_path().filename().string();
+  }
+  if (path.filename().empty()) return path.parent_path().filename().string();  // "dir/"
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return path.filename().string();
+  return path.stem().string();
+}
 }  // namespace
 
 std::string ProfileId(const std::string& gpu, const std::string& model, DType dtype, int64_t tp,
@@ -44,8 +58,9 @@ std::string DefaultCalibDir() {
 std::string BundledProfilePath(const std::string& calib_dir, const std::string& gpu,
                                const std::string& model, DType dtype, int64_t tp,
                                const std::string& engine) {
-  return (fs::path(calib_dir) / gpu /
-          absl::StrCat(model, "-", DTypeName(dtype), TpSuffix(tp), EngineSuffix(engine), ".json"))
+  return (fs::path(calib_dir) / FileName(gpu) /
+          absl::StrCat(FileName(model), "-", DTypeName(dtype), TpSuffix(tp), EngineSuffix(engine),
+                       ".json"))
       .string();
 }
 

@@ -16,7 +16,10 @@ namespace specplan::costmodel {
 // exists, else the installed copy (<prefix>/share/specplan/calib).
 std::string DefaultCalibDir();
 // calib/<gpu>/<model>-<dtype>.json under `calib_dir`; calib/<gpu>/<model>-<dtype>-tp<N>.json
-// for a profile fitted at tensor parallelism tp = N > 1.
+// for a profile fitted at tensor parallelism tp = N > 1. The path always stays inside calib_dir: a
+// model or GPU named by a file stands there by its folder (an HF "/m/qwen3/config.json" or
+// "/m/qwen3"
+// -> qwen3) or its stem (a GPU spec "specs/l4.json" -> l4).
 // An engine other than "specplan" is appended as "@<engine>":
 // calib/h100-sxm/qwen3-8b-bf16@sglang.json.
 std::string BundledProfilePath(const std::string& calib_dir, const std::string& gpu,

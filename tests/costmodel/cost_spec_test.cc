@@ -106,6 +106,17 @@ TEST(Engine, IdsAndPathsCarryEveryEngineButSpecplans) {
             "calib/h100-sxm/qwen3-8b-bf16.json");
 }
 
+TEST(ProfileNames, AModelOrGpuNamedByAFileStaysInsideTheCalibDir) {
+  // An HF config (the file or its folder) stands by its folder's name, a GPU spec file by its stem;
+  // an absolute path must not replace calib_dir.
+  EXPECT_EQ(BundledProfilePath("calib", "cpu", "/m/hf/qwen3/config.json", DType::kFloat32),
+            "calib/cpu/qwen3-fp32.json");
+  EXPECT_EQ(BundledProfilePath("calib", "cpu", "/m/hf/qwen3/", DType::kFloat32),
+            "calib/cpu/qwen3-fp32.json");
+  EXPECT_EQ(BundledProfilePath("calib", "/specs/l4.json", "qwen3-8b", DType::kBFloat16, 2, "vllm"),
+            "calib/l4/qwen3-8b-bf16-tp2@vllm.json");
+}
+
 TEST(Engine, JsonRoundTripAndDefault) {
   const Profile p = EngineProfile("sglang", 1.5, "0.5.14");
   const nlohmann::json j = ProfileToJson(p);
