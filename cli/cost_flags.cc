@@ -1,8 +1,6 @@
 #include "cli/cost_flags.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
-#include "absl/strings/string_view.h"
 #include "cli/remote.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/engines.h"
@@ -36,27 +34,7 @@ absl::StatusOr<costmodel::ResolvedLatencyModel> CostFlags::Resolve(costmodel::DT
 }
 
 absl::Status CostErrorInFlags(const absl::Status& status) {
-  // CostSpec's fields and the flags that fill them (ToCostSpec).
-  static constexpr std::pair<absl::string_view, absl::string_view> kFlags[] = {
-      {"model", "--model"},         {"gpu", "--gpu"},
-      {"engine", "--engine"},       {"tp", "--tp"},
-      {"dtype", "--dtype"},         {"latency_model", "--latency-model"},
-      {"profile_path", "--profile"}};
-  if (status.ok()) return status;
-  const absl::string_view msg = status.message();
-  for (const auto& [field, flag] : kFlags) {
-    const std::string lead = absl::StrCat(field, " = ");
-    const size_t colon = msg.find(": ");
-    if (msg.substr(0, lead.size()) != lead || colon == absl::string_view::npos) continue;
-    absl::string_view value = msg.substr(lead.size(), colon - lead.size());
-    if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'') {
-      value = value.substr(1, value.size() - 2);
-    }
-    const std::string rest =
-        absl::StrReplaceAll(msg.substr(colon), {{"set profile_path", "pass --profile"}});
-    return absl::Status(status.code(), absl::StrCat(flag, " ", value, rest));
-  }
-  return status;
+  return costmodel::CostErrorInNames(status, costmodel::kCostFlagNames);
 }
 
 bool CostFlags::AnyCostGiven() const {

@@ -72,7 +72,8 @@ struct CostFlagOptions {
 // A costmodel::ResolveCost error in the words of these flags: its leading "<field> = '<value>': "
 // (a CostSpec field) becomes "--<flag> <value>: " ("engine = 'foo': unknown ..." -> "--engine foo:
 // unknown ...", "tp = 3: ..." -> "--tp 3: ..."), and its advice "(or set profile_path)" becomes
-// "(or pass --profile)". Other messages are returned as they are.
+// "(or pass --profile)". Other messages are returned as they are. (costmodel::CostErrorInNames with
+// kCostFlagNames, which specplan-bench shares.)
 absl::Status CostErrorInFlags(const absl::Status& status);
 
 // Registers --model, --gpu, --engine, --profile, --latency-model, --tp, --dtype, --drafter and

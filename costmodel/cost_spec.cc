@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/string_view.h"
 #include "costmodel/calib_dir.h"
 #include "costmodel/engines.h"
 #include "costmodel/gpu_spec.h"
@@ -249,6 +251,36 @@ absl::StatusOr<std::unique_ptr<LatencyModel>> LoadLatencyModel(const std::string
                                                                const std::string& profile_path) {
   SPECPLAN_ASSIGN_OR_RETURN(ResolvedLatencyModel r, ResolveLatencyModel(model, gpu, profile_path));
   return std::move(r.model);
+}
+
+const std::vector<CostFieldName> kCostFlagNames = {
+    {"model", "--model"},         {"gpu", "--gpu"},
+    {"engine", "--engine"},       {"tp", "--tp"},
+    {"dtype", "--dtype"},         {"latency_model", "--latency-model"},
+    {"profile_path", "--profile"}};
+
+absl::Status CostErrorInNames(const absl::Status& status, const std::vector<CostFieldName>& names) {
+  if (status.ok()) return status;
+  const absl::string_view msg = status.message();
+  const size_t colon = msg.find(": ");
+  if (colon == absl::string_view::npos) return status;
+  std::string profile_name = "profile_path";
+  for (const CostFieldName& n : names) {
+    if (absl::string_view(n.field) == "profile_path") profile_name = n.name;
+  }
+  for (const CostFieldName& n : names) {
+    const std::string lead = absl::StrCat(n.field, " = ");
+    if (msg.substr(0, lead.size()) != lead) continue;
+    absl::string_view value = msg.substr(lead.size(), colon - lead.size());
+    if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'') {
+      value = value.substr(1, value.size() - 2);
+    }
+    const std::string rest = absl::StrReplaceAll(
+        msg.substr(colon),
+        {{"(or set profile_path)", absl::StrCat("(or pass ", profile_name, ")")}});
+    return absl::Status(status.code(), absl::StrCat(n.name, " ", value, rest));
+  }
+  return status;
 }
 
 }  // namespace specplan::costmodel

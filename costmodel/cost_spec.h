@@ -106,6 +106,19 @@ struct ResolvedLatencyModel {
 //   Unknown model or GPU names, unreadable or invalid profiles: the registry's or loader's error.
 absl::StatusOr<ResolvedLatencyModel> ResolveCost(const CostSpec& spec);
 
+// A CostSpec field and what a front end calls it ({"engine", "--engine"}).
+struct CostFieldName {
+  const char* field;
+  const char* name;
+};
+// The flags of specplan's command lines (the CLI and specplan-bench) for CostSpec's fields.
+extern const std::vector<CostFieldName> kCostFlagNames;
+// A ResolveCost error in a front end's words: its leading "<field> = '<value>': " becomes
+// "<name> <value>: " ("engine = 'foo': unknown ..." -> "--engine foo: unknown ..."), and the advice
+// "(or set profile_path)" becomes "(or pass <name of profile_path>)". Other messages, and fields
+// `names` does not list, are returned as they are.
+absl::Status CostErrorInNames(const absl::Status& status, const std::vector<CostFieldName>& names);
+
 // Engines whose bundled profile for (gpu, model, dtype, tp) exists under calib_dir, in
 // KnownEngines() order. gpu and model are registry names as the files use them ("h100-sxm").
 std::vector<std::string> BundledEngines(const std::string& calib_dir, const std::string& gpu,

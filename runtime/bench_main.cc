@@ -196,7 +196,12 @@ absl::StatusOr<std::unique_ptr<costmodel::LatencyModel>> ResolveLatency(const Ar
   spec.latency_model = args.latency_model;
   spec.tp = args.tp;
   SPECPLAN_ASSIGN_OR_RETURN(spec.dtype, costmodel::ParseDType(args.dtype));
-  SPECPLAN_ASSIGN_OR_RETURN(costmodel::ResolvedLatencyModel r, costmodel::ResolveCost(spec));
+  // Errors in this program's flags: "--engine sglang: no profile ..." (its --target is the model).
+  std::vector<costmodel::CostFieldName> names = costmodel::kCostFlagNames;
+  names.front().name = "--target";
+  auto resolved = costmodel::ResolveCost(spec);
+  if (!resolved.ok()) return costmodel::CostErrorInNames(resolved.status(), names);
+  costmodel::ResolvedLatencyModel r = *std::move(resolved);
   *described = {{"latency_model", r.model->Kind()},
                 {"profile", r.profile_id.empty() ? nlohmann::json() : nlohmann::json(r.profile_id)},
                 {"engine", r.engine.empty() ? nlohmann::json() : nlohmann::json(r.engine)}};

@@ -106,6 +106,22 @@ TEST(Engine, IdsAndPathsCarryEveryEngineButSpecplans) {
             "calib/h100-sxm/qwen3-8b-bf16.json");
 }
 
+TEST(CostErrorInNames, LeadingFieldBecomesTheFrontEndsName) {
+  const std::vector<CostFieldName> names = {{"engine", "engine="}, {"profile_path", "profile="}};
+  absl::Status s = CostErrorInNames(
+      absl::NotFoundError("engine = 'sglang': no profile for x (or set profile_path)"), names);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "engine= sglang: no profile for x (or pass profile=)");
+  EXPECT_EQ(CostErrorInNames(absl::InvalidArgumentError("tp = 3: must divide 64"), kCostFlagNames)
+                .message(),
+            "--tp 3: must divide 64");
+  // A field the table does not list, and a message without a leading field, pass unchanged.
+  EXPECT_EQ(CostErrorInNames(absl::InvalidArgumentError("tp = 3: x"), names).message(),
+            "tp = 3: x");
+  EXPECT_EQ(CostErrorInNames(absl::InternalError("disk on fire"), names).message(), "disk on fire");
+  EXPECT_TRUE(CostErrorInNames(absl::OkStatus(), names).ok());
+}
+
 TEST(ProfileNames, AModelOrGpuNamedByAFileStaysInsideTheCalibDir) {
   // An HF config (the file or its folder) stands by its folder's name, a GPU spec file by its stem;
   // an absolute path must not replace calib_dir.

@@ -201,7 +201,7 @@ TEST(BenchCliTest, GpuPricesWithTheBundledProfileOfTheTarget) {
   EXPECT_NE(RunShell(run + " --gpu cpu --engine sglang > /dev/null 2> " + err), 0);
   std::ifstream in(err);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("engine = 'sglang': no profile for " + p.gpu + " x " + p.model),
+  EXPECT_NE(text.find("--engine sglang: no profile for " + p.gpu + " x " + p.model),
             std::string::npos)
       << text;
 
