@@ -17,6 +17,7 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code);     // whatif_command
 void RegisterFitCommand(CLI::App& app, int* exit_code);        // fit_command.cc
 void RegisterPlanBatchCommand(CLI::App& app, int* exit_code);  // plan_batch_command.cc
 void RegisterScheduleCommand(CLI::App& app, int* exit_code);   // schedule_command.cc
+void RegisterAcceptanceCommand(CLI::App& app, int* exit_code);  // acceptance_command.cc
 
 }  // namespace specplan::cli
 

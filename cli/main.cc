@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   for (auto* add : {&RegisterEstimateCommand, &RegisterProfilesCommand, &RegisterPlanCommand,
                     &RegisterPlanBatchCommand, &RegisterMergeCommand, &RegisterWhatIfCommand,
-                    &RegisterScheduleCommand, &RegisterFitCommand}) {
+                    &RegisterScheduleCommand, &RegisterFitCommand, &RegisterAcceptanceCommand}) {
     add(app, &exit_code);
   }
   CLI11_PARSE(app, argc, argv);
