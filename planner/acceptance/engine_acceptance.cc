@@ -528,6 +528,11 @@ absl::StatusOr<Json> ParseJsonLine(std::string_view text, int column_offset, con
     std::string what = e.what();
     const size_t colon = what.find("] ");
     if (colon != std::string::npos) what = what.substr(colon + 2);
+    // nlohmann's own "parse error at line 1, column N: " counts within the line only: drop it.
+    if (what.rfind("parse error at line ", 0) == 0) {
+      const size_t rest = what.find(": ");
+      if (rest != std::string::npos) what = what.substr(rest + 2);
+    }
     return Error(src, line.number, column_offset + static_cast<int>(std::max<size_t>(e.byte, 1)),
                  absl::StrCat("not valid JSON: ", what));
   } catch (const nlohmann::json::exception& e) {
@@ -936,7 +941,12 @@ absl::StatusOr<AcceptanceFormat> DetectFormat(const std::string& text, const std
         }
       }
     } catch (const nlohmann::json::exception&) {
-      // Fall through: the error below says what was tried; a named format gives the position.
+      // Broken JSON: guess from the keys so that the format's parser reports where it breaks.
+      if (body.find("acc_len") != std::string_view::npos) return AcceptanceFormat::kStepTrace;
+      if (body.find("speculative_decoding") != std::string_view::npos ||
+          body.find("num_accepted_tokens_per_pos") != std::string_view::npos) {
+        return AcceptanceFormat::kVllmRequests;
+      }
     }
   } else {
     if (text.find(kVllmLogMarker) != std::string::npos) return AcceptanceFormat::kVllmLog;

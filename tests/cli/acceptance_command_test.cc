@@ -111,7 +111,10 @@ TEST(AcceptanceCommand, RefusesBadInput) {
                 "vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"1\"} 80\n");
   const std::string plain = WriteTemp("acc_plain.log", "INFO nothing to see\n");
   ExpectRefused({
-      {"acceptance " + cut + " --format step-trace", cut + ":1:37: not valid JSON", 1, ""},
+      {"acceptance " + cut + " --format step-trace",
+       cut + ":1:38: not valid JSON: syntax error while parsing array - unexpected end of input", 1,
+       ""},
+      {"acceptance " + cut, cut + ":1:38: not valid JSON", 1, ""},  // detected, then refused
       {"acceptance " + zero, "acc_len[1] = 0: must be an integer >= 1", 1, ""},
       {"acceptance " + rising, "per-position acceptance must not rise with position", 1, ""},
       {"acceptance " + plain + " --format vllm-log", "no 'SpecDecoding metrics:' line", 1, ""},
