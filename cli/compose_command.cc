@@ -2,7 +2,8 @@
 // (costmodel/compose.h). One --kernels folder and one --model write --out FILE; several folders
 // and models (repeated --kernels, comma-separated --model) write --out-dir DIR/<gpu>/
 // <model>-<dtype>@<engine>.json each. Every profile is composed before any file is written, so
-// bad input writes nothing.
+// bad input writes nothing, and nothing is written into the shipped profiles directory (calib/)
+// unless --force (util/shipped_dir.h).
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "costmodel/profile_json.h"
 #include "costmodel/roofline_latency.h"
 #include "costmodel/table_latency.h"
+#include "util/shipped_dir.h"
 
 namespace specplan::cli {
 namespace {
@@ -36,6 +38,7 @@ struct ComposeArgs {
   bool no_extrapolate = false;
   bool kernels_only = false;
   bool quiet = false;
+  bool force = false;  // --force: write into the shipped profiles directory
 };
 
 int RunCompose(const ComposeArgs& a) {
@@ -95,6 +98,15 @@ int RunCompose(const ComposeArgs& a) {
       out.push_back({*std::move(p), path, sec});
     }
   }
+  // Nothing over the shipped profiles (calib/) unless --force; checked before anything is written.
+  for (const Composed& c : out) {
+    const absl::Status st = CheckNotShipped(a.out.empty() ? "--out-dir writes" : "--out", c.path,
+                                            ShippedCalibDirs(DefaultCalibDir()), a.force);
+    if (!st.ok()) {
+      std::cerr << me << st.message() << "\n";
+      return 1;
+    }
+  }
   // Everything composed: now write, each file atomically.
   for (const Composed& c : out) {
     if (auto st = SaveProfile(c.profile, c.path); !st.ok()) {
@@ -149,8 +161,10 @@ void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
   cmd->add_option("--dtype", a->dtype, "Element type (the tables hold bf16 only)")
       ->capture_default_str();
   cmd->add_option("--out", a->out, "Profile file to write (one folder, one model)");
-  cmd->add_option("--out-dir", a->out_dir,
-                  "Directory to write <gpu>/<model>-<dtype>@<engine>.json under (e.g. calib)");
+  cmd->add_option(
+      "--out-dir", a->out_dir,
+      "Directory to write <gpu>/<model>-<dtype>@<engine>.json under (the shipped calib/ "
+      "only with --force)");
   cmd->add_option("--b-grid", a->b_grid, "Batch sizes of the table (default 1..256)")
       ->delimiter(',');
   cmd->add_option("--s-grid", a->s_grid, "Tokens per sequence (default 1..256)")->delimiter(',');
@@ -160,6 +174,9 @@ void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
   cmd->add_flag("--kernels-only", a->kernels_only,
                 "Leave out the terms the tables do not hold (GEMM + attention + LM head only)");
   cmd->add_flag("--quiet", a->quiet, "Print nothing on success");
+  cmd->add_flag("--force", a->force,
+                "Allow writing into the shipped profiles directory (calib/, or "
+                "$SPECPLAN_CALIB_DIR), over the profiles specplan ships");
 }
 
 }  // namespace specplan::cli

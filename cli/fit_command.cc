@@ -3,7 +3,9 @@
 // (costmodel::FitProfile); calibrate is the tool that also measures. `fit --refit PROFILE` refits
 // an existing profile's own samples with this build's forms and keeps what it says about where they
 // were measured (device, timer, software, created_utc, provenance). `--score FILE` scores every
-// model of the written profile on other samples.
+// model of the written profile on other samples. Neither writes into the shipped profiles
+// directory (calib/) unless --force asks for it (util/shipped_dir.h): a new fit needs --out or
+// --force, and a refit of a shipped profile needs --out or --force.
 #include <ctime>
 #include <iostream>
 #include <string>
@@ -21,6 +23,7 @@
 #include "costmodel/profile_json.h"
 #include "costmodel/samples_file.h"
 #include "util/clock.h"
+#include "util/shipped_dir.h"
 
 namespace specplan::cli {
 namespace {
@@ -38,7 +41,14 @@ struct FitArgs {
   double holdout = 0;
   uint64_t seed = 1;
   int64_t tp = 1;
+  bool force = false;  // --force: write into the shipped profiles directory
 };
+
+// OK when `out` may be written: outside the shipped profiles directories, or --force.
+absl::Status CheckOut(const FitArgs& a, const std::string& what, const std::string& out) {
+  return CheckNotShipped(what, out, ShippedCalibDirs(specplan::costmodel::DefaultCalibDir()),
+                         a.force);
+}
 
 int Fail(const absl::Status& st) {
   std::cerr << "specplan fit: " << st.message() << "\n";
@@ -80,6 +90,12 @@ int RunRefit(const FitArgs& a) {
         "--refit: takes the samples, model, GPU and provenance from the profile; drop "
         "--from-samples, --model, --gpu and --provenance"));
   }
+  const std::string out = a.out.empty() ? a.refit : a.out;
+  if (absl::Status st =
+          CheckOut(a, a.out.empty() ? "--refit (no --out: writes over)" : "--out", out);
+      !st.ok()) {
+    return Fail(st);
+  }
   auto old = LoadProfile(a.refit);
   if (!old.ok()) return Fail(old.status());
   auto score = ReadScoreSamples(a);
@@ -120,7 +136,6 @@ int RunRefit(const FitArgs& a) {
                     : absl::StrCat(" and ", added.size(), " added from ", a.add,
                                    " (measured apart: their run is not created_utc)"),
       "; created_utc is when the profile's first samples were measured"));
-  const std::string out = a.out.empty() ? a.refit : a.out;
   if (absl::Status st = SaveProfile(p, out); !st.ok()) return Fail(st);
   std::cout << absl::StrFormat("profile  %s (refit of %s)\n", out, a.refit);
   std::cout << DescribeFit(p);
@@ -151,6 +166,15 @@ int RunFit(const FitArgs& a) {
     return fail(absl::InvalidArgumentError(absl::StrCat("--tp ", a.tp, ": ", why)));
   }
   model->tp = a.tp;
+  // The path is known before anything is fitted (the profile's gpu, model and dtype are the
+  // resolved ones), so a refused path is refused before any work.
+  const std::string out =
+      a.out.empty() ? BundledProfilePath(DefaultCalibDir(), gpu->name, model->name, *dtype, a.tp)
+                    : a.out;
+  if (absl::Status st = CheckOut(a, a.out.empty() ? "no --out: default path" : "--out", out);
+      !st.ok()) {
+    return fail(st);
+  }
   auto samples = ReadSamplesFile(a.samples);
   if (!samples.ok()) return fail(samples.status());
   auto score = ReadScoreSamples(a);
@@ -167,9 +191,6 @@ int RunFit(const FitArgs& a) {
   p.timer = "external";
   p.device_name = "unknown (external samples)";
   p.provenance = a.provenance;
-  const std::string out =
-      a.out.empty() ? BundledProfilePath(DefaultCalibDir(), p.gpu, p.model, p.dtype, a.tp, p.engine)
-                    : a.out;
   if (absl::Status st = SaveProfile(p, out); !st.ok()) return fail(st);
   std::cout << absl::StrFormat("profile  %s\n", out);
   std::cout << DescribeFit(p);
@@ -194,14 +215,19 @@ void RegisterFitCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--refit", args->refit,
                   "Refit this profile's own samples with this build's latency forms, keeping its "
                   "device_name, timer, software, created_utc and provenance; writes over it "
-                  "unless --out is given (replaces --model, --gpu and --from-samples)");
+                  "unless --out is given, and not over a shipped profile (calib/) without "
+                  "--force (replaces --model, --gpu and --from-samples)");
   cmd->add_option("--add-samples", args->add,
                   "With --refit: also fit these samples (same formats as --from-samples), e.g. "
                   "batch passes measured later on the same device; the profile keeps them and a "
                   "note names the file");
   cmd->add_option("--out", args->out,
-                  "Profile path (default calib/<gpu>/<model>-<dtype>.json under the bundled "
-                  "profiles directory; with --refit, the refitted profile itself)");
+                  "Profile path to write. Without it a new fit is refused (its default, "
+                  "calib/<gpu>/<model>-<dtype>.json, is a shipped profile) unless --force; with "
+                  "--refit the default is the refitted profile itself");
+  cmd->add_flag("--force", args->force,
+                "Allow writing into the shipped profiles directory (calib/, or "
+                "$SPECPLAN_CALIB_DIR), over the profiles specplan ships");
   cmd->add_option("--holdout", args->holdout,
                   "Fraction of the samples held out of the fit and scored (0 = fit on everything; "
                   "the default model is chosen by cross-validation either way)")

@@ -1,9 +1,11 @@
 // calibrate: measure verification latency on this machine's device and fit a latency profile.
 //
 //   calibrate --gpu cpu --model tiny                      # CPU, small grids, fp32 (CI)
-//   calibrate --gpu h100 --model qwen3-8b                 # CUDA, bf16, writes calib/h100-sxm/...
-//   calibrate --gpu h100 --model my-8b --config cfg.json  # any HF llama/qwen/mistral/neox config
-//   calibrate --gpu h100 --model qwen3-8b --from-samples engine.csv   # fit external timings
+//   calibrate --gpu h100 --model qwen3-8b --out p.json    # CUDA, bf16
+//   calibrate --gpu h100 --model qwen3-8b --force         # into calib/h100-sxm/ (shipped)
+//   calibrate --gpu h100 --model my-8b --config cfg.json --out p.json  # any HF llama/qwen/...
+//   config calibrate --gpu h100 --model qwen3-8b --from-samples engine.csv --out p.json  # external
+//   timings
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
@@ -53,8 +55,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--out", o.out,
-                 "Profile path (default calib/<gpu>/<model>-<dtype>[-tp<N>].json under the bundled "
-                 "profiles directory)");
+                 "Profile path. Its default, calib/<gpu>/<model>-<dtype>[-tp<N>].json under the "
+                 "bundled profiles directory, is a shipped profile: refused unless --force (as is "
+                 "any path inside that directory)");
   app.add_option(
       "--from-samples", o.from_samples,
       "Fit samples measured elsewhere instead of running the model: CSV with header "
@@ -66,7 +69,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--samples-out", o.samples_out,
                  "Also write the measured cells as CSV (b,s,c,seconds + kernel breakdown)");
-  app.add_flag("--force", o.force, "Calibrate even if --gpu does not match the device");
+  app.add_flag("--force", o.force,
+               "Calibrate even if --gpu does not match the device, and allow writing into the "
+               "shipped profiles directory (calib/), over the profiles specplan ships");
   app.add_option("--device", o.device,
                  "cpu | cuda | cuda:N (default: cpu for --gpu cpu, else cuda when available)");
   app.add_option("--seed", o.seed,

@@ -34,6 +34,7 @@
 #include "profiler/samples_file.h"
 #include "runtime/transformer.h"
 #include "util/atomic_file.h"
+#include "util/shipped_dir.h"
 #include "util/status_macros.h"
 
 namespace specplan::profiler {
@@ -481,6 +482,10 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
   if (std::filesystem::is_directory(out_path)) {
     return absl::InvalidArgumentError(absl::StrCat("--out ", out_path, ": is a directory"));
   }
+  // Never over the shipped profiles (calib/) unless --force; refused before anything runs.
+  SPECPLAN_RETURN_IF_ERROR(CheckNotShipped(
+      o.out.empty() ? "no --out: default path" : "--out", out_path,
+      ShippedCalibDirs(o.calib_dir.empty() ? costmodel::DefaultCalibDir() : o.calib_dir), o.force));
   if (!(o.holdout >= 0 && o.holdout < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--holdout ", o.holdout, ": must be in [0, 1) (0 = fit on everything)"));

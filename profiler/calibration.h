@@ -43,7 +43,8 @@ struct CalibrateOptions {
   std::string calib_dir;     // "" = costmodel::DefaultCalibDir()
   std::string from_samples;  // fit these samples (CSV or JSON, profiler/samples_file.h) instead
   std::string samples_out;   // optional CSV of the measured cells with the kernel breakdown
-  bool force = false;        // accept a --gpu that does not match the device
+  bool force = false;        // accept a --gpu that does not match the device, and write into
+                             // the shipped profiles directory (calib/, util/shipped_dir.h)
   bool plot = true;          // render <out minus .json>.png
   uint64_t seed = 1;         // random weights, trees, the held-out split and k-fold shuffle
   double holdout = 0;        // --holdout: fraction of samples held out of the fit, in [0, 1)

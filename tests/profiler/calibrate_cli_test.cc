@@ -166,6 +166,30 @@ TEST(CalibrateCliTest, FromSamplesFitsWithoutAModel) {
   EXPECT_TRUE(costmodel::LoadProfile(out).ok());  // the earlier profile is intact
 }
 
+// Nothing shipped is overwritten by default: --from-samples without --out would write the bundled
+// calib/<gpu>/<model>-<dtype>.json, so it is refused naming the path, --out and --force, and the
+// shipped profile keeps its bytes.
+TEST(CalibrateCliTest, FromSamplesNeverOverwritesAShippedProfileByDefault) {
+  testing::TempDir dir;
+  const std::string csv = dir.File("s.csv");
+  testing::WriteAll(csv, kSamplesCsv);
+  const std::string shipped = costmodel::BundledProfilePath(
+      costmodel::DefaultCalibDir(), "h100-sxm", "qwen3-8b", costmodel::DType::kBFloat16);
+  ASSERT_TRUE(fs::exists(shipped)) << shipped;
+  const std::string before = testing::ReadAll(shipped);
+  auto r = RunCalibrate("--gpu h100 --model qwen3-8b --from-samples " + csv);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no --out: default path " + shipped), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("pass --out FILE to write elsewhere, or --force"), std::string::npos)
+      << r.output;
+  r = RunCalibrate("--gpu h100 --model qwen3-8b --from-samples " + csv + " --out " + shipped);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--out " + shipped + ": inside the shipped profiles directory"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(testing::ReadAll(shipped), before);
+}
+
 // --tp: samples measured at tensor parallelism are fitted per GPU and the profile records tp; a
 // MoE target (which the runtime cannot run) is fitted from samples; --tp without --from-samples
 // and a tp the heads do not split by are refused naming the flag.

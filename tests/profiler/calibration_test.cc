@@ -315,7 +315,9 @@ TEST(CalibrationTest, CudaEndToEndOnTheTinyModel) {
   }
 }
 
-TEST(CalibrationTest, DefaultOutputPathIsTheBundledLayout) {
+// Without --out the default path is the bundled layout under calib_dir, the shipped profiles
+// directory: refused (nothing written) unless --force.
+TEST(CalibrationTest, DefaultOutputPathIsTheBundledLayoutAndNeedsForce) {
   testing::TempDir dir;
   CalibrateOptions o = TinyCpuOptions(dir);
   o.out.clear();
@@ -324,6 +326,26 @@ TEST(CalibrationTest, DefaultOutputPathIsTheBundledLayout) {
   o.c_grid = {0};
   o.repeats = 1;
   o.plot = false;
+  auto refused = RunCalibration(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(Message(refused.status()).find(dir.File("calib/cpu/tiny-fp32.json")), std::string::npos)
+      << refused.status();
+  EXPECT_NE(Message(refused.status()).find("pass --out FILE to write elsewhere, or --force"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_FALSE(fs::exists(dir.File("calib/cpu/tiny-fp32.json")));
+
+  // --out into the shipped directory is refused the same way.
+  o.out = dir.File("calib/cpu/mine.json");
+  refused = RunCalibration(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(Message(refused.status()).find("--out " + o.out), std::string::npos)
+      << refused.status();
+  EXPECT_FALSE(fs::exists(o.out));
+
+  o.out.clear();
+  o.force = true;
   auto r = RunCalibration(o);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->profile_path, dir.File("calib/cpu/tiny-fp32.json"));
