@@ -1,6 +1,7 @@
 // specplan: command-line front end to the cost model and the planner.
 #include <CLI/CLI.hpp>
 
+#include "cli/arg_check.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
                     &RegisterScheduleCommand, &RegisterFitCommand, &RegisterAcceptanceCommand}) {
     add(app, &exit_code);
   }
+  if (int rc = CheckArguments(app, argc, argv); rc != 0) return rc;  // typos, by name
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }
