@@ -16,6 +16,7 @@
 #include "planner/tree/tree_outputs.h"
 #include "util/enum_names.h"
 #include "util/file.h"
+#include "util/json_error.h"
 
 namespace specplan::cli {
 namespace {
@@ -33,7 +34,11 @@ struct MergeArgs {
 absl::StatusOr<planner::Tree> ReadTreeFile(const std::string& flag, const std::string& path) {
   auto text = ReadFileToString(path);
   if (!text.ok()) return absl::NotFoundError(absl::StrCat(flag, " ", text.status().message()));
-  absl::StatusOr<planner::Tree> tree = planner::ParseTreeJson(*text);
+  // A syntax error: "--a <path>:<line>:<column>: not valid JSON: ...".
+  absl::StatusOr<nlohmann::json> parsed = json_util::ParseJson(*text, path);
+  if (!parsed.ok())
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", parsed.status().message()));
+  absl::StatusOr<planner::Tree> tree = planner::TreeFromJson(*parsed);
   if (!tree.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": ", tree.status().message()));
   }

@@ -105,7 +105,8 @@ absl::StatusOr<RequestLine> ParseRequestLine(const nlohmann::json& j) {
 }
 
 // Reads the JSONL file. Errors name the line and the request index, e.g.
-// "requests.jsonl:4 (requests[3]): marginals.probs[2][1] = ...".
+// "requests.jsonl:4 (requests[3]): marginals.probs[2][1] = ...", and a syntax error its column:
+// "requests.jsonl:2:3: not valid JSON: ... (requests[1])".
 absl::StatusOr<std::vector<RequestLine>> LoadRequests(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
@@ -116,9 +117,13 @@ absl::StatusOr<std::vector<RequestLine>> LoadRequests(const std::string& path) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = absl::StrCat(path, ":", line_no, " (requests[", out.size(), "])");
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return absl::InvalidArgumentError(where + ": not valid JSON");
-    auto r = ParseRequestLine(j);
+    // "<path>:<line>:<column>: not valid JSON: <what> (requests[i])" (util/json_error.h).
+    absl::StatusOr<nlohmann::json> j = json_util::ParseJson(line, path, line_no);
+    if (!j.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(j.status().message(), " (requests[", out.size(), "])"));
+    }
+    auto r = ParseRequestLine(*j);
     if (!r.ok())
       return absl::Status(r.status().code(), absl::StrCat(where, ": ", r.status().message()));
     out.push_back(std::move(*r));

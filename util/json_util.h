@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "util/file.h"
+#include "util/json_error.h"
 
 namespace specplan::json_util {
 
@@ -85,15 +86,12 @@ inline absl::StatusOr<bool> GetBool(const nlohmann::json& obj, const std::string
   return (*v)->get<bool>();
 }
 
-// Reads and parses a whole JSON file; errors name the path and the parse position.
+// Reads and parses a whole JSON file; a parse error is "<path>:<line>:<column>: not valid JSON:
+// <what>" (util/json_error.h).
 inline absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
   auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();
-  try {
-    return nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON: ", e.what()));
-  }
+  return ParseJson(*text, path);  // "<path>:<line>:<column>: not valid JSON: <what>"
 }
 
 }  // namespace specplan::json_util

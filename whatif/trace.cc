@@ -337,12 +337,10 @@ absl::StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source_
     auto fail = [&](const std::string& msg) {
       return Invalid(absl::StrCat(std::string(source_name), ":", line_no, ": ", msg));
     };
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const json::exception& e) {
-      return fail(absl::StrCat("not valid JSON: ", e.what()));
-    }
+    // "<source>:<line>:<column>: not valid JSON: <what>" (util/json_error.h).
+    absl::StatusOr<json> parsed = json_util::ParseJson(line, source_name, line_no);
+    if (!parsed.ok()) return Invalid(std::string(parsed.status().message()));
+    json j = *std::move(parsed);
     if (!j.is_object()) return fail("expected a JSON object");
     if (!have_header) {
       auto h = ParseHeader(j);

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "util/file.h"
+#include "util/json_error.h"
+#include "util/status_macros.h"
 
 namespace specplan::planner {
 namespace {
@@ -137,16 +139,17 @@ absl::StatusOr<Marginals> ParseMarginalsJson(const nlohmann::json& j) {
 }
 
 absl::StatusOr<Marginals> ParseMarginalsJsonText(std::string_view text) {
-  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr,
-                                           /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Invalid("marginals: not valid JSON");
+  // "marginals:<line>:<column>: not valid JSON: <what>"
+  SPECPLAN_ASSIGN_OR_RETURN(const nlohmann::json j, json_util::ParseJson(text, "marginals"));
   return ParseMarginalsJson(j);
 }
 
 absl::StatusOr<Marginals> LoadMarginalsFile(const std::string& path) {
   auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();
-  auto m = ParseMarginalsJsonText(*text);
+  // "<path>:<line>:<column>: not valid JSON: <what>"
+  SPECPLAN_ASSIGN_OR_RETURN(const nlohmann::json j, json_util::ParseJson(*text, path));
+  auto m = ParseMarginalsJson(j);
   if (!m.ok()) {
     return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
   }

@@ -42,7 +42,9 @@ absl::Status ValidateMarginals(const Marginals& m);
 // "tokens[3]: row has 5 entries, expected 8 (ragged rows)".
 absl::StatusOr<Marginals> ParseMarginalsJson(const nlohmann::json& j);
 absl::StatusOr<Marginals> ParseMarginalsJsonText(std::string_view text);
-// Reads `path` and parses it; errors are prefixed with the path.
+// ParseMarginalsJsonText's parse errors are "marginals:<line>:<column>: not valid JSON: <what>"
+// (util/json_error.h). LoadMarginalsFile reads `path` and parses it; its errors are prefixed with
+// the path ("<path>:<line>:<column>: not valid JSON: ..." for a parse error).
 absl::StatusOr<Marginals> LoadMarginalsFile(const std::string& path);
 
 // The JSON form of `m` (inverse of ParseMarginalsJson).

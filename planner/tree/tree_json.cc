@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "util/json_error.h"
 #include "util/status_macros.h"
 
 namespace specplan::planner {
@@ -111,13 +112,8 @@ absl::StatusOr<Tree> TreeFromJson(const json& obj) {
   return tree;
 }
 
-absl::StatusOr<Tree> ParseTreeJson(std::string_view text) {
-  json obj;
-  try {
-    obj = json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e400
-    return absl::InvalidArgumentError(absl::StrCat("tree JSON: ", e.what()));
-  }
+absl::StatusOr<Tree> ParseTreeJson(std::string_view text, std::string_view source) {
+  SPECPLAN_ASSIGN_OR_RETURN(const json obj, json_util::ParseJson(text, source));
   return TreeFromJson(obj);
 }
 

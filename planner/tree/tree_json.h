@@ -21,9 +21,10 @@ namespace specplan::planner {
 // result's path_probs is empty (ValidateTree allows that).
 absl::StatusOr<Tree> TreeFromJson(const nlohmann::json& json);
 
-// Parses JSON text, then TreeFromJson. A syntax error is reported as InvalidArgument with the
-// parser's message (which includes the byte offset).
-absl::StatusOr<Tree> ParseTreeJson(std::string_view text);
+// Parses JSON text, then TreeFromJson. A syntax error is InvalidArgument
+// "<source>:<line>:<column>: not valid JSON: <what>" (util/json_error.h); `source` names the text
+// (a file's path).
+absl::StatusOr<Tree> ParseTreeJson(std::string_view text, std::string_view source = "tree JSON");
 
 // Writes {"tokens", "parents", "depths"} and "path_probs" when the tree has them. Depths are
 // recomputed from parents when tree.depths is empty. Round-trips through TreeFromJson.

@@ -115,7 +115,7 @@ TEST(PlanBatchCommand, BadLinesNameTheFileLineRequestAndField) {
   };
   const std::string good = std::string(R"({"marginals": )") + kSmall + R"(, "c": 0})";
   const std::vector<Case> cases = {
-      {good + "\n{not json\n", "bad.jsonl:2 (requests[1]): not valid JSON"},
+      {good + "\n{not json\n", "bad.jsonl:2:3: not valid JSON"},
       {good + "\n" + R"({"marginals": )" + kSmall + R"(, "c": -3})", "(requests[1]): c = -3"},
       {R"({"c": 0})", "(requests[0]): marginals: missing"},
       {R"({"marginals": {"root_token": 1, "tokens": [[5]], "probs": [[1.5]]}, "c": 0})",

@@ -321,7 +321,13 @@ TEST(Profile, UnreadableFilesAreErrorsNotCrashes) {
   std::ofstream(dir / "trunc.json") << "{\"format\": \"specplan.pro";
   auto p = LoadProfile((dir / "trunc.json").string());
   ASSERT_FALSE(p.ok());
-  EXPECT_THAT(std::string(p.status().message()), HasSubstr("not valid JSON"));
+  EXPECT_THAT(std::string(p.status().message()),
+              HasSubstr((dir / "trunc.json").string() + ":1:24: not valid JSON"));
+  std::ofstream(dir / "nan.json") << "{\"format\": \"specplan.profile\",\n  \"version\": NaN}";
+  p = LoadProfile((dir / "nan.json").string());
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(std::string(p.status().message()),
+              HasSubstr((dir / "nan.json").string() + ":2:14: not valid JSON"));
   fs::remove_all(dir);
 }
 

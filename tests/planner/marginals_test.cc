@@ -59,7 +59,10 @@ TEST(MarginalsTest, JsonErrorsNameTheField) {
       {R"({"root_token": 1, "tokens": [[1]], "probs": [[0.5], [0.5]]})",
        "probs: 2 rows, expected 1"},
       {R"({"root_token": 1, "tokens": [], "probs": []})", "tokens: 0 rows"},
-      {"{not json", "not valid JSON"},
+      {"{not json", "marginals:1:3: not valid JSON"},
+      // NaN is not JSON: named by line and column.
+      {"{\"root_token\": 1,\n \"tokens\": [[1]],\n \"probs\": [[NaN]]}",
+       "marginals:3:13: not valid JSON: syntax error while parsing value - invalid literal"},
   };
   for (const auto& [json, error] : bad) EXPECT_THAT(Err(json), HasSubstr(error));
   // Limits.

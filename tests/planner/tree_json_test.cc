@@ -63,7 +63,8 @@ TEST(TreeJsonTest, ErrorsNameTheField) {
       {R"({"tokens": [1, 2], "parents": [-1, 0], "path_probs": [1, "x"]})",
        "path_probs[1] = \"x\": must be a number"},
       {R"([1, 2])", "tree: expected a JSON object"},
-      {R"({"tokens": [1], )", "tree JSON:"},
+      {R"({"tokens": [1], )", "tree JSON:1:16: not valid JSON"},
+      {"{\"tokens\": [1, 2],\n \"parents\": [-1, NaN]}", "tree JSON:2:18: not valid JSON"},
   };
   for (const BadCase& c : cases) {
     absl::StatusOr<Tree> tree = ParseTreeJson(c.json);

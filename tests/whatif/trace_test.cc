@@ -131,7 +131,7 @@ struct BadCase {
 TEST(Trace, MalformedTracesNameTheLineAndField) {
   const std::string ok_marg = R"("marginals":{"tokens":[[3]],"probs":[[0.5]]})";
   const BadCase cases[] = {
-      {"bad json", WithStep(R"({"prompt":0,"c":1,)"), "t.jsonl:2: not valid JSON"},
+      {"bad json", WithStep(R"({"prompt":0,"c":1,)"), "t.jsonl:2:18: not valid JSON"},
       {"not an object", WithStep("[1,2]"), "t.jsonl:2: expected a JSON object"},
       {"missing continuation", WithStep(R"({"prompt":0,"c":1,"root":2,)" + ok_marg + "}"),
        "t.jsonl:2: continuation: missing"},
