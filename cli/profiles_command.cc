@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/remote.h"
@@ -40,7 +41,8 @@ std::string EngineHeading(const std::string& engine) {
 }
 
 // One line per profile: the engine version when recorded, the cross-validated MAPE per model when
-// the profile has it (profiles written before cross-validation have held-out scores only), then
+// the profile has it (profiles written before cross-validation have held-out scores only; a
+// profile composed from kernel timings was not fitted and says so instead of a MAPE), then
 // its provenance: the recorded one, or for a profile calibrate measured, the device, timer, pass
 // mode and date.
 void PrintProfileLine(const std::string& path, const costmodel::Profile& p) {
@@ -49,11 +51,17 @@ void PrintProfileLine(const std::string& path, const costmodel::Profile& p) {
   for (const auto& [kind, s] : cv ? p.cv : p.heldout) {
     stats += absl::StrFormat(" %s=%.2f%%", kind, s.mape * 100);
   }
+  std::string score = absl::StrCat(cv ? "cv" : "held-out", " MAPE:", stats);
+  if (stats.empty()) {
+    score = EngineOf(p) == costmodel::kRuntimeEngine
+                ? "MAPE: none (no samples scored)"
+                : "MAPE: none (composed from kernel timings, not fitted)";
+  }
   const std::string version =
       p.engine_version.empty() ? "" : absl::StrFormat("%s %s ", EngineOf(p), p.engine_version);
-  std::cout << absl::StrFormat("%-12s %-16s %-5s %sdefault=%-9s timer=%-11s %s MAPE:%s  %s\n",
-                               p.gpu, p.model, costmodel::DTypeName(p.dtype), version,
-                               p.default_model, p.timer, cv ? "cv" : "held-out", stats, path);
+  std::cout << absl::StrFormat("%-12s %-16s %-5s %sdefault=%-9s timer=%-11s %s  %s\n", p.gpu,
+                               p.model, costmodel::DTypeName(p.dtype), version, p.default_model,
+                               p.timer, score, path);
   if (!p.provenance.empty()) {
     std::cout << "  provenance: " << p.provenance << "\n";
   } else if (p.timer != "external" && !p.device_name.empty()) {

@@ -376,7 +376,17 @@ std::string EngineProfilesHint(const std::string& calib_dir, const std::string& 
   const costmodel::DType dtype = costmodel::DType::kBFloat16;  // what a CUDA run would measure
   // A registry name resolves to the name the files use ("qwen3-8b"); anything else is used as is.
   absl::StatusOr<costmodel::ModelSpec> spec = costmodel::ResolveModel(model);
-  const std::string name = spec.ok() ? spec->name : model;
+  if (!spec.ok()) {
+    // Not a model the cost model knows (a built-in runtime config such as tiny): no engine has
+    // kernel timings of it and compose would refuse it, so suggest what does run.
+    return absl::StrCat("--model ", model,
+                        " is not in the cost model's registry (specplan profiles compose takes "
+                        "registry models or an HF config.json), so no engine-grade profile can "
+                        "stand in for it; calibrate it on this machine instead: calibrate --gpu "
+                        "cpu --model ",
+                        model, " --out FILE");
+  }
+  const std::string name = spec->name;
   std::vector<std::string> shipped;
   for (const std::string& engine : costmodel::KnownEngines()) {
     if (engine == costmodel::kRuntimeEngine) continue;  // engine-grade profiles only

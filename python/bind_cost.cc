@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "common.h"
 #include "costmodel/batch_shape.h"
 #include "costmodel/calib_dir.h"
@@ -66,8 +68,15 @@ PyCost Resolve(const std::string& gpu, const std::string& model, const std::stri
         "or a profile file");
   }
   // ResolveCost's errors name the CostSpec field and value ("engine = 'foo': ..."), which are
-  // these keywords (profile_path is `profile`).
-  return FromResolved(ValueOrThrow(costmodel::ResolveCost(spec)));
+  // these keywords, but for profile_path, which is `profile` here.
+  absl::StatusOr<costmodel::ResolvedLatencyModel> resolved = costmodel::ResolveCost(spec);
+  if (!resolved.ok()) {
+    const std::string message = absl::StrReplaceAll(
+        resolved.status().message(),
+        {{"(or set profile_path)", "(or pass profile=PATH)"}, {"profile_path = ", "profile = "}});
+    ThrowStatus(absl::Status(resolved.status().code(), message));
+  }
+  return FromResolved(*std::move(resolved));
 }
 
 PyCost CostOfProfile(const costmodel::Profile& p, const std::string& latency_model,
@@ -429,14 +438,33 @@ With out=PATH the profile is also written there. Returns a specplan.Profile.)doc
          const std::string& engine, const std::string& calib_dir) {
         const std::string e = engine.empty() ? std::string(costmodel::kRuntimeEngine)
                                              : ValueOrThrow(costmodel::ParseEngine(engine));
+        // Registry names and aliases as the files use them ("h100" -> "h100-sxm"), as calibrate
+        // and specplan fit name the files they write; a file (GPU spec, HF config) is kept.
+        auto is_file = [](const std::string& name) {
+          return name.find('/') != std::string::npos || absl::EndsWith(name, ".json");
+        };
+        std::string g = gpu, m = model;
+        if (!is_file(gpu)) {
+          absl::StatusOr<costmodel::GpuSpec> spec = costmodel::ResolveGpu(gpu);
+          if (!spec.ok())
+            ThrowInvalid(absl::StrCat("gpu = '", gpu, "': ", spec.status().message()));
+          g = spec->name;
+        }
+        if (!is_file(model)) {
+          absl::StatusOr<costmodel::ModelSpec> spec = costmodel::ResolveModel(model);
+          if (!spec.ok()) {
+            ThrowInvalid(absl::StrCat("model = '", model, "': ", spec.status().message()));
+          }
+          m = spec->name;
+        }
         return costmodel::BundledProfilePath(
-            calib_dir.empty() ? costmodel::DefaultCalibDir() : calib_dir, gpu, model,
-            ReadDType(dtype), tp, e);
+            calib_dir.empty() ? costmodel::DefaultCalibDir() : calib_dir, g, m, ReadDType(dtype),
+            tp, e);
       },
       py::arg("gpu"), py::arg("model"), py::arg("dtype") = "bf16", py::arg("tp") = 1,
       py::arg("engine") = "specplan", py::arg("calib_dir") = "",
-      "calib/<gpu>/<model>-<dtype>[-tp<N>][@<engine>].json (registry names as the files use them, "
-      "e.g. h100-sxm).");
+      "calib/<gpu>/<model>-<dtype>[-tp<N>][@<engine>].json, the gpu and model made canonical as "
+      "the files name them (h100 -> h100-sxm); unknown names raise ValueError naming them.");
   m.def("known_gpus", &costmodel::KnownGpuNames, "GPU registry names (then alias=name entries).");
   m.def("known_models", &costmodel::KnownModelNames, "Model registry names.");
   m.def("known_engines", &costmodel::KnownEngines, "sglang, vllm, trtllm, specplan.");

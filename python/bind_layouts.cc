@@ -1,5 +1,6 @@
 // specplan.sglang_layout and specplan.ragged_layout: a batch of trees as engines' verification
 // kernels take them (planner/tree/engine_layouts.h).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -131,7 +132,18 @@ py::dict SglangLayoutDict(absl::Span<const planner::Tree> trees,
                           absl::Span<const int64_t> context_lens, py::handle tree_mask_mode,
                           int draft_token_num, int64_t pad_token) {
   planner::SglangLayoutOptions o;
-  o.mode = ParseTreeMaskMode(tree_mask_mode);
+  if (tree_mask_mode.is_none()) {
+    // The default: bit-packed rows when D fits their 32 bits, else QLEN_ONLY's bool rows (which
+    // any D takes), so a large plan lays out with the defaults.
+    int64_t d = draft_token_num;
+    if (d <= 0) {
+      for (const planner::Tree& t : trees) d = std::max<int64_t>(d, t.size());
+    }
+    o.mode = d <= 32 ? planner::SglangTreeMaskMode::kQlenOnlyBitpacking
+                     : planner::SglangTreeMaskMode::kQlenOnly;
+  } else {
+    o.mode = ParseTreeMaskMode(tree_mask_mode);
+  }
   if (draft_token_num < 0) {
     ThrowInvalid(absl::StrCat("draft_token_num = ", draft_token_num,
                               ": must be >= 0 (0 or None = the largest tree's size)"));
@@ -172,7 +184,7 @@ void BindLayouts(py::module_& m) {
         return SglangLayoutDict(ts, c, tree_mask_mode, d, pad_token);
       },
       py::arg("trees"), py::arg("context_lens"), py::arg("draft_token_num") = py::none(),
-      py::arg("tree_mask_mode") = "QLEN_ONLY_BITPACKING", py::kw_only(), py::arg("pad_token") = 0,
+      py::arg("tree_mask_mode") = py::none(), py::kw_only(), py::arg("pad_token") = 0,
       R"doc(SGLang's EAGLE tree-verification tensors for a batch of trees (sgl-kernel
 build_tree_kernel_efficient's outputs).
 
@@ -181,7 +193,8 @@ root, the verified bonus token; parents[0] = -1, parents[i] < i), or a TreePlan 
 tokens and parents. context_lens: [B] cached tokens per request. draft_token_num: D, slots per
 request counting the root (None = the largest tree's size; smaller trees are padded with
 pad_token, position c_b, no links, a mask row that sees only itself). tree_mask_mode:
-'FULL_MASK' | 'QLEN_ONLY' | 'QLEN_ONLY_BITPACKING' (or 0, 1, 2).
+'FULL_MASK' | 'QLEN_ONLY' | 'QLEN_ONLY_BITPACKING' (or 0, 1, 2); None = 'QLEN_ONLY_BITPACKING'
+when D <= 32, else 'QLEN_ONLY' (the dict's tree_mask_mode says which).
 
 Returns a dict of NumPy arrays, as SGLang names and shapes them (all flat except retrive_*):
 draft_tokens int64 [B*D], positions int64 [B*D] (c_b + depth), retrive_index int64 [B, D]

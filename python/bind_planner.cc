@@ -300,9 +300,11 @@ Arrays are NumPy views of the result's own buffers (no copies).)doc")
           [](const PyTreePlan& p, int draft_token_num, py::object mode, int64_t pad) {
             return SglangLayoutDict({&p.tree, 1}, {&p.c, 1}, mode, draft_token_num, pad);
           },
-          py::kw_only(), py::arg("draft_token_num") = 0,
-          py::arg("tree_mask_mode") = "QLEN_ONLY_BITPACKING", py::arg("pad_token") = 0,
-          "This tree as a batch of one in SGLang's layout (see specplan.sglang_layout).")
+          py::kw_only(), py::arg("draft_token_num") = 0, py::arg("tree_mask_mode") = py::none(),
+          py::arg("pad_token") = 0,
+          "This tree as a batch of one in SGLang's layout (see specplan.sglang_layout; "
+          "tree_mask_mode None = QLEN_ONLY_BITPACKING when the tree fits 32 slots, else "
+          "QLEN_ONLY).")
       .def("__len__", [](const PyTreePlan& p) { return p.tree.size(); })
       .def("__repr__", [](const PyTreePlan& p) {
         std::string cost = std::isnan(p.speedup) ? ""

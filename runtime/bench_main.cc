@@ -36,6 +36,7 @@
 #include "absl/strings/str_split.h"
 #include "client/remote_planner.h"
 #include "costmodel/cost_spec.h"
+#include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "runtime/batch_decoder.h"
 #include "runtime/draft_heads.h"
@@ -196,6 +197,21 @@ absl::StatusOr<std::unique_ptr<costmodel::LatencyModel>> ResolveLatency(const Ar
   spec.latency_model = args.latency_model;
   spec.tp = args.tp;
   SPECPLAN_ASSIGN_OR_RETURN(spec.dtype, costmodel::ParseDType(args.dtype));
+  if (!args.gpu.empty()) {
+    // --gpu prices the target as the cost model's registry knows it: a built-in runtime config
+    // (random:tiny) is not there. Say which flags meet and what works instead.
+    absl::StatusOr<costmodel::ModelSpec> model = costmodel::ResolveModel(spec.model);
+    if (!model.ok()) {
+      return absl::Status(
+          model.status().code(),
+          absl::StrCat("--target ", args.target, " with --gpu ", args.gpu, ": ",
+                       model.status().message(),
+                       ". --gpu prices the target with its bundled profile, which needs a registry "
+                       "model or a config directory as --target; else pass --profile FILE (e.g. "
+                       "from calibrate --gpu cpu --model ",
+                       spec.model, " --out FILE), or drop --gpu to measure T_verify"));
+    }
+  }
   // Errors in this program's flags: "--engine sglang: no profile ..." (its --target is the model).
   std::vector<costmodel::CostFieldName> names = costmodel::kCostFlagNames;
   names.front().name = "--target";

@@ -4,9 +4,10 @@ must name a file or folder of the repository, and every #anchor a heading of the
 points into (as GitHub or mkdocs spell it). Links to other sites are not fetched. Also checks that
 README.md's layout table is docs/index.md's, between the layout:begin and layout:end markers.
 
-Usage: check_links.py [REPO_ROOT]   (default: the repository holding this script)
+Usage: check_links.py [-h] [REPO_ROOT]   (default: the repository holding this script)
 Prints FILE:LINE: the link and what is wrong, for every problem; exits 1 if there is any.
 """
+import argparse
 import os
 import re
 import sys
@@ -62,8 +63,17 @@ def layout_block(path):
 
 
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
-                           os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Prints FILE:LINE: the link and what is wrong, for every problem; exits 1 if there "
+               "is any.")
+    parser.add_argument("repo_root", nargs="?", metavar="REPO_ROOT",
+                        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."),
+                        help="the repository to check (default: the one holding this script)")
+    root = os.path.abspath(parser.parse_args().repo_root)
+    for needed in ("README.md", os.path.join("docs", "index.md")):
+        if not os.path.isfile(os.path.join(root, needed)):
+            parser.error(f"REPO_ROOT {root}: no {needed} (not a specplan repository)")
     problems, cache, files = [], {}, markdown_files(root)
     for path in files:
         problems += check_file(root, path, cache)

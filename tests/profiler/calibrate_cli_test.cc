@@ -134,6 +134,15 @@ TEST(CalibrateCliTest, ACalibrationThatCannotRunHereNamesTheEngineProfiles) {
                           compose),
             std::string::npos)
       << r.output;
+  // A runtime-only model (tiny) is not a registry model compose takes: the hint says what runs
+  // instead of a compose command that would fail.
+  r = RunCalibrate("--gpu h100 --model tiny --device cpu --out " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.find("profiles compose --kernels"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--model tiny is not in the cost model's registry"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("calibrate --gpu cpu --model tiny --out FILE"), std::string::npos)
+      << r.output;
   // --gpu cpu is this machine: nothing to stand in for.
   r = RunCalibrate("--gpu cpu --model tiny --device cpu --s-grid 1,x --out " + out);
   EXPECT_EQ(r.output.find("compose"), std::string::npos) << r.output;

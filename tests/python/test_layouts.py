@@ -155,7 +155,9 @@ def test_empty_batch():
      ["tree_mask_mode", "SPARSE"]),
     ([TREE], [1], dict(tree_mask_mode=7), specplan.InvalidArgumentError, ["tree_mask_mode = 7"]),
     ([TREE], [1], dict(tree_mask_mode=1.5), specplan.ArgumentTypeError, ["tree_mask_mode", "float"]),
-    ([(list(range(40)), [-1] + list(range(39)))], [1], {}, specplan.InvalidArgumentError,
+    # Bit packing asked for explicitly (the default falls back to QLEN_ONLY past 32 slots).
+    ([(list(range(40)), [-1] + list(range(39)))], [1],
+     dict(tree_mask_mode="QLEN_ONLY_BITPACKING"), specplan.InvalidArgumentError,
      ["QLEN_ONLY_BITPACKING", "32"]),
 ])
 def test_layout_errors(trees, ctx, kwargs, exc, words):

@@ -210,6 +210,23 @@ TEST(BenchCliTest, GpuPricesWithTheBundledProfileOfTheTarget) {
   fs::remove_all(dir);
 }
 
+// A built-in runtime target is not a cost-model registry model: --gpu (which prices it from the
+// registry) is refused naming both flags and what works instead.
+TEST(BenchCliTest, GpuWithARuntimeOnlyTargetNamesBothFlags) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("specplan_bench_tiny_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string err = (dir / "err.txt").string();
+  EXPECT_NE(RunShell(Bench() + " --target random:tiny --gpu h100 > /dev/null 2> " + err), 0);
+  std::ifstream in(err);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("--target random:tiny with --gpu h100: model: unknown name 'tiny'"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("--profile FILE"), std::string::npos) << text;
+  fs::remove_all(dir);
+}
+
 TEST(BenchCliTest, RecordTraceWritesALoadableTrace) {
   const fs::path dir =
       fs::temp_directory_path() / ("specplan_bench_trace_" + std::to_string(::getpid()));
