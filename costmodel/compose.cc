@@ -14,6 +14,7 @@
 #include "costmodel/engines.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/roofline.h"
+#include "costmodel/step/drafter_arch.h"
 #include "costmodel/table_latency.h"
 #include "util/clock.h"
 #include "util/status_macros.h"
@@ -216,6 +217,77 @@ absl::StatusOr<ComposedPass> ComposedCost::Pass(int64_t b, int64_t s, int64_t c)
   return p;
 }
 
+absl::StatusOr<ComposedPass> ComposedDrafterPass(const ComposedCost& layers, const DrafterArch& a,
+                                                 int64_t b, int64_t s, int64_t c) {
+  SPECPLAN_ASSIGN_OR_RETURN(ComposedPass p, layers.Pass(b, s, c));
+  const ModelSpec& M = layers.model();
+  const int64_t m = b * s, h = M.hidden, tp = M.tp;
+  const GemmTable& g = layers.tables().gemm;
+  if (a.qkv_in > 0 && a.qkv_in != h) {  // the first layer's QKV reads a wider input (eagle3: 2h)
+    const int64_t qkv_n = (M.n_q * M.head_dim) / tp + 2 * M.kv_heads_per_gpu() * M.head_dim;
+    SPECPLAN_ASSIGN_OR_RETURN(const double plain, g.Seconds(m, qkv_n, h));
+    SPECPLAN_ASSIGN_OR_RETURN(const double wide, g.Seconds(m, qkv_n, a.qkv_in));
+    p.gemm_s += wide - plain;
+  }
+  if (a.fc_in > 0 && (a.fc_every_forward || s > 1)) {
+    SPECPLAN_ASSIGN_OR_RETURN(const double fc, g.Seconds(m, h, a.fc_in));
+    p.gemm_s += fc;
+  }
+  return p;
+}
+
+const std::vector<int64_t>& DrafterComposeBGrid() {
+  static const std::vector<int64_t> g = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
+  return g;
+}
+const std::vector<int64_t>& DrafterComposeSGrid() {
+  static const std::vector<int64_t> g = {1, 2, 3, 4, 5, 6, 8, 12, 16, 32};
+  return g;
+}
+
+absl::StatusOr<DrafterProfile> ComposeDrafterTable(const EngineKernelTables& tables,
+                                                   const DrafterArch& arch, const GpuSpec& gpu,
+                                                   const ComposeOptions& o, int64_t* extrapolated) {
+  if (!arch.has_network()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("drafter = '", arch.name, "': has no network to compose (host time only)"));
+  }
+  auto layers = ComposedCost::Create(&tables, arch.layers, gpu, o.unmeasured_terms);
+  if (!layers.ok()) {
+    return absl::Status(layers.status().code(),
+                        absl::StrCat("drafter = '", arch.name, "': ", layers.status().message()));
+  }
+  const std::vector<int64_t>& bg = DrafterComposeBGrid();
+  const std::vector<int64_t>& sg = DrafterComposeSGrid();
+  const std::vector<int64_t>& cg = o.c_grid.empty() ? DefaultComposeCGrid() : o.c_grid;
+  DrafterProfile d;
+  d.arch = arch;
+  d.table.s_grid = sg;
+  d.table.c_grid = cg;
+  d.table.b_grid.assign(bg.begin() + 1, bg.end());
+  for (size_t bi = 0; bi < bg.size(); ++bi) {
+    std::vector<std::vector<double>> layer(cg.size(), std::vector<double>(sg.size()));
+    for (size_t ci = 0; ci < cg.size(); ++ci) {
+      for (size_t si = 0; si < sg.size(); ++si) {
+        auto p = ComposedDrafterPass(*layers, arch, bg[bi], sg[si], cg[ci]);
+        if (!p.ok()) {
+          return absl::Status(p.status().code(),
+                              absl::StrCat("drafter = '", arch.name, "': ", p.status().message()));
+        }
+        if (p->extrapolated && extrapolated != nullptr) ++*extrapolated;
+        layer[ci][si] = p->total_s();
+      }
+    }
+    if (bi == 0) {
+      d.table.seconds = std::move(layer);
+    } else {
+      d.table.batch_seconds.push_back(std::move(layer));
+    }
+  }
+  SPECPLAN_RETURN_IF_ERROR(ValidateLatencyTable(d.table));
+  return d;
+}
+
 absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const std::string& model,
                                        const ComposeOptions& o) {
   // Engine: the option, else the folder's; either way a known engine, and they must agree.
@@ -377,9 +449,29 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const s
                                       " table rows repeated a shape measured before; each "
                                       "shape's repeats were averaged"));
   }
+  // The drafters, composed from the same tables.
+  std::vector<std::string> drafter_names =
+      o.drafters.empty() ? DefaultComposedDrafters(spec) : o.drafters;
+  if (drafter_names.size() == 1 && drafter_names[0] == "none") drafter_names.clear();
+  int64_t drafter_extrapolated = 0;
+  for (const std::string& name : drafter_names) {
+    SPECPLAN_ASSIGN_OR_RETURN(const DrafterArch arch, DrafterArchFor(name, spec));
+    if (!arch.has_network()) continue;  // ngram, suffix: nothing to compose
+    SPECPLAN_ASSIGN_OR_RETURN(prof.drafters[name],
+                              ComposeDrafterTable(tables, arch, gpu, o, &drafter_extrapolated));
+  }
+  if (!prof.drafters.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [name, d] : prof.drafters) names.push_back(name);
+    prof.notes.push_back(absl::StrCat(
+        "drafters composed from the same tables: ", absl::StrJoin(names, ", "),
+        " (one forward of b sequences x s tokens over c; costmodel/step/drafter_arch.h gives each "
+        "one's shapes); ",
+        drafter_extrapolated, " drafter cells read a table past its largest measured point"));
+  }
   prof.notes.push_back(
-      "not priced: sampling, the host's scheduling and launch gaps between kernels (CUDA-graph "
-      "replay is assumed)");
+      "not in the table: sampling, the host's scheduling and launch gaps between kernels "
+      "(CUDA-graph replay is assumed); the step model (costmodel/step/step_model.h) adds them");
   return prof;
 }
 

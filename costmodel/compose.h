@@ -30,8 +30,9 @@
 // table's memory-bound GEMMs achieve (GemmTable::stream_bandwidth), capped at the GPU's peak. Per
 // layer: two fused add + RMSNorm kernels (4 m h bytes-of-element each), q/k RMSNorm for qwen3-style
 // models, RoPE on q and k, the KV-cache store, and SiLU-mul (3 m ffn / tp elements; GELU: 2).
-// Sampling and the host's scheduling are not priced. ComposeOptions::unmeasured_terms = false
-// leaves them out (GEMM + attention + LM head only, as aiconfigurator sums a forward).
+// Sampling and the host's scheduling are priced by the step model (costmodel/step/step_model.h).
+// ComposeOptions::unmeasured_terms = false leaves them out (GEMM + attention + LM head only, as
+// aiconfigurator sums a forward).
 #ifndef SPECPLAN_COSTMODEL_COMPOSE_H_
 #define SPECPLAN_COSTMODEL_COMPOSE_H_
 
@@ -71,6 +72,9 @@ struct ComposeOptions {
   std::vector<int64_t> b_grid;  // >= 1, starting at 1
   std::vector<int64_t> s_grid;  // >= 1
   std::vector<int64_t> c_grid;  // >= 0
+  // Drafter architectures to compose beside the target (costmodel/step/drafter_arch.h names);
+  // empty = DefaultComposedDrafters(target); {"none"} = none.
+  std::vector<std::string> drafters;
 };
 const std::vector<int64_t>& DefaultComposeBGrid();  // 1 .. 256
 const std::vector<int64_t>& DefaultComposeSGrid();  // 1 .. 256
@@ -100,6 +104,7 @@ class ComposedCost {
   double bandwidth() const { return bandwidth_; }
   const ModelSpec& model() const { return model_; }
   const GpuSpec& gpu() const { return gpu_; }
+  const EngineKernelTables& tables() const { return *tables_; }
 
  private:
   ComposedCost(const EngineKernelTables* tables, ModelSpec model, GpuSpec gpu, bool unmeasured)
@@ -112,12 +117,34 @@ class ComposedCost {
   double bandwidth_ = 0;
 };
 
-// Composes the profile of `model` (registry name or HF config.json path) on the tables' GPU:
+// Composes the profile of `model` (registry name or HF config.json path) on the tables' GPU,
+// with the drafters of options.drafters (ComposeDrafterTable) under Profile::drafters:
 // default_model "table" over the options' grids (b = 1 is the table's single-sequence layer),
 // engine and engine_version from the options or the folder, provenance naming the data's source,
 // commit, engine, version and GPU, and notes stating the attention model, how the unmeasured
 // terms are priced and what they add at (b, s, c) = (1, 1, 1024), the licence of the data and
 // how many cells were extrapolated. Errors name the flag or field and value; nothing is written.
+// One drafter forward (costmodel/step/drafter_arch.h) priced from the same tables. `layers` is
+// the ComposedCost of arch.layers (the drafter's decoder layers, hidden width and LM head); the
+// forward is layers.Pass(b, s, c) with its first QKV GEMM reading arch.qkv_in instead of the
+// hidden width, plus the fc GEMM (m, hidden, fc_in) where the forward runs it: every forward for
+// eagle and mtp, the extend forward (s > 1, over tokens the target verified) for eagle3.
+absl::StatusOr<ComposedPass> ComposedDrafterPass(const ComposedCost& layers,
+                                                 const DrafterArch& arch, int64_t b, int64_t s,
+                                                 int64_t c);
+
+// The drafter grids: b = 1, 2, 4, .. 2048 (trees draft b x topk beams), s = 1 .. 32 (extend
+// forwards cover K + 1 verified tokens; block drafters draft gamma), c = the target's.
+const std::vector<int64_t>& DrafterComposeBGrid();
+const std::vector<int64_t>& DrafterComposeSGrid();
+
+// `arch`'s forward table on the tables' GPU (cells as ComposedDrafterPass) over the drafter
+// grids and the options' c grid. Cells past the measured tables are counted in *extrapolated.
+absl::StatusOr<DrafterProfile> ComposeDrafterTable(const EngineKernelTables& tables,
+                                                   const DrafterArch& arch, const GpuSpec& gpu,
+                                                   const ComposeOptions& options,
+                                                   int64_t* extrapolated);
+
 absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const std::string& model,
                                        const ComposeOptions& options);
 

@@ -53,6 +53,7 @@ absl::Status UseProfile(const Profile& p, const std::string& path, const std::st
   out->provenance = p.provenance;
   out->engine = p.engine;
   out->engine_version = p.engine_version;
+  out->drafters = p.drafters;
   return absl::OkStatus();
 }
 

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +92,9 @@ struct ResolvedLatencyModel {
   std::string provenance;      // the profile's provenance ("" when none recorded or no profile)
   std::string engine;          // the profile's engine ("sglang", ..., "specplan"); "" when none
   std::string engine_version;  // the profile's engine_version; "" when not recorded or none
+  // The profile's composed drafter forwards (Profile::drafters; empty when none), which price
+  // T_draft in the step model (costmodel/step/step_model.h).
+  std::map<std::string, DrafterProfile> drafters;
 };
 // The latency model `spec` describes. Errors begin with the CostSpec field and its value,
 // "<field> = '<value>': " ("tp = <N>: " for the number), so that a front end can name its own

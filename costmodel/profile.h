@@ -21,6 +21,7 @@
 #include "costmodel/model_spec.h"
 #include "costmodel/overlap_latency.h"
 #include "costmodel/per_term_latency.h"
+#include "costmodel/step/drafter_arch.h"
 #include "costmodel/table_latency.h"
 
 namespace specplan::costmodel {
@@ -30,6 +31,15 @@ inline constexpr int kProfileVersion = 1;
 struct ProfileSample {
   LatencySample sample;
   bool heldout = false;  // true: scored, not fitted
+};
+
+// One drafter architecture's forward on this GPU in this engine, composed from the same kernel
+// tables as the target's table (costmodel/compose.h ComposeDrafterTable): table cell (b, s, c) is
+// one drafter forward of b sequences, each s new tokens over c cached; s > 1 is the extend forward
+// over tokens the target verified (with the fc over its hidden states where the head has one).
+struct DrafterProfile {
+  DrafterArch arch;
+  LatencyTable table;
 };
 
 struct Profile {
@@ -61,6 +71,9 @@ struct Profile {
   std::string engine_version;      // e.g. "0.5.14"; "" when not recorded
   std::vector<std::string> notes;  // what the fit dropped or skipped, and why
   std::vector<ProfileSample> samples;
+  // Composed drafter forwards by architecture name ("eagle", "eagle3", "mtp", "draft:MODEL"):
+  // what prices T_draft (costmodel/step/step_model.h); empty for measured (specplan) profiles.
+  std::map<std::string, DrafterProfile> drafters;
 };
 
 // Every latency model kind a profile can hold, in a fixed order: roofline, linear, per_term,

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "costmodel/profile_validate.h"
+#include "costmodel/step/drafter_arch.h"
 #include "util/atomic_file.h"
 #include "util/json_util.h"
 #include "util/status_macros.h"
@@ -189,6 +190,55 @@ absl::Status ReadKind(const nlohmann::json& models, const char* kind,
   return absl::OkStatus();
 }
 
+// A latency table's JSON (the "table" model kind, and each composed drafter's table).
+nlohmann::json LatencyTableToJson(const LatencyTable& t) {
+  nlohmann::json j = {{"s", t.s_grid}, {"c", t.c_grid}, {"seconds", t.seconds}};
+  if (!t.b_grid.empty()) {
+    j["b"] = t.b_grid;
+    j["batch_seconds"] = t.batch_seconds;
+    if (!t.batch_s_grid.empty()) j["batch_s"] = t.batch_s_grid;
+    if (!t.batch_c_grid.empty()) j["batch_c"] = t.batch_c_grid;
+  }
+  return j;
+}
+
+// The inverse of LatencyTableToJson; errors name `pre` and the field.
+absl::StatusOr<LatencyTable> LatencyTableFromJson(const nlohmann::json& m, const std::string& pre) {
+  if (!m.is_object()) return absl::InvalidArgumentError(pre + ": expected an object");
+  LatencyTable t;
+  SPECPLAN_ASSIGN_OR_RETURN(t.s_grid, IntArray(m, "s", pre));
+  SPECPLAN_ASSIGN_OR_RETURN(t.c_grid, IntArray(m, "c", pre));
+  SPECPLAN_ASSIGN_OR_RETURN(const nlohmann::json* sec, json_util::Get(m, "seconds", pre));
+  SPECPLAN_ASSIGN_OR_RETURN(t.seconds, TableLayer(*sec, pre + ".seconds"));
+  // Optional batch axis: both keys or neither.
+  if (m.contains("b") != m.contains("batch_seconds")) {
+    return absl::InvalidArgumentError(
+        pre + ": \"b\" and \"batch_seconds\" come together (the batch axis)");
+  }
+  if (m.contains("b")) {
+    SPECPLAN_ASSIGN_OR_RETURN(t.b_grid, IntArray(m, "b", pre));
+    const nlohmann::json& layers = m["batch_seconds"];
+    if (!layers.is_array()) {
+      return absl::InvalidArgumentError(pre + ".batch_seconds: expected an array of [c][s] arrays");
+    }
+    for (size_t bi = 0; bi < layers.size(); ++bi) {
+      SPECPLAN_ASSIGN_OR_RETURN(
+          std::vector<std::vector<double>> layer,
+          TableLayer(layers[bi], absl::StrCat(pre, ".batch_seconds[", bi, "]")));
+      t.batch_seconds.push_back(std::move(layer));
+    }
+  }
+  // Optional grid of the batch layers (absent: the single-sequence grid).
+  if (m.contains("batch_s")) {
+    SPECPLAN_ASSIGN_OR_RETURN(t.batch_s_grid, IntArray(m, "batch_s", pre));
+  }
+  if (m.contains("batch_c")) {
+    SPECPLAN_ASSIGN_OR_RETURN(t.batch_c_grid, IntArray(m, "batch_c", pre));
+  }
+  SPECPLAN_RETURN_IF_ERROR(Prefixed(pre, ValidateLatencyTable(t)));
+  return t;
+}
+
 }  // namespace
 
 nlohmann::json ProfileToJson(const Profile& p) {
@@ -210,17 +260,16 @@ nlohmann::json ProfileToJson(const Profile& p) {
   WriteKind(p.per_term, "per_term", kPerTermFields, &models);
   WriteKind(p.overlap, "overlap", kOverlapFields, &models);
   WriteKind(p.kernel_sum, "kernel_sum", kKernelSumFields, &models);
-  if (p.table) {
-    models["table"] = {
-        {"s", p.table->s_grid}, {"c", p.table->c_grid}, {"seconds", p.table->seconds}};
-    if (!p.table->b_grid.empty()) {
-      models["table"]["b"] = p.table->b_grid;
-      models["table"]["batch_seconds"] = p.table->batch_seconds;
-      if (!p.table->batch_s_grid.empty()) models["table"]["batch_s"] = p.table->batch_s_grid;
-      if (!p.table->batch_c_grid.empty()) models["table"]["batch_c"] = p.table->batch_c_grid;
-    }
-  }
+  if (p.table) models["table"] = LatencyTableToJson(*p.table);
   j["models"] = models;
+  if (!p.drafters.empty()) {
+    nlohmann::json drafters = nlohmann::json::object();
+    for (const auto& [name, d] : p.drafters) {
+      drafters[name] = {{"arch", DrafterArchToJson(d.arch)},
+                        {"table", LatencyTableToJson(d.table)}};
+    }
+    j["drafters"] = drafters;
+  }
   nlohmann::json held = nlohmann::json::object();
   for (const auto& [kind, stats] : p.heldout) held[kind] = StatsToJson(stats);
   j["heldout"] = held;
@@ -317,41 +366,25 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   SPECPLAN_RETURN_IF_ERROR(
       ReadKind(*models, "kernel_sum", kKernelSumFields, ValidateKernelSum, &p.kernel_sum));
   if (models->contains("table")) {
-    const nlohmann::json& m = (*models)["table"];
-    const std::string pre = "models.table";
-    LatencyTable t;
-    SPECPLAN_ASSIGN_OR_RETURN(t.s_grid, IntArray(m, "s", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(t.c_grid, IntArray(m, "c", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(const nlohmann::json* sec, json_util::Get(m, "seconds", pre));
-    SPECPLAN_ASSIGN_OR_RETURN(t.seconds, TableLayer(*sec, "models.table.seconds"));
-    // Optional batch axis: both keys or neither.
-    if (m.contains("b") != m.contains("batch_seconds")) {
-      return absl::InvalidArgumentError(
-          "models.table: \"b\" and \"batch_seconds\" come together (the batch axis)");
-    }
-    if (m.contains("b")) {
-      SPECPLAN_ASSIGN_OR_RETURN(t.b_grid, IntArray(m, "b", pre));
-      const nlohmann::json& layers = m["batch_seconds"];
-      if (!layers.is_array()) {
+    SPECPLAN_ASSIGN_OR_RETURN(p.table, LatencyTableFromJson((*models)["table"], "models.table"));
+  }
+  if (j.contains("drafters")) {
+    const nlohmann::json& drafters = j["drafters"];
+    if (!drafters.is_object()) return absl::InvalidArgumentError("drafters: expected an object");
+    for (auto it = drafters.begin(); it != drafters.end(); ++it) {
+      const std::string pre = absl::StrCat("drafters.", it.key());
+      if (!it.value().is_object() || !it.value().contains("arch") ||
+          !it.value().contains("table")) {
         return absl::InvalidArgumentError(
-            "models.table.batch_seconds: expected an array of [c][s] arrays");
+            absl::StrCat(pre, ": expected an object with \"arch\" and \"table\""));
       }
-      for (size_t bi = 0; bi < layers.size(); ++bi) {
-        SPECPLAN_ASSIGN_OR_RETURN(
-            std::vector<std::vector<double>> layer,
-            TableLayer(layers[bi], absl::StrCat("models.table.batch_seconds[", bi, "]")));
-        t.batch_seconds.push_back(std::move(layer));
-      }
+      DrafterProfile d;
+      auto arch = DrafterArchFromJson(it.value()["arch"]);
+      if (!arch.ok()) return Prefixed(pre + ".arch", arch.status());
+      d.arch = *std::move(arch);
+      SPECPLAN_ASSIGN_OR_RETURN(d.table, LatencyTableFromJson(it.value()["table"], pre + ".table"));
+      p.drafters[it.key()] = std::move(d);
     }
-    // Optional grid of the batch layers (absent: the single-sequence grid).
-    if (m.contains("batch_s")) {
-      SPECPLAN_ASSIGN_OR_RETURN(t.batch_s_grid, IntArray(m, "batch_s", pre));
-    }
-    if (m.contains("batch_c")) {
-      SPECPLAN_ASSIGN_OR_RETURN(t.batch_c_grid, IntArray(m, "batch_c", pre));
-    }
-    SPECPLAN_RETURN_IF_ERROR(Prefixed(pre, ValidateLatencyTable(t)));
-    p.table = std::move(t);
   }
   SPECPLAN_ASSIGN_OR_RETURN(p.default_model, GetString(j, "default_model"));
   if (!OneOf(p.default_model, LatencyModelKinds())) {

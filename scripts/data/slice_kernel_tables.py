@@ -6,7 +6,7 @@
 SRC is a folder laid out as <gpu>/<engine>-<version>/{gemm,context_attention,generation_attention}.csv
 (and SOURCE.txt), e.g. the full export the profiles were composed from; DST (data/kernels/) gets the
 same layout with only the rows `specplan profiles compose` reads for the models below at tensor
-parallelism 1, 2, 4 and 8:
+parallelism 1, 2, 4 and 8, and for the drafter heads it composes beside them (eagle, eagle3, mtp):
   - attention rows whose per-GPU heads (num_heads / num_key_value_heads / head_dim) are the models';
   - GEMM rows (every m) of the (n, k) pairs that the composer's interpolation touches: for each GEMM
     width the measured widths around it, and for widths above the largest measured one the blocks
@@ -29,6 +29,8 @@ MODELS = {
     "llama-3.1-8b": (32, 4096, 32, 8, 128, 14336, 128256),
 }
 TPS = (1, 2, 4, 8)
+# draft_vocab_size of the released EAGLE-3 heads for Llama-3.1-8B and Qwen3-8B.
+EAGLE3_DRAFT_VOCAB = 32000
 
 
 def around(grid, x):
@@ -58,6 +60,11 @@ def gemm_shapes():
             yield (2 * f, h)        # gate/up
             yield (h, f)            # down
             yield (vocab // tp, h)  # LM head
+            # The drafter heads composed beside each target (costmodel/step/drafter_arch.h):
+            yield (h, 2 * h)              # eagle and mtp fc over (embedding, hidden)
+            yield (h, 3 * h)              # eagle3 fc over three hidden states
+            yield (q + 2 * kv, 2 * h)     # eagle3's QKV reads embedding ++ hidden
+            yield (EAGLE3_DRAFT_VOCAB // tp, h)  # eagle3's LM head over its draft vocabulary
 
 
 def heads():

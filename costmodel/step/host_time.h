@@ -1,0 +1,37 @@
+// The engine's work in a step besides the GPU passes the kernel tables price: scheduling, input
+// preparation, the launches that CUDA graphs do not cover, sampling, and the per-token cost a
+// real engine's pass shows over the sum of its isolated kernels. Each engine has defaults
+// with their provenance (DefaultHostTime); a user refits them from their own benchmark numbers
+// (costmodel/step/host_fit.h, `specplan step fit`).
+#ifndef SPECPLAN_COSTMODEL_STEP_HOST_TIME_H_
+#define SPECPLAN_COSTMODEL_STEP_HOST_TIME_H_
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace specplan::costmodel {
+
+struct HostTime {
+  double step_s = 0;                // seconds per engine step, speculative or plain
+  double per_sequence_s = 0;        // seconds per sequence in the batch, per step
+  double per_draft_forward_s = 0;   // seconds per drafter forward (input preparation, launches)
+  double ngram_per_sequence_s = 0;  // n-gram / suffix proposal on the host, per sequence per step
+  double sample_call_s = 0;         // one sampling call: the target's, and each drafter forward's
+  // Seconds per token of the target's pass that a real engine spends beyond the composed kernels
+  // (isolated kernel timings miss it); counted in T_verify.
+  double verify_per_token_s = 0;
+  std::string provenance;  // where each number comes from
+};
+
+// The defaults for a canonical engine name (costmodel/engines.h): "vllm", "sglang", "trtllm",
+// "specplan"; "" (the bare roofline, no engine) takes vLLM's, the engine with published figures.
+// INVALID_ARGUMENT for another name.
+absl::StatusOr<HostTime> DefaultHostTime(const std::string& engine);
+
+nlohmann::json HostTimeToJson(const HostTime& h);  // the fields above, in seconds
+
+}  // namespace specplan::costmodel
+
+#endif  // SPECPLAN_COSTMODEL_STEP_HOST_TIME_H_

@@ -1,0 +1,185 @@
+#include "costmodel/step/step_model.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "costmodel/roofline_latency.h"
+#include "costmodel/table_latency.h"
+#include "util/check.h"
+#include "util/status_macros.h"
+
+namespace specplan::costmodel {
+namespace {
+
+constexpr int kMaxDraftSteps = 64;
+constexpr int kMaxTopk = 64;
+
+BatchShape Uniform(int64_t b, int64_t s, int64_t c) {
+  BatchShape shape;
+  shape.Reserve(static_cast<size_t>(b));
+  for (int64_t i = 0; i < b; ++i) shape.Add(s, c);
+  return shape;
+}
+
+absl::Status CheckHost(const HostTime& h) {
+  const std::pair<const char*, double> fields[] = {
+      {"host.step_s", h.step_s},
+      {"host.per_sequence_s", h.per_sequence_s},
+      {"host.per_draft_forward_s", h.per_draft_forward_s},
+      {"host.ngram_per_sequence_s", h.ngram_per_sequence_s},
+      {"host.sample_call_s", h.sample_call_s},
+      {"host.verify_per_token_s", h.verify_per_token_s}};
+  for (const auto& [name, v] : fields) {
+    if (!(v >= 0) || v > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " = ", v, ": must be in [0, 1] seconds"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+const DrafterProfile* FindDrafter(const std::map<std::string, DrafterProfile>* drafters,
+                                  const std::string& name) {
+  if (drafters == nullptr) return nullptr;
+  const auto it = drafters->find(name);
+  return it == drafters->end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+absl::Status ValidateStepOptions(const StepOptions& o) {
+  if (o.draft_steps < -1 || o.draft_steps > kMaxDraftSteps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "draft_steps = ", o.draft_steps, ": must be in [0, ", kMaxDraftSteps, "] (or -1: s - 1)"));
+  }
+  if (o.topk < 1 || o.topk > kMaxTopk) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("topk = ", o.topk, ": must be in [1, ", kMaxTopk, "]"));
+  }
+  if (o.draft_s && (!(*o.draft_s >= 0) || *o.draft_s > 10)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("draft_s = ", *o.draft_s, ": must be in [0, 10] seconds"));
+  }
+  if (o.host) SPECPLAN_RETURN_IF_ERROR(CheckHost(*o.host));
+  return absl::OkStatus();
+}
+
+nlohmann::json StepBreakdownToJson(const StepBreakdown& b) {
+  return {{"verify_s", b.verify_s}, {"draft_s", b.draft_s}, {"sample_s", b.sample_s},
+          {"host_s", b.host_s},     {"step_s", b.step_s()}, {"draft_forwards", b.draft_forwards}};
+}
+
+absl::StatusOr<StepModel> StepModel::Create(const LatencyModel* verify, const ModelSpec& target,
+                                            const GpuSpec& gpu,
+                                            const std::map<std::string, DrafterProfile>* drafters,
+                                            const std::string& engine, const StepOptions& options) {
+  SPECPLAN_CHECK(verify != nullptr);
+  SPECPLAN_RETURN_IF_ERROR(ValidateStepOptions(options));
+  StepModel m;
+  m.verify_ = verify;
+  m.options_ = options;
+  m.engine_ = engine;
+  if (options.host) {
+    m.host_ = *options.host;
+  } else {
+    SPECPLAN_ASSIGN_OR_RETURN(m.host_, DefaultHostTime(engine));
+  }
+  if (options.drafter.empty()) return m;
+  SPECPLAN_ASSIGN_OR_RETURN(m.arch_,
+                            DrafterArchFor(options.drafter, target, options.drafter_options));
+  if (options.draft_s) {
+    m.draft_priced_by_ = "given";
+  } else if (!m.arch_.has_network()) {
+    m.draft_priced_by_ = "host only";
+  } else if (const DrafterProfile* table = FindDrafter(drafters, options.drafter);
+             table != nullptr && options.drafter_options.draft_vocab == 0) {
+    m.draft_ =
+        std::make_shared<TableLatency>(RooflineLatency(table->arch.layers, gpu), table->table);
+    m.draft_priced_by_ = "kernel tables";
+  } else {
+    m.draft_ = std::make_shared<RooflineLatency>(m.arch_.layers, gpu);
+    m.draft_priced_by_ = "roofline";
+  }
+  return m;
+}
+
+double StepModel::DraftForwardSeconds(int64_t b, int64_t s, int64_t c) const {
+  if (draft_ == nullptr) return 0;
+  return b == 1 ? draft_->VerifySeconds(s, c) : draft_->VerifyBatchSeconds(Uniform(b, s, c));
+}
+
+void StepModel::AddHost(int64_t b, StepBreakdown* r) const {
+  const double bd = static_cast<double>(b);
+  // The drafter's own host work per forward is part of drafting (unless drafting was given by
+  // hand, which then is the whole of it).
+  if (!options_.draft_s) r->draft_s += host_.per_draft_forward_s * r->draft_forwards;
+  r->sample_s = host_.sample_call_s * (1 + r->draft_forwards);
+  r->host_s = host_.step_s + host_.per_sequence_s * bd +
+              (has_drafter() && !arch_.has_network() ? host_.ngram_per_sequence_s * bd : 0.0);
+}
+
+double StepModel::DraftSeconds(int64_t b, int64_t s, int64_t c, int d, int* forwards) const {
+  *forwards = 0;
+  if (!has_drafter()) return 0;
+  double t = 0;
+  for (const DraftForward& f : DraftForwards(arch_, b, s, c, d, options_.topk)) {
+    *forwards += f.count;
+    if (!options_.draft_s) t += f.count * DraftForwardSeconds(f.batch, f.tokens, f.context);
+  }
+  return options_.draft_s ? *options_.draft_s : t;
+}
+
+StepBreakdown StepModel::Step(int64_t b, int64_t s, int64_t c) const {
+  SPECPLAN_CHECK(b >= 1 && s >= 1 && c >= 0);
+  StepBreakdown r;
+  r.verify_s =
+      (b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(Uniform(b, s, c))) +
+      host_.verify_per_token_s * static_cast<double>(b * s);
+  const int d = options_.draft_steps >= 0 ? options_.draft_steps : static_cast<int>(s - 1);
+  r.draft_s = DraftSeconds(b, s, c, d, &r.draft_forwards);
+  AddHost(b, &r);
+  return r;
+}
+
+StepBreakdown StepModel::Step(const BatchShape& batch) const {
+  SPECPLAN_CHECK(!batch.empty());
+  StepBreakdown r;
+  r.verify_s =
+      verify_->VerifyBatchSeconds(batch) + host_.verify_per_token_s * batch.totals().tokens;
+  const int64_t b = batch.size();
+  const PassTotals& t = batch.totals();
+  // The drafter's forwards at the batch's mean sequence (its table prices a batch by its mean).
+  const int64_t s_mean = std::max<int64_t>(1, static_cast<int64_t>(t.tokens / b + 0.5));
+  const int64_t c_mean = static_cast<int64_t>(t.context / b + 0.5);
+  const int d =
+      options_.draft_steps >= 0 ? options_.draft_steps : static_cast<int>(batch.max_s() - 1);
+  r.draft_s = DraftSeconds(b, s_mean, c_mean, d, &r.draft_forwards);
+  AddHost(b, &r);
+  return r;
+}
+
+StepBreakdown StepModel::ArStep(int64_t b, int64_t c) const {
+  SPECPLAN_CHECK(b >= 1 && c >= 0);
+  StepBreakdown r;
+  r.verify_s =
+      (b == 1 ? verify_->VerifySeconds(1, c) : verify_->VerifyBatchSeconds(Uniform(b, 1, c))) +
+      host_.verify_per_token_s * static_cast<double>(b);
+  r.sample_s = host_.sample_call_s;
+  r.host_s = host_.step_s + host_.per_sequence_s * static_cast<double>(b);
+  return r;
+}
+
+StepBreakdown StepModel::ArStep(const BatchShape& batch) const {
+  SPECPLAN_CHECK(!batch.empty());
+  BatchShape plain;
+  plain.Reserve(static_cast<size_t>(batch.size()));
+  for (const SequenceShape& q : batch.sequences()) plain.Add(1, q.c);
+  StepBreakdown r;
+  r.verify_s = verify_->VerifyBatchSeconds(plain) + host_.verify_per_token_s * batch.size();
+  r.sample_s = host_.sample_call_s;
+  r.host_s = host_.step_s + host_.per_sequence_s * static_cast<double>(batch.size());
+  return r;
+}
+
+}  // namespace specplan::costmodel

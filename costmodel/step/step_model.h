@@ -1,0 +1,105 @@
+// The engine's whole speculative step, priced (DESIGN.md "Cycle cost"):
+//   T_step = T_verify + T_draft + T_sample + T_host
+//   T_verify  the target's ragged pass (the profile's latency model) + HostTime::verify_per_token_s
+//             per token in the pass
+//   T_draft   the drafter's forwards (drafter_arch.h DraftForwards), each priced by the drafter's
+//             table composed from the same kernel tables as the target (Profile::drafters), or by
+//             the drafter's roofline when the profile holds no such table (measured profiles, the
+//             bare roofline), plus HostTime::per_draft_forward_s per forward; or by hand
+//             (StepOptions::draft_s, the whole of it)
+//   T_sample  HostTime::sample_call_s for the target's sampling and one per drafter forward
+//   T_host    HostTime::step_s + per_sequence_s b + ngram_per_sequence_s b (ngram/suffix drafters)
+// and one plain decoding step of the same batch (ArStep): T_verify(s = 1) + one sampling call +
+// step_s + per_sequence_s b. A speedup is (tokens per step) x ArStep / Step.
+#ifndef SPECPLAN_COSTMODEL_STEP_STEP_MODEL_H_
+#define SPECPLAN_COSTMODEL_STEP_STEP_MODEL_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "costmodel/batch_shape.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/latency_model.h"
+#include "costmodel/model_spec.h"
+#include "costmodel/profile.h"
+#include "costmodel/step/drafter_arch.h"
+#include "costmodel/step/host_time.h"
+
+namespace specplan::costmodel {
+
+struct StepOptions {
+  std::string drafter = "eagle3";  // drafter_arch.h name; "" = none (plain decoding only)
+  int draft_steps = -1;            // D, positions drafted per step; -1 = s - 1 (a chain)
+  int topk = 1;                    // beams per draft forward (SGLang-style trees); >= 1
+  DrafterOptions drafter_options;
+  std::optional<double> draft_s;  // by hand: seconds of one step's drafting, replacing T_draft
+  std::optional<HostTime> host;   // by hand or refitted: replaces the engine's defaults
+};
+// Validates the options; errors name the field and value.
+absl::Status ValidateStepOptions(const StepOptions& o);
+
+// One step's time by term, seconds.
+struct StepBreakdown {
+  double verify_s = 0;
+  double draft_s = 0;
+  double sample_s = 0;
+  double host_s = 0;
+  int draft_forwards = 0;  // drafter forwards the step ran
+  double step_s() const { return verify_s + draft_s + sample_s + host_s; }
+};
+nlohmann::json StepBreakdownToJson(const StepBreakdown& b);  // the terms and "step_s"
+
+class StepModel {
+ public:
+  // `verify` prices the target's pass and must outlive the model; `drafters` are the profile's
+  // composed drafter tables (nullptr or empty: none); `engine` picks the host defaults
+  // (DefaultHostTime) unless options.host is given. Errors name the field and value: an unknown
+  // drafter, an engine without defaults, bad options.
+  static absl::StatusOr<StepModel> Create(const LatencyModel* verify, const ModelSpec& target,
+                                          const GpuSpec& gpu,
+                                          const std::map<std::string, DrafterProfile>* drafters,
+                                          const std::string& engine, const StepOptions& options);
+
+  // A speculative step of b sequences, each verifying s tokens over c cached (b, s >= 1, c >= 0).
+  StepBreakdown Step(int64_t b, int64_t s, int64_t c) const;
+  // A speculative step of a ragged batch (D = options' draft_steps, else the largest s_i - 1).
+  StepBreakdown Step(const BatchShape& batch) const;
+  // One plain decoding step of b sequences over c cached (or of the batch's sequences at s = 1).
+  StepBreakdown ArStep(int64_t b, int64_t c) const;
+  StepBreakdown ArStep(const BatchShape& batch) const;
+
+  const HostTime& host() const { return host_; }
+  const std::string& engine() const { return engine_; }
+  const StepOptions& options() const { return options_; }
+  bool has_drafter() const { return !options_.drafter.empty(); }
+  // How T_draft is priced: "kernel tables" (the profile's composed drafter), "roofline" (the
+  // drafter's bare roofline: the profile holds no composed table for it), "given" (by hand),
+  // "host only" (ngram, suffix), "none" (no drafter).
+  const std::string& draft_priced_by() const { return draft_priced_by_; }
+  // Seconds of one drafter forward of b sequences, each s new tokens over c cached.
+  double DraftForwardSeconds(int64_t b, int64_t s, int64_t c) const;
+
+ private:
+  StepModel() = default;
+  // T_draft of b sequences at (s, c) drafting d positions; *forwards = the forwards run.
+  double DraftSeconds(int64_t b, int64_t s, int64_t c, int d, int* forwards) const;
+  // Fills r's sample and host terms from its draft_forwards, for b sequences.
+  void AddHost(int64_t b, StepBreakdown* r) const;
+
+  const LatencyModel* verify_ = nullptr;
+  std::shared_ptr<const LatencyModel> draft_;  // the drafter's forward; null without a network
+  DrafterArch arch_;
+  StepOptions options_;
+  HostTime host_;
+  std::string engine_;
+  std::string draft_priced_by_ = "none";
+};
+
+}  // namespace specplan::costmodel
+
+#endif  // SPECPLAN_COSTMODEL_STEP_STEP_MODEL_H_
