@@ -1,16 +1,47 @@
 #include "cli/cost_flags.h"
 
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/remote.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/engines.h"
 
 namespace specplan::cli {
+namespace {
+
+// A step-model error that names the drafter ("drafter = 'x': ...") in the flag's words
+// ("--drafter x: ..."); others as they are.
+absl::Status DrafterError(const absl::Status& st) {
+  constexpr absl::string_view kPrefix = "drafter = '";
+  const absl::string_view msg = st.message();
+  const size_t end = msg.find("': ");
+  if (!absl::StartsWith(msg, kPrefix) || end == absl::string_view::npos) return st;
+  return absl::Status(
+      st.code(), absl::StrCat("--drafter ", msg.substr(kPrefix.size(), end - kPrefix.size()), ": ",
+                              msg.substr(end + 3)));
+}
+
+}  // namespace
+
+bool CostFlags::DrafterIsCostClass() const { return costmodel::ParseDrafterClass(drafter).ok(); }
 
 absl::StatusOr<CostFlags::Parsed> CostFlags::Parse(double t_draft_ms) const {
-  auto cls = costmodel::ParseDrafterClass(drafter);
+  // An architecture is priced by the step model (PriceDrafter); its planner cost starts as a
+  // block cost of --t-draft-ms.
+  auto cls = DrafterIsCostClass()
+                 ? costmodel::ParseDrafterClass(drafter)
+                 : absl::StatusOr<costmodel::DrafterClass>(costmodel::DrafterClass::kParallelBlock);
   if (!cls.ok())
     return absl::Status(cls.status().code(), "--" + std::string(cls.status().message()));
+  if (!DrafterIsCostClass()) {
+    if (absl::Status st = costmodel::CheckDrafterName(drafter); !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(DrafterError(st).message(), "; or a cost class: ar, parallel, causal"));
+    }
+  }
   auto parsed_dtype = costmodel::ParseDType(dtype);
   if (!parsed_dtype.ok()) {
     return absl::Status(parsed_dtype.status().code(),
@@ -20,6 +51,81 @@ absl::StatusOr<CostFlags::Parsed> CostFlags::Parse(double t_draft_ms) const {
   parsed.drafter.cls = *cls;
   parsed.drafter.t_net_s = t_draft_ms * 1e-3;
   return parsed;
+}
+
+absl::StatusOr<costmodel::StepOptions> CostFlags::StepOptionsFor(const std::string& engine,
+                                                                 double draft_s) const {
+  costmodel::StepOptions o;
+  o.drafter = DrafterIsCostClass() ? "" : drafter;
+  o.draft_steps = draft_steps;
+  o.topk = topk;
+  o.drafter_options.draft_vocab = draft_vocab;
+  if (draft_s > 0) o.draft_s = draft_s;
+  auto host = costmodel::DefaultHostTime(engine);
+  if (!host.ok()) return host.status();
+  bool overridden = false;
+  const struct {
+    double ms;
+    double* field;
+  } overrides[] = {{host_step_ms, &host->step_s},
+                   {host_per_seq_ms, &host->per_sequence_s},
+                   {host_per_draft_ms, &host->per_draft_forward_s},
+                   {sample_ms, &host->sample_call_s}};
+  for (const auto& [ms, field] : overrides) {
+    if (ms >= 0) {
+      *field = ms * 1e-3;
+      overridden = true;
+    }
+  }
+  if (overridden) {
+    host->provenance = "given on the command line, over " + host->provenance;
+    o.host = *host;
+  }
+  if (absl::Status st = costmodel::ValidateStepOptions(o); !st.ok()) {
+    const std::string msg(st.message());
+    for (const auto& [field, flag] :
+         {std::pair<std::string, std::string>{"draft_steps", "--draft-steps"},
+          {"topk", "--topk"},
+          {"draft_s", "--t-draft-ms"}}) {
+      if (msg.rfind(field + " = ", 0) == 0) {
+        return absl::InvalidArgumentError(flag + " " + msg.substr(field.size() + 3));
+      }
+    }
+    return st;
+  }
+  return o;
+}
+
+absl::StatusOr<costmodel::StepModel> CostFlags::Step(
+    const costmodel::ResolvedLatencyModel& resolved, double draft_s) const {
+  auto o = StepOptionsFor(resolved.engine, draft_s);
+  if (!o.ok()) return o.status();
+  auto step =
+      costmodel::StepModel::Create(resolved.model.get(), resolved.model_spec, resolved.gpu_spec,
+                                   &resolved.drafters, resolved.engine, *o);
+  if (!step.ok()) return DrafterError(step.status());
+  return step;
+}
+
+absl::Status CostFlags::PriceDrafter(const costmodel::ResolvedLatencyModel& resolved, int gamma,
+                                     int64_t c, costmodel::DrafterCost* d, double* t_aux_s,
+                                     double* l_ar_s) const {
+  *l_ar_s = 0;
+  if (DrafterIsCostClass()) return absl::OkStatus();
+  const double given = d->t_net_s;  // --t-draft-ms, when the command has one
+  auto step = Step(resolved, given);
+  if (!step.ok()) return step.status();
+  const int64_t s = std::max(gamma, 1) + 1;
+  const costmodel::StepBreakdown one = step->Step(1, s, c);
+  const costmodel::StepBreakdown many = step->Step(16, s, c);
+  d->cls = costmodel::DrafterClass::kParallelBlock;
+  d->t_net_s = one.draft_s;
+  d->t_head_s = 0;
+  d->batch_growth = one.draft_s > 0 ? std::max(0.0, (many.draft_s / one.draft_s - 1) / 15) : 0;
+  const costmodel::StepBreakdown ar = step->ArStep(1, c);
+  *t_aux_s += one.sample_s + one.host_s;
+  *l_ar_s = ar.step_s();
+  return absl::OkStatus();
 }
 
 costmodel::CostSpec CostFlags::ToCostSpec(costmodel::DType dtype) const {
@@ -114,8 +220,27 @@ CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* f) {
                   "all-reduces per layer; default: the profile's, else 1)");
   cmd->add_option("--dtype", f->dtype, "Element type: bf16, fp16, fp32, fp8")
       ->capture_default_str();
-  o.drafter = cmd->add_option("--drafter", f->drafter, "Drafter cost class: ar, parallel, causal")
-                  ->capture_default_str();
+  o.drafter =
+      cmd->add_option("--drafter", f->drafter,
+                      "Drafter architecture, priced from the profile's kernel tables: eagle, "
+                      "eagle3, mtp, draft:MODEL, block:MODEL, ngram, suffix; or a cost class (ar, "
+                      "parallel, causal) priced only by the --t-*-ms flags")
+          ->capture_default_str();
+  cmd->add_option("--draft-steps", f->draft_steps,
+                  "Positions the drafter drafts per step (D; default: the chain's s - 1)");
+  cmd->add_option("--topk", f->topk, "Beams per draft forward (SGLang-style trees)")
+      ->capture_default_str();
+  cmd->add_option("--draft-vocab", f->draft_vocab,
+                  "eagle3's draft vocabulary (default 32000, as the released heads)");
+  cmd->add_option("--host-step-ms", f->host_step_ms,
+                  "Engine host work per step, ms (default: the engine's, docs/step-model.md)");
+  cmd->add_option("--host-per-seq-ms", f->host_per_seq_ms,
+                  "Engine host work per sequence per step, ms (default: the engine's)");
+  cmd->add_option("--host-per-draft-ms", f->host_per_draft_ms,
+                  "Engine host work per drafter forward, ms (default: the engine's)");
+  cmd->add_option("--sample-ms", f->sample_ms,
+                  "One sampling call (the target's, and each drafter forward's), ms (default: the "
+                  "engine's)");
   cmd->add_option("--t-aux-ms", f->t_aux_ms, "Tree construction/sampling overhead, ms")
       ->check(CLI::NonNegativeNumber);
   return o;

@@ -14,6 +14,7 @@
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/model_spec.h"
+#include "costmodel/step/step_model.h"
 
 namespace specplan::cli {
 
@@ -27,7 +28,15 @@ struct CostFlags {
   std::string latency_model;
   std::string dtype = "bf16";
   int64_t tp = 0;  // 0 = not given: the profile's, else 1
-  std::string drafter = "parallel";
+  // The drafter: an architecture (eagle, eagle3, mtp, draft:MODEL, block:MODEL, ngram, suffix;
+  // costmodel/step/drafter_arch.h), priced by the step model from the profile's composed tables;
+  // or a legacy cost class (ar, parallel, causal) priced only by the command's --t-*-ms flags.
+  std::string drafter = "eagle3";
+  int draft_steps = -1;     // D; -1 = the chain's s - 1
+  int topk = 1;             // beams per draft forward (SGLang-style trees)
+  int64_t draft_vocab = 0;  // eagle3's draft vocabulary; 0 = 32000
+  // Host-time overrides, ms; < 0 = the engine's default (costmodel/step/host_time.h).
+  double host_step_ms = -1, host_per_seq_ms = -1, host_per_draft_ms = -1, sample_ms = -1;
   double t_aux_ms = 0;
 
   // --drafter and --dtype parsed, drafter first; the error names the flag and value
@@ -39,6 +48,26 @@ struct CostFlags {
     costmodel::DType dtype;
   };
   absl::StatusOr<Parsed> Parse(double t_draft_ms) const;
+  // Whether --drafter names a legacy cost class (ar, parallel, causal) rather than an
+  // architecture the step model prices.
+  bool DrafterIsCostClass() const;
+  // The step model's options from these flags: the drafter architecture (none for a cost class),
+  // --draft-steps, --topk, --draft-vocab, the host overrides over the engine's defaults, and
+  // `draft_s` (a command's --t-draft-ms, in seconds) as T_draft by hand when given (> 0).
+  // Errors name the flag.
+  absl::StatusOr<costmodel::StepOptions> StepOptionsFor(const std::string& engine,
+                                                        double draft_s) const;
+  // The step model over a resolved cost (its verify model must outlive the result).
+  absl::StatusOr<costmodel::StepModel> Step(const costmodel::ResolvedLatencyModel& resolved,
+                                            double draft_s) const;
+  // For the planners that price a cycle as C(n) = T_draft + T_aux + T_verify(n + 1, c): with an
+  // architecture drafter, the step model's draft time of one sequence drafting `gamma`
+  // positions at context c becomes the drafter's per-cycle cost (a block cost of that size, whose
+  // batch_growth is the step model's growth from b = 1 to 16), and its sample and host terms are
+  // added to *t_aux_s; *l_ar_s becomes the plain step with its host work. A cost class is left as
+  // parsed (*l_ar_s = 0: the planner's T_verify(1, c)).
+  absl::Status PriceDrafter(const costmodel::ResolvedLatencyModel& resolved, int gamma, int64_t c,
+                            costmodel::DrafterCost* drafter, double* t_aux_s, double* l_ar_s) const;
   // Whether a command must price the pass: always for a budget it chooses itself (controller,
   // scan), and for a fixed budget only when a cost flag was given (AnyCostGiven).
   bool NeedsCost(bool fixed_budget) const { return !fixed_budget || AnyCostGiven(); }
@@ -76,8 +105,10 @@ struct CostFlagOptions {
 // kCostFlagNames, which specplan-bench shares.)
 absl::Status CostErrorInFlags(const absl::Status& status);
 
-// Registers --model, --gpu, --engine, --profile, --latency-model, --tp, --dtype, --drafter and
-// --t-aux-ms, bound to `flags` (which must outlive the parse).
+// Registers --model, --gpu, --engine, --profile, --latency-model, --tp, --dtype, --drafter,
+// --draft-steps, --topk, --draft-vocab, the host-time overrides (--host-step-ms,
+// --host-per-seq-ms, --host-per-draft-ms, --sample-ms) and --t-aux-ms, bound to `flags` (which
+// must outlive the parse).
 CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* flags);
 
 // How outputs name the profile a cost came from: "h100-sxm/qwen3-8b-bf16@sglang (engine sglang

@@ -1,11 +1,15 @@
 // specplan estimate: roofline terms and predicted verification latency for one (s, c) point, or
-// for one ragged pass of B such sequences (--b).
+// for one ragged pass of B such sequences (--b); with a drafter architecture (--drafter eagle3,
+// the default) the engine's whole step (verify + draft + sample + host) and the plain decoding
+// step; with --acceptance the speedup a chain of K = s - 1 gives.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "cli/acceptance_flags.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
@@ -15,6 +19,9 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/roofline.h"
+#include "costmodel/step/host_time.h"
+#include "costmodel/step/step_model.h"
+#include "planner/acceptance/engine_acceptance.h"
 
 namespace specplan::cli {
 namespace {
@@ -29,6 +36,7 @@ struct EstimateArgs : CostFlags {
   double t_net_ms = 0, t_head_ms = 0, t_light_ms = 0;
   bool json = false;
   std::string server;
+  AcceptanceFlags acceptance;
 };
 
 int RunEstimate(const EstimateArgs& a) {
@@ -38,13 +46,13 @@ int RunEstimate(const EstimateArgs& a) {
     std::cerr << "specplan estimate: --" << dtype.status().message() << "\n";
     return 1;
   }
-  auto drafter_cls = ParseDrafterClass(a.drafter);
-  if (!drafter_cls.ok()) {
-    std::cerr << "specplan estimate: --" << drafter_cls.status().message() << "\n";
+  auto parsed = a.Parse(a.t_net_ms);
+  if (!parsed.ok()) {
+    std::cerr << "specplan estimate: " << parsed.status().message() << "\n";
     return 1;
   }
   DrafterCost drafter;
-  drafter.cls = *drafter_cls;
+  drafter.cls = parsed->drafter.cls;
   drafter.gamma = a.gamma;
   drafter.t_net_s = a.t_net_ms * 1e-3;
   drafter.t_head_s = a.t_head_ms * 1e-3;
@@ -55,6 +63,27 @@ int RunEstimate(const EstimateArgs& a) {
               << "] (sequences in the pass)\n";
     return 1;
   }
+
+  // The user's acceptance (a chain of K = s - 1), for the speedup.
+  std::optional<planner::EngineAcceptance> acceptance;
+  if (a.acceptance.given()) {
+    auto loaded = a.acceptance.Load();
+    if (!loaded.ok()) {
+      std::cerr << "specplan estimate: " << loaded.status().message() << "\n";
+      return 1;
+    }
+    if (n > loaded->k_max) {
+      std::cerr << "specplan estimate: --s " << a.s << ": a chain of " << n
+                << " drafts, but --acceptance " << a.acceptance.path << " holds positions up to "
+                << loaded->k_max << " (pass --s " << loaded->k_max + 1 << " or less)\n";
+      return 1;
+    }
+    acceptance = *std::move(loaded);
+  }
+  // The engine's whole step (costmodel/step/step_model.h); in-process only.
+  std::optional<StepBreakdown> step, ar_step;
+  std::string draft_priced_by;
+  HostTime host;
 
   // What the output reports; filled in-process or from the server.
   ModelSpec model_spec;
@@ -69,6 +98,11 @@ int RunEstimate(const EstimateArgs& a) {
     }
     if (absl::Status st = a.CheckRemote(); !st.ok()) {
       std::cerr << "specplan estimate: " << st.message() << "\n";
+      return 1;
+    }
+    if (acceptance) {
+      std::cerr << "specplan estimate: --acceptance: local only (the server prices the "
+                   "verification pass, not the engine's whole step)\n";
       return 1;
     }
     auto m = ResolveModel(a.model);
@@ -113,6 +147,20 @@ int RunEstimate(const EstimateArgs& a) {
     profile_path = resolved->profile_path;
     engine = resolved->engine;
     engine_version = resolved->engine_version;
+    if (!a.DrafterIsCostClass()) {
+      // By hand when any --t-*-ms is given: that drafter cost replaces the composed one.
+      const double by_hand =
+          a.t_net_ms + a.t_head_ms + a.t_light_ms > 0 ? drafter.DraftSeconds() : 0;
+      auto model = a.Step(*resolved, by_hand);
+      if (!model.ok()) {
+        std::cerr << "specplan estimate: " << model.status().message() << "\n";
+        return 1;
+      }
+      step = model->Step(a.b, a.s, a.c);
+      ar_step = model->ArStep(a.b, a.c);
+      draft_priced_by = model->draft_priced_by();
+      host = model->host();
+    }
     if (a.b == 1) {
       predicted = resolved->model->VerifySeconds(a.s, a.c);
       const CycleCost cycle(resolved->model.get(), drafter, a.t_aux_ms * 1e-3, a.c);
@@ -160,11 +208,31 @@ int RunEstimate(const EstimateArgs& a) {
     j["engine_version"] =
         engine_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(engine_version);
     j["cycle"] = {{"n", n},
-                  {"drafter", DrafterClassName(drafter.cls)},
+                  {"drafter", a.DrafterIsCostClass() ? DrafterClassName(drafter.cls) : a.drafter.c_str()},
                   {"draft_s", draft_s},
                   {"aux_s", aux_s},
                   {"verify_s", verify_s},
                   {"cycle_s", cycle_s}};
+    if (step) {
+      j["step"] = StepBreakdownToJson(*step);
+      j["step"]["drafter"] = a.drafter;
+      j["step"]["draft_steps"] = a.draft_steps >= 0 ? a.draft_steps : n;
+      j["step"]["topk"] = a.topk;
+      j["step"]["draft_priced_by"] = draft_priced_by;
+      j["step"]["host"] = HostTimeToJson(host);
+      j["ar_step"] = StepBreakdownToJson(*ar_step);
+      j["ar_step_s"] = ar_step->step_s();
+    }
+    if (acceptance) {
+      const double tokens_per_step = acceptance->TokensPerStep(static_cast<int>(n));
+      j["acceptance"] = {{"source", acceptance->source},
+                         {"format", planner::AcceptanceFormatName(acceptance->format)},
+                         {"k", n},
+                         {"tokens_per_step", tokens_per_step}};
+      if (step) {
+        j["speedup"] = tokens_per_step * ar_step->step_s() / step->step_s();
+      }
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -208,6 +276,27 @@ int RunEstimate(const EstimateArgs& a) {
       profile.empty() ? "" : ", profile ", profile, n,
       a.b == 1 ? "" : absl::StrFormat(" per sequence, b = %d", a.b), draft_s * 1e3, aux_s * 1e3,
       verify_s * 1e3, cycle_s * 1e3);
+  if (step) {
+    const double total = step->step_s();
+    std::cout << absl::StrFormat(
+        "  step (%s, D = %d, topk = %d; draft priced by %s): verify %.4f + draft %.4f (%d "
+        "forwards) + sample %.4f + host %.4f = %.4f ms; plain decoding step %.4f ms\n"
+        "    shares: verify %.1f%%, draft %.1f%%, sample %.1f%%, host %.1f%%\n",
+        a.drafter, a.draft_steps >= 0 ? a.draft_steps : n, a.topk, draft_priced_by,
+        step->verify_s * 1e3, step->draft_s * 1e3, step->draft_forwards, step->sample_s * 1e3,
+        step->host_s * 1e3, total * 1e3, ar_step->step_s() * 1e3, 100 * step->verify_s / total,
+        100 * step->draft_s / total, 100 * step->sample_s / total, 100 * step->host_s / total);
+  }
+  if (acceptance) {
+    const double tokens_per_step = acceptance->TokensPerStep(static_cast<int>(n));
+    std::cout << absl::StrFormat("  acceptance (%s): %.3f tokens per step at K = %d",
+                                 acceptance->source, tokens_per_step, n);
+    if (step) {
+      std::cout << absl::StrFormat(" -> speedup %.3fx over plain decoding",
+                                   tokens_per_step * ar_step->step_s() / step->step_s());
+    }
+    std::cout << "\n";
+  }
   if (a.b > 1) {
     std::cout << absl::StrFormat(
         "  batch b = %d: %.4f ms per pass, %.4f ms per sequence, %.4f ms per token (%d tokens); "
@@ -247,7 +336,9 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--t-light-ms", args->t_light_ms, "Light causal-correction step, ms (causal)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object");
-  AddServerOption(cmd, &args->server, "Ask", " for the prediction (same output)");
+  AddAcceptanceFlags(cmd, &args->acceptance);
+  AddServerOption(cmd, &args->server, "Ask",
+                  " for the verification pass (the engine's whole step is priced in-process only)");
 }
 
 }  // namespace specplan::cli

@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/acceptance_flags.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
@@ -65,6 +66,12 @@ struct WhatIfArgs : CostFlags {
   bool best_fixed = false;
   bool best_chain = false;
   bool calibrate = false;
+  AcceptanceFlags acceptance;       // --acceptance: chains over the user's acceptance
+  std::string batching = "copies";  // with --acceptance: copies or mixed
+  std::string chains;               // with --acceptance: K list; "" = 0 .. min(k_max, 8)
+  bool independent = false;         // with --acceptance: rates even for a trace
+  int64_t context = 1024;           // with --acceptance of rates: every request's context
+  int max_requests = 0;
   std::vector<std::string> given;  // long names of the flags given on the command line
 };
 
@@ -282,6 +289,40 @@ int RunWhatIf(const WhatIfArgs& a) {
   if (Failed(kCmd, parsed.status())) return 1;
   const costmodel::DType dtype = parsed->dtype;
 
+  if (a.acceptance.given()) {
+    if (a.concurrency.empty() || a.concurrency == "recorded") {
+      std::cerr << kCmd << "--acceptance needs --concurrency LIST (the batch sizes to replay)\n";
+      return 1;
+    }
+    ChainReplayRun run;
+    run.cost = &a;
+    run.acceptance = &a.acceptance;
+    run.dtype = dtype;
+    run.json = a.json;
+    auto sizes = whatif::ParseConcurrencyList(a.concurrency);
+    if (Failed(kCmd, sizes.status(), "--concurrency ")) return 1;
+    run.options.batch_sizes = *sizes;
+    if (!a.chains.empty()) {
+      auto ks = whatif::ParseBudgetList(a.chains);
+      if (Failed(kCmd, ks.status(), "--chains ")) return 1;
+      run.options.chain_lengths = *ks;
+    }
+    auto batching = whatif::ParseChainBatching(a.batching);
+    if (Failed(kCmd, batching.status(), "--")) return 1;
+    run.options.batching = *batching;
+    run.options.independent = a.independent;
+    run.options.context = a.context;
+    run.options.max_requests = a.max_requests;
+    return RunChainReplay(run);
+  }
+  for (const char* flag :
+       {"--batching", "--chains", "--independent", "--context", "--max-requests"}) {
+    if (Given(a, flag)) {
+      std::cerr << kCmd << flag << " applies only with --acceptance\n";
+      return 1;
+    }
+  }
+
   if (!a.concurrency.empty()) {
     return RunConcurrency(a, dtype, parsed->drafter, a.t_aux_ms * 1e-3,
                           a.n_max > 0 ? a.n_max : budgets->back());
@@ -389,6 +430,24 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                 "batch planner) price a node at s x rho, s = realised over promised draft tokens "
                 "so far (planner::AcceptanceEstimator::surrogate_scale), as a planner fed "
                 "ReportAcceptance would");
+  AddAcceptanceFlags(cmd, &args->acceptance);
+  cmd->add_option("--batching", args->batching,
+                  "With --acceptance of a per-step trace: copies (each request as B identical "
+                  "copies, as SpecDecode-Bench measured) or mixed (B different requests in flight)")
+      ->capture_default_str();
+  cmd->add_option("--chains", args->chains,
+                  "With --acceptance: chain lengths K to replay, comma-separated (default: 1 .. "
+                  "min(k_max, 8), and plain decoding)");
+  cmd->add_flag("--independent", args->independent,
+                "With --acceptance of a trace: use its per-position rates under independence "
+                "between steps instead of replaying it step by step");
+  cmd->add_option("--context", args->context,
+                  "With --acceptance of rates: every request's cached context, tokens")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cmd->add_option("--max-requests", args->max_requests,
+                  "With --acceptance of a trace: replay only its first N requests (0 = all)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([cmd, args, exit_code] {
     for (const CLI::Option* opt : cmd->get_options()) {
       if (opt->count() > 0 && !opt->get_lnames().empty()) {

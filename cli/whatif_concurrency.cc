@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/command_util.h"
 #include "cli/cost_flags.h"
+#include "costmodel/step/host_time.h"
 #include "plot/chart.h"
 
 namespace specplan::cli {
@@ -70,12 +71,46 @@ int RunWhatIfConcurrency(const WhatIfConcurrencyRun& run) {
   return 0;
 }
 
+int RunChainReplay(const ChainReplayRun& run) {
+  const char* kCmd = "specplan whatif: ";
+  auto acceptance = run.acceptance->Load();
+  if (Failed(kCmd, acceptance.status())) return 1;
+  auto resolved = run.cost->Resolve(run.dtype);
+  if (Failed(kCmd, resolved.status())) return 1;
+  auto step = run.cost->Step(*resolved, 0);
+  if (Failed(kCmd, step.status())) return 1;
+  auto report = whatif::ReplayChains(*acceptance, *step, run.options);
+  if (Failed(kCmd, report.status())) return 1;
+  WhatIfSource source;
+  source.trace_path = acceptance->source;
+  source.model_name = resolved->model_spec.name;
+  source.gpu_name = resolved->gpu_spec.name;
+  source.dtype_name = costmodel::DTypeName(run.dtype);
+  source.profile = run.cost->profile.empty() ? resolved->profile_id : resolved->profile_path;
+  source.engine = resolved->engine;
+  source.engine_version = resolved->engine_version;
+  nlohmann::json j;
+  if (run.json) {
+    j = whatif::ChainReplayToJson(*report);
+    j["drafter"] = run.cost->drafter;
+    j["draft_priced_by"] = step->draft_priced_by();
+    j["host"] = costmodel::HostTimeToJson(step->host());
+    j["acceptance"] = planner::EngineAcceptanceToJson(*acceptance);
+  }
+  const std::string table = absl::StrFormat(
+      "drafter %s (draft priced by %s); host: %s\n%s", run.cost->drafter, step->draft_priced_by(),
+      step->host().provenance, whatif::FormatChainReplay(*report));
+  PrintWhatIfReport(source, run.json, j, run.json ? std::string() : table, "");
+  return 0;
+}
+
 void PrintWhatIfReport(const WhatIfSource& source, bool as_json, nlohmann::json report_json,
                        const std::string& table, const std::string& plot) {
   auto or_null = [](const std::string& v) {
     return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v);
   };
   if (as_json) {
+    if (!report_json.contains("trace")) report_json["trace"] = nlohmann::json::object();
     report_json["trace"]["path"] = source.trace_path;
     report_json["model"] = source.model_name;
     report_json["gpu"] = source.gpu_name;

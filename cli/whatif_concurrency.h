@@ -8,7 +8,10 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
+#include "cli/acceptance_flags.h"
+#include "cli/cost_flags.h"
 #include "costmodel/latency_model.h"
+#include "whatif/chain_replay.h"
 #include "whatif/concurrency.h"
 #include "whatif/trace.h"
 
@@ -39,6 +42,18 @@ struct WhatIfConcurrencyRun {
 
 // Runs the replay and prints to stdout (errors to stderr). Returns the exit code.
 int RunWhatIfConcurrency(const WhatIfConcurrencyRun& run);
+
+// --concurrency LIST --acceptance FILE: chains of K replayed over the user's acceptance on the
+// engine's whole step (whatif/chain_replay.h). Resolves the cost and the step model from `cost`,
+// loads the acceptance, prints the table (or JSON). Returns the exit code.
+struct ChainReplayRun {
+  const CostFlags* cost = nullptr;              // not owned
+  const AcceptanceFlags* acceptance = nullptr;  // not owned
+  costmodel::DType dtype = costmodel::DType::kBFloat16;
+  whatif::ChainReplayOptions options;
+  bool json = false;
+};
+int RunChainReplay(const ChainReplayRun& run);
 
 }  // namespace specplan::cli
 

@@ -99,7 +99,7 @@ TEST(WhatIfCommand, BadFlagsAndInputsNameTheCulprit) {
       {"--budgets 1,x", "--budgets 'x': not an integer"},
       {"--budgets 0", "--budgets '0': budget must be in [1, 8191]"},
       {"--strategies best_first,nope", "--strategies 'nope': unknown strategy"},
-      {"--drafter warp", "--drafter class: unknown value 'warp'"},
+      {"--drafter warp", "--drafter warp: unknown (known: eagle, eagle3, mtp"},
       {"--trace /nonexistent/t.jsonl", "--trace"},
       {"--trace " + bad_line, "whatif_bad.jsonl:3: continuation[0] = 70"},
       {"--fixed-tau 2", "--fixed-tau"},

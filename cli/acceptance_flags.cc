@@ -1,0 +1,46 @@
+#include "cli/acceptance_flags.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+
+namespace specplan::cli {
+
+absl::StatusOr<planner::EngineAcceptance> AcceptanceFlags::Load() const {
+  std::optional<planner::AcceptanceFormat> f;
+  if (!format.empty()) {
+    auto parsed = planner::ParseAcceptanceFormat(format);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--acceptance-format ", format, ": ", parsed.status().message()));
+    }
+    f = *parsed;
+  }
+  planner::EngineAcceptanceOptions o;
+  o.drafter = drafter;
+  o.k_max = k_max;
+  auto a = planner::LoadEngineAcceptance(path, f, o);
+  if (!a.ok()) {
+    return absl::Status(a.status().code(), absl::StrCat("--acceptance ", a.status().message()));
+  }
+  return a;
+}
+
+CLI::Option* AddAcceptanceFlags(CLI::App* cmd, AcceptanceFlags* f) {
+  CLI::Option* path = cmd->add_option(
+      "--acceptance", f->path,
+      "Acceptance as your engine reports it (docs/acceptance.md): a vLLM /metrics scrape, vLLM "
+      "'SpecDecoding metrics' log lines, vLLM per-request metrics, SGLang 'accept len' logs, or "
+      "SpecDecode-Bench per-step traces");
+  cmd->add_option("--acceptance-format", f->format,
+                  "Format of --acceptance: vllm-prometheus, vllm-log, vllm-requests, sglang-log, "
+                  "step-trace (default: detected)");
+  cmd->add_option("--acceptance-drafter", f->drafter,
+                  "Step traces: which drafter's acc_len to read (eagle -> acc_eagle; default: the "
+                  "first)");
+  cmd->add_option("--acceptance-k-max", f->k_max,
+                  "SGLang logs: the draft length the engine ran (accept len alone does not say)");
+  return path;
+}
+
+}  // namespace specplan::cli

@@ -1,0 +1,83 @@
+// What chains of K draft tokens buy at batch size B, for the user's own acceptance
+// (planner/acceptance/engine_acceptance.h) on the engine's whole step
+// (costmodel/step/step_model.h: verify + draft + sample + host).
+//
+// Three ways to read the acceptance:
+//   trace, copies   (a per-step trace; ChainBatching::kCopies) each request of the trace is run as
+//                   B identical copies decoded together, as SpecDecode-Bench measured: walking its
+//                   acc_len from position 1, a step at output position i verifies K + 1 tokens
+//                   over c = prompt + i cached ones and emits min(acc_len[i], K + 1); plain
+//                   decoding runs one step per output token. Per request, speedup = the plain
+//                   steps' time / the speculative steps' time for the same output; the row's
+//                   speedup is the mean over requests (as the paper averages), its throughputs
+//                   are pooled.
+//   trace, mixed    (ChainBatching::kMixed) B different requests in flight (continuous batching):
+//                   slot j starts with request j (mod R) and, when its request ends, takes the
+//                   next in ring order; every step verifies each slot's K + 1 tokens over its own
+//                   context in one ragged pass. The replay ends when R requests have finished;
+//                   speedup = throughput / plain decoding's throughput replayed the same way.
+//   rates           (no trace, or ChainReplayOptions::independent) independence between steps:
+//                   E[tokens per step] = 1 + sum_{i<K} per_position[i] at one context c
+//                   (ChainReplayOptions::context) for every request; speedup = E x T_AR / T_step.
+// K = 0 is plain decoding (speedup 1).
+#ifndef SPECPLAN_WHATIF_CHAIN_REPLAY_H_
+#define SPECPLAN_WHATIF_CHAIN_REPLAY_H_
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodel/step/step_model.h"
+#include "planner/acceptance/engine_acceptance.h"
+
+namespace specplan::whatif {
+
+enum class ChainBatching { kCopies, kMixed };
+const char* ChainBatchingName(ChainBatching b);  // "copies", "mixed"
+absl::StatusOr<ChainBatching> ParseChainBatching(const std::string& name);
+
+struct ChainReplayOptions {
+  std::vector<int> batch_sizes = {1, 16, 64, 128};  // each in [1, 4096], ascending
+  std::vector<int> chain_lengths;  // K values, each in [0, k_max]; empty = 0 .. min(k_max, 8)
+  ChainBatching batching = ChainBatching::kCopies;
+  bool independent = false;  // use the per-position rates even when the input is a trace
+  int64_t context = 1024;    // rates: every request's cached context, tokens
+  int max_requests = 0;      // traces: replay only the first N requests (0 = all)
+};
+
+struct ChainReplayRow {
+  int batch = 1;
+  int k = 0;
+  double tokens_per_step = 1;     // per request, bonus included (realised, or expected for rates)
+  double speedup = 1;             // see the top of this file
+  double throughput = 0;          // tokens/s over the whole batch
+  double ar_throughput = 0;       // plain decoding, tokens/s over the whole batch
+  double steps = 0;               // speculative steps replayed (1 for rates)
+  costmodel::StepBreakdown time;  // seconds per term summed over those steps (one step for rates)
+};
+
+struct ChainReplayReport {
+  std::string mode;                  // "trace, copies", "trace, mixed", "rates"
+  int requests = 0;                  // trace requests replayed (0 for rates)
+  int64_t context = 0;               // rates: the context used
+  std::vector<ChainReplayRow> rows;  // by batch size, then K ascending
+  // Per batch size, the K with the highest throughput (the smaller on ties): [batch_sizes]
+  std::vector<int> best_k;
+};
+
+// INVALID_ARGUMENT naming the field: bad batch sizes or chain lengths (a K above the acceptance's
+// k_max: the source says nothing of longer chains), mixed batching without a trace, a step model
+// without a drafter.
+absl::StatusOr<ChainReplayReport> ReplayChains(const planner::EngineAcceptance& acceptance,
+                                               const costmodel::StepModel& step,
+                                               const ChainReplayOptions& options);
+
+nlohmann::json ChainReplayToJson(const ChainReplayReport& r);
+// A text table: B, K, tokens per step, speedup, throughputs, the step's shares ('\n'-terminated).
+std::string FormatChainReplay(const ChainReplayReport& r);
+
+}  // namespace specplan::whatif
+
+#endif  // SPECPLAN_WHATIF_CHAIN_REPLAY_H_
