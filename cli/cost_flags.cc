@@ -112,19 +112,12 @@ absl::Status CostFlags::PriceDrafter(const costmodel::ResolvedLatencyModel& reso
                                      double* l_ar_s) const {
   *l_ar_s = 0;
   if (DrafterIsCostClass()) return absl::OkStatus();
-  const double given = d->t_net_s;  // --t-draft-ms, when the command has one
-  auto step = Step(resolved, given);
+  auto step = Step(resolved, d->t_net_s);  // --t-draft-ms, when the command has one
   if (!step.ok()) return step.status();
-  const int64_t s = std::max(gamma, 1) + 1;
-  const costmodel::StepBreakdown one = step->Step(1, s, c);
-  const costmodel::StepBreakdown many = step->Step(16, s, c);
-  d->cls = costmodel::DrafterClass::kParallelBlock;
-  d->t_net_s = one.draft_s;
-  d->t_head_s = 0;
-  d->batch_growth = one.draft_s > 0 ? std::max(0.0, (many.draft_s / one.draft_s - 1) / 15) : 0;
-  const costmodel::StepBreakdown ar = step->ArStep(1, c);
-  *t_aux_s += one.sample_s + one.host_s;
-  *l_ar_s = ar.step_s();
+  const costmodel::PlannerStepTerms terms = costmodel::PlannerTermsFor(*step, gamma, c);
+  *d = terms.drafter;
+  *t_aux_s += terms.t_aux_s;
+  *l_ar_s = terms.l_ar_s;
   return absl::OkStatus();
 }
 

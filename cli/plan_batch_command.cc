@@ -170,10 +170,22 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   if (want_cost && a.server.empty()) {
     auto resolved = a.Resolve(dtype);
     if (Failed(kCmd, resolved.status())) return 1;
+    // The drafter architecture's whole step (drafting, sampling, host) into the cycle, priced at
+    // the batch's mean context.
+    double t_aux_s = a.t_aux_ms * 1e-3, l_ar_s = 0;
+    int64_t c_sum = 0;
+    for (const RequestLine& r : *lines) c_sum += r.c;
+    const int64_t c_mean = lines->empty() ? 0 : c_sum / static_cast<int64_t>(lines->size());
+    const double growth = drafter.batch_growth;
+    if (Failed(kCmd,
+               a.PriceDrafter(*resolved, drafter.gamma, c_mean, &drafter, &t_aux_s, &l_ar_s))) {
+      return 1;
+    }
+    if (a.DrafterIsCostClass()) drafter.batch_growth = growth;
     latency = std::move(resolved->model);
     latency_kind = latency->Kind();
     profile_id = resolved->profile_id;
-    cost = std::make_unique<costmodel::BatchCycleCost>(latency.get(), drafter, a.t_aux_ms * 1e-3);
+    cost = std::make_unique<costmodel::BatchCycleCost>(latency.get(), drafter, t_aux_s);
   }
   std::vector<BatchRequest> requests;
   requests.reserve(lines->size());

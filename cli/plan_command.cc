@@ -101,10 +101,17 @@ int RunPlan(const PlanArgs& a) {
     if (want_cost) {
       auto resolved = a.Resolve(dtype);
       if (Failed(kCmd, resolved.status())) return 1;
+      // The drafter architecture's whole step (drafting, sampling, host) into the cycle and L_AR.
+      double t_aux_s = a.t_aux_ms * 1e-3, l_ar_s = 0;
+      if (Failed(kCmd,
+                 a.PriceDrafter(*resolved, drafter.gamma, a.c, &drafter, &t_aux_s, &l_ar_s))) {
+        return 1;
+      }
+      if (l_ar_s > 0) options.l_ar_s = l_ar_s;
       latency = std::move(resolved->model);
       latency_kind = latency->Kind();
       profile_id = resolved->profile_id;
-      cost = std::make_unique<costmodel::CycleCost>(latency.get(), drafter, a.t_aux_ms * 1e-3, a.c);
+      cost = std::make_unique<costmodel::CycleCost>(latency.get(), drafter, t_aux_s, a.c);
     }
     BestFirstPlanner planner;
     TreeOutputOptions out_options;

@@ -124,6 +124,22 @@ int RunSchedule(const ScheduleArgs& given) {
   options.replay.drafter.t_net_s = parsed->drafter.t_net_s;
   options.replay.drafter.batch_growth = a.draft_batch_growth;
   options.replay.t_aux_s = a.t_aux_ms * 1e-3;
+  {
+    // A drafter architecture's whole step at the trace's mean context (cost_flags.h).
+    int64_t c_sum = 0, steps = 0;
+    int gamma = 1;
+    for (const whatif::TraceStep& st : trace->steps) {
+      c_sum += st.c;
+      ++steps;
+      if (st.marginals) gamma = std::max(gamma, st.marginals->gamma);
+    }
+    double l_ar_s = 0;
+    if (Failed(kCmd, a.PriceDrafter(*resolved, gamma, steps > 0 ? c_sum / steps : 0,
+                                    &options.replay.drafter, &options.replay.t_aux_s, &l_ar_s))) {
+      return 1;
+    }
+    if (a.DrafterIsCostClass()) options.replay.drafter.batch_growth = a.draft_batch_growth;
+  }
   options.replay.calibrate = a.calibrate;
   options.replay.batch_scan = a.batch_scan;
   options.min_chain = a.min_draft_len;

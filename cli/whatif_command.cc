@@ -151,6 +151,27 @@ bool LoadLocal(const WhatIfArgs& a, costmodel::DType dtype, LocalInputs* in) {
   return true;
 }
 
+// With a drafter architecture, its whole step (cost_flags.h PriceDrafter) at the trace's mean
+// context and largest marginals gamma becomes the replay's drafter cost and T_aux; a cost class
+// is left as given.
+bool PriceTraceDrafter(const WhatIfArgs& a, const LocalInputs& in, costmodel::DrafterCost* d,
+                       double* t_aux_s) {
+  int64_t c_sum = 0, steps = 0;
+  int gamma = 1;
+  for (const whatif::TraceStep& st : in.trace.steps) {
+    c_sum += st.c;
+    ++steps;
+    if (st.marginals) gamma = std::max(gamma, st.marginals->gamma);
+  }
+  double l_ar_s = 0;
+  const double growth = d->batch_growth;
+  const absl::Status st =
+      a.PriceDrafter(in.resolved, gamma, steps > 0 ? c_sum / steps : 0, d, t_aux_s, &l_ar_s);
+  // A given --draft-batch-growth (or a cost class's) stands; else the step model's growth.
+  if (a.DrafterIsCostClass() || Given(a, "--draft-batch-growth")) d->batch_growth = growth;
+  return !Failed("specplan whatif: ", st);
+}
+
 // What an in-process run analysed and what priced it.
 WhatIfSource LocalSource(const LocalInputs& in, costmodel::DType dtype) {
   WhatIfSource source;
@@ -174,6 +195,7 @@ bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfO
   const whatif::Trace* trace = &in.trace;
   const costmodel::ResolvedLatencyModel* resolved = &in.resolved;
   whatif::WhatIfOptions options = base;
+  if (!PriceTraceDrafter(a, in, &options.drafter, &options.t_aux_s)) return false;
   if (isatty(STDERR_FILENO) && trace->steps.size() >= 2000) {
     options.progress = [](int done, int total) {
       std::cerr << "\rspecplan whatif: " << done << "/" << total << " rows" << std::flush;
@@ -226,6 +248,7 @@ int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
   run.options.drafter = drafter;
   run.options.drafter.batch_growth = a.draft_batch_growth;
   run.options.t_aux_s = t_aux_s;
+  if (!PriceTraceDrafter(a, in, &run.options.drafter, &run.options.t_aux_s)) return 1;
   run.options.batch_scan = a.batch_scan;
   run.options.best_fixed = a.best_fixed;
   run.options.best_chain = a.best_chain;

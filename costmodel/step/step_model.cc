@@ -182,4 +182,19 @@ StepBreakdown StepModel::ArStep(const BatchShape& batch) const {
   return r;
 }
 
+PlannerStepTerms PlannerTermsFor(const StepModel& step, int gamma, int64_t c) {
+  PlannerStepTerms t;
+  const int64_t s = std::max(gamma, 1) + 1;
+  const StepBreakdown one = step.Step(1, s, c);
+  const StepBreakdown many = step.Step(16, s, c);
+  t.drafter.cls = DrafterClass::kParallelBlock;
+  t.drafter.gamma = std::max(gamma, 1);
+  t.drafter.t_net_s = one.draft_s;
+  t.drafter.batch_growth =
+      one.draft_s > 0 ? std::max(0.0, (many.draft_s / one.draft_s - 1) / 15) : 0;
+  t.t_aux_s = one.sample_s + one.host_s;
+  t.l_ar_s = step.ArStep(1, c).step_s();
+  return t;
+}
+
 }  // namespace specplan::costmodel

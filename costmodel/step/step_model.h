@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "costmodel/batch_shape.h"
+#include "costmodel/cycle_cost.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_model.h"
 #include "costmodel/model_spec.h"
@@ -99,6 +100,19 @@ class StepModel {
   std::string engine_;
   std::string draft_priced_by_ = "none";
 };
+
+// What a planner that prices a cycle as C(n) = T_draft + T_aux + T_verify(n + 1, c)
+// (costmodel/cycle_cost.h) takes from the step model, for one sequence drafting `gamma` positions
+// at context c: the drafter's cost as a block cost of the step's T_draft (its batch_growth the
+// step model's growth of T_draft from b = 1 to 16), T_aux = the step's sample and host terms, and
+// L_AR = the plain step with its host work. Every front end that plans (CLI, service, Python)
+// prices its cycle through this one function.
+struct PlannerStepTerms {
+  DrafterCost drafter;  // cls kParallelBlock, t_net_s = T_draft, gamma as given
+  double t_aux_s = 0;   // T_sample + T_host of the step
+  double l_ar_s = 0;    // the plain step, seconds
+};
+PlannerStepTerms PlannerTermsFor(const StepModel& step, int gamma, int64_t c);
 
 }  // namespace specplan::costmodel
 
