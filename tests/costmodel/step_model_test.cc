@@ -1,0 +1,485 @@
+// The engine's whole step (costmodel/step/step_model.h) on the bundled H100 Llama-3.1-8B vLLM
+// profile: each term against the header's formula computed from its pieces (the profile's verify
+// model, the drafter's composed table, the engine's host-time fields), the plain step, the
+// drafting given by hand, n-gram, the roofline fallback, trees, ragged batches, validation, the
+// engines' host defaults, and the planner's terms.
+#include "costmodel/step/step_model.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "costmodel/cost_spec.h"
+#include "costmodel/model_registry.h"
+#include "costmodel/roofline_latency.h"
+#include "costmodel/step/host_time.h"
+#include "costmodel/table_latency.h"
+#include "util/check.h"
+
+namespace specplan::costmodel {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const ResolvedLatencyModel& Vllm() {
+  static const ResolvedLatencyModel* r = [] {
+    CostSpec spec;
+    spec.model = "llama-3.1-8b";
+    spec.gpu = "h100";
+    spec.engine = "vllm";
+    spec.calib_dir = std::string(SPECPLAN_SOURCE_DIR) + "/calib";
+    auto resolved = ResolveCost(spec);
+    SPECPLAN_CHECK(resolved.ok(), "the bundled h100 llama-3.1-8b vllm profile");
+    return new ResolvedLatencyModel(*std::move(resolved));
+  }();
+  return *r;
+}
+
+StepModel Make(const StepOptions& o, const std::string& engine = "vllm",
+               const std::map<std::string, DrafterProfile>* drafters = &Vllm().drafters) {
+  auto m = StepModel::Create(Vllm().model.get(), Vllm().model_spec, Vllm().gpu_spec, drafters,
+                             engine, o);
+  SPECPLAN_CHECK(m.ok(), "StepModel::Create");
+  return *std::move(m);
+}
+
+BatchShape Uniform(int64_t b, int64_t s, int64_t c) {
+  BatchShape shape;
+  for (int64_t i = 0; i < b; ++i) shape.Add(s, c);
+  return shape;
+}
+
+// The target's pass as the header says: the profile's model (VerifySeconds for one sequence).
+double TargetPass(int64_t b, int64_t s, int64_t c) {
+  return b == 1 ? Vllm().model->VerifySeconds(s, c)
+                : Vllm().model->VerifyBatchSeconds(Uniform(b, s, c));
+}
+
+// One drafter forward priced by the profile's composed table, built here independently.
+class DrafterTable {
+ public:
+  explicit DrafterTable(const std::string& name)
+      : t_(RooflineLatency(Vllm().drafters.at(name).arch.layers, Vllm().gpu_spec),
+           Vllm().drafters.at(name).table) {}
+  double operator()(int64_t b, int64_t s, int64_t c) const {
+    return b == 1 ? t_.VerifySeconds(s, c) : t_.VerifyBatchSeconds(Uniform(b, s, c));
+  }
+
+ private:
+  TableLatency t_;
+};
+
+HostTime VllmHost() {
+  auto h = DefaultHostTime("vllm");
+  SPECPLAN_CHECK(h.ok());
+  return *h;
+}
+
+void ExpectSum(const StepBreakdown& r) {
+  EXPECT_EQ(r.step_s(), r.verify_s + r.draft_s + r.sample_s + r.host_s);
+}
+
+TEST(StepModel, StepIsVerifyPlusDraftPlusSamplePlusHost) {
+  ASSERT_EQ(Vllm().engine, "vllm");
+  ASSERT_TRUE(Vllm().drafters.count("eagle3"));
+  const StepModel m = Make({});  // eagle3, D = s - 1, topk 1, vLLM's host defaults
+  EXPECT_EQ(m.draft_priced_by(), "kernel tables");
+  EXPECT_EQ(m.engine(), "vllm");
+  EXPECT_TRUE(m.has_drafter());
+  const HostTime h = VllmHost();
+  const DrafterTable draft("eagle3");
+  for (const auto& [b, s, c] : {std::tuple<int64_t, int64_t, int64_t>{1, 4, 1024},
+                                {8, 4, 1024},
+                                {64, 4, 1024},
+                                {16, 6, 300},
+                                {3, 2, 5000}}) {
+    SCOPED_TRACE(testing::Message() << "b = " << b << ", s = " << s << ", c = " << c);
+    const StepBreakdown r = m.Step(b, s, c);
+    const double bd = static_cast<double>(b);
+    const int d = static_cast<int>(s - 1);
+    // T_verify: the pass + the engine's per-token excess.
+    EXPECT_DOUBLE_EQ(r.verify_s, TargetPass(b, s, c) + h.verify_per_token_s * bd * s);
+    // T_draft: the extend over s verified tokens, then D - 1 single-token forwards at c + s, each
+    // with the host's per-forward time.
+    double want_draft = draft(b, s, c) + h.per_draft_forward_s;
+    if (d > 1) want_draft += (d - 1) * (draft(b, 1, c + s) + h.per_draft_forward_s);
+    EXPECT_EQ(r.draft_forwards, d);
+    EXPECT_NEAR(r.draft_s, want_draft, 1e-15);
+    EXPECT_DOUBLE_EQ(m.DraftForwardSeconds(b, s, c), draft(b, s, c));
+    // T_sample: the target's call and one per drafter forward.
+    EXPECT_DOUBLE_EQ(r.sample_s, h.sample_call_s * (1 + d));
+    // T_host: per step and per sequence (no n-gram term).
+    EXPECT_DOUBLE_EQ(r.host_s, h.step_s + h.per_sequence_s * bd);
+    ExpectSum(r);
+    EXPECT_GT(r.draft_s, 0);
+  }
+}
+
+TEST(StepModel, ArStepIsThePlainPassOneSampleAndTheHost) {
+  const StepModel m = Make({});
+  const HostTime h = VllmHost();
+  for (int64_t b : {1, 8, 64}) {
+    SCOPED_TRACE(b);
+    const StepBreakdown r = m.ArStep(b, 1024);
+    EXPECT_DOUBLE_EQ(r.verify_s, TargetPass(b, 1, 1024) + h.verify_per_token_s * b);
+    EXPECT_EQ(r.draft_s, 0);
+    EXPECT_EQ(r.draft_forwards, 0);
+    EXPECT_EQ(r.sample_s, h.sample_call_s);
+    EXPECT_DOUBLE_EQ(r.host_s, h.step_s + h.per_sequence_s * b);
+    ExpectSum(r);
+    // A speculative step costs more than a plain one.
+    EXPECT_GT(m.Step(b, 4, 1024).step_s(), r.step_s());
+  }
+  // No drafter: the step model prices the plain step alone.
+  StepOptions none;
+  none.drafter = "";
+  const StepModel plain = Make(none);
+  EXPECT_FALSE(plain.has_drafter());
+  EXPECT_EQ(plain.draft_priced_by(), "none");
+  EXPECT_EQ(plain.ArStep(8, 1024).step_s(), m.ArStep(8, 1024).step_s());
+  const StepBreakdown r = plain.Step(8, 4, 1024);
+  EXPECT_EQ(r.draft_s, 0);
+  EXPECT_EQ(r.draft_forwards, 0);
+}
+
+TEST(StepModel, DraftGivenByHandReplacesDraftingWithoutPerForwardHost) {
+  StepOptions o;
+  o.draft_s = 2.5e-3;
+  const StepModel m = Make(o);
+  EXPECT_EQ(m.draft_priced_by(), "given");
+  const StepModel composed = Make({});
+  for (int64_t b : {1, 32}) {
+    const StepBreakdown r = m.Step(b, 4, 1024);
+    const StepBreakdown c = composed.Step(b, 4, 1024);
+    EXPECT_EQ(r.draft_s, 2.5e-3);  // the whole of it: no per-forward host time added
+    EXPECT_EQ(r.draft_forwards, 3);
+    EXPECT_EQ(r.verify_s, c.verify_s);
+    EXPECT_EQ(r.sample_s, c.sample_s);  // sampling still counts each drafter forward
+    EXPECT_EQ(r.host_s, c.host_s);
+  }
+  // Zero by hand is zero.
+  o.draft_s = 0.0;
+  EXPECT_EQ(Make(o).Step(4, 4, 1024).draft_s, 0);
+}
+
+TEST(StepModel, NgramIsHostOnly) {
+  for (const char* name : {"ngram", "suffix"}) {
+    SCOPED_TRACE(name);
+    StepOptions o;
+    o.drafter = name;
+    const StepModel m = Make(o);
+    EXPECT_EQ(m.draft_priced_by(), "host only");
+    EXPECT_EQ(m.DraftForwardSeconds(8, 4, 1024), 0);
+    const HostTime h = VllmHost();
+    const StepBreakdown r = m.Step(8, 4, 1024);
+    EXPECT_EQ(r.draft_s, 0);
+    EXPECT_EQ(r.draft_forwards, 0);
+    EXPECT_EQ(r.sample_s, h.sample_call_s);
+    EXPECT_DOUBLE_EQ(r.host_s, h.step_s + h.per_sequence_s * 8 + h.ngram_per_sequence_s * 8);
+    EXPECT_DOUBLE_EQ(r.verify_s, TargetPass(8, 4, 1024) + h.verify_per_token_s * 32);
+    // The plain step has no n-gram proposal.
+    EXPECT_DOUBLE_EQ(m.ArStep(8, 1024).host_s, h.step_s + h.per_sequence_s * 8);
+  }
+}
+
+TEST(StepModel, RooflineWhenTheProfileLacksTheDrafter) {
+  const HostTime h = VllmHost();
+  auto check_roofline = [&](const StepModel& m, const DrafterArch& arch) {
+    EXPECT_EQ(m.draft_priced_by(), "roofline");
+    const RooflineLatency roof(arch.layers, Vllm().gpu_spec);
+    EXPECT_DOUBLE_EQ(m.DraftForwardSeconds(1, 4, 1024), roof.VerifySeconds(4, 1024));
+    EXPECT_DOUBLE_EQ(m.DraftForwardSeconds(8, 1, 1028),
+                     roof.VerifyBatchSeconds(Uniform(8, 1, 1028)));
+    const StepBreakdown r = m.Step(8, 4, 1024);
+    EXPECT_NEAR(r.draft_s,
+                roof.VerifyBatchSeconds(Uniform(8, 4, 1024)) +
+                    2 * roof.VerifyBatchSeconds(Uniform(8, 1, 1028)) + 3 * h.per_draft_forward_s,
+                1e-15);
+  };
+  // No tables at all (a measured profile, the bare roofline).
+  check_roofline(Make({}, "vllm", nullptr), *DrafterArchFor("eagle3", Vllm().model_spec));
+  const std::map<std::string, DrafterProfile> empty;
+  check_roofline(Make({}, "vllm", &empty), *DrafterArchFor("eagle3", Vllm().model_spec));
+  // A drafter the profile does not compose.
+  StepOptions draft_model;
+  draft_model.drafter = "draft:llama-3.2-1b";
+  check_roofline(Make(draft_model), *DrafterArchFor("draft:llama-3.2-1b", Vllm().model_spec));
+  // Another draft vocabulary than the composed table's.
+  StepOptions vocab;
+  vocab.drafter_options.draft_vocab = 64000;
+  DrafterOptions dv;
+  dv.draft_vocab = 64000;
+  check_roofline(Make(vocab), *DrafterArchFor("eagle3", Vllm().model_spec, dv));
+}
+
+TEST(StepModel, TopkMultipliesTheDraftStepBatch) {
+  StepOptions o;
+  o.topk = 4;
+  const StepModel tree = Make(o);
+  const DrafterTable draft("eagle3");
+  const HostTime h = VllmHost();
+  for (int64_t b : {1, 8}) {
+    const StepBreakdown r = tree.Step(b, 4, 1024);
+    EXPECT_EQ(r.draft_forwards, 3);
+    EXPECT_NEAR(r.draft_s,
+                draft(b, 4, 1024) + 2 * draft(4 * b, 1, 1028) + 3 * h.per_draft_forward_s, 1e-15);
+    EXPECT_GT(r.draft_s, Make({}).Step(b, 4, 1024).draft_s);
+  }
+}
+
+TEST(StepModel, DraftStepsGivenOverrideTheChain) {
+  StepOptions o;
+  o.draft_steps = 2;
+  const StepModel m = Make(o);
+  const DrafterTable draft("eagle3");
+  const HostTime h = VllmHost();
+  const StepBreakdown r = m.Step(4, 6, 512);  // verifies 6, drafts 2
+  EXPECT_EQ(r.draft_forwards, 2);
+  EXPECT_NEAR(r.draft_s, draft(4, 6, 512) + draft(4, 1, 518) + 2 * h.per_draft_forward_s, 1e-15);
+  EXPECT_DOUBLE_EQ(r.sample_s, 3 * h.sample_call_s);
+  o.draft_steps = 0;
+  const StepBreakdown none = Make(o).Step(4, 6, 512);
+  EXPECT_EQ(none.draft_forwards, 0);
+  EXPECT_EQ(none.draft_s, 0);
+  EXPECT_EQ(none.sample_s, h.sample_call_s);
+}
+
+TEST(StepModel, RaggedStepOfAUniformBatchIsTheUniformStep) {
+  for (const StepOptions& o : [] {
+         std::vector<StepOptions> v(4);
+         v[1].topk = 4;
+         v[2].drafter = "ngram";
+         v[3].draft_steps = 2;
+         return v;
+       }()) {
+    const StepModel m = Make(o);
+    for (const auto& [b, s, c] :
+         {std::tuple<int64_t, int64_t, int64_t>{1, 4, 1024}, {8, 4, 1024}, {64, 5, 333}}) {
+      SCOPED_TRACE(testing::Message() << o.drafter << " topk " << o.topk << " D " << o.draft_steps
+                                      << ": b = " << b << ", s = " << s);
+      const StepBreakdown u = m.Step(b, s, c);
+      const StepBreakdown r = m.Step(Uniform(b, s, c));
+      EXPECT_DOUBLE_EQ(r.verify_s, u.verify_s);
+      EXPECT_DOUBLE_EQ(r.draft_s, u.draft_s);
+      EXPECT_EQ(r.sample_s, u.sample_s);
+      EXPECT_EQ(r.host_s, u.host_s);
+      EXPECT_EQ(r.draft_forwards, u.draft_forwards);
+      const StepBreakdown ua = m.ArStep(b, c);
+      const StepBreakdown ra = m.ArStep(Uniform(b, s, c));  // the batch's sequences at s = 1
+      EXPECT_DOUBLE_EQ(ra.verify_s, ua.verify_s);
+      EXPECT_EQ(ra.sample_s, ua.sample_s);
+      EXPECT_EQ(ra.host_s, ua.host_s);
+    }
+  }
+}
+
+TEST(StepModel, RaggedStepPricesTheBatchAndDraftsItsLongestChain) {
+  const StepModel m = Make({});
+  BatchShape batch;
+  batch.Add(5, 1000);
+  batch.Add(1, 2000);
+  batch.Add(3, 3000);
+  const StepBreakdown r = m.Step(batch);
+  const HostTime h = VllmHost();
+  EXPECT_DOUBLE_EQ(r.verify_s, Vllm().model->VerifyBatchSeconds(batch) + h.verify_per_token_s * 9);
+  // D = the largest s_i - 1 = 4, at the mean sequence (s 3, c 2000).
+  EXPECT_EQ(r.draft_forwards, 4);
+  const DrafterTable draft("eagle3");
+  EXPECT_NEAR(r.draft_s, draft(3, 3, 2000) + 3 * draft(3, 1, 2003) + 4 * h.per_draft_forward_s,
+              1e-15);
+  ExpectSum(r);
+}
+
+TEST(StepModel, HostOverridesAreValidatedNamingTheField) {
+  HostTime host = VllmHost();
+  host.step_s = 2e-3;
+  host.per_sequence_s = 10e-6;
+  StepOptions o;
+  o.host = host;
+  const StepModel m = Make(o);
+  EXPECT_EQ(m.host().step_s, 2e-3);
+  EXPECT_DOUBLE_EQ(m.Step(16, 4, 1024).host_s, 2e-3 + 16 * 10e-6);
+  // Defaults need not exist for an engine whose host time is given.
+  EXPECT_TRUE(
+      StepModel::Create(Vllm().model.get(), Vllm().model_spec, Vllm().gpu_spec, nullptr, "tgi", o)
+          .ok());
+
+  struct Bad {
+    double HostTime::*field;
+    double value;
+    std::string message;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {&HostTime::step_s, -1e-3, "host.step_s = -0.001: must be in [0, 1] seconds"},
+           {&HostTime::per_sequence_s, -1, "host.per_sequence_s = -1"},
+           {&HostTime::per_draft_forward_s, 2, "host.per_draft_forward_s = 2"},
+           {&HostTime::ngram_per_sequence_s, -1, "host.ngram_per_sequence_s = -1"},
+           {&HostTime::sample_call_s, std::nan(""), "host.sample_call_s = nan"},
+           {&HostTime::verify_per_token_s, -1, "host.verify_per_token_s = -1"}}) {
+    StepOptions b;
+    b.host = VllmHost();
+    (*b.host).*bad.field = bad.value;
+    const absl::Status st = ValidateStepOptions(b);
+    ASSERT_FALSE(st.ok()) << bad.message;
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(st.message()), HasSubstr(bad.message));
+    auto created = StepModel::Create(Vllm().model.get(), Vllm().model_spec, Vllm().gpu_spec,
+                                     nullptr, "vllm", b);
+    ASSERT_FALSE(created.ok());
+    EXPECT_THAT(std::string(created.status().message()), HasSubstr(bad.message));
+  }
+}
+
+TEST(StepModel, OptionsAndCreateErrorsNameTheField) {
+  auto refused = [](const StepOptions& o, const std::string& engine, const std::string& message) {
+    auto m = StepModel::Create(Vllm().model.get(), Vllm().model_spec, Vllm().gpu_spec,
+                               &Vllm().drafters, engine, o);
+    ASSERT_FALSE(m.ok()) << message;
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(m.status().message()), HasSubstr(message));
+  };
+  StepOptions o;
+  o.topk = 0;
+  refused(o, "vllm", "topk = 0: must be in [1, 64]");
+  o = {};
+  o.topk = 65;
+  refused(o, "vllm", "topk = 65");
+  o = {};
+  o.draft_steps = -2;
+  refused(o, "vllm", "draft_steps = -2: must be in [0, 64]");
+  o = {};
+  o.draft_steps = 65;
+  refused(o, "vllm", "draft_steps = 65");
+  o = {};
+  o.draft_s = -1.0;
+  refused(o, "vllm", "draft_s = -1: must be in [0, 10] seconds");
+  o = {};
+  o.drafter = "medusa";
+  refused(o, "vllm", "drafter = 'medusa': unknown");
+  o = {};
+  o.drafter = "draft:qwen3-0.6b";
+  refused(o, "vllm", "drafter = 'draft:qwen3-0.6b': its vocabulary");
+  refused({}, "tgi",
+          "engine = 'tgi': no host-time defaults (known: vllm, sglang, trtllm, specplan)");
+}
+
+TEST(DefaultHostTime, EachEngineAndAnUnknownOne) {
+  const HostTime v = VllmHost();
+  EXPECT_EQ(v.step_s, 1.207e-3);
+  EXPECT_EQ(v.per_sequence_s, 0);
+  EXPECT_EQ(v.per_draft_forward_s, 0.355e-3);
+  EXPECT_EQ(v.ngram_per_sequence_s, 36e-6);
+  EXPECT_EQ(v.sample_call_s, 43e-6);
+  EXPECT_EQ(v.verify_per_token_s, 8.73e-6);
+  EXPECT_THAT(v.provenance, HasSubstr("SpecDecode-Bench"));
+
+  auto none = DefaultHostTime("");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->step_s, v.step_s);
+  EXPECT_EQ(none->per_draft_forward_s, v.per_draft_forward_s);
+  EXPECT_THAT(none->provenance, StartsWith("no engine named: vLLM's defaults"));
+
+  auto sglang = DefaultHostTime("sglang");
+  ASSERT_TRUE(sglang.ok());
+  EXPECT_EQ(sglang->step_s, 0);  // the overlap scheduler hides it
+  EXPECT_EQ(sglang->per_draft_forward_s, v.per_draft_forward_s);
+  EXPECT_EQ(sglang->sample_call_s, v.sample_call_s);
+  EXPECT_EQ(sglang->verify_per_token_s, v.verify_per_token_s);
+  EXPECT_THAT(sglang->provenance, StartsWith("SGLang"));
+
+  auto trt = DefaultHostTime("trtllm");
+  ASSERT_TRUE(trt.ok());
+  EXPECT_EQ(trt->step_s, v.step_s);
+  EXPECT_EQ(trt->per_draft_forward_s, v.per_draft_forward_s);
+  EXPECT_THAT(trt->provenance, StartsWith("TensorRT-LLM: no public measurement"));
+
+  auto own = DefaultHostTime("specplan");
+  ASSERT_TRUE(own.ok());
+  for (double x : {own->step_s, own->per_sequence_s, own->per_draft_forward_s,
+                   own->ngram_per_sequence_s, own->sample_call_s, own->verify_per_token_s}) {
+    EXPECT_EQ(x, 0);
+  }
+  EXPECT_THAT(own->provenance, HasSubstr("calibrate times whole passes"));
+
+  for (const char* bad : {"tgi", "vLLM", "sglang-0.5.14"}) {
+    auto h = DefaultHostTime(bad);
+    ASSERT_FALSE(h.ok()) << bad;
+    EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(h.status().message()),
+                HasSubstr(std::string("engine = '") + bad + "': no host-time defaults"));
+  }
+
+  const nlohmann::json j = HostTimeToJson(v);
+  EXPECT_EQ(j["step_s"], v.step_s);
+  EXPECT_EQ(j["per_draft_forward_s"], v.per_draft_forward_s);
+  EXPECT_EQ(j["verify_per_token_s"], v.verify_per_token_s);
+  EXPECT_EQ(j["provenance"], v.provenance);
+}
+
+TEST(StepModel, EnginesHostTimeChangesOnlyTheHostTerms) {
+  const StepModel v = Make({}, "vllm");
+  const StepModel s = Make({}, "sglang");
+  const StepBreakdown a = v.Step(8, 4, 1024), b = s.Step(8, 4, 1024);
+  EXPECT_EQ(a.verify_s, b.verify_s);
+  EXPECT_EQ(a.draft_s, b.draft_s);
+  EXPECT_DOUBLE_EQ(a.host_s - b.host_s, 1.207e-3);
+  const StepBreakdown own = Make({}, "specplan").Step(8, 4, 1024);
+  EXPECT_EQ(own.sample_s, 0);
+  EXPECT_EQ(own.host_s, 0);
+  EXPECT_EQ(own.verify_s, TargetPass(8, 4, 1024));
+  EXPECT_EQ(own.draft_s,
+            DrafterTable("eagle3")(8, 4, 1024) + 2 * DrafterTable("eagle3")(8, 1, 1028));
+}
+
+TEST(StepBreakdownJson, HasEveryTermAndTheirSum) {
+  const StepBreakdown r = Make({}).Step(8, 4, 1024);
+  const nlohmann::json j = StepBreakdownToJson(r);
+  EXPECT_EQ(j["verify_s"], r.verify_s);
+  EXPECT_EQ(j["draft_s"], r.draft_s);
+  EXPECT_EQ(j["sample_s"], r.sample_s);
+  EXPECT_EQ(j["host_s"], r.host_s);
+  EXPECT_EQ(j["step_s"], r.step_s());
+  EXPECT_EQ(j["draft_forwards"], 3);
+}
+
+TEST(PlannerTermsFor, AuxIsSampleAndHostArIsThePlainStepDraftIsTheStepsDraft) {
+  for (const StepOptions& o : [] {
+         std::vector<StepOptions> v(3);
+         v[1].drafter = "ngram";
+         v[2].draft_s = 1e-3;
+         return v;
+       }()) {
+    SCOPED_TRACE(o.drafter);
+    const StepModel m = Make(o);
+    for (int gamma : {1, 3, 7}) {
+      const PlannerStepTerms t = PlannerTermsFor(m, gamma, 1024);
+      const StepBreakdown one = m.Step(1, gamma + 1, 1024);
+      const StepBreakdown many = m.Step(16, gamma + 1, 1024);
+      EXPECT_EQ(t.drafter.cls, DrafterClass::kParallelBlock);
+      EXPECT_EQ(t.drafter.gamma, gamma);
+      EXPECT_EQ(t.drafter.t_net_s, one.draft_s);
+      EXPECT_EQ(t.t_aux_s, one.sample_s + one.host_s);
+      EXPECT_EQ(t.l_ar_s, m.ArStep(1, 1024).step_s());
+      if (one.draft_s > 0) {
+        EXPECT_DOUBLE_EQ(t.drafter.batch_growth, (many.draft_s / one.draft_s - 1) / 15);
+      } else {
+        EXPECT_EQ(t.drafter.batch_growth, 0);
+      }
+    }
+  }
+  // gamma 0 is taken as 1.
+  const StepModel m = Make({});
+  const PlannerStepTerms zero = PlannerTermsFor(m, 0, 512);
+  EXPECT_EQ(zero.drafter.gamma, 1);
+  EXPECT_EQ(zero.drafter.t_net_s, m.Step(1, 2, 512).draft_s);
+}
+
+}  // namespace
+}  // namespace specplan::costmodel
