@@ -43,9 +43,10 @@ struct CopiesResult {
 CopiesResult ReplayCopies(const AcceptanceTraceRequest& r, const StepModel& m, int b, int k) {
   CopiesResult out;
   const size_t n = r.acc_len.size();
-  for (size_t i = 1; i < n; ++i) {
-    out.ar_s += m.ArStep(b, r.prompt_tokens + static_cast<int64_t>(i)).step_s();
-  }
+  // Summed term by term as the speculative steps are, so that K = 0 gives exactly 1.
+  StepBreakdown ar;
+  for (size_t i = 1; i < n; ++i) Add(m.ArStep(b, r.prompt_tokens + static_cast<int64_t>(i)), &ar);
+  out.ar_s = ar.step_s();
   for (size_t i = 1; i < n;) {
     const int emitted = k == 0 ? 1 : std::min(r.acc_len[i], k + 1);
     Add(StepAt(m, b, k, r.prompt_tokens + static_cast<int64_t>(i)), &out.sd);
@@ -110,6 +111,14 @@ MixedResult ReplayMixed(const std::vector<AcceptanceTraceRequest>& reqs, const S
   return out;
 }
 
+// Tokens per step under independence between steps: 1 + sum_{i<k} per_position[i] (for a trace
+// too: its per-position rates, not its walk, which EngineAcceptance::TokensPerStep gives).
+double IndependentTokensPerStep(const EngineAcceptance& a, int k) {
+  double t = 1.0;
+  for (int i = 0; i < k; ++i) t += a.per_position[static_cast<size_t>(i)];
+  return t;
+}
+
 }  // namespace
 
 const char* ChainBatchingName(ChainBatching b) { return EnumName(kBatchingNames, b); }
@@ -166,7 +175,7 @@ absl::StatusOr<ChainReplayReport> ReplayChains(const EngineAcceptance& a, const 
       row.k = k;
       const double bd = static_cast<double>(b);
       if (!trace) {
-        row.tokens_per_step = a.TokensPerStep(k);
+        row.tokens_per_step = IndependentTokensPerStep(a, k);
         row.time = StepAt(m, b, k, o.context);
         row.steps = 1;
         const double ar = m.ArStep(b, o.context).step_s();
