@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "cli/acceptance_flags.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
@@ -29,6 +30,7 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/model_spec.h"
 #include "util/atomic_file.h"
+#include "whatif/chain_replay.h"
 #include "whatif/concurrency.h"
 #include "whatif/schedule.h"
 #include "whatif/trace.h"
@@ -52,6 +54,8 @@ struct ScheduleArgs : CostFlags {
   bool unconstrained = false;
   std::string context_grid;
   bool quiet = false;
+  AcceptanceFlags acceptance;  // chains over the user's acceptance instead of --trace
+  int64_t context = 1024;      // --acceptance of rates: every request's context
 };
 
 // "0,1024,4096" -> {0, 1024, 4096}; the grid's own rules are BuildContextSchedule's.
@@ -66,6 +70,85 @@ absl::StatusOr<std::vector<int64_t>> ParseContextGrid(const std::string& text) {
     out.push_back(v);
   }
   return out;
+}
+
+// Writes the schedule (to --out or stdout) and, unless --quiet, its summary to stderr.
+int WriteSchedule(const ScheduleArgs& a, const whatif::Schedule& schedule,
+                  const whatif::ContextSchedule& by_context, const whatif::ScheduleSource& source) {
+  const std::string text = by_context.rows.empty()
+                               ? whatif::RenderSchedule(schedule, source)
+                               : whatif::RenderContextSchedule(by_context, source);
+  if (a.out.empty()) {
+    std::cout << text;
+  } else {
+    absl::Status st = WriteFileAtomically(a.out, text);
+    if (!st.ok()) {
+      std::cerr << kCmd << "--out " << a.out << ": " << st.message() << "\n";
+      return 1;
+    }
+  }
+  if (!a.quiet) {
+    std::cerr << whatif::FormatScheduleSummary(schedule, source);
+    for (size_t j = 1; j < by_context.rows.size(); ++j) {
+      std::cerr << "at context +" << by_context.contexts[j] << " tokens: ";
+      std::string sep;
+      for (const whatif::SchedulePoint& p : by_context.rows[j].points) {
+        std::cerr << sep << "B " << p.batch << " K " << p.setting << " ("
+                  << absl::StrFormat("%.1f", p.throughput) << " tokens/s)";
+        sep = ", ";
+      }
+      std::cerr << "\n";
+    }
+    if (!a.out.empty()) std::cerr << "wrote " << a.out << "\n";
+  }
+  return 0;
+}
+
+// --acceptance: chains of K replayed over the user's acceptance on the engine's whole step
+// (whatif/chain_replay.h; a per-step trace as B mixed requests in flight, rates under
+// independence at --context), and the schedule chosen from them (whatif::BuildChainSchedule).
+int RunAcceptanceSchedule(const ScheduleArgs& a, whatif::ScheduleFormat format,
+                          const std::vector<int>& sizes, costmodel::DType dtype) {
+  if (!a.context_grid.empty()) {
+    std::cerr << kCmd
+              << "--context-grid: not with --acceptance (the acceptance replay prices "
+                 "each request at its own context already)\n";
+    return 1;
+  }
+  auto acceptance = a.acceptance.Load();
+  if (Failed(kCmd, acceptance.status())) return 1;
+  auto resolved = a.Resolve(dtype);
+  if (Failed(kCmd, resolved.status())) return 1;
+  auto step = a.Step(*resolved, a.t_draft_ms * 1e-3);
+  if (Failed(kCmd, step.status())) return 1;
+  whatif::ChainReplayOptions replay;
+  replay.batch_sizes = sizes;
+  for (int k = 0; k <= std::min(acceptance->k_max, a.n_max); ++k) replay.chain_lengths.push_back(k);
+  replay.batching =
+      acceptance->has_trace() ? whatif::ChainBatching::kMixed : whatif::ChainBatching::kCopies;
+  replay.context = a.context;
+  auto report = whatif::ReplayChains(*acceptance, *step, replay);
+  if (Failed(kCmd, report.status())) return 1;
+  whatif::ScheduleOptions options;
+  options.min_chain = a.min_draft_len;
+  options.monotone = !a.unconstrained;
+  const std::string described = absl::StrFormat(
+      "%s (%s; %s%s)", acceptance->source, planner::AcceptanceFormatName(acceptance->format),
+      report->mode, report->mode == "rates" ? absl::StrFormat(", c = %d", report->context) : "");
+  const std::string step_note =
+      absl::StrFormat("drafter %s, draft priced by %s; host: %s", a.drafter,
+                      step->draft_priced_by(), step->host().provenance);
+  auto schedule = whatif::BuildChainSchedule(*report, format, options, described, step_note);
+  if (Failed(kCmd, schedule.status())) return 1;
+  whatif::ScheduleSource source;
+  source.profile = a.profile.empty() ? resolved->profile_id : resolved->profile_path;
+  source.engine = resolved->engine;
+  source.engine_version = resolved->engine_version;
+  source.model = resolved->model_spec.name;
+  source.gpu = resolved->gpu_spec.name;
+  source.dtype = costmodel::DTypeName(dtype);
+  source.trace_path = acceptance->source;
+  return WriteSchedule(a, *schedule, whatif::ContextSchedule{}, source);
 }
 
 int RunSchedule(const ScheduleArgs& given) {
@@ -110,6 +193,15 @@ int RunSchedule(const ScheduleArgs& given) {
   const costmodel::DType dtype = parsed->dtype;
   // The format's own engine prices the passes unless --engine or --profile says otherwise.
   if (a.engine.empty() && a.profile.empty()) a.engine = whatif::ScheduleFormatName(*format);
+  if (a.acceptance.given()) {
+    if (!a.trace.empty()) {
+      std::cerr << kCmd
+                << "--trace and --acceptance: give one (marginals for trees, or your "
+                   "engine's acceptance for chains)\n";
+      return 1;
+    }
+    return RunAcceptanceSchedule(a, *format, *sizes, dtype);
+  }
 
   const std::string trace_path = a.trace.empty() ? whatif::DefaultTracePath() : a.trace;
   auto trace = whatif::LoadTrace(trace_path);
@@ -172,32 +264,7 @@ int RunSchedule(const ScheduleArgs& given) {
   source.gpu = resolved->gpu_spec.name;
   source.dtype = costmodel::DTypeName(dtype);
   source.trace_path = trace_path;
-  const std::string text = contexts.empty() ? whatif::RenderSchedule(*schedule, source)
-                                            : whatif::RenderContextSchedule(by_context, source);
-  if (a.out.empty()) {
-    std::cout << text;
-  } else {
-    absl::Status st = WriteFileAtomically(a.out, text);
-    if (!st.ok()) {
-      std::cerr << kCmd << "--out " << a.out << ": " << st.message() << "\n";
-      return 1;
-    }
-  }
-  if (!a.quiet) {
-    std::cerr << whatif::FormatScheduleSummary(*schedule, source);
-    for (size_t j = 1; j < by_context.rows.size(); ++j) {
-      std::cerr << "at context +" << by_context.contexts[j] << " tokens: ";
-      std::string sep;
-      for (const whatif::SchedulePoint& p : by_context.rows[j].points) {
-        std::cerr << sep << "B " << p.batch << " K " << p.setting << " ("
-                  << absl::StrFormat("%.1f", p.throughput) << " tokens/s)";
-        sep = ", ";
-      }
-      std::cerr << "\n";
-    }
-    if (!a.out.empty()) std::cerr << "wrote " << a.out << "\n";
-  }
-  return 0;
+  return WriteSchedule(a, *schedule, by_context, source);
 }
 
 }  // namespace
@@ -264,6 +331,16 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
                   "0,2048,8192,32768; at each point the trace is replayed with every request's "
                   "context grown by that many tokens");
   cmd->add_flag("--quiet", args->quiet, "Do not print the summary to stderr");
+  AddAcceptanceFlags(cmd, &args->acceptance)
+      ->description(
+          "Your engine's acceptance instead of --trace (docs/acceptance.md): chains of K are "
+          "replayed over it on the engine's whole step (a per-step trace with B requests in "
+          "flight, rates under independence at --context); --format sglang then writes SGLang's "
+          "batch-size-aware adaptive configuration (--speculative-adaptive-config)");
+  cmd->add_option("--context", args->context,
+                  "With --acceptance of rates: every request's cached context, tokens")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
 }
 
 }  // namespace specplan::cli

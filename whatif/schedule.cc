@@ -77,6 +77,100 @@ absl::StatusOr<SglangTree> SglangTreeFor(const Trace& trace, int n) {
   return t;
 }
 
+namespace {
+
+// The choice (see the top of schedule.h) over s->report's plain-decoding rows and its
+// best-chain (chains) or best-fixed (trees) settings; `trace` gives SGLang's trees (nullptr for
+// chains).
+absl::Status ChooseSettings(const Trace* trace, ScheduleFormat format,
+                            const ScheduleOptions& options, Schedule* s) {
+  const ConcurrencyReport& r = s->report;
+  const StaticSettings& settings = s->chains ? r.best_chain_settings : r.best_fixed_settings;
+  if (options.min_chain > 0 &&
+      (settings.sizes.empty() || settings.sizes.back() < options.min_chain)) {
+    return Invalid(absl::StrCat("min_chain = ", options.min_chain,
+                                ": longer than the longest chain the trace's marginals allow (",
+                                settings.sizes.empty() ? 0 : settings.sizes.back(), ")"));
+  }
+  // Candidates: plain decoding (unless floored) and each setting, ascending; -1 = plain.
+  std::vector<int> candidates;  // index into settings.sizes, or -1
+  if (options.min_chain == 0) candidates.push_back(-1);
+  for (size_t k = 0; k < settings.sizes.size(); ++k) {
+    if (settings.sizes[k] >= options.min_chain) candidates.push_back(static_cast<int>(k));
+  }
+  const size_t nb = r.batch_sizes.size();
+  auto row_throughput = [&](size_t bi, Strategy strategy) {
+    const ConcurrencyRow* row = FindConcurrencyRow(r, r.batch_sizes[bi], strategy);
+    return row == nullptr ? 0.0 : row->throughput;
+  };
+  auto throughput = [&](size_t bi, int c) {
+    return c < 0 ? row_throughput(bi, Strategy::kAr) : settings.at(bi, static_cast<size_t>(c));
+  };
+  auto value = [&](int c) { return c < 0 ? 0 : settings.sizes[static_cast<size_t>(c)]; };
+  // Per B the candidate with the highest throughput (the first, i.e. the smaller, on ties), and
+  // the same among the candidates the constraint allows: no larger than the previous point's
+  // (monotone), or than K(1) (TensorRT-LLM).
+  s->monotone = options.monotone;
+  std::vector<int> chosen(nb), best(nb);
+  for (size_t bi = 0; bi < nb; ++bi) {
+    int limit = std::numeric_limits<int>::max();
+    if (bi > 0 && options.monotone) limit = value(chosen[bi - 1]);
+    if (bi > 0 && format == ScheduleFormat::kTrtllm) limit = std::min(limit, value(chosen[0]));
+    double best_t = -1, chosen_t = -1;
+    for (int c : candidates) {
+      const double t = throughput(bi, c);
+      if (t > best_t) best[bi] = c, best_t = t;
+      if (value(c) <= limit && t > chosen_t) chosen[bi] = c, chosen_t = t;
+    }
+    if (chosen[bi] != best[bi]) s->constrained_batches.push_back(r.batch_sizes[bi]);
+  }
+  // The best single static setting: the highest throughput summed over the grid.
+  int static_c = -2;
+  double static_sum = -1;
+  for (int c : candidates) {
+    double sum = 0;
+    for (size_t bi = 0; bi < nb; ++bi) sum += throughput(bi, c);
+    if (sum > static_sum) static_c = c, static_sum = sum;
+  }
+  std::map<int, SglangTree> trees;
+  auto tree_of = [&](int n) -> absl::StatusOr<SglangTree> {
+    if (s->chains || trace == nullptr) return SglangTree{};
+    auto it = trees.find(n);
+    if (it != trees.end()) return it->second;
+    SPECPLAN_ASSIGN_OR_RETURN(SglangTree t, SglangTreeFor(*trace, n));
+    trees.emplace(n, t);
+    return t;
+  };
+  s->static_setting = value(static_c);
+  SPECPLAN_ASSIGN_OR_RETURN(s->static_sglang, tree_of(s->static_setting));
+  for (size_t bi = 0; bi < nb; ++bi) {
+    SchedulePoint p;
+    p.batch = r.batch_sizes[bi];
+    p.setting = value(chosen[bi]);
+    SPECPLAN_ASSIGN_OR_RETURN(p.sglang, tree_of(p.setting));
+    p.throughput = throughput(bi, chosen[bi]);
+    p.best_setting = value(best[bi]);
+    p.best_throughput = throughput(bi, best[bi]);
+    p.ar_throughput = row_throughput(bi, Strategy::kAr);
+    p.batch_throughput = row_throughput(bi, Strategy::kBatch);
+    p.static_throughput = throughput(bi, static_c);
+    s->schedule_throughput_sum += p.throughput;
+    s->batch_throughput_sum += p.batch_throughput;
+    s->static_throughput_sum += p.static_throughput;
+    s->max_setting = std::max(s->max_setting, p.setting);
+    const int hi = bi + 1 < nb ? r.batch_sizes[bi + 1] - 1 : ScheduleMaxBatch();
+    if (!s->ranges.empty() && s->ranges.back().setting == p.setting) {
+      s->ranges.back().hi = hi;
+    } else {
+      s->ranges.push_back(ScheduleRange{p.batch, hi, p.setting, p.sglang});
+    }
+    s->points.push_back(p);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Schedule> BuildSchedule(const Trace& trace, const costmodel::LatencyModel& latency,
                                        ScheduleFormat format, const ScheduleOptions& options) {
   Schedule s;
@@ -106,88 +200,54 @@ absl::StatusOr<Schedule> BuildSchedule(const Trace& trace, const costmodel::Late
   replay.best_chain = s.chains;
   replay.best_fixed = !s.chains;
   SPECPLAN_ASSIGN_OR_RETURN(s.report, RunConcurrency(trace, latency, replay));
-  const ConcurrencyReport& r = s.report;
-  const StaticSettings& settings = s.chains ? r.best_chain_settings : r.best_fixed_settings;
-  if (options.min_chain > 0 &&
-      (settings.sizes.empty() || settings.sizes.back() < options.min_chain)) {
-    return Invalid(absl::StrCat("min_chain = ", options.min_chain,
-                                ": longer than the longest chain the trace's marginals allow (",
-                                settings.sizes.empty() ? 0 : settings.sizes.back(), ")"));
+  SPECPLAN_RETURN_IF_ERROR(ChooseSettings(&trace, format, options, &s));
+  return s;
+}
+
+absl::StatusOr<Schedule> BuildChainSchedule(const ChainReplayReport& replay, ScheduleFormat format,
+                                            const ScheduleOptions& options,
+                                            const std::string& acceptance,
+                                            const std::string& step_note) {
+  Schedule s;
+  s.format = format;
+  s.chains = true;
+  s.min_chain = options.min_chain;
+  s.acceptance = acceptance;
+  s.step_note = step_note;
+  if (options.min_chain < 0) {
+    return Invalid(absl::StrCat("min_chain = ", options.min_chain, ": must be >= 0"));
   }
-  // Candidates: plain decoding (unless floored) and each setting, ascending; -1 = plain.
-  std::vector<int> candidates;  // index into settings.sizes, or -1
-  if (options.min_chain == 0) candidates.push_back(-1);
-  for (size_t k = 0; k < settings.sizes.size(); ++k) {
-    if (settings.sizes[k] >= options.min_chain) candidates.push_back(static_cast<int>(k));
-  }
-  const size_t nb = r.batch_sizes.size();
-  auto row_throughput = [&](size_t bi, Strategy strategy) {
-    const ConcurrencyRow* row = FindConcurrencyRow(r, r.batch_sizes[bi], strategy);
-    return row == nullptr ? 0.0 : row->throughput;
-  };
-  auto throughput = [&](size_t bi, int c) {
-    return c < 0 ? row_throughput(bi, Strategy::kAr) : settings.at(bi, static_cast<size_t>(c));
-  };
-  auto value = [&](int c) { return c < 0 ? 0 : settings.sizes[static_cast<size_t>(c)]; };
-  // Per B the candidate with the highest throughput (the first, i.e. the smaller, on ties), and
-  // the same among the candidates the constraint allows: no larger than the previous point's
-  // (monotone), or than K(1) (TensorRT-LLM).
-  s.monotone = options.monotone;
-  std::vector<int> chosen(nb), best(nb);
-  for (size_t bi = 0; bi < nb; ++bi) {
-    int limit = std::numeric_limits<int>::max();
-    if (bi > 0 && options.monotone) limit = value(chosen[bi - 1]);
-    if (bi > 0 && format == ScheduleFormat::kTrtllm) limit = std::min(limit, value(chosen[0]));
-    double best_t = -1, chosen_t = -1;
-    for (int c : candidates) {
-      const double t = throughput(bi, c);
-      if (t > best_t) best[bi] = c, best_t = t;
-      if (value(c) <= limit && t > chosen_t) chosen[bi] = c, chosen_t = t;
+  ConcurrencyReport& r = s.report;
+  for (const ChainReplayRow& row : replay.rows) {
+    if (r.batch_sizes.empty() || r.batch_sizes.back() != row.batch) {
+      r.batch_sizes.push_back(row.batch);
+      ConcurrencyRow ar;
+      ar.batch = row.batch;
+      ar.strategy = Strategy::kAr;
+      ar.throughput = row.ar_throughput;
+      ar.speedup = 1;
+      r.rows.push_back(ar);
     }
-    if (chosen[bi] != best[bi]) s.constrained_batches.push_back(r.batch_sizes[bi]);
+    if (row.k > 0 && (r.batch_sizes.size() == 1)) r.best_chain_settings.sizes.push_back(row.k);
   }
-  // The best single static setting: the highest throughput summed over the grid.
-  int static_c = -2;
-  double static_sum = -1;
-  for (int c : candidates) {
-    double sum = 0;
-    for (size_t bi = 0; bi < nb; ++bi) sum += throughput(bi, c);
-    if (sum > static_sum) static_c = c, static_sum = sum;
+  if (r.batch_sizes.empty() || r.batch_sizes.front() != 1) {
+    return Invalid(absl::StrCat(
+        "batch_sizes: the grid starts at ", r.batch_sizes.empty() ? 0 : r.batch_sizes.front(),
+        "; it must start at 1, so that every batch size has a setting (range rule)"));
   }
-  std::map<int, SglangTree> trees;
-  auto tree_of = [&](int n) -> absl::StatusOr<SglangTree> {
-    if (s.chains) return SglangTree{};
-    auto it = trees.find(n);
-    if (it != trees.end()) return it->second;
-    SPECPLAN_ASSIGN_OR_RETURN(SglangTree t, SglangTreeFor(trace, n));
-    trees.emplace(n, t);
-    return t;
-  };
-  s.static_setting = value(static_c);
-  SPECPLAN_ASSIGN_OR_RETURN(s.static_sglang, tree_of(s.static_setting));
-  for (size_t bi = 0; bi < nb; ++bi) {
-    SchedulePoint p;
-    p.batch = r.batch_sizes[bi];
-    p.setting = value(chosen[bi]);
-    SPECPLAN_ASSIGN_OR_RETURN(p.sglang, tree_of(p.setting));
-    p.throughput = throughput(bi, chosen[bi]);
-    p.best_setting = value(best[bi]);
-    p.best_throughput = throughput(bi, best[bi]);
-    p.ar_throughput = row_throughput(bi, Strategy::kAr);
-    p.batch_throughput = row_throughput(bi, Strategy::kBatch);
-    p.static_throughput = throughput(bi, static_c);
-    s.schedule_throughput_sum += p.throughput;
-    s.batch_throughput_sum += p.batch_throughput;
-    s.static_throughput_sum += p.static_throughput;
-    s.max_setting = std::max(s.max_setting, p.setting);
-    const int hi = bi + 1 < nb ? r.batch_sizes[bi + 1] - 1 : ScheduleMaxBatch();
-    if (!s.ranges.empty() && s.ranges.back().setting == p.setting) {
-      s.ranges.back().hi = hi;
-    } else {
-      s.ranges.push_back(ScheduleRange{p.batch, hi, p.setting, p.sglang});
+  for (int b : r.batch_sizes) {
+    for (int k : r.best_chain_settings.sizes) {
+      const auto it =
+          std::find_if(replay.rows.begin(), replay.rows.end(),
+                       [&](const ChainReplayRow& x) { return x.batch == b && x.k == k; });
+      if (it == replay.rows.end()) {
+        return Invalid(absl::StrCat("replay: no row for B = ", b, ", K = ", k));
+      }
+      r.best_chain_settings.throughput.push_back(it->throughput);
     }
-    s.points.push_back(p);
   }
+  r.latency_model = "step";
+  SPECPLAN_RETURN_IF_ERROR(ChooseSettings(nullptr, format, options, &s));
   return s;
 }
 

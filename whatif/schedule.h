@@ -34,6 +34,7 @@
 
 #include "absl/status/statusor.h"
 #include "costmodel/latency_model.h"
+#include "whatif/chain_replay.h"
 #include "whatif/concurrency.h"
 #include "whatif/trace.h"
 
@@ -128,6 +129,10 @@ struct Schedule {
   // choice: points[i].setting != points[i].best_setting.
   std::vector<int> constrained_batches;
   ConcurrencyReport report;  // the replay it was chosen from
+  // Set by BuildChainSchedule: the acceptance the chains were replayed over ("<file> (<format>,
+  // <mode>)") and how the step was priced; the metadata names them instead of a marginals trace.
+  std::string acceptance;
+  std::string step_note;
 };
 
 // Replays `trace` (RunConcurrency with best_chain for chains, best_fixed for trees) and chooses
@@ -135,6 +140,16 @@ struct Schedule {
 // 1, a negative min_chain, a recorded replay, or whatever RunConcurrency refuses.
 absl::StatusOr<Schedule> BuildSchedule(const Trace& trace, const costmodel::LatencyModel& latency,
                                        ScheduleFormat format, const ScheduleOptions& options);
+
+// The schedule from chains of K replayed over the user's acceptance on the engine's whole step
+// (whatif/chain_replay.h; its batch sizes are the grid, starting at 1; its K > 0 rows the
+// candidates besides plain decoding): the same choice as BuildSchedule, with `acceptance` and
+// `step_note` for the metadata. For format sglang the schedule is a chain (topk 1) per range,
+// which RenderSchedule writes as SGLang's batch-size-aware adaptive configuration.
+absl::StatusOr<Schedule> BuildChainSchedule(const ChainReplayReport& replay, ScheduleFormat format,
+                                            const ScheduleOptions& options,
+                                            const std::string& acceptance,
+                                            const std::string& step_note);
 
 // The setting a schedule gives batch size `batch` (>= 1) by the range rule above (0 above
 // ScheduleMaxBatch()).

@@ -63,6 +63,19 @@ std::vector<std::string> MetadataLines(const Schedule& s, const ScheduleSource& 
           : absl::StrCat(" (engine ", src.engine, src.engine_version.empty() ? "" : " ",
                          src.engine_version, ")"),
       r.latency_model));
+  if (!s.acceptance.empty()) {
+    out.push_back(absl::StrCat("acceptance: ", s.acceptance));
+    out.push_back(absl::StrFormat(
+        "replay: batch sizes %s; chains of K over the engine's whole step (verify + draft + "
+        "sample + host; whatif/chain_replay.h): %s%s",
+        absl::StrJoin(r.batch_sizes, ","), s.step_note,
+        s.min_chain > 0 ? absl::StrFormat("; K >= %d (--min-draft-len)", s.min_chain) : ""));
+    out.push_back("choice: " + ChoiceRule(s));
+    out.push_back(
+        "range rule: the setting chosen at grid point B applies from B up to the next grid point "
+        "- 1; the last grid point's to every larger batch");
+    return out;
+  }
   out.push_back(
       absl::StrFormat("trace: %s (%s -> %s, %d steps with marginals, replayed by every "
                       "request with B requests in flight)",
@@ -101,11 +114,15 @@ std::string ThroughputTable(const Schedule& s, const std::string& prefix) {
       "%s%5s %5s %12s %14s %18s %10s\n", prefix, "B", UnitName(s), "schedule", "batch planner",
       absl::StrFormat("static %s = %d", UnitName(s), s.static_setting), "plain");
   for (const SchedulePoint& p : s.points) {
-    out += absl::StrFormat("%s%5d %5d %12.1f %14.1f %18.1f %10.1f\n", prefix, p.batch, p.setting,
-                           p.throughput, p.batch_throughput, p.static_throughput, p.ar_throughput);
+    out += absl::StrFormat("%s%5d %5d %12.1f %14s %18.1f %10.1f\n", prefix, p.batch, p.setting,
+                           p.throughput,
+                           s.acceptance.empty() ? absl::StrFormat("%.1f", p.batch_throughput) : "-",
+                           p.static_throughput, p.ar_throughput);
   }
-  out += absl::StrFormat("%s%11s %12.1f %14.1f %18.1f\n", prefix, "sum", s.schedule_throughput_sum,
-                         s.batch_throughput_sum, s.static_throughput_sum);
+  out +=
+      absl::StrFormat("%s%11s %12.1f %14s %18.1f\n", prefix, "sum", s.schedule_throughput_sum,
+                      s.acceptance.empty() ? absl::StrFormat("%.1f", s.batch_throughput_sum) : "-",
+                      s.static_throughput_sum);
   return out;
 }
 
@@ -172,20 +189,28 @@ ordered_json MetadataJson(const Schedule& s, const ScheduleSource& src) {
   m["gpu"] = src.gpu;
   m["dtype"] = src.dtype;
   m["latency_model"] = r.latency_model;
-  m["trace"] = {{"path", src.trace_path},
-                {"target", r.target},
-                {"draft", r.draft},
-                {"ring_steps", r.ring_steps}};
-  m["replay"] = {{"batch_sizes", r.batch_sizes},
-                 {"n_max", r.n_max},
-                 {"drafter",
-                  {{"class", costmodel::DrafterClassName(r.drafter.cls)},
-                   {"t_net_s", r.drafter.t_net_s},
-                   {"batch_growth", r.drafter.batch_growth}}},
-                 {"t_aux_s", r.t_aux_s},
-                 {"batch_mode", r.batch_scan ? "scan" : "controller"},
-                 {"calibrate", r.calibrate}};
-  if (s.chains) m["replay"]["min_draft_len"] = s.min_chain;
+  if (!s.acceptance.empty()) {
+    m["acceptance"] = s.acceptance;
+    m["replay"] = {{"batch_sizes", r.batch_sizes},
+                   {"chains", "K over the engine's whole step (whatif/chain_replay.h)"},
+                   {"step", s.step_note},
+                   {"min_draft_len", s.min_chain}};
+  } else {
+    m["trace"] = {{"path", src.trace_path},
+                  {"target", r.target},
+                  {"draft", r.draft},
+                  {"ring_steps", r.ring_steps}};
+    m["replay"] = {{"batch_sizes", r.batch_sizes},
+                   {"n_max", r.n_max},
+                   {"drafter",
+                    {{"class", costmodel::DrafterClassName(r.drafter.cls)},
+                     {"t_net_s", r.drafter.t_net_s},
+                     {"batch_growth", r.drafter.batch_growth}}},
+                   {"t_aux_s", r.t_aux_s},
+                   {"batch_mode", r.batch_scan ? "scan" : "controller"},
+                   {"calibrate", r.calibrate}};
+    if (s.chains) m["replay"]["min_draft_len"] = s.min_chain;
+  }
   m["choice"] = ChoiceRule(s);
   m["range_rule"] =
       "the setting chosen at grid point B applies from B up to the next grid point - 1; the last "
@@ -198,7 +223,7 @@ ordered_json MetadataJson(const Schedule& s, const ScheduleSource& src) {
       e[absl::StrCat("unconstrained_", key)] = p.best_setting;
       e["unconstrained_throughput"] = Round1(p.best_throughput);
     }
-    e["batch_planner_throughput"] = Round1(p.batch_throughput);
+    if (s.acceptance.empty()) e["batch_planner_throughput"] = Round1(p.batch_throughput);
     e["best_static_throughput"] = Round1(p.static_throughput);
     e["plain_throughput"] = Round1(p.ar_throughput);
     per.push_back(std::move(e));
@@ -208,6 +233,7 @@ ordered_json MetadataJson(const Schedule& s, const ScheduleSource& src) {
   m["sums"] = {{"schedule", Round1(s.schedule_throughput_sum)},
                {"batch_planner", Round1(s.batch_throughput_sum)},
                {"best_static", Round1(s.static_throughput_sum)}};
+  if (!s.acceptance.empty()) m["sums"].erase("batch_planner");  // no batch planner row
   return m;
 }
 
@@ -332,7 +358,55 @@ void SglangEntry(const SglangTree& t, int n, ordered_json* e) {
   (*e)["args"] = SglangArgs(t);
 }
 
+// SGLang's batch-size-aware adaptive configuration (PR #24055, merged; read from
+// sglang/srt/speculative/adaptive_spec_params.py load_bs_config and the AdaptiveController): a
+// flat JSON object whose integer keys are batch-size lower bounds, each {"steps": [candidate
+// speculative_num_steps]}; every other key is a global override its slots read by name, so the
+// "specplan" metadata key is ignored by SGLang. Each slot starts at steps[len / 2] and moves
+// among its candidates with the EMA of accepted drafts, so a range whose chosen K has both
+// neighbours gets [K - 1, K, K + 1] (starting at K), else [K]. topk is 1 (chains), which SGLang's
+// adaptive mode requires; it cannot turn speculation off, so a K = 0 range is written as [1].
+std::string RenderSglangAdaptive(const Schedule& s, const ScheduleSource& src) {
+  int k_max = 0;
+  for (int k : s.report.best_chain_settings.sizes) k_max = std::max(k_max, k);
+  ordered_json j = ordered_json::object();
+  std::vector<std::string> off;
+  int first_steps = 1;
+  for (const ScheduleRange& r : s.ranges) {
+    std::vector<int> steps;
+    if (r.setting == 0) {
+      steps = {1};
+      off.push_back(absl::StrCat(r.lo, "-", r.hi));
+    } else if (r.setting > 1 && r.setting < k_max) {
+      steps = {r.setting - 1, r.setting, r.setting + 1};
+    } else {
+      steps = {r.setting};
+    }
+    if (r.lo == 1) first_steps = steps[steps.size() / 2];
+    j[absl::StrCat(r.lo)] = {{"steps", steps}};
+  }
+  ordered_json m = MetadataJson(s, src);
+  m["usage"] = absl::StrFormat(
+      "python -m sglang.launch_server ... --speculative-algorithm EAGLE3 "
+      "--speculative-eagle-topk 1 --speculative-num-steps %d --speculative-num-draft-tokens %d "
+      "--speculative-adaptive --speculative-adaptive-config THIS_FILE: one server for every load; "
+      "each batch-size range keeps its own acceptance tracker and candidate steps",
+      first_steps, first_steps + 1);
+  m["format_source"] =
+      "SGLang PR #24055 (batch-size-aware adaptive speculative_num_steps, merged): "
+      "adaptive_spec_params.py load_bs_config / load_adaptive_config, adaptive controller "
+      "_init_per_bs (candidate steps per range, initial = steps[len // 2])";
+  if (!off.empty()) {
+    m["note"] = absl::StrCat(
+        "speculation does not pay on this replay for batch sizes ", absl::StrJoin(off, ", "),
+        "; SGLang's adaptive mode cannot turn it off, so those ranges hold the smallest step, 1");
+  }
+  j["specplan"] = std::move(m);
+  return PrettyJson(j, 0, 0) + "\n";
+}
+
 std::string RenderSglang(const Schedule& s, const ScheduleSource& src) {
+  if (s.chains) return RenderSglangAdaptive(s, src);
   ordered_json ranges = ordered_json::array();
   for (const ScheduleRange& r : s.ranges) {
     ordered_json e;
