@@ -159,6 +159,26 @@ RemoteCost CostFlags::ToRemoteCost(costmodel::DType dtype, const costmodel::Draf
   rc.context = context;
   rc.tp = tp == 0 ? 1 : tp;
   rc.engine = engine;
+  // The step the server prices (the same options StepOptionsFor gives in-process; the server
+  // applies the host overrides over its profile's engine defaults).
+  if (!DrafterIsCostClass()) {
+    client::StepRequest& step = rc.step;
+    step.architecture = this->drafter;
+    step.draft_steps = draft_steps;
+    step.topk = topk;
+    step.draft_vocab = draft_vocab;
+    const struct {
+      double ms;
+      std::optional<double>* to;
+    } overrides[] = {{host_step_ms, &step.host_step_s},
+                     {host_per_seq_ms, &step.host_per_sequence_s},
+                     {host_per_draft_ms, &step.host_per_draft_forward_s},
+                     {sample_ms, &step.sample_call_s}};
+    for (const auto& [ms, to] : overrides) {
+      if (ms >= 0) *to = ms * 1e-3;
+    }
+    step.host_provenance = "given on the command line";
+  }
   return rc;
 }
 

@@ -80,7 +80,7 @@ int RunEstimate(const EstimateArgs& a) {
     }
     acceptance = *std::move(loaded);
   }
-  // The engine's whole step (costmodel/step/step_model.h); in-process only.
+  // The engine's whole step (costmodel/step/step_model.h), priced in-process or by the server.
   std::optional<StepBreakdown> step, ar_step;
   std::string draft_priced_by;
   HostTime host;
@@ -98,11 +98,6 @@ int RunEstimate(const EstimateArgs& a) {
     }
     if (absl::Status st = a.CheckRemote(); !st.ok()) {
       std::cerr << "specplan estimate: " << st.message() << "\n";
-      return 1;
-    }
-    if (acceptance) {
-      std::cerr << "specplan estimate: --acceptance: local only (the server prices the "
-                   "verification pass, not the engine's whole step)\n";
       return 1;
     }
     auto m = ResolveModel(a.model);
@@ -135,6 +130,12 @@ int RunEstimate(const EstimateArgs& a) {
     draft_s = remote->draft_s;
     aux_s = remote->aux_s;
     cycle_s = remote->cycle_s;
+    // The server's step model (its profile's drafter tables and engine), printed below as the
+    // in-process one is.
+    step = remote->step;
+    ar_step = remote->ar_step;
+    draft_priced_by = remote->draft_priced_by;
+    host = remote->host;
   } else {
     auto resolved = a.Resolve(*dtype);
     if (!resolved.ok()) {
@@ -207,12 +208,13 @@ int RunEstimate(const EstimateArgs& a) {
     j["engine"] = engine.empty() ? nlohmann::json(nullptr) : nlohmann::json(engine);
     j["engine_version"] =
         engine_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(engine_version);
-    j["cycle"] = {{"n", n},
-                  {"drafter", a.DrafterIsCostClass() ? DrafterClassName(drafter.cls) : a.drafter.c_str()},
-                  {"draft_s", draft_s},
-                  {"aux_s", aux_s},
-                  {"verify_s", verify_s},
-                  {"cycle_s", cycle_s}};
+    j["cycle"] = {
+        {"n", n},
+        {"drafter", a.DrafterIsCostClass() ? DrafterClassName(drafter.cls) : a.drafter.c_str()},
+        {"draft_s", draft_s},
+        {"aux_s", aux_s},
+        {"verify_s", verify_s},
+        {"cycle_s", cycle_s}};
     if (step) {
       j["step"] = StepBreakdownToJson(*step);
       j["step"]["drafter"] = a.drafter;
@@ -338,7 +340,7 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", args->json, "Print one JSON object");
   AddAcceptanceFlags(cmd, &args->acceptance);
   AddServerOption(cmd, &args->server, "Ask",
-                  " for the verification pass (the engine's whole step is priced in-process only)");
+                  " for the verification pass and the engine's whole step (one sequence: no --b)");
 }
 
 }  // namespace specplan::cli

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -9,6 +10,7 @@
 #include "costmodel/gpu_spec.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
+#include "costmodel/step/step_model.h"
 #include "util/status_macros.h"
 
 namespace specplan::cli {
@@ -57,6 +59,26 @@ absl::StatusOr<client::CostRequest> ToCostRequest(client::PlannerClient* client,
     }
   }
 
+  // The step's options as in-process (CostFlags::StepOptionsFor's checks, in the flags' words);
+  // the server checks them again in the request's.
+  if (!in.step.architecture.empty()) {
+    costmodel::StepOptions o;
+    o.drafter = in.step.architecture;
+    o.draft_steps = in.step.draft_steps;
+    o.topk = in.step.topk;
+    if (absl::Status st = costmodel::ValidateStepOptions(o); !st.ok()) {
+      const std::string msg(st.message());
+      for (const auto& [field, flag] :
+           {std::pair<std::string, std::string>{"draft_steps", "--draft-steps"},
+            {"topk", "--topk"}}) {
+        if (msg.rfind(field + " = ", 0) == 0) {
+          return absl::InvalidArgumentError(flag + " " + msg.substr(field.size() + 3));
+        }
+      }
+      return st;
+    }
+  }
+
   client::CostRequest out;
   out.model = model.name;
   out.dtype = in.dtype;
@@ -64,6 +86,7 @@ absl::StatusOr<client::CostRequest> ToCostRequest(client::PlannerClient* client,
   out.t_aux_s = in.t_aux_s;
   out.context = in.context;
   out.tp = in.tp;
+  out.step = in.step;
   if (user_gpu) {
     out.gpu_spec = gpu;
     return out;

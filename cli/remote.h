@@ -45,6 +45,11 @@ struct RemoteCost {
   // engines it holds. With a GPU spec file or tp > 1 (sent inline, no profile) it is
   // INVALID_ARGUMENT naming --engine.
   std::string engine;
+  // --drafter as an architecture with --draft-steps, --topk, --draft-vocab and the host-time
+  // overrides: the server prices the engine's whole step from its profile as the in-process
+  // command does (plans through costmodel::PlannerTermsFor, estimate's step lines). Empty
+  // architecture for a cost class.
+  client::StepRequest step;
 };
 
 using client::RemoteEstimate;      // EstimateLatency at one (s, c)

@@ -193,8 +193,38 @@ void CostToWire(const CostRequest& in, v1::CostSpec* out) {
     if (in.tp != 1) m->set_tp(static_cast<int32_t>(in.tp));
   }
   out->set_context_tokens(in.context);
-  service::DrafterCostToProto(in.drafter, out->mutable_drafter());
+  v1::DrafterCost* d = out->mutable_drafter();
+  service::DrafterCostToProto(in.drafter, d);
   out->set_t_aux_s(in.t_aux_s);
+  const StepRequest& step = in.step;
+  if (step.architecture.empty()) return;
+  d->set_architecture(step.architecture);
+  if (step.draft_steps >= 0) {
+    d->set_has_draft_steps(true);
+    d->set_draft_steps(step.draft_steps);
+  }
+  d->set_topk(step.topk);
+  d->set_draft_vocab(step.draft_vocab);
+  const struct {
+    const std::optional<double>& value;
+    void (v1::HostTimeOverrides::*set_has)(bool);
+    void (v1::HostTimeOverrides::*set)(double);
+  } overrides[] = {
+      {step.host_step_s, &v1::HostTimeOverrides::set_has_step_s,
+       &v1::HostTimeOverrides::set_step_s},
+      {step.host_per_sequence_s, &v1::HostTimeOverrides::set_has_per_sequence_s,
+       &v1::HostTimeOverrides::set_per_sequence_s},
+      {step.host_per_draft_forward_s, &v1::HostTimeOverrides::set_has_per_draft_forward_s,
+       &v1::HostTimeOverrides::set_per_draft_forward_s},
+      {step.sample_call_s, &v1::HostTimeOverrides::set_has_sample_call_s,
+       &v1::HostTimeOverrides::set_sample_call_s}};
+  for (const auto& o : overrides) {
+    if (!o.value) continue;
+    v1::HostTimeOverrides* host = d->mutable_host();
+    (host->*o.set_has)(true);
+    (host->*o.set)(*o.value);
+    host->set_provenance(step.host_provenance);
+  }
 }
 
 }  // namespace
@@ -294,6 +324,12 @@ absl::StatusOr<RemoteEstimate> PlannerClient::EstimateLatency(const CostRequest&
   out.cycle_s = p.cycle_s();
   out.draft_s = p.draft_s();
   out.aux_s = p.aux_s();
+  if (p.has_step()) {
+    out.step = service::StepBreakdownFromProto(p.step());
+    out.ar_step = service::StepBreakdownFromProto(p.ar_step());
+    out.draft_priced_by = p.step().draft_priced_by();
+    out.host = service::HostTimeFromProto(resp.host());
+  }
   return out;
 }
 

@@ -30,6 +30,8 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/profile.h"
+#include "costmodel/step/host_time.h"
+#include "costmodel/step/step_model.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/batch/plan_backend.h"
 #include "planner/marginals/marginals.h"
@@ -57,6 +59,21 @@ struct ClientOptions {
   double whatif_deadline_s = 600;            // per WhatIf call (a whole sweep), seconds (> 0)
 };
 
+// The engine's whole step a cost prices (planner.proto DrafterCost.architecture and the fields
+// after it; costmodel/step/step_model.h StepOptions), as a request names it. The server builds
+// the step model from its profile (composed drafter tables, engine) and applies the host
+// overrides over that engine's defaults.
+struct StepRequest {
+  std::string architecture;  // "eagle3", "draft:llama-3.2-1b", "ngram", ...; "" = none: the
+                             // drafter's cost class prices drafting (older servers' behaviour)
+  int draft_steps = -1;      // D; -1 = the chain's s - 1 (a plan's gamma)
+  int topk = 1;              // beams per draft forward
+  int64_t draft_vocab = 0;   // eagle3's draft vocabulary; 0 = 32000
+  // Host-time overrides, seconds; unset = the engine's default (costmodel/step/host_time.h).
+  std::optional<double> host_step_s, host_per_sequence_s, host_per_draft_forward_s, sample_call_s;
+  std::string host_provenance;  // where the overrides come from; "" = "given in the request"
+};
+
 // The cost a request names (planner.proto CostSpec): the server's stored profile of (gpu, model,
 // dtype, engine), or the bare roofline of a registry model on a registry GPU or on an inline GPU
 // spec.
@@ -76,6 +93,9 @@ struct CostRequest {
   // Tensor parallelism (--tp). The server's stored profiles are fitted at tp = 1, so tp > 1 always
   // sends the cost inline (InlineCostModel.tp).
   int64_t tp = 1;
+  // The drafter architecture and the rest of the step (sent in cost.drafter): plans price their
+  // cycle through the step model, EstimateLatency returns the step.
+  StepRequest step;
 };
 
 // One profile a server holds (ListProfiles).
@@ -90,13 +110,18 @@ struct RemoteResult {
   std::string profile;        // profile id the server used, "" for the bare roofline
 };
 
-// EstimateLatency at one (s, c): predicted verify seconds and the cycle cost of n = s - 1.
+// EstimateLatency at one (s, c): predicted verify seconds and the cycle cost of n = s - 1; with
+// an architecture (CostRequest::step) the engine's whole step and the plain step.
 struct RemoteEstimate {
   RemoteResult used;
   double verify_s = 0;
   double cycle_s = 0;
   double draft_s = 0;
   double aux_s = 0;
+  std::optional<costmodel::StepBreakdown> step;     // one sequence, s tokens over c
+  std::optional<costmodel::StepBreakdown> ar_step;  // one plain decoding step over c
+  std::string draft_priced_by;                      // "kernel tables", "roofline", "given", ...
+  costmodel::HostTime host;                         // the host time the steps used
 };
 
 // A WhatIf sweep run by the server.

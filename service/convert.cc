@@ -12,6 +12,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "costmodel/engines.h"
@@ -147,6 +148,124 @@ void DrafterCostToProto(const costmodel::DrafterCost& in, v1::DrafterCost* out) 
   out->set_t_head_s(in.t_head_s);
   out->set_t_light_s(in.t_light_s);
   out->set_batch_growth(in.batch_growth);
+}
+
+absl::Status StepOptionsFromProto(const v1::DrafterCost& in, const std::string& engine,
+                                  double draft_s, absl::string_view field,
+                                  costmodel::StepOptions* out) {
+  costmodel::StepOptions o;
+  o.drafter = in.architecture();
+  o.draft_steps = in.has_draft_steps() ? in.draft_steps() : -1;
+  if (in.has_draft_steps() && in.draft_steps() < 0) {
+    return Invalid(absl::StrCat(field, ".drafter.draft_steps = ", in.draft_steps(),
+                                ": must be >= 0 when has_draft_steps (unset: the chain's s - 1)"));
+  }
+  o.topk = in.topk() == 0 ? 1 : in.topk();
+  if (in.draft_vocab() < 0) {
+    return Invalid(absl::StrCat(field, ".drafter.draft_vocab = ", in.draft_vocab(),
+                                ": must be >= 0 (0 = 32000)"));
+  }
+  o.drafter_options.draft_vocab = in.draft_vocab();
+  if (draft_s > 0) o.draft_s = draft_s;
+  if (in.has_host()) {
+    const v1::HostTimeOverrides& h = in.host();
+    if (h.provenance().size() > 256) {
+      return Invalid(absl::StrCat(field, ".drafter.host.provenance: ", h.provenance().size(),
+                                  " bytes: at most 256"));
+    }
+    auto host = costmodel::DefaultHostTime(engine);
+    if (!host.ok()) return StepErrorInFields(host.status(), field);
+    const struct {
+      bool given;
+      double value;
+      double* to;
+    } overrides[] = {
+        {h.has_step_s(), h.step_s(), &host->step_s},
+        {h.has_per_sequence_s(), h.per_sequence_s(), &host->per_sequence_s},
+        {h.has_per_draft_forward_s(), h.per_draft_forward_s(), &host->per_draft_forward_s},
+        {h.has_sample_call_s(), h.sample_call_s(), &host->sample_call_s}};
+    bool overridden = false;
+    for (const auto& [given, value, to] : overrides) {
+      if (!given) continue;
+      *to = value;
+      overridden = true;
+    }
+    if (overridden) {
+      host->provenance =
+          absl::StrCat(h.provenance().empty() ? "given in the request" : h.provenance(), ", over ",
+                       host->provenance);
+      o.host = *host;
+    }
+  }
+  SPECPLAN_RETURN_IF_ERROR(StepErrorInFields(costmodel::ValidateStepOptions(o), field));
+  *out = std::move(o);
+  return absl::OkStatus();
+}
+
+absl::Status StepErrorInFields(const absl::Status& status, absl::string_view field) {
+  if (status.ok()) return status;
+  const absl::string_view msg = status.message();
+  constexpr absl::string_view kDrafter = "drafter = ";
+  if (absl::StartsWith(msg, kDrafter)) {
+    return absl::Status(
+        status.code(),
+        absl::StrCat(field, ".drafter.architecture = ", msg.substr(kDrafter.size())));
+  }
+  constexpr absl::string_view kDraftS = "draft_s = ";
+  if (absl::StartsWith(msg, kDraftS)) {
+    return absl::Status(status.code(),
+                        absl::StrCat(field, ".drafter.t_net_s + t_head_s + t_light_s = ",
+                                     msg.substr(kDraftS.size()), " (T_draft by hand)"));
+  }
+  for (absl::string_view name : {"draft_steps = ", "topk = ", "host."}) {
+    if (absl::StartsWith(msg, name)) {
+      return absl::Status(status.code(), absl::StrCat(field, ".drafter.", msg));
+    }
+  }
+  return Prefixed(absl::StrCat(field, ".drafter"), status);
+}
+
+void StepBreakdownToProto(const costmodel::StepBreakdown& in, const std::string& draft_priced_by,
+                          v1::StepBreakdown* out) {
+  out->set_verify_s(in.verify_s);
+  out->set_draft_s(in.draft_s);
+  out->set_sample_s(in.sample_s);
+  out->set_host_s(in.host_s);
+  out->set_step_s(in.step_s());
+  out->set_draft_forwards(in.draft_forwards);
+  out->set_draft_priced_by(draft_priced_by);
+}
+
+costmodel::StepBreakdown StepBreakdownFromProto(const v1::StepBreakdown& in) {
+  costmodel::StepBreakdown out;
+  out.verify_s = in.verify_s();
+  out.draft_s = in.draft_s();
+  out.sample_s = in.sample_s();
+  out.host_s = in.host_s();
+  out.draft_forwards = in.draft_forwards();
+  return out;
+}
+
+void HostTimeToProto(const costmodel::HostTime& in, v1::HostTime* out) {
+  out->set_step_s(in.step_s);
+  out->set_per_sequence_s(in.per_sequence_s);
+  out->set_per_draft_forward_s(in.per_draft_forward_s);
+  out->set_ngram_per_sequence_s(in.ngram_per_sequence_s);
+  out->set_sample_call_s(in.sample_call_s);
+  out->set_verify_per_token_s(in.verify_per_token_s);
+  out->set_provenance(in.provenance);
+}
+
+costmodel::HostTime HostTimeFromProto(const v1::HostTime& in) {
+  costmodel::HostTime out;
+  out.step_s = in.step_s();
+  out.per_sequence_s = in.per_sequence_s();
+  out.per_draft_forward_s = in.per_draft_forward_s();
+  out.ngram_per_sequence_s = in.ngram_per_sequence_s();
+  out.sample_call_s = in.sample_call_s();
+  out.verify_per_token_s = in.verify_per_token_s();
+  out.provenance = in.provenance();
+  return out;
 }
 
 void TreeToProto(const planner::Tree& in, v1::Tree* out) {

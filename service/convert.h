@@ -20,6 +20,8 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/grid_latency.h"
 #include "costmodel/latency_model.h"
+#include "costmodel/step/host_time.h"
+#include "costmodel/step/step_model.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/marginals/marginals.h"
 #include "planner/policies/best_first.h"
@@ -82,6 +84,27 @@ absl::Status EngineFromProto(const std::string& in, absl::string_view field, std
 // Request side of the client (no checks: the server validates).
 void MarginalsToProto(const planner::Marginals& in, v1::Marginals* out);
 void DrafterCostToProto(const costmodel::DrafterCost& in, v1::DrafterCost* out);
+
+// The step model's options of a request's drafter (DrafterCost.architecture and what follows):
+// the architecture, D (has_draft_steps; else -1 = s - 1), topk (0 = 1), draft_vocab, `draft_s`
+// (> 0: T_draft by hand) and the host overrides over DefaultHostTime(engine) (their provenance
+// says so). Values are checked here and by costmodel::ValidateStepOptions; errors name
+// "<field>.drafter.<name>" and the value ("cost.drafter.topk = 65: must be in [1, 64]"). The
+// architecture name itself is checked when the step model is built (StepModel::Create).
+absl::Status StepOptionsFromProto(const v1::DrafterCost& in, const std::string& engine,
+                                  double draft_s, absl::string_view field,
+                                  costmodel::StepOptions* out);
+// A step-model error in the request's words: "drafter = 'x': ..." -> "<field>.drafter.architecture
+// = 'x': ...", "topk = ..." / "draft_steps = ..." / "host.<f> = ..." -> "<field>.drafter.<...>",
+// "draft_s = ..." -> "<field>.drafter.t_net_s + t_head_s + t_light_s = ..." (T_draft by hand).
+absl::Status StepErrorInFields(const absl::Status& status, absl::string_view field);
+
+// Step breakdowns and host time on the wire, both ways (no checks).
+void StepBreakdownToProto(const costmodel::StepBreakdown& in, const std::string& draft_priced_by,
+                          v1::StepBreakdown* out);
+costmodel::StepBreakdown StepBreakdownFromProto(const v1::StepBreakdown& in);
+void HostTimeToProto(const costmodel::HostTime& in, v1::HostTime* out);
+costmodel::HostTime HostTimeFromProto(const v1::HostTime& in);
 
 // n_max in [0, limits.max_n]: negative -> INVALID_ARGUMENT, too large -> RESOURCE_EXHAUSTED.
 absl::Status CheckNMax(int64_t n_max, const ServiceLimits& limits, absl::string_view field);

@@ -17,6 +17,7 @@
 #include "costmodel/model_spec.h"
 #include "costmodel/roofline.h"
 #include "costmodel/roofline_latency.h"
+#include "costmodel/step/drafter_arch.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "util/status_macros.h"
 
@@ -117,7 +118,53 @@ v1::CostSpec SourceKey(const v1::CostSpec& spec) {
   return key;
 }
 
+// The step options that tell step models over one source apart, bit-exact (doubles as bytes).
+std::string StepKey(const costmodel::StepOptions& o) {
+  std::string key = o.drafter;
+  auto add = [&key](const void* p, size_t n) { key.append(static_cast<const char*>(p), n); };
+  key.push_back('\0');
+  add(&o.draft_steps, sizeof o.draft_steps);
+  add(&o.topk, sizeof o.topk);
+  add(&o.drafter_options.draft_vocab, sizeof o.drafter_options.draft_vocab);
+  const double draft_s = o.draft_s.value_or(-1);
+  add(&draft_s, sizeof draft_s);
+  if (o.host) {
+    for (double v :
+         {o.host->step_s, o.host->per_sequence_s, o.host->per_draft_forward_s,
+          o.host->ngram_per_sequence_s, o.host->sample_call_s, o.host->verify_per_token_s}) {
+      add(&v, sizeof v);
+    }
+    key += o.host->provenance;
+  }
+  return key;
+}
+
+// The step model over `source` for `options`, from the source's cache or built (and cached).
+absl::StatusOr<std::shared_ptr<const costmodel::StepModel>> StepModelFor(
+    const CostSource& source, const costmodel::StepOptions& options, absl::string_view field) {
+  const std::string key = StepKey(options);
+  std::lock_guard<std::mutex> lock(source.step_mu);
+  if (auto it = source.steps.find(key); it != source.steps.end()) return it->second;
+  absl::StatusOr<costmodel::StepModel> built = costmodel::StepModel::Create(
+      source.latency.get(), source.model_spec, source.gpu_spec,
+      source.entry ? &source.entry->profile.drafters : nullptr, source.engine, options);
+  if (!built.ok()) return StepErrorInFields(built.status(), field);
+  auto step = std::make_shared<const costmodel::StepModel>(*std::move(built));
+  if (source.steps.size() >= kStepModelsPerSource) source.steps.clear();
+  source.steps.emplace(key, step);
+  return step;
+}
+
 }  // namespace
+
+void ResolvedCost::PriceStep(int gamma, int64_t c) {
+  if (step == nullptr) return;
+  const costmodel::PlannerStepTerms terms = costmodel::PlannerTermsFor(*step, gamma, c);
+  drafter = terms.drafter;
+  t_aux_s += terms.t_aux_s;
+  l_ar_s = terms.l_ar_s;
+  cycle.emplace(source->latency.get(), drafter, t_aux_s, context);
+}
 
 const std::string& ResolvedCost::profile_id() const {
   static const std::string* const kNone = new std::string();
@@ -174,7 +221,28 @@ absl::StatusOr<ResolvedCost> CostResolver::Resolve(const v1::CostSpec& spec, int
   }
   r.drafter.batch_growth = d.batch_growth();
 
+  const std::string& arch = d.architecture();
+  if (!arch.empty() && r.drafter.cls != costmodel::DrafterClass::kParallelBlock) {
+    return Invalid(absl::StrCat(field, ".drafter.drafter_class = '", d.drafter_class(),
+                                "': with architecture '", arch,
+                                "' the step model prices the drafter (send \"\" or \"parallel\")"));
+  }
+  if (!arch.empty())
+    SPECPLAN_RETURN_IF_ERROR(StepErrorInFields(costmodel::CheckDrafterName(arch), field));
+
   SPECPLAN_ASSIGN_OR_RETURN(r.source, Source(spec, field));
+  if (!arch.empty()) {
+    if (!r.source->has_specs) {
+      return Invalid(absl::StrCat(field, ".drafter.architecture = '", arch,
+                                  "': needs the target's shapes (", field, ".profile or ", field,
+                                  ".inline_model), not ", field, ".latency_grid"));
+    }
+    // T_draft by hand when the request prices the drafter too (CostFlags::Step's draft_s).
+    costmodel::StepOptions options;
+    SPECPLAN_RETURN_IF_ERROR(
+        StepOptionsFromProto(d, r.source->engine, r.drafter.DraftSeconds(), field, &options));
+    SPECPLAN_ASSIGN_OR_RETURN(r.step, StepModelFor(*r.source, options, field));
+  }
   r.cycle.emplace(r.source->latency.get(), r.drafter, r.t_aux_s, r.context);
   return r;
 }
@@ -300,6 +368,7 @@ absl::StatusOr<std::shared_ptr<const CostSource>> CostResolver::ResolveSource(
       r->has_specs = true;
       r->model_spec = r->entry->profile.model_spec;
       r->gpu_spec = r->entry->profile.gpu_spec;
+      r->engine = r->entry->profile.engine;
       break;
     }
     case v1::CostSpec::kInlineModel: {

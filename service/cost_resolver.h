@@ -14,6 +14,13 @@
 // a new one would exceed that, it is emptied first (a client cycling through more sources than
 // that resolves each of them afresh, as without a cache). Errors are not cached.
 //
+// The engine's whole step (planner.proto DrafterCost.architecture; costmodel/step/step_model.h):
+// with an architecture the resolved cost carries a costmodel::StepModel over the source's latency
+// model, the profile's composed drafter tables (Profile::drafters) and its engine's host defaults
+// (an inline model: no tables, engine ""), built as the CLI's CostFlags::Step builds it. Step
+// models are cached per source and step options (at most kStepModelsPerSource, emptied when
+// full), so a repeated request builds none.
+//
 // Thread-safety: Resolve may be called concurrently (the cache takes a shared lock to read, an
 // exclusive one to insert).
 #ifndef SPECPLAN_SERVICE_COST_RESOLVER_H_
@@ -21,7 +28,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -34,6 +43,7 @@
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_model.h"
 #include "costmodel/model_spec.h"
+#include "costmodel/step/step_model.h"
 #include "service/convert.h"
 #include "service/profile_store.h"
 #include "specplan/v1/planner.pb.h"
@@ -49,7 +59,14 @@ struct CostSource {
   costmodel::ModelSpec model_spec;
   costmodel::GpuSpec gpu_spec;
   uint64_t store_generation = 0;  // ProfileStore::generation() when a profile was resolved
+  std::string engine;  // the profile's engine (whose host defaults a step uses); "" otherwise
+
+  // Step models over this source by their options (cost_resolver.cc StepKey); guarded by step_mu.
+  mutable std::mutex step_mu;
+  mutable std::map<std::string, std::shared_ptr<const costmodel::StepModel>> steps;
 };
+
+inline constexpr size_t kStepModelsPerSource = 64;
 
 // A CostSpec resolved for one request: the shared source plus the request's own drafter, T_aux
 // and context, and the cycle cost C(n) at that context.
@@ -59,6 +76,17 @@ struct ResolvedCost {
   double t_aux_s = 0;
   int64_t context = 0;
   std::optional<costmodel::CycleCost> cycle;  // at `context`; points into source->latency
+  // With drafter.architecture: the engine's step model (shared, cached in the source); else null.
+  std::shared_ptr<const costmodel::StepModel> step;
+  // The plain step with its host work, seconds, once PriceStep ran with a step model; else 0
+  // (L_AR is then the planner's T_verify(1, c)).
+  double l_ar_s = 0;
+
+  // How a plan prices its cycle with a step model, exactly as the CLI's CostFlags::PriceDrafter:
+  // costmodel::PlannerTermsFor(*step, gamma, c) replaces `drafter`, adds the step's sample and
+  // host terms to t_aux_s, sets l_ar_s and rebuilds `cycle` at `context`. Without a step model it
+  // does nothing. Call it at most once per resolved cost.
+  void PriceStep(int gamma, int64_t c);
 
   const costmodel::LatencyModel& latency() const { return *source->latency; }
   const std::string& latency_kind() const { return source->kind; }
@@ -77,7 +105,11 @@ class CostResolver {
                std::string default_engine = "");
 
   // Resolves `spec`; `field` is its request path (e.g. "cost"), used only in error messages.
-  // `default_gamma` fills drafter.gamma = 0. Errors name the field and value (convert.h codes).
+  // `default_gamma` fills drafter.gamma = 0. With drafter.architecture it also builds the step
+  // model (ResolvedCost::step): drafter_class must then be "" or "parallel", the source a profile
+  // or an inline model, and t_net_s + t_head_s + t_light_s > 0 gives T_draft by hand. Errors name
+  // the field and value (convert.h codes): "cost.drafter.architecture = 'medusa': unknown (known:
+  // ...)", "cost.drafter.topk = 0: ...".
   absl::StatusOr<ResolvedCost> Resolve(const v1::CostSpec& spec, int default_gamma,
                                        absl::string_view field) const;
 

@@ -155,6 +155,10 @@ absl::Status PlanSessionDriver::Start(const v1::SessionStart& start,
       if (has_source) {
         SPECPLAN_ASSIGN_OR_RETURN(cost_,
                                   costs_->Resolve(c.cost(), o.gamma, "start.best_first.cost"));
+        // A drafter architecture: its whole step priced into the cycle and L_AR (a given l_ar_s
+        // > 0 stands), as PlanTree does.
+        cost_->PriceStep(cost_->drafter.gamma, cost_->context);
+        if (cost_->l_ar_s > 0 && o.budget.l_ar_s <= 0) o.budget.l_ar_s = cost_->l_ar_s;
         position_offset_ = cost_->context;
       }
       name_ = absl::StrCat("bestfirst(", EnumName(planner::kBudgetModeNames, o.budget.mode),

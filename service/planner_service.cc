@@ -271,6 +271,10 @@ absl::Status PlannerService::DoPlanTree(const v1::PlanTreeRequest& req,
   }
   if (has_source) {
     SPECPLAN_ASSIGN_OR_RETURN(cost, costs_.Resolve(req.cost(), s.marginals.gamma, "cost"));
+    // A drafter architecture: its whole step priced into the cycle and L_AR (a given l_ar_s > 0
+    // stands).
+    cost->PriceStep(cost->drafter.gamma, cost->context);
+    if (cost->l_ar_s > 0 && options.l_ar_s <= 0) options.l_ar_s = cost->l_ar_s;
     position_offset = cost->context;
   } else if (req.has_cost()) {  // FIXED mode, cost used only for context_tokens
     const int64_t c = req.cost().context_tokens();
@@ -336,6 +340,11 @@ absl::Status PlannerService::DoPlanBatch(const v1::PlanBatchRequest& req,
     int gamma = 1;  // drafter.gamma = 0: the batch's largest gamma (as `plan-batch` uses)
     for (const planner::Marginals& m : s.marginals) gamma = std::max(gamma, m.gamma);
     SPECPLAN_ASSIGN_OR_RETURN(cost, costs_.Resolve(req.cost(), gamma, "cost"));
+    // A drafter architecture: its whole step priced into the cycle at the batch's mean context.
+    int64_t c_sum = 0;
+    for (const planner::BatchRequest& r : s.requests) c_sum += r.c;
+    cost->PriceStep(cost->drafter.gamma,
+                    s.requests.empty() ? 0 : c_sum / static_cast<int64_t>(s.requests.size()));
     batch_cost.emplace(&cost->latency(), cost->drafter, cost->t_aux_s);
   }
   SPECPLAN_RETURN_IF_ERROR(
@@ -497,6 +506,13 @@ absl::Status PlannerService::DoEstimateLatency(const v1::EstimateLatencyRequest&
       p->set_cycle_s(cycle.Seconds(s - 1));
       p->set_draft_s(cycle.DraftSeconds());
       p->set_aux_s(cycle.AuxSeconds());
+      if (cost.step != nullptr) {
+        const costmodel::StepBreakdown ar = cost.step->ArStep(1, c);
+        StepBreakdownToProto(cost.step->Step(1, s, c), cost.step->draft_priced_by(),
+                             p->mutable_step());
+        StepBreakdownToProto(ar, "none", p->mutable_ar_step());
+        p->set_ar_step_s(ar.step_s());
+      }
       if (req.roofline_terms()) {
         const costmodel::RooflineEstimate e =
             costmodel::EstimateRoofline(cost.source->model_spec, cost.source->gpu_spec, s, c);
@@ -506,6 +522,7 @@ absl::Status PlannerService::DoEstimateLatency(const v1::EstimateLatencyRequest&
       }
     }
   }
+  if (cost.step != nullptr) HostTimeToProto(cost.step->host(), resp->mutable_host());
   resp->set_latency_model(cost.latency_kind());
   resp->set_profile_id(cost.profile_id());
   return absl::OkStatus();
@@ -532,8 +549,6 @@ absl::Status PlannerService::DoWhatIf(const v1::WhatIfRequest& req, v1::WhatIfRe
   // marginals gamma anyway.
   SPECPLAN_ASSIGN_OR_RETURN(ResolvedCost cost,
                             costs_.Resolve(req.cost(), costmodel::DrafterCost().gamma, "cost"));
-  options.drafter = cost.drafter;
-  options.t_aux_s = cost.t_aux_s;
 
   whatif::Trace trace;
   std::string bundled_path;
@@ -577,6 +592,20 @@ absl::Status PlannerService::DoWhatIf(const v1::WhatIfRequest& req, v1::WhatIfRe
                                                      " steps exceed the server limit ",
                                                      limits.max_whatif_steps, " per request"));
   }
+  // A drafter architecture: its whole step at the trace's mean context and largest marginals
+  // gamma, as `specplan whatif` prices it in-process.
+  if (cost.step != nullptr) {
+    int64_t c_sum = 0, steps = 0;
+    int gamma = 1;
+    for (const whatif::TraceStep& st : trace.steps) {
+      c_sum += st.c;
+      ++steps;
+      if (st.marginals) gamma = std::max(gamma, st.marginals->gamma);
+    }
+    cost.PriceStep(gamma, steps > 0 ? c_sum / steps : 0);
+  }
+  options.drafter = cost.drafter;
+  options.t_aux_s = cost.t_aux_s;
   SPECPLAN_ASSIGN_OR_RETURN(whatif::WhatIfReport report,
                             whatif::RunWhatIf(trace, cost.latency(), options));
   WhatIfReportToProto(report, resp);
