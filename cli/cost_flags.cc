@@ -8,6 +8,9 @@
 #include "cli/remote.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/engines.h"
+#include "costmodel/step/host_fit.h"
+#include "util/file.h"
+#include "util/json_error.h"
 
 namespace specplan::cli {
 namespace {
@@ -64,6 +67,21 @@ absl::StatusOr<costmodel::StepOptions> CostFlags::StepOptionsFor(const std::stri
   auto host = costmodel::DefaultHostTime(engine);
   if (!host.ok()) return host.status();
   bool overridden = false;
+  if (!host_file.empty()) {
+    auto text = ReadFileToString(host_file);
+    if (!text.ok())
+      return absl::NotFoundError(absl::StrCat("--host-file ", text.status().message()));
+    auto j = json_util::ParseJson(*text, host_file);
+    if (!j.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--host-file ", j.status().message()));
+    auto read = costmodel::HostTimeFromJson(*j);
+    if (!read.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--host-file ", host_file, ": ", read.status().message()));
+    }
+    host = *std::move(read);
+    overridden = true;
+  }
   const struct {
     double ms;
     double* field;
@@ -245,6 +263,9 @@ CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* f) {
       ->capture_default_str();
   cmd->add_option("--draft-vocab", f->draft_vocab,
                   "eagle3's draft vocabulary (default 32000, as the released heads)");
+  cmd->add_option("--host-file", f->host_file,
+                  "Host terms from `specplan step fit --out` (instead of the engine's defaults; "
+                  "the --host-*-ms and --sample-ms flags still override single terms)");
   cmd->add_option("--host-step-ms", f->host_step_ms,
                   "Engine host work per step, ms (default: the engine's, docs/step-model.md)");
   cmd->add_option("--host-per-seq-ms", f->host_per_seq_ms,

@@ -37,6 +37,7 @@ struct CostFlags {
   int64_t draft_vocab = 0;  // eagle3's draft vocabulary; 0 = 32000
   // Host-time overrides, ms; < 0 = the engine's default (costmodel/step/host_time.h).
   double host_step_ms = -1, host_per_seq_ms = -1, host_per_draft_ms = -1, sample_ms = -1;
+  std::string host_file;  // host terms as `specplan step fit --out` writes them; "" = defaults
   double t_aux_ms = 0;
 
   // --drafter and --dtype parsed, drafter first; the error names the flag and value

@@ -13,7 +13,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   for (auto* add : {&RegisterEstimateCommand, &RegisterProfilesCommand, &RegisterPlanCommand,
                     &RegisterPlanBatchCommand, &RegisterMergeCommand, &RegisterWhatIfCommand,
-                    &RegisterScheduleCommand, &RegisterFitCommand, &RegisterAcceptanceCommand}) {
+                    &RegisterScheduleCommand, &RegisterFitCommand, &RegisterAcceptanceCommand,
+                    &RegisterStepCommand}) {
     add(app, &exit_code);
   }
   if (int rc = CheckArguments(app, argc, argv); rc != 0) return rc;  // typos, by name
