@@ -35,6 +35,7 @@ struct ComposeArgs {
   std::string out;
   std::string out_dir;
   std::vector<int64_t> b_grid, s_grid, c_grid;
+  std::vector<std::string> drafters;  // --drafters; empty = the defaults (eagle, eagle3, mtp)
   bool no_extrapolate = false;
   bool kernels_only = false;
   bool quiet = false;
@@ -68,6 +69,7 @@ int RunCompose(const ComposeArgs& a) {
   o.b_grid = a.b_grid;
   o.s_grid = a.s_grid;
   o.c_grid = a.c_grid;
+  o.drafters = a.drafters;
 
   struct Composed {
     Profile profile;
@@ -169,6 +171,11 @@ void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
       ->delimiter(',');
   cmd->add_option("--s-grid", a->s_grid, "Tokens per sequence (default 1..256)")->delimiter(',');
   cmd->add_option("--c-grid", a->c_grid, "Cached tokens (default 0..32768)")->delimiter(',');
+  cmd->add_option("--drafters", a->drafters,
+                  "Drafter architectures to compose beside the target, comma-separated (eagle, "
+                  "eagle3, mtp, draft:MODEL, block:MODEL; default: eagle, eagle3, mtp; none: "
+                  "none)")
+      ->delimiter(',');
   cmd->add_flag("--no-extrapolate", a->no_extrapolate,
                 "Refuse a grid cell that reads a table past its largest measured point");
   cmd->add_flag("--kernels-only", a->kernels_only,
