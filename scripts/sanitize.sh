@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Builds the components without LibTorch (util, costmodel, planner, whatif, plot, cli and, when gRPC
-# is installed, service) with their test suites with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan
-# (override with BUILD_DIR) and runs them through ctest. Any sanitizer report fails the run.
+# The AddressSanitizer + UndefinedBehaviorSanitizer suite of the code that parses outside input and
+# plans: util, costmodel, planner, whatif and (when gRPC is installed) service, with their test
+# suites and the binaries service_tests starts (specplan-server, the fault server, the load
+# generator), built into build-asan (override with BUILD_DIR) and run through ctest. Any sanitizer
+# report fails the run. Binaries that only wrap those libraries (the CLI, plot/, tokenizer/, the
+# Python module) are not re-instrumented: their suites run uninstrumented in scripts/test.sh, and
+# the fuzz corpora run under ASan/UBSan in scripts/fuzz.sh.
 # Extra args go to cmake (e.g. -DCMAKE_CXX_COMPILER=clang++). Objects are cached by ccache in the
 # same cache as scripts/build.sh, so a second run only recompiles what changed.
 set -euo pipefail
@@ -18,11 +22,17 @@ if pkg-config --exists grpc++ 2>/dev/null; then grpc=ON; fi
 start=$(date +%s)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
   -DSPECPLAN_SANITIZE=ON -DSPECPLAN_WITH_GRPC="$grpc" -DSPECPLAN_WITH_TORCH=OFF -DSPECPLAN_WITH_PYTHON=OFF \
+  -DSPECPLAN_WITH_TOKENIZER=OFF -DSPECPLAN_WITH_PLOT=OFF \
   -DSPECPLAN_BUILD_BENCHMARKS=OFF -DSPECPLAN_BUILD_FUZZERS=OFF -DSPECPLAN_BUILD_TESTS=ON \
   "$@" >/dev/null
 
-# Every target of this configuration (no LibTorch, benchmarks or fuzzers), so each test suite CTest
-# knows about is built: a suite left out would show up as <suite>_NOT_BUILT and fail the run.
+# The suites of the instrumented components; each pulls in the binaries it runs.
+targets=(util_tests costmodel_tests planner_tests whatif_tests)
+if [[ $grpc == ON ]]; then targets+=(service_tests); fi
+# Suites of this configuration left unbuilt (cli_tests) appear to CTest as <suite>_NOT_BUILT, and
+# Validation.EndToEnd runs the CLI: both are skipped here (scripts/test.sh runs them). A suite
+# named in targets that failed to build stops the script before CTest.
+skip='_NOT_BUILT$|^Validation\.EndToEnd$'
 
 # Any report is fatal; leaks included. Test discovery (at build time) runs under the same options.
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:print_stacktrace=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:strict_string_checks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
@@ -31,13 +41,13 @@ export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:print_stack
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:report_error_type=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 
-echo "sanitize: building all targets in $build (grpc=$grpc)"
-cmake --build "$build" -j"$jobs"
+echo "sanitize: building ${targets[*]} in $build (grpc=$grpc)"
+cmake --build "$build" -j"$jobs" --target "${targets[@]}"
 built=$(date +%s)
 
 cd "$build"
 status=0
-ctest --output-on-failure -j"$jobs" --timeout 900 || status=$?
+ctest --output-on-failure -j"$jobs" --timeout 900 -E "$skip" || status=$?
 end=$(date +%s)
 echo "sanitize: build $((built - start)) s, tests $((end - built)) s, ctest exit $status"
 exit "$status"
