@@ -17,6 +17,7 @@
 #include "costmodel/batch_shape.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
+#include "costmodel/memory_fit.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/roofline.h"
 #include "costmodel/step/host_time.h"
@@ -37,6 +38,7 @@ struct EstimateArgs : CostFlags {
   bool json = false;
   std::string server;
   AcceptanceFlags acceptance;
+  bool warn_memory = false;  // --warn-memory: a pass that cannot fit is a warning, not an error
 };
 
 int RunEstimate(const EstimateArgs& a) {
@@ -115,6 +117,11 @@ int RunEstimate(const EstimateArgs& a) {
       std::cerr << "specplan estimate: --tp " << model_spec.tp << ": " << why << "\n";
       return 1;
     }
+    if (absl::Status fits = CheckFitsInMemory(model_spec, gpu_spec, a.b, a.s, a.c); !fits.ok()) {
+      std::cerr << "specplan estimate: " << (a.warn_memory ? "warning: " : "") << fits.message()
+                << (a.warn_memory ? "" : " (--warn-memory answers anyway)") << "\n";
+      if (!a.warn_memory) return 1;
+    }
     const RemoteCost rc = a.ToRemoteCost(*dtype, drafter, a.c);
     auto remote = cli::RemoteEstimateLatency(a.server, rc, a.s);
     if (!remote.ok()) {
@@ -144,6 +151,11 @@ int RunEstimate(const EstimateArgs& a) {
     }
     model_spec = resolved->model_spec;
     gpu_spec = resolved->gpu_spec;
+    if (absl::Status fits = CheckFitsInMemory(model_spec, gpu_spec, a.b, a.s, a.c); !fits.ok()) {
+      std::cerr << "specplan estimate: " << (a.warn_memory ? "warning: " : "") << fits.message()
+                << (a.warn_memory ? "" : " (--warn-memory answers anyway)") << "\n";
+      if (!a.warn_memory) return 1;
+    }
     kind = resolved->model->Kind();
     profile_path = resolved->profile_path;
     engine = resolved->engine;
@@ -339,6 +351,9 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object");
   AddAcceptanceFlags(cmd, &args->acceptance);
+  cmd->add_flag("--warn-memory", args->warn_memory,
+                "Answer a pass whose weights and KV cache cannot fit in the GPU's memory, with a "
+                "warning naming the bytes (default: refuse it)");
   AddServerOption(cmd, &args->server, "Ask",
                   " for the verification pass and the engine's whole step (one sequence: no --b)");
 }

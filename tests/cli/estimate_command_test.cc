@@ -124,6 +124,15 @@ TEST(EstimateCommand, UnknownNamesFailListingKnownOnes) {
   });
 }
 
+TEST(EstimateCommand, APassThatCannotFitIsRefusedOrWarnedWithTheNumbers) {
+  ExpectRefused({{"estimate --model qwen3-8b --gpu h100 --s 1 --c 10000000",
+                  "c = 10000000: the KV cache of 1e+07 tokens", 1}});
+  const CommandResult warned =
+      RunSpecplan("estimate --model qwen3-8b --gpu h100 --s 1 --c 10000000 --warn-memory");
+  EXPECT_EQ(warned.exit_code, 0) << warned.output;
+  EXPECT_THAT(warned.output, HasSubstr("warning: b = 1, s = 1, c = 10000000"));
+}
+
 TEST(EstimateCommand, ReadsHfConfigAndUserGpuSpec) {
   const std::string dir = ::testing::TempDir();
   {
