@@ -30,6 +30,14 @@ BatchArgs ParseBatchArgs(int n_max, const std::string& mode, py::handle max_ms_p
                          py::handle layout, py::handle tree_mask_mode, py::handle draft_token_num,
                          int64_t pad_token);
 
+// The batch's mean context, as `specplan plan-batch` prices a step model's cycle: sum c / B
+// (integer division); 0 for an empty batch.
+inline int64_t MeanContext(const std::vector<int64_t>& c) {
+  int64_t sum = 0;
+  for (int64_t x : c) sum += x;
+  return c.empty() ? 0 : sum / static_cast<int64_t>(c.size());
+}
+
 // Reused per thread (planners are not thread-safe; the GIL is released while planning).
 struct BatchWorkspace {
   planner::BatchPlanner planner;

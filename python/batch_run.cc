@@ -132,9 +132,15 @@ py::object RunBatch(BatchWorkspace* ws, const PyCost* cost, const BatchArgs& arg
     gamma = std::max(gamma, ws->requests[i].marginals->gamma);
     ws->c[i] = ws->requests[i].c;
   }
-  const costmodel::DrafterCost drafter = MakeDrafter(args.drafter, gamma);
+  costmodel::DrafterCost drafter = MakeDrafter(args.drafter, gamma);
   std::optional<costmodel::BatchCycleCost> cycle;
-  if (cost != nullptr) cycle.emplace(cost->model.get(), drafter, args.drafter.t_aux_ms * 1e-3);
+  if (cost != nullptr) {
+    // A Cost with a drafter architecture: its whole step into the cycle at the batch's mean
+    // context, as `specplan plan-batch` prices it (the step model's batch growth).
+    double t_aux_s = args.drafter.t_aux_ms * 1e-3;
+    PriceStep(*cost, args.drafter, gamma, MeanContext(ws->c), &drafter, &t_aux_s);
+    cycle.emplace(cost->model.get(), drafter, t_aux_s);
+  }
 
   auto result = std::make_unique<PyBatchPlan>();
   absl::Status st;

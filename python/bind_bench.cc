@@ -69,9 +69,14 @@ void BindBench(py::module_& m) {
                            py::none(), py::none(), py::none(), 0);
         int gamma = 0;
         for (const auto& r : ws.requests) gamma = std::max(gamma, r.marginals->gamma);
-        const costmodel::DrafterCost drafter = MakeDrafter(args.drafter, gamma);
+        costmodel::DrafterCost drafter = MakeDrafter(args.drafter, gamma);
         std::optional<costmodel::BatchCycleCost> cycle;
-        if (pc != nullptr) cycle.emplace(pc->model.get(), drafter, t_aux_ms * 1e-3);
+        if (pc != nullptr) {
+          // Priced as plan_batch_arrays prices it (the step model's cycle with a drafter).
+          double t_aux_s = t_aux_ms * 1e-3;
+          PriceStep(*pc, args.drafter, gamma, MeanContext(ws.c), &drafter, &t_aux_s);
+          cycle.emplace(pc->model.get(), drafter, t_aux_s);
+        }
         std::vector<double> seconds(static_cast<size_t>(repeats));
         absl::Status st;
         {

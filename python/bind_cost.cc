@@ -23,6 +23,9 @@
 #include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
 #include "costmodel/profile_json.h"
+#include "costmodel/step/drafter_arch.h"
+#include "costmodel/step/host_time.h"
+#include "costmodel/step/step_model.h"
 #include "planner/policies/best_first.h"
 
 namespace specplan::python {
@@ -37,6 +40,103 @@ int64_t CheckedTp(int64_t tp) {
   return tp;
 }
 
+// Cost(...)'s step keywords: the drafter architecture and what the step model takes with it.
+struct StepArgs {
+  std::string drafter = "eagle3";
+  int draft_steps = -1;
+  int topk = 1;
+  int64_t draft_vocab = 0;
+  py::object host_step_ms = py::none(), host_per_seq_ms = py::none(),
+             host_per_draft_ms = py::none(), sample_ms = py::none();
+};
+
+// A step-model error in Cost's keywords: "draft_s = X" is a planning call's t_draft_ms.
+absl::Status StepErrorInKeywords(const absl::Status& st) {
+  constexpr absl::string_view kDraftS = "draft_s = ";
+  if (!absl::StartsWith(st.message(), kDraftS)) return st;
+  return absl::Status(st.code(), absl::StrCat("t_draft_ms (T_draft by hand, seconds) = ",
+                                              st.message().substr(kDraftS.size())));
+}
+
+// The step model of `a` over c's latency model, tables and engine (null for drafter "").
+void AttachStep(PyCost* c, const StepArgs& a) {
+  if (a.drafter.empty()) return;
+  if (costmodel::ParseDrafterClass(a.drafter).ok()) {
+    ThrowInvalid(absl::StrCat(
+        "drafter = '", a.drafter,
+        "': a cost class; Cost(drafter=...) names an architecture (eagle, eagle3, mtp, "
+        "draft:MODEL, block:MODEL, ngram, suffix) or \"\" for none (then plan_tree's drafter= "
+        "class and t_draft_ms price drafting)"));
+  }
+  costmodel::StepOptions o;
+  o.drafter = a.drafter;
+  o.draft_steps = a.draft_steps;
+  o.topk = a.topk;
+  if (a.draft_vocab < 0) {
+    ThrowInvalid(absl::StrCat("draft_vocab = ", a.draft_vocab, ": must be >= 0 (0 = 32000)"));
+  }
+  o.drafter_options.draft_vocab = a.draft_vocab;
+  costmodel::HostTime host = ValueOrThrow(costmodel::DefaultHostTime(c->engine));
+  bool overridden = false;
+  const struct {
+    const py::object& value;
+    const char* name;
+    double* field;
+  } overrides[] = {{a.host_step_ms, "host_step_ms", &host.step_s},
+                   {a.host_per_seq_ms, "host_per_seq_ms", &host.per_sequence_s},
+                   {a.host_per_draft_ms, "host_per_draft_ms", &host.per_draft_forward_s},
+                   {a.sample_ms, "sample_ms", &host.sample_call_s}};
+  for (const auto& [value, name, field] : overrides) {
+    if (value.is_none()) continue;
+    const double ms = ReadFloat(value, name);
+    if (!(ms >= 0 && ms <= 1000)) {
+      ThrowInvalid(absl::StrCat(name, " = ", ms, ": must be in [0, 1000] ms"));
+    }
+    *field = ms * 1e-3;
+    overridden = true;
+  }
+  if (overridden) {
+    host.provenance = "given to specplan.Cost, over " + host.provenance;
+    o.host = host;
+  }
+  ThrowIfError(costmodel::ValidateStepOptions(o));
+  c->step = std::make_shared<const costmodel::StepModel>(ValueOrThrow(costmodel::StepModel::Create(
+      c->model.get(), c->model_spec, c->gpu_spec, c->drafters.get(), c->engine, o)));
+}
+
+py::dict StepDict(const costmodel::StepBreakdown& b, const std::string& draft_priced_by) {
+  py::dict d;
+  d["verify_s"] = b.verify_s;
+  d["draft_s"] = b.draft_s;
+  d["sample_s"] = b.sample_s;
+  d["host_s"] = b.host_s;
+  d["step_s"] = b.step_s();
+  d["draft_forwards"] = b.draft_forwards;
+  d["draft_priced_by"] = draft_priced_by;
+  return d;
+}
+
+py::dict HostDict(const costmodel::HostTime& h) {
+  py::dict d;
+  d["step_s"] = h.step_s;
+  d["per_sequence_s"] = h.per_sequence_s;
+  d["per_draft_forward_s"] = h.per_draft_forward_s;
+  d["ngram_per_sequence_s"] = h.ngram_per_sequence_s;
+  d["sample_call_s"] = h.sample_call_s;
+  d["verify_per_token_s"] = h.verify_per_token_s;
+  d["provenance"] = h.provenance;
+  return d;
+}
+
+const costmodel::StepModel& StepOrThrow(const PyCost& c, const char* method) {
+  if (c.step == nullptr) {
+    ThrowInvalid(absl::StrCat("Cost.", method,
+                              ": this cost prices no drafter (Cost(..., drafter=\"\")); pass "
+                              "drafter=\"eagle3\" or another architecture"));
+  }
+  return *c.step;
+}
+
 PyCost FromResolved(costmodel::ResolvedLatencyModel r) {
   PyCost c;
   c.model = std::shared_ptr<const costmodel::LatencyModel>(std::move(r.model));
@@ -47,12 +147,17 @@ PyCost FromResolved(costmodel::ResolvedLatencyModel r) {
   c.provenance = std::move(r.provenance);
   c.engine = std::move(r.engine);
   c.engine_version = std::move(r.engine_version);
+  c.drafters = std::make_shared<const std::map<std::string, costmodel::DrafterProfile>>(
+      std::move(r.drafters));
   return c;
 }
 
 PyCost Resolve(const std::string& gpu, const std::string& model, const std::string& engine,
                const std::string& dtype, int64_t tp, const std::string& profile,
-               const std::string& latency_model, const std::string& calib_dir) {
+               const std::string& latency_model, const std::string& calib_dir,
+               const std::string& drafter, int draft_steps, int topk, int64_t draft_vocab,
+               py::object host_step_ms, py::object host_per_seq_ms, py::object host_per_draft_ms,
+               py::object sample_ms) {
   costmodel::CostSpec spec;
   spec.gpu = gpu;
   spec.model = model;
@@ -76,7 +181,11 @@ PyCost Resolve(const std::string& gpu, const std::string& model, const std::stri
         {{"(or set profile_path)", "(or pass profile=PATH)"}, {"profile_path = ", "profile = "}});
     ThrowStatus(absl::Status(resolved.status().code(), message));
   }
-  return FromResolved(*std::move(resolved));
+  PyCost c = FromResolved(*std::move(resolved));
+  AttachStep(
+      &c, StepArgs{drafter, draft_steps, topk, draft_vocab, std::move(host_step_ms),
+                   std::move(host_per_seq_ms), std::move(host_per_draft_ms), std::move(sample_ms)});
+  return c;
 }
 
 PyCost CostOfProfile(const costmodel::Profile& p, const std::string& latency_model,
@@ -92,6 +201,8 @@ PyCost CostOfProfile(const costmodel::Profile& p, const std::string& latency_mod
   c.provenance = p.provenance;
   c.engine = p.engine;
   c.engine_version = p.engine_version;
+  c.drafters = std::make_shared<const std::map<std::string, costmodel::DrafterProfile>>(p.drafters);
+  AttachStep(&c, StepArgs{});
   return c;
 }
 
@@ -113,12 +224,13 @@ double PassSeconds(const PyCost& cost, int64_t b, int64_t s, int64_t c) {
 
 std::string CostRepr(const PyCost& c) {
   return absl::StrFormat(
-      "specplan.Cost(model=%s, gpu=%s, dtype=%s, tp=%d, kind=%s, profile=%s%s)", c.model_spec.name,
-      c.gpu_spec.name, costmodel::DTypeName(c.model_spec.dtype), c.model_spec.tp, c.model->Kind(),
-      c.profile_id.empty() ? "None" : "'" + c.profile_id + "'",
+      "specplan.Cost(model=%s, gpu=%s, dtype=%s, tp=%d, kind=%s, profile=%s%s, drafter=%s)",
+      c.model_spec.name, c.gpu_spec.name, costmodel::DTypeName(c.model_spec.dtype), c.model_spec.tp,
+      c.model->Kind(), c.profile_id.empty() ? "None" : "'" + c.profile_id + "'",
       c.engine.empty()
           ? ""
-          : ", engine=" + c.engine + (c.engine_version.empty() ? "" : " " + c.engine_version));
+          : ", engine=" + c.engine + (c.engine_version.empty() ? "" : " " + c.engine_version),
+      c.step ? c.step->options().drafter + " (" + c.step->draft_priced_by() + ")" : "None");
 }
 
 py::dict ProfileSummary(const std::string& path, const costmodel::Profile& p) {
@@ -173,6 +285,27 @@ costmodel::DrafterCost MakeDrafter(const DrafterArgs& a, int gamma) {
   return d;
 }
 
+std::shared_ptr<const costmodel::StepModel> StepWithDraft(const PyCost& cost, double draft_s) {
+  if (cost.step == nullptr || !(draft_s > 0)) return cost.step;
+  costmodel::StepOptions o = cost.step->options();
+  o.draft_s = draft_s;
+  absl::StatusOr<costmodel::StepModel> step = costmodel::StepModel::Create(
+      cost.model.get(), cost.model_spec, cost.gpu_spec, cost.drafters.get(), cost.engine, o);
+  if (!step.ok()) ThrowStatus(StepErrorInKeywords(step.status()));
+  return std::make_shared<const costmodel::StepModel>(*std::move(step));
+}
+
+double PriceStep(const PyCost& cost, const DrafterArgs& args, int gamma, int64_t c,
+                 costmodel::DrafterCost* d, double* t_aux_s) {
+  // An explicit "ar" / "causal" class prices drafting by class, as the CLI's --drafter ar does.
+  if (cost.step == nullptr || d->cls != costmodel::DrafterClass::kParallelBlock) return 0;
+  const std::shared_ptr<const costmodel::StepModel> step = StepWithDraft(cost, d->t_net_s);
+  const costmodel::PlannerStepTerms terms = costmodel::PlannerTermsFor(*step, gamma, c);
+  *d = terms.drafter;
+  *t_aux_s += terms.t_aux_s;
+  return terms.l_ar_s;
+}
+
 const PyCost* ReadCost(py::handle obj) {
   if (obj.is_none()) return nullptr;
   if (!py::isinstance<PyCost>(obj)) {
@@ -200,11 +333,21 @@ profile, InvalidArgumentError for a bad dtype, tp or engine name.)doc")
       .def(py::init(&Resolve), py::kw_only(), py::arg("gpu") = "", py::arg("model") = "",
            py::arg("engine") = "", py::arg("dtype") = "bf16", py::arg("tp") = 0,
            py::arg("profile") = "", py::arg("latency_model") = "", py::arg("calib_dir") = "",
+           py::arg("drafter") = "eagle3", py::arg("draft_steps") = -1, py::arg("topk") = 1,
+           py::arg("draft_vocab") = 0, py::arg("host_step_ms") = py::none(),
+           py::arg("host_per_seq_ms") = py::none(), py::arg("host_per_draft_ms") = py::none(),
+           py::arg("sample_ms") = py::none(),
            R"doc(Resolves a cost. gpu, model: registry names ("h100", "qwen3-8b") or JSON spec /
 HF config paths; engine: "" (default rule) or sglang|vllm|trtllm|specplan; dtype: bf16|fp16|fp32|fp8;
 tp: tensor parallelism (0 = the profile's, else 1); profile: explicit profile JSON; latency_model:
 a kind of the profile other than its default (roofline, linear, per_term, overlap, kernel_sum,
-table); calib_dir: where bundled profiles live ("" = specplan.default_calib_dir()).)doc")
+table); calib_dir: where bundled profiles live ("" = specplan.default_calib_dir()).
+The engine's whole step (as `specplan estimate --drafter`): drafter names the architecture the
+step model prices from the profile's kernel tables (eagle, eagle3, mtp, draft:MODEL, block:MODEL,
+ngram, suffix; "" = none); draft_steps D (-1 = the chain's s - 1); topk beams per draft forward;
+draft_vocab (eagle3's, 0 = 32000); host_step_ms, host_per_seq_ms, host_per_draft_ms, sample_ms
+override the engine's host-time defaults (None = the engine's). Planning calls with this cost
+price their cycle through the step model (costmodel::PlannerTermsFor), as the CLI does.)doc")
       .def_property_readonly(
           "kind", [](const PyCost& c) { return c.model->Kind(); },
           "Latency model kind: roofline, table, kernel_sum, ...")
@@ -222,6 +365,40 @@ table); calib_dir: where bundled profiles live ("" = specplan.default_calib_dir(
       .def_property_readonly(
           "dtype", [](const PyCost& c) { return costmodel::DTypeName(c.model_spec.dtype); })
       .def_property_readonly("tp", [](const PyCost& c) { return c.model_spec.tp; })
+      .def_property_readonly(
+          "drafter",
+          [](const PyCost& c) { return c.step ? c.step->options().drafter : std::string(); },
+          "The drafter architecture the step model prices (\"\" = none)")
+      .def_property_readonly(
+          "draft_priced_by",
+          [](const PyCost& c) { return c.step ? c.step->draft_priced_by() : std::string("none"); },
+          "How T_draft is priced: \"kernel tables\", \"roofline\", \"host only\" or \"none\"")
+      .def_property_readonly(
+          "host",
+          [](const PyCost& c) {
+            return c.step ? py::object(HostDict(c.step->host())) : py::object(py::none());
+          },
+          "The host time the step model uses (seconds, with provenance); None without a drafter")
+      .def(
+          "step",
+          [](const PyCost& c, int64_t b, int64_t s, int64_t ctx) {
+            CheckShape(s, ctx, b);
+            const costmodel::StepModel& step = StepOrThrow(c, "step");
+            return StepDict(step.Step(b, s, ctx), step.draft_priced_by());
+          },
+          py::arg("b"), py::arg("s"), py::arg("c"),
+          R"doc(The engine's whole speculative step of b sequences, each verifying s tokens over c
+cached (costmodel/step/step_model.h): a dict of verify_s, draft_s, sample_s, host_s, step_s
+(their sum), draft_forwards and draft_priced_by, as `specplan estimate --json` prints "step".)doc")
+      .def(
+          "ar_step",
+          [](const PyCost& c, int64_t b, int64_t ctx) {
+            CheckShape(1, ctx, b);
+            return StepDict(StepOrThrow(c, "ar_step").ArStep(b, ctx), "none");
+          },
+          py::arg("b"), py::arg("c"),
+          "One plain decoding step of b sequences over c cached tokens, host work included: the "
+          "same dict as step() (draft_s 0); step_s is `specplan estimate`'s ar_step_s.")
       .def(
           "verify_seconds",
           [](const PyCost& c, int64_t s, int64_t ctx, int64_t b) {
@@ -290,6 +467,22 @@ table); calib_dir: where bundled profiles live ("" = specplan.default_calib_dir(
             cycle["verify_s"] = verify;
             cycle["cycle_s"] = draft + t_aux_ms * 1e-3 + verify;
             out["cycle"] = cycle;
+            // As `specplan estimate`: the step with a drafter architecture, by hand when
+            // t_draft_ms is given (the class's T_draft); an "ar" / "causal" class prices by class.
+            if (c.step != nullptr && d.cls == costmodel::DrafterClass::kParallelBlock) {
+              const auto step = StepWithDraft(c, t_draft_ms > 0 ? d.DraftSeconds() : 0);
+              cycle["drafter"] = step->options().drafter;
+              py::dict st = StepDict(step->Step(b, s, ctx), step->draft_priced_by());
+              st["drafter"] = step->options().drafter;
+              st["draft_steps"] =
+                  step->options().draft_steps >= 0 ? step->options().draft_steps : s - 1;
+              st["topk"] = step->options().topk;
+              st["host"] = HostDict(step->host());
+              out["step"] = st;
+              const costmodel::StepBreakdown ar = step->ArStep(b, ctx);
+              out["ar_step"] = StepDict(ar, "none");
+              out["ar_step_s"] = ar.step_s();
+            }
             return out;
           },
           py::arg("s") = 1, py::arg("c") = 0, py::arg("b") = 1, py::kw_only(),
@@ -297,7 +490,10 @@ table); calib_dir: where bundled profiles live ("" = specplan.default_calib_dir(
           py::arg("t_aux_ms") = 0.0,
           R"doc(What `specplan estimate --json` reports for one pass of b sequences of s tokens over
 c cached tokens: predicted_s (the whole pass), per_sequence_s, per_token_s, latency_model, profile,
-engine, engine_version, and `cycle` (n = s - 1, drafter, draft_s, aux_s, verify_s, cycle_s).)doc")
+engine, engine_version, and `cycle` (n = s - 1, drafter, draft_s, aux_s, verify_s, cycle_s); with
+a drafter architecture (Cost(drafter=...)) also `step` (the engine's whole step: verify_s, draft_s,
+sample_s, host_s, step_s, draft_forwards, draft_priced_by, drafter, draft_steps, topk, host),
+`ar_step` and `ar_step_s` (the plain step). t_draft_ms > 0 prices T_draft by hand.)doc")
       .def("__repr__", &CostRepr);
 
   py::class_<PyProfile>(m, "Profile", R"doc(

@@ -122,9 +122,16 @@ py::object PlanTree(py::object marginals, py::object cost_obj, int64_t c, int n_
     }
   }
   DrafterArgs da{drafter, t_draft_ms, t_aux_ms, 0};
-  const costmodel::DrafterCost d = MakeDrafter(da, m.gamma);
+  costmodel::DrafterCost d = MakeDrafter(da, m.gamma);
   std::optional<costmodel::CycleCost> cycle;
-  if (cost != nullptr) cycle.emplace(cost->model.get(), d, t_aux_ms * 1e-3, c);
+  if (cost != nullptr) {
+    // A Cost with a drafter architecture: its whole step into the cycle and L_AR (a given
+    // l_ar_ms stands), as `specplan plan` prices it.
+    double t_aux_s = t_aux_ms * 1e-3;
+    const double l_ar_s = PriceStep(*cost, da, m.gamma, c, &d, &t_aux_s);
+    if (l_ar_s > 0 && o.l_ar_s <= 0) o.l_ar_s = l_ar_s;
+    cycle.emplace(cost->model.get(), d, t_aux_s, c);
+  }
 
   auto out = std::make_unique<PyTreePlan>();
   absl::Status st;

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,6 +28,8 @@
 #include "costmodel/gpu_spec.h"
 #include "costmodel/latency_model.h"
 #include "costmodel/model_spec.h"
+#include "costmodel/profile.h"
+#include "costmodel/step/step_model.h"
 #include "planner/marginals/marginals.h"
 #include "planner/tree/tree.h"
 #include "planner/tree/tree_outputs.h"
@@ -166,6 +169,11 @@ struct PyCost {
   std::string provenance;
   std::string engine;
   std::string engine_version;
+  // The profile's composed drafter tables (Profile::drafters; empty for the bare roofline).
+  std::shared_ptr<const std::map<std::string, costmodel::DrafterProfile>> drafters;
+  // The engine's whole step (costmodel/step/step_model.h) over `model`, for Cost(drafter=...) an
+  // architecture; null for drafter="" (the verify pass alone; plans price drafting by class).
+  std::shared_ptr<const costmodel::StepModel> step;
 };
 // `obj` as a cost: a specplan.Cost, or None (returns nullptr).
 const PyCost* ReadCost(py::handle obj);
@@ -180,6 +188,17 @@ struct DrafterArgs {
   double draft_batch_growth = 0;
 };
 costmodel::DrafterCost MakeDrafter(const DrafterArgs& a, int gamma);
+
+// The cost's step model with T_draft by hand when `draft_s` > 0 (a planning call's t_draft_ms,
+// as the CLI's --t-draft-ms), else cost.step itself; null without a step model.
+std::shared_ptr<const costmodel::StepModel> StepWithDraft(const PyCost& cost, double draft_s);
+// A planning call's cycle with the cost's step model, as the CLI's CostFlags::PriceDrafter:
+// costmodel::PlannerTermsFor(step, gamma, c) replaces *d (T_draft by hand when t_draft_ms > 0),
+// its sample and host terms are added to *t_aux_s, and the plain step (L_AR, seconds) is
+// returned. Without a step model, or for an explicit "ar" / "causal" class (drafting priced by
+// class, as the CLI's --drafter ar), *d and *t_aux_s are left alone and 0 is returned.
+double PriceStep(const PyCost& cost, const DrafterArgs& args, int gamma, int64_t c,
+                 costmodel::DrafterCost* d, double* t_aux_s);
 
 // "controller" | "scan" | "fixed" -> planner::BudgetMode (as an int, to keep this header light);
 // errors name `mode`.

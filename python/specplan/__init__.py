@@ -73,27 +73,41 @@ class Request(NamedTuple):
     weight: float = 1.0
 
 
+_COST_CLASSES = ("ar", "parallel", "causal")
+
+
 def estimate(s: int = 1, c: int = 0, b: int = 1, *, gpu: str = "", model: str = "",
              engine: str = "", dtype: str = "bf16", tp: int = 0, profile: str = "",
-             latency_model: str = "", drafter: str = "parallel", gamma: int = 16,
-             t_draft_ms: float = 0.0, t_aux_ms: float = 0.0) -> dict:
+             latency_model: str = "", drafter: str = "eagle3", gamma: int = 16,
+             t_draft_ms: float = 0.0, t_aux_ms: float = 0.0, draft_steps: int = -1,
+             topk: int = 1, draft_vocab: int = 0, host_step_ms: Optional[float] = None,
+             host_per_seq_ms: Optional[float] = None, host_per_draft_ms: Optional[float] = None,
+             sample_ms: Optional[float] = None) -> dict:
     """`specplan estimate --json` in one call: resolves the cost (see Cost) and prices one pass
-    of b sequences, each verifying s tokens over c cached tokens. Returns Cost.estimate's dict
+    of b sequences, each verifying s tokens over c cached tokens. drafter is, as the CLI's
+    --drafter, an architecture (eagle3 by default; the engine's whole step is priced) or a cost
+    class (ar, parallel, causal; priced by t_draft_ms alone). Returns Cost.estimate's dict
     (predicted_s for the whole pass, per_sequence_s, per_token_s, latency_model, profile, engine,
-    cycle, ...)."""
+    cycle, and with an architecture step, ar_step and ar_step_s)."""
+    is_class = drafter in _COST_CLASSES
     cost = Cost(gpu=gpu, model=model, engine=engine, dtype=dtype, tp=tp, profile=profile,
-                latency_model=latency_model)
-    return cost.estimate(s, c, b, drafter=drafter, gamma=gamma, t_draft_ms=t_draft_ms,
-                         t_aux_ms=t_aux_ms)
+                latency_model=latency_model, drafter="" if is_class else drafter,
+                draft_steps=draft_steps, topk=topk, draft_vocab=draft_vocab,
+                host_step_ms=host_step_ms, host_per_seq_ms=host_per_seq_ms,
+                host_per_draft_ms=host_per_draft_ms, sample_ms=sample_ms)
+    return cost.estimate(s, c, b, drafter=drafter if is_class else "parallel", gamma=gamma,
+                         t_draft_ms=t_draft_ms, t_aux_ms=t_aux_ms)
 
 
 def resolve_cost(gpu: str = "", model: str = "", *, engine: Optional[str] = None,
                  dtype: str = "bf16", tp: int = 0, profile: Optional[str] = None,
-                 latency_model: Optional[str] = None, calib_dir: Optional[str] = None) -> Cost:
-    """Cost(...) with positional gpu and model and None for "not given"."""
+                 latency_model: Optional[str] = None, calib_dir: Optional[str] = None,
+                 drafter: Optional[str] = "eagle3", **step: Any) -> Cost:
+    """Cost(...) with positional gpu and model and None for "not given" (drafter=None: none);
+    further keywords (draft_steps, topk, draft_vocab, host_step_ms, ...) go to Cost."""
     return Cost(gpu=gpu, model=model, engine=engine or "", dtype=dtype, tp=tp,
                 profile=profile or "", latency_model=latency_model or "",
-                calib_dir=calib_dir or "")
+                calib_dir=calib_dir or "", drafter=drafter or "", **step)
 
 
 __all__ = [
