@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "costmodel/roofline_latency.h"
@@ -39,11 +40,47 @@ absl::Status CheckHost(const HostTime& h) {
   return absl::OkStatus();
 }
 
+// Calls fn(forward) for each forward of DraftForwards(arch, b, s, c, d, topk) (drafter_arch.h),
+// in its order, without building its vector: a step is priced on the planners' hot path, where
+// that allocation cost a third of a b = 1 step. tests/costmodel/step_model_test.cc checks the two
+// agree over a grid.
+template <typename Fn>
+void ForEachDraftForward(const DrafterArch& arch, int64_t b, int64_t s, int64_t c, int d, int topk,
+                         Fn&& fn) {
+  if (!arch.has_network() || d <= 0) return;
+  if (arch.kind == DrafterKind::kBlock) {
+    fn(DraftForward{b, d, c, 1});
+    return;
+  }
+  fn(DraftForward{b, s, c, 1});
+  if (d > 1) fn(DraftForward{b * std::max(topk, 1), 1, c + s, d - 1});
+}
+
 const DrafterProfile* FindDrafter(const std::map<std::string, DrafterProfile>* drafters,
                                   const std::string& name) {
   if (drafters == nullptr) return nullptr;
   const auto it = drafters->find(name);
   return it == drafters->end() ? nullptr : &it->second;
+}
+
+// StepModel::DraftSeconds (T_draft of b sequences at (s, c) drafting d positions; *forwards = the
+// forwards run), given the batch b x (s, c) in `uniform` when the caller built it (b > 1), else
+// null: the extend forward of a uniform batch then prices the batch the target's pass read.
+double DraftTime(const StepModel& m, const LatencyModel* draft, const DrafterArch& arch, int64_t b,
+                 int64_t s, int64_t c, int d, const BatchShape* uniform, int* forwards) {
+  *forwards = 0;
+  if (!m.has_drafter()) return 0;
+  const std::optional<double>& given = m.options().draft_s;
+  double t = 0;
+  ForEachDraftForward(arch, b, s, c, d, m.options().topk, [&](const DraftForward& f) {
+    *forwards += f.count;
+    if (given) return;
+    const bool same =
+        uniform != nullptr && draft != nullptr && f.batch == b && f.tokens == s && f.context == c;
+    t += f.count * (same ? draft->VerifyBatchSeconds(*uniform)
+                         : m.DraftForwardSeconds(f.batch, f.tokens, f.context));
+  });
+  return given ? *given : t;
 }
 
 }  // namespace
@@ -120,24 +157,21 @@ void StepModel::AddHost(int64_t b, StepBreakdown* r) const {
 }
 
 double StepModel::DraftSeconds(int64_t b, int64_t s, int64_t c, int d, int* forwards) const {
-  *forwards = 0;
-  if (!has_drafter()) return 0;
-  double t = 0;
-  for (const DraftForward& f : DraftForwards(arch_, b, s, c, d, options_.topk)) {
-    *forwards += f.count;
-    if (!options_.draft_s) t += f.count * DraftForwardSeconds(f.batch, f.tokens, f.context);
-  }
-  return options_.draft_s ? *options_.draft_s : t;
+  return DraftTime(*this, draft_.get(), arch_, b, s, c, d, nullptr, forwards);
 }
 
 StepBreakdown StepModel::Step(int64_t b, int64_t s, int64_t c) const {
   SPECPLAN_CHECK(b >= 1 && s >= 1 && c >= 0);
   StepBreakdown r;
-  r.verify_s =
-      (b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(Uniform(b, s, c))) +
-      host_.verify_per_token_s * static_cast<double>(b * s);
+  // The uniform batch is built once (b adds): the target's pass and the drafter's extend forward
+  // both price it.
+  std::optional<BatchShape> uniform;
+  if (b > 1) uniform = Uniform(b, s, c);
+  r.verify_s = (b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(*uniform)) +
+               host_.verify_per_token_s * static_cast<double>(b * s);
   const int d = options_.draft_steps >= 0 ? options_.draft_steps : static_cast<int>(s - 1);
-  r.draft_s = DraftSeconds(b, s, c, d, &r.draft_forwards);
+  r.draft_s = DraftTime(*this, draft_.get(), arch_, b, s, c, d, uniform ? &*uniform : nullptr,
+                        &r.draft_forwards);
   AddHost(b, &r);
   return r;
 }

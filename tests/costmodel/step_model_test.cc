@@ -251,6 +251,50 @@ TEST(StepModel, DraftStepsGivenOverrideTheChain) {
   EXPECT_EQ(none.sample_s, h.sample_call_s);
 }
 
+// The step model walks the drafter's forwards itself (no vector per step): against
+// DraftForwards (drafter_arch.h), each forward priced by DraftForwardSeconds, over a grid of
+// drafters, shapes, D and topk; bit for bit.
+TEST(StepModel, DraftingIsDraftForwardsPricedOneByOneOverAGrid) {
+  const HostTime h = VllmHost();
+  int checked = 0;
+  for (const char* name : {"eagle3", "mtp", "draft:llama-3.2-1b", "block:llama-3.2-1b", "ngram"}) {
+    for (int draft_steps : {-1, 0, 1, 3, 6}) {
+      for (int topk : {1, 3}) {
+        StepOptions o;
+        o.drafter = name;
+        o.draft_steps = draft_steps;
+        o.topk = topk;
+        const StepModel m = Make(o);
+        const DrafterArch arch = *DrafterArchFor(name, Vllm().model_spec);
+        for (int64_t b : {1, 2, 16}) {
+          for (int64_t s : {1, 2, 4, 7}) {
+            for (int64_t c : {0, 900}) {
+              SCOPED_TRACE(testing::Message() << name << " D " << draft_steps << " topk " << topk
+                                              << ": b = " << b << ", s = " << s << ", c = " << c);
+              const int d = draft_steps >= 0 ? draft_steps : static_cast<int>(s - 1);
+              double t = 0;
+              int forwards = 0;
+              for (const DraftForward& f : DraftForwards(arch, b, s, c, d, topk)) {
+                forwards += f.count;
+                t += f.count * m.DraftForwardSeconds(f.batch, f.tokens, f.context);
+              }
+              t += h.per_draft_forward_s * forwards;
+              const StepBreakdown r = m.Step(b, s, c);
+              EXPECT_EQ(r.draft_forwards, forwards);
+              EXPECT_EQ(r.draft_s, t);
+              const StepBreakdown ragged = m.Step(Uniform(b, s, c));
+              EXPECT_EQ(ragged.draft_forwards, forwards);
+              EXPECT_EQ(ragged.draft_s, t);
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 5 * 5 * 2 * 3 * 4 * 2);
+}
+
 TEST(StepModel, RaggedStepOfAUniformBatchIsTheUniformStep) {
   for (const StepOptions& o : [] {
          std::vector<StepOptions> v(4);
