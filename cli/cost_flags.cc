@@ -104,7 +104,8 @@ absl::StatusOr<costmodel::StepOptions> CostFlags::StepOptionsFor(const std::stri
     for (const auto& [field, flag] :
          {std::pair<std::string, std::string>{"draft_steps", "--draft-steps"},
           {"topk", "--topk"},
-          {"draft_s", "--t-draft-ms"}}) {
+          {"draft_s", "--t-draft-ms"},
+          {"draft_vocab", "--draft-vocab"}}) {
       if (msg.rfind(field + " = ", 0) == 0) {
         return absl::InvalidArgumentError(flag + " " + msg.substr(field.size() + 3));
       }
@@ -267,14 +268,18 @@ CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* f) {
                   "Host terms from `specplan step fit --out` (instead of the engine's defaults; "
                   "the --host-*-ms and --sample-ms flags still override single terms)");
   cmd->add_option("--host-step-ms", f->host_step_ms,
-                  "Engine host work per step, ms (default: the engine's, docs/step-model.md)");
+                  "Engine host work per step, ms (default: the engine's, docs/step-model.md)")
+      ->check(CLI::Range(0.0, 1000.0));
   cmd->add_option("--host-per-seq-ms", f->host_per_seq_ms,
-                  "Engine host work per sequence per step, ms (default: the engine's)");
+                  "Engine host work per sequence per step, ms (default: the engine's)")
+      ->check(CLI::Range(0.0, 1000.0));
   cmd->add_option("--host-per-draft-ms", f->host_per_draft_ms,
-                  "Engine host work per drafter forward, ms (default: the engine's)");
+                  "Engine host work per drafter forward, ms (default: the engine's)")
+      ->check(CLI::Range(0.0, 1000.0));
   cmd->add_option("--sample-ms", f->sample_ms,
                   "One sampling call (the target's, and each drafter forward's), ms (default: the "
-                  "engine's)");
+                  "engine's)")
+      ->check(CLI::Range(0.0, 1000.0));
   cmd->add_option("--t-aux-ms", f->t_aux_ms, "Tree construction/sampling overhead, ms")
       ->check(CLI::NonNegativeNumber);
   return o;

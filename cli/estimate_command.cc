@@ -194,6 +194,14 @@ int RunEstimate(const EstimateArgs& a) {
       cycle_s = cycle.Seconds(pass);
     }
   }
+  if (step) {
+    // With a drafter architecture the cycle a planner prices is the engine's whole step: T_draft,
+    // then T_aux = the step's sampling and host work (plus --t-aux-ms), then T_verify.
+    draft_s = step->draft_s;
+    aux_s = step->sample_s + step->host_s + a.t_aux_ms * 1e-3;
+    verify_s = step->verify_s;
+    cycle_s = draft_s + aux_s + verify_s;
+  }
   // The roofline of the whole pass: its weights once, its tokens, context and scores B times.
   const RooflineEstimate e =
       a.b == 1 ? EstimateRoofline(model_spec, gpu_spec, a.s, a.c)

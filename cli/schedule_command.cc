@@ -230,7 +230,10 @@ int RunSchedule(const ScheduleArgs& given) {
                                     &options.replay.drafter, &options.replay.t_aux_s, &l_ar_s))) {
       return 1;
     }
-    if (a.DrafterIsCostClass()) options.replay.drafter.batch_growth = a.draft_batch_growth;
+    // Drafting given by hand (--t-draft-ms) is one request's: the batch growth prices the rest.
+    if (a.DrafterIsCostClass() || a.t_draft_ms > 0) {
+      options.replay.drafter.batch_growth = a.draft_batch_growth;
+    }
   }
   options.replay.calibrate = a.calibrate;
   options.replay.batch_scan = a.batch_scan;

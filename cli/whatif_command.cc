@@ -167,8 +167,12 @@ bool PriceTraceDrafter(const WhatIfArgs& a, const LocalInputs& in, costmodel::Dr
   const double growth = d->batch_growth;
   const absl::Status st =
       a.PriceDrafter(in.resolved, gamma, steps > 0 ? c_sum / steps : 0, d, t_aux_s, &l_ar_s);
-  // A given --draft-batch-growth (or a cost class's) stands; else the step model's growth.
-  if (a.DrafterIsCostClass() || Given(a, "--draft-batch-growth")) d->batch_growth = growth;
+  // A given --draft-batch-growth (or a cost class's, or the default with drafting given by hand)
+  // stands; else the step model's growth.
+  // Drafting given by hand (--t-draft-ms) is one request's: the batch growth prices the rest.
+  if (a.DrafterIsCostClass() || Given(a, "--draft-batch-growth") || a.t_draft_ms > 0) {
+    d->batch_growth = growth;
+  }
   return !Failed("specplan whatif: ", st);
 }
 

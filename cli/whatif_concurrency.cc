@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -80,7 +81,19 @@ int RunChainReplay(const ChainReplayRun& run) {
   auto step = run.cost->Step(*resolved, 0);
   if (Failed(kCmd, step.status())) return 1;
   auto report = whatif::ReplayChains(*acceptance, *step, run.options);
-  if (Failed(kCmd, report.status())) return 1;
+  if (!report.ok()) {
+    // The replay names its fields; say them as the flags that set them.
+    std::string msg(report.status().message());
+    for (const auto& [field, flag] :
+         {std::pair<std::string, std::string>{"chain_lengths: ", "--chains: "},
+          {"batch_sizes: ", "--concurrency: "},
+          {"context = ", "--context "},
+          {"drafter: none", "--drafter names a cost class"}}) {
+      if (msg.rfind(field, 0) == 0) msg = flag + msg.substr(field.size());
+    }
+    std::cerr << kCmd << msg << "\n";
+    return 1;
+  }
   WhatIfSource source;
   source.trace_path = acceptance->source;
   source.model_name = resolved->model_spec.name;
