@@ -398,8 +398,10 @@ def main():
       f"requests' mean the rates model's speedups stay within {gap[0]:.1f} % of the replay; with "
       "the step-weighted mean (which long requests dominate) they differ by "
       f"{step_gap(BATCHES[0]):.1f} % at B = {BATCHES[0]} and {step_gap(BATCHES[-1]):.1f} % at "
-      f"B = {BATCHES[-1]}: at large B the cache's traffic is a larger part of the verify pass, so "
-      "the one context chosen for every request matters more than the independence assumption. "
+      f"B = {BATCHES[-1]}. Two things move a rates-only prediction: the tokens per step that "
+      "independence gives (per-position rates pooled over steps of a longer chain than K, so "
+      "they differ from a K-step walk), and the one context chosen for every request, which "
+      "weighs more at large B, where the cache's traffic is a larger part of the verify pass. "
       "A rates-only user should pass `--context` near their requests' typical context. MAPE "
       f"against the measurements: {sum(ierrs[0]) / len(ierrs[0]):.2f} % (request mean), "
       f"{sum(ierrs[1]) / len(ierrs[1]):.2f} % (step mean); trace replay {mape:.2f} %.")
