@@ -130,9 +130,10 @@ absl::StatusOr<ComposedCost> ComposedCost::Create(const EngineKernelTables* tabl
                      ": a mixture-of-experts model; the kernel tables hold dense "
                      "GEMMs only (no grouped expert GEMMs)"));
   }
-  if (model.dtype != DType::kBFloat16) {
+  if (model.dtype != tables->dtype) {
     return absl::InvalidArgumentError(absl::StrCat("--dtype ", DTypeName(model.dtype),
-                                                   ": the kernel tables hold bf16 timings only"));
+                                                   ": the kernel tables hold ",
+                                                   DTypeName(tables->dtype), " timings only"));
   }
   if (const std::string why = TensorParallelProblem(model, gpu, model.tp); !why.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--tp ", model.tp, ": ", why));
@@ -169,6 +170,10 @@ absl::StatusOr<AttentionLookup> ComposedCost::Attention(int64_t b, int64_t s, in
   SPECPLAN_ASSIGN_OR_RETURN(AttentionLookup memory,
                             tables_->generation.Seconds(heads_, bd, cd + sd));
   if (s == 1) return memory;
+  if (const auto& tree = tables_->tree;
+      tree.has_value() && s >= tree->min_s() && s <= tree->max_s() && tree->Holds(heads_)) {
+    return tree->Seconds(heads_, bd, s, cd + sd);
+  }
   const double pairs = sd * cd + sd * (sd + 1) / 2;
   const double n_eq = (std::sqrt(8 * pairs + 1) - 1) / 2;
   SPECPLAN_ASSIGN_OR_RETURN(AttentionLookup compute, tables_->context.Seconds(heads_, bd, n_eq));
@@ -288,8 +293,12 @@ absl::StatusOr<DrafterProfile> ComposeDrafterTable(const EngineKernelTables& tab
   return d;
 }
 
-absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const std::string& model,
-                                       const ComposeOptions& o) {
+namespace {
+
+// The engine the profile names (the option, else the folder's; they must agree) after checking
+// the options' tp and grids.
+absl::StatusOr<std::string> ComposeEngine(const EngineKernelTables& tables,
+                                          const ComposeOptions& o) {
   // Engine: the option, else the folder's; either way a known engine, and they must agree.
   std::string engine = o.engine;
   if (engine.empty()) {
@@ -309,9 +318,11 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const s
                                                      " kernel timings"));
     }
   }
-  if (engine == kRuntimeEngine) {
+  if (engine == kRuntimeEngine && tables.engine != kRuntimeEngine) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--engine ", engine, ": specplan's own profiles are measured by calibrate, not composed"));
+        "--engine ", engine,
+        ": specplan's own profiles are composed from the tables calibrate --kernels writes "
+        "(a specplan-* folder) or measured by calibrate --mode runtime"));
   }
   if (o.tp < 1) return absl::InvalidArgumentError(absl::StrCat("--tp ", o.tp, ": must be >= 1"));
   const std::vector<int64_t>& bg = o.b_grid.empty() ? DefaultComposeBGrid() : o.b_grid;
@@ -324,8 +335,24 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const s
     return absl::InvalidArgumentError(
         absl::StrCat("--b-grid ", bg.front(), ": must start at 1 (the single-sequence layer)"));
   }
+  return engine;
+}
 
+}  // namespace
+
+absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const std::string& model,
+                                       const ComposeOptions& o) {
+  SPECPLAN_RETURN_IF_ERROR(ComposeEngine(tables, o).status());
   SPECPLAN_ASSIGN_OR_RETURN(ModelSpec spec, ResolveModel(model));
+  return ComposeProfile(tables, std::move(spec), o);
+}
+
+absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, ModelSpec spec,
+                                       const ComposeOptions& o) {
+  SPECPLAN_ASSIGN_OR_RETURN(const std::string engine, ComposeEngine(tables, o));
+  const std::vector<int64_t>& bg = o.b_grid.empty() ? DefaultComposeBGrid() : o.b_grid;
+  const std::vector<int64_t>& sg = o.s_grid.empty() ? DefaultComposeSGrid() : o.s_grid;
+  const std::vector<int64_t>& cg = o.c_grid.empty() ? DefaultComposeCGrid() : o.c_grid;
   spec.dtype = o.dtype;
   spec.tp = o.tp;
   GpuSpec gpu;
@@ -385,6 +412,9 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const s
       {"generation_attention_kernels", absl::StrJoin(tables.generation.kernel_sources(), ", ")},
       {"context_attention_kernels", absl::StrJoin(tables.context.kernel_sources(), ", ")},
       {"composer", "specplan profiles compose"}};
+  if (tables.tree.has_value()) {
+    prof.software["tree_attention_kernels"] = absl::StrJoin(tables.tree->kernel_sources(), ", ");
+  }
   prof.created_utc = UtcTimestamp();
   prof.default_model = "table";
   prof.table = std::move(table);
@@ -401,10 +431,20 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const s
       "T(b, s, c) = embedding + L x (QKV, O, gate/up, down GEMMs at m = b s + attention + "
       "unmeasured terms) + final norm + LM head GEMM; QKV and gate/up fused as the engines run "
       "them");
-  prof.notes.push_back(
-      "attention at s = 1: the generation table at kv_len = c + 1; at s > 1 (tree verification, "
-      "in neither table): max(generation table at kv_len = c + s, context table at the isl that "
-      "scores as many (query, key) pairs as s tokens over c cached ones plus a causal block)");
+  const AttentionHeads heads{spec.n_q / spec.tp, spec.kv_heads_per_gpu(), spec.head_dim};
+  if (tables.tree.has_value() && tables.tree->Holds(heads)) {
+    prof.notes.push_back(absl::StrCat(
+        "attention at s = 1: the generation table at kv_len = c + 1; at s = ", tables.tree->min_s(),
+        " .. ", tables.tree->max_s(),
+        ": the tree-attention table (measured under a tree mask) at kv_len = c + s; at other s > "
+        "1: max(generation table at kv_len = c + s, context table at the isl that scores as many "
+        "(query, key) pairs as s tokens over c cached ones plus a causal block)"));
+  } else {
+    prof.notes.push_back(
+        "attention at s = 1: the generation table at kv_len = c + 1; at s > 1 (tree verification, "
+        "in neither table): max(generation table at kv_len = c + s, context table at the isl that "
+        "scores as many (query, key) pairs as s tokens over c cached ones plus a causal block)");
+  }
   // What the unmeasured terms add at one reference shape.
   SPECPLAN_ASSIGN_OR_RETURN(const ComposedPass bare, measured_only.Pass(1, 1, 1024));
   SPECPLAN_ASSIGN_OR_RETURN(const ComposedPass full, with_all.Pass(1, 1, 1024));

@@ -22,6 +22,9 @@
 //                    this is an upper bound of the masked kernel's work.
 //   Both terms grow with s and with c, so attention does too; at c = 0, n_eq = s and the compute
 //   term is the context table's own row.
+//   s > 1 with a tree_attention.csv (calibrate --kernels writes one) that holds the model's heads
+//          and s inside its measured s range: that table at (b, s, kv_len = c + s), measured
+//          under a tree mask; outside its s range, or without the table, the bound above.
 //
 // The terms the tables do not hold (norms, q/k norms, RoPE, SiLU-mul, residual adds, the KV-cache
 // write, embedding gather, final norm) are priced as memory-bound kernels: each costs
@@ -64,7 +67,7 @@ struct ComposedPass {
 struct ComposeOptions {
   std::string engine;              // "" = from the folder name ("sglang-0.5.14" -> "sglang")
   int64_t tp = 1;                  // tensor parallelism
-  DType dtype = DType::kBFloat16;  // the tables hold bf16 timings only
+  DType dtype = DType::kBFloat16;  // must be the tables' dtype (EngineKernelTables::dtype)
   std::string gpu;                 // registry name or JSON spec path; "" = from the tables' device
   bool unmeasured_terms = true;
   bool allow_extrapolation = true;  // false: a grid cell past the measured tables is an error
@@ -89,8 +92,8 @@ absl::StatusOr<GpuSpec> GpuForKernelTables(const EngineKernelTables& tables);
 
 class ComposedCost {
  public:
-  // Checks that the model is dense, tp splits it, dtype is bf16, and both attention tables hold
-  // its per-GPU heads; errors name the field and value.
+  // Checks that the model is dense, tp splits it, dtype is the tables', and both attention tables
+  // hold its per-GPU heads; errors name the field and value.
   static absl::StatusOr<ComposedCost> Create(const EngineKernelTables* tables, ModelSpec model,
                                              GpuSpec gpu, bool unmeasured_terms);
   // b, s >= 1, c >= 0.
@@ -146,6 +149,10 @@ absl::StatusOr<DrafterProfile> ComposeDrafterTable(const EngineKernelTables& tab
                                                    int64_t* extrapolated);
 
 absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, const std::string& model,
+                                       const ComposeOptions& options);
+// The same for a model already resolved (a runtime built-in such as "tiny", which the registry
+// does not hold); spec.dtype and spec.tp are taken from the options as above.
+absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, ModelSpec spec,
                                        const ComposeOptions& options);
 
 }  // namespace specplan::costmodel

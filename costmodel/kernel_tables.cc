@@ -295,19 +295,28 @@ absl::StatusOr<AttentionTable> AttentionTable::Parse(const std::string& text,
   SPECPLAN_ASSIGN_OR_RETURN(Csv csv, ParseCsv(text, source,
                                               {"batch_size", length_column, "num_heads",
                                                "num_key_value_heads", "head_dim", "latency_ms"}));
+  std::vector<Point> points;
+  for (const CsvRow& row : csv.rows) {
+    Point p;
+    SPECPLAN_ASSIGN_OR_RETURN(p.heads.num_heads, IntField(csv, row, "num_heads", source));
+    SPECPLAN_ASSIGN_OR_RETURN(p.heads.num_kv_heads,
+                              IntField(csv, row, "num_key_value_heads", source));
+    SPECPLAN_ASSIGN_OR_RETURN(p.heads.head_dim, IntField(csv, row, "head_dim", source));
+    SPECPLAN_ASSIGN_OR_RETURN(p.b, IntField(csv, row, "batch_size", source));
+    SPECPLAN_ASSIGN_OR_RETURN(p.x, IntField(csv, row, length_column, source));
+    SPECPLAN_ASSIGN_OR_RETURN(p.seconds, LatencyField(csv, row, source));
+    points.push_back(p);
+  }
+  return Build(source, length_column, points, KernelSources(csv));
+}
+
+AttentionTable AttentionTable::Build(const std::string& source, const std::string& length_column,
+                                     const std::vector<Point>& points,
+                                     std::vector<std::string> kernel_sources) {
   AttentionTable t;
   t.source_ = source;
   t.length_column_ = length_column;
-  for (const CsvRow& row : csv.rows) {
-    AttentionHeads h;
-    SPECPLAN_ASSIGN_OR_RETURN(h.num_heads, IntField(csv, row, "num_heads", source));
-    SPECPLAN_ASSIGN_OR_RETURN(h.num_kv_heads, IntField(csv, row, "num_key_value_heads", source));
-    SPECPLAN_ASSIGN_OR_RETURN(h.head_dim, IntField(csv, row, "head_dim", source));
-    SPECPLAN_ASSIGN_OR_RETURN(const int64_t b, IntField(csv, row, "batch_size", source));
-    SPECPLAN_ASSIGN_OR_RETURN(const int64_t x, IntField(csv, row, length_column, source));
-    SPECPLAN_ASSIGN_OR_RETURN(const double sec, LatencyField(csv, row, source));
-    t.by_heads_[h][b].push_back({x, sec});
-  }
+  for (const Point& p : points) t.by_heads_[p.heads][p.b].push_back({p.x, p.seconds});
   for (auto& [heads, by_b] : t.by_heads_) {
     for (auto& [b, pts] : by_b) {
       std::sort(pts.begin(), pts.end());
@@ -315,7 +324,7 @@ absl::StatusOr<AttentionTable> AttentionTable::Parse(const std::string& text,
       t.max_change_ = std::max(t.max_change_, Isotonic(&pts));
     }
   }
-  t.kernel_sources_ = KernelSources(csv);
+  t.kernel_sources_ = std::move(kernel_sources);
   return t;
 }
 
@@ -371,6 +380,75 @@ absl::StatusOr<AttentionLookup> AttentionTable::Seconds(const AttentionHeads& he
   r.extrapolated = a.extrapolated || c.extrapolated;
   r.why = a.extrapolated ? a.why : c.why;
   return r;
+}
+
+absl::StatusOr<TreeAttentionTable> TreeAttentionTable::Parse(const std::string& text,
+                                                             const std::string& source) {
+  SPECPLAN_ASSIGN_OR_RETURN(Csv csv, ParseCsv(text, source,
+                                              {"batch_size", "s", "kv_len", "num_heads",
+                                               "num_key_value_heads", "head_dim", "latency_ms"}));
+  std::map<int64_t, std::vector<AttentionTable::Point>> by_s;
+  for (const CsvRow& row : csv.rows) {
+    AttentionTable::Point p;
+    SPECPLAN_ASSIGN_OR_RETURN(p.heads.num_heads, IntField(csv, row, "num_heads", source));
+    SPECPLAN_ASSIGN_OR_RETURN(p.heads.num_kv_heads,
+                              IntField(csv, row, "num_key_value_heads", source));
+    SPECPLAN_ASSIGN_OR_RETURN(p.heads.head_dim, IntField(csv, row, "head_dim", source));
+    SPECPLAN_ASSIGN_OR_RETURN(p.b, IntField(csv, row, "batch_size", source));
+    SPECPLAN_ASSIGN_OR_RETURN(const int64_t s, IntField(csv, row, "s", source));
+    SPECPLAN_ASSIGN_OR_RETURN(p.x, IntField(csv, row, "kv_len", source));
+    if (p.x < s) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", row.line, ": kv_len = ", p.x,
+                                                     " < s = ", s,
+                                                     ": kv_len counts the s new tokens too"));
+    }
+    SPECPLAN_ASSIGN_OR_RETURN(p.seconds, LatencyField(csv, row, source));
+    by_s[s].push_back(p);
+  }
+  TreeAttentionTable t;
+  t.source_ = source;
+  t.kernel_sources_ = KernelSources(csv);
+  for (const auto& [s, points] : by_s) {
+    t.by_s_.emplace(s, AttentionTable::Build(absl::StrCat(source, " (s = ", s, ")"), "kv_len",
+                                             points, t.kernel_sources_));
+  }
+  return t;
+}
+
+bool TreeAttentionTable::Holds(const AttentionHeads& heads) const {
+  return std::all_of(by_s_.begin(), by_s_.end(),
+                     [&](const auto& entry) { return entry.second.Holds(heads); });
+}
+
+absl::StatusOr<AttentionLookup> TreeAttentionTable::Seconds(const AttentionHeads& heads, double b,
+                                                            int64_t s, double kv_len) const {
+  if (s < min_s() || s > max_s()) {
+    return absl::OutOfRangeError(absl::StrCat(source_, ": s = ", s, " is outside the measured s ",
+                                              min_s(), " .. ", max_s()));
+  }
+  auto hi = by_s_.lower_bound(s);
+  if (hi->first == s) return hi->second.Seconds(heads, b, kv_len);
+  auto lo = std::prev(hi);
+  SPECPLAN_ASSIGN_OR_RETURN(const AttentionLookup a, lo->second.Seconds(heads, b, kv_len));
+  SPECPLAN_ASSIGN_OR_RETURN(const AttentionLookup c, hi->second.Seconds(heads, b, kv_len));
+  const double f = static_cast<double>(s - lo->first) / static_cast<double>(hi->first - lo->first);
+  AttentionLookup r;
+  r.seconds = (1 - f) * a.seconds + f * c.seconds;
+  r.extrapolated = a.extrapolated || c.extrapolated;
+  r.why = a.extrapolated ? a.why : c.why;
+  return r;
+}
+
+double TreeAttentionTable::max_change() const {
+  double m = 0;
+  for (const auto& [s, t] : by_s_) m = std::max(m, t.max_change());
+  return m;
+}
+
+size_t TreeAttentionTable::repeats() const {
+  size_t n = 0;
+  for (const auto& [s, t] : by_s_) n += t.repeats();
+  return n;
 }
 
 namespace {
@@ -443,8 +521,23 @@ absl::StatusOr<EngineKernelTables> LoadEngineKernelTables(const std::string& dir
   SPECPLAN_ASSIGN_OR_RETURN(t.gemm, GemmTable::Parse(gemm.second, gemm.first));
   SPECPLAN_ASSIGN_OR_RETURN(t.context, AttentionTable::Parse(ctx.second, ctx.first, "isl"));
   SPECPLAN_ASSIGN_OR_RETURN(t.generation, AttentionTable::Parse(gen.second, gen.first, "kv_len"));
+  if (fs::is_regular_file(folder / "tree_attention.csv", ec)) {
+    SPECPLAN_ASSIGN_OR_RETURN(auto tree, read("tree_attention.csv"));
+    SPECPLAN_ASSIGN_OR_RETURN(t.tree, TreeAttentionTable::Parse(tree.second, tree.first));
+  }
   if (auto text = ReadFileToString((folder / "SOURCE.txt").string()); text.ok()) {
     for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+      if (absl::StartsWith(line, "dtype ")) {
+        const std::string dtype_name(absl::StripAsciiWhitespace(line.substr(6)));
+        auto dtype = ParseDType(dtype_name);
+        if (!dtype.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat((fs::path(t.gpu_folder) / name / "SOURCE.txt").string(), ": dtype '",
+                           dtype_name, "': ", dtype.status().message()));
+        }
+        t.dtype = *dtype;
+        continue;
+      }
       const size_t at = line.find("device ");
       if (at != absl::string_view::npos && t.device.empty()) {
         t.device = std::string(absl::StripAsciiWhitespace(line.substr(at + 7)));

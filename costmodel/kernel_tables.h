@@ -8,7 +8,13 @@
 //                             tokens each, no cached prefix, one layer
 //   generation_attention.csv  kernel_source,batch_size,kv_len,num_heads,num_key_value_heads,
 //                             head_dim,latency_ms: one query token per sequence over kv_len keys
-//   SOURCE.txt                (optional) which source files and rows, and "device <name>"
+//   tree_attention.csv        (optional; written by `calibrate --kernels`, no public table holds
+//                             it) kernel_source,batch_size,s,kv_len,num_heads,num_key_value_heads,
+//                             head_dim,latency_ms: s new tokens per sequence under a tree mask
+//                             over kv_len keys (the c cached ones plus the s new ones, kv_len =
+//                             c + s), one layer
+//   SOURCE.txt                (optional) which source files and rows, "device <name>" and
+//                             "dtype <fp32|bf16|...>" (absent: bf16)
 // The tables are read as measured, except that a shape measured more than once keeps the mean of
 // its times (repeats()), and that along the token axis (m for GEMMs, isl or kv_len
 // for attention) each series is made non-decreasing by isotonic regression (more tokens never
@@ -21,11 +27,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "costmodel/model_spec.h"
 
 namespace specplan::costmodel {
 
@@ -112,6 +120,15 @@ class AttentionTable {
   size_t repeats() const { return repeats_; }
 
  private:
+  friend class TreeAttentionTable;
+  struct Point {
+    AttentionHeads heads;
+    int64_t b = 0, x = 0;
+    double seconds = 0;
+  };
+  static AttentionTable Build(const std::string& source, const std::string& length_column,
+                              const std::vector<Point>& points,
+                              std::vector<std::string> kernel_sources);
   AttentionLookup AtBatch(const std::vector<std::pair<int64_t, double>>& points, double x,
                           int64_t b) const;
   std::string source_, length_column_;
@@ -120,6 +137,31 @@ class AttentionTable {
   std::vector<std::string> kernel_sources_;
   double max_change_ = 0;
   size_t repeats_ = 0;
+};
+
+// Tree-verification attention by (heads, batch_size, s, kv_len): one AttentionTable along kv_len
+// per measured s. Seconds(heads, b, s, kv_len) with s inside [min_s(), max_s()]: each measured s
+// around s read as AttentionTable::Seconds(heads, b, kv_len), then linear in s between the two.
+class TreeAttentionTable {
+ public:
+  static absl::StatusOr<TreeAttentionTable> Parse(const std::string& csv_text,
+                                                  const std::string& source);
+  // Every measured s holds these heads.
+  bool Holds(const AttentionHeads& heads) const;
+  int64_t min_s() const { return by_s_.begin()->first; }
+  int64_t max_s() const { return by_s_.rbegin()->first; }
+  // NOT_FOUND when the heads are not held; OUT_OF_RANGE when s is outside [min_s, max_s].
+  absl::StatusOr<AttentionLookup> Seconds(const AttentionHeads& heads, double b, int64_t s,
+                                          double kv_len) const;
+  const std::string& source() const { return source_; }
+  const std::vector<std::string>& kernel_sources() const { return kernel_sources_; }
+  double max_change() const;  // over the per-s tables
+  size_t repeats() const;
+
+ private:
+  std::string source_;
+  std::map<int64_t, AttentionTable> by_s_;  // s -> the table along kv_len
+  std::vector<std::string> kernel_sources_;
 };
 
 // One engine folder, e.g. .../h100_sxm/sglang-0.5.14.
@@ -131,15 +173,18 @@ struct EngineKernelTables {
   std::string device;          // "NVIDIA H100 80GB HBM3" from SOURCE.txt ("" when absent)
   std::string source;          // repository and commit of the data ("" when not recorded)
   std::string licence;         // licence of the data ("" when not recorded)
+  DType dtype = DType::kBFloat16;  // "dtype NAME" in SOURCE.txt; bf16 when absent
   GemmTable gemm;
   AttentionTable context;
   AttentionTable generation;
+  std::optional<TreeAttentionTable> tree;  // tree_attention.csv when present
 };
 
 // Reads the three tables of `dir` (every one required; errors name the file, line and column),
-// SOURCE.txt when present, and the data's source and licence from the first README.md or NOTICE
-// found in dir, its parent or its grandparent (a line "Source: `owner/repo`, commit <sha>" and a
-// licence named as "(<Name> License <version>", as data/kernels/README.md has them).
+// tree_attention.csv and SOURCE.txt when present, and the data's source and licence from the first
+// README.md or NOTICE found in dir, its parent or its grandparent (a line "Source: `owner/repo`,
+// commit <sha>" and a licence named as "(<Name> License <version>", as data/kernels/README.md has
+// them).
 absl::StatusOr<EngineKernelTables> LoadEngineKernelTables(const std::string& dir);
 
 }  // namespace specplan::costmodel

@@ -1,20 +1,39 @@
-// calibrate: measure verification latency on this machine's device and fit a latency profile.
+// calibrate: measure this machine's device and write a latency profile.
 //
-//   calibrate --gpu cpu --model tiny                      # CPU, small grids, fp32 (CI)
+// Two modes:
+//   --kernels (the default, = --mode kernels): time LibTorch's GEMM and attention kernels at the
+//     model's shapes, write kernel tables (data/kernels/ layout) and compose the profile from them
+//     with the engine-grade composer (profiler/kernel_bench.h);
+//   --mode runtime: time whole verification passes of specplan's runtime and fit the cost model
+//     (profiler/calibration.h).
+//
+//   calibrate --gpu cpu --model tiny --out p.json                     # kernels, CPU, fp32
+//   calibrate --mode runtime --gpu cpu --model tiny                   # CPU, small grids (CI)
 //   calibrate --gpu h100 --model qwen3-8b --out p.json    # CUDA, bf16
 //   calibrate --gpu h100 --model qwen3-8b --force         # into calib/h100-sxm/ (shipped)
 //   calibrate --gpu h100 --model my-8b --config cfg.json --out p.json  # any HF llama/qwen/...
 //   config calibrate --gpu h100 --model qwen3-8b --from-samples engine.csv --out p.json  # external
 //   timings
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
 #include <iostream>
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
 #include "costmodel/profile_fit.h"
 #include "profiler/calibration.h"
+#include "profiler/kernel_bench.h"
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+extern "C" void OnInterrupt(int) { g_interrupted.store(true); }
+}  // namespace
 
 int main(int argc, char** argv) {
   using specplan::profiler::CalibrateOptions;
@@ -22,10 +41,29 @@ int main(int argc, char** argv) {
   std::string s_grid, c_grid, b_grid, timer = "auto";
   bool no_plot = false;
 
+  std::string mode = "kernels";
+  bool kernels_flag = false;
   CLI::App app{
-      "calibrate: time tree-verification passes of a target model (random weights) on this "
-      "machine's device over an (s, c) grid, fit the cost model and write a latency profile "
-      "(JSON) plus a measured-vs-predicted plot (PNG, same path). Progress goes to stderr."};
+      "calibrate: measure this machine's device for a target model (random weights) and write a "
+      "latency profile (JSON). Default (--kernels): time LibTorch's GEMM and attention kernels at "
+      "the model's shapes, write kernel tables in data/kernels/'s layout (plus "
+      "tree_attention.csv) and compose the profile from them as `specplan profiles compose` "
+      "does. --mode runtime: time tree-verification passes of specplan's runtime over an (s, c) "
+      "grid, fit the cost model and write the profile plus a measured-vs-predicted plot (PNG). "
+      "Progress goes to stderr."};
+  app.add_option("--mode", mode,
+                 "kernels (default): time kernels and compose; runtime: time whole passes of "
+                 "specplan's runtime and fit")
+      ->check(CLI::IsMember({"kernels", "runtime"}))
+      ->capture_default_str();
+  app.add_flag("--kernels", kernels_flag, "Same as --mode kernels (the default)");
+  app.add_option("--budget-s", o.budget_s,
+                 "Kernels mode: cap on the timing's wall time in seconds; the kernel grid is "
+                 "thinned (every other point of each axis) until its estimate fits (0 = no cap)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--kernels-dir", o.kernels_dir,
+                 "Kernels mode: root of the kernel tables; they go to "
+                 "DIR/<gpu>/specplan-libtorch<version>/ (default: kernels/ beside --out)");
   app.add_option("--gpu", o.gpu,
                  "GPU the profile is for: a registry name (h100, h200, a100, ...; 'cpu' for the "
                  "host) or a GPU spec JSON file. Must match the device unless --force")
@@ -39,17 +77,19 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", o.dtype, "fp32 | bf16 | fp16 (default: fp32 on CPU, bf16 on CUDA)");
   app.add_option("--s-grid", s_grid,
                  "Tokens per pass, comma-separated (default CPU 1,2,4,8,16,32; CUDA "
-                 "1,2,4,8,16,24,32,48,64,96,128,192,256)");
+                 "1,2,4,8,16,24,32,48,64,96,128,192,256). Kernels mode: the composed profile's s "
+                 "grid, from which the kernel grid is derived");
   app.add_option("--c-grid", c_grid,
                  "Cached tokens, comma-separated (default CPU 0,64,128,256; CUDA "
-                 "0,256,512,1024,2048,4096)");
+                 "0,256,512,1024,2048,4096). Kernels mode: the profile's c grid");
   app.add_option("--b-grid", b_grid,
                  "Sequences per pass, comma-separated, including 1 (default 1): each b > 1 also "
                  "times one ragged pass of b sequences per (s, c), each with its own tree of s "
                  "tokens over its own c cached tokens; the fits and the table use these batch "
                  "samples");
   app.add_option("--repeats", o.repeats,
-                 "Timed passes per cell, median kept (default 5 CPU, 10 CUDA)")
+                 "Timed passes per cell, median kept (default 5 CPU, 10 CUDA; kernels mode: "
+                 "samples per kernel point, default 7 CPU, 20 CUDA)")
       ->check(CLI::PositiveNumber);
   app.add_option("--warmup", o.warmup, "Untimed passes per cell")
       ->capture_default_str()
@@ -122,6 +162,41 @@ int main(int argc, char** argv) {
   o.plot = !no_plot;
   o.cuda_graphs = !no_graphs;
   o.progress = &std::cerr;
+  // --from-samples fits samples measured elsewhere: the runtime pipeline, whatever the mode.
+  const bool kernels = o.from_samples.empty() && (mode == "kernels" || kernels_flag);
+  if (kernels_flag && mode == "runtime") {
+    return fail(absl::InvalidArgumentError("--kernels and --mode runtime: pick one"));
+  }
+  if (kernels) {
+    if (no_graphs) {
+      return fail(absl::InvalidArgumentError(
+          "--no-cuda-graphs: only with --mode runtime (kernels are timed eagerly)"));
+    }
+    o.progress_bar = isatty(STDERR_FILENO) != 0;
+    o.cancel = [] { return g_interrupted.load(); };
+    std::signal(SIGINT, OnInterrupt);
+    std::signal(SIGTERM, OnInterrupt);
+    auto result = specplan::profiler::RunKernelCalibration(o);
+    if (!result.ok()) {
+      fail(result.status());
+      return result.status().code() == absl::StatusCode::kCancelled ? 130 : 1;
+    }
+    const specplan::costmodel::Profile& p = result->profile;
+    std::cout << absl::StrFormat("profile  %s\n", result->profile_path);
+    std::cout << absl::StrFormat("tables   %s (%s)\n", result->kernels_dir,
+                                 absl::StrJoin(result->tables, ", "));
+    std::cout << absl::StrFormat(
+        "gpu      %s (device: %s)\nmodel    %s  dtype %s  timer %s  engine %s\n", p.gpu,
+        p.device_name, p.model, specplan::costmodel::DTypeName(p.dtype), p.timer, p.engine);
+    std::cout << specplan::costmodel::DescribeFit(p);
+    return 0;
+  }
+  if (o.budget_s > 0 || !o.kernels_dir.empty()) {
+    return fail(absl::InvalidArgumentError(
+        absl::StrCat(o.budget_s > 0 ? "--budget-s" : "--kernels-dir",
+                     ": only in kernels mode (the default), not with --mode runtime or "
+                     "--from-samples")));
+  }
 
   auto result = specplan::profiler::RunCalibration(o);
   if (!result.ok()) return fail(result.status());

@@ -407,6 +407,37 @@ std::string EngineProfilesHint(const std::string& calib_dir, const std::string& 
                       "; or compose one from an engine's kernel timings: ", compose);
 }
 
+absl::StatusOr<RunDevice> ResolveRunDevice(const CalibrateOptions& o,
+                                           const costmodel::GpuSpec& gpu) {
+  std::string dev = o.device;
+  if (dev.empty()) dev = (gpu.name != "cpu" && torch::cuda::is_available()) ? "cuda" : "cpu";
+  const std::string calib_dir = o.calib_dir.empty() ? costmodel::DefaultCalibDir() : o.calib_dir;
+  absl::StatusOr<torch::Device> parsed = runtime::ParseDevice(dev);
+  if (!parsed.ok()) {
+    std::string message = absl::StrCat("--device ", dev, ": ", parsed.status().message());
+    if (gpu.name != "cpu") {
+      absl::StrAppend(&message, ". ", EngineProfilesHint(calib_dir, gpu.name, o.model));
+    }
+    return absl::InvalidArgumentError(message);
+  }
+  RunDevice r{DeviceInfo{}, *parsed};
+  r.info.cuda = r.device.is_cuda();
+  r.info.index = r.device.has_index() ? r.device.index() : 0;
+  if (r.info.cuda) {
+    auto name = CudaDeviceName(r.info.index);
+    if (name.ok()) r.info.name = *name;
+  } else {
+    r.info.name = HostCpuName();
+  }
+  if (absl::Status st = CheckDeviceMatchesGpu(gpu, r.info, o.force); !st.ok()) {
+    // Cannot run here: say what can stand in for a measurement of this GPU.
+    if (gpu.name == "cpu") return st;
+    return absl::Status(st.code(), absl::StrCat(st.message(), " ",
+                                                EngineProfilesHint(calib_dir, gpu.name, o.model)));
+  }
+  return r;
+}
+
 absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
   CalibrationResult result;
   if (o.gpu.empty()) return absl::InvalidArgumentError("--gpu: required");
@@ -421,33 +452,9 @@ absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& o) {
   DeviceInfo device;
   torch::Device torch_device = torch::kCPU;
   if (!from_samples) {
-    std::string dev = o.device;
-    if (dev.empty()) dev = (gpu->name != "cpu" && torch::cuda::is_available()) ? "cuda" : "cpu";
-    const std::string calib_dir = o.calib_dir.empty() ? costmodel::DefaultCalibDir() : o.calib_dir;
-    absl::StatusOr<torch::Device> parsed = runtime::ParseDevice(dev);
-    if (!parsed.ok()) {
-      std::string message = absl::StrCat("--device ", dev, ": ", parsed.status().message());
-      if (gpu->name != "cpu") {
-        absl::StrAppend(&message, ". ", EngineProfilesHint(calib_dir, gpu->name, o.model));
-      }
-      return absl::InvalidArgumentError(message);
-    }
-    torch_device = *parsed;
-    device.cuda = torch_device.is_cuda();
-    device.index = torch_device.has_index() ? torch_device.index() : 0;
-    if (device.cuda) {
-      auto name = CudaDeviceName(device.index);
-      if (name.ok()) device.name = *name;
-    } else {
-      device.name = HostCpuName();
-    }
-    if (absl::Status st = CheckDeviceMatchesGpu(*gpu, device, o.force); !st.ok()) {
-      // Cannot run here: say what can stand in for a measurement of this GPU.
-      if (gpu->name == "cpu") return st;
-      return absl::Status(
-          st.code(),
-          absl::StrCat(st.message(), " ", EngineProfilesHint(calib_dir, gpu->name, o.model)));
-    }
+    SPECPLAN_ASSIGN_OR_RETURN(RunDevice run_device, ResolveRunDevice(o, *gpu));
+    device = run_device.info;
+    torch_device = run_device.device;
   }
 
   // dtype and target.

@@ -10,7 +10,10 @@
 #ifndef SPECPLAN_PROFILER_CALIBRATION_H_
 #define SPECPLAN_PROFILER_CALIBRATION_H_
 
+#include <torch/types.h>
+
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -19,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
+#include "profiler/device_check.h"
 #include "profiler/pass_timer.h"
 #include "runtime/model_config.h"
 
@@ -56,6 +60,11 @@ struct CalibrateOptions {
   // engines run their steps; false, or a build/op that cannot capture, times eager passes.
   bool cuda_graphs = true;
   std::ostream* progress = nullptr;  // progress lines (stderr in the CLI); nullptr = silent
+  // Kernels mode (profiler/kernel_bench.h) only:
+  double budget_s = 0;           // --budget-s: cap on the timing's wall time (0 = none); coarsens
+  std::string kernels_dir;       // --kernels-dir: root of the tables ("" = <out's folder>/kernels)
+  bool progress_bar = false;     // redraw one bar line (a terminal) instead of plain lines
+  std::function<bool()> cancel;  // polled between timings; true = stop (SIGINT in the CLI)
 };
 
 // Defaults the CLI documents.
@@ -101,12 +110,26 @@ struct CalibrationResult {
   std::string plot_note;  // why no PNG was written (e.g. the plot library is unimplemented)
   std::vector<MeasuredCell> cells;  // empty for --from-samples
   std::vector<std::string> notes;   // timer fallbacks and other remarks, also sent to progress
+  // Kernels mode: the engine folder the tables were written to and the tables written.
+  std::string kernels_dir;
+  std::vector<std::string> tables;
 };
 
-// Runs the whole pipeline. Errors (nothing written): bad options (each naming its flag), a
-// device/--gpu mismatch without force (FAILED_PRECONDITION), unreadable or invalid samples, a
-// failed fit or save. When the run cannot happen on this machine's device (a --gpu that is not
-// the device, or no CUDA), the error ends with EngineProfilesHint.
+// The device calibrate runs on (--device, else cuda when --gpu is not cpu and LibTorch has CUDA),
+// checked against --gpu (CheckDeviceMatchesGpu; the error ends with EngineProfilesHint when the
+// run cannot happen here).
+struct RunDevice {
+  DeviceInfo info;
+  torch::Device device;
+};
+absl::StatusOr<RunDevice> ResolveRunDevice(const CalibrateOptions& options,
+                                           const costmodel::GpuSpec& gpu);
+
+// Runs the whole pipeline of `calibrate --mode runtime` (and of --from-samples). Errors (nothing
+// written): bad options (each naming its flag), a device/--gpu mismatch without force
+// (FAILED_PRECONDITION), unreadable or invalid samples, a failed fit or save. When the run cannot
+// happen on this machine's device (a --gpu that is not the device, or no CUDA), the error ends with
+// EngineProfilesHint.
 absl::StatusOr<CalibrationResult> RunCalibration(const CalibrateOptions& options);
 
 // What stands in for calibrating `gpu` x `model` elsewhere: the engine-grade bf16 profiles that

@@ -21,7 +21,8 @@ TEST(CalibrateCliTest, HelpListsTheFlags) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (const char* flag :
        {"--gpu", "--model", "--config", "--dtype", "--s-grid", "--c-grid", "--b-grid", "--repeats",
-        "--out", "--from-samples", "--force", "--device", "--seed"}) {
+        "--out", "--from-samples", "--force", "--device", "--seed", "--mode", "--kernels",
+        "--budget-s", "--kernels-dir"}) {
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
   }
 }
@@ -29,8 +30,10 @@ TEST(CalibrateCliTest, HelpListsTheFlags) {
 TEST(CalibrateCliTest, CpuTinyRunWritesALoadableProfile) {
   testing::TempDir dir;
   const std::string out = dir.File("p/tiny.json");
-  auto r =
-      RunCalibrate("--gpu cpu --model tiny --s-grid 1,4,8 --c-grid 0,32 --repeats 1 --out " + out);
+  auto r = RunCalibrate(
+      "--mode runtime --gpu cpu --model tiny --s-grid 1,4,8 --c-grid 0,32 --repeats 1 "
+      "--out " +
+      out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("calibrate: [6/6]"), std::string::npos) << r.output;  // progress
   EXPECT_NE(r.output.find("profile  " + out), std::string::npos) << r.output;
@@ -51,7 +54,7 @@ TEST(CalibrateCliTest, BatchGridTimesRaggedPasses) {
   testing::TempDir dir;
   const std::string out = dir.File("p/tiny.json");
   auto r = RunCalibrate(
-      "--gpu cpu --model tiny --s-grid 1,4 --c-grid 0,32 --b-grid 1,2 "
+      "--mode runtime --gpu cpu --model tiny --s-grid 1,4 --c-grid 0,32 --b-grid 1,2 "
       "--repeats 1 --no-plot --out " +
       out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -225,9 +228,13 @@ TEST(CalibrateCliTest, FromSamplesAtTensorParallelismAndMoe) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--tp 3: must divide n_q = 64 (query heads)"), std::string::npos)
       << r.output;
-  r = RunCalibrate("--gpu cpu --model tiny --tp 2 --out " + out);
+  r = RunCalibrate("--mode runtime --gpu cpu --model tiny --tp 2 --out " + out);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("--tp 2: only with --from-samples"), std::string::npos) << r.output;
+  r = RunCalibrate("--gpu cpu --model tiny --tp 2 --out " + out);  // kernels mode
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--tp 2: calibrate times one local device"), std::string::npos)
+      << r.output;
 }
 
 }  // namespace
