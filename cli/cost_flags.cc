@@ -82,23 +82,14 @@ absl::StatusOr<costmodel::StepOptions> CostFlags::StepOptionsFor(const std::stri
     host = *std::move(read);
     overridden = true;
   }
-  const struct {
-    double ms;
-    double* field;
-  } overrides[] = {{host_step_ms, &host->step_s},
-                   {host_per_seq_ms, &host->per_sequence_s},
-                   {host_per_draft_ms, &host->per_draft_forward_s},
-                   {sample_ms, &host->sample_call_s}};
-  for (const auto& [ms, field] : overrides) {
-    if (ms >= 0) {
-      *field = ms * 1e-3;
-      overridden = true;
-    }
-  }
-  if (overridden) {
-    host->provenance = "given on the command line, over " + host->provenance;
-    o.host = *host;
-  }
+  auto opt = [](double ms) { return ms >= 0 ? std::optional<double>(ms) : std::nullopt; };
+  const costmodel::HostOverridesMs given{opt(host_step_ms), opt(host_per_seq_ms),
+                                         opt(host_per_draft_ms), opt(sample_ms)};
+  auto with = costmodel::OverrideHostTime(
+      *host, given, {"--host-step-ms", "--host-per-seq-ms", "--host-per-draft-ms", "--sample-ms"},
+      "given on the command line");
+  if (!with.ok()) return with.status();
+  if (overridden || with->provenance != host->provenance) o.host = *with;
   if (absl::Status st = costmodel::ValidateStepOptions(o); !st.ok()) {
     const std::string msg(st.message());
     for (const auto& [field, flag] :

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,29 +77,17 @@ void AttachStep(PyCost* c, const StepArgs& a) {
     ThrowInvalid(absl::StrCat("draft_vocab = ", a.draft_vocab, ": must be >= 0 (0 = 32000)"));
   }
   o.drafter_options.draft_vocab = a.draft_vocab;
-  costmodel::HostTime host = ValueOrThrow(costmodel::DefaultHostTime(c->engine));
-  bool overridden = false;
-  const struct {
-    const py::object& value;
-    const char* name;
-    double* field;
-  } overrides[] = {{a.host_step_ms, "host_step_ms", &host.step_s},
-                   {a.host_per_seq_ms, "host_per_seq_ms", &host.per_sequence_s},
-                   {a.host_per_draft_ms, "host_per_draft_ms", &host.per_draft_forward_s},
-                   {a.sample_ms, "sample_ms", &host.sample_call_s}};
-  for (const auto& [value, name, field] : overrides) {
-    if (value.is_none()) continue;
-    const double ms = ReadFloat(value, name);
-    if (!(ms >= 0 && ms <= 1000)) {
-      ThrowInvalid(absl::StrCat(name, " = ", ms, ": must be in [0, 1000] ms"));
-    }
-    *field = ms * 1e-3;
-    overridden = true;
-  }
-  if (overridden) {
-    host.provenance = "given to specplan.Cost, over " + host.provenance;
-    o.host = host;
-  }
+  const costmodel::HostTime defaults = ValueOrThrow(costmodel::DefaultHostTime(c->engine));
+  auto ms = [](const py::object& v, const char* name) {
+    return v.is_none() ? std::optional<double>() : std::optional<double>(ReadFloat(v, name));
+  };
+  const costmodel::HostOverridesMs given{
+      ms(a.host_step_ms, "host_step_ms"), ms(a.host_per_seq_ms, "host_per_seq_ms"),
+      ms(a.host_per_draft_ms, "host_per_draft_ms"), ms(a.sample_ms, "sample_ms")};
+  const costmodel::HostTime host = ValueOrThrow(costmodel::OverrideHostTime(
+      defaults, given, {"host_step_ms", "host_per_seq_ms", "host_per_draft_ms", "sample_ms"},
+      "given to specplan.Cost"));
+  if (host.provenance != defaults.provenance) o.host = host;
   ThrowIfError(costmodel::ValidateStepOptions(o));
   c->step = std::make_shared<const costmodel::StepModel>(ValueOrThrow(costmodel::StepModel::Create(
       c->model.get(), c->model_spec, c->gpu_spec, c->drafters.get(), c->engine, o)));
@@ -472,7 +461,14 @@ cached (costmodel/step/step_model.h): a dict of verify_s, draft_s, sample_s, hos
             if (c.step != nullptr && d.cls == costmodel::DrafterClass::kParallelBlock) {
               const auto step = StepWithDraft(c, t_draft_ms > 0 ? d.DraftSeconds() : 0);
               cycle["drafter"] = step->options().drafter;
-              py::dict st = StepDict(step->Step(b, s, ctx), step->draft_priced_by());
+              const costmodel::StepBreakdown whole = step->Step(b, s, ctx);
+              // As estimate's cycle: the engine's whole step (T_aux = sample + host + t_aux_ms).
+              cycle["draft_s"] = whole.draft_s;
+              cycle["aux_s"] = whole.sample_s + whole.host_s + t_aux_ms * 1e-3;
+              cycle["verify_s"] = whole.verify_s;
+              cycle["cycle_s"] =
+                  whole.draft_s + whole.sample_s + whole.host_s + t_aux_ms * 1e-3 + whole.verify_s;
+              py::dict st = StepDict(whole, step->draft_priced_by());
               st["drafter"] = step->options().drafter;
               st["draft_steps"] =
                   step->options().draft_steps >= 0 ? step->options().draft_steps : s - 1;

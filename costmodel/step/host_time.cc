@@ -84,6 +84,29 @@ absl::StatusOr<HostTime> DefaultHostTime(const std::string& engine) {
       "engine = '", engine, "': no host-time defaults (known: vllm, sglang, trtllm, specplan)"));
 }
 
+absl::StatusOr<HostTime> OverrideHostTime(const HostTime& base, const HostOverridesMs& given,
+                                          const std::array<const char*, 4>& names,
+                                          const std::string& who) {
+  HostTime h = base;
+  const std::optional<double>* values[] = {&given.step, &given.per_sequence,
+                                           &given.per_draft_forward, &given.sample_call};
+  double HostTime::*fields[] = {&HostTime::step_s, &HostTime::per_sequence_s,
+                                &HostTime::per_draft_forward_s, &HostTime::sample_call_s};
+  bool any = false;
+  for (size_t i = 0; i < 4; ++i) {
+    if (!values[i]->has_value()) continue;
+    const double ms = **values[i];
+    if (!(ms >= 0 && ms <= 1000)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(names[i], " = ", ms, ": must be in [0, 1000] ms"));
+    }
+    h.*fields[i] = ms * 1e-3;
+    any = true;
+  }
+  if (any) h.provenance = absl::StrCat(who, ", over ", base.provenance);
+  return h;
+}
+
 nlohmann::json HostTimeToJson(const HostTime& h) {
   return {{"step_s", h.step_s},
           {"per_sequence_s", h.per_sequence_s},

@@ -6,7 +6,9 @@
 #ifndef SPECPLAN_COSTMODEL_STEP_HOST_TIME_H_
 #define SPECPLAN_COSTMODEL_STEP_HOST_TIME_H_
 
+#include <array>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -31,6 +33,18 @@ struct HostTime {
 absl::StatusOr<HostTime> DefaultHostTime(const std::string& engine);
 
 nlohmann::json HostTimeToJson(const HostTime& h);  // the fields above, in seconds
+
+// Host terms a front end was given, in milliseconds (unset: keep the base's).
+struct HostOverridesMs {
+  std::optional<double> step, per_sequence, per_draft_forward, sample_call;
+};
+// `base` with the given terms replaced (ms -> s) and "<who>, over <base provenance>" as its
+// provenance; `base` itself when none is given. Each given value must be in [0, 1000] ms:
+// INVALID_ARGUMENT "<name> = <value>: must be in [0, 1000] ms", with the front end's `names` for
+// the four terms in the struct's order (flags, keyword arguments).
+absl::StatusOr<HostTime> OverrideHostTime(const HostTime& base, const HostOverridesMs& given,
+                                          const std::array<const char*, 4>& names,
+                                          const std::string& who);
 
 }  // namespace specplan::costmodel
 
