@@ -50,6 +50,7 @@ CycleCost::CycleCost(const LatencyModel* verify, DrafterCost drafter, double t_a
       draft_s_(drafter.DraftSeconds()),
       aux_s_(t_aux_s),
       fixed_s_(draft_s_ + t_aux_s),
+      plain_extra_s_(drafter.plain_step_s + drafter.plain_per_sequence_s),
       c_(c) {
   SPECPLAN_CHECK(verify != nullptr);
   SPECPLAN_CHECK(c >= 0);

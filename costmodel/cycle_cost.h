@@ -36,6 +36,12 @@ struct DrafterCost {
   // one sequence's time (0 = a weight-bound drafter, whose batched step costs what one sequence's
   // does; 1 = no batching benefit). >= 0.
   double batch_growth = 0.0;
+  // The plain decoding step's own terms besides its verify pass (costmodel/step/step_model.h
+  // ArStep: the host's per-step work and sampling; per sequence, the host's and the engine's
+  // per-token time), so that a batch planner or replay compares speculation with plain decoding
+  // on the same step model. 0 for a drafter priced by class (the verify pass alone).
+  double plain_step_s = 0.0;
+  double plain_per_sequence_s = 0.0;
 
   // T_draft in seconds for this class, one sequence.
   double DraftSeconds() const;
@@ -56,6 +62,9 @@ class CycleCost {
   double DraftSeconds() const { return draft_s_; }
   double AuxSeconds() const { return aux_s_; }
   double VerifySeconds(int64_t n) const { return verify_->VerifySeconds(n + 1, c_); }
+  // A plain decoding step of this sequence: T_verify(1, c) plus the drafter cost's plain_step_s
+  // and plain_per_sequence_s (0 for a drafter priced by class): the planners' default L_AR.
+  double PlainSeconds() const { return verify_->VerifySeconds(1, c_) + plain_extra_s_; }
   int64_t context() const { return c_; }
 
  private:
@@ -63,6 +72,7 @@ class CycleCost {
   double draft_s_;
   double aux_s_;
   double fixed_s_;
+  double plain_extra_s_;
   int64_t c_;
 };
 
@@ -77,6 +87,12 @@ class BatchCycleCost {
     return DraftSeconds(batch.size()) + aux_s_ + verify_->VerifyBatchSeconds(batch);
   }
   double VerifySeconds(const BatchShape& batch) const { return verify_->VerifyBatchSeconds(batch); }
+  // A plain decoding step of `plain` (every s_i = 1): its verify pass plus the drafter cost's
+  // plain_step_s and plain_per_sequence_s per sequence.
+  double PlainSeconds(const BatchShape& plain) const {
+    return verify_->VerifyBatchSeconds(plain) + drafter_.plain_step_s +
+           drafter_.plain_per_sequence_s * static_cast<double>(plain.size());
+  }
   double DraftSeconds(int batch) const {
     return batch == 1 ? draft1_s_ : drafter_.DraftSeconds(batch);
   }

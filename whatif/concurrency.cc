@@ -325,7 +325,9 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
         requests[j].n_max = o.n_max;
       }
       const BatchCycleCost cost(&latency, BatchDrafter(o, gamma), o.t_aux_s);
-      const double t_ar = latency.VerifyBatchSeconds(plain);
+      // Plain decoding on the same step model as the speculative steps (DrafterCost::plain_*).
+      const double t_ar = latency.VerifyBatchSeconds(plain) + o.drafter.plain_step_s +
+                          o.drafter.plain_per_sequence_s * static_cast<double>(plain.size());
       // ar
       sums[0].tokens += B;
       sums[0].seconds += t_ar;

@@ -97,7 +97,7 @@ StepResult MakeStep(int64_t index, int n, int accepted, double predicted,
   r.accepted = accepted;
   r.predicted_accepted = predicted;
   r.cycle_s = cost.Seconds(n);
-  r.t_ar_s = cost.VerifySeconds(0);
+  r.t_ar_s = cost.PlainSeconds();
   r.speedup = (1.0 + accepted) * r.t_ar_s / r.cycle_s;
   return r;
 }

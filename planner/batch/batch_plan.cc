@@ -199,7 +199,7 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
   }
   // Plain decoding: every request verifies its root alone and nothing is drafted.
   const double ar_s =
-      cost != nullptr ? cost->VerifySeconds(shape_) : std::numeric_limits<double>::quiet_NaN();
+      cost != nullptr ? cost->PlainSeconds(shape_) : std::numeric_limits<double>::quiet_NaN();
   plan->ar_goodput = B / ar_s;
 
   static_assert(kMaxBatchRequests < 65536);  // the request index fits FrontierTie's 16 bits

@@ -26,7 +26,7 @@ absl::Status MakeBudgetSpec(const BestFirstOptions& options, const costmodel::Cy
   spec->cost = cost;
   spec->l_ar_s = 0;
   if (cost != nullptr) {
-    spec->l_ar_s = options.l_ar_s > 0 ? options.l_ar_s : cost->VerifySeconds(0);
+    spec->l_ar_s = options.l_ar_s > 0 ? options.l_ar_s : cost->PlainSeconds();
     if (!(spec->l_ar_s > 0) || !std::isfinite(spec->l_ar_s)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "l_ar_s = ", spec->l_ar_s, ": L_AR (T_verify(1, c)) must be a positive number"));

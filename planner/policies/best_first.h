@@ -14,9 +14,10 @@
 //   expected_accepted  Â(n) = 1 + sum of rho over the n draft nodes (the root counts 1: the
 //                      pending bonus token is always accepted).
 //   cycle_s            C(n) = T_draft + T_aux + T_verify(n + 1, c)   (costmodel::CycleCost)
-//   speedup            S(n) = Â'(n) * L_AR / C(n), L_AR = T_verify(1, c) unless overridden, with
-//                      Â'(n) = 1 + s (Â(n) - 1) and s = acceptance_scale (1 by default, so Â' =
-//                      Â). s is an online calibration of the surrogate: a caller that has seen
+//   speedup            S(n) = Â'(n) * L_AR / C(n), L_AR = the plain step (CycleCost::PlainSeconds:
+//                      T_verify(1, c) plus the drafter cost's plain-step terms) unless overridden,
+//                      with Â'(n) = 1 + s (Â(n) - 1) and s = acceptance_scale (1 by default, so Â'
+//                      = Â). s is an online calibration of the surrogate: a caller that has seen
 //                      the drafter's trees accept s times the tokens Σρ promised (planner::
 //                      AcceptanceEstimator::surrogate_scale) prices every node at s ρ. The pop
 //                      order does not depend on s; only where the stop rule ends does.
@@ -72,7 +73,8 @@ struct BestFirstOptions {
   BudgetMode mode = BudgetMode::kController;
   int n_max = 64;       // draft nodes: the budget in kFixed, the upper end of the search otherwise;
                         // 0 <= n_max < kMaxTreeNodes
-  double l_ar_s = 0.0;  // seconds, L_AR; <= 0 means cost->VerifySeconds(0) = T_verify(1, c)
+  double l_ar_s = 0.0;  // seconds, L_AR; <= 0 means cost->PlainSeconds() = T_verify(1, c) plus
+                        // the drafter cost's plain-step terms (0 for a cost class)
   double acceptance_scale = 1.0;  // s of Â' = 1 + s (Â - 1) in S(n); finite, in (0, 64]
   bool validate = true;  // run ValidateMarginals first (about a microsecond at gamma=16, k=8)
 };
