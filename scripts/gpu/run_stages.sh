@@ -11,7 +11,8 @@
 #   gputests     the CUDA tests: transformer exactness (fp32/bf16/fp16), KV gather, random init,
 #                CUDA-event and CUPTI timers, calibrate on CUDA
 #   tests        every runtime and profiler test
-#   calib:MODEL  calibrate --gpu $GPU --model MODEL (bf16, CUPTI) over s = 1..1024, c = 0..16k
+#   calib:MODEL  calibrate --mode runtime --gpu $GPU --model MODEL (bf16, CUPTI): whole passes of
+#                the runtime over s = 1..1024, c = 0..16k, with the measured cells as CSV
 #   calib-batch:MODEL  the same with the batch axis: --b-grid 1..64 (B_GRID) over s = 1..128,
 #                c = 0, 1024, 4096 (S_GRID, C_GRID)
 #   hfref        tiny HF checkpoints + reference logits (scripts/gpu/hf_reference.py)
@@ -98,8 +99,8 @@ stage_tests() {
 stage_calib() {
   local model=$1
   mkdir -p "$res/calib/$gpu"
-  run "calib_$model" 300 "$build/profiler/calibrate" --gpu "$gpu" --model "$model" --dtype bf16 \
-    --timer cupti --s-grid "${S_GRID:-1,2,4,8,16,32,48,64,96,128,192,256,384,512,768,1024}" \
+  run "calib_$model" 300 "$build/profiler/calibrate" --mode runtime --gpu "$gpu" --model "$model" \
+    --dtype bf16 --timer cupti --s-grid "${S_GRID:-1,2,4,8,16,32,48,64,96,128,192,256,384,512,768,1024}" \
     --c-grid "${C_GRID:-0,512,1024,2048,4096,8192,16384}" --repeats "${REPEATS:-7}" --warmup 1 \
     --out "$res/calib/$gpu/$model-bf16.json" --samples-out "$res/calib/$gpu/$model-bf16.samples.csv"
   tail -8 "$res/calib_$model.log"
@@ -110,8 +111,8 @@ stage_calib() {
 stage_calib_batch() {
   local model=$1
   mkdir -p "$res/calib/$gpu"
-  run "calib_batch_$model" 540 "$build/profiler/calibrate" --gpu "$gpu" --model "$model" \
-    --dtype bf16 --timer cupti --b-grid "${B_GRID:-1,2,4,8,16,32,64}" \
+  run "calib_batch_$model" 540 "$build/profiler/calibrate" --mode runtime --gpu "$gpu" \
+    --model "$model" --dtype bf16 --timer cupti --b-grid "${B_GRID:-1,2,4,8,16,32,64}" \
     --s-grid "${S_GRID:-1,2,4,8,16,32,64,128}" --c-grid "${C_GRID:-0,1024,4096}" \
     --repeats "${REPEATS:-5}" --warmup 1 --out "$res/calib/$gpu/$model-bf16.json" \
     --samples-out "$res/calib/$gpu/$model-bf16.samples.csv"
