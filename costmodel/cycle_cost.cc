@@ -49,8 +49,9 @@ CycleCost::CycleCost(const LatencyModel* verify, DrafterCost drafter, double t_a
     : verify_(verify),
       draft_s_(drafter.DraftSeconds()),
       aux_s_(t_aux_s),
-      fixed_s_(draft_s_ + t_aux_s),
-      plain_extra_s_(drafter.plain_step_s + drafter.plain_per_sequence_s),
+      fixed_s_(draft_s_ + t_aux_s + drafter.per_sequence_s),
+      per_token_s_(drafter.per_token_s),
+      plain_extra_s_(drafter.plain_step_s + drafter.per_sequence_s + drafter.per_token_s),
       c_(c) {
   SPECPLAN_CHECK(verify != nullptr);
   SPECPLAN_CHECK(c >= 0);

@@ -1,9 +1,11 @@
 // Cycle cost of one speculative step (BASTION (docs/references.md) eq. 7, Domino
 // (docs/references.md) §4):
-//   C(n) = T_draft + T_aux + T_verify(n + 1, c)
+//   C(n) = T_draft + T_aux + T_verify(n + 1, c) [+ per_sequence + per_token (n + 1)]
 // where n is the number of draft nodes (the root/bonus token makes s = n + 1). For a batch of B
 // requests verified in one ragged pass (BatchCycleCost):
 //   C(n_1..n_B) = T_draft(B) + T_aux + T_verify({(n_i + 1, c_i)})
+//                 [+ per_sequence B + per_token sum (n_i + 1)]
+// The bracketed engine terms are DrafterCost's step terms (0 for a drafter priced by class).
 #ifndef SPECPLAN_COSTMODEL_CYCLE_COST_H_
 #define SPECPLAN_COSTMODEL_CYCLE_COST_H_
 
@@ -36,12 +38,16 @@ struct DrafterCost {
   // one sequence's time (0 = a weight-bound drafter, whose batched step costs what one sequence's
   // does; 1 = no batching benefit). >= 0.
   double batch_growth = 0.0;
-  // The plain decoding step's own terms besides its verify pass (costmodel/step/step_model.h
-  // ArStep: the host's per-step work and sampling; per sequence, the host's and the engine's
-  // per-token time), so that a batch planner or replay compares speculation with plain decoding
-  // on the same step model. 0 for a drafter priced by class (the verify pass alone).
+  // The engine's step terms besides the passes (costmodel/step/step_model.h), so that planners and
+  // replays price speculation and plain decoding on the same step model; all 0 for a drafter
+  // priced by class (the verify pass alone):
+  //   per_sequence_s  the host's work per sequence per step, speculative or plain
+  //   per_token_s     the engine's time per token in the target's pass beyond its kernels
+  //   plain_step_s    the plain step's own per-step terms (host step + one sampling call); the
+  //                   speculative step's are the cycle's T_aux
+  double per_sequence_s = 0.0;
+  double per_token_s = 0.0;
   double plain_step_s = 0.0;
-  double plain_per_sequence_s = 0.0;
 
   // T_draft in seconds for this class, one sequence.
   double DraftSeconds() const;
@@ -58,12 +64,14 @@ class CycleCost {
   CycleCost(const LatencyModel* verify, DrafterCost drafter, double t_aux_s, int64_t c);
 
   // Seconds for a cycle that verifies n draft nodes (n >= 0).
-  double Seconds(int64_t n) const { return fixed_s_ + verify_->VerifySeconds(n + 1, c_); }
+  double Seconds(int64_t n) const {
+    return fixed_s_ + per_token_s_ * static_cast<double>(n + 1) + verify_->VerifySeconds(n + 1, c_);
+  }
   double DraftSeconds() const { return draft_s_; }
   double AuxSeconds() const { return aux_s_; }
   double VerifySeconds(int64_t n) const { return verify_->VerifySeconds(n + 1, c_); }
-  // A plain decoding step of this sequence: T_verify(1, c) plus the drafter cost's plain_step_s
-  // and plain_per_sequence_s (0 for a drafter priced by class): the planners' default L_AR.
+  // A plain decoding step of this sequence: T_verify(1, c) plus the drafter cost's plain_step_s,
+  // per_sequence_s and per_token_s (0 for a drafter priced by class): the planners' default L_AR.
   double PlainSeconds() const { return verify_->VerifySeconds(1, c_) + plain_extra_s_; }
   int64_t context() const { return c_; }
 
@@ -71,7 +79,8 @@ class CycleCost {
   const LatencyModel* verify_;
   double draft_s_;
   double aux_s_;
-  double fixed_s_;
+  double fixed_s_;  // draft + aux + per_sequence_s
+  double per_token_s_;
   double plain_extra_s_;
   int64_t c_;
 };
@@ -84,14 +93,19 @@ class BatchCycleCost {
 
   // Seconds for a cycle that verifies `batch` (s_i = n_i + 1 per request).
   double Seconds(const BatchShape& batch) const {
-    return DraftSeconds(batch.size()) + aux_s_ + verify_->VerifyBatchSeconds(batch);
+    return DraftSeconds(batch.size()) + aux_s_ + StepTerms(batch) +
+           verify_->VerifyBatchSeconds(batch);
   }
   double VerifySeconds(const BatchShape& batch) const { return verify_->VerifyBatchSeconds(batch); }
   // A plain decoding step of `plain` (every s_i = 1): its verify pass plus the drafter cost's
-  // plain_step_s and plain_per_sequence_s per sequence.
+  // plain_step_s and its per-sequence and per-token terms.
   double PlainSeconds(const BatchShape& plain) const {
-    return verify_->VerifyBatchSeconds(plain) + drafter_.plain_step_s +
-           drafter_.plain_per_sequence_s * static_cast<double>(plain.size());
+    return verify_->VerifyBatchSeconds(plain) + drafter_.plain_step_s + StepTerms(plain);
+  }
+  // The drafter cost's per-sequence and per-token terms of a pass over `batch`.
+  double StepTerms(const BatchShape& batch) const {
+    return drafter_.per_sequence_s * static_cast<double>(batch.size()) +
+           drafter_.per_token_s * batch.totals().tokens;
   }
   double DraftSeconds(int batch) const {
     return batch == 1 ? draft1_s_ : drafter_.DraftSeconds(batch);

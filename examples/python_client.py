@@ -18,6 +18,8 @@ Without it, a deterministic example (gamma=16, K=8) is built inline. With --prof
 server's calibrated profile is used instead of the bare roofline of --gpu/--model; --engine NAME
 (sglang, vllm, trtllm, specplan) picks whose kernels that profile prices (default: the server's
 --engine, else the first of sglang, vllm, trtllm, specplan it holds; the reply's profile_id says).
+--drafter ARCH (default eagle3) names the drafter whose whole step the server prices the cycle with
+(docs/step-model.md); --drafter '' prices the verification pass alone.
 After the per-request steps it plans one batch (the PlanBatch RPC): --batch B requests with these
 marginals at contexts --context, --context + 1024, ... under one total budget --batch-n-max, and
 asks for the ragged engine layout; --batch 0 skips it. With --json the batch reply is under "batch".
@@ -225,6 +227,10 @@ def main():
                     help="with --profile: whose kernels (sglang, vllm, trtllm, specplan); "
                     "default: the server's choice")
     ap.add_argument("--context", type=int, default=1024, help="cached tokens c")
+    ap.add_argument("--drafter", default="eagle3",
+                    help="drafter architecture the server prices the engine's whole step for "
+                         "(eagle, eagle3, mtp, draft:MODEL, ngram; docs/step-model.md); '' = "
+                         "none: the verification pass alone, drafting at 0 ms")
     ap.add_argument("--n-max", type=int, default=256, help="budget: largest tree searched")
     ap.add_argument("--mode", choices=["controller", "scan", "fixed"], default="controller")
     ap.add_argument("--steps", type=int, default=3, help="decoding steps to simulate")
@@ -250,6 +256,10 @@ def main():
         marginals = example_marginals()
 
     cost = pb.CostSpec(context_tokens=args.context)
+    # The drafter the cycle prices: its architecture's whole step (draft forwards composed from the
+    # profile's kernel tables, sampling, the engine's host time); "" sends none (verify pass only).
+    if args.drafter:
+        cost.drafter.architecture = args.drafter
     if args.profile:
         gpu, _, model = args.profile.partition("/")
         cost.profile.gpu, cost.profile.model = gpu, model

@@ -326,8 +326,9 @@ absl::StatusOr<ConcurrencyReport> RunConcurrency(const Trace& trace,
       }
       const BatchCycleCost cost(&latency, BatchDrafter(o, gamma), o.t_aux_s);
       // Plain decoding on the same step model as the speculative steps (DrafterCost::plain_*).
-      const double t_ar = latency.VerifyBatchSeconds(plain) + o.drafter.plain_step_s +
-                          o.drafter.plain_per_sequence_s * static_cast<double>(plain.size());
+      const double t_ar =
+          latency.VerifyBatchSeconds(plain) + o.drafter.plain_step_s +
+          (o.drafter.per_sequence_s + o.drafter.per_token_s) * static_cast<double>(plain.size());
       // ar
       sums[0].tokens += B;
       sums[0].seconds += t_ar;

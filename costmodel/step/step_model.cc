@@ -226,10 +226,14 @@ PlannerStepTerms PlannerTermsFor(const StepModel& step, int gamma, int64_t c) {
   t.drafter.t_net_s = one.draft_s;
   t.drafter.batch_growth =
       one.draft_s > 0 ? std::max(0.0, (many.draft_s / one.draft_s - 1) / 15) : 0;
-  t.t_aux_s = one.sample_s + one.host_s;
   const HostTime& h = step.host();
+  // Per step: the sampling calls and the host's step work (n-gram proposal included); per
+  // sequence and per verified token: the cycle's own terms (DrafterCost), so a batch of B pays
+  // them B times and a tree of n nodes (n + 1) times.
+  t.drafter.per_sequence_s = h.per_sequence_s;
+  t.drafter.per_token_s = h.verify_per_token_s;
   t.drafter.plain_step_s = h.step_s + h.sample_call_s;
-  t.drafter.plain_per_sequence_s = h.per_sequence_s + h.verify_per_token_s;
+  t.t_aux_s = one.sample_s + one.host_s - h.per_sequence_s;
   t.l_ar_s = step.ArStep(1, c).step_s();
   return t;
 }

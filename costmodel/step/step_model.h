@@ -104,11 +104,11 @@ class StepModel {
 // What a planner that prices a cycle as C(n) = T_draft + T_aux + T_verify(n + 1, c)
 // (costmodel/cycle_cost.h) takes from the step model, for one sequence drafting `gamma` positions
 // at context c: the drafter's cost as a block cost of the step's T_draft (its batch_growth the
-// step model's growth of T_draft from b = 1 to 16; its plain_step_s and plain_per_sequence_s the
-// plain step's host, sampling and per-token terms, which batch planners and replays add to plain
-// decoding), T_aux = the step's sample and host terms, and L_AR = the plain step with its host
-// work. Every front end that plans (CLI, service, Python)
-// prices its cycle through this one function.
+// step model's growth of T_draft from b = 1 to 16; its per_sequence_s and per_token_s the host's
+// per-sequence and the engine's per-verified-token time, which cycles pay per sequence and per
+// token; its plain_step_s the plain step's host step and sampling call), T_aux = the step's
+// sampling calls and per-step host work, and L_AR = the plain step with its host work. Every front
+// end that plans (CLI, service, Python) prices its cycle through this one function.
 struct PlannerStepTerms {
   DrafterCost drafter;  // cls kParallelBlock, t_net_s = T_draft, gamma as given
   double t_aux_s = 0;   // T_sample + T_host of the step

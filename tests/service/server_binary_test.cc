@@ -296,6 +296,8 @@ TEST(ServerBinary, PythonClientGetsTheSamePlanAsTheCppClient) {
   v1::PlanTreeRequest req;
   *req.mutable_marginals() = wire;
   *req.mutable_cost() = InlineCost(500);
+  // The client prices the whole step of its default drafter (--drafter eagle3).
+  req.mutable_cost()->mutable_drafter()->set_architecture("eagle3");
   req.set_n_max(128);
   v1::PlanTreeResponse resp;
   grpc::ClientContext ctx;
