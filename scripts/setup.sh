@@ -3,7 +3,7 @@
 # names given as arguments are installed too (e.g. `setup.sh clang libclang-rt-dev` for fuzz.sh).
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build ccache pkg-config
+  build-essential cmake ninja-build ccache pkg-config lld
   libabsl-dev libeigen3-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcairo2-dev libplplot-dev plplot-driver-cairo
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
