@@ -72,11 +72,12 @@ def test_plan_batch_matches_cli(cli, flags, kwargs):
 
 
 def test_readme_batch_figures(roofline):
-    # The roofline Cost prices EAGLE-3's whole step (T_draft by hand: 0.5 ms; sampling, host).
+    # The roofline Cost prices EAGLE-3's whole step (T_draft by hand: 0.5 ms; sampling, host; the
+    # per-verified-token time paid per token of the pass).
     bp = specplan.plan_batch(_requests(), roofline, n_max=2048, mode="scan", t_draft_ms=0.5)
-    assert bp.n_total == 230 and bp.n.tolist() == [77, 69, 8, 32, 15, 16, 7, 6]
-    assert round(bp.goodput, 1) == 4105.6 and round(bp.ar_goodput, 1) == 1002.3
-    assert len(bp) == 8 and "n_total=230" in repr(bp)
+    assert bp.n_total == 91 and bp.n.tolist() == [27, 20, 8, 10, 8, 8, 6, 4]
+    assert round(bp.goodput, 1) == 3649.0 and round(bp.ar_goodput, 1) == 1002.3
+    assert len(bp) == 8 and "n_total=91" in repr(bp)
     # The verify pass alone (drafter=""): a 0.5 ms parallel drafter, no sampling or host work.
     bare = specplan.Cost(gpu="h100", model="qwen3-8b", latency_model="roofline", drafter="")
     bp = specplan.plan_batch(_requests(), bare, n_max=2048, mode="scan", t_draft_ms=0.5)
