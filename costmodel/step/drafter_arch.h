@@ -61,8 +61,8 @@ struct DrafterOptions {
 
 // The drafter `name` attached to `target` (see the top of this file). INVALID_ARGUMENT naming
 // the value: an unknown name ("drafter = 'medusa': unknown (known: eagle, eagle3, mtp,
-// draft:MODEL, block:MODEL, ngram, suffix)"), a draft model the registry does not know (its error), or one whose vocabulary differs from the
-// target's (a draft model must share the tokenizer).
+// draft:MODEL, block:MODEL, ngram, suffix)"), a draft model the registry does not know (its error),
+// or one whose vocabulary differs from the target's (a draft model must share the tokenizer).
 absl::StatusOr<DrafterArch> DrafterArchFor(const std::string& name, const ModelSpec& target,
                                            const DrafterOptions& options = {});
 
