@@ -72,6 +72,21 @@ absl::StatusOr<std::vector<int64_t>> ParseContextGrid(const std::string& text) {
   return out;
 }
 
+// What the output's metadata names: the cost that priced it and what it was replayed over. A
+// bundled profile is named by its id, a --profile file by its path (as whatif does).
+whatif::ScheduleSource SourceOf(const ScheduleArgs& a, const costmodel::ResolvedLatencyModel& r,
+                                costmodel::DType dtype, const std::string& replayed) {
+  whatif::ScheduleSource source;
+  source.profile = a.profile.empty() ? r.profile_id : r.profile_path;
+  source.engine = r.engine;
+  source.engine_version = r.engine_version;
+  source.model = r.model_spec.name;
+  source.gpu = r.gpu_spec.name;
+  source.dtype = costmodel::DTypeName(dtype);
+  source.trace_path = replayed;
+  return source;
+}
+
 // Writes the schedule (to --out or stdout) and, unless --quiet, its summary to stderr.
 int WriteSchedule(const ScheduleArgs& a, const whatif::Schedule& schedule,
                   const whatif::ContextSchedule& by_context, const whatif::ScheduleSource& source) {
@@ -140,15 +155,8 @@ int RunAcceptanceSchedule(const ScheduleArgs& a, whatif::ScheduleFormat format,
                       step->draft_priced_by(), step->host().provenance);
   auto schedule = whatif::BuildChainSchedule(*report, format, options, described, step_note);
   if (Failed(kCmd, schedule.status())) return 1;
-  whatif::ScheduleSource source;
-  source.profile = a.profile.empty() ? resolved->profile_id : resolved->profile_path;
-  source.engine = resolved->engine;
-  source.engine_version = resolved->engine_version;
-  source.model = resolved->model_spec.name;
-  source.gpu = resolved->gpu_spec.name;
-  source.dtype = costmodel::DTypeName(dtype);
-  source.trace_path = acceptance->source;
-  return WriteSchedule(a, *schedule, whatif::ContextSchedule{}, source);
+  return WriteSchedule(a, *schedule, whatif::ContextSchedule{},
+                       SourceOf(a, *resolved, dtype, acceptance->source));
 }
 
 int RunSchedule(const ScheduleArgs& given) {
@@ -258,16 +266,7 @@ int RunSchedule(const ScheduleArgs& given) {
     return 1;
   }
 
-  whatif::ScheduleSource source;
-  // A bundled profile is named by its id, a --profile file by its path (as whatif does).
-  source.profile = a.profile.empty() ? resolved->profile_id : resolved->profile_path;
-  source.engine = resolved->engine;
-  source.engine_version = resolved->engine_version;
-  source.model = resolved->model_spec.name;
-  source.gpu = resolved->gpu_spec.name;
-  source.dtype = costmodel::DTypeName(dtype);
-  source.trace_path = trace_path;
-  return WriteSchedule(a, *schedule, by_context, source);
+  return WriteSchedule(a, *schedule, by_context, SourceOf(a, *resolved, dtype, trace_path));
 }
 
 }  // namespace

@@ -1,18 +1,37 @@
-// Shared by the cost model tests: the registry's H100 / Qwen3-8B roofline, tiny hand-sized model
+// Shared by the cost model tests: the bundled H100 / Llama-3.1-8B vLLM profile, the registry's
+// H100 / Qwen3-8B roofline, tiny hand-sized model
 // specs whose roofline terms are computed by hand in the tests, and the kernel-sum coefficients
 // the fit tests take as ground truth.
 #ifndef SPECPLAN_TESTS_COSTMODEL_COST_TEST_UTIL_H_
 #define SPECPLAN_TESTS_COSTMODEL_COST_TEST_UTIL_H_
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
+#include "costmodel/cost_spec.h"
 #include "costmodel/kernel_sum_latency.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/roofline_latency.h"
 
 namespace specplan::costmodel {
+
+// The bundled H100 Llama-3.1-8B vLLM profile, resolved once (the step-model tests' cost: its
+// verify table, its composed drafter tables and the vLLM engine).
+inline const ResolvedLatencyModel& H100Llama8bVllm() {
+  static const ResolvedLatencyModel* r = [] {
+    CostSpec spec;
+    spec.model = "llama-3.1-8b";
+    spec.gpu = "h100";
+    spec.engine = "vllm";
+    spec.calib_dir = std::string(SPECPLAN_SOURCE_DIR) + "/calib";
+    auto resolved = ResolveCost(spec);
+    if (!resolved.ok()) std::abort();  // the bundled profile must load
+    return new ResolvedLatencyModel(*std::move(resolved));
+  }();
+  return *r;
+}
 
 inline RooflineLatency H100Qwen8b() {
   return RooflineLatency(*LookupModel("qwen3-8b"), *LookupGpu("h100"));

@@ -12,6 +12,7 @@
 
 #include "costmodel/cost_spec.h"
 #include "costmodel/step/host_time.h"
+#include "tests/costmodel/cost_test_util.h"
 #include "util/check.h"
 
 namespace specplan::costmodel {
@@ -19,19 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const ResolvedLatencyModel& Vllm() {
-  static const ResolvedLatencyModel* r = [] {
-    CostSpec spec;
-    spec.model = "llama-3.1-8b";
-    spec.gpu = "h100";
-    spec.engine = "vllm";
-    spec.calib_dir = std::string(SPECPLAN_SOURCE_DIR) + "/calib";
-    auto resolved = ResolveCost(spec);
-    SPECPLAN_CHECK(resolved.ok(), "the bundled h100 llama-3.1-8b vllm profile");
-    return new ResolvedLatencyModel(*std::move(resolved));
-  }();
-  return *r;
-}
+const ResolvedLatencyModel& Vllm() { return H100Llama8bVllm(); }
 
 absl::StatusOr<HostFit> Fit(const std::vector<StepPoint>& points) {
   const ResolvedLatencyModel& r = Vllm();

@@ -20,6 +20,7 @@
 #include "costmodel/roofline_latency.h"
 #include "costmodel/step/host_time.h"
 #include "costmodel/table_latency.h"
+#include "tests/costmodel/cost_test_util.h"
 #include "util/check.h"
 
 namespace specplan::costmodel {
@@ -28,19 +29,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-const ResolvedLatencyModel& Vllm() {
-  static const ResolvedLatencyModel* r = [] {
-    CostSpec spec;
-    spec.model = "llama-3.1-8b";
-    spec.gpu = "h100";
-    spec.engine = "vllm";
-    spec.calib_dir = std::string(SPECPLAN_SOURCE_DIR) + "/calib";
-    auto resolved = ResolveCost(spec);
-    SPECPLAN_CHECK(resolved.ok(), "the bundled h100 llama-3.1-8b vllm profile");
-    return new ResolvedLatencyModel(*std::move(resolved));
-  }();
-  return *r;
-}
+const ResolvedLatencyModel& Vllm() { return H100Llama8bVllm(); }
 
 StepModel Make(const StepOptions& o, const std::string& engine = "vllm",
                const std::map<std::string, DrafterProfile>* drafters = &Vllm().drafters) {
