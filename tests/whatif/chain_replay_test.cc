@@ -174,7 +174,8 @@ TEST(ReplayChains, MixedAtBatchOneIsThePooledWalk) {
     // The same as the copies mode's pooled throughputs at B = 1.
     ChainReplayOptions copies = o;
     copies.batching = ChainBatching::kCopies;
-    const ChainReplayRow& c = Row(Replay(a, m, copies), 1, k);
+    const ChainReplayReport copies_report = Replay(a, m, copies);  // Row refers into it
+    const ChainReplayRow& c = Row(copies_report, 1, k);
     EXPECT_NEAR(row.throughput / row.ar_throughput, c.throughput / c.ar_throughput, 1e-12);
   }
 }
