@@ -226,15 +226,9 @@ int RunSchedule(const ScheduleArgs& given) {
   options.replay.t_aux_s = a.t_aux_ms * 1e-3;
   {
     // A drafter architecture's whole step at the trace's mean context (cost_flags.h).
-    int64_t c_sum = 0, steps = 0;
-    int gamma = 1;
-    for (const whatif::TraceStep& st : trace->steps) {
-      c_sum += st.c;
-      ++steps;
-      if (st.marginals) gamma = std::max(gamma, st.marginals->gamma);
-    }
+    const whatif::TraceDraftShape shape = whatif::DraftShapeOf(*trace);
     double l_ar_s = 0;
-    if (Failed(kCmd, a.PriceDrafter(*resolved, gamma, steps > 0 ? c_sum / steps : 0,
+    if (Failed(kCmd, a.PriceDrafter(*resolved, shape.max_gamma, shape.mean_context,
                                     &options.replay.drafter, &options.replay.t_aux_s, &l_ar_s))) {
       return 1;
     }

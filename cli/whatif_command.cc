@@ -156,20 +156,13 @@ bool LoadLocal(const WhatIfArgs& a, costmodel::DType dtype, LocalInputs* in) {
 // is left as given.
 bool PriceTraceDrafter(const WhatIfArgs& a, const LocalInputs& in, costmodel::DrafterCost* d,
                        double* t_aux_s) {
-  int64_t c_sum = 0, steps = 0;
-  int gamma = 1;
-  for (const whatif::TraceStep& st : in.trace.steps) {
-    c_sum += st.c;
-    ++steps;
-    if (st.marginals) gamma = std::max(gamma, st.marginals->gamma);
-  }
+  const whatif::TraceDraftShape shape = whatif::DraftShapeOf(in.trace);
   double l_ar_s = 0;
   const double growth = d->batch_growth;
   const absl::Status st =
-      a.PriceDrafter(in.resolved, gamma, steps > 0 ? c_sum / steps : 0, d, t_aux_s, &l_ar_s);
-  // A given --draft-batch-growth (or a cost class's, or the default with drafting given by hand)
-  // stands; else the step model's growth.
-  // Drafting given by hand (--t-draft-ms) is one request's: the batch growth prices the rest.
+      a.PriceDrafter(in.resolved, shape.max_gamma, shape.mean_context, d, t_aux_s, &l_ar_s);
+  // A given --draft-batch-growth (or a cost class's, or the default with drafting given by hand:
+  // --t-draft-ms is one request's, the growth prices the rest) stands; else the step model's.
   if (a.DrafterIsCostClass() || Given(a, "--draft-batch-growth") || a.t_draft_ms > 0) {
     d->batch_growth = growth;
   }

@@ -595,14 +595,8 @@ absl::Status PlannerService::DoWhatIf(const v1::WhatIfRequest& req, v1::WhatIfRe
   // A drafter architecture: its whole step at the trace's mean context and largest marginals
   // gamma, as `specplan whatif` prices it in-process.
   if (cost.step != nullptr) {
-    int64_t c_sum = 0, steps = 0;
-    int gamma = 1;
-    for (const whatif::TraceStep& st : trace.steps) {
-      c_sum += st.c;
-      ++steps;
-      if (st.marginals) gamma = std::max(gamma, st.marginals->gamma);
-    }
-    cost.PriceStep(gamma, steps > 0 ? c_sum / steps : 0);
+    const whatif::TraceDraftShape shape = whatif::DraftShapeOf(trace);
+    cost.PriceStep(shape.max_gamma, shape.mean_context);
   }
   options.drafter = cost.drafter;
   options.t_aux_s = cost.t_aux_s;

@@ -1,5 +1,6 @@
 #include "whatif/trace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -426,5 +427,16 @@ std::string BundledTracePath(std::string_view file) {
 }
 
 std::string DefaultTracePath() { return BundledTracePath("family.jsonl"); }
+
+TraceDraftShape DraftShapeOf(const Trace& trace) {
+  TraceDraftShape shape;
+  int64_t c_sum = 0;
+  for (const TraceStep& st : trace.steps) {
+    c_sum += st.c;
+    if (st.marginals) shape.max_gamma = std::max(shape.max_gamma, st.marginals->gamma);
+  }
+  if (!trace.steps.empty()) shape.mean_context = c_sum / static_cast<int64_t>(trace.steps.size());
+  return shape;
+}
 
 }  // namespace specplan::whatif

@@ -102,6 +102,15 @@ absl::StatusOr<Trace> LoadTrace(const std::string& path);
 // messages such as "nodes.parents[3] = 5: must be < 3 (topological order)".
 absl::Status ValidateTraceStep(const TraceStep& step, const TraceHeader& header);
 
+// What a drafter's whole step is priced at for a replay of `trace` (costmodel/step/step_model.h
+// PlannerTermsFor): the mean context of its steps (0 for none) and the largest marginals gamma
+// (1 when no step has marginals).
+struct TraceDraftShape {
+  int64_t mean_context = 0;
+  int max_gamma = 1;
+};
+TraceDraftShape DraftShapeOf(const Trace& trace);
+
 // One JSON line (no trailing newline) per header / step, as ParseTrace reads them.
 std::string TraceHeaderLine(const TraceHeader& header);
 std::string TraceStepLine(const TraceStep& step);

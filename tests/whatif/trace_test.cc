@@ -59,6 +59,24 @@ TEST(Trace, FixtureParsesWithItsFields) {
   EXPECT_LT(trace->steps[1].draft_s, 0);
 }
 
+TEST(Trace, DraftShapeIsTheMeanContextAndTheLargestGamma) {
+  Trace trace;
+  EXPECT_EQ(DraftShapeOf(trace).mean_context, 0);  // no steps
+  EXPECT_EQ(DraftShapeOf(trace).max_gamma, 1);
+  for (int64_t c : {100, 201, 300}) {
+    TraceStep st;
+    st.c = c;
+    trace.steps.push_back(st);
+  }
+  trace.steps[1].marginals.emplace();
+  trace.steps[1].marginals->gamma = 7;
+  trace.steps[2].marginals.emplace();
+  trace.steps[2].marginals->gamma = 4;
+  const TraceDraftShape shape = DraftShapeOf(trace);
+  EXPECT_EQ(shape.mean_context, 200);  // (100 + 201 + 300) / 3, truncated
+  EXPECT_EQ(shape.max_gamma, 7);
+}
+
 TEST(Trace, SerializeParseRoundTrip) {
   auto trace = LoadTrace(testing::FixturePath());
   ASSERT_TRUE(trace.ok()) << trace.status();
