@@ -247,13 +247,6 @@ absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& mode
   return ResolveCost(CostSpec{model, gpu, "", profile_path, kind, dtype, tp});
 }
 
-absl::StatusOr<std::unique_ptr<LatencyModel>> LoadLatencyModel(const std::string& model,
-                                                               const std::string& gpu,
-                                                               const std::string& profile_path) {
-  SPECPLAN_ASSIGN_OR_RETURN(ResolvedLatencyModel r, ResolveLatencyModel(model, gpu, profile_path));
-  return std::move(r.model);
-}
-
 const std::vector<CostFieldName> kCostFlagNames = {
     {"model", "--model"},         {"gpu", "--gpu"},
     {"engine", "--engine"},       {"tp", "--tp"},

@@ -137,10 +137,6 @@ std::vector<std::string> BundledEngines(const std::string& calib_dir, const std:
 absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(
     const std::string& model, const std::string& gpu, const std::string& profile_path,
     DType dtype = DType::kBFloat16, const std::string& kind = "", int64_t tp = 0);
-// Convenience for callers that only need the model.
-absl::StatusOr<std::unique_ptr<LatencyModel>> LoadLatencyModel(const std::string& model,
-                                                               const std::string& gpu,
-                                                               const std::string& profile_path);
 
 }  // namespace specplan::costmodel
 

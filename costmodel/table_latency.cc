@@ -97,6 +97,20 @@ void Bracket(const std::vector<int64_t>& grid, double x, size_t* i, double* w) {
 }
 }  // namespace
 
+namespace {
+// Bilinear inside one layer ([c][s]) at the bracketed cell.
+double Cell(const std::vector<std::vector<double>>& T, size_t si, size_t si1, double ws, size_t ci,
+            size_t ci1, double wc) {
+  const double lo = (1 - ws) * T[ci][si] + ws * T[ci][si1];
+  const double hi = (1 - ws) * T[ci1][si] + ws * T[ci1][si1];
+  return (1 - wc) * lo + wc * hi;
+}
+
+const std::vector<std::vector<double>>& Layer(const LatencyTable& t, size_t k) {
+  return k == 0 ? t.seconds : t.batch_seconds[k - 1];
+}
+}  // namespace
+
 double TableLatency::Interpolate(const std::vector<std::vector<double>>& T,
                                  const std::vector<int64_t>& s_grid,
                                  const std::vector<int64_t>& c_grid, double s, double c) {
@@ -104,11 +118,46 @@ double TableLatency::Interpolate(const std::vector<std::vector<double>>& T,
   double ws, wc;
   Bracket(s_grid, s, &si, &ws);
   Bracket(c_grid, c, &ci, &wc);
-  const size_t si1 = std::min(si + 1, s_grid.size() - 1);
-  const size_t ci1 = std::min(ci + 1, c_grid.size() - 1);
-  const double lo = (1 - ws) * T[ci][si] + ws * T[ci][si1];
-  const double hi = (1 - ws) * T[ci1][si] + ws * T[ci1][si1];
-  return (1 - wc) * lo + wc * hi;
+  return Cell(T, si, std::min(si + 1, s_grid.size() - 1), ws, ci,
+              std::min(ci + 1, c_grid.size() - 1), wc);
+}
+
+bool TableLatency::Locate(int64_t b, int64_t s, int64_t c, GridPoint* p) const {
+  if (b < 1) return false;
+  int layers = 1;
+  if (b > 1) {
+    const std::vector<int64_t>& bg = table_.b_grid;
+    if (bg.empty() || b > bg.back()) return false;
+    size_t k = 0;
+    while (bg[k] < b) ++k;  // bg[k] >= b: layers k (b_grid[k - 1], or 1) and k + 1 bracket b
+    const double b_lo = k == 0 ? 1.0 : static_cast<double>(bg[k - 1]);
+    p->layer[0] = k;
+    p->layer[1] = k + 1;
+    p->wb = (static_cast<double>(b) - b_lo) / (static_cast<double>(bg[k]) - b_lo);
+    layers = 2;
+  } else {
+    p->layer[0] = p->layer[1] = 0;
+    p->wb = 0;
+  }
+  for (int j = 0; j < layers; ++j) {
+    const std::vector<int64_t>& sg = table_.layer_s_grid(p->layer[j]);
+    const std::vector<int64_t>& cg = table_.layer_c_grid(p->layer[j]);
+    if (s < sg.front() || s > sg.back() || c < cg.front() || c > cg.back()) return false;
+    Bracket(sg, static_cast<double>(s), &p->si[j], &p->ws[j]);
+    Bracket(cg, static_cast<double>(c), &p->ci[j], &p->wc[j]);
+    p->si1[j] = std::min(p->si[j] + 1, sg.size() - 1);
+    p->ci1[j] = std::min(p->ci[j] + 1, cg.size() - 1);
+  }
+  return true;
+}
+
+double TableLatency::ReadAt(const LatencyTable& t, const GridPoint& p) {
+  const double lo =
+      Cell(Layer(t, p.layer[0]), p.si[0], p.si1[0], p.ws[0], p.ci[0], p.ci1[0], p.wc[0]);
+  if (p.layer[1] == p.layer[0]) return lo;
+  const double hi =
+      Cell(Layer(t, p.layer[1]), p.si[1], p.si1[1], p.ws[1], p.ci[1], p.ci1[1], p.wc[1]);
+  return (1 - p.wb) * lo + p.wb * hi;
 }
 
 double TableLatency::VerifySeconds(int64_t s, int64_t c) const {

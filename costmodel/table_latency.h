@@ -56,6 +56,27 @@ class TableLatency : public LatencyModel {
   std::string Kind() const override { return "table"; }
   const LatencyTable& table() const { return table_; }
 
+  // Where the uniform pass of b sequences, each s tokens over c cached, lies on the table's
+  // grids: the two layers around b (one for b = 1) and the cell around (s, c) in each, with the
+  // weights. So several quantities tabulated on the same grids (ReadAt) are read with one search.
+  // Filled by Locate (left uninitialised here: a step prices one per call); index 1 of the
+  // per-layer fields only when layer[1] != layer[0].
+  struct GridPoint {
+    size_t layer[2];  // 0: b = 1 (`seconds`), k: b_grid[k - 1]
+    size_t si[2], si1[2], ci[2], ci1[2];
+    double ws[2], wc[2];
+    double wb;  // weight of layer[1]; 0 for b = 1
+  };
+  // False when the pass is off the grids (b above the last layer, b > 1 on a table without batch
+  // layers, s or c outside a layer's grid): VerifySeconds / VerifyBatchSeconds then extrapolate
+  // with the roofline. On the grids, ReadAt(table(), point) is VerifySeconds(s, c) for b = 1
+  // (bit for bit) and VerifyBatchSeconds of the uniform batch for b > 1 (up to rounding: there
+  // the roofline of the batch and of the uniform pass it reads cancel).
+  bool Locate(int64_t b, int64_t s, int64_t c, GridPoint* point) const;
+  // `values` at `point`, for a table laid on the same grids as the one that located it (the same
+  // s, c, b and batch grids): bilinear in (s, c) inside each layer, linear in b between them.
+  static double ReadAt(const LatencyTable& values, const GridPoint& point);
+
  private:
   // Bilinear inside one layer ([c][s]) on its grids; s and c must lie within them (callers clamp).
   static double Interpolate(const std::vector<std::vector<double>>& layer,

@@ -2,12 +2,18 @@
 // against pricing the verification pass alone, on the bundled H100 Llama-3.1-8B vLLM profile
 // (composed kernel tables, EAGLE-3 drafter), at b = 1 and 64 sequences of s = 4 tokens over
 // c = 1024. The budget (issue 41): a step with the drafter costs no more than 2x the verify pass
-// alone, since the step is what every planner and what-if now prices per candidate.
+// alone, since the step is what every replay and what-if now prices per simulated step; met by
+// BM_StepTabulated against BM_VerifyPassLocated (docs/step-model.md, "What pricing a step costs").
 //   BM_VerifyPass        the profile's LatencyModel: VerifySeconds(s, c) at b = 1, else
 //                        VerifyBatchSeconds of a uniform batch built in the loop (what a caller
 //                        that holds only (b, s, c) must do)
 //   BM_VerifyPassShaped  the same at b > 1 with the batch built once, outside the loop
-//   BM_Step              StepModel::Step(b, s, c) with the drafter
+//   BM_VerifyPassLocated the same pass read as a step reads it once tabulated: one
+//                        TableLatency::Locate + ReadAt (no batch built)
+//   BM_Step              StepModel::Step(b, s, c) with the drafter, priced forward by forward
+//   BM_StepTabulated     the same after StepModel::TabulateDraft (what replays and sweeps use):
+//                        the verify pass and the drafting read with one grid search
+//   BM_TabulateDraft     the one-off cost of TabulateDraft
 //   BM_ThreePasses       the three passes a step prices (target, drafter extend, drafter forward)
 //                        read straight from the models: the floor under BM_Step
 //   BM_ArStep            StepModel::ArStep(b, c)
@@ -47,13 +53,24 @@ const ResolvedLatencyModel& Vllm() {
   return *r;
 }
 
+StepModel MakeStep() {
+  auto step = StepModel::Create(Vllm().model.get(), Vllm().model_spec, Vllm().gpu_spec,
+                                &Vllm().drafters, "vllm", {});
+  SPECPLAN_CHECK(step.ok());
+  SPECPLAN_CHECK(step->draft_priced_by() == "kernel tables");
+  return *std::move(step);
+}
+
 const StepModel& Step() {
+  static const StepModel* m = new StepModel(MakeStep());
+  return *m;
+}
+
+const StepModel& TabulatedStep() {
   static const StepModel* m = [] {
-    auto step = StepModel::Create(Vllm().model.get(), Vllm().model_spec, Vllm().gpu_spec,
-                                  &Vllm().drafters, "vllm", {});
-    SPECPLAN_CHECK(step.ok());
-    SPECPLAN_CHECK(step->draft_priced_by() == "kernel tables");
-    return new StepModel(*std::move(step));
+    StepModel step = MakeStep();
+    SPECPLAN_CHECK(step.TabulateDraft(), "the vllm profile's table and eagle3's");
+    return new StepModel(std::move(step));
   }();
   return *m;
 }
@@ -88,16 +105,48 @@ void BM_VerifyPassShaped(benchmark::State& state) {
 }
 BENCHMARK(BM_VerifyPassShaped)->Arg(1)->Arg(64);
 
-void BM_Step(benchmark::State& state) {
+void BM_VerifyPassLocated(benchmark::State& state) {
   const int64_t b = state.range(0);
-  const StepModel& m = Step();
+  const auto& table = dynamic_cast<const specplan::costmodel::TableLatency&>(*Vllm().model);
+  for (auto _ : state) {
+    specplan::costmodel::TableLatency::GridPoint p;
+    SPECPLAN_CHECK(table.Locate(b, kS, kC, &p));
+    double t = specplan::costmodel::TableLatency::ReadAt(table.table(), p);
+    benchmark::DoNotOptimize(t);
+  }
+  state.SetLabel("one grid search, one read");
+}
+BENCHMARK(BM_VerifyPassLocated)->Arg(1)->Arg(64);
+
+// Prices the step b x (s = 4, c = 1024) on `m`, state.range(0) = b.
+void PriceSteps(benchmark::State& state, const StepModel& m, const char* label) {
+  const int64_t b = state.range(0);
   for (auto _ : state) {
     auto r = m.Step(b, kS, kC);
     benchmark::DoNotOptimize(r);
   }
-  state.SetLabel("eagle3, D = 3: verify + 3 draft forwards + sample + host");
+  state.SetLabel(label);
+}
+
+void BM_Step(benchmark::State& state) {
+  PriceSteps(state, Step(), "eagle3, D = 3: verify + 3 draft forwards + sample + host");
 }
 BENCHMARK(BM_Step)->Arg(1)->Arg(64);
+
+void BM_StepTabulated(benchmark::State& state) {
+  PriceSteps(state, TabulatedStep(),
+             "after TabulateDraft: one grid search, two reads + sample + host");
+}
+BENCHMARK(BM_StepTabulated)->Arg(1)->Arg(64);
+
+void BM_TabulateDraft(benchmark::State& state) {
+  for (auto _ : state) {
+    StepModel m = MakeStep();
+    benchmark::DoNotOptimize(m.TabulateDraft());
+  }
+  state.SetLabel("once per model: T_draft at every node of the target's table");
+}
+BENCHMARK(BM_TabulateDraft)->Unit(benchmark::kMillisecond);
 
 // The floor under BM_Step: the three passes a step must price (the target's; the EAGLE-3 head's
 // extend over the s verified tokens, on the same batch; its single-token forward at c + s), read

@@ -1,6 +1,7 @@
 #include "costmodel/step/host_time.h"
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -115,6 +116,22 @@ nlohmann::json HostTimeToJson(const HostTime& h) {
           {"sample_call_s", h.sample_call_s},
           {"verify_per_token_s", h.verify_per_token_s},
           {"provenance", h.provenance}};
+}
+
+absl::Status ValidateHostTime(const HostTime& h, const std::string& prefix) {
+  const std::pair<const char*, double> fields[] = {{"step_s", h.step_s},
+                                                   {"per_sequence_s", h.per_sequence_s},
+                                                   {"per_draft_forward_s", h.per_draft_forward_s},
+                                                   {"ngram_per_sequence_s", h.ngram_per_sequence_s},
+                                                   {"sample_call_s", h.sample_call_s},
+                                                   {"verify_per_token_s", h.verify_per_token_s}};
+  for (const auto& [name, v] : fields) {
+    if (!(v >= 0) || v > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(prefix, name, " = ", v, ": must be in [0, 1] seconds"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace specplan::costmodel

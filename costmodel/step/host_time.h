@@ -34,6 +34,10 @@ absl::StatusOr<HostTime> DefaultHostTime(const std::string& engine);
 
 nlohmann::json HostTimeToJson(const HostTime& h);  // the fields above, in seconds
 
+// Every term in [0, 1] seconds; INVALID_ARGUMENT "<prefix><field> = <value>: must be in [0, 1]
+// seconds" otherwise (prefix "host." for the step model's options, "gate.host." for the gate's).
+absl::Status ValidateHostTime(const HostTime& h, const std::string& prefix);
+
 // Host terms a front end was given, in milliseconds (unset: keep the base's).
 struct HostOverridesMs {
   std::optional<double> step, per_sequence, per_draft_forward, sample_call;

@@ -23,23 +23,6 @@ BatchShape Uniform(int64_t b, int64_t s, int64_t c) {
   return shape;
 }
 
-absl::Status CheckHost(const HostTime& h) {
-  const std::pair<const char*, double> fields[] = {
-      {"host.step_s", h.step_s},
-      {"host.per_sequence_s", h.per_sequence_s},
-      {"host.per_draft_forward_s", h.per_draft_forward_s},
-      {"host.ngram_per_sequence_s", h.ngram_per_sequence_s},
-      {"host.sample_call_s", h.sample_call_s},
-      {"host.verify_per_token_s", h.verify_per_token_s}};
-  for (const auto& [name, v] : fields) {
-    if (!(v >= 0) || v > 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, " = ", v, ": must be in [0, 1] seconds"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // Calls fn(forward) for each forward of DraftForwards(arch, b, s, c, d, topk) (drafter_arch.h),
 // in its order, without building its vector: a step is priced on the planners' hot path, where
 // that allocation cost a third of a b = 1 step. tests/costmodel/step_model_test.cc checks the two
@@ -54,6 +37,12 @@ void ForEachDraftForward(const DrafterArch& arch, int64_t b, int64_t s, int64_t 
   }
   fn(DraftForward{b, s, c, 1});
   if (d > 1) fn(DraftForward{b * std::max(topk, 1), 1, c + s, d - 1});
+}
+
+// The forwards DraftForwards runs (ForEachDraftForward's counts), without pricing them.
+int DraftForwardCount(const DrafterArch& arch, int d) {
+  if (!arch.has_network() || d <= 0) return 0;
+  return arch.kind == DrafterKind::kBlock ? 1 : d;
 }
 
 const DrafterProfile* FindDrafter(const std::map<std::string, DrafterProfile>* drafters,
@@ -98,7 +87,7 @@ absl::Status ValidateStepOptions(const StepOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("draft_s = ", *o.draft_s, ": must be in [0, 10] seconds"));
   }
-  if (o.host) SPECPLAN_RETURN_IF_ERROR(CheckHost(*o.host));
+  if (o.host) SPECPLAN_RETURN_IF_ERROR(ValidateHostTime(*o.host, "host."));
   return absl::OkStatus();
 }
 
@@ -160,16 +149,57 @@ double StepModel::DraftSeconds(int64_t b, int64_t s, int64_t c, int d, int* forw
   return DraftTime(*this, draft_.get(), arch_, b, s, c, d, nullptr, forwards);
 }
 
+bool StepModel::TabulateDraft() {
+  verify_table_ = dynamic_cast<const TableLatency*>(verify_);
+  if (verify_table_ == nullptr || draft_ == nullptr || options_.draft_s) {
+    verify_table_ = nullptr;
+    return false;
+  }
+  const LatencyTable& grid = verify_table_->table();
+  auto layer = [&](int64_t b, const std::vector<int64_t>& sg, const std::vector<int64_t>& cg) {
+    std::vector<std::vector<double>> out(cg.size(), std::vector<double>(sg.size()));
+    int forwards;
+    for (size_t ci = 0; ci < cg.size(); ++ci) {
+      for (size_t si = 0; si < sg.size(); ++si) {
+        out[ci][si] = DraftSeconds(b, sg[si], cg[ci], DraftStepsFor(sg[si]), &forwards);
+      }
+    }
+    return out;
+  };
+  auto table = std::make_shared<LatencyTable>();
+  table->s_grid = grid.s_grid;
+  table->c_grid = grid.c_grid;
+  table->b_grid = grid.b_grid;
+  table->batch_s_grid = grid.batch_s_grid;
+  table->batch_c_grid = grid.batch_c_grid;
+  table->seconds = layer(1, grid.s_grid, grid.c_grid);
+  for (size_t k = 0; k < grid.b_grid.size(); ++k) {
+    table->batch_seconds.push_back(
+        layer(grid.b_grid[k], grid.layer_s_grid(k + 1), grid.layer_c_grid(k + 1)));
+  }
+  draft_table_ = std::move(table);
+  return true;
+}
+
 StepBreakdown StepModel::Step(int64_t b, int64_t s, int64_t c) const {
   SPECPLAN_CHECK(b >= 1 && s >= 1 && c >= 0);
   StepBreakdown r;
+  TableLatency::GridPoint point;
+  if (draft_table_ != nullptr && verify_table_->Locate(b, s, c, &point)) {
+    r.verify_s = TableLatency::ReadAt(verify_table_->table(), point) +
+                 host_.verify_per_token_s * static_cast<double>(b * s);
+    r.draft_s = TableLatency::ReadAt(*draft_table_, point);
+    r.draft_forwards = DraftForwardCount(arch_, DraftStepsFor(s));
+    AddHost(b, &r);
+    return r;
+  }
   // The uniform batch is built once (b adds): the target's pass and the drafter's extend forward
   // both price it.
   std::optional<BatchShape> uniform;
   if (b > 1) uniform = Uniform(b, s, c);
   r.verify_s = (b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(*uniform)) +
                host_.verify_per_token_s * static_cast<double>(b * s);
-  const int d = options_.draft_steps >= 0 ? options_.draft_steps : static_cast<int>(s - 1);
+  const int d = DraftStepsFor(s);
   r.draft_s = DraftTime(*this, draft_.get(), arch_, b, s, c, d, uniform ? &*uniform : nullptr,
                         &r.draft_forwards);
   AddHost(b, &r);
@@ -196,9 +226,14 @@ StepBreakdown StepModel::Step(const BatchShape& batch) const {
 StepBreakdown StepModel::ArStep(int64_t b, int64_t c) const {
   SPECPLAN_CHECK(b >= 1 && c >= 0);
   StepBreakdown r;
-  r.verify_s =
-      (b == 1 ? verify_->VerifySeconds(1, c) : verify_->VerifyBatchSeconds(Uniform(b, 1, c))) +
-      host_.verify_per_token_s * static_cast<double>(b);
+  TableLatency::GridPoint point;
+  if (verify_table_ != nullptr && verify_table_->Locate(b, 1, c, &point)) {  // tabulated
+    r.verify_s = TableLatency::ReadAt(verify_table_->table(), point);
+  } else {
+    r.verify_s =
+        b == 1 ? verify_->VerifySeconds(1, c) : verify_->VerifyBatchSeconds(Uniform(b, 1, c));
+  }
+  r.verify_s += host_.verify_per_token_s * static_cast<double>(b);
   r.sample_s = host_.sample_call_s;
   r.host_s = host_.step_s + host_.per_sequence_s * static_cast<double>(b);
   return r;

@@ -30,6 +30,7 @@
 #include "costmodel/profile.h"
 #include "costmodel/step/drafter_arch.h"
 #include "costmodel/step/host_time.h"
+#include "costmodel/table_latency.h"
 
 namespace specplan::costmodel {
 
@@ -85,6 +86,19 @@ class StepModel {
   // Seconds of one drafter forward of b sequences, each s new tokens over c cached.
   double DraftForwardSeconds(int64_t b, int64_t s, int64_t c) const;
 
+  // For callers that price many uniform steps (replays, sweeps, schedules): tabulates T_draft at
+  // the nodes of the target's table (each node priced forward by forward, as Step does), so that
+  // Step(b, s, c) on the target's grids reads the verify pass and the drafting with one grid
+  // search (and ArStep(b, c) the plain pass without building its batch). Off the grids, and for
+  // ragged batches, Step prices forward by forward as before.
+  // Between nodes T_draft is then interpolated like the target's pass (bilinear in (s, c), linear
+  // in b), within 1 % of the forward-by-forward price on the bundled profiles
+  // (tests/costmodel/step_model_test.cc). A no-op unless the target is priced by a table
+  // (TableLatency) and the drafter by a network (not by hand, not host only). Returns whether it
+  // tabulated. Not thread-safe with concurrent Step calls: call it before sharing the model.
+  bool TabulateDraft();
+  bool draft_tabulated() const { return draft_table_ != nullptr; }
+
  private:
   StepModel() = default;
   // T_draft of b sequences at (s, c) drafting d positions; *forwards = the forwards run.
@@ -92,8 +106,16 @@ class StepModel {
   // Fills r's sample and host terms from its draft_forwards, for b sequences.
   void AddHost(int64_t b, StepBreakdown* r) const;
 
+  // D for a step verifying s tokens per sequence (the options' draft_steps, else s - 1).
+  int DraftStepsFor(int64_t s) const {
+    return options_.draft_steps >= 0 ? options_.draft_steps : static_cast<int>(s - 1);
+  }
+
   const LatencyModel* verify_ = nullptr;
   std::shared_ptr<const LatencyModel> draft_;  // the drafter's forward; null without a network
+  // TabulateDraft: the target's table (verify_ itself) and T_draft at its nodes.
+  const TableLatency* verify_table_ = nullptr;
+  std::shared_ptr<const LatencyTable> draft_table_;
   DrafterArch arch_;
   StepOptions options_;
   HostTime host_;

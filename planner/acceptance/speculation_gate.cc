@@ -87,7 +87,7 @@ absl::Status ValidateSpeculationGateOptions(const SpeculationGateOptions& o) {
   if (!(o.probe_budget >= 0 && o.probe_budget <= 1)) {
     return bad("gate.probe_budget", o.probe_budget, "[0, 1]");
   }
-  return absl::OkStatus();
+  return costmodel::ValidateHostTime(o.host, "gate.host.");
 }
 
 SpeculationGate::SpeculationGate(const SpeculationGateOptions& options)
@@ -126,6 +126,13 @@ GateDecision SpeculationGate::DecideBatch(const costmodel::LatencyModel& verify,
                     draft_level_s);
 }
 
+double SpeculationGate::HostSeconds(int sequences, int64_t s) const {
+  const costmodel::HostTime& h = o_.host;
+  const double b = sequences;
+  return h.step_s + h.per_sequence_s * b + h.sample_call_s +
+         h.verify_per_token_s * b * static_cast<double>(s);
+}
+
 GateDecision SpeculationGate::DecideWith(int sequences,
                                          const std::function<double(int64_t)>& verify_s,
                                          int min_depth, int max_depth, double draft_level_s) {
@@ -133,7 +140,7 @@ GateDecision SpeculationGate::DecideWith(int sequences,
   ++stats_.decisions;
   const double B = sequences;
   GateDecision d;
-  d.ar_tokens_per_s = B / verify_s(1);
+  d.ar_tokens_per_s = B / (verify_s(1) + HostSeconds(sequences, 1));
   d.tokens_per_s = d.ar_tokens_per_s;
   const double t = draft_level_s >= 0 && std::isfinite(draft_level_s) ? draft_level_s : level_s_;
   const int probe_depth = std::clamp(o_.probe_depth, min_depth, max_depth);
@@ -145,7 +152,7 @@ GateDecision SpeculationGate::DecideWith(int sequences,
     for (int depth = min_depth; depth <= max_depth; ++depth) {
       const int64_t s = 1 + static_cast<int64_t>(std::llround(w * depth));
       const double a = estimator_.ExpectedAccepted(depth);
-      const double r = B * (1.0 + a) / (B * depth * t + verify_s(s));
+      const double r = B * (1.0 + a) / (B * depth * t + verify_s(s) + HostSeconds(sequences, s));
       if (r > d.tokens_per_s && r > d.ar_tokens_per_s * (1.0 + o_.min_gain)) {
         d.tokens_per_s = r;
         d.depth = depth;

@@ -31,15 +31,20 @@
 // candidate rows), T(s) = T_verify(s, c) from a costmodel::LatencyModel and s(d) =
 // 1 + round(w·d) verified tokens at depth d, the expected tokens per second of a step of depth d
 // are
-//   R(0) = 1 / T(1)                                  (plain AR step)
-//   R(d) = (1 + A(d)) / (d·t + T(s(d)))              (d in [min_depth, max_depth])
+//   R(0) = 1 / (T(1) + H(1))                                (plain AR step)
+//   R(d) = (1 + A(d)) / (d·t + T(s(d)) + H(s(d)))           (d in [min_depth, max_depth])
+// where H(s) is the engine's host work in a step, from the same terms the step model prices
+// (costmodel/step/host_time.h, SpeculationGateOptions::host): step_s + per_sequence_s·B +
+// one sampling call + verify_per_token_s per verified token. The drafter's own host work and
+// sampling are in the measured t already. With the default (all zero, specplan's runtime, whose
+// calibrated passes include their host work) H = 0.
 // The gate returns the d maximising R (ties: the smaller d); 0 unless some d beats AR by more
 // than the factor (1 + min_gain).
 //
 // A batch (DecideBatch): B sequences at contexts c_i verified in one ragged pass
 // T_B({s_i}) = LatencyModel::VerifyBatchSeconds, all drafted one after another to one depth d:
-//   R(0) = B / T_B({1})
-//   R(d) = B (1 + A(d)) / (B·d·t + T_B({s(d)}))
+//   R(0) = B / (T_B({1}) + H_B(1))
+//   R(d) = B (1 + A(d)) / (B·d·t + T_B({s(d)}) + H_B(s(d)))
 // With B = 1 this is Decide's rule; one gate (one estimator) serves the whole batch.
 //
 // Recovery: a gate that returns 0 stops seeing acceptance and fresh draft timings. After
@@ -66,6 +71,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "costmodel/latency_model.h"
+#include "costmodel/step/host_time.h"
 #include "planner/acceptance/acceptance.h"
 
 namespace specplan::planner {
@@ -129,6 +135,12 @@ struct SpeculationGateOptions {
   int probe_depth = 2;            // depth of a probe (>= 1; 2 also times a single-token level)
   double probe_budget = 0.02;     // most a probe may cost, as a fraction of the AR time until the
                                   // next one, in [0, 1]; 0: the interval alone spaces probes
+  // The engine's host work per step (the step model's terms; per_draft_forward_s and
+  // ngram_per_sequence_s are not read: the measured draft level holds the drafter's). Default 0:
+  // specplan's runtime (DefaultHostTime("specplan")). An engine passes DefaultHostTime(engine)
+  // or its refit (`specplan step fit`), so the gate trades drafting against the same step the
+  // planners price.
+  costmodel::HostTime host;
 };
 
 // Checks ranges; the error names the field and value.
@@ -179,9 +191,11 @@ class SpeculationGate {
 
  private:
   // The decision, with `sequences` sequences drafted one after another and verify_s(s) the
-  // seconds of a pass verifying s tokens per sequence.
+  // seconds of a pass verifying s tokens per sequence (host work added here: HostSeconds).
   GateDecision DecideWith(int sequences, const std::function<double(int64_t)>& verify_s,
                           int min_depth, int max_depth, double draft_level_s);
+  // H_B(s): the host seconds of a step of `sequences` sequences verifying s tokens each.
+  double HostSeconds(int sequences, int64_t s) const;
 
   SpeculationGateOptions o_;
   AcceptanceEstimator estimator_;

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -328,6 +329,64 @@ TEST(StepModel, RaggedStepPricesTheBatchAndDraftsItsLongestChain) {
   EXPECT_NEAR(r.draft_s, draft(3, 3, 2000) + 3 * draft(3, 1, 2003) + 4 * h.per_draft_forward_s,
               1e-15);
   ExpectSum(r);
+}
+
+TEST(StepModel, TabulatedDraftReadsTheVerifyPassExactlyAndDraftingWithinOnePercent) {
+  for (const auto& [drafter, topk, steps] :
+       std::vector<std::tuple<std::string, int, int>>{{"eagle3", 1, -1}, {"eagle", 4, 3}}) {
+    StepOptions o;
+    o.drafter = drafter;
+    o.topk = topk;
+    o.draft_steps = steps;
+    const StepModel exact = Make(o);
+    StepModel fast = Make(o);
+    ASSERT_TRUE(fast.TabulateDraft()) << drafter;
+    EXPECT_TRUE(fast.draft_tabulated());
+    double worst = 0;
+    for (int64_t b : {1, 2, 3, 5, 7, 16, 33, 64, 100, 256, 300}) {
+      for (int64_t s : {2, 3, 4, 5, 7, 9}) {
+        for (int64_t c : {0, 100, 1000, 1021, 3000, 9000, 30000, 40000}) {
+          const StepBreakdown want = exact.Step(b, s, c);
+          const StepBreakdown got = fast.Step(b, s, c);
+          // The verify pass is the target's own reading (b = 1: bit for bit).
+          if (b == 1) {
+            EXPECT_EQ(got.verify_s, want.verify_s) << b << " " << s << " " << c;
+          } else {
+            EXPECT_NEAR(got.verify_s, want.verify_s, 1e-12 * want.verify_s) << b << " " << s;
+          }
+          EXPECT_EQ(got.draft_forwards, want.draft_forwards);
+          EXPECT_EQ(got.sample_s, want.sample_s);
+          EXPECT_EQ(got.host_s, want.host_s);
+          const StepBreakdown ar_want = exact.ArStep(b, c), ar_got = fast.ArStep(b, c);
+          EXPECT_NEAR(ar_got.verify_s, ar_want.verify_s, 1e-12 * ar_want.verify_s);
+          EXPECT_EQ(ar_got.host_s, ar_want.host_s);
+          const double err = std::abs(got.draft_s - want.draft_s) / want.draft_s;
+          EXPECT_LT(err, 0.01) << drafter << " b " << b << " s " << s << " c " << c;
+          worst = std::max(worst, err);
+        }
+      }
+    }
+    // Off the grids (b = 300, c = 40000) the step is priced forward by forward: exact.
+    EXPECT_EQ(fast.Step(300, 4, 1024).draft_s, exact.Step(300, 4, 1024).draft_s);
+    EXPECT_EQ(fast.Step(4, 4, 40000).draft_s, exact.Step(4, 4, 40000).draft_s);
+    // A node of the grid is exact.
+    EXPECT_NEAR(fast.Step(16, 4, 1024).draft_s, exact.Step(16, 4, 1024).draft_s,
+                1e-12 * exact.Step(16, 4, 1024).draft_s);
+    // Ragged batches are priced forward by forward.
+    const BatchShape ragged({{2, 100}, {5, 3000}});
+    EXPECT_EQ(fast.Step(ragged).draft_s, exact.Step(ragged).draft_s);
+    RecordProperty("worst_draft_error_" + drafter, std::to_string(worst));
+  }
+  // Nothing to tabulate: drafting by hand, host-only drafters.
+  StepOptions by_hand;
+  by_hand.draft_s = 1e-3;
+  StepModel given = Make(by_hand);
+  EXPECT_FALSE(given.TabulateDraft());
+  StepOptions ngram;
+  ngram.drafter = "ngram";
+  StepModel host_only = Make(ngram);
+  EXPECT_FALSE(host_only.TabulateDraft());
+  EXPECT_FALSE(host_only.draft_tabulated());
 }
 
 TEST(StepModel, HostOverridesAreValidatedNamingTheField) {

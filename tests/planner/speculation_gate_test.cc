@@ -327,6 +327,52 @@ TEST(SpeculationGateTest, FixedDraftSecondsOverrideTheMeasuredOnes) {
   EXPECT_DOUBLE_EQ(gate.draft_level_s(), 1e-3);
 }
 
+TEST(SpeculationGateTest, HostWorkPerStepIsPricedLikeTheStepModel) {
+  // A drafter just too slow to pay on a bare pass pays once the engine's per-step host work
+  // (which a drafted step amortises over more tokens) is priced: the step model's terms, R(d) =
+  // B (1 + A(d)) / (B d t + T_B(s(d)) + H_B(s(d))), H_B(s) = step + per_sequence B + one sampling
+  // call + per_token B s.
+  const AffineLatency verify(1e-3, 2e-5);
+  SpeculationGateOptions o;
+  o.probe_interval = 1000;
+  o.max_probe_interval = 1000;
+  o.acceptance.prior_alpha = 0.6;
+  o.acceptance.prior_weight = 1.0;
+  const double t = 9e-4;  // one draft level: 0.9 of a verification
+  SpeculationGate bare(o);
+  EXPECT_EQ(bare.Decide(verify, 100, 1, 4, t).depth, 0);
+  o.host.step_s = 1.2e-3;
+  o.host.per_sequence_s = 1e-5;
+  o.host.sample_call_s = 4e-5;
+  o.host.verify_per_token_s = 9e-6;
+  o.host.per_draft_forward_s = 1.0;  // not read: the measured level holds the drafter's host work
+  SpeculationGate gate(o);
+  const auto host = [&](int b, int64_t s) {
+    return 1.2e-3 + 1e-5 * b + 4e-5 + 9e-6 * b * static_cast<double>(s);
+  };
+  const GateDecision d = gate.Decide(verify, 100, 1, 4, t);
+  EXPECT_DOUBLE_EQ(d.ar_tokens_per_s, 1.0 / (verify.VerifySeconds(1, 100) + host(1, 1)));
+  double best = d.ar_tokens_per_s;
+  int want = 0;
+  for (int depth = 1; depth <= 4; ++depth) {
+    const double r = (1 + gate.estimator().ExpectedAccepted(depth)) /
+                     (depth * t + verify.VerifySeconds(1 + depth, 100) + host(1, 1 + depth));
+    if (r > best) best = r, want = depth;
+  }
+  EXPECT_GT(want, 0);
+  EXPECT_EQ(d.depth, want);
+  EXPECT_NEAR(d.tokens_per_s, best, 1e-9 * best);
+  // A batch pays the per-sequence and per-token terms per sequence.
+  const std::vector<int64_t> contexts = {100, 100, 100, 100};
+  const GateDecision db = gate.DecideBatch(verify, contexts, 1, 4, t);
+  EXPECT_NEAR(
+      db.ar_tokens_per_s,
+      4.0 / (verify.VerifyBatchSeconds(costmodel::BatchShape(
+                 std::vector<costmodel::SequenceShape>(4, costmodel::SequenceShape{1, 100}))) +
+             host(4, 1)),
+      1e-9 * db.ar_tokens_per_s);
+}
+
 TEST(SpeculationGateTest, ValidatesOptionsNamingTheField) {
   SpeculationGateOptions o;
   EXPECT_TRUE(ValidateSpeculationGateOptions(o).ok());
@@ -341,6 +387,10 @@ TEST(SpeculationGateTest, ValidatesOptionsNamingTheField) {
   o = SpeculationGateOptions();
   o.probe_depth = 0;
   EXPECT_FALSE(ValidateSpeculationGateOptions(o).ok());
+  o = SpeculationGateOptions();
+  o.host.sample_call_s = -1;
+  EXPECT_NE(ValidateSpeculationGateOptions(o).message().find("gate.host.sample_call_s = -1"),
+            std::string::npos);
 }
 
 }  // namespace
