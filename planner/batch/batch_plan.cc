@@ -4,9 +4,26 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "planner/policies/best_first_engine.h"
+#include "planner/policies/path_lattice.h"
 #include "util/check.h"
 
 namespace specplan::planner {
+
+struct BatchPlanner::PathState {
+  internal::PathLatticeStore lattice;
+  internal::EngineWorkspace ws;  // the lazy frontier's heap, handles and missing nodes
+  std::vector<int32_t> needed;   // missing nodes the merge needed
+  std::vector<int32_t> nodes;    // the same, sorted by (depth, node index): the request
+  std::vector<int32_t> handles;  // their lattice ids
+  std::vector<TokenProb> reply;  // [needed][k]
+  std::vector<int32_t> counts;   // [needed]
+};
+
+BatchPlanner::BatchPlanner() = default;
+BatchPlanner::~BatchPlanner() = default;
+BatchPlanner::BatchPlanner(BatchPlanner&&) noexcept = default;
+BatchPlanner& BatchPlanner::operator=(BatchPlanner&&) noexcept = default;
 namespace {
 
 // Tokens of the probe tree that prices one request's draft tokens (see the header).
@@ -132,315 +149,322 @@ absl::Status BatchPlanner::AskProviders(const std::vector<BatchRequest>& request
   return absl::OkStatus();
 }
 
-absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
-                                const BatchPlanOptions& options,
-                                const costmodel::BatchCycleCost* cost, BatchPlan* plan) {
-  SPECPLAN_CHECK(plan != nullptr);
-  if (absl::Status st = ValidateRequests(requests, options.validate); !st.ok()) return st;
-  if (absl::Status st = ValidateOptions(options, cost); !st.ok()) return st;
-  const int B = static_cast<int>(requests.size());
-  const bool latency = options.objective == BatchObjective::kLatencyBound;
-  const bool evaluate = cost != nullptr && options.mode != BudgetMode::kFixed;
-  const bool scan = options.mode == BudgetMode::kScan || latency;
+// The objective over the prefixes N = 0, 1, ... of one round's merge (see the header): the running
+// sums over the batch at the current N and the choice of N* so far.
+struct BatchPlanner::Choice {
+  Choice(const BatchPlanOptions& options, const costmodel::BatchCycleCost* cost)
+      : cost(cost),
+        latency(options.objective == BatchObjective::kLatencyBound),
+        scan(options.mode == BudgetMode::kScan || latency),
+        max_seconds_per_token(options.max_seconds_per_token),
+        scale(options.acceptance_scale) {}
 
-  plan->trees.resize(static_cast<size_t>(B));
-  plan->n.assign(static_cast<size_t>(B), 0);
-  plan->expected_accepted.assign(static_cast<size_t>(B), 1.0);
-  plan->price.assign(static_cast<size_t>(B), 1.0);
+  // Back to N = 0: every request holds its root only.
+  void Restart(int batch, double weight_sum) {
+    accepted = calibrated = batch;
+    weighted = weight_sum;
+    min_a = 1.0;
+    argmin_a = 0;
+    best_n = 0;
+    best_g = -std::numeric_limits<double>::infinity();
+    prev_g = 0;
+    best_violation = std::numeric_limits<double>::infinity();
+    feasible_seen = false;
+  }
+
+  // Adds a pop of request i with path score rho; `expected_accepted` already counts it.
+  void Add(int i, double rho, double weight, const std::vector<double>& expected_accepted) {
+    accepted += rho;
+    calibrated += scale * rho;
+    weighted += weight * scale * rho;
+    if (latency && i == argmin_a) {
+      const int batch = static_cast<int>(expected_accepted.size());
+      for (int j = 0; j < batch; ++j) {
+        if (expected_accepted[j] < expected_accepted[argmin_a]) argmin_a = j;
+      }
+      min_a = expected_accepted[argmin_a];
+    }
+  }
+
+  // Records point N of the curve (the sums must describe N and `shape` its batch) and updates the
+  // choice; false: the controller's first decrease, stop.
+  bool Consider(int n, const costmodel::BatchShape& shape, BatchPlan* plan) {
+    const double c = cost->Seconds(shape);
+    const double g = weighted / c;
+    plan->curve.push_back({n, accepted, weighted, c, calibrated / c});
+    if (latency) {
+      const double worst = c / CalibratedAccepted(min_a, scale);  // max_i C / Â'_i
+      if (worst <= max_seconds_per_token) {
+        if (!feasible_seen || g > best_g) best_g = g, best_n = n;
+        feasible_seen = true;
+      } else if (!feasible_seen && worst < best_violation) {
+        best_violation = worst;
+        best_n = n;
+      }
+      return true;
+    }
+    if (scan) {
+      if (g > best_g) best_g = g, best_n = n;
+      return true;
+    }
+    if (n > 0 && g < prev_g) return false;  // first decrease: n - 1 is the answer
+    prev_g = g;
+    best_n = n;
+    return true;
+  }
+
+  // The off switch (see the header): N* = 0 unless the chosen plan beats plain decoding, whose
+  // step takes ar_s and gives every request one token (weighted goodput weight_sum / ar_s).
+  // Sets plan->speculation_pays and, for a latency bound, plan->bound_met.
+  void ApplyOffSwitch(double weight_sum, double ar_s, BatchPlan* plan) {
+    if (best_n > 0) {
+      const double plain_g = weight_sum / ar_s;
+      const BatchCurvePoint& p = plan->curve[static_cast<size_t>(best_n)];
+      if (latency) {
+        const bool plain_ok = ar_s <= max_seconds_per_token;  // a token per plain step each
+        if (plain_ok && (!feasible_seen || plain_g >= p.weighted_accepted / p.cycle_s)) best_n = 0;
+        if (!plain_ok && !feasible_seen && ar_s <= best_violation) best_n = 0;
+        feasible_seen = feasible_seen || plain_ok;
+      } else if (p.weighted_accepted / p.cycle_s <= plain_g) {
+        best_n = 0;
+      }
+    }
+    plan->speculation_pays = best_n > 0;  // N* = 0 is a plain decoding step
+    if (latency) plan->bound_met = feasible_seen;
+  }
+
+  const costmodel::BatchCycleCost* cost;
+  bool latency;
+  bool scan;
+  double max_seconds_per_token;  // X
+  double scale;                  // s of Â' = 1 + s (Â - 1)
+
+  double accepted = 0;    // Σ Â_i
+  double calibrated = 0;  // Σ Â'_i
+  double weighted = 0;    // Σ w_i Â'_i
+  double min_a = 1.0;     // min_i Â_i, for the latency bound
+  int argmin_a = 0;
+  int best_n = 0;
+  double best_g = 0;
+  double prev_g = 0;
+  double best_violation = 0;
+  bool feasible_seen = false;
+};
+
+void BatchPlanner::ResetPlan(const std::vector<BatchRequest>& requests, BatchPlan* plan) {
+  const size_t b = requests.size();
+  plan->trees.resize(b);
+  plan->n.assign(b, 0);
+  plan->expected_accepted.assign(b, 1.0);
+  plan->price.assign(b, 1.0);
   plan->curve.clear();
   plan->lattice_exhausted = false;
   plan->bound_met = true;
   shape_.Clear();
-  shape_.Reserve(static_cast<size_t>(B));
+  shape_.Reserve(b);
   for (const BatchRequest& r : requests) shape_.Add(1, r.c);
+}
 
-  // Prices (see the header): only when a cost orders the nodes and the requests differ.
-  if (evaluate && B > 1) {
-    const double base = cost->VerifySeconds(shape_);
-    double sum = 0;
-    bool usable = std::isfinite(base);
-    for (int i = 0; i < B && usable; ++i) {
-      shape_.SetTokens(i, 1 + kPriceProbeTokens);
-      const double d = cost->VerifySeconds(shape_) - base;
-      shape_.SetTokens(i, 1);
-      plan->price[i] = d;
-      sum += d;
-      usable = std::isfinite(d) && d > 0;
-    }
-    const bool equal = usable && std::all_of(plan->price.begin(), plan->price.end(),
-                                             [&](double d) { return d == plan->price[0]; });
-    if (!usable || equal) {
-      std::fill(plan->price.begin(), plan->price.end(), 1.0);
-    } else {
-      const double mean = sum / B;
-      for (double& p : plan->price) p /= mean;
-    }
+void BatchPlanner::PriceDraftTokens(const costmodel::BatchCycleCost& cost, BatchPlan* plan) {
+  const int B = static_cast<int>(plan->price.size());
+  const double base = cost.VerifySeconds(shape_);
+  double sum = 0;
+  bool usable = std::isfinite(base);
+  for (int i = 0; i < B && usable; ++i) {
+    shape_.SetTokens(i, 1 + kPriceProbeTokens);
+    const double d = cost.VerifySeconds(shape_) - base;
+    shape_.SetTokens(i, 1);
+    plan->price[i] = d;
+    sum += d;
+    usable = std::isfinite(d) && d > 0;
   }
-  // scale_i = w_i / kappa_i; with w = kappa = 1 the key is rho itself (B = 1: BestFirstPlanner).
-  scale_.resize(static_cast<size_t>(B));
-  cap_.resize(static_cast<size_t>(B));
-  path_slot_.assign(static_cast<size_t>(B), -1);
+  const bool equal = usable && std::all_of(plan->price.begin(), plan->price.end(),
+                                           [&](double d) { return d == plan->price[0]; });
+  if (!usable || equal) {
+    std::fill(plan->price.begin(), plan->price.end(), 1.0);
+  } else {
+    const double mean = sum / B;
+    for (double& p : plan->price) p /= mean;
+  }
+}
+
+int BatchPlanner::PrepareRequests(const std::vector<BatchRequest>& requests, const BatchPlan& plan,
+                                  double* weight_sum) {
+  const size_t b = requests.size();
+  scale_.resize(b);
+  cap_.resize(b);
+  path_slot_.assign(b, -1);
   int num_paths = 0;
-  double weight_sum = 0;
-  for (int i = 0; i < B; ++i) {
+  *weight_sum = 0;
+  for (size_t i = 0; i < b; ++i) {
     const BatchRequest& r = requests[i];
-    scale_[i] = r.weight == 1.0 && plan->price[i] == 1.0 ? 1.0 : r.weight / plan->price[i];
+    // scale_i = w_i / kappa_i; with w = kappa = 1 the key is rho itself (B = 1: BestFirstPlanner).
+    scale_[i] = r.weight == 1.0 && plan.price[i] == 1.0 ? 1.0 : r.weight / plan.price[i];
     const int64_t lattice =
         r.provider != nullptr ? LatticeSize(r.gamma, r.k, kMaxTreeNodes - 1)
                               : LatticeSize(r.marginals->gamma, r.marginals->k, kMaxTreeNodes - 1);
     cap_[i] =
         static_cast<int>(std::min<int64_t>(r.n_max < 0 ? kMaxTreeNodes - 1 : r.n_max, lattice));
-    weight_sum += r.weight;
+    *weight_sum += r.weight;
     if (r.provider != nullptr) {
       path_slot_[i] = num_paths++;
       if (paths_.size() < static_cast<size_t>(num_paths)) paths_.resize(num_paths);
       paths_[path_slot_[i]].lattice.Reset(r.root_token, r.gamma);
     }
   }
-  // Plain decoding: every request verifies its root alone and nothing is drafted.
-  const double ar_s =
-      cost != nullptr ? cost->PlainSeconds(shape_) : std::numeric_limits<double>::quiet_NaN();
-  plan->ar_goodput = B / ar_s;
+  return num_paths;
+}
 
-  static_assert(kMaxBatchRequests < 65536);  // the request index fits FrontierTie's 16 bits
-  // Each request's own frontier (marginals_frontier.h; the lazy one of best_first.h for a
-  // provider), keyed by w_i rho / kappa_i with the request in the tie-breaker. A request's pop
-  // order does not depend on the other requests, so each request pops ahead in chunks (refill:
-  // its tree grows past what the merge has taken, and keys_[i] records the key of every pop) while
-  // its rows are in cache, and the global pop order is the merge of the B recorded streams: merge_
-  // holds the key of each request's next unmerged pop. plan->n[i] counts the pops of request i
-  // that the merge has taken; its tree keeps the pops ahead of that until the final cut below.
-  // (Merging the live frontiers pop by pop instead hopped between 64 requests' rows and heaps at
-  // every pop; perf put most of the time there.)
-  if (frontiers_.size() < static_cast<size_t>(B)) frontiers_.resize(static_cast<size_t>(B));
-  if (keys_.size() < static_cast<size_t>(B)) keys_.resize(static_cast<size_t>(B));
-  order_.reserve(static_cast<size_t>(options.n_max));
-  // Pops `f` up to `chunk` more times (not past request i's cap), recording the keys.
-  auto pop_ahead = [&](auto& f, int i, int chunk) {
-    Tree& tree = plan->trees[i];
-    std::vector<FrontierKey>& keys = keys_[i];
-    int popped = tree.size() - 1;
-    const int stop = std::min(cap_[i], popped + chunk);
-    while (popped < stop && !f.empty()) {
-      keys.push_back(f.top());
-      const FrontierCandidate e = f.Pop();
-      const int32_t node = tree.AddNode(e.parent, e.token, e.rho);
-      f.Added(node, e);
-      if (++popped < cap_[i]) f.Expand(node, e);
-    }
-  };
-  auto refill = [&](int i, int chunk) {
+auto BatchPlanner::PathFrontier(int i, BatchPlan* plan) {
+  PathState& ps = paths_[path_slot_[i]];
+  return internal::LazyFrontier<internal::PathLatticeStore>(ps.lattice, plan->trees[i], &ps.ws,
+                                                            scale_[i], static_cast<uint32_t>(i));
+}
+
+template <class Frontier>
+void BatchPlanner::PopAhead(Frontier& f, int i, int chunk, BatchPlan* plan) {
+  Tree& tree = plan->trees[i];
+  std::vector<FrontierKey>& keys = keys_[i];
+  int popped = tree.size() - 1;
+  const int stop = std::min(cap_[i], popped + chunk);
+  while (popped < stop && !f.empty()) {
+    keys.push_back(f.top());
+    const FrontierCandidate e = f.Pop();
+    const int32_t node = tree.AddNode(e.parent, e.token, e.rho);
+    f.Added(node, e);
+    if (++popped < cap_[i]) f.Expand(node, e);
+  }
+}
+
+void BatchPlanner::Refill(int i, int chunk, BatchPlan* plan) {
+  if (path_slot_[i] < 0) {
+    PopAhead(frontiers_[i], i, chunk, plan);
+  } else {
+    internal::LazyFrontier<internal::PathLatticeStore> f = PathFrontier(i, plan);
+    PopAhead(f, i, chunk, plan);
+  }
+}
+
+bool BatchPlanner::StreamOpen(int i) const {
+  if (static_cast<int>(keys_[i].size()) >= cap_[i]) return false;
+  return path_slot_[i] < 0 ? !frontiers_[i].empty() : !paths_[path_slot_[i]].ws.heap.empty();
+}
+
+void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
+                              const BatchPlanOptions& options, int first_chunk, BatchPlan* plan) {
+  const int B = static_cast<int>(requests.size());
+  if (plan->provider_rounds > 1) {
+    std::fill(plan->n.begin(), plan->n.end(), 0);
+    std::fill(plan->expected_accepted.begin(), plan->expected_accepted.end(), 1.0);
+    for (int i = 0; i < B; ++i) shape_.SetTokens(i, 1);
+    plan->curve.clear();
+    plan->lattice_exhausted = false;
+  }
+  merge_.clear();
+  merge_.reserve(static_cast<size_t>(B));
+  order_.clear();
+  for (int i = 0; i < B; ++i) {
+    const BatchRequest& r = requests[i];
+    keys_[i].clear();
     if (path_slot_[i] < 0) {
-      pop_ahead(frontiers_[i], i, chunk);
+      plan->trees[i].ResetRoot(r.marginals->root_token);
+      if (options.n_max == 0 || cap_[i] == 0) continue;
+      frontiers_[i].Reset(r.marginals, &plan->trees[i], scale_[i], static_cast<uint32_t>(i));
     } else {
-      PathState& ps = paths_[path_slot_[i]];
-      internal::LazyFrontier<internal::PathLatticeStore> f(ps.lattice, plan->trees[i], &ps.ws,
-                                                           scale_[i], static_cast<uint32_t>(i));
-      pop_ahead(f, i, chunk);
+      plan->trees[i].ResetRoot(r.root_token);
+      paths_[path_slot_[i]].ws.missing.clear();
+      if (options.n_max == 0 || cap_[i] == 0) continue;
+      PathFrontier(i, plan).Start(/*root_handle=*/0, /*expand_root=*/true);
     }
-  };
-  // Whether request i's stream may have keys beyond those recorded in keys_[i].
-  auto open = [&](int i) {
-    if (static_cast<int>(keys_[i].size()) >= cap_[i]) return false;
-    return path_slot_[i] < 0 ? !frontiers_[i].empty() : !paths_[path_slot_[i]].ws.heap.empty();
-  };
-  // Fixed budget, after the first pops ahead: let M be the largest last recorded key of a stream
-  // that may have more. Every key > M is recorded (a stream's keys decrease), so the keys > M are
-  // the first c pops of the global order, whatever their order among themselves; a fixed budget
-  // needs only the counts, so when c < n_max they are taken at once (plan->n[i] = request i's
-  // keys > M) and the merge heap is rebuilt from each request's next key. Returns c (0 when
-  // nothing is taken). With the benchmark's 64 requests this takes about 60 % of the pops
-  // without a sift of the merge heap.
-  auto take_above_open_streams = [&]() -> int {
-    bool any_open = false;
-    FrontierKey m;
-    for (int i = 0; i < B; ++i) {
-      if (keys_[i].empty() || !open(i)) continue;
-      if (!any_open || FrontierKeyLess(m, keys_[i].back())) m = keys_[i].back();
-      any_open = true;
-    }
-    if (!any_open) return 0;
-    int c = 0;
-    for (int i = 0; i < B; ++i) {
-      const std::vector<FrontierKey>& keys = keys_[i];
-      const auto end = std::partition_point(
-          keys.begin(), keys.end(), [&](const FrontierKey& k) { return FrontierKeyLess(m, k); });
-      plan->n[i] = static_cast<int>(end - keys.begin());
-      c += plan->n[i];
-    }
-    if (c == 0 || c >= options.n_max) {
-      std::fill(plan->n.begin(), plan->n.end(), 0);
-      return 0;
-    }
-    // An open stream keeps its last key (<= M); a closed one may be used up.
-    merge_.clear();
-    for (int i = 0; i < B; ++i) {
-      const size_t next = static_cast<size_t>(plan->n[i]);
-      if (next < keys_[i].size()) merge_.push(keys_[i][next]);
-    }
-    return c;
-  };
-  // Chunk sizes: a fixed budget or a scan takes about n_max / B pops per request; the controller
-  // usually stops much earlier, so it pops ahead less (pops ahead of the stop are wasted).
-  const bool to_the_end = !evaluate || scan;
-  const int chunk = to_the_end ? kRefillChunk : kControllerChunk;
-  const int first_chunk = to_the_end ? std::max(chunk, (options.n_max + B - 1) / B) : chunk;
-
-  const double X = options.max_seconds_per_token;
-  int best_n = 0;
-  double best_violation = std::numeric_limits<double>::infinity();
-  bool feasible_seen = false;
-  plan->provider_rounds = 0;
-  for (;;) {  // rounds (one without providers; see the header)
-    ++plan->provider_rounds;
-    if (plan->provider_rounds > 1) {
-      std::fill(plan->n.begin(), plan->n.end(), 0);
-      std::fill(plan->expected_accepted.begin(), plan->expected_accepted.end(), 1.0);
-      for (int i = 0; i < B; ++i) shape_.SetTokens(i, 1);
-      plan->curve.clear();
-      plan->lattice_exhausted = false;
-    }
-    merge_.clear();
-    merge_.reserve(static_cast<size_t>(B));
-    order_.clear();
-    for (int i = 0; i < B; ++i) {
-      const BatchRequest& r = requests[i];
-      keys_[i].clear();
-      if (path_slot_[i] < 0) {
-        plan->trees[i].ResetRoot(r.marginals->root_token);
-        if (options.n_max == 0 || cap_[i] == 0) continue;
-        frontiers_[i].Reset(r.marginals, &plan->trees[i], scale_[i], static_cast<uint32_t>(i));
-      } else {
-        plan->trees[i].ResetRoot(r.root_token);
-        PathState& ps = paths_[path_slot_[i]];
-        ps.ws.missing.clear();
-        if (options.n_max == 0 || cap_[i] == 0) continue;
-        internal::LazyFrontier<internal::PathLatticeStore> f(ps.lattice, plan->trees[i], &ps.ws,
-                                                             scale_[i], static_cast<uint32_t>(i));
-        f.Start(/*root_handle=*/0, /*expand_root=*/true);
-      }
-      refill(i, first_chunk);
-      if (!keys_[i].empty()) merge_.push(keys_[i][0]);
-    }
-    int n = 0;
-    if (!evaluate && options.n_max > 0) n = take_above_open_streams();
-
-    // Running sums over the batch at the current N.
-    // accepted: Σ Â_i; calibrated: Σ Â'_i; weighted: Σ w_i Â'_i.
-    const double scale = options.acceptance_scale;
-    double accepted = B, calibrated = B, weighted = weight_sum;
-    double min_a = 1.0;  // min_i Â_i, for the latency bound
-    int argmin_a = 0;
-    best_n = 0;
-    double best_g = -std::numeric_limits<double>::infinity(), prev_g = 0;
-    best_violation = std::numeric_limits<double>::infinity();
-    feasible_seen = false;
-    // Records point N (the sums above must describe N) and updates the choice; false = stop.
-    auto consider = [&](int n) {
-      const double c = cost->Seconds(shape_);
-      const double g = weighted / c;
-      plan->curve.push_back({n, accepted, weighted, c, calibrated / c});
-      if (latency) {
-        const double worst = c / CalibratedAccepted(min_a, scale);  // max_i C / Â'_i
-        if (worst <= X) {
-          if (!feasible_seen || g > best_g) best_g = g, best_n = n;
-          feasible_seen = true;
-        } else if (!feasible_seen && worst < best_violation) {
-          best_violation = worst;
-          best_n = n;
-        }
-        return true;
-      }
-      if (scan) {
-        if (g > best_g) best_g = g, best_n = n;
-        return true;
-      }
-      if (n > 0 && g < prev_g) return false;  // first decrease: n - 1 is the answer
-      prev_g = g;
-      best_n = n;
-      return true;
-    };
-    if (evaluate) consider(0);
-
-    // Request i's next pop after it has taken `taken` nodes, popping ahead when the recorded ones
-    // are used up; a request that is full (its cap) or whose lattice ran out leaves the merge.
-    auto next_pop = [&](int32_t i, int taken) {
-      std::vector<FrontierKey>& keys = keys_[i];
-      if (static_cast<size_t>(taken) == keys.size()) refill(i, chunk);
-      if (static_cast<size_t>(taken) < keys.size()) {
-        merge_.ReplaceTop(keys[static_cast<size_t>(taken)]);
-      } else {
-        merge_.pop();
-      }
-    };
-    int last = -1;  // the request of the last pop when the loop stopped right after taking it
-    // A fixed budget needs only the counts plan->n (N* is every pop, and the sums are made at
-    // the cut below).
-    while (!evaluate && n < options.n_max) {
-      if (merge_.empty()) {
-        plan->lattice_exhausted = true;
-        break;
-      }
-      const int32_t i = static_cast<int32_t>(TieRequest(merge_.top().tie()));
-      const int taken = ++plan->n[i];
-      if (++n == options.n_max) {
-        last = i;
-        break;
-      }
-      next_pop(i, taken);
-    }
-    if (!evaluate) best_n = n;
-    while (evaluate && n < options.n_max) {
-      if (merge_.empty()) {
-        plan->lattice_exhausted = true;
-        break;
-      }
-      const int32_t i = static_cast<int32_t>(TieRequest(merge_.top().tie()));
-      const int taken = ++plan->n[i];  // the tree node this pop added
-      const double rho = plan->trees[i].path_probs[static_cast<size_t>(taken)];
-      ++n;
-      order_.push_back(i);
-      plan->expected_accepted[i] += rho;
-      accepted += rho;
-      calibrated += scale * rho;
-      weighted += requests[i].weight * scale * rho;
-      shape_.Grow(i);
-      if (latency && i == argmin_a) {
-        for (int j = 0; j < B; ++j) {
-          if (plan->expected_accepted[j] < plan->expected_accepted[argmin_a]) argmin_a = j;
-        }
-        min_a = plan->expected_accepted[argmin_a];
-      }
-      if (!consider(n) || n == options.n_max) {
-        last = i;
-        break;
-      }
-      next_pop(i, taken);
-    }
-    if (num_paths == 0) break;
-    bool asked = false;
-    if (absl::Status st = AskProviders(requests, last, *plan, &asked); !st.ok()) return st;
-    if (!asked) break;
+    Refill(i, first_chunk, plan);
+    if (!keys_[i].empty()) merge_.push(keys_[i][0]);
   }
-  // The off switch: a plan that drafts must beat plain decoding, which pays no drafter.
-  plan->speculation_pays = !evaluate || best_n > 0;  // N* = 0 is a plain decoding step
-  if (evaluate && best_n > 0) {
-    const double plain_g = weight_sum / ar_s;
-    const BatchCurvePoint& p = plan->curve[static_cast<size_t>(best_n)];
-    if (latency) {
-      const bool plain_ok = ar_s <= X;  // every request gets a token per plain step
-      if (plain_ok && (!feasible_seen || plain_g >= p.weighted_accepted / p.cycle_s)) best_n = 0;
-      if (!plain_ok && !feasible_seen && ar_s <= best_violation) best_n = 0;
-      feasible_seen = feasible_seen || plain_ok;
-    } else if (p.weighted_accepted / p.cycle_s <= plain_g) {
-      best_n = 0;
-    }
-    plan->speculation_pays = best_n > 0;
-  }
-  if (latency) plan->bound_met = feasible_seen;
+}
 
-  // Keep T_{n_i(N*)}: the first N* pops, counted per request, are a prefix of each request's own
-  // pop order (plan->n counts every merged pop, so it is the answer when N* is all of them).
+int BatchPlanner::TakeAboveOpenStreams(int n_max, BatchPlan* plan) {
+  const int B = static_cast<int>(plan->n.size());
+  bool any_open = false;
+  FrontierKey m;
+  for (int i = 0; i < B; ++i) {
+    if (keys_[i].empty() || !StreamOpen(i)) continue;
+    if (!any_open || FrontierKeyLess(m, keys_[i].back())) m = keys_[i].back();
+    any_open = true;
+  }
+  if (!any_open) return 0;
+  int c = 0;
+  for (int i = 0; i < B; ++i) {
+    const std::vector<FrontierKey>& keys = keys_[i];
+    const auto end = std::partition_point(
+        keys.begin(), keys.end(), [&](const FrontierKey& k) { return FrontierKeyLess(m, k); });
+    plan->n[i] = static_cast<int>(end - keys.begin());
+    c += plan->n[i];
+  }
+  if (c == 0 || c >= n_max) {
+    std::fill(plan->n.begin(), plan->n.end(), 0);
+    return 0;
+  }
+  // An open stream keeps its last key (<= M); a closed one may be used up.
+  merge_.clear();
+  for (int i = 0; i < B; ++i) {
+    const size_t next = static_cast<size_t>(plan->n[i]);
+    if (next < keys_[i].size()) merge_.push(keys_[i][next]);
+  }
+  return c;
+}
+
+void BatchPlanner::AdvanceMerge(int i, int taken, int chunk, BatchPlan* plan) {
+  std::vector<FrontierKey>& keys = keys_[i];
+  if (static_cast<size_t>(taken) == keys.size()) Refill(i, chunk, plan);
+  if (static_cast<size_t>(taken) < keys.size()) {
+    merge_.ReplaceTop(keys[static_cast<size_t>(taken)]);
+  } else {
+    merge_.pop();
+  }
+}
+
+int BatchPlanner::MergeFixedBudget(int n_max, int chunk, BatchPlan* plan, int* n) {
+  while (*n < n_max) {
+    if (merge_.empty()) {
+      plan->lattice_exhausted = true;
+      break;
+    }
+    const int32_t i = static_cast<int32_t>(TieRequest(merge_.top().tie()));
+    const int taken = ++plan->n[i];
+    if (++*n == n_max) return i;
+    AdvanceMerge(i, taken, chunk, plan);
+  }
+  return -1;
+}
+
+int BatchPlanner::MergeAndPrice(const std::vector<BatchRequest>& requests, int n_max, int chunk,
+                                Choice* choice, BatchPlan* plan) {
+  int n = 0;
+  while (n < n_max) {
+    if (merge_.empty()) {
+      plan->lattice_exhausted = true;
+      break;
+    }
+    const int32_t i = static_cast<int32_t>(TieRequest(merge_.top().tie()));
+    const int taken = ++plan->n[i];  // the tree node this pop added
+    const double rho = plan->trees[i].path_probs[static_cast<size_t>(taken)];
+    ++n;
+    order_.push_back(i);
+    plan->expected_accepted[i] += rho;
+    shape_.Grow(i);
+    choice->Add(i, rho, requests[i].weight, plan->expected_accepted);
+    if (!choice->Consider(n, shape_, plan) || n == n_max) return i;
+    AdvanceMerge(i, taken, chunk, plan);
+  }
+  return -1;
+}
+
+void BatchPlanner::CutToSelected(const std::vector<BatchRequest>& requests,
+                                 const BatchPlanOptions& options,
+                                 const costmodel::BatchCycleCost* cost, int best_n,
+                                 BatchPlan* plan) {
+  const int B = static_cast<int>(requests.size());
+  // The first N* pops, counted per request, are a prefix of each request's own pop order
+  // (plan->n counts every merged pop, so it is the answer when N* is all of them).
   if (best_n < static_cast<int>(order_.size())) {
     std::fill(plan->n.begin(), plan->n.end(), 0);
     for (int j = 0; j < best_n; ++j) ++plan->n[order_[j]];
@@ -451,11 +475,7 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
   double total_accepted = 0;
   for (int i = 0; i < B; ++i) {
     Tree& tree = plan->trees[i];
-    const size_t keep = static_cast<size_t>(plan->n[i]) + 1;
-    tree.tokens.resize(keep);
-    tree.parents.resize(keep);
-    tree.depths.resize(keep);
-    tree.path_probs.resize(keep);
+    tree.Resize(plan->n[i] + 1);
     const double a = tree.expected_accepted();
     plan->expected_accepted[i] = a;
     const double calibrated = CalibratedAccepted(a, options.acceptance_scale);
@@ -469,6 +489,76 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
   } else {
     plan->cycle_s = plan->goodput = std::numeric_limits<double>::quiet_NaN();
   }
+}
+
+absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
+                                const BatchPlanOptions& options,
+                                const costmodel::BatchCycleCost* cost, BatchPlan* plan) {
+  SPECPLAN_CHECK(plan != nullptr);
+  if (absl::Status st = ValidateRequests(requests, options.validate); !st.ok()) return st;
+  if (absl::Status st = ValidateOptions(options, cost); !st.ok()) return st;
+  const int B = static_cast<int>(requests.size());
+  const bool evaluate = cost != nullptr && options.mode != BudgetMode::kFixed;
+  Choice choice(options, cost);
+
+  ResetPlan(requests, plan);
+  // Prices (see the header): only when a cost orders the nodes and the requests differ.
+  if (evaluate && B > 1) PriceDraftTokens(*cost, plan);
+  double weight_sum = 0;
+  const int num_paths = PrepareRequests(requests, *plan, &weight_sum);
+  // Plain decoding: every request verifies its root alone and nothing is drafted.
+  const double ar_s =
+      cost != nullptr ? cost->PlainSeconds(shape_) : std::numeric_limits<double>::quiet_NaN();
+  plan->ar_goodput = B / ar_s;
+
+  static_assert(kMaxBatchRequests < 65536);  // the request index fits FrontierTie's 16 bits
+  // Each request's own frontier (marginals_frontier.h; the lazy one of best_first.h for a
+  // provider), keyed by w_i rho / kappa_i with the request in the tie-breaker. A request's pop
+  // order does not depend on the other requests, so each request pops ahead in chunks (Refill:
+  // its tree grows past what the merge has taken, and keys_[i] records the key of every pop) while
+  // its rows are in cache, and the global pop order is the merge of the B recorded streams: merge_
+  // holds the key of each request's next unmerged pop. plan->n[i] counts the pops of request i
+  // that the merge has taken; its tree keeps the pops ahead of that until CutToSelected.
+  // (Merging the live frontiers pop by pop instead hopped between 64 requests' rows and heaps at
+  // every pop; perf put most of the time there.)
+  if (frontiers_.size() < static_cast<size_t>(B)) frontiers_.resize(static_cast<size_t>(B));
+  if (keys_.size() < static_cast<size_t>(B)) keys_.resize(static_cast<size_t>(B));
+  order_.reserve(static_cast<size_t>(options.n_max));
+  // Chunk sizes: a fixed budget or a scan takes about n_max / B pops per request; the controller
+  // usually stops much earlier, so it pops ahead less (pops ahead of the stop are wasted).
+  const bool to_the_end = !evaluate || choice.scan;
+  const int chunk = to_the_end ? kRefillChunk : kControllerChunk;
+  const int first_chunk = to_the_end ? std::max(chunk, (options.n_max + B - 1) / B) : chunk;
+
+  plan->provider_rounds = 0;
+  for (;;) {  // rounds (one without providers; see the header)
+    ++plan->provider_rounds;
+    StartRound(requests, options, first_chunk, plan);
+    choice.Restart(B, weight_sum);
+    // The request of the last pop when the round stopped right after taking it, else -1.
+    int last = -1;
+    if (evaluate) {
+      choice.Consider(0, shape_, plan);
+      last = MergeAndPrice(requests, options.n_max, chunk, &choice, plan);
+    } else {
+      // A fixed budget needs only the counts plan->n (N* is every pop, and the sums are made
+      // by CutToSelected).
+      int n = options.n_max > 0 ? TakeAboveOpenStreams(options.n_max, plan) : 0;
+      last = MergeFixedBudget(options.n_max, chunk, plan, &n);
+      choice.best_n = n;
+    }
+    if (num_paths == 0) break;
+    bool asked = false;
+    if (absl::Status st = AskProviders(requests, last, *plan, &asked); !st.ok()) return st;
+    if (!asked) break;
+  }
+  // The off switch: a plan that drafts must beat plain decoding, which pays no drafter.
+  if (evaluate) {
+    choice.ApplyOffSwitch(weight_sum, ar_s, plan);
+  } else {
+    plan->speculation_pays = true;
+  }
+  CutToSelected(requests, options, cost, choice.best_n, plan);
   return absl::OkStatus();
 }
 

@@ -1,6 +1,7 @@
 #include "planner/policies/best_first.h"
 
 #include "absl/strings/str_cat.h"
+#include "planner/policies/best_first_engine.h"
 #include "util/check.h"
 
 namespace specplan::planner {

@@ -5,9 +5,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/marginals/marginals.h"
+#include "planner/policies/path_lattice.h"
 #include "util/check.h"
 
 namespace specplan::planner {
+
+struct PathConditionedPlanner::Engine {
+  internal::BudgetSpec spec;
+  internal::PathLatticeStore lattice;
+  internal::EngineWorkspace ws;
+};
+
+PathConditionedPlanner::PathConditionedPlanner() : engine_(std::make_unique<Engine>()) {}
+PathConditionedPlanner::~PathConditionedPlanner() = default;
+PathConditionedPlanner::PathConditionedPlanner(PathConditionedPlanner&&) noexcept = default;
+PathConditionedPlanner& PathConditionedPlanner::operator=(PathConditionedPlanner&&) noexcept =
+    default;
 
 namespace internal {
 
@@ -88,7 +101,7 @@ absl::Status PathConditionedPlanner::Begin(TokenId root_token,
     return absl::InvalidArgumentError(
         absl::StrCat("k = ", options.k, ": must be in [1, ", kMaxMarginalsK, "]"));
   }
-  absl::Status st = internal::MakeBudgetSpec(options.budget, cost, &spec_);
+  absl::Status st = internal::MakeBudgetSpec(options.budget, cost, &engine_->spec);
   if (!st.ok()) return st;
   options_ = options;
   root_token_ = root_token;
@@ -96,8 +109,8 @@ absl::Status PathConditionedPlanner::Begin(TokenId root_token,
   done_ = false;
   num_requests_ = 0;
   num_expanded_ = 0;
-  lattice_.Reset(root_token, options.gamma);
-  ws_.Reserve(options.budget.n_max);
+  engine_->lattice.Reset(root_token, options.gamma);
+  engine_->ws.Reserve(options.budget.n_max);
   work_.tree.Reserve(options.budget.n_max + 1);
   work_.curve.reserve(options.budget.n_max + 2);
   RunRound();
@@ -105,8 +118,9 @@ absl::Status PathConditionedPlanner::Begin(TokenId root_token,
 }
 
 void PathConditionedPlanner::RunRound() {
-  internal::ExpandBestFirst(lattice_, root_token_, /*root_handle=*/0, spec_, &ws_, &work_);
-  internal::SortRequestNodes(ws_.missing, work_.tree, ws_.handles, &request_nodes_,
+  internal::ExpandBestFirst(engine_->lattice, root_token_, /*root_handle=*/0, engine_->spec,
+                            &engine_->ws, &work_);
+  internal::SortRequestNodes(engine_->ws.missing, work_.tree, engine_->ws.handles, &request_nodes_,
                              &request_handles_);
   done_ = request_nodes_.empty();
   request_.tree = &work_.tree;
@@ -122,7 +136,7 @@ absl::Status PathConditionedPlanner::Provide(absl::Span<const TokenProb> dists,
   const int k = options_.k;
   if (absl::Status st = internal::ValidateDistributions(dists, counts, m, k); !st.ok()) return st;
   for (size_t i = 0; i < m; ++i) {
-    lattice_.SetDistribution(request_handles_[i], dists.data() + i * k, counts[i]);
+    engine_->lattice.SetDistribution(request_handles_[i], dists.data() + i * k, counts[i]);
   }
   ++num_requests_;
   num_expanded_ += static_cast<int>(m);

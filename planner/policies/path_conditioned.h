@@ -26,6 +26,7 @@
 #define SPECPLAN_PLANNER_POLICIES_PATH_CONDITIONED_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -53,74 +54,6 @@ class DistributionProvider {
                               absl::Span<TokenProb> out, absl::Span<int32_t> counts) = 0;
 };
 
-namespace internal {
-
-// The lattice a provider has revealed so far, as LazyFrontier (best_first.h) reads it; handle =
-// lattice node id, 0 = the root. Shared by PathConditionedPlanner and PlanBatch's
-// path-conditioned requests. Keeps capacity across Reset.
-class PathLatticeStore {
- public:
-  void Reset(TokenId root_token, int gamma) {
-    gamma_ = gamma;
-    nodes_.clear();
-    nodes_.push_back(Node{root_token, 0, -1, 0});
-    dist_.clear();
-    child_ids_.clear();
-  }
-  // Records the provider's reply for handle h: row[0, count), already validated.
-  void SetDistribution(int32_t h, const TokenProb* row, int count) {
-    Node& n = nodes_[h];
-    n.dist_offset = static_cast<int32_t>(dist_.size());
-    n.dist_count = count;
-    dist_.insert(dist_.end(), row, row + count);
-    child_ids_.insert(child_ids_.end(), static_cast<size_t>(count), -1);
-  }
-
-  // The Lattice interface of LazyFrontier.
-  int NumChildren(int32_t h) const {
-    const Node& n = nodes_[h];
-    if (n.depth >= gamma_) return 0;
-    return n.dist_offset < 0 ? -1 : n.dist_count;
-  }
-  double ChildProb(int32_t h, int r) const { return dist_[nodes_[h].dist_offset + r].prob; }
-  int32_t ChildToken(int32_t h, int r) const { return dist_[nodes_[h].dist_offset + r].token; }
-  int32_t Child(int32_t h, int r) {
-    const int32_t slot = nodes_[h].dist_offset + r;
-    int32_t id = child_ids_[slot];
-    if (id < 0) {
-      id = static_cast<int32_t>(nodes_.size());
-      nodes_.push_back(Node{dist_[slot].token, nodes_[h].depth + 1, -1, 0});
-      child_ids_[slot] = id;
-    }
-    return id;
-  }
-
- private:
-  struct Node {
-    TokenId token = 0;
-    int32_t depth = 0;
-    int32_t dist_offset = -1;  // into dist_ / child_ids_; -1 = distribution unknown
-    int32_t dist_count = 0;
-  };
-  int gamma_ = 0;
-  std::vector<Node> nodes_;         // lattice nodes discovered so far; 0 = root
-  std::vector<TokenProb> dist_;     // concatenated distributions
-  std::vector<int32_t> child_ids_;  // parallel to dist_: lattice id of that child, -1 = none yet
-};
-
-// Checks a provider's reply to a request of m nodes: dists [m][k] (entries r >= counts[i]
-// ignored), counts [m]. Errors name the entry, e.g. "dists[2][1].prob = 1.5: must be in [0, 1]".
-absl::Status ValidateDistributions(absl::Span<const TokenProb> dists,
-                                   absl::Span<const int32_t> counts, size_t m, int k);
-
-// The nodes a provider is asked for, in request order: `missing` (tree node ids) sorted by
-// (depth, node index), written to *nodes, and their lattice handles (handles[v]) to *lattice_ids.
-void SortRequestNodes(absl::Span<const int32_t> missing, const Tree& tree,
-                      absl::Span<const int32_t> handles, std::vector<int32_t>* nodes,
-                      std::vector<int32_t>* lattice_ids);
-
-}  // namespace internal
-
 struct PathConditionedOptions {
   BestFirstOptions budget;  // mode, n_max, l_ar_s (validate is ignored)
   int gamma = 16;           // maximum depth of the tree, 1..kMaxMarginalsGamma
@@ -144,6 +77,11 @@ struct PathRequest {
 // or planner.Run(root_token, options, &cost, provider, &plan). Reusable: workspace keeps capacity.
 class PathConditionedPlanner {
  public:
+  PathConditionedPlanner();
+  ~PathConditionedPlanner();
+  PathConditionedPlanner(PathConditionedPlanner&&) noexcept;
+  PathConditionedPlanner& operator=(PathConditionedPlanner&&) noexcept;
+
   // Starts a plan. `cost` must outlive the plan (until Finish); it may be null only in kFixed.
   absl::Status Begin(TokenId root_token, const PathConditionedOptions& options,
                      const costmodel::CycleCost* cost);
@@ -167,16 +105,18 @@ class PathConditionedPlanner {
  private:
   void RunRound();
 
+  // The budget, the lattice the provider has revealed and the frontier's workspace
+  // (best_first_engine.h, path_lattice.h: implementation headers, not installed).
+  struct Engine;
+
   PathConditionedOptions options_;
-  internal::BudgetSpec spec_;
+  std::unique_ptr<Engine> engine_;
   TokenId root_token_ = 0;
   bool started_ = false;
   bool done_ = false;
   int num_requests_ = 0;
   int num_expanded_ = 0;
 
-  internal::PathLatticeStore lattice_;
-  internal::EngineWorkspace ws_;
   BestFirstPlan work_;                    // latest run (all popped nodes)
   std::vector<int32_t> request_nodes_;    // tree node ids
   std::vector<int32_t> request_handles_;  // their lattice ids

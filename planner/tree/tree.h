@@ -53,6 +53,14 @@ struct Tree {
     depths.push_back(0);
     path_probs.push_back(1.0);
   }
+  // Sets every array to n nodes: cuts a tree to its first n nodes, or adds zero nodes that the
+  // caller then writes by index (the planners grow trees this way, then cut them to size).
+  void Resize(int n) {
+    tokens.resize(n);
+    parents.resize(n);
+    depths.resize(n);
+    path_probs.resize(n);
+  }
   // Appends a child of `parent` (which must already exist); returns its index.
   int AddNode(int parent, TokenId token, double path_prob) {
     tokens.push_back(token);
