@@ -82,6 +82,7 @@
 #include "absl/status/statusor.h"
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency_model.h"
+#include "whatif/replay_basis.h"
 #include "whatif/sweep.h"
 #include "whatif/trace.h"
 
@@ -179,20 +180,15 @@ struct StaticSettings {
   }
 };
 
-struct ConcurrencyReport {
+// The basis (replay_basis.h): the trace's models, the latency model, and the options used.
+struct ConcurrencyReport : ReplayBasis {
   // What was analysed.
-  std::string target, draft;
   int64_t trace_steps = 0;  // steps in the trace
   int64_t ring_steps = 0;   // S: the steps with marginals, replayed
-  std::string latency_model;
-  // The options used.
+  // The options used besides the basis's.
   std::vector<int> batch_sizes;
-  int n_max = 0;
-  costmodel::DrafterCost drafter;
-  double t_aux_s = 0;
   int64_t context_offset = 0;
   bool batch_scan = false;
-  bool calibrate = false;
   // With calibrate: the controller's surrogate_scale after the ring, and the batch planner's
   // after each batch size's replay ([batch_sizes], or [1] for a recorded replay); else 1 and {}.
   double controller_scale = 1;
@@ -237,6 +233,7 @@ const ConcurrencyRow* FindConcurrencyRow(const ConcurrencyReport& report, int ba
                                          Strategy strategy);
 
 // JSON form (README "Under concurrency" lists the fields); NaN becomes null.
+// (concurrency_render.cc)
 nlohmann::json ConcurrencyReportToJson(const ConcurrencyReport& report);
 // Human-readable table, one line per (batch size, strategy) grouped by batch size, and the
 // stop-paying line ('\n'-terminated).

@@ -37,6 +37,31 @@ absl::Status ValidateTraceSteps(const Trace& trace) {
   return absl::OkStatus();
 }
 
+ReplayBasis BasisOf(const Trace& trace, const costmodel::LatencyModel& latency, int n_max,
+                    const costmodel::DrafterCost& drafter, double t_aux_s, bool calibrate) {
+  ReplayBasis b;
+  b.target = trace.header.target;
+  b.draft = trace.header.draft;
+  b.latency_model = latency.Kind();
+  b.n_max = n_max;
+  b.drafter = drafter;
+  b.t_aux_s = t_aux_s;
+  b.calibrate = calibrate;
+  return b;
+}
+
+nlohmann::json BasisJson(const ReplayBasis& b, const std::vector<planner::Strategy>& strategies) {
+  nlohmann::json j;
+  j["trace"] = {{"target", b.target}, {"draft", b.draft}};
+  j["latency_model"] = b.latency_model;
+  j["options"] = {{"strategies", StrategyNamesJson(strategies)},
+                  {"n_max", b.n_max},
+                  {"drafter", DrafterJson(b.drafter)},
+                  {"t_aux_s", b.t_aux_s},
+                  {"calibrate", b.calibrate}};
+  return j;
+}
+
 nlohmann::json StrategyNamesJson(const std::vector<planner::Strategy>& strategies) {
   nlohmann::json names = nlohmann::json::array();
   for (planner::Strategy s : strategies) names.push_back(planner::StrategyName(s));

@@ -11,7 +11,9 @@
 
 #include "absl/status/status.h"
 #include "costmodel/cycle_cost.h"
+#include "costmodel/latency_model.h"
 #include "planner/strategy.h"
+#include "whatif/replay_basis.h"
 #include "whatif/trace.h"
 
 namespace specplan::whatif {
@@ -22,6 +24,15 @@ absl::Status CheckSeconds(double v, const char* field);
 absl::Status CheckDrafterSeconds(const costmodel::DrafterCost& drafter);
 // ValidateTraceStep on every step; the first error as "step <i>: <message>".
 absl::Status ValidateTraceSteps(const Trace& trace);
+
+// The basis of a report of `trace` priced by `latency` with these options.
+ReplayBasis BasisOf(const Trace& trace, const costmodel::LatencyModel& latency, int n_max,
+                    const costmodel::DrafterCost& drafter, double t_aux_s, bool calibrate);
+// The basis's part of a report's JSON form: {"trace": {"target", "draft"}, "latency_model",
+// "options": {"strategies", "n_max", "drafter", "t_aux_s", "calibrate"}}, for the report to add
+// its own keys to.
+nlohmann::json BasisJson(const ReplayBasis& basis,
+                         const std::vector<planner::Strategy>& strategies);
 
 // The strategies' names, as a JSON array.
 nlohmann::json StrategyNamesJson(const std::vector<planner::Strategy>& strategies);

@@ -51,6 +51,8 @@
 #include "planner/policies/dynatree.h"
 #include "planner/policies/fixed_tree.h"
 #include "planner/strategy.h"
+#include "whatif/replay_basis.h"
+#include "whatif/statistics.h"
 #include "whatif/trace.h"
 
 namespace specplan::whatif {
@@ -158,23 +160,19 @@ struct SurrogateQuality {
   double controller_spearman = kNaN;
 };
 
-struct WhatIfReport {
+// The basis (replay_basis.h): the trace's models, the latency model, and the options used
+// (resolved: n_max is never <= 0 here).
+struct WhatIfReport : ReplayBasis {
   // What was analysed.
-  std::string target, draft;
   int64_t vocab = 0;
   int64_t steps = 0;
   int64_t steps_with_marginals = 0;
   int64_t steps_with_nodes = 0;
-  int64_t prompts = 0;        // distinct prompt indices
-  std::string latency_model;  // LatencyModel::Kind()
-  // The options used (resolved: n_max is never <= 0 here).
+  int64_t prompts = 0;  // distinct prompt indices
+  // The options used besides the basis's.
   std::vector<int> budgets;
   std::vector<Strategy> strategies;
-  int n_max = 0;
-  costmodel::DrafterCost drafter;
   double policy_forward_s = 0;
-  double t_aux_s = 0;
-  bool calibrate = false;
   // Results: rows in strategy order, budgets ascending within a strategy.
   std::vector<WhatIfRow> rows;
   OracleSummary oracle;
@@ -189,15 +187,10 @@ struct WhatIfReport {
 absl::StatusOr<WhatIfReport> RunWhatIf(const Trace& trace, const costmodel::LatencyModel& latency,
                                        const WhatIfOptions& options);
 
-// JSON form (README "What-if analysis" lists the fields); NaN becomes null.
+// JSON form (README "What-if analysis" lists the fields); NaN becomes null. (sweep_render.cc)
 nlohmann::json WhatIfReportToJson(const WhatIfReport& report);
 // Human-readable table with the oracle, controller and surrogate lines ('\n'-terminated).
 std::string FormatWhatIfTable(const WhatIfReport& report);
-
-// Pearson and Spearman (average ranks for ties) correlation of paired samples; NaN when fewer
-// than 2 pairs or either side has zero variance. Sizes must match (SPECPLAN_CHECK).
-double PearsonCorrelation(const std::vector<double>& x, const std::vector<double>& y);
-double SpearmanCorrelation(const std::vector<double>& x, const std::vector<double>& y);
 
 }  // namespace specplan::whatif
 
