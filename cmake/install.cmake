@@ -1,4 +1,4 @@
-# `cmake --install` of the engine-facing libraries: headers under <prefix>/include/specplan, the
+# `cmake --install` of the engine-facing libraries: the public headers under <prefix>/include/specplan, the
 # static libraries, the bundled profiles under <prefix>/share/specplan/calib, and an exported CMake
 # package, so that an engine does
 #   find_package(specplan REQUIRED)
@@ -10,10 +10,24 @@ install(TARGETS specplan_util specplan_costmodel specplan_planner
   EXPORT specplanTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-foreach(component util costmodel planner)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${component}/
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/specplan/${component}
-    FILES_MATCHING PATTERN "*.h")
+# The public surface: the entry headers of include/specplan/ (<specplan/cost.h>, <specplan/planner.h>,
+# <specplan/tree.h>) and the project headers they include, found by scripts/public_headers.py;
+# implementation headers (fitting, profile I/O, the composer, other policies, util/check.h) are
+# not installed. Each lands under <prefix>/include/specplan/ at its path in the source tree.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+execute_process(
+  COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/public_headers.py ${PROJECT_SOURCE_DIR}
+  OUTPUT_VARIABLE SPECPLAN_PUBLIC_HEADERS OUTPUT_STRIP_TRAILING_WHITESPACE
+  COMMAND_ERROR_IS_FATAL ANY)
+string(REPLACE "\n" ";" SPECPLAN_PUBLIC_HEADERS "${SPECPLAN_PUBLIC_HEADERS}")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/scripts/public_headers.py)
+foreach(header ${SPECPLAN_PUBLIC_HEADERS})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${header})
+  string(REGEX REPLACE "^include/specplan/" "" installed ${header})
+  get_filename_component(dir ${installed} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${header}
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/specplan/${dir})
 endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/calib/ DESTINATION ${CMAKE_INSTALL_DATADIR}/specplan/calib)
 

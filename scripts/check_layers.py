@@ -3,8 +3,11 @@
 
 Every top-level folder sits on a floor; a file may include headers of its own folder and of
 folders on lower floors only. Inside planner/ the sub-folders are ordered the same way. No file
-may be part of an include circle. Prints each breach as `file: includes "x" (why)` and exits 1 when
-there is one; exits 0 with a one-line summary otherwise.
+may be part of an include circle. And no front end (cli/, service/, python/, client/) calls a
+planner, the cost resolver or a replay directly: each calls the operation (ops/), apart from the
+files FRONTEND_ALLOWED lists while they are converted (an entry that is no longer needed is a
+breach too, so the list only shrinks). Prints each breach as `file: includes "x" (why)` or
+`file:line: calls ...` and exits 1 when there is one; exits 0 with a one-line summary otherwise.
 
 Usage: scripts/check_layers.py [REPO_ROOT]   (default: the folder above scripts/)
 """
@@ -19,6 +22,8 @@ FLOORS = [
     ["costmodel", "plot", "specplan"],  # specplan/: the generated gRPC/protobuf headers
     ["planner"],
     ["whatif", "tokenizer"],
+    ["ops"],  # the operations (docs/operations.md): what every front end calls
+    ["include"],  # include/specplan/: the public entry headers an engine includes (installed)
     ["service"],
     ["client"],
     ["cli", "runtime", "microbench"],
@@ -29,10 +34,32 @@ FORBIDDEN = {
     ("runtime", "service"): "the runtime reaches a server only through the client library",
     ("planner", "plot"): "the planner stays free of output formats",
     ("costmodel", "plot"): "the cost model stays free of output formats",
+    ("ops", "plot"): "the operations depend on costmodel, planner and whatif only",
+    ("ops", "tokenizer"): "the operations depend on costmodel, planner and whatif only",
 }
 # planner/'s sub-folders, lowest first.
 PLANNER_ORDER = ["tree", "marginals", "policies", "acceptance", "batch"]
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+# The front ends, which reach the planners, the cost resolver and the replays only through ops/.
+FRONTENDS = ("cli/", "service/", "python/", "client/")
+# What a front end must not call itself (the operation does): (pattern, what it is).
+FRONTEND_BANNED = [
+    (re.compile(r'\b\w*[Pp]lanner\w*(?:\(\))?\s*(?:\.|->)\s*Plan\s*\('),
+     "a planner (BestFirstPlanner / BatchPlanner ::Plan; call ops::PlanTree / ops::PlanBatch)"),
+    (re.compile(r'\bplanner::MergeTrees\s*\('), "planner::MergeTrees (call ops::Merge)"),
+    (re.compile(r'(?<![\w.>])(?:costmodel::)?Resolve(?:Cost|LatencyModel)\s*\('),
+     "the cost resolver (costmodel::ResolveCost; use ops::CostRequest)"),
+    (re.compile(r'\bwhatif::(?:RunConcurrency|RunWhatIf|ReplayChains|BuildSchedule|'
+                r'BuildChainSchedule|BuildContextSchedule)\s*\('),
+     "a replay (whatif::Run*, ReplayChains, Build*Schedule; call the ops/ operation)"),
+]
+# Front-end files not yet converted to the operations, each with who converts it. Remove an entry
+# once its file calls the operation: the check fails while an entry is no longer needed.
+FRONTEND_ALLOWED = {
+    # Empty: every front end calls the operations. A file added here while it is converted must
+    # name what it still calls and the operation it moves to.
+}
 
 
 def floor_of(folder):
@@ -46,6 +73,35 @@ def source_files(root):
     out = subprocess.run(["git", "ls-files", "*.h", "*.cc"], cwd=root, capture_output=True,
                          text=True, check=True).stdout.split()
     return [f for f in out if not f.startswith(("tests/", "examples/", "docs/"))]
+
+
+def strip_comments(line):
+    cut = line.find("//")
+    return line if cut < 0 else line[:cut]
+
+
+def frontend_breaches(root, files):
+    """Direct calls of a planner, the cost resolver or a replay in the front ends."""
+    out = []
+    calling = set()
+    for f in files:
+        if not f.startswith(FRONTENDS):
+            continue
+        with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+        for no, line in enumerate(lines, 1):
+            code = strip_comments(line)
+            for pattern, what in FRONTEND_BANNED:
+                if pattern.search(code):
+                    calling.add(f)
+                    if f not in FRONTEND_ALLOWED:
+                        out.append(f"{f}:{no}: calls {what} directly; front ends call the "
+                                   "operation (ops/)")
+    for f in sorted(FRONTEND_ALLOWED):
+        if f not in calling:
+            out.append(f"{f}: listed in FRONTEND_ALLOWED (scripts/check_layers.py) but calls no "
+                       "planner, cost resolver or replay any more: remove its entry")
+    return out
 
 
 def main():
@@ -106,6 +162,7 @@ def main():
                 stack.append((nxt, iter(graph[nxt])))
                 path.append(nxt)
 
+    breaches += frontend_breaches(root, files)
     for b in breaches:
         print(b)
     if breaches:
@@ -113,7 +170,8 @@ def main():
         return 1
     print(f"dependency rule holds: {len(files)} files, "
           f"{sum(len(v) for v in graph.values())} includes of the repository's own headers, "
-          "no circles")
+          f"no circles; front ends call the operations ({len(FRONTEND_ALLOWED)} files still "
+          "allowed)")
     return 0
 
 

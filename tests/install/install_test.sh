@@ -9,8 +9,21 @@ prefix="$scratch/prefix"
 cmake --install "$build" --prefix "$prefix" >"$scratch/install.log"
 pkg=$(find "$prefix" -name specplanConfig.cmake -print -quit)
 [[ -n "$pkg" ]] || { echo "no specplanConfig.cmake under $prefix"; exit 1; }
-for f in planner/policies/best_first.h planner/batch/batch_plan.h costmodel/roofline.h util/check.h; do
+# Exactly the public surface: the entry headers and their includes (scripts/public_headers.py),
+# no implementation header, no `namespace internal`, not the CHECK macros.
+python3 "$src/scripts/public_headers.py" "$src" --check >"$scratch/public.txt"
+want=$(sed 's|^include/specplan/||' "$scratch/public.txt" | sort)
+got=$(cd "$prefix/include/specplan" && find . -name '*.h' | sed 's|^\./||' | sort)
+if [[ "$want" != "$got" ]]; then
+  echo "installed headers differ from scripts/public_headers.py:"
+  diff <(echo "$want") <(echo "$got") || true
+  exit 1
+fi
+for f in cost.h planner.h tree.h costmodel/cost_spec.h planner/policies/best_first.h; do
   [[ -f "$prefix/include/specplan/$f" ]] || { echo "header $f not installed"; exit 1; }
+done
+for f in util/check.h costmodel/compose.h costmodel/profile_json.h planner/policies/dynatree.h; do
+  [[ ! -e "$prefix/include/specplan/$f" ]] || { echo "implementation header $f installed"; exit 1; }
 done
 [[ -d "$prefix/share/specplan/calib" ]] || { echo "calib/ not installed"; exit 1; }
 if grep -Eil 'torch|grpc|cuda' "$(dirname "$pkg")"/*.cmake; then

@@ -1,13 +1,10 @@
 // Plans one draft tree on the H100 x Qwen3-8B roofline through the installed package and prints
-// "nodes=<n> speedup=<S>": what an engine linking specplan::planner does every decoding step.
-#include <cstdio>
+// "nodes=<n> speedup=<S>": what an engine linking specplan::planner does every decoding step. It
+// includes only the public entry headers (include/specplan/).
+#include <specplan/cost.h>
+#include <specplan/planner.h>
 
-#include "costmodel/cycle_cost.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/roofline_latency.h"
-#include "planner/policies/best_first.h"
+#include <cstdio>
 
 int main() {
   using namespace specplan;

@@ -1,0 +1,162 @@
+#include "ops/cost_request.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "costmodel/step/host_fit.h"
+#include "costmodel/step/host_time.h"
+#include "util/file.h"
+#include "util/json_error.h"
+
+namespace specplan::ops {
+
+CycleTerms PriceCycle(const CostView& cost, int gamma, int64_t c) {
+  CycleTerms t;
+  t.drafter = cost.drafter;
+  t.t_aux_s = cost.t_aux_s;
+  if (cost.step == nullptr) {
+    if (t.drafter.gamma <= 0) t.drafter.gamma = gamma;
+    return t;
+  }
+  const costmodel::PlannerStepTerms terms = costmodel::PlannerTermsFor(*cost.step, gamma, c);
+  t.drafter = terms.drafter;
+  t.t_aux_s += terms.t_aux_s;
+  t.l_ar_s = terms.l_ar_s;
+  return t;
+}
+
+bool CostRequest::DrafterIsCostClass() const { return costmodel::ParseDrafterClass(drafter).ok(); }
+
+absl::StatusOr<CostRequest::Parsed> CostRequest::Parse(double t_draft_ms) const {
+  // An architecture is priced by the step model; its planner cost starts as a block cost of
+  // t_draft_ms.
+  costmodel::DrafterClass cls = costmodel::DrafterClass::kParallelBlock;
+  if (DrafterIsCostClass()) {
+    cls = *costmodel::ParseDrafterClass(drafter);
+  } else if (absl::Status st = costmodel::CheckDrafterName(drafter); !st.ok()) {
+    // "drafter = 'x': unknown (known: ...)"
+    return absl::InvalidArgumentError(
+        absl::StrCat(st.message(), "; or a cost class: ar, parallel, causal"));
+  }
+  auto parsed_dtype = costmodel::ParseDType(dtype);  // "dtype: unknown value 'x' (known: ...)"
+  if (!parsed_dtype.ok()) return parsed_dtype.status();
+  Parsed parsed{{}, *parsed_dtype};
+  parsed.drafter.cls = cls;
+  parsed.drafter.t_net_s = t_draft_ms * 1e-3;
+  return parsed;
+}
+
+absl::StatusOr<costmodel::StepOptions> CostRequest::StepOptionsFor(const std::string& engine,
+                                                                   double draft_s) const {
+  costmodel::StepOptions o;
+  o.drafter = DrafterIsCostClass() ? "" : drafter;
+  o.draft_steps = draft_steps;
+  o.topk = topk;
+  o.drafter_options.draft_vocab = draft_vocab;
+  if (draft_s > 0) o.draft_s = draft_s;
+  auto host = costmodel::DefaultHostTime(engine);
+  if (!host.ok()) return host.status();
+  bool overridden = false;
+  if (!host_file.empty()) {
+    // "host_file = 'PATH': <why>"
+    const std::string field = absl::StrCat("host_file = '", host_file, "': ");
+    auto text = ReadFileToString(host_file);
+    if (!text.ok()) return absl::NotFoundError(absl::StrCat(field, text.status().message()));
+    auto j = json_util::ParseJson(*text, host_file);
+    if (!j.ok()) return absl::InvalidArgumentError(absl::StrCat(field, j.status().message()));
+    auto read = costmodel::HostTimeFromJson(*j);
+    if (!read.ok()) return absl::InvalidArgumentError(absl::StrCat(field, read.status().message()));
+    host = *std::move(read);
+    overridden = true;
+  }
+  auto opt = [](double ms) { return ms >= 0 ? std::optional<double>(ms) : std::nullopt; };
+  const costmodel::HostOverridesMs given{opt(host_step_ms), opt(host_per_seq_ms),
+                                         opt(host_per_draft_ms), opt(sample_ms)};
+  auto with = costmodel::OverrideHostTime(
+      *host, given, {"host_step_ms", "host_per_seq_ms", "host_per_draft_ms", "sample_ms"},
+      "given on the command line");
+  if (!with.ok()) return with.status();
+  if (overridden || with->provenance != host->provenance) o.host = *with;
+  // "draft_steps = ...", "topk = ...", "draft_s = ...", "draft_vocab = ..."
+  if (absl::Status st = costmodel::ValidateStepOptions(o); !st.ok()) return st;
+  return o;
+}
+
+absl::StatusOr<costmodel::StepModel> CostRequest::Step(
+    const costmodel::ResolvedLatencyModel& resolved, double draft_s) const {
+  auto o = StepOptionsFor(resolved.engine, draft_s);
+  if (!o.ok()) return o.status();
+  return costmodel::StepModel::Create(resolved.model.get(), resolved.model_spec, resolved.gpu_spec,
+                                      &resolved.drafters, resolved.engine, *o);
+}
+
+absl::Status CostRequest::PriceDrafter(const costmodel::ResolvedLatencyModel& resolved, int gamma,
+                                       int64_t c, costmodel::DrafterCost* d, double* t_aux_s,
+                                       double* l_ar_s) const {
+  *l_ar_s = 0;
+  if (DrafterIsCostClass()) return absl::OkStatus();
+  auto step = Step(resolved, d->t_net_s);  // the operation's by-hand T_draft, when it has one
+  if (!step.ok()) return step.status();
+  CostView view;
+  view.latency = resolved.model.get();
+  view.step = &*step;
+  const CycleTerms terms = PriceCycle(view, gamma, c);
+  *d = terms.drafter;
+  *t_aux_s += terms.t_aux_s;
+  *l_ar_s = terms.l_ar_s;
+  return absl::OkStatus();
+}
+
+bool CostRequest::AnyCostGiven() const {
+  return !model.empty() || !gpu.empty() || !engine.empty() || !profile.empty() ||
+         !latency_model.empty();
+}
+
+costmodel::CostSpec CostRequest::ToCostSpec(costmodel::DType parsed_dtype) const {
+  costmodel::CostSpec spec;
+  spec.model = model;
+  spec.gpu = gpu;
+  spec.engine = engine;
+  spec.profile_path = profile;
+  spec.latency_model = latency_model;
+  spec.dtype = parsed_dtype;
+  spec.tp = tp;
+  if (!calib_dir.empty()) spec.calib_dir = calib_dir;
+  return spec;
+}
+
+absl::StatusOr<costmodel::ResolvedLatencyModel> CostRequest::ResolveSpec(
+    costmodel::DType parsed_dtype) const {
+  return costmodel::ResolveCost(ToCostSpec(parsed_dtype));
+}
+
+absl::StatusOr<ResolvedCost> CostRequest::Resolve(double t_draft_ms, double draft_s) const {
+  auto parsed = Parse(t_draft_ms);
+  if (!parsed.ok()) return parsed.status();
+  auto resolved = ResolveSpec(parsed->dtype);
+  if (!resolved.ok()) return resolved.status();
+  ResolvedCost out;
+  out.resolved = std::make_shared<costmodel::ResolvedLatencyModel>(*std::move(resolved));
+  out.parsed = *parsed;
+  out.t_aux_s = t_aux_ms * 1e-3;
+  if (!DrafterIsCostClass()) {
+    auto step = Step(*out.resolved, draft_s);
+    if (!step.ok()) return step.status();
+    out.step.emplace(*std::move(step));
+  }
+  return out;
+}
+
+CostView ResolvedCost::View() const {
+  CostView v;
+  v.latency = resolved->model.get();
+  v.step = step ? &*step : nullptr;
+  v.drafter = parsed.drafter;
+  v.drafter.gamma = 0;
+  v.t_aux_s = t_aux_s;
+  v.latency_kind = resolved->model->Kind();
+  v.profile_id = resolved->profile_id;
+  return v;
+}
+
+}  // namespace specplan::ops

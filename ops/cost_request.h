@@ -1,0 +1,139 @@
+// What an operation prices a pass with, as a request names it: which target on which GPU, whose
+// kernels (engine), which profile and latency model, dtype and tensor parallelism (the cost
+// half, costmodel::CostSpec), and the drafter with the engine's host terms (the step half,
+// costmodel::StepOptions). Every front end fills one: the CLI from its flags (cli/cost_flags.h),
+// the Python module from keyword arguments, the service from a proto's fields.
+//
+// Errors name the request's field and value in its own words ("drafter = 'x': unknown ...",
+// "dtype: unknown value 'int4' ...", "topk = 0: must be in [1, 64]", "host_file = 'h.json': ...");
+// a front end renames the fields (the CLI: cli/cost_flags.h CostErrorInFlags, one table).
+//
+// Two ways to a priced cost:
+//   CostRequest::Resolve   in-process: costmodel::ResolveCost over the bundled profiles, plus the
+//                          drafter's step model (owned: ResolvedCost).
+//   CostView               a cost a front end already holds (the service's cached sources, a
+//                          Python Cost object): non-owning pointers the operations price with.
+// The operations (ops/estimate.h, plan_tree.h, plan_batch.h) take a CostView; their in-process
+// overloads resolve a CostRequest first.
+#ifndef SPECPLAN_OPS_COST_REQUEST_H_
+#define SPECPLAN_OPS_COST_REQUEST_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "costmodel/cost_spec.h"
+#include "costmodel/cycle_cost.h"
+#include "costmodel/latency_model.h"
+#include "costmodel/model_spec.h"
+#include "costmodel/step/step_model.h"
+
+namespace specplan::ops {
+
+// A cost an operation prices with; non-owning (the holder keeps latency and step alive for the
+// call).
+struct CostView {
+  const costmodel::LatencyModel* latency = nullptr;  // T_verify(s, c); required
+  // The drafter architecture's whole step (verify + draft + sample + host); null for a drafter
+  // priced by cost class (then `drafter` alone prices drafting).
+  const costmodel::StepModel* step = nullptr;
+  // The drafter's planner cost before the step is priced in: its class and by-hand times (seconds)
+  // and batch_growth. gamma = 0: the operation's own (the marginals' gamma, the batch's largest).
+  costmodel::DrafterCost drafter{costmodel::DrafterClass::kParallelBlock, 0};
+  double t_aux_s = 0;        // per-cycle overhead given by hand (seconds), >= 0
+  std::string latency_kind;  // latency->Kind(), as outputs name it
+  std::string profile_id;    // the profile that priced the pass; "" = none (bare/inline roofline)
+};
+
+// The planner terms of one cycle (C(n) = T_draft + T_aux + T_verify(n + 1, c)) from a view, for
+// one sequence drafting `gamma` positions at context c: with a step model the drafter becomes
+// costmodel::PlannerTermsFor's block cost, T_aux gains the step's sampling and host work and L_AR
+// is the plain step with its host work; with a cost class the view's drafter stands (gamma set
+// when it is 0) and l_ar_s = 0 (the planner's T_verify(1, c)). The one place a plan's cycle is
+// priced (CLI, Python, service).
+struct CycleTerms {
+  costmodel::DrafterCost drafter;
+  double t_aux_s = 0;  // seconds
+  double l_ar_s = 0;   // seconds; 0 = T_verify(1, c)
+};
+CycleTerms PriceCycle(const CostView& cost, int gamma, int64_t c);
+
+struct ResolvedCost;
+
+struct CostRequest {
+  // The cost half (costmodel::CostSpec; "" = default / the bundled lookup).
+  std::string model;          // registry name or HF config.json path
+  std::string gpu;            // registry name or GPU spec JSON path
+  std::string engine;         // "" = the first of sglang, vllm, trtllm, specplan bundled
+  std::string profile;        // explicit profile JSON path (CostSpec::profile_path)
+  std::string latency_model;  // kind of the profile; "" = its default
+  std::string calib_dir;      // where bundled profiles live (CostSpec::calib_dir); "" = default
+  std::string dtype = "bf16";
+  int64_t tp = 0;  // 0 = not given: the profile's, else 1
+  // The drafter: an architecture (eagle, eagle3, mtp, draft:MODEL, block:MODEL, ngram, suffix;
+  // costmodel/step/drafter_arch.h), priced by the step model from the profile's composed tables;
+  // or a legacy cost class (ar, parallel, causal) priced only by the operation's by-hand times.
+  std::string drafter = "eagle3";
+  int draft_steps = -1;     // D; -1 = the chain's s - 1
+  int topk = 1;             // beams per draft forward (SGLang-style trees)
+  int64_t draft_vocab = 0;  // eagle3's draft vocabulary; 0 = 32000
+  // Host-time overrides, ms; < 0 = the engine's default (costmodel/step/host_time.h).
+  double host_step_ms = -1, host_per_seq_ms = -1, host_per_draft_ms = -1, sample_ms = -1;
+  std::string host_file;  // host terms as `specplan step fit --out` writes them; "" = defaults
+  double t_aux_ms = 0;    // per-cycle overhead, ms
+
+  // dtype and drafter parsed, drafter first. `drafter` is the drafter's cost with the drafter's
+  // class (kParallelBlock for an architecture) and t_net = t_draft_ms (its other fields at their
+  // defaults: the operation sets gamma from its marginals).
+  struct Parsed {
+    costmodel::DrafterCost drafter;
+    costmodel::DType dtype;
+  };
+  absl::StatusOr<Parsed> Parse(double t_draft_ms) const;
+  // Whether `drafter` names a legacy cost class (ar, parallel, causal) rather than an
+  // architecture the step model prices.
+  bool DrafterIsCostClass() const;
+  // The step model's options: the drafter architecture (none for a cost class), draft_steps,
+  // topk, draft_vocab, the host overrides over `engine`'s defaults, and `draft_s` (seconds) as
+  // T_draft by hand when > 0.
+  absl::StatusOr<costmodel::StepOptions> StepOptionsFor(const std::string& engine,
+                                                        double draft_s) const;
+  // The step model over a resolved cost (which must outlive the result).
+  absl::StatusOr<costmodel::StepModel> Step(const costmodel::ResolvedLatencyModel& resolved,
+                                            double draft_s) const;
+  // PriceCycle over a resolved cost: with an architecture, the step model's terms for `gamma`
+  // positions at context c replace *drafter, are added to *t_aux_s and set *l_ar_s; a cost class
+  // is left as parsed (*l_ar_s = 0).
+  absl::Status PriceDrafter(const costmodel::ResolvedLatencyModel& resolved, int gamma, int64_t c,
+                            costmodel::DrafterCost* drafter, double* t_aux_s, double* l_ar_s) const;
+  // Whether an operation must price the pass: always for a budget it chooses itself (controller,
+  // scan), and for a fixed budget only when a cost field was given (AnyCostGiven).
+  bool NeedsCost(bool fixed_budget) const { return !fixed_budget || AnyCostGiven(); }
+  // Whether any of model, gpu, engine, profile, latency_model was given.
+  bool AnyCostGiven() const;
+
+  // The cost half with the parsed dtype, for costmodel::ResolveCost.
+  costmodel::CostSpec ToCostSpec(costmodel::DType dtype) const;
+  // costmodel::ResolveCost(ToCostSpec(dtype)); errors name CostSpec's fields ("engine = 'foo':").
+  absl::StatusOr<costmodel::ResolvedLatencyModel> ResolveSpec(costmodel::DType dtype) const;
+  // The whole in-process resolution: Parse(t_draft_ms), ResolveSpec, and with an architecture
+  // drafter its step model (by-hand T_draft = draft_s when > 0, else composed).
+  absl::StatusOr<ResolvedCost> Resolve(double t_draft_ms, double draft_s = 0) const;
+};
+
+// A CostRequest resolved in-process; owns what its View() points into. Movable.
+struct ResolvedCost {
+  std::shared_ptr<costmodel::ResolvedLatencyModel> resolved;  // never null
+  std::optional<costmodel::StepModel> step;  // with an architecture drafter; points into resolved
+  CostRequest::Parsed parsed;                // dtype and the drafter as parsed
+  double t_aux_s = 0;                        // the request's t_aux_ms, seconds
+
+  CostView View() const;
+};
+
+}  // namespace specplan::ops
+
+#endif  // SPECPLAN_OPS_COST_REQUEST_H_

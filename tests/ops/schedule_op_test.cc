@@ -1,0 +1,84 @@
+// ops/schedule_op.h: the validator names field and value; schedules built for real from the
+// bundled trace on the bundled profiles, and from acceptance rates.
+#include "ops/schedule_op.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "whatif/trace.h"
+
+namespace specplan::ops {
+namespace {
+
+using ::testing::HasSubstr;
+
+ScheduleRequest TinySchedule() {
+  ScheduleRequest req;
+  req.replay.cost.model = "qwen3-8b";
+  req.replay.cost.gpu = "h100";
+  req.replay.trace = whatif::BundledTracePath("tiny.jsonl");
+  req.replay.batch_sizes = {1, 16};
+  req.replay.n_max = 8;
+  return req;
+}
+
+TEST(ScheduleOp, ValidatorNamesFieldAndValue) {
+  ScheduleRequest req = TinySchedule();
+  req.replay.batch_sizes = {2, 4};
+  EXPECT_THAT(Validate(req).message(), HasSubstr("batch_sizes = 2,4: must start at 1"));
+  req = TinySchedule();
+  req.format = whatif::ScheduleFormat::kSglang;
+  req.min_draft_len = 1;
+  EXPECT_THAT(Validate(req).message(), HasSubstr("min_draft_len = 1: applies to format vllm"));
+  req = TinySchedule();
+  req.format = whatif::ScheduleFormat::kTrtllm;
+  req.context_grid = {0, 1024};
+  EXPECT_THAT(Validate(req).message(), HasSubstr("context_grid = 0,1024: applies to format vllm"));
+  req = TinySchedule();
+  req.acceptance = planner::EngineAcceptance{};
+  EXPECT_THAT(Validate(req).message(), HasSubstr("trace and acceptance: give one"));
+  EXPECT_TRUE(Validate(TinySchedule()).ok());
+}
+
+TEST(ScheduleOp, BuildsFromTheBundledTraceWithTheFormatsEngine) {
+  auto r = Schedule(TinySchedule());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->schedule.points.size(), 2u);
+  EXPECT_EQ(r->source.engine, "vllm");  // --format vllm: vLLM's kernels price the passes
+  const nlohmann::json j = nlohmann::json::parse(Render(*r));
+  EXPECT_TRUE(j.contains("speculative_config"));
+  EXPECT_THAT(Summary(*r), HasSubstr("best single static setting"));
+}
+
+TEST(ScheduleOp, ContextGridAddsTheAxis) {
+  ScheduleRequest req = TinySchedule();
+  req.context_grid = {0, 4096};
+  auto r = Schedule(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->by_context.rows.size(), 2u);
+  EXPECT_THAT(Summary(*r), HasSubstr("at context +4096 tokens: B 1 K "));
+  req.context_grid = {512};
+  EXPECT_THAT(Schedule(req).status().message(), HasSubstr("context_grid: "));
+}
+
+TEST(ScheduleOp, ChainsFromAcceptanceRates) {
+  ScheduleRequest req = TinySchedule();
+  req.replay.trace.clear();
+  req.replay.cost.model = "llama-3.1-8b";
+  planner::EngineAcceptance a;
+  a.source = "rates";
+  a.per_position = {0.8, 0.6, 0.4};
+  a.k_max = 3;
+  a.mean_acceptance_length = 2.8;
+  req.acceptance = a;
+  auto r = Schedule(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->source.trace_path, "rates");
+  EXPECT_LE(r->schedule.max_setting, 3);
+  EXPECT_FALSE(r->schedule.step_note.empty());
+}
+
+}  // namespace
+}  // namespace specplan::ops
