@@ -1,25 +1,28 @@
 #include "cli/acceptance_flags.h"
 
-#include <optional>
+#include <cstring>
+#include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace specplan::cli {
 
 absl::StatusOr<planner::EngineAcceptance> AcceptanceFlags::Load() const {
-  std::optional<planner::AcceptanceFormat> f;
-  if (!format.empty()) {
-    auto parsed = planner::ParseAcceptanceFormat(format);
-    if (!parsed.ok()) {
+  if (absl::Status st = ops::Validate(*this); !st.ok()) {
+    // The request's fields as their flags.
+    const std::string msg(st.message());
+    if (absl::StartsWith(msg, "format: ")) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--acceptance-format ", format, ": ", parsed.status().message()));
+          absl::StrCat("--acceptance-format ", format, ": ", msg.substr(strlen("format: "))));
     }
-    f = *parsed;
+    if (absl::StartsWith(msg, "k_max = ")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--acceptance-k-max ", msg.substr(strlen("k_max = "))));
+    }
+    return st;
   }
-  planner::EngineAcceptanceOptions o;
-  o.drafter = drafter;
-  o.k_max = k_max;
-  auto a = planner::LoadEngineAcceptance(path, f, o);
+  auto a = ops::LoadAcceptance(*this);
   if (!a.ok()) {
     return absl::Status(a.status().code(), absl::StrCat("--acceptance ", a.status().message()));
   }

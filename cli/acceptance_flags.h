@@ -6,21 +6,19 @@
 #define SPECPLAN_CLI_ACCEPTANCE_FLAGS_H_
 
 #include <CLI/CLI.hpp>
-#include <string>
 
 #include "absl/status/statusor.h"
+#include "ops/acceptance_op.h"
 #include "planner/acceptance/engine_acceptance.h"
 
 namespace specplan::cli {
 
-struct AcceptanceFlags {
-  std::string path;     // "" = not given
-  std::string format;   // "" = detect
-  std::string drafter;  // step traces: which acc_* key
-  int k_max = 0;        // sglang logs: the draft length the engine ran
-
+// The request (ops/acceptance_op.h) bound to the flags: path "" = not given, format "" = detect,
+// drafter (step traces: which acc_* key), k_max (sglang logs: the draft length the engine ran).
+struct AcceptanceFlags : ops::AcceptanceRequest {
   bool given() const { return !path.empty(); }
-  // The file read and parsed; errors name --acceptance and the file's line and column.
+  // ops::LoadAcceptance; errors name --acceptance (and the file's line and column),
+  // --acceptance-format or --acceptance-k-max.
   absl::StatusOr<planner::EngineAcceptance> Load() const;
 };
 

@@ -56,21 +56,6 @@ void SetBudgetMode(int n_max, int budget, bool scan, Options* options) {
   }
 }
 
-// A planner's evaluated curve as JSON: one {"n", "expected_accepted", "cycle_s", <value_name>}
-// per point, <value_name> being p.*value (plan's speedup, plan-batch's goodput).
-template <typename Point>
-nlohmann::json CurveJson(const std::vector<Point>& curve, const char* value_name,
-                         double Point::*value) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const Point& p : curve) {
-    out.push_back({{"n", p.n},
-                   {"expected_accepted", p.expected_accepted},
-                   {"cycle_s", p.cycle_s},
-                   {value_name, p.*value}});
-  }
-  return out;
-}
-
 // --tree-mask-mode and --draft-token-num for --layout sglang (`layout`, which they need).
 void AddSglangLayoutOptions(CLI::App* cmd, CLI::Option* layout, std::string* tree_mask_mode,
                             int* draft_token_num, const std::string& draft_token_num_help);

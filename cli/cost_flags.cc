@@ -2,153 +2,102 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/remote.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/engines.h"
-#include "costmodel/step/host_fit.h"
-#include "util/file.h"
-#include "util/json_error.h"
 
 namespace specplan::cli {
 namespace {
 
-// A step-model error that names the drafter ("drafter = 'x': ...") in the flag's words
-// ("--drafter x: ..."); others as they are.
-absl::Status DrafterError(const absl::Status& st) {
-  constexpr absl::string_view kPrefix = "drafter = '";
-  const absl::string_view msg = st.message();
-  const size_t end = msg.find("': ");
-  if (!absl::StartsWith(msg, kPrefix) || end == absl::string_view::npos) return st;
-  return absl::Status(
-      st.code(), absl::StrCat("--drafter ", msg.substr(kPrefix.size(), end - kPrefix.size()), ": ",
-                              msg.substr(end + 3)));
+// The one table of request field -> flag: the CostSpec fields ResolveCost names, the
+// ops::CostRequest fields, and the fields the operations' requests share.
+const std::vector<costmodel::CostFieldName>& RequestFlagNames() {
+  static const auto* names = new std::vector<costmodel::CostFieldName>{
+      {"model", "--model"},
+      {"gpu", "--gpu"},
+      {"engine", "--engine"},
+      {"tp", "--tp"},
+      {"dtype", "--dtype"},
+      {"latency_model", "--latency-model"},
+      {"profile_path", "--profile"},
+      {"profile", "--profile"},
+      {"drafter", "--drafter"},
+      {"draft_steps", "--draft-steps"},
+      {"topk", "--topk"},
+      {"draft_vocab", "--draft-vocab"},
+      {"draft_s", "--t-draft-ms"},
+      {"t_draft_ms", "--t-draft-ms"},
+      {"host_file", "--host-file"},
+      {"host_step_ms", "--host-step-ms"},
+      {"host_per_seq_ms", "--host-per-seq-ms"},
+      {"host_per_draft_ms", "--host-per-draft-ms"},
+      {"sample_ms", "--sample-ms"},
+      {"t_aux_ms", "--t-aux-ms"},
+      {"s", "--s"},
+      {"c", "--c"},
+      {"b", "--b"},
+      {"gamma", "--gamma"},
+      {"t_net_ms", "--t-net-ms"},
+      {"t_head_ms", "--t-head-ms"},
+      {"t_light_ms", "--t-light-ms"},
+      {"n_max", "--n-max"},
+      {"max_ms_per_token", "--max-ms-per-token"},
+      {"draft_batch_growth", "--draft-batch-growth"},
+  };
+  return *names;
 }
 
 }  // namespace
 
-bool CostFlags::DrafterIsCostClass() const { return costmodel::ParseDrafterClass(drafter).ok(); }
-
-absl::StatusOr<CostFlags::Parsed> CostFlags::Parse(double t_draft_ms) const {
-  // An architecture is priced by the step model (PriceDrafter); its planner cost starts as a
-  // block cost of --t-draft-ms.
-  auto cls = DrafterIsCostClass()
-                 ? costmodel::ParseDrafterClass(drafter)
-                 : absl::StatusOr<costmodel::DrafterClass>(costmodel::DrafterClass::kParallelBlock);
-  if (!cls.ok())
-    return absl::Status(cls.status().code(), "--" + std::string(cls.status().message()));
-  if (!DrafterIsCostClass()) {
-    if (absl::Status st = costmodel::CheckDrafterName(drafter); !st.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(DrafterError(st).message(), "; or a cost class: ar, parallel, causal"));
+absl::Status CostErrorInFlags(const absl::Status& status) {
+  if (status.ok()) return status;
+  const absl::Status named = costmodel::CostErrorInNames(status, RequestFlagNames());
+  if (named.message() != status.message()) return named;
+  // "<field>: rest" -> "<flag>: rest" (an enum's "dtype: unknown value 'x' (known: ...)").
+  const absl::string_view msg = status.message();
+  for (const costmodel::CostFieldName& n : RequestFlagNames()) {
+    const std::string lead = absl::StrCat(n.field, ": ");
+    if (absl::StartsWith(msg, lead)) {
+      return absl::Status(status.code(), absl::StrCat(n.name, msg.substr(lead.size() - 2)));
     }
   }
-  auto parsed_dtype = costmodel::ParseDType(dtype);
-  if (!parsed_dtype.ok()) {
-    return absl::Status(parsed_dtype.status().code(),
-                        "--" + std::string(parsed_dtype.status().message()));
-  }
-  Parsed parsed{{}, *parsed_dtype};
-  parsed.drafter.cls = *cls;
-  parsed.drafter.t_net_s = t_draft_ms * 1e-3;
+  return status;
+}
+
+absl::StatusOr<CostFlags::Parsed> CostFlags::Parse(double t_draft_ms) const {
+  auto parsed = ops::CostRequest::Parse(t_draft_ms);
+  if (!parsed.ok()) return CostErrorInFlags(parsed.status());
   return parsed;
 }
 
 absl::StatusOr<costmodel::StepOptions> CostFlags::StepOptionsFor(const std::string& engine,
                                                                  double draft_s) const {
-  costmodel::StepOptions o;
-  o.drafter = DrafterIsCostClass() ? "" : drafter;
-  o.draft_steps = draft_steps;
-  o.topk = topk;
-  o.drafter_options.draft_vocab = draft_vocab;
-  if (draft_s > 0) o.draft_s = draft_s;
-  auto host = costmodel::DefaultHostTime(engine);
-  if (!host.ok()) return host.status();
-  bool overridden = false;
-  if (!host_file.empty()) {
-    auto text = ReadFileToString(host_file);
-    if (!text.ok())
-      return absl::NotFoundError(absl::StrCat("--host-file ", text.status().message()));
-    auto j = json_util::ParseJson(*text, host_file);
-    if (!j.ok())
-      return absl::InvalidArgumentError(absl::StrCat("--host-file ", j.status().message()));
-    auto read = costmodel::HostTimeFromJson(*j);
-    if (!read.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--host-file ", host_file, ": ", read.status().message()));
-    }
-    host = *std::move(read);
-    overridden = true;
-  }
-  auto opt = [](double ms) { return ms >= 0 ? std::optional<double>(ms) : std::nullopt; };
-  const costmodel::HostOverridesMs given{opt(host_step_ms), opt(host_per_seq_ms),
-                                         opt(host_per_draft_ms), opt(sample_ms)};
-  auto with = costmodel::OverrideHostTime(
-      *host, given, {"--host-step-ms", "--host-per-seq-ms", "--host-per-draft-ms", "--sample-ms"},
-      "given on the command line");
-  if (!with.ok()) return with.status();
-  if (overridden || with->provenance != host->provenance) o.host = *with;
-  if (absl::Status st = costmodel::ValidateStepOptions(o); !st.ok()) {
-    const std::string msg(st.message());
-    for (const auto& [field, flag] :
-         {std::pair<std::string, std::string>{"draft_steps", "--draft-steps"},
-          {"topk", "--topk"},
-          {"draft_s", "--t-draft-ms"},
-          {"draft_vocab", "--draft-vocab"}}) {
-      if (msg.rfind(field + " = ", 0) == 0) {
-        return absl::InvalidArgumentError(flag + " " + msg.substr(field.size() + 3));
-      }
-    }
-    return st;
-  }
+  auto o = ops::CostRequest::StepOptionsFor(engine, draft_s);
+  if (!o.ok()) return CostErrorInFlags(o.status());
   return o;
 }
 
 absl::StatusOr<costmodel::StepModel> CostFlags::Step(
     const costmodel::ResolvedLatencyModel& resolved, double draft_s) const {
-  auto o = StepOptionsFor(resolved.engine, draft_s);
-  if (!o.ok()) return o.status();
-  auto step =
-      costmodel::StepModel::Create(resolved.model.get(), resolved.model_spec, resolved.gpu_spec,
-                                   &resolved.drafters, resolved.engine, *o);
-  if (!step.ok()) return DrafterError(step.status());
+  auto step = ops::CostRequest::Step(resolved, draft_s);
+  if (!step.ok()) return CostErrorInFlags(step.status());
   return step;
 }
 
 absl::Status CostFlags::PriceDrafter(const costmodel::ResolvedLatencyModel& resolved, int gamma,
                                      int64_t c, costmodel::DrafterCost* d, double* t_aux_s,
                                      double* l_ar_s) const {
-  *l_ar_s = 0;
-  if (DrafterIsCostClass()) return absl::OkStatus();
-  auto step = Step(resolved, d->t_net_s);  // --t-draft-ms, when the command has one
-  if (!step.ok()) return step.status();
-  const costmodel::PlannerStepTerms terms = costmodel::PlannerTermsFor(*step, gamma, c);
-  *d = terms.drafter;
-  *t_aux_s += terms.t_aux_s;
-  *l_ar_s = terms.l_ar_s;
-  return absl::OkStatus();
-}
-
-costmodel::CostSpec CostFlags::ToCostSpec(costmodel::DType dtype) const {
-  // CostSpec's fields in order: model, gpu, engine, profile_path, latency_model, dtype, tp.
-  return costmodel::CostSpec{model, gpu, engine, profile, latency_model, dtype, tp};
+  return CostErrorInFlags(ops::CostRequest::PriceDrafter(resolved, gamma, c, d, t_aux_s, l_ar_s));
 }
 
 absl::StatusOr<costmodel::ResolvedLatencyModel> CostFlags::Resolve(costmodel::DType dtype) const {
-  auto resolved = costmodel::ResolveCost(ToCostSpec(dtype));
+  auto resolved = ResolveSpec(dtype);
   if (!resolved.ok()) return CostErrorInFlags(resolved.status());
   return resolved;
-}
-
-absl::Status CostErrorInFlags(const absl::Status& status) {
-  return costmodel::CostErrorInNames(status, costmodel::kCostFlagNames);
-}
-
-bool CostFlags::AnyCostGiven() const {
-  return !model.empty() || !gpu.empty() || !engine.empty() || !profile.empty() ||
-         !latency_model.empty();
 }
 
 absl::Status CostFlags::CheckRemote() const {

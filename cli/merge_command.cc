@@ -1,20 +1,20 @@
 // specplan merge: union of two drafters' trees under one shared root (merged-tree dual drafting)
 // and the verifier inputs of the merged tree.
 #include <iostream>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
+#include "cli/cost_flags.h"
 #include "cli/remote.h"
+#include "ops/merge.h"
 #include "planner/tree/merge.h"
 #include "planner/tree/tree_json.h"
-#include "planner/tree/tree_outputs.h"
-#include "util/enum_names.h"
 #include "util/file.h"
 #include "util/json_error.h"
 
@@ -45,31 +45,6 @@ absl::StatusOr<planner::Tree> ReadTreeFile(const std::string& flag, const std::s
   return tree;
 }
 
-constexpr EnumEntry<planner::MergeSource> kSourceNames[] = {
-    {planner::MergeSource::kA, "a"},
-    {planner::MergeSource::kB, "b"},
-    {planner::MergeSource::kBoth, "both"},
-};
-
-std::vector<std::string> MaskRows(const planner::TreeOutputs& out) {
-  std::vector<std::string> rows(out.size, std::string(out.size, '0'));
-  for (int i = 0; i < out.size; ++i) {
-    for (int j = 0; j <= i; ++j) {
-      if (out.MaskBit(i, j)) rows[i][j] = '1';
-    }
-  }
-  return rows;
-}
-
-std::vector<std::vector<int32_t>> RetrieveRows(const planner::TreeOutputs& out) {
-  std::vector<std::vector<int32_t>> rows(out.num_leaves);
-  for (int r = 0; r < out.num_leaves; ++r) {
-    const int32_t* row = out.retrieve.data() + static_cast<size_t>(r) * out.retrieve_width;
-    rows[r].assign(row, row + out.retrieve_width);
-  }
-  return rows;
-}
-
 int RunMerge(const MergeArgs& args) {
   absl::StatusOr<planner::Tree> a = ReadTreeFile("--a", args.a);
   if (!a.ok()) {
@@ -81,63 +56,50 @@ int RunMerge(const MergeArgs& args) {
     std::cerr << "specplan merge: " << b.status().message() << "\n";
     return 1;
   }
-  planner::MergeOptions options;
-  options.dedup = args.dedup;
-  options.n_max = args.n_max;
-  planner::MergedTree merged_tree;
-  planner::MergedTree* merged = &merged_tree;
-  planner::TreeOutputs out;
+  ops::MergeRequest req;
+  req.a = &*a;
+  req.b = &*b;
+  req.options.dedup = args.dedup;
+  req.options.n_max = args.n_max;
+  req.c = args.c;
+  ops::MergeResult result;
   if (!args.server.empty()) {
-    absl::Status st = RemoteMergeTrees(args.server, *a, *b, options, args.c, merged, &out);
+    absl::Status st =
+        RemoteMergeTrees(args.server, *a, *b, req.options, args.c, &result.merged, &result.outputs);
     if (!st.ok()) {
       std::cerr << "specplan merge: " << st.message() << "\n";
       return 1;
     }
   } else {
-    absl::StatusOr<planner::MergedTree> local = planner::MergeTrees(*a, *b, options);
+    absl::StatusOr<ops::MergeResult> local = ops::Merge(req);
     if (!local.ok()) {
-      std::cerr << "specplan merge: " << local.status().message() << "\n";
+      std::cerr << "specplan merge: " << CostErrorInFlags(local.status()).message() << "\n";
       return 1;
     }
-    merged_tree = *std::move(local);
-    planner::TreeOutputOptions out_options;
-    out_options.position_offset = args.c;
-    planner::ComputeTreeOutputs(merged->tree, out_options, &out);
+    result = *std::move(local);
   }
-  const std::vector<std::string> mask = MaskRows(out);
-  const std::vector<std::vector<int32_t>> retrieve = RetrieveRows(out);
-  std::vector<std::string> sources;
-  for (planner::MergeSource s : merged->source) sources.push_back(EnumName(kSourceNames, s));
-
   if (args.json) {
-    nlohmann::json j = planner::TreeToJson(merged->tree);
-    j["positions"] = out.positions;
-    j["retrieve"] = retrieve;
-    j["mask"] = mask;
-    j["phi_a"] = merged->phi_a;
-    j["phi_b"] = merged->phi_b;
-    j["source"] = sources;
-    j["num_draft"] = merged->tree.num_draft();
-    j["dedup"] = args.dedup;
-    j["n_max"] = args.n_max < 0 ? nlohmann::json(nullptr) : nlohmann::json(args.n_max);
-    std::cout << j.dump(2) << "\n";
+    std::cout << ops::ToJson(req, result).dump(2) << "\n";
     return 0;
   }
-  std::cout << "merged tree: " << merged->tree.size() << " nodes (" << a->num_draft()
+  const planner::MergedTree& merged = result.merged;
+  std::vector<std::string> sources;
+  for (planner::MergeSource s : merged.source) sources.push_back(ops::MergeSourceName(s));
+  std::cout << "merged tree: " << merged.tree.size() << " nodes (" << a->num_draft()
             << " draft from a, " << b->num_draft() << " from b"
             << (args.dedup ? ", shared prefixes merged" : "")
             << (args.n_max >= 0 ? absl::StrCat(", budget n_max = ", args.n_max) : "") << ")\n";
-  std::cout << "tokens:    " << absl::StrJoin(merged->tree.tokens, " ") << "\n";
-  std::cout << "parents:   " << absl::StrJoin(merged->tree.parents, " ") << "\n";
-  std::cout << "depths:    " << absl::StrJoin(merged->tree.depths, " ") << "\n";
-  std::cout << "positions: " << absl::StrJoin(out.positions, " ") << "\n";
+  std::cout << "tokens:    " << absl::StrJoin(merged.tree.tokens, " ") << "\n";
+  std::cout << "parents:   " << absl::StrJoin(merged.tree.parents, " ") << "\n";
+  std::cout << "depths:    " << absl::StrJoin(merged.tree.depths, " ") << "\n";
+  std::cout << "positions: " << absl::StrJoin(result.outputs.positions, " ") << "\n";
   std::cout << "source:    " << absl::StrJoin(sources, " ") << "\n";
-  std::cout << "phi_a:     " << absl::StrJoin(merged->phi_a, " ") << "\n";
-  std::cout << "phi_b:     " << absl::StrJoin(merged->phi_b, " ") << "\n";
+  std::cout << "phi_a:     " << absl::StrJoin(merged.phi_a, " ") << "\n";
+  std::cout << "phi_b:     " << absl::StrJoin(merged.phi_b, " ") << "\n";
   std::cout << "mask:\n";
-  for (const std::string& row : mask) std::cout << "  " << row << "\n";
+  for (const std::string& row : ops::MaskRows(result.outputs)) std::cout << "  " << row << "\n";
   std::cout << "retrieve:\n";
-  for (const std::vector<int32_t>& row : retrieve) {
+  for (const std::vector<int32_t>& row : ops::RetrieveRows(result.outputs)) {
     std::cout << "  " << absl::StrJoin(row, " ") << "\n";
   }
   return 0;

@@ -30,11 +30,10 @@
 #include "cli/cost_flags.h"
 #include "cli/layout_json.h"
 #include "cli/remote.h"
-#include "costmodel/cost_spec.h"
-#include "costmodel/cycle_cost.h"
+#include "ops/plan_batch.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/marginals/marginals.h"
-#include "planner/tree/tree_outputs.h"
+#include "util/enum_names.h"
 #include "util/json_util.h"
 
 namespace specplan::cli {
@@ -142,117 +141,54 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   if (LayoutWithoutJson(kCmd, a.layout, a.json)) return 1;
   auto lines = LoadRequests(a.requests);
   if (Failed(kCmd, lines.status(), "--requests ")) return 1;
-  BatchPlanOptions options;
-  SetBudgetMode(a.n_max, a.budget, a.scan, &options);
+  ops::PlanBatchRequest req;
+  SetBudgetMode(a.n_max, a.budget, a.scan, &req.options);
   if (a.max_ms_per_token > 0) {
-    if (options.mode == BudgetMode::kFixed) {
+    if (req.options.mode == BudgetMode::kFixed) {
       std::cerr << kCmd << "--max-ms-per-token " << a.max_ms_per_token
                 << ": a latency bound chooses the budget itself; use --n-max, not --budget\n";
       return 1;
     }
-    options.objective = BatchObjective::kLatencyBound;
-    options.max_seconds_per_token = a.max_ms_per_token * 1e-3;
+    req.options.objective = BatchObjective::kLatencyBound;
+    req.options.max_seconds_per_token = a.max_ms_per_token * 1e-3;
   }
+  req.cost = a;
+  req.t_draft_ms = a.t_draft_ms;
+  req.draft_batch_growth = a.draft_batch_growth;
+  req.requests.reserve(lines->size());
+  for (const RequestLine& r : *lines)
+    req.requests.push_back({&r.marginals, r.c, r.n_max, r.weight});
   auto parsed = a.Parse(a.t_draft_ms);
   if (Failed(kCmd, parsed.status())) return 1;
-  const costmodel::DType dtype = parsed->dtype;
-  const bool want_cost = a.NeedsCost(options.mode == BudgetMode::kFixed);
-  costmodel::DrafterCost drafter = parsed->drafter;
-  drafter.gamma = 0;
-  for (const RequestLine& r : *lines) drafter.gamma = std::max(drafter.gamma, r.marginals.gamma);
-  drafter.batch_growth = a.draft_batch_growth;
+  const bool want_cost = a.NeedsCost(req.options.mode == BudgetMode::kFixed);
 
-  std::unique_ptr<costmodel::LatencyModel> latency;
-  std::unique_ptr<costmodel::BatchCycleCost> cost;
-  std::string latency_kind;
-  std::string profile_id;  // the profile that priced the pass; "" = none (bare or inline roofline)
-  if (!a.server.empty() && Failed(kCmd, a.CheckRemote())) return 1;
-  if (want_cost && a.server.empty()) {
-    auto resolved = a.Resolve(dtype);
-    if (Failed(kCmd, resolved.status())) return 1;
-    // The drafter architecture's whole step (drafting, sampling, host) into the cycle, priced at
-    // the batch's mean context.
-    double t_aux_s = a.t_aux_ms * 1e-3, l_ar_s = 0;
-    int64_t c_sum = 0;
-    for (const RequestLine& r : *lines) c_sum += r.c;
-    const int64_t c_mean = lines->empty() ? 0 : c_sum / static_cast<int64_t>(lines->size());
-    const double growth = drafter.batch_growth;
-    if (Failed(kCmd,
-               a.PriceDrafter(*resolved, drafter.gamma, c_mean, &drafter, &t_aux_s, &l_ar_s))) {
-      return 1;
-    }
-    if (a.DrafterIsCostClass()) drafter.batch_growth = growth;
-    latency = std::move(resolved->model);
-    latency_kind = latency->Kind();
-    profile_id = resolved->profile_id;
-    cost = std::make_unique<costmodel::BatchCycleCost>(latency.get(), drafter, t_aux_s);
-  }
-  std::vector<BatchRequest> requests;
-  requests.reserve(lines->size());
-  for (const RequestLine& r : *lines) requests.push_back({&r.marginals, r.c, r.n_max, r.weight});
-  BatchPlan plan;
-  const int B = static_cast<int>(requests.size());
-  std::vector<TreeOutputs> outputs(static_cast<size_t>(B));
+  ops::PlanBatchResult result;
+  const int B = static_cast<int>(req.requests.size());
   if (!a.server.empty()) {
-    const RemoteCost rc = a.ToRemoteCost(dtype, drafter, /*context=*/0);
-    auto used =
-        RemotePlanBatch(a.server, requests, options, want_cost ? &rc : nullptr, &plan, &outputs);
+    if (Failed(kCmd, a.CheckRemote())) return 1;
+    costmodel::DrafterCost drafter = parsed->drafter;
+    drafter.gamma = ops::MaxGamma(req.requests);
+    drafter.batch_growth = a.draft_batch_growth;
+    const RemoteCost rc = a.ToRemoteCost(parsed->dtype, drafter, /*context=*/0);
+    result.outputs.resize(static_cast<size_t>(B));
+    auto used = RemotePlanBatch(a.server, req.requests, req.options, want_cost ? &rc : nullptr,
+                                &result.plan, &result.outputs);
     if (Failed(kCmd, used.status())) return 1;
-    latency_kind = used->latency_model;
-    profile_id = used->profile;
+    result.priced = want_cost;
+    result.latency_model = used->latency_model;
+    result.profile = used->profile;
   } else {
-    BatchPlanner planner;
-    if (Failed(kCmd, planner.Plan(requests, options, cost.get(), &plan))) return 1;
-    for (int i = 0; i < B; ++i) {
-      TreeOutputOptions o;
-      o.position_offset = requests[i].c;
-      o.packed_mask = false;
-      ComputeTreeOutputs(plan.trees[i], o, &outputs[i]);
-    }
+    auto planned = ops::PlanBatch(req);
+    if (Failed(kCmd, CostErrorInFlags(planned.status()))) return 1;
+    result = *std::move(planned);
   }
-
-  const char* mode_name = options.mode == BudgetMode::kFixed        ? "fixed"
-                          : options.mode == BudgetMode::kController ? "controller"
-                                                                    : "scan";
+  const BatchPlan& plan = result.plan;
+  const char* mode_name = EnumName(kBudgetModeNames, req.options.mode);
   if (a.json) {
-    nlohmann::json j;
-    j["mode"] = mode_name;
-    j["objective"] = options.objective == BatchObjective::kGoodput ? "goodput" : "latency_bound";
-    j["n_max"] = options.n_max;
-    j["n_total"] = plan.n_total;
-    nlohmann::json reqs = nlohmann::json::array();
-    for (int i = 0; i < B; ++i) {
-      const TreeOutputs& out = outputs[i];
-      nlohmann::json retrieve = nlohmann::json::array();
-      for (int l = 0; l < out.num_leaves; ++l) {
-        const auto* row = out.retrieve.data() + static_cast<size_t>(l) * out.retrieve_width;
-        retrieve.push_back(std::vector<int32_t>(row, row + out.retrieve_width));
-      }
-      reqs.push_back({{"n", plan.n[i]},
-                      {"c", requests[i].c},
-                      {"tokens", plan.trees[i].tokens},
-                      {"parents", plan.trees[i].parents},
-                      {"depths", plan.trees[i].depths},
-                      {"positions", out.positions},
-                      {"retrieve", std::move(retrieve)},
-                      {"expected_accepted", plan.expected_accepted[i]},
-                      {"price", plan.price[i]}});
-    }
-    j["requests"] = std::move(reqs);
-    j["curve"] = CurveJson(plan.curve, "goodput", &BatchCurvePoint::goodput);
-    j["cycle_s"] = json_util::NumberOrNull(plan.cycle_s);
-    j["goodput"] = json_util::NumberOrNull(plan.goodput);
-    j["ar_goodput"] = json_util::NumberOrNull(plan.ar_goodput);
-    if (options.objective == BatchObjective::kLatencyBound) j["bound_met"] = plan.bound_met;
-    j["speculation_pays"] = plan.speculation_pays;
-    j["lattice_exhausted"] = plan.lattice_exhausted;
-    if (want_cost) {
-      j["latency_model"] = latency_kind;
-      j["profile"] = profile_id;
-    }
+    nlohmann::json j = ops::ToJson(req, result);
     if (!a.layout.empty()) {
       std::vector<int64_t> contexts;
-      for (const BatchRequest& r : requests) contexts.push_back(r.c);
+      for (const BatchRequest& r : req.requests) contexts.push_back(r.c);
       auto layout = a.layout == "sglang"
                         ? SglangJson(plan.trees, contexts, a.tree_mask_mode, a.draft_token_num)
                         : RaggedJson(plan.trees, contexts);
@@ -267,16 +203,17 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   std::cout << absl::StrFormat(
       "plan-batch (%s, %d requests, n_max %d over the batch): N* = %d draft nodes, "
       "%.2f per request\n  expected accepted %.3f tokens in all (roots included)\n",
-      mode_name, B, options.n_max, plan.n_total, static_cast<double>(plan.n_total) / B, total_a);
+      mode_name, B, req.options.n_max, plan.n_total, static_cast<double>(plan.n_total) / B,
+      total_a);
   if (want_cost) {
     std::cout << absl::StrFormat(
         "  cycle %.4f ms, goodput %.1f tokens/s; plain decoding %.1f tokens/s (%s latency "
         "model%s)\n",
-        plan.cycle_s * 1e3, plan.goodput, plan.ar_goodput, latency_kind,
-        profile_id.empty() ? "" : ", profile " + profile_id);
+        plan.cycle_s * 1e3, plan.goodput, plan.ar_goodput, result.latency_model,
+        result.profile.empty() ? "" : ", profile " + result.profile);
     if (plan.n_total == 0)
       std::cout << "  speculation does not pay at this load: no request drafts\n";
-    if (options.objective == BatchObjective::kLatencyBound && !plan.bound_met) {
+    if (req.options.objective == BatchObjective::kLatencyBound && !plan.bound_met) {
       std::cout << absl::StrFormat(
           "  no budget meets %.4f ms per token for every request; this plan has the smallest "
           "worst case\n",
@@ -285,7 +222,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   }
   std::cout << "  request      c      n   expected accepted\n";
   for (int i = 0; i < B; ++i) {
-    std::cout << absl::StrFormat("  %7d %6d %6d   %.4f\n", i, requests[i].c, plan.n[i],
+    std::cout << absl::StrFormat("  %7d %6d %6d   %.4f\n", i, req.requests[i].c, plan.n[i],
                                  plan.expected_accepted[i]);
   }
   return 0;

@@ -23,7 +23,9 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -33,13 +35,12 @@
 #include "cli/cost_flags.h"
 #include "cli/layout_json.h"
 #include "cli/remote.h"
-#include "costmodel/cost_spec.h"
-#include "costmodel/cycle_cost.h"
+#include "ops/plan_tree.h"
 #include "planner/marginals/marginals.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/engine_layouts.h"
 #include "planner/tree/tree_outputs.h"
-#include "util/json_util.h"
+#include "util/enum_names.h"
 
 namespace specplan::cli {
 namespace {
@@ -63,101 +64,64 @@ int RunPlan(const PlanArgs& a) {
   using namespace specplan::planner;
   const char* kCmd = "specplan plan: ";
   if (LayoutWithoutJson(kCmd, a.layout, a.json)) return 1;
-  BestFirstOptions options;
-  SetBudgetMode(a.n_max, a.budget, a.scan, &options);
+  ops::PlanTreeRequest req;
+  SetBudgetMode(a.n_max, a.budget, a.scan, &req.options);
   auto marginals = LoadMarginalsFile(a.marginals);
   if (Failed(kCmd, marginals.status(), "--marginals ")) return 1;
+  req.marginals = &*marginals;
+  req.c = a.c;
+  req.cost = a;
+  req.t_draft_ms = a.t_draft_ms;
   auto parsed = a.Parse(a.t_draft_ms);
   if (Failed(kCmd, parsed.status())) return 1;
-  const costmodel::DType dtype = parsed->dtype;
   // The cost is required by the controller; in fixed mode it only fills cycle_s / speedup.
-  const bool want_cost = a.NeedsCost(options.mode == BudgetMode::kFixed);
-  costmodel::DrafterCost drafter = parsed->drafter;
-  drafter.gamma = marginals->gamma;
+  const bool want_cost = a.NeedsCost(req.options.mode == BudgetMode::kFixed);
 
-  BestFirstPlan plan;
-  TreeOutputs outputs;
-  std::string latency_kind;
-  std::string profile_id;  // the profile that priced the pass; "" = none (bare or inline roofline)
+  ops::PlanTreeResult result;
   const int repeat = std::max(1, a.repeat);
   double plan_us = 0;
   if (!a.server.empty()) {
     if (Failed(kCmd, a.CheckRemote())) return 1;
-    const RemoteCost rc = a.ToRemoteCost(dtype, drafter, a.c);
+    costmodel::DrafterCost drafter = parsed->drafter;
+    drafter.gamma = marginals->gamma;
+    const RemoteCost rc = a.ToRemoteCost(parsed->dtype, drafter, a.c);
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < repeat; ++r) {
-      auto used = RemotePlanTree(a.server, *marginals, options, want_cost ? &rc : nullptr, a.c,
-                                 &plan, &outputs);
+      auto used = RemotePlanTree(a.server, *marginals, req.options, want_cost ? &rc : nullptr, a.c,
+                                 &result.plan, &result.outputs);
       if (Failed(kCmd, used.status())) return 1;
-      latency_kind = used->latency_model;
-      profile_id = used->profile;
+      result.priced = want_cost;
+      result.latency_model = used->latency_model;
+      result.profile = used->profile;
     }
     plan_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
         repeat;
   } else {
-    std::unique_ptr<costmodel::LatencyModel> latency;
-    std::unique_ptr<costmodel::CycleCost> cost;
+    // Resolved once; then planned `repeat` times into the same planner and result.
+    std::optional<ops::ResolvedCost> cost;
     if (want_cost) {
-      auto resolved = a.Resolve(dtype);
-      if (Failed(kCmd, resolved.status())) return 1;
-      // The drafter architecture's whole step (drafting, sampling, host) into the cycle and L_AR.
-      double t_aux_s = a.t_aux_ms * 1e-3, l_ar_s = 0;
-      if (Failed(kCmd,
-                 a.PriceDrafter(*resolved, drafter.gamma, a.c, &drafter, &t_aux_s, &l_ar_s))) {
-        return 1;
-      }
-      if (l_ar_s > 0) options.l_ar_s = l_ar_s;
-      latency = std::move(resolved->model);
-      latency_kind = latency->Kind();
-      profile_id = resolved->profile_id;
-      cost = std::make_unique<costmodel::CycleCost>(latency.get(), drafter, t_aux_s, a.c);
+      auto resolved = req.cost.Resolve(a.t_draft_ms, a.t_draft_ms * 1e-3);
+      if (Failed(kCmd, CostErrorInFlags(resolved.status()))) return 1;
+      cost = *std::move(resolved);
     }
+    std::optional<ops::CostView> view;
+    if (cost) view = cost->View();
     BestFirstPlanner planner;
-    TreeOutputOptions out_options;
-    out_options.position_offset = a.c;
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < repeat; ++r) {
-      if (Failed(kCmd, planner.Plan(*marginals, options, cost.get(), &plan))) return 1;
-      ComputeTreeOutputs(plan.tree, out_options, &outputs);
+      absl::Status st = ops::PlanTreeInto(req, view ? &*view : nullptr, &planner, &result);
+      if (Failed(kCmd, CostErrorInFlags(st))) return 1;
     }
     plan_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
         repeat;
   }
-
-  const char* mode_name = options.mode == BudgetMode::kFixed        ? "fixed"
-                          : options.mode == BudgetMode::kController ? "controller"
-                                                                    : "scan";
+  const BestFirstPlan& plan = result.plan;
+  const TreeOutputs& outputs = result.outputs;
+  const char* mode_name = EnumName(kBudgetModeNames, req.options.mode);
   if (a.json) {
-    nlohmann::json j;
-    j["mode"] = mode_name;
-    j["n_max"] = options.n_max;
-    j["n"] = plan.n;
-    j["tokens"] = plan.tree.tokens;
-    j["parents"] = plan.tree.parents;
-    j["depths"] = plan.tree.depths;
-    j["path_probs"] = plan.tree.path_probs;
-    j["expected_accepted"] = plan.expected_accepted;
-    j["positions"] = outputs.positions;
-    nlohmann::json retrieve = nlohmann::json::array();
-    for (int l = 0; l < outputs.num_leaves; ++l) {
-      const auto* row = outputs.retrieve.data() + static_cast<size_t>(l) * outputs.retrieve_width;
-      retrieve.push_back(std::vector<int32_t>(row, row + outputs.retrieve_width));
-    }
-    j["retrieve"] = std::move(retrieve);
-    j["cycle_s"] = json_util::NumberOrNull(plan.cycle_s);
-    j["speedup"] = json_util::NumberOrNull(plan.speedup);
-    j["l_ar_s"] = json_util::NumberOrNull(plan.l_ar_s);
-    j["lattice_exhausted"] = plan.lattice_exhausted;
-    j["c"] = a.c;
-    if (want_cost) {
-      j["latency_model"] = latency_kind;
-      j["profile"] = profile_id;
-    }
-    if (options.mode != BudgetMode::kFixed) {
-      j["curve"] = CurveJson(plan.curve, "speedup", &CurvePoint::speedup);
-    }
+    nlohmann::json j = ops::ToJson(req, result);
     if (a.layout == "sglang") {
       const int64_t c = a.c;
       auto sglang = SglangJson({&plan.tree, 1}, {&c, 1}, a.tree_mask_mode, a.draft_token_num);
@@ -174,15 +138,15 @@ int RunPlan(const PlanArgs& a) {
   std::cout << absl::StrFormat(
       "plan (%s, n_max %d): n* = %d draft nodes (s = %d), depth %d, %d leaves\n"
       "  expected accepted %.4f tokens (root included)\n",
-      mode_name, options.n_max, plan.n, plan.n + 1, outputs.max_depth, outputs.num_leaves,
+      mode_name, req.options.n_max, plan.n, plan.n + 1, outputs.max_depth, outputs.num_leaves,
       plan.expected_accepted);
   if (want_cost) {
     std::cout << absl::StrFormat(
         "  cycle %.4f ms, L_AR %.4f ms, estimated speedup %.3fx (%s latency model%s)\n",
-        plan.cycle_s * 1e3, plan.l_ar_s * 1e3, plan.speedup, latency_kind,
-        profile_id.empty() ? "" : ", profile " + profile_id);
+        plan.cycle_s * 1e3, plan.l_ar_s * 1e3, plan.speedup, result.latency_model,
+        result.profile.empty() ? "" : ", profile " + result.profile);
   }
-  if (options.mode != BudgetMode::kFixed) {
+  if (req.options.mode != BudgetMode::kFixed) {
     std::cout << absl::StrFormat("  evaluated n = 0..%d\n",
                                  plan.curve.empty() ? 0 : plan.curve.back().n);
   }

@@ -11,29 +11,28 @@
 // to stdout, or with --out to FILE (written atomically); a short summary (per B: the setting, its
 // throughput, the batch planner's, the best single static setting's) goes to stderr unless
 // --quiet. With --context-grid (vllm only) the output adds the context-length axis of vLLM RFC
-// #48627 (whatif::RenderContextSchedule).
-#include <algorithm>
+// #48627 (whatif::RenderContextSchedule). An adapter: the flags become an ops::ScheduleRequest
+// (ops/schedule_op.h), whose result is rendered (ops::Render, ops::Summary).
+#include <cstring>
 #include <iostream>
-#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "cli/acceptance_flags.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
-#include "costmodel/cost_spec.h"
-#include "costmodel/cycle_cost.h"
-#include "costmodel/model_spec.h"
+#include "cli/whatif_concurrency.h"
+#include "ops/schedule_op.h"
 #include "util/atomic_file.h"
-#include "whatif/chain_replay.h"
 #include "whatif/concurrency.h"
 #include "whatif/schedule.h"
-#include "whatif/trace.h"
 
 namespace specplan::cli {
 namespace {
@@ -54,6 +53,7 @@ struct ScheduleArgs : CostFlags {
   bool unconstrained = false;
   std::string context_grid;
   bool quiet = false;
+  const CLI::Option* draft_batch_growth_option = nullptr;  // set when registered
   AcceptanceFlags acceptance;  // chains over the user's acceptance instead of --trace
   int64_t context = 1024;      // --acceptance of rates: every request's context
 };
@@ -72,27 +72,44 @@ absl::StatusOr<std::vector<int64_t>> ParseContextGrid(const std::string& text) {
   return out;
 }
 
-// What the output's metadata names: the cost that priced it and what it was replayed over. A
-// bundled profile is named by its id, a --profile file by its path (as whatif does).
-whatif::ScheduleSource SourceOf(const ScheduleArgs& a, const costmodel::ResolvedLatencyModel& r,
-                                costmodel::DType dtype, const std::string& replayed) {
-  whatif::ScheduleSource source;
-  source.profile = a.profile.empty() ? r.profile_id : r.profile_path;
-  source.engine = r.engine;
-  source.engine_version = r.engine_version;
-  source.model = r.model_spec.name;
-  source.gpu = r.gpu_spec.name;
-  source.dtype = costmodel::DTypeName(dtype);
-  source.trace_path = replayed;
-  return source;
+// An operation's error in the flags' words: a leading request field becomes its flag with the
+// text given on the command line ("batch_sizes = 2,4: ..." -> "--batch-sizes 2,4: ..."), the
+// cost request's fields as CostErrorInFlags names them; a replay's "<trace path>: ..." stays.
+absl::Status ScheduleErrorInFlags(const ScheduleArgs& a, const absl::Status& status) {
+  if (status.ok()) return status;
+  std::string msg(status.message());
+  const struct {
+    const char* field;
+    std::string flag;  // with the text given
+  } kFields[] = {
+      {"batch_sizes", "--batch-sizes " + a.batch_sizes},
+      {"context_grid", "--context-grid " + a.context_grid},
+      {"min_draft_len", absl::StrCat("--min-draft-len ", a.min_draft_len)},
+  };
+  for (const auto& [field, flag] : kFields) {
+    size_t rest = std::string::npos;  // where ": ..." starts
+    if (absl::StartsWith(msg, absl::StrCat(field, ": "))) {
+      rest = strlen(field);
+    } else if (absl::StartsWith(msg, absl::StrCat(field, " = "))) {
+      rest = msg.find(": ");
+    }
+    if (rest == std::string::npos) continue;
+    msg = absl::StrReplaceAll(absl::StrCat(flag, msg.substr(rest)),
+                              {{"applies to format ", "applies to --format "}});
+    return absl::Status(status.code(), msg);
+  }
+  for (const auto& [field, flag] : {std::pair<const char*, const char*>{
+           "trace and acceptance: ", "--trace and --acceptance: "}}) {
+    if (absl::StartsWith(msg, field)) {
+      return absl::Status(status.code(), absl::StrCat(flag, msg.substr(strlen(field))));
+    }
+  }
+  return WhatIfErrorInFlags(status);
 }
 
 // Writes the schedule (to --out or stdout) and, unless --quiet, its summary to stderr.
-int WriteSchedule(const ScheduleArgs& a, const whatif::Schedule& schedule,
-                  const whatif::ContextSchedule& by_context, const whatif::ScheduleSource& source) {
-  const std::string text = by_context.rows.empty()
-                               ? whatif::RenderSchedule(schedule, source)
-                               : whatif::RenderContextSchedule(by_context, source);
+int WriteSchedule(const ScheduleArgs& a, const ops::ScheduleResult& result) {
+  const std::string text = ops::Render(result);
   if (a.out.empty()) {
     std::cout << text;
   } else {
@@ -103,164 +120,60 @@ int WriteSchedule(const ScheduleArgs& a, const whatif::Schedule& schedule,
     }
   }
   if (!a.quiet) {
-    std::cerr << whatif::FormatScheduleSummary(schedule, source);
-    for (size_t j = 1; j < by_context.rows.size(); ++j) {
-      std::cerr << "at context +" << by_context.contexts[j] << " tokens: ";
-      std::string sep;
-      for (const whatif::SchedulePoint& p : by_context.rows[j].points) {
-        std::cerr << sep << "B " << p.batch << " K " << p.setting << " ("
-                  << absl::StrFormat("%.1f", p.throughput) << " tokens/s)";
-        sep = ", ";
-      }
-      std::cerr << "\n";
-    }
+    std::cerr << ops::Summary(result);
     if (!a.out.empty()) std::cerr << "wrote " << a.out << "\n";
   }
   return 0;
 }
 
-// --acceptance: chains of K replayed over the user's acceptance on the engine's whole step
-// (whatif/chain_replay.h; a per-step trace as B mixed requests in flight, rates under
-// independence at --context), and the schedule chosen from them (whatif::BuildChainSchedule).
-int RunAcceptanceSchedule(const ScheduleArgs& a, whatif::ScheduleFormat format,
-                          const std::vector<int>& sizes, costmodel::DType dtype) {
-  if (!a.context_grid.empty()) {
-    std::cerr << kCmd
-              << "--context-grid: not with --acceptance (the acceptance replay prices "
-                 "each request at its own context already)\n";
-    return 1;
-  }
-  auto acceptance = a.acceptance.Load();
-  if (Failed(kCmd, acceptance.status())) return 1;
-  auto resolved = a.Resolve(dtype);
-  if (Failed(kCmd, resolved.status())) return 1;
-  auto step = a.Step(*resolved, a.t_draft_ms * 1e-3);
-  if (Failed(kCmd, step.status())) return 1;
-  whatif::ChainReplayOptions replay;
-  replay.batch_sizes = sizes;
-  for (int k = 0; k <= std::min(acceptance->k_max, a.n_max); ++k) replay.chain_lengths.push_back(k);
-  replay.batching =
-      acceptance->has_trace() ? whatif::ChainBatching::kMixed : whatif::ChainBatching::kCopies;
-  replay.context = a.context;
-  auto report = whatif::ReplayChains(*acceptance, *step, replay);
-  if (Failed(kCmd, report.status())) return 1;
-  whatif::ScheduleOptions options;
-  options.min_chain = a.min_draft_len;
-  options.monotone = !a.unconstrained;
-  const std::string described = absl::StrFormat(
-      "%s (%s; %s%s)", acceptance->source, planner::AcceptanceFormatName(acceptance->format),
-      report->mode, report->mode == "rates" ? absl::StrFormat(", c = %d", report->context) : "");
-  const std::string step_note =
-      absl::StrFormat("drafter %s, draft priced by %s; host: %s", a.drafter,
-                      step->draft_priced_by(), step->host().provenance);
-  auto schedule = whatif::BuildChainSchedule(*report, format, options, described, step_note);
-  if (Failed(kCmd, schedule.status())) return 1;
-  return WriteSchedule(a, *schedule, whatif::ContextSchedule{},
-                       SourceOf(a, *resolved, dtype, acceptance->source));
-}
-
-int RunSchedule(const ScheduleArgs& given) {
-  ScheduleArgs a = given;
+// The request from the flags; false after printing the error of a list that does not parse.
+bool RequestOf(const ScheduleArgs& a, ops::ScheduleRequest* req) {
   auto format = whatif::ParseScheduleFormat(a.format);
-  if (Failed(kCmd, format.status(), "--format ")) return 1;
+  if (Failed(kCmd, format.status(), "--format ")) return false;
+  req->format = *format;
   auto sizes = whatif::ParseConcurrencyList(a.batch_sizes);
   if (!sizes.ok()) {
     std::cerr << kCmd << "--batch-sizes " << a.batch_sizes << ": " << sizes.status().message()
               << "\n";
-    return 1;
+    return false;
   }
-  if (sizes->front() != 1) {
-    std::cerr << kCmd << "--batch-sizes " << a.batch_sizes
-              << ": must start at 1 (the setting chosen at each batch size applies up to the next "
-                 "one, so the first must cover batch size 1)\n";
-    return 1;
-  }
-  if (a.min_draft_len > 0 && !whatif::ScheduleUsesChains(*format)) {
-    std::cerr << kCmd << "--min-draft-len " << a.min_draft_len
-              << ": applies to --format vllm and trtllm (draft lengths), not sglang\n";
-    return 1;
-  }
-  std::vector<int64_t> contexts;
   if (!a.context_grid.empty()) {
-    if (*format != whatif::ScheduleFormat::kVllm) {
-      std::cerr << kCmd << "--context-grid " << a.context_grid
-                << ": applies to --format vllm (the context axis of vLLM RFC #48627), not "
-                << a.format << "\n";
-      return 1;
-    }
     auto grid = ParseContextGrid(a.context_grid);
     if (!grid.ok()) {
       std::cerr << kCmd << "--context-grid " << a.context_grid << ": " << grid.status().message()
                 << "\n";
-      return 1;
+      return false;
     }
-    contexts = *std::move(grid);
+    req->context_grid = *std::move(grid);
   }
-  auto parsed = a.Parse(a.t_draft_ms);
-  if (Failed(kCmd, parsed.status())) return 1;
-  const costmodel::DType dtype = parsed->dtype;
-  // The format's own engine prices the passes unless --engine or --profile says otherwise.
-  if (a.engine.empty() && a.profile.empty()) a.engine = whatif::ScheduleFormatName(*format);
+  ops::WhatIfConcurrencyRequest& r = req->replay;
+  r.cost = a;
+  r.trace = a.trace;
+  r.t_draft_ms = a.t_draft_ms;
+  r.batch_sizes = *std::move(sizes);
+  r.n_max = a.n_max;
+  if (a.draft_batch_growth_option->count() > 0) r.draft_batch_growth = a.draft_batch_growth;
+  r.calibrate = a.calibrate;
+  r.batch_scan = a.batch_scan;
+  req->min_draft_len = a.min_draft_len;
+  req->monotone = !a.unconstrained;
+  req->context = a.context;
+  return true;
+}
+
+int RunSchedule(const ScheduleArgs& a) {
+  ops::ScheduleRequest req;
+  if (!RequestOf(a, &req)) return 1;
+  if (Failed(kCmd, ScheduleErrorInFlags(a, ops::Validate(req)))) return 1;
   if (a.acceptance.given()) {
-    if (!a.trace.empty()) {
-      std::cerr << kCmd
-                << "--trace and --acceptance: give one (marginals for trees, or your "
-                   "engine's acceptance for chains)\n";
-      return 1;
-    }
-    return RunAcceptanceSchedule(a, *format, *sizes, dtype);
+    auto acceptance = a.acceptance.Load();
+    if (Failed(kCmd, acceptance.status())) return 1;
+    req.acceptance = *std::move(acceptance);
+    if (Failed(kCmd, ScheduleErrorInFlags(a, ops::Validate(req)))) return 1;
   }
-
-  const std::string trace_path = a.trace.empty() ? whatif::DefaultTracePath() : a.trace;
-  auto trace = whatif::LoadTrace(trace_path);
-  if (Failed(kCmd, trace.status(), "--trace ")) return 1;
-  auto resolved = a.Resolve(dtype);
-  if (Failed(kCmd, resolved.status())) return 1;
-
-  whatif::ScheduleOptions options;
-  options.replay.batch_sizes = *sizes;
-  options.replay.n_max = a.n_max;
-  options.replay.drafter.cls = parsed->drafter.cls;
-  options.replay.drafter.t_net_s = parsed->drafter.t_net_s;
-  options.replay.drafter.batch_growth = a.draft_batch_growth;
-  options.replay.t_aux_s = a.t_aux_ms * 1e-3;
-  {
-    // A drafter architecture's whole step at the trace's mean context (cost_flags.h).
-    const whatif::TraceDraftShape shape = whatif::DraftShapeOf(*trace);
-    double l_ar_s = 0;
-    if (Failed(kCmd, a.PriceDrafter(*resolved, shape.max_gamma, shape.mean_context,
-                                    &options.replay.drafter, &options.replay.t_aux_s, &l_ar_s))) {
-      return 1;
-    }
-    // Drafting given by hand (--t-draft-ms) is one request's: the batch growth prices the rest.
-    if (a.DrafterIsCostClass() || a.t_draft_ms > 0) {
-      options.replay.drafter.batch_growth = a.draft_batch_growth;
-    }
-  }
-  options.replay.calibrate = a.calibrate;
-  options.replay.batch_scan = a.batch_scan;
-  options.min_chain = a.min_draft_len;
-  options.monotone = !a.unconstrained;
-  whatif::ContextSchedule by_context;
-  absl::StatusOr<whatif::Schedule> schedule;
-  if (contexts.empty()) {
-    schedule = whatif::BuildSchedule(*trace, *resolved->model, *format, options);
-  } else {
-    auto built = whatif::BuildContextSchedule(*trace, *resolved->model, *format, options, contexts);
-    if (!built.ok()) {
-      std::cerr << kCmd << "--context-grid " << a.context_grid << ": " << built.status().message()
-                << "\n";
-      return 1;
-    }
-    by_context = *std::move(built);
-    schedule = by_context.rows.front();
-  }
-  if (!schedule.ok()) {
-    std::cerr << kCmd << trace_path << ": " << schedule.status().message() << "\n";
-    return 1;
-  }
-
-  return WriteSchedule(a, *schedule, by_context, SourceOf(a, *resolved, dtype, trace_path));
+  auto result = ops::Schedule(req);
+  if (Failed(kCmd, ScheduleErrorInFlags(a, result.status()))) return 1;
+  return WriteSchedule(a, *result);
 }
 
 }  // namespace
@@ -299,11 +212,12 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--t-draft-ms", args->t_draft_ms,
                   "Drafter network time of one request's draft pass, ms")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--draft-batch-growth", args->draft_batch_growth,
-                  "Each further request in a batched draft pass adds this fraction of one "
-                  "request's drafting time, T_draft(B) = T_draft(1) (1 + F (B - 1))")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  args->draft_batch_growth_option =
+      cmd->add_option("--draft-batch-growth", args->draft_batch_growth,
+                      "Each further request in a batched draft pass adds this fraction of one "
+                      "request's drafting time, T_draft(B) = T_draft(1) (1 + F (B - 1))")
+          ->check(CLI::NonNegativeNumber)
+          ->capture_default_str();
   cmd->add_flag("--calibrate", args->calibrate,
                 "The batch planner (the comparison row) calibrates its surrogate online, as a "
                 "planner fed ReportAcceptance would");

@@ -6,8 +6,10 @@
 //                   [--server HOST:PORT]
 //   specplan whatif --concurrency LIST|recorded [--draft-batch-growth F] ... (whatif_concurrency.h)
 //
+// An adapter: the flags become an ops::WhatIfRequest (ops/whatif_op.h; WhatIfConcurrencyRequest,
+// WhatIfChainsRequest), the operation runs, its result is printed (whatif_concurrency.h).
 // Without --trace the bundled trace (whatif::DefaultTracePath()) is used. Prints a table, or with
-// --json one JSON object (whatif::WhatIfReportToJson); --plot writes a two-panel PNG (speedup and
+// --json one JSON object (ops::ToJson); --plot writes a two-panel PNG (speedup and
 // accepted length vs log2(budget), controller and oracle marked) atomically. With --server the
 // sweep runs on a specplan-server (WhatIf RPC): the trace file is read here and sent (without
 // --trace the server's bundled trace is used), and the report comes back whole, so the table,
@@ -21,9 +23,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/acceptance_flags.h"
 #include "cli/command_util.h"
@@ -32,12 +34,10 @@
 #include "cli/remote.h"
 #include "cli/whatif_concurrency.h"
 #include "costmodel/cost_spec.h"
-#include "costmodel/cycle_cost.h"
 #include "costmodel/gpu_spec.h"
 #include "costmodel/model_registry.h"
-#include "costmodel/model_spec.h"
+#include "ops/whatif_op.h"
 #include "plot/chart.h"
-#include "util/atomic_file.h"
 #include "util/file.h"
 #include "whatif/concurrency.h"
 #include "whatif/sweep.h"
@@ -123,141 +123,39 @@ std::vector<plot::Chart> MakeCharts(const whatif::WhatIfReport& r) {
   return {speed, accepted};
 }
 
-// What one run produced, in-process or from a server, and what the output says about its inputs.
-struct WhatIfOutcome {
-  whatif::WhatIfReport report;
-  WhatIfSource source;
-};
-
-// The trace (--trace, else the bundled one) and the latency model, for an in-process run.
-struct LocalInputs {
-  whatif::Trace trace;
-  std::string trace_path;
-  costmodel::ResolvedLatencyModel resolved;
-  std::string profile;  // the bundled profile's id, a --profile file's path, "" for the roofline
-};
-
-bool LoadLocal(const WhatIfArgs& a, costmodel::DType dtype, LocalInputs* in) {
-  const char* kCmd = "specplan whatif: ";
-  in->trace_path = a.trace.empty() ? whatif::DefaultTracePath() : a.trace;
-  auto trace = whatif::LoadTrace(in->trace_path);
-  if (Failed(kCmd, trace.status(), "--trace ")) return false;
-  in->trace = *std::move(trace);
-  auto resolved = a.Resolve(dtype);
-  if (Failed(kCmd, resolved.status())) return false;
-  in->resolved = *std::move(resolved);
-  // A bundled profile is named by its id, as the server names it; a --profile file by its path.
-  in->profile = a.profile.empty() ? in->resolved.profile_id : in->resolved.profile_path;
-  return true;
+// The sweep's request from the flags (lists parsed by the caller).
+ops::WhatIfRequest SweepRequest(const WhatIfArgs& a, std::vector<int> budgets,
+                                std::vector<whatif::Strategy> strategies) {
+  ops::WhatIfRequest req;
+  req.cost = a;
+  req.trace = a.trace;
+  req.t_draft_ms = a.t_draft_ms;
+  req.budgets = std::move(budgets);
+  req.strategies = std::move(strategies);
+  req.n_max = a.n_max;
+  req.policy_forward_ms = a.policy_forward_ms;
+  req.fixed_tree.depth = a.fixed_depth;
+  req.fixed_tree.branch = a.fixed_branch;
+  req.fixed_tree.tau = a.fixed_tau;
+  req.per_step = a.per_step;
+  req.calibrate = a.calibrate;
+  return req;
 }
 
-// With a drafter architecture, its whole step (cost_flags.h PriceDrafter) at the trace's mean
-// context and largest marginals gamma becomes the replay's drafter cost and T_aux; a cost class
-// is left as given.
-bool PriceTraceDrafter(const WhatIfArgs& a, const LocalInputs& in, costmodel::DrafterCost* d,
-                       double* t_aux_s) {
-  const whatif::TraceDraftShape shape = whatif::DraftShapeOf(in.trace);
-  double l_ar_s = 0;
-  const double growth = d->batch_growth;
-  const absl::Status st =
-      a.PriceDrafter(in.resolved, shape.max_gamma, shape.mean_context, d, t_aux_s, &l_ar_s);
-  // A given --draft-batch-growth (or a cost class's, or the default with drafting given by hand:
-  // --t-draft-ms is one request's, the growth prices the rest) stands; else the step model's.
-  if (a.DrafterIsCostClass() || Given(a, "--draft-batch-growth") || a.t_draft_ms > 0) {
-    d->batch_growth = growth;
-  }
-  return !Failed("specplan whatif: ", st);
-}
-
-// What an in-process run analysed and what priced it.
-WhatIfSource LocalSource(const LocalInputs& in, costmodel::DType dtype) {
-  WhatIfSource source;
-  source.trace_path = in.trace_path;
-  source.model_name = in.resolved.model_spec.name;
-  source.gpu_name = in.resolved.gpu_spec.name;
-  source.dtype_name = costmodel::DTypeName(dtype);
-  source.profile = in.profile;
-  source.engine = in.resolved.engine;
-  source.engine_version = in.resolved.engine_version;
-  return source;
-}
-
-// In-process: load the trace and the latency model, run the sweep.
-bool RunLocal(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfOptions& base,
-              WhatIfOutcome* out) {
-  const char* kCmd = "specplan whatif: ";
-  LocalInputs in;
-  if (!LoadLocal(a, dtype, &in)) return false;
-  out->source.trace_path = in.trace_path;
-  const whatif::Trace* trace = &in.trace;
-  const costmodel::ResolvedLatencyModel* resolved = &in.resolved;
-  whatif::WhatIfOptions options = base;
-  if (!PriceTraceDrafter(a, in, &options.drafter, &options.t_aux_s)) return false;
-  if (isatty(STDERR_FILENO) && trace->steps.size() >= 2000) {
-    options.progress = [](int done, int total) {
+// In-process: the operation loads the trace, resolves the cost and sweeps.
+absl::StatusOr<ops::WhatIfResult> RunLocal(ops::WhatIfRequest req) {
+  if (isatty(STDERR_FILENO)) {
+    req.progress = [](int done, int total) {
       std::cerr << "\rspecplan whatif: " << done << "/" << total << " rows" << std::flush;
       if (done == total) std::cerr << "\n";
     };
   }
-  auto report = whatif::RunWhatIf(*trace, *resolved->model, options);
-  if (Failed(kCmd, report.status(), out->source.trace_path + ": ")) return false;
-  out->report = *std::move(report);
-  out->source = LocalSource(in, dtype);
-  return true;
-}
-
-// --concurrency: the replay with B requests in flight, in-process only.
-// n_max per request: --n-max, else the largest budget (as the sweep's controller).
-int RunConcurrency(const WhatIfArgs& a, costmodel::DType dtype,
-                   const costmodel::DrafterCost& drafter, double t_aux_s, int n_max) {
-  const char* kCmd = "specplan whatif: ";
-  // "recorded": the trace's recorded batches (a batch run's passes) instead of a list of sizes.
-  const bool recorded = a.concurrency == "recorded";
-  auto sizes = recorded ? absl::StatusOr<std::vector<int>>(std::vector<int>{})
-                        : whatif::ParseConcurrencyList(a.concurrency);
-  if (!sizes.ok()) {
-    std::cerr << kCmd << "--concurrency: " << sizes.status().message()
-              << " (or \"recorded\": the trace's recorded batches)\n";
-    return 1;
-  }
-  if (recorded && !a.plot.empty()) {
-    std::cerr << kCmd << "--plot does not apply with --concurrency recorded (one recorded "
-              << "schedule: nothing to draw against B)\n";
-    return 1;
-  }
-  for (const char* flag : {"--server", "--strategies", "--per-step", "--policy-forward-ms",
-                           "--fixed-depth", "--fixed-branch", "--fixed-tau"}) {
-    if (Given(a, flag)) {
-      std::cerr << kCmd << flag << " does not apply with --concurrency (its strategies are "
-                << "ar, fixed, controller and batch, run in-process)\n";
-      return 1;
-    }
-  }
-  LocalInputs in;
-  if (!LoadLocal(a, dtype, &in)) return 1;
-  WhatIfConcurrencyRun run;
-  run.trace = &in.trace;
-  run.latency = in.resolved.model.get();
-  run.source = LocalSource(in, dtype);
-  run.options.batch_sizes = *sizes;
-  run.options.recorded = recorded;
-  run.options.n_max = n_max;
-  run.options.drafter = drafter;
-  run.options.drafter.batch_growth = a.draft_batch_growth;
-  run.options.t_aux_s = t_aux_s;
-  if (!PriceTraceDrafter(a, in, &run.options.drafter, &run.options.t_aux_s)) return 1;
-  run.options.batch_scan = a.batch_scan;
-  run.options.best_fixed = a.best_fixed;
-  run.options.best_chain = a.best_chain;
-  run.options.calibrate = a.calibrate;
-  run.json = a.json;
-  run.plot = a.plot;
-  return RunWhatIfConcurrency(run);
+  return ops::WhatIf(req);
 }
 
 // --server: read the trace file here (none: the server's bundled trace), sweep on the server.
 bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIfOptions& options,
-               WhatIfOutcome* out) {
+               ops::WhatIfResult* out) {
   const char* kCmd = "specplan whatif: ";
   if (Failed(kCmd, a.CheckRemote())) return false;
   std::string text;
@@ -282,14 +180,90 @@ bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIf
   if (Failed(kCmd, remote.status())) return false;
   out->report = std::move(remote->report);
   out->source.trace_path = a.trace.empty() ? remote->bundled_trace : a.trace;
-  out->source.model_name = model->name;
-  out->source.gpu_name = gpu->name;
-  out->source.dtype_name = costmodel::DTypeName(dtype);
+  out->source.model = model->name;
+  out->source.gpu = gpu->name;
+  out->source.dtype = costmodel::DTypeName(dtype);
   out->source.profile = remote->used.profile;
   const UsedEngine used = RemoteProfileEngine(a.server, out->source.profile);
   out->source.engine = used.engine;
   out->source.engine_version = used.version;
   return true;
+}
+
+// True after printing "<flag> does not apply with --concurrency" for the first such flag given.
+bool SweepFlagWithConcurrency(const WhatIfArgs& a) {
+  for (const char* flag : {"--server", "--strategies", "--per-step", "--policy-forward-ms",
+                           "--fixed-depth", "--fixed-branch", "--fixed-tau"}) {
+    if (Given(a, flag)) {
+      std::cerr << "specplan whatif: " << flag << " does not apply with --concurrency (its "
+                << "strategies are ar, fixed, controller and batch, run in-process)\n";
+      return true;
+    }
+  }
+  return false;
+}
+
+// --concurrency: the replay with B requests in flight, in-process only.
+// n_max per request: --n-max, else the largest budget (as the sweep's controller).
+int RunConcurrency(const WhatIfArgs& a, int n_max) {
+  const char* kCmd = "specplan whatif: ";
+  // "recorded": the trace's recorded batches (a batch run's passes) instead of a list of sizes.
+  const bool recorded = a.concurrency == "recorded";
+  auto sizes = recorded ? absl::StatusOr<std::vector<int>>(std::vector<int>{})
+                        : whatif::ParseConcurrencyList(a.concurrency);
+  if (!sizes.ok()) {
+    std::cerr << kCmd << "--concurrency: " << sizes.status().message()
+              << " (or \"recorded\": the trace's recorded batches)\n";
+    return 1;
+  }
+  if (recorded && !a.plot.empty()) {
+    std::cerr << kCmd << "--plot does not apply with --concurrency recorded (one recorded "
+              << "schedule: nothing to draw against B)\n";
+    return 1;
+  }
+  if (SweepFlagWithConcurrency(a)) return 1;
+  ops::WhatIfConcurrencyRequest req;
+  req.cost = a;
+  req.trace = a.trace;
+  req.t_draft_ms = a.t_draft_ms;
+  req.batch_sizes = *sizes;
+  req.recorded = recorded;
+  req.n_max = n_max;
+  if (Given(a, "--draft-batch-growth")) req.draft_batch_growth = a.draft_batch_growth;
+  req.batch_scan = a.batch_scan;
+  req.best_fixed = a.best_fixed;
+  req.best_chain = a.best_chain;
+  req.calibrate = a.calibrate;
+  return RunWhatIfConcurrency(req, a.json, a.plot);
+}
+
+// --concurrency LIST --acceptance FILE: chains over the user's acceptance.
+int RunChains(const WhatIfArgs& a) {
+  const char* kCmd = "specplan whatif: ";
+  if (a.concurrency.empty() || a.concurrency == "recorded") {
+    std::cerr << kCmd << "--acceptance needs --concurrency LIST (the batch sizes to replay)\n";
+    return 1;
+  }
+  ops::WhatIfChainsRequest req;
+  req.cost = a;
+  auto sizes = whatif::ParseConcurrencyList(a.concurrency);
+  if (Failed(kCmd, sizes.status(), "--concurrency ")) return 1;
+  req.replay.batch_sizes = *sizes;
+  if (!a.chains.empty()) {
+    auto ks = whatif::ParseBudgetList(a.chains);
+    if (Failed(kCmd, ks.status(), "--chains ")) return 1;
+    req.replay.chain_lengths = *ks;
+  }
+  auto batching = whatif::ParseChainBatching(a.batching);
+  if (Failed(kCmd, batching.status(), "--")) return 1;
+  req.replay.batching = *batching;
+  req.replay.independent = a.independent;
+  req.replay.context = a.context;
+  req.replay.max_requests = a.max_requests;
+  auto acceptance = a.acceptance.Load();
+  if (Failed(kCmd, acceptance.status())) return 1;
+  req.acceptance = *std::move(acceptance);
+  return RunChainReplay(req, a.json);
 }
 
 int RunWhatIf(const WhatIfArgs& a) {
@@ -307,34 +281,8 @@ int RunWhatIf(const WhatIfArgs& a) {
   if (Failed(kCmd, strategies.status(), "--strategies ")) return 1;
   auto parsed = a.Parse(a.t_draft_ms);
   if (Failed(kCmd, parsed.status())) return 1;
-  const costmodel::DType dtype = parsed->dtype;
 
-  if (a.acceptance.given()) {
-    if (a.concurrency.empty() || a.concurrency == "recorded") {
-      std::cerr << kCmd << "--acceptance needs --concurrency LIST (the batch sizes to replay)\n";
-      return 1;
-    }
-    ChainReplayRun run;
-    run.cost = &a;
-    run.acceptance = &a.acceptance;
-    run.dtype = dtype;
-    run.json = a.json;
-    auto sizes = whatif::ParseConcurrencyList(a.concurrency);
-    if (Failed(kCmd, sizes.status(), "--concurrency ")) return 1;
-    run.options.batch_sizes = *sizes;
-    if (!a.chains.empty()) {
-      auto ks = whatif::ParseBudgetList(a.chains);
-      if (Failed(kCmd, ks.status(), "--chains ")) return 1;
-      run.options.chain_lengths = *ks;
-    }
-    auto batching = whatif::ParseChainBatching(a.batching);
-    if (Failed(kCmd, batching.status(), "--")) return 1;
-    run.options.batching = *batching;
-    run.options.independent = a.independent;
-    run.options.context = a.context;
-    run.options.max_requests = a.max_requests;
-    return RunChainReplay(run);
-  }
+  if (a.acceptance.given()) return RunChains(a);
   for (const char* flag :
        {"--batching", "--chains", "--independent", "--context", "--max-requests"}) {
     if (Given(a, flag)) {
@@ -342,35 +290,26 @@ int RunWhatIf(const WhatIfArgs& a) {
       return 1;
     }
   }
+  if (!a.concurrency.empty()) return RunConcurrency(a, a.n_max > 0 ? a.n_max : budgets->back());
 
-  if (!a.concurrency.empty()) {
-    return RunConcurrency(a, dtype, parsed->drafter, a.t_aux_ms * 1e-3,
-                          a.n_max > 0 ? a.n_max : budgets->back());
+  const ops::WhatIfRequest req = SweepRequest(a, *budgets, *strategies);
+  ops::WhatIfResult result;
+  if (a.server.empty()) {
+    auto local = RunLocal(req);
+    if (Failed(kCmd, WhatIfErrorInFlags(local.status()))) return 1;
+    result = *std::move(local);
+  } else {
+    whatif::WhatIfOptions options = ops::SweepOptions(req);
+    options.drafter = parsed->drafter;
+    options.t_aux_s = a.t_aux_ms * 1e-3;
+    if (!RunRemote(a, parsed->dtype, options, &result)) return 1;
   }
-
-  whatif::WhatIfOptions options;
-  options.budgets = *budgets;
-  options.strategies = *strategies;
-  options.n_max = a.n_max;
-  options.drafter.cls = parsed->drafter.cls;
-  options.drafter.t_net_s = parsed->drafter.t_net_s;
-  options.policy_forward_s = a.policy_forward_ms * 1e-3;
-  options.t_aux_s = a.t_aux_ms * 1e-3;
-  options.fixed_tree.depth = a.fixed_depth;
-  options.fixed_tree.branch = a.fixed_branch;
-  options.fixed_tree.tau = a.fixed_tau;
-  options.per_step = a.per_step;
-  options.calibrate = a.calibrate;
-  WhatIfOutcome o;
-  if (!(a.server.empty() ? RunLocal(a, dtype, options, &o) : RunRemote(a, dtype, options, &o))) {
-    return 1;
+  if (!a.plot.empty() && !WritePlot(kCmd, a.plot, MakeCharts(result.report))) return 1;
+  if (a.json) {
+    std::cout << ops::ToJson(result).dump(2) << "\n";
+  } else {
+    PrintWhatIfText(result.source, whatif::FormatWhatIfTable(result.report), a.plot);
   }
-  const whatif::WhatIfReport& report = o.report;
-
-  if (!a.plot.empty() && !WritePlot(kCmd, a.plot, MakeCharts(report))) return 1;
-  PrintWhatIfReport(o.source, a.json,
-                    a.json ? whatif::WhatIfReportToJson(report) : nlohmann::json(),
-                    a.json ? std::string() : whatif::FormatWhatIfTable(report), a.plot);
   return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "costmodel/model_spec.h"
 #include "runtime/safetensors.h"
 #include "util/check.h"
 #include "util/enum_names.h"
@@ -78,18 +79,22 @@ bool IgnoredCheckpointTensor(const std::string& name) {
 
 }  // namespace
 
-// The dtypes a run may ask for: the first spelling of each is the one DtypeName prints.
-constexpr EnumEntry<torch::ScalarType> kDtypeNames[] = {
-    {torch::kFloat32, "fp32"},    {torch::kBFloat16, "bf16"}, {torch::kFloat16, "fp16"},
-    {torch::kFloat32, "float32"}, {torch::kFloat32, "float"}, {torch::kBFloat16, "bfloat16"},
-    {torch::kFloat16, "float16"}, {torch::kFloat16, "half"}};
-
+// The dtypes a run computes in, over the cost model's one table of dtype names
+// (costmodel::ParseDType, DTypeName): fp32, bf16 and fp16 and their aliases; fp8 is a cost-model
+// dtype the runtime does not compute in.
 absl::StatusOr<torch::ScalarType> ParseDtype(const std::string& name) {
-  for (const EnumEntry<torch::ScalarType>& e : kDtypeNames) {
-    if (name == e.name) return e.value;
+  SPECPLAN_ASSIGN_OR_RETURN(const costmodel::DType dtype, costmodel::ParseDType(name));
+  switch (dtype) {
+    case costmodel::DType::kFloat32:
+      return torch::kFloat32;
+    case costmodel::DType::kBFloat16:
+      return torch::kBFloat16;
+    case costmodel::DType::kFloat16:
+      return torch::kFloat16;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("dtype = \"", name, "\": the runtime computes in fp32, bf16 or fp16"));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("dtype = \"", name, "\": expected one of ", EnumKnownNames(kDtypeNames)));
 }
 
 absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
@@ -110,8 +115,16 @@ absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
 }
 
 const char* DtypeName(torch::ScalarType dtype) {
-  const char* name = EnumName(kDtypeNames, dtype);
-  return std::string_view(name) == "?" ? "other" : name;
+  switch (dtype) {
+    case torch::kFloat32:
+      return costmodel::DTypeName(costmodel::DType::kFloat32);
+    case torch::kBFloat16:
+      return costmodel::DTypeName(costmodel::DType::kBFloat16);
+    case torch::kFloat16:
+      return costmodel::DTypeName(costmodel::DType::kFloat16);
+    default:
+      return "other";
+  }
 }
 
 Transformer::Transformer(ModelConfig config, RuntimeOptions options)

@@ -10,12 +10,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "costmodel/engines.h"
+#include "ops/validate.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 
@@ -305,6 +307,10 @@ v1::BudgetMode BudgetModeToProto(planner::BudgetMode mode) {
   return v1::BUDGET_MODE_UNSPECIFIED;
 }
 
+absl::Status CheckContext(int64_t c, const ServiceLimits& limits, absl::string_view field) {
+  return ops::CheckContext(std::string_view(field.data(), field.size()), c, limits.max_context);
+}
+
 absl::Status CheckNMax(int64_t n_max, const ServiceLimits& limits, absl::string_view field) {
   if (n_max < 0) return Invalid(absl::StrCat(field, " = ", n_max, ": must be >= 0"));
   if (n_max > limits.max_n) {
@@ -474,10 +480,7 @@ absl::Status BatchRequestsFromProto(const v1::PlanBatchRequest& in, const Servic
     if (!r.has_marginals()) return Invalid(absl::StrCat(at, ".marginals: required"));
     SPECPLAN_RETURN_IF_ERROR(
         MarginalsFromProto(r.marginals(), limits, at + ".marginals", &(*marginals)[i]));
-    if (r.context_tokens() < 0 || r.context_tokens() > limits.max_context) {
-      return Invalid(absl::StrCat(at, ".context_tokens = ", r.context_tokens(), ": must be in [0, ",
-                                  limits.max_context, "]"));
-    }
+    SPECPLAN_RETURN_IF_ERROR(CheckContext(r.context_tokens(), limits, at + ".context_tokens"));
     planner::BatchRequest& b = (*out)[i];
     b.marginals = &(*marginals)[i];
     b.c = r.context_tokens();

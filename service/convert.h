@@ -108,6 +108,8 @@ costmodel::HostTime HostTimeFromProto(const v1::HostTime& in);
 
 // n_max in [0, limits.max_n]: negative -> INVALID_ARGUMENT, too large -> RESOURCE_EXHAUSTED.
 absl::Status CheckNMax(int64_t n_max, const ServiceLimits& limits, absl::string_view field);
+// 0 <= c <= limits.max_context (ops::CheckContext): "<field> = <c>: must be in [0, <max>]".
+absl::Status CheckContext(int64_t c, const ServiceLimits& limits, absl::string_view field);
 
 // A duration in seconds: finite, in [0, kMaxSeconds]. The upper bound keeps sums over long
 // traces and trees finite (a WhatIf sweep adds one cycle cost per step).

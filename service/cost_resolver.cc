@@ -166,6 +166,17 @@ void ResolvedCost::PriceStep(int gamma, int64_t c) {
   cycle.emplace(source->latency.get(), drafter, t_aux_s, context);
 }
 
+ops::CostView ResolvedCost::View() const {
+  ops::CostView v;
+  v.latency = source->latency.get();
+  v.step = step.get();
+  v.drafter = drafter;
+  v.t_aux_s = t_aux_s;
+  v.latency_kind = source->kind;
+  v.profile_id = profile_id();
+  return v;
+}
+
 const std::string& ResolvedCost::profile_id() const {
   static const std::string* const kNone = new std::string();
   return source->entry ? source->entry->id : *kNone;
@@ -186,10 +197,8 @@ size_t CostResolver::cached() const {
 absl::StatusOr<ResolvedCost> CostResolver::Resolve(const v1::CostSpec& spec, int default_gamma,
                                                    absl::string_view field) const {
   ResolvedCost r;
-  if (spec.context_tokens() < 0 || spec.context_tokens() > limits_.max_context) {
-    return Invalid(absl::StrCat(field, ".context_tokens = ", spec.context_tokens(),
-                                ": must be in [0, ", limits_.max_context, "]"));
-  }
+  SPECPLAN_RETURN_IF_ERROR(
+      CheckContext(spec.context_tokens(), limits_, absl::StrCat(field, ".context_tokens")));
   r.context = spec.context_tokens();
   SPECPLAN_RETURN_IF_ERROR(CheckSecondsAt(spec.t_aux_s(), field, ".t_aux_s"));
   r.t_aux_s = spec.t_aux_s();

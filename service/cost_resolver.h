@@ -44,6 +44,7 @@
 #include "costmodel/latency_model.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/step/step_model.h"
+#include "ops/cost_request.h"
 #include "service/convert.h"
 #include "service/profile_store.h"
 #include "specplan/v1/planner.pb.h"
@@ -87,6 +88,11 @@ struct ResolvedCost {
   // host terms to t_aux_s, sets l_ar_s and rebuilds `cycle` at `context`. Without a step model it
   // does nothing. Call it at most once per resolved cost.
   void PriceStep(int gamma, int64_t c);
+
+  // The cost as the operations take it (ops/cost_request.h): the source's latency model, the step
+  // model, the drafter, T_aux, kind and profile id. The operation prices the step into the cycle
+  // (ops::PriceCycle), so call it on a cost PriceStep has not touched.
+  ops::CostView View() const;
 
   const costmodel::LatencyModel& latency() const { return *source->latency; }
   const std::string& latency_kind() const { return source->kind; }

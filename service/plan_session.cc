@@ -81,10 +81,7 @@ absl::Status PlanSessionDriver::Start(const v1::SessionStart& start,
         absl::StrCat("start.root_token = ", start.root_token(), ": token ids must be >= 0"));
   }
   const ServiceLimits& limits = costs_->limits();
-  if (start.context_tokens() < 0 || start.context_tokens() > limits.max_context) {
-    return Invalid(absl::StrCat("start.context_tokens = ", start.context_tokens(),
-                                ": must be in [0, ", limits.max_context, "]"));
-  }
+  SPECPLAN_RETURN_IF_ERROR(CheckContext(start.context_tokens(), limits, "start.context_tokens"));
   position_offset_ = start.context_tokens();
   outputs_ = OutputsFromProto(start.has_outputs(), start.outputs());
 

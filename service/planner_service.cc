@@ -1,8 +1,9 @@
 // The gRPC handlers of specplan.v1.Planner, one marked section per RPC. The planning RPCs are a
 // pure Do<Rpc> (request -> response or an absl::Status) wrapped by Serve, which assigns the
 // request id, counts and times the request, logs it and maps the status. Over 500 lines because it
-// holds one handler per RPC; the logic each calls lives in planner/, costmodel/, whatif/,
-// convert.cc and cost_resolver.cc.
+// holds one handler per RPC; PlanTree, PlanBatch and MergeTrees are adapters over the operations
+// (ops/: proto fields in, request, operation, result, proto out); the others' logic lives in
+// costmodel/, whatif/, convert.cc and cost_resolver.cc.
 
 #include "service/planner_service.h"
 
@@ -24,6 +25,11 @@
 #include "absl/time/time.h"
 #include "costmodel/profile_json.h"
 #include "costmodel/roofline.h"
+#include "ops/merge.h"
+#include "ops/plan_batch.h"
+#include "ops/plan_tree.h"
+#include "ops/validate.h"
+#include "ops/whatif_op.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/tree/engine_layouts.h"
 #include "planner/tree/merge.h"
@@ -60,8 +66,7 @@ absl::Status FinishPlanReply(const std::optional<ResolvedCost>& cost, Clock::tim
 struct PlanScratch {
   planner::Marginals marginals;
   planner::BestFirstPlanner planner;
-  planner::BestFirstPlan plan;
-  planner::TreeOutputs outputs;
+  ops::PlanTreeResult result;
 };
 PlanScratch& ThreadPlanScratch() {
   thread_local PlanScratch scratch;
@@ -71,13 +76,9 @@ PlanScratch& ThreadPlanScratch() {
 // PlanBatch's scratch, likewise per gRPC thread.
 struct BatchScratch {
   std::vector<planner::Marginals> marginals;
-  std::vector<planner::BatchRequest> requests;
-  std::vector<int64_t> contexts;
+  ops::PlanBatchRequest request;  // its requests point into `marginals`
   planner::BatchPlanner planner;
-  planner::BatchPlan plan;
-  std::vector<planner::TreeOutputs> outputs;
-  planner::BatchLayout ragged;
-  planner::SglangLayout sglang;
+  ops::PlanBatchResult result;
 };
 BatchScratch& ThreadBatchScratch() {
   thread_local BatchScratch scratch;
@@ -87,8 +88,7 @@ BatchScratch& ThreadBatchScratch() {
 struct MergeScratch {
   planner::Tree a, b;
   planner::MergeWorkspace workspace;
-  planner::MergedTree merged;
-  planner::TreeOutputs outputs;
+  ops::MergeResult result;
 };
 MergeScratch& ThreadMergeScratch() {
   thread_local MergeScratch scratch;
@@ -264,33 +264,31 @@ absl::Status PlannerService::DoPlanTree(const v1::PlanTreeRequest& req,
   const bool has_source =
       req.has_cost() && req.cost().source_case() != v1::CostSpec::SOURCE_NOT_SET;
   std::optional<ResolvedCost> cost;
-  int64_t position_offset = 0;
+  ops::PlanTreeRequest request;
+  request.marginals = &s.marginals;
   if (options.mode != planner::BudgetMode::kFixed && !has_source) {
     return Invalid(
         "cost: required in CONTROLLER and SCAN modes (set cost.profile or cost.inline_model)");
   }
   if (has_source) {
     SPECPLAN_ASSIGN_OR_RETURN(cost, costs_.Resolve(req.cost(), s.marginals.gamma, "cost"));
-    // A drafter architecture: its whole step priced into the cycle and L_AR (a given l_ar_s > 0
-    // stands).
-    cost->PriceStep(cost->drafter.gamma, cost->context);
-    if (cost->l_ar_s > 0 && options.l_ar_s <= 0) options.l_ar_s = cost->l_ar_s;
-    position_offset = cost->context;
+    request.c = cost->context;
   } else if (req.has_cost()) {  // FIXED mode, cost used only for context_tokens
-    const int64_t c = req.cost().context_tokens();
-    if (c < 0 || c > limits.max_context) {
-      return Invalid(
-          absl::StrCat("cost.context_tokens = ", c, ": must be in [0, ", limits.max_context, "]"));
-    }
-    position_offset = c;
+    SPECPLAN_RETURN_IF_ERROR(
+        CheckContext(req.cost().context_tokens(), limits, "cost.context_tokens"));
+    request.c = req.cost().context_tokens();
   }
-  SPECPLAN_RETURN_IF_ERROR(
-      s.planner.Plan(s.marginals, options, cost ? &*cost->cycle : nullptr, &s.plan));
+  request.options = options;
   const Outputs o = OutputsFromProto(req.has_outputs(), req.outputs());
-  planner::ComputeTreeOutputs(s.plan.tree, TreeOutputOptionsFor(o, position_offset), &s.outputs);
-
-  PlanToProto(s.plan, o, resp->mutable_plan());
-  TreeOutputsToProto(s.outputs, o, resp->mutable_outputs());
+  request.outputs = TreeOutputOptionsFor(o, 0);
+  // The operation prices a drafter architecture's whole step into the cycle and L_AR (a given
+  // l_ar_s > 0 stands).
+  std::optional<ops::CostView> view;
+  if (cost) view = cost->View();
+  SPECPLAN_RETURN_IF_ERROR(ops::PlanTreeInto(request, view ? &*view : nullptr, &s.planner,
+                                             &s.result, limits.max_context));
+  PlanToProto(s.result.plan, o, resp->mutable_plan());
+  TreeOutputsToProto(s.result.outputs, o, resp->mutable_outputs());
   return FinishPlanReply(cost, t0, resp);
 }
 
@@ -309,16 +307,22 @@ absl::Status PlannerService::DoPlanBatch(const v1::PlanBatchRequest& req,
   const Clock::time_point t0 = Clock::now();
   const ServiceLimits& limits = options_.limits;
   BatchScratch& s = ThreadBatchScratch();
-  SPECPLAN_RETURN_IF_ERROR(BatchRequestsFromProto(req, limits, &s.marginals, &s.requests));
-  planner::BatchPlanOptions options;
+  ops::PlanBatchRequest& request = s.request;
+  SPECPLAN_RETURN_IF_ERROR(BatchRequestsFromProto(req, limits, &s.marginals, &request.requests));
+  planner::BatchPlanOptions& options = request.options;
+  options = planner::BatchPlanOptions();
   SPECPLAN_RETURN_IF_ERROR(BatchOptionsFromProto(req, limits, &options));
-  planner::SglangLayoutOptions sglang_options;
+  request.sglang = planner::SglangLayoutOptions();
   switch (req.layout()) {
     case v1::BATCH_LAYOUT_NONE:
+      request.layout = ops::BatchLayoutKind::kNone;
+      break;
     case v1::BATCH_LAYOUT_RAGGED:
+      request.layout = ops::BatchLayoutKind::kRagged;
       break;
     case v1::BATCH_LAYOUT_SGLANG:
-      SPECPLAN_RETURN_IF_ERROR(SglangOptionsFromProto(req, &sglang_options));
+      request.layout = ops::BatchLayoutKind::kSglang;
+      SPECPLAN_RETURN_IF_ERROR(SglangOptionsFromProto(req, &request.sglang));
       break;
     default:
       return Invalid(absl::StrCat("layout = ", req.layout(),
@@ -327,56 +331,30 @@ absl::Status PlannerService::DoPlanBatch(const v1::PlanBatchRequest& req,
 
   const bool has_source =
       req.has_cost() && req.cost().source_case() != v1::CostSpec::SOURCE_NOT_SET;
-  const bool needs_cost = options.mode != planner::BudgetMode::kFixed ||
-                          options.objective == planner::BatchObjective::kLatencyBound;
-  if (needs_cost && !has_source) {
+  if (ops::NeedsCost(options) && !has_source) {
     return Invalid(
         "cost: required in CONTROLLER and SCAN modes and for LATENCY_BOUND (set cost.profile, "
         "cost.inline_model or cost.latency_grid)");
   }
   std::optional<ResolvedCost> cost;
-  std::optional<costmodel::BatchCycleCost> batch_cost;
+  std::optional<ops::CostView> view;
   if (has_source) {
-    int gamma = 1;  // drafter.gamma = 0: the batch's largest gamma (as `plan-batch` uses)
-    for (const planner::Marginals& m : s.marginals) gamma = std::max(gamma, m.gamma);
+    // drafter.gamma = 0: the batch's largest gamma (as `plan-batch` uses); the operation prices a
+    // drafter architecture's whole step at the batch's mean context.
+    const int gamma = std::max(1, ops::MaxGamma(request.requests));
     SPECPLAN_ASSIGN_OR_RETURN(cost, costs_.Resolve(req.cost(), gamma, "cost"));
-    // A drafter architecture: its whole step priced into the cycle at the batch's mean context.
-    int64_t c_sum = 0;
-    for (const planner::BatchRequest& r : s.requests) c_sum += r.c;
-    cost->PriceStep(cost->drafter.gamma,
-                    s.requests.empty() ? 0 : c_sum / static_cast<int64_t>(s.requests.size()));
-    batch_cost.emplace(&cost->latency(), cost->drafter, cost->t_aux_s);
+    view = cost->View();
   }
-  SPECPLAN_RETURN_IF_ERROR(
-      s.planner.Plan(s.requests, options, batch_cost ? &*batch_cost : nullptr, &s.plan));
-  const int B = static_cast<int>(s.requests.size());
   const Outputs o = OutputsFromProto(req.has_outputs(), req.outputs());
-  s.outputs.resize(static_cast<size_t>(B));
-  for (int i = 0; i < B; ++i) {
-    planner::ComputeTreeOutputs(s.plan.trees[i], TreeOutputOptionsFor(o, s.requests[i].c),
-                                &s.outputs[i]);
-  }
-  BatchPlanToProto(s.plan, s.outputs, o, resp);
-  if (req.layout() != v1::BATCH_LAYOUT_NONE) {
-    s.contexts.resize(static_cast<size_t>(B));
-    for (int i = 0; i < B; ++i) s.contexts[i] = s.requests[i].c;
-    if (req.layout() == v1::BATCH_LAYOUT_RAGGED) {
-      SPECPLAN_RETURN_IF_ERROR(
-          Prefixed("layout", planner::ComputeBatchLayout(s.plan.trees, s.contexts, &s.ragged)));
-      RaggedBatchToProto(s.ragged, resp->mutable_ragged());
-    } else {
-      // Refusals name the request fields: draft_token_num smaller than a tree, or
-      // QLEN_ONLY_BITPACKING with D > 32.
-      absl::Status st =
-          planner::ComputeSglangLayout(s.plan.trees, s.contexts, sglang_options, &s.sglang);
-      if (!st.ok()) {
-        return Invalid(absl::StrCat("layout = SGLANG (tree_mask_mode ",
-                                    planner::SglangTreeMaskModeName(sglang_options.mode),
-                                    ", draft_token_num ", sglang_options.draft_token_num,
-                                    "): ", st.message()));
-      }
-      SglangBatchToProto(s.sglang, resp->mutable_sglang());
-    }
+  request.outputs = TreeOutputOptionsFor(o, 0);
+  request.compute_outputs = true;
+  SPECPLAN_RETURN_IF_ERROR(ops::PlanBatchInto(request, view ? &*view : nullptr, &s.planner,
+                                              &s.result, limits.max_context));
+  BatchPlanToProto(s.result.plan, s.result.outputs, o, resp);
+  if (request.layout == ops::BatchLayoutKind::kRagged) {
+    RaggedBatchToProto(s.result.ragged, resp->mutable_ragged());
+  } else if (request.layout == ops::BatchLayoutKind::kSglang) {
+    SglangBatchToProto(s.result.sglang, resp->mutable_sglang());
   }
   return FinishPlanReply(cost, t0, resp);
 }
@@ -424,32 +402,32 @@ absl::Status PlannerService::DoMergeTrees(const v1::MergeTreesRequest& req,
   MergeScratch& s = ThreadMergeScratch();
   SPECPLAN_RETURN_IF_ERROR(TreeFromProto(req.a(), limits, "a", &s.a));
   SPECPLAN_RETURN_IF_ERROR(TreeFromProto(req.b(), limits, "b", &s.b));
-  planner::MergeOptions options;
-  options.dedup = req.dedup();
+  ops::MergeRequest request;
+  request.a = &s.a;
+  request.b = &s.b;
+  request.options.dedup = req.dedup();
   if (req.budget()) {
     SPECPLAN_RETURN_IF_ERROR(CheckNMax(req.n_max(), limits, "n_max"));
-    options.n_max = req.n_max();
+    request.options.n_max = req.n_max();
   }
-  if (req.position_offset() < 0 || req.position_offset() > limits.max_context) {
-    return Invalid(absl::StrCat("position_offset = ", req.position_offset(), ": must be in [0, ",
-                                limits.max_context, "]"));
-  }
-  SPECPLAN_RETURN_IF_ERROR(planner::MergeTrees(s.a, s.b, options, &s.workspace, &s.merged));
-  if (s.merged.tree.num_draft() > limits.max_n) {
+  SPECPLAN_RETURN_IF_ERROR(CheckContext(req.position_offset(), limits, "position_offset"));
+  request.c = req.position_offset();
+  const Outputs o = OutputsFromProto(req.has_outputs(), req.outputs());
+  request.outputs = TreeOutputOptionsFor(o, 0);
+  SPECPLAN_RETURN_IF_ERROR(ops::MergeInto(request, &s.workspace, &s.result, limits.max_context));
+  const planner::MergedTree& merged = s.result.merged;
+  if (merged.tree.num_draft() > limits.max_n) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "merged tree: ", s.merged.tree.num_draft(), " draft nodes exceed the server limit ",
+        "merged tree: ", merged.tree.num_draft(), " draft nodes exceed the server limit ",
         limits.max_n, " (--max-n); set budget and n_max"));
   }
-  TreeToProto(s.merged.tree, resp->mutable_tree());
-  resp->mutable_phi_a()->Assign(s.merged.phi_a.begin(), s.merged.phi_a.end());
-  resp->mutable_phi_b()->Assign(s.merged.phi_b.begin(), s.merged.phi_b.end());
+  TreeToProto(merged.tree, resp->mutable_tree());
+  resp->mutable_phi_a()->Assign(merged.phi_a.begin(), merged.phi_a.end());
+  resp->mutable_phi_b()->Assign(merged.phi_b.begin(), merged.phi_b.end());
   auto* source = resp->mutable_source();
-  source->Reserve(static_cast<int>(s.merged.source.size()));
-  for (planner::MergeSource src : s.merged.source) source->Add(static_cast<int>(src));
-  const Outputs o = OutputsFromProto(req.has_outputs(), req.outputs());
-  planner::ComputeTreeOutputs(s.merged.tree, TreeOutputOptionsFor(o, req.position_offset()),
-                              &s.outputs);
-  TreeOutputsToProto(s.outputs, o, resp->mutable_outputs());
+  source->Reserve(static_cast<int>(merged.source.size()));
+  for (planner::MergeSource src : merged.source) source->Add(static_cast<int>(src));
+  TreeOutputsToProto(s.result.outputs, o, resp->mutable_outputs());
   return absl::OkStatus();
 }
 
@@ -478,10 +456,8 @@ absl::Status PlannerService::DoEstimateLatency(const v1::EstimateLatencyRequest&
     }
   }
   for (int i = 0; i < req.c_size(); ++i) {
-    if (req.c(i) < 0 || req.c(i) > limits.max_context) {
-      return Invalid(absl::StrCat("c[", i, "] = ", req.c(i), ": must be in [0, ",
-                                  limits.max_context, "] (cached tokens)"));
-    }
+    SPECPLAN_RETURN_IF_ERROR(ops::CheckContext(absl::StrCat("c[", i, "]"), req.c(i),
+                                               limits.max_context, "cached tokens"));
   }
   const int64_t points = static_cast<int64_t>(s_values.size()) * c_values.size();
   if (points > limits.max_grid_points) {
@@ -592,16 +568,10 @@ absl::Status PlannerService::DoWhatIf(const v1::WhatIfRequest& req, v1::WhatIfRe
                                                      " steps exceed the server limit ",
                                                      limits.max_whatif_steps, " per request"));
   }
-  // A drafter architecture: its whole step at the trace's mean context and largest marginals
-  // gamma, as `specplan whatif` prices it in-process.
-  if (cost.step != nullptr) {
-    const whatif::TraceDraftShape shape = whatif::DraftShapeOf(trace);
-    cost.PriceStep(shape.max_gamma, shape.mean_context);
-  }
-  options.drafter = cost.drafter;
-  options.t_aux_s = cost.t_aux_s;
+  // The operation prices a drafter architecture's whole step at the trace's mean context and
+  // largest marginals gamma, as `specplan whatif` does in-process.
   SPECPLAN_ASSIGN_OR_RETURN(whatif::WhatIfReport report,
-                            whatif::RunWhatIf(trace, cost.latency(), options));
+                            ops::WhatIfSweep(std::move(options), trace, cost.View()));
   WhatIfReportToProto(report, resp);
   resp->mutable_trace()->set_bundled_path(bundled_path);
   resp->set_profile_id(cost.profile_id());
@@ -715,10 +685,8 @@ grpc::Status PlannerService::ReportAcceptance(grpc::ServerContext* ctx,
                                     ": must be 0 (not reported) or in [1, ", st.draft_nodes() + 1,
                                     "] (root included)"));
       }
-      if (st.context_tokens() < 0 || st.context_tokens() > limits.max_context) {
-        return Invalid(absl::StrCat(f, ".context_tokens = ", st.context_tokens(),
-                                    ": must be in [0, ", limits.max_context, "]"));
-      }
+      SPECPLAN_RETURN_IF_ERROR(
+          CheckContext(st.context_tokens(), limits, absl::StrCat(f, ".context_tokens")));
       SPECPLAN_RETURN_IF_ERROR(CheckSeconds(st.verify_s(), absl::StrCat(f, ".verify_s")));
       reports.push_back(
           {st.accepted_length(), st.draft_nodes(), e, st.context_tokens(), st.verify_s()});

@@ -45,7 +45,7 @@ nlohmann::json Json(const std::string& args) {
   return j;
 }
 
-// The replay in-process on the profile the command named.
+// The replay in-process on the profile the command named, its drafting tabulated as the command's.
 whatif::ChainReplayReport InProcess(const nlohmann::json& j, const std::string& acceptance_path,
                                     const whatif::ChainReplayOptions& o) {
   costmodel::CostSpec spec;
@@ -59,6 +59,7 @@ whatif::ChainReplayReport InProcess(const nlohmann::json& j, const std::string& 
   auto model = costmodel::StepModel::Create(resolved->model.get(), resolved->model_spec,
                                             resolved->gpu_spec, &resolved->drafters, "vllm", {});
   EXPECT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(model->TabulateDraft());  // as the operation does for a replay (ops/whatif_op.cc)
   auto a = planner::LoadEngineAcceptance(acceptance_path);
   EXPECT_TRUE(a.ok()) << a.status();
   auto r = whatif::ReplayChains(*a, *model, o);

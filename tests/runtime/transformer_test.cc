@@ -222,6 +222,15 @@ TEST(TransformerTest, DtypeAndDeviceParsing) {
   EXPECT_EQ(*ParseDtype("bf16"), torch::kBFloat16);
   EXPECT_EQ(*ParseDtype("fp32"), torch::kFloat32);
   EXPECT_FALSE(ParseDtype("int4").ok());
+  // One table of names with the cost model (costmodel::ParseDType): its aliases and case, and
+  // its fp8, which the runtime does not compute in.
+  EXPECT_EQ(*ParseDtype("BFloat16"), torch::kBFloat16);
+  EXPECT_EQ(*ParseDtype("half"), torch::kFloat16);
+  EXPECT_STREQ(DtypeName(torch::kFloat16), "fp16");
+  const absl::Status fp8 = ParseDtype("fp8").status();
+  EXPECT_NE(std::string(fp8.message()).find("the runtime computes in fp32, bf16 or fp16"),
+            std::string::npos)
+      << fp8;
   EXPECT_TRUE(ParseDevice("cpu").ok());
   EXPECT_EQ(ParseDevice("cuda").ok(), torch::cuda::is_available());
   EXPECT_FALSE(ParseDevice("tpu").ok());
