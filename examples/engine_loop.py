@@ -28,6 +28,7 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "engine_loop"))
@@ -52,8 +53,8 @@ class Request:
         self.max_new_tokens = max_new_tokens
         self.committed = list(prompt)  # ends with the pending root once prefilled
         self.output = []
-        self.cache = None        # target KV: slots [0, c) = committed[:-1]
-        self.draft_cache = None  # draft KV: slots [0, draft_cache.length)
+        self.cache: Any = None        # target KV: slots [0, c) = committed[:-1]
+        self.draft_cache: Any = None  # draft KV: slots [0, draft_cache.length)
         self.steps = 0
         self.accepted = 0
         self.drafted = 0
@@ -272,7 +273,7 @@ def summarize(step_log, outputs, wall_s, args_dict):
     glue) against the whole step, overall and by the number of requests in the step."""
     steps = [s for s in step_log if "step_ms" in s]
     step_total = sum(s["step_ms"] for s in steps)
-    by_batch = {}
+    by_batch: dict = {}
     for s in steps:
         by_batch.setdefault(s["batch"], []).append(s)
     return {

@@ -296,6 +296,7 @@ def main():
                  speedup, ", ".join(x for x in (resp.latency_model, resp.profile_id) if x)
                  or "no cost", resp.plan_us))
 
+    assert resp is not None  # --steps >= 1
     o, t = resp.outputs, resp.plan.tree
     retrieve = [list(o.retrieve[i * o.retrieve_width:(i + 1) * o.retrieve_width])
                 for i in range(o.num_leaves)]

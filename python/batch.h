@@ -4,11 +4,13 @@
 #define SPECPLAN_PYTHON_BATCH_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common.h"
+#include "ops/cost_request.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/tree/engine_layouts.h"
 
@@ -30,28 +32,33 @@ BatchArgs ParseBatchArgs(int n_max, const std::string& mode, py::handle max_ms_p
                          py::handle layout, py::handle tree_mask_mode, py::handle draft_token_num,
                          int64_t pad_token);
 
-// The batch's mean context, as `specplan plan-batch` prices a step model's cycle: sum c / B
-// (integer division); 0 for an empty batch.
-inline int64_t MeanContext(const std::vector<int64_t>& c) {
-  int64_t sum = 0;
-  for (int64_t x : c) sum += x;
-  return c.empty() ? 0 : sum / static_cast<int64_t>(c.size());
-}
-
 // Reused per thread (planners are not thread-safe; the GIL is released while planning).
 struct BatchWorkspace {
   planner::BatchPlanner planner;
   std::vector<planner::Marginals> marginals;    // [>= B] copies of requests given as arrays/dicts
   std::vector<planner::BatchRequest> requests;  // [B]
-  std::vector<int64_t> c;                       // [B]
 
   void Resize(size_t b) {
     if (marginals.size() < b) marginals.resize(b);
     requests.resize(b);
-    c.resize(b);
   }
 };
 BatchWorkspace& ThreadBatchWorkspace();
+
+// plan_batch_arrays' arrays (root_tokens [B], tokens [B, gamma, k], probs [B, gamma, k],
+// context_lens [B], optional request_n_max [B] and weights [B]; None = not given) copied into
+// ws->marginals and ws->requests (shapes and ranges checked, errors name the argument; the
+// marginals' values are validated by the planner when options.validate).
+void ReadBatchArrays(py::handle root_tokens, py::handle tokens, py::handle probs,
+                     py::handle context_lens, py::handle request_n_max, py::handle weights,
+                     BatchWorkspace* ws);
+
+// The cost ops::PlanBatchInto prices the batch with (nullopt without a cost): CostViewOf for the
+// batch's largest gamma (the drafter keywords checked either way). *hold keeps a rebuilt step
+// model alive.
+std::optional<ops::CostView> BatchCostView(const BatchWorkspace& ws, const PyCost* cost,
+                                           const BatchArgs& args,
+                                           std::shared_ptr<const costmodel::StepModel>* hold);
 
 // The buffers of one specplan.BatchPlan. A BatchPlan that Python frees gives them back to a small
 // pool (under the GIL) and the next plan_batch call plans straight into them, capacity kept, so a

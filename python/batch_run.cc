@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "batch.h"
-#include "costmodel/cycle_cost.h"
 #include "layouts.h"
+#include "ops/plan_batch.h"
 
 namespace specplan::python {
 namespace {
@@ -119,6 +119,18 @@ BatchArgs ParseBatchArgs(int n_max, const std::string& mode, py::handle max_ms_p
   return a;
 }
 
+std::optional<ops::CostView> BatchCostView(const BatchWorkspace& ws, const PyCost* cost,
+                                           const BatchArgs& args,
+                                           std::shared_ptr<const costmodel::StepModel>* hold) {
+  // The drafter cost of the batch's largest gamma; a drafter architecture's step is priced by
+  // the operation at the batch's mean context.
+  const costmodel::DrafterCost checked =
+      MakeDrafter(args.drafter, ops::MaxGamma(ws.requests));  // checks the keywords
+  if (cost == nullptr) return std::nullopt;
+  ops::CostView view = CostViewOf(*cost, args.drafter, checked.gamma, hold);
+  return view;
+}
+
 py::object RunBatch(BatchWorkspace* ws, const PyCost* cost, const BatchArgs& args) {
   const planner::BatchPlanOptions& o = args.options;
   if (cost == nullptr &&
@@ -127,35 +139,37 @@ py::object RunBatch(BatchWorkspace* ws, const PyCost* cost, const BatchArgs& arg
                               "' prices every N; pass cost=specplan.Cost(gpu=..., model=...) or "
                               "mode='fixed'"));
   }
-  int gamma = 0;
-  for (size_t i = 0; i < ws->requests.size(); ++i) {
-    gamma = std::max(gamma, ws->requests[i].marginals->gamma);
-    ws->c[i] = ws->requests[i].c;
-  }
-  costmodel::DrafterCost drafter = MakeDrafter(args.drafter, gamma);
-  std::optional<costmodel::BatchCycleCost> cycle;
-  if (cost != nullptr) {
-    // A Cost with a drafter architecture: its whole step into the cycle at the batch's mean
-    // context, as `specplan plan-batch` prices it (the step model's batch growth).
-    double t_aux_s = args.drafter.t_aux_ms * 1e-3;
-    PriceStep(*cost, args.drafter, gamma, MeanContext(ws->c), &drafter, &t_aux_s);
-    cycle.emplace(cost->model.get(), drafter, t_aux_s);
-  }
+  std::shared_ptr<const costmodel::StepModel> hold;
+  const std::optional<ops::CostView> view = BatchCostView(*ws, cost, args, &hold);
 
   auto result = std::make_unique<PyBatchPlan>();
   absl::Status st;
   {
     py::gil_scoped_release release;
-    st = ws->planner.Plan(ws->requests, o, cycle ? &*cycle : nullptr, &result->plan);
-    if (st.ok()) {
-      result->c.assign(ws->c.begin(), ws->c.end());
-      const absl::Span<const planner::Tree> trees(result->plan.trees.data(), ws->requests.size());
-      if (args.layout == LayoutKind::kRagged) {
-        st = planner::ComputeBatchLayout(trees, ws->c, &result->ragged);
-      } else if (args.layout == LayoutKind::kSglang) {
-        st = planner::ComputeSglangLayout(trees, ws->c, args.sglang, &result->sglang);
-      }
-    }
+    // ops::PlanBatch (the CLI's `specplan plan-batch`): the requests and the result's recycled
+    // buffers are swapped in and out of the operation's request and result, not copied.
+    thread_local ops::PlanBatchRequest req;
+    thread_local ops::PlanBatchResult out;
+    using std::swap;
+    swap(req.requests, ws->requests);
+    req.options = o;
+    req.t_draft_ms = args.drafter.t_draft_ms;
+    req.draft_batch_growth = args.drafter.draft_batch_growth;
+    req.compute_outputs = false;  // BatchPlan.to_dict computes them when asked
+    req.layout = args.layout == LayoutKind::kRagged   ? ops::BatchLayoutKind::kRagged
+                 : args.layout == LayoutKind::kSglang ? ops::BatchLayoutKind::kSglang
+                                                      : ops::BatchLayoutKind::kNone;
+    req.sglang = args.sglang;
+    swap(out.plan, result->plan);
+    swap(out.contexts, result->c);
+    swap(out.ragged, result->ragged);
+    swap(out.sglang, result->sglang);
+    st = ops::PlanBatchInto(req, view ? &*view : nullptr, &ws->planner, &out);
+    swap(out.plan, result->plan);
+    swap(out.contexts, result->c);
+    swap(out.ragged, result->ragged);
+    swap(out.sglang, result->sglang);
+    swap(req.requests, ws->requests);
   }
   ThrowIfError(st);
   result->b = static_cast<int>(ws->requests.size());
@@ -163,9 +177,9 @@ py::object RunBatch(BatchWorkspace* ws, const PyCost* cost, const BatchArgs& arg
   result->mode = static_cast<int>(o.mode);
   result->n_max = o.n_max;
   result->latency_bound = o.objective == planner::BatchObjective::kLatencyBound;
-  if (cost != nullptr) {
-    result->latency_model = cost->model->Kind();
-    result->profile = cost->profile_id;
+  if (view) {
+    result->latency_model = view->latency_kind;
+    result->profile = view->profile_id;
   }
   return py::cast(std::move(result));
 }

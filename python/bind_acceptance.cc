@@ -11,9 +11,14 @@
 #include "common.h"
 #include "planner/acceptance/acceptance.h"
 #include "planner/acceptance/speculation_gate.h"
+#include "record.h"
 
 namespace specplan::python {
 namespace {
+
+struct BatchAcceptTag {};   // specplan.BatchAcceptResult
+struct GateDecisionTag {};  // specplan.GateDecision
+struct GateStatsTag {};     // specplan.GateStats
 
 struct PyAcceptResult {
   planner::AcceptResult result;
@@ -68,14 +73,14 @@ auto ObserveStep() {
   };
 }
 
-py::dict DecisionDict(const planner::GateDecision& d) {
+py::object DecisionRecord(const planner::GateDecision& d) {
   py::dict out;
   out["depth"] = d.depth;
   out["probe"] = d.probe;
   out["ar_tokens_per_s"] = d.ar_tokens_per_s;
   out["tokens_per_s"] = d.tokens_per_s;
   out["expected_accepted"] = d.expected_accepted;
-  return out;
+  return MakeRecord<GateDecisionTag>(out);
 }
 
 void CheckDepths(int min_depth, int max_depth) {
@@ -98,6 +103,29 @@ const PyCost& NeedCost(py::object cost) {
 }  // namespace
 
 void BindAcceptance(py::module_& m) {
+  BindRecord<BatchAcceptTag>(
+      m, "BatchAcceptResult", "What verification accepted for each request (accept_greedy_batch).",
+      {{"accepted_length", "int32 [B] accepted draft tokens per request"},
+       {"bonus_token", "int32 [B] the target's token after the accepted path"},
+       {"accepted_nodes", "int32, request b's accepted nodes (root first) at offsets[b]:"},
+       {"emitted", "int32, request b's accepted drafts then its bonus token at offsets[b]:"},
+       {"offsets", "int64 [B+1] into accepted_nodes and emitted"}});
+  BindRecord<GateDecisionTag>(
+      m, "GateDecision",
+      "What SpeculationGate.decide / decide_batch chose for the next step: the depth and the "
+      "throughputs it compared.",
+      {{"depth", "draft levels (0 = plain decoding)"},
+       {"probe", "True when this step probes"},
+       {"ar_tokens_per_s", "plain decoding tokens/s"},
+       {"tokens_per_s", "tokens/s at depth"},
+       {"expected_accepted", "expected accepted tokens at depth"}});
+  BindRecord<GateStatsTag>(
+      m, "GateStats",
+      "A SpeculationGate's counters (SpeculationGate.stats): decisions made, how many "
+      "were plain steps (depth 0), and probes.",
+      {{"decisions", "decide calls"},
+       {"undrafted", "decisions of depth 0"},
+       {"probes", "probe steps"}});
   py::class_<PyAcceptResult>(m, "AcceptResult", "What verification accepted (accept_greedy).")
       .def_property_readonly(
           "accepted_nodes",
@@ -224,7 +252,7 @@ emitted (the tokens this step appends), num_draft and proposed_depth (for the es
         out["accepted_nodes"] = Own(std::move(nodes));
         out["emitted"] = Own(std::move(emitted));
         out["offsets"] = Own(std::move(offsets));
-        return out;
+        return MakeRecord<BatchAcceptTag>(out);
       },
       py::arg("trees"), py::arg("argmax"), py::arg("draft_token_num") = py::none(),
       R"doc(accept_greedy for every request of a batch in one call (GIL released).
@@ -232,8 +260,8 @@ emitted (the tokens this step appends), num_draft and proposed_depth (for the es
 trees: a BatchPlan (its trees, not copied) or a list of trees; argmax: the target's argmax per
 verified row, int [T] with the trees' nodes back to back (the ragged layout's order), or, with
 draft_token_num=D, int [B * D] over SGLang's padded slots (request b's node i at row b * D + i).
-Returns a dict: accepted_length int32 [B], bonus_token int32 [B], and accepted_nodes / emitted
-int32 with offsets int64 [B+1] (request b's accepted nodes, root first, and its emitted tokens,
+Returns a BatchAcceptResult: accepted_length int32 [B], bonus_token int32 [B], and
+accepted_nodes / emitted int32 with offsets int64 [B+1] (request b's accepted nodes, root first, and its emitted tokens,
 accepted drafts then the bonus, are entries offsets[b] .. offsets[b+1] - 1 of each; a request
 emits accepted_length + 1 tokens, so both arrays share the offsets).)doc");
 
@@ -275,17 +303,19 @@ realised / promised draft tokens), which plan_tree / plan_batch take as acceptan
 
   py::class_<planner::SpeculationGate>(m, "SpeculationGate", R"doc(
 Decides before drafting whether a step drafts and how deep (planner/acceptance/speculation_gate.h):
-R(0) = 1 / T(1) against R(d) = (1 + A(d)) / (d t + T(1 + round(w d))) with t the measured seconds
-of one draft level; returns 0 (plain decoding) unless some depth beats AR by more than min_gain,
-and probes now and then to refresh its estimates.
+R(0) = 1 / (T(1) + H) against R(d) = (1 + A(d)) / (d t + T(1 + round(w d)) + H) with t the
+measured seconds of one draft level and H the engine's host work per step (host=cost.host: the
+step model's step, per-sequence, sampling and per-token terms; default none, as specplan's own
+runtime); returns 0 (plain decoding) unless some depth beats AR by more than min_gain, and probes
+now and then to refresh its estimates.
 
     gate = specplan.SpeculationGate()
-    d = gate.decide(cost, c=1024, max_depth=8)["depth"]
+    d = gate.decide(cost, c=1024, max_depth=8).depth
     ... draft d levels, timing one level ...; gate.observe_draft_level(level_seconds)
     gate.observe(specplan.accept_greedy(tree, argmax)))doc")
       .def(py::init([](bool enabled, double min_gain, double time_forget, int probe_interval,
                        int max_probe_interval, int probe_depth, double probe_budget,
-                       double prior_alpha, double prior_weight, double forget) {
+                       double prior_alpha, double prior_weight, double forget, py::object host) {
              planner::SpeculationGateOptions o;
              o.enabled = enabled;
              o.acceptance = EstimatorOptions(prior_alpha, prior_weight, forget);
@@ -295,6 +325,12 @@ and probes now and then to refresh its estimates.
              o.max_probe_interval = max_probe_interval;
              o.probe_depth = probe_depth;
              o.probe_budget = probe_budget;
+             if (!host.is_none()) {  // a HostTime (Cost.host): the engine's host work per step
+               o.host.step_s = host.attr("step_s").cast<double>();
+               o.host.per_sequence_s = host.attr("per_sequence_s").cast<double>();
+               o.host.sample_call_s = host.attr("sample_call_s").cast<double>();
+               o.host.verify_per_token_s = host.attr("verify_per_token_s").cast<double>();
+             }
              ThrowIfError(planner::ValidateSpeculationGateOptions(o));
              return planner::SpeculationGate(o);
            }),
@@ -302,7 +338,7 @@ and probes now and then to refresh its estimates.
            py::arg("time_forget") = 0.8, py::arg("probe_interval") = 64,
            py::arg("max_probe_interval") = 1024, py::arg("probe_depth") = 2,
            py::arg("probe_budget") = 0.02, py::arg("prior_alpha") = 0.5,
-           py::arg("prior_weight") = 1.0, py::arg("forget") = 0.95)
+           py::arg("prior_weight") = 1.0, py::arg("forget") = 0.95, py::arg("host") = py::none())
       .def(
           "decide",
           [](planner::SpeculationGate& g, py::object cost, int64_t c, int min_depth, int max_depth,
@@ -310,15 +346,13 @@ and probes now and then to refresh its estimates.
             const PyCost& k = NeedCost(cost);
             if (c < 0) ThrowInvalid(absl::StrCat("c = ", c, ": must be >= 0"));
             CheckDepths(min_depth, max_depth);
-            return DecisionDict(g.Decide(*k.model, c, min_depth, max_depth, LevelSeconds(level)));
+            return DecisionRecord(g.Decide(*k.model, c, min_depth, max_depth, LevelSeconds(level)));
           },
           py::arg("cost"), py::arg("c"), py::kw_only(), py::arg("min_depth") = 1,
           py::arg("max_depth") = 8, py::arg("draft_level_s") = py::none(),
-          "The depth of the next step of one sequence over c cached tokens: a dict depth (0 = "
-          "plain AR), probe, "
-          "ar_tokens_per_s, tokens_per_s, expected_accepted. draft_level_s: seconds of one draft "
-          "level (None: the EMA "
-          "of observe_draft_level).")
+          "The depth of the next step of one sequence over c cached tokens: a GateDecision "
+          "(depth, 0 = plain AR; probe, ar_tokens_per_s, tokens_per_s, expected_accepted). "
+          "draft_level_s: seconds of one draft level (None: the EMA of observe_draft_level).")
       .def(
           "decide_batch",
           [](planner::SpeculationGate& g, py::object cost, py::object contexts, int min_depth,
@@ -332,8 +366,9 @@ and probes now and then to refresh its estimates.
                 ThrowInvalid(absl::StrCat("contexts[", i, "] = ", cs.data()[i], ": must be >= 0"));
             }
             CheckDepths(min_depth, max_depth);
-            return DecisionDict(g.DecideBatch(*k.model, absl::MakeConstSpan(cs.data(), cs.shape(0)),
-                                              min_depth, max_depth, LevelSeconds(level)));
+            return DecisionRecord(g.DecideBatch(*k.model,
+                                                absl::MakeConstSpan(cs.data(), cs.shape(0)),
+                                                min_depth, max_depth, LevelSeconds(level)));
           },
           py::arg("cost"), py::arg("contexts"), py::kw_only(), py::arg("min_depth") = 1,
           py::arg("max_depth") = 8, py::arg("draft_level_s") = py::none(),
@@ -354,14 +389,16 @@ and probes now and then to refresh its estimates.
           },
           py::return_value_policy::reference_internal)
       .def_property_readonly("draft_level_s", &planner::SpeculationGate::draft_level_s)
-      .def_property_readonly("stats",
-                             [](const planner::SpeculationGate& g) {
-                               py::dict d;
-                               d["decisions"] = g.stats().decisions;
-                               d["undrafted"] = g.stats().undrafted;
-                               d["probes"] = g.stats().probes;
-                               return d;
-                             })
+      .def_property_readonly(
+          "stats",
+          [](const planner::SpeculationGate& g) {
+            py::dict d;
+            d["decisions"] = g.stats().decisions;
+            d["undrafted"] = g.stats().undrafted;
+            d["probes"] = g.stats().probes;
+            return MakeRecord<GateStatsTag>(d);
+          },
+          "GateStats: decisions, undrafted, probes so far")
       .def("__repr__", [](const planner::SpeculationGate& g) {
         return absl::StrFormat(
             "specplan.SpeculationGate(decisions=%d, undrafted=%d, probes=%d, alpha=%.4f, "

@@ -11,12 +11,16 @@
 #include "absl/strings/str_format.h"
 #include "batch.h"
 #include "layouts.h"
+#include "ops/plan_batch.h"
 #include "planner/tree/tree_outputs.h"
+#include "record.h"
 
 namespace specplan::python {
 namespace {
 
 using planner::BudgetMode;
+
+struct BatchCurveTag {};  // specplan.BatchCurve
 
 // Reads one request of the list form into ws slot i; `keep` holds the Python marginals alive
 // while the GIL is released.
@@ -88,46 +92,29 @@ std::string BatchRepr(const PyBatchPlan& p) {
                          p.plan.speculation_pays ? "True" : "False", cost);
 }
 
-py::dict BatchToDict(const PyBatchPlan& p) {
-  const planner::BatchPlan& plan = p.plan;
-  py::dict j;
-  j["mode"] = BudgetModeName(p.mode);
-  j["objective"] = p.latency_bound ? "latency_bound" : "goodput";
-  j["n_max"] = p.n_max;
-  j["n_total"] = plan.n_total;
-  py::list reqs;
-  planner::TreeOutputs out;
-  for (int i = 0; i < p.b; ++i) {
-    const planner::Tree& tree = plan.trees[static_cast<size_t>(i)];
+// `specplan plan-batch --json`'s form: ops::ToJson of the operation's request and result, each
+// request's outputs computed here (the plan call leaves them out).
+py::object BatchToDict(const PyBatchPlan& p) {
+  ops::PlanBatchRequest req;
+  req.requests.resize(static_cast<size_t>(p.b));
+  for (size_t i = 0; i < req.requests.size(); ++i) req.requests[i].c = p.c[i];
+  req.options.mode = static_cast<BudgetMode>(p.mode);
+  req.options.n_max = p.n_max;
+  req.options.objective =
+      p.latency_bound ? planner::BatchObjective::kLatencyBound : planner::BatchObjective::kGoodput;
+  ops::PlanBatchResult result;
+  result.plan = p.plan;
+  result.outputs.resize(req.requests.size());
+  for (size_t i = 0; i < req.requests.size(); ++i) {
     planner::TreeOutputOptions o;
-    o.position_offset = p.c[static_cast<size_t>(i)];
+    o.position_offset = p.c[i];
     o.packed_mask = false;
-    planner::ComputeTreeOutputs(tree, o, &out);
-    py::dict r;
-    r["n"] = plan.n[static_cast<size_t>(i)];
-    r["c"] = p.c[static_cast<size_t>(i)];
-    r["tokens"] = tree.tokens;
-    r["parents"] = tree.parents;
-    r["depths"] = tree.depths;
-    r["positions"] = out.positions;
-    r["retrieve"] = RetrieveRows(out);
-    r["expected_accepted"] = plan.expected_accepted[static_cast<size_t>(i)];
-    r["price"] = plan.price[static_cast<size_t>(i)];
-    reqs.append(r);
+    planner::ComputeTreeOutputs(p.plan.trees[i], o, &result.outputs[i]);
   }
-  j["requests"] = reqs;
-  j["curve"] = CurveRows(plan.curve, "goodput", &planner::BatchCurvePoint::goodput);
-  j["cycle_s"] = Nullable(plan.cycle_s);
-  j["goodput"] = Nullable(plan.goodput);
-  j["ar_goodput"] = Nullable(plan.ar_goodput);
-  if (p.latency_bound) j["bound_met"] = plan.bound_met;
-  j["speculation_pays"] = plan.speculation_pays;
-  j["lattice_exhausted"] = plan.lattice_exhausted;
-  if (!p.latency_model.empty()) {
-    j["latency_model"] = p.latency_model;
-    j["profile"] = p.profile;
-  }
-  return j;
+  result.priced = !p.latency_model.empty();
+  result.latency_model = p.latency_model;
+  result.profile = p.profile;
+  return JsonToPy(ops::ToJson(req, result));
 }
 
 // (tokens, parents) of request i: views of the planner's own tree.
@@ -166,7 +153,88 @@ speculation_pays is False (run a plain decoding step). Returns a BatchPlan.)doc"
 
 }  // namespace
 
+void ReadBatchArrays(py::handle root_tokens, py::handle tokens, py::handle probs,
+                     py::handle context_lens, py::handle request_n_max, py::handle weights,
+                     BatchWorkspace* ws) {
+  const py::array_t<int32_t> t = IntArray32(tokens, "tokens");
+  CheckNdim(t, 3, "tokens", "[B, gamma, k]");
+  const py::array_t<float> p = FloatArray32(probs, "probs");
+  CheckNdim(p, 3, "probs", "[B, gamma, k]");
+  for (int dim = 0; dim < 3; ++dim) {
+    if (p.shape(dim) != t.shape(dim)) {
+      ThrowInvalid(
+          absl::StrCat("probs: shape ", ShapeString(p), " differs from tokens' ", ShapeString(t)));
+    }
+  }
+  const py::ssize_t b = t.shape(0), gamma = t.shape(1), k = t.shape(2);
+  if (b < 1 || b > planner::kMaxBatchRequests) {
+    ThrowInvalid(absl::StrCat("tokens: shape ", ShapeString(t), ": B = ", b,
+                              " requests, expected 1..", planner::kMaxBatchRequests));
+  }
+  if (gamma > planner::kMaxMarginalsGamma || k > planner::kMaxMarginalsK) {
+    ThrowInvalid(absl::StrCat("tokens: shape ", ShapeString(t), ": gamma and k at most ",
+                              planner::kMaxMarginalsGamma, " and ", planner::kMaxMarginalsK));
+  }
+  const py::array_t<int64_t> roots = IntArray64(root_tokens, "root_tokens");
+  const py::array_t<int64_t> ctx = IntArray64(context_lens, "context_lens");
+  auto check_b = [b](const py::array& a, const char* name) {
+    CheckNdim(a, 1, name, "[B]");
+    if (a.shape(0) != b) {
+      ThrowInvalid(absl::StrCat(name, ": ", a.shape(0), " entries, tokens has B = ", b));
+    }
+  };
+  check_b(roots, "root_tokens");
+  check_b(ctx, "context_lens");
+  std::optional<py::array_t<int64_t>> caps;
+  std::optional<py::array_t<double>> w;
+  if (!request_n_max.is_none()) {
+    caps = IntArray64(request_n_max, "request_n_max");
+    check_b(*caps, "request_n_max");
+  }
+  if (!weights.is_none()) {
+    w = FloatArray64(weights, "weights");
+    check_b(*w, "weights");
+  }
+  ws->Resize(static_cast<size_t>(b));
+  const size_t row = static_cast<size_t>(gamma * k);
+  for (py::ssize_t i = 0; i < b; ++i) {
+    const int64_t root = roots.data()[i];
+    if (root < 0 || root > INT32_MAX) {
+      ThrowInvalid(absl::StrCat("root_tokens[", i, "] = ", root, ": must be in [0, 2147483647]"));
+    }
+    if (ctx.data()[i] < 0) {
+      ThrowInvalid(absl::StrCat("context_lens[", i, "] = ", ctx.data()[i], ": must be >= 0"));
+    }
+    planner::Marginals& mg = ws->marginals[static_cast<size_t>(i)];
+    mg.root_token = static_cast<int32_t>(root);
+    mg.gamma = static_cast<int>(gamma);
+    mg.k = static_cast<int>(k);
+    mg.tokens.assign(t.data() + i * row, t.data() + (i + 1) * row);
+    mg.probs.assign(p.data() + i * row, p.data() + (i + 1) * row);
+    planner::BatchRequest& r = ws->requests[static_cast<size_t>(i)];
+    r = planner::BatchRequest{};
+    r.marginals = &mg;
+    r.c = ctx.data()[i];
+    if (caps) {
+      const int64_t v = caps->data()[i];
+      if (v < -1 || v >= planner::kMaxTreeNodes) {
+        ThrowInvalid(absl::StrCat("request_n_max[", i, "] = ", v, ": must be in [-1, ",
+                                  planner::kMaxTreeNodes - 1, "] (-1 = no cap)"));
+      }
+      r.n_max = static_cast<int>(v);
+    }
+    if (w) r.weight = w->data()[i];
+  }
+}
+
 void BindBatch(py::module_& m) {
+  BindRecord<BatchCurveTag>(
+      m, "BatchCurve", "The figures of a batch plan per evaluated N (BatchPlan.curve), as arrays.",
+      {{"n", "int32 [points] N, draft nodes over the batch"},
+       {"expected_accepted", "float64 [points] sum Â_i"},
+       {"weighted_accepted", "float64 [points] sum w_i Â'_i, the objective's numerator"},
+       {"cycle_s", "float64 [points] C(N) seconds"},
+       {"goodput", "float64 [points] tokens/s"}});
   py::class_<PyBatchPlan>(m, "BatchPlan", R"doc(
 The result of plan_batch: one tree per request (request i's tree is nodes offsets[i] ..
 offsets[i+1] - 1 of the flat arrays, node 0 of it the root; n[i] = 0: request i does not
@@ -260,11 +328,11 @@ views of the result's own buffers (no copies).)doc")
             d["weighted_accepted"] = Own(std::move(w));
             d["cycle_s"] = Own(std::move(c));
             d["goodput"] = Own(std::move(g));
-            return d;
+            return MakeRecord<BatchCurveTag>(d);
           },
-          "dict of arrays n, expected_accepted (sum Â_i), weighted_accepted (sum w_i Â'_i, the "
-          "objective's numerator), cycle_s, goodput (sum Â'_i / C, tokens/s) per evaluated N (from "
-          "0); empty in 'fixed'")
+          "BatchCurve: arrays n, expected_accepted (sum Â_i), weighted_accepted (sum w_i Â'_i, "
+          "the objective's numerator), cycle_s, goodput (sum Â'_i / C, tokens/s) per evaluated N "
+          "(from 0); empty in 'fixed'")
       .def_property_readonly(
           "layout",
           [](py::object self) -> py::object {
@@ -275,8 +343,8 @@ views of the result's own buffers (no copies).)doc")
             if (p.layout == LayoutKind::kSglang) return SglangViews(p.sglang, self);
             return py::none();
           },
-          "The layout asked for with layout='ragged' or 'sglang' (dict of arrays, as ragged_layout "
-          "/ sglang_layout return), else None")
+          "The layout asked for with layout='ragged' or 'sglang' (a RaggedLayout or SglangLayout "
+          "of views, as ragged_layout / sglang_layout return), else None")
       .def("to_dict", &BatchToDict,
            "The same keys as `specplan plan-batch --json` (lists, None for NaN).")
       .def("__len__", [](const PyBatchPlan& p) { return p.b; })
@@ -344,78 +412,9 @@ cap) and weights float [B]. Same plan as plan_batch with the same requests.
          py::object mask_mode, py::object d, int64_t pad) {
         const BatchArgs args = ParseBatchArgs(n_max, mode, max_ms, drafter, t_draft_ms, t_aux_ms,
                                               growth, scale, validate, layout, mask_mode, d, pad);
-        const py::array_t<int32_t> t = IntArray32(tokens, "tokens");
-        CheckNdim(t, 3, "tokens", "[B, gamma, k]");
-        const py::array_t<float> p = FloatArray32(probs, "probs");
-        CheckNdim(p, 3, "probs", "[B, gamma, k]");
-        for (int dim = 0; dim < 3; ++dim) {
-          if (p.shape(dim) != t.shape(dim)) {
-            ThrowInvalid(absl::StrCat("probs: shape ", ShapeString(p), " differs from tokens' ",
-                                      ShapeString(t)));
-          }
-        }
-        const py::ssize_t b = t.shape(0), gamma = t.shape(1), k = t.shape(2);
-        if (b < 1 || b > planner::kMaxBatchRequests) {
-          ThrowInvalid(absl::StrCat("tokens: shape ", ShapeString(t), ": B = ", b,
-                                    " requests, expected 1..", planner::kMaxBatchRequests));
-        }
-        if (gamma > planner::kMaxMarginalsGamma || k > planner::kMaxMarginalsK) {
-          ThrowInvalid(absl::StrCat("tokens: shape ", ShapeString(t), ": gamma and k at most ",
-                                    planner::kMaxMarginalsGamma, " and ", planner::kMaxMarginalsK));
-        }
-        const py::array_t<int64_t> roots = IntArray64(root_tokens, "root_tokens");
-        const py::array_t<int64_t> ctx = IntArray64(context_lens, "context_lens");
-        auto check_b = [b](const py::array& a, const char* name) {
-          CheckNdim(a, 1, name, "[B]");
-          if (a.shape(0) != b) {
-            ThrowInvalid(absl::StrCat(name, ": ", a.shape(0), " entries, tokens has B = ", b));
-          }
-        };
-        check_b(roots, "root_tokens");
-        check_b(ctx, "context_lens");
-        std::optional<py::array_t<int64_t>> caps;
-        std::optional<py::array_t<double>> w;
-        if (!request_n_max.is_none()) {
-          caps = IntArray64(request_n_max, "request_n_max");
-          check_b(*caps, "request_n_max");
-        }
-        if (!weights.is_none()) {
-          w = FloatArray64(weights, "weights");
-          check_b(*w, "weights");
-        }
-        const PyCost* c = ReadCost(cost);
         BatchWorkspace& ws = ThreadBatchWorkspace();
-        ws.Resize(static_cast<size_t>(b));
-        const size_t row = static_cast<size_t>(gamma * k);
-        for (py::ssize_t i = 0; i < b; ++i) {
-          const int64_t root = roots.data()[i];
-          if (root < 0 || root > INT32_MAX) {
-            ThrowInvalid(
-                absl::StrCat("root_tokens[", i, "] = ", root, ": must be in [0, 2147483647]"));
-          }
-          if (ctx.data()[i] < 0) {
-            ThrowInvalid(absl::StrCat("context_lens[", i, "] = ", ctx.data()[i], ": must be >= 0"));
-          }
-          planner::Marginals& mg = ws.marginals[static_cast<size_t>(i)];
-          mg.root_token = static_cast<int32_t>(root);
-          mg.gamma = static_cast<int>(gamma);
-          mg.k = static_cast<int>(k);
-          mg.tokens.assign(t.data() + i * row, t.data() + (i + 1) * row);
-          mg.probs.assign(p.data() + i * row, p.data() + (i + 1) * row);
-          planner::BatchRequest& r = ws.requests[static_cast<size_t>(i)];
-          r = planner::BatchRequest{};
-          r.marginals = &mg;
-          r.c = ctx.data()[i];
-          if (caps) {
-            const int64_t v = caps->data()[i];
-            if (v < -1 || v >= planner::kMaxTreeNodes) {
-              ThrowInvalid(absl::StrCat("request_n_max[", i, "] = ", v, ": must be in [-1, ",
-                                        planner::kMaxTreeNodes - 1, "] (-1 = no cap)"));
-            }
-            r.n_max = static_cast<int>(v);
-          }
-          if (w) r.weight = w->data()[i];
-        }
+        ReadBatchArrays(root_tokens, tokens, probs, context_lens, request_n_max, weights, &ws);
+        const PyCost* c = ReadCost(cost);
         return RunBatch(&ws, c, args);
       },
       py::arg("root_tokens"), py::arg("tokens"), py::arg("probs"), py::arg("context_lens"),

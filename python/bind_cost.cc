@@ -2,11 +2,13 @@
 // list_profiles, load_profile, compose_profile, and the registries.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -27,12 +29,22 @@
 #include "costmodel/step/drafter_arch.h"
 #include "costmodel/step/host_time.h"
 #include "costmodel/step/step_model.h"
+#include "ops/cost_request.h"
+#include "ops/estimate.h"
 #include "planner/policies/best_first.h"
+#include "record.h"
 
 namespace specplan::python {
 namespace {
 
 using costmodel::DType;
+
+// The record classes of this file (record.h).
+struct EstimateTag {};
+struct CycleTag {};
+struct StepTag {};
+struct HostTag {};
+struct ProfileInfoTag {};
 
 DType ReadDType(const std::string& dtype) { return ValueOrThrow(costmodel::ParseDType(dtype)); }
 
@@ -93,7 +105,7 @@ void AttachStep(PyCost* c, const StepArgs& a) {
       c->model.get(), c->model_spec, c->gpu_spec, c->drafters.get(), c->engine, o)));
 }
 
-py::dict StepDict(const costmodel::StepBreakdown& b, const std::string& draft_priced_by) {
+py::dict StepFields(const costmodel::StepBreakdown& b, const std::string& draft_priced_by) {
   py::dict d;
   d["verify_s"] = b.verify_s;
   d["draft_s"] = b.draft_s;
@@ -105,7 +117,24 @@ py::dict StepDict(const costmodel::StepBreakdown& b, const std::string& draft_pr
   return d;
 }
 
-py::dict HostDict(const costmodel::HostTime& h) {
+// The records of ops::ToJson(EstimateRequest, EstimateResult): cycle, step (with host), ar_step.
+py::object EstimateRecord(const nlohmann::json& j) {
+  py::dict out = JsonToPy(j).cast<py::dict>();
+  out["cycle"] = MakeRecord<CycleTag>(out["cycle"].cast<py::dict>());
+  if (out.contains("step")) {
+    py::dict st = out["step"].cast<py::dict>();
+    st["host"] = MakeRecord<HostTag>(st["host"].cast<py::dict>());
+    out["step"] = MakeRecord<StepTag>(st);
+    out["ar_step"] = MakeRecord<StepTag>(out["ar_step"].cast<py::dict>());
+  }
+  return MakeRecord<EstimateTag>(out);
+}
+
+py::object StepRecord(const costmodel::StepBreakdown& b, const std::string& draft_priced_by) {
+  return MakeRecord<StepTag>(StepFields(b, draft_priced_by));
+}
+
+py::object HostRecord(const costmodel::HostTime& h) {
   py::dict d;
   d["step_s"] = h.step_s;
   d["per_sequence_s"] = h.per_sequence_s;
@@ -114,7 +143,7 @@ py::dict HostDict(const costmodel::HostTime& h) {
   d["sample_call_s"] = h.sample_call_s;
   d["verify_per_token_s"] = h.verify_per_token_s;
   d["provenance"] = h.provenance;
-  return d;
+  return MakeRecord<HostTag>(d);
 }
 
 const costmodel::StepModel& StepOrThrow(const PyCost& c, const char* method) {
@@ -141,21 +170,40 @@ PyCost FromResolved(costmodel::ResolvedLatencyModel r) {
   return c;
 }
 
+// The package's own profiles directory ("" = none); set once at import, read under the GIL.
+std::string& PackageCalibDir() {
+  static auto* dir = new std::string();
+  return *dir;
+}
+
+// The search path CalibDir walks, as (where, directory) pairs.
+std::vector<std::pair<std::string, std::string>> CalibSearchPath() {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (const char* env = std::getenv("SPECPLAN_CALIB_DIR"); env != nullptr && env[0] != '\0') {
+    out.emplace_back("SPECPLAN_CALIB_DIR", env);
+  }
+  if (!PackageCalibDir().empty()) out.emplace_back("package", PackageCalibDir());
+  if (out.empty() || out.front().first != "SPECPLAN_CALIB_DIR") {
+    out.emplace_back("library", costmodel::DefaultCalibDir());
+  }
+  return out;
+}
+
 PyCost Resolve(const std::string& gpu, const std::string& model, const std::string& engine,
                const std::string& dtype, int64_t tp, const std::string& profile,
                const std::string& latency_model, const std::string& calib_dir,
                const std::string& drafter, int draft_steps, int topk, int64_t draft_vocab,
                py::object host_step_ms, py::object host_per_seq_ms, py::object host_per_draft_ms,
                py::object sample_ms) {
-  costmodel::CostSpec spec;
-  spec.gpu = gpu;
-  spec.model = model;
-  spec.engine = engine;
-  spec.dtype = ReadDType(dtype);
-  spec.tp = CheckedTp(tp);
-  spec.profile_path = profile;
-  spec.latency_model = latency_model;
-  spec.calib_dir = calib_dir;
+  ops::CostRequest req;  // the operations' cost request (ops/cost_request.h), as the CLI's
+  req.gpu = gpu;
+  req.model = model;
+  req.engine = engine;
+  req.tp = CheckedTp(tp);
+  req.profile = profile;
+  req.latency_model = latency_model;
+  req.calib_dir = CalibDir(calib_dir);
+  const costmodel::DType parsed_dtype = ReadDType(dtype);
   if (gpu.empty() && model.empty() && profile.empty()) {
     ThrowInvalid(
         "gpu, model, profile: give gpu and model (e.g. gpu=\"h100\", model=\"qwen3-8b\"), "
@@ -163,7 +211,7 @@ PyCost Resolve(const std::string& gpu, const std::string& model, const std::stri
   }
   // ResolveCost's errors name the CostSpec field and value ("engine = 'foo': ..."), which are
   // these keywords, but for profile_path, which is `profile` here.
-  absl::StatusOr<costmodel::ResolvedLatencyModel> resolved = costmodel::ResolveCost(spec);
+  absl::StatusOr<costmodel::ResolvedLatencyModel> resolved = req.ResolveSpec(parsed_dtype);
   if (!resolved.ok()) {
     const std::string message = absl::StrReplaceAll(
         resolved.status().message(),
@@ -222,7 +270,7 @@ std::string CostRepr(const PyCost& c) {
       c.step ? c.step->options().drafter + " (" + c.step->draft_priced_by() + ")" : "None");
 }
 
-py::dict ProfileSummary(const std::string& path, const costmodel::Profile& p) {
+py::object ProfileSummary(const std::string& path, const costmodel::Profile& p) {
   py::dict d;
   d["path"] = path;
   d["id"] = costmodel::ProfileId(p.gpu, p.model, p.dtype, std::max<int64_t>(1, p.model_spec.tp),
@@ -235,7 +283,7 @@ py::dict ProfileSummary(const std::string& path, const costmodel::Profile& p) {
   d["engine_version"] = p.engine_version;
   d["default_model"] = p.default_model;
   d["provenance"] = p.provenance;
-  return d;
+  return MakeRecord<ProfileInfoTag>(d);
 }
 
 // The kinds a profile holds, in LatencyModelKinds() order.
@@ -253,6 +301,11 @@ struct PyProfile {
 };
 
 }  // namespace
+
+std::string CalibDir(const std::string& given) {
+  if (!given.empty()) return given;
+  return CalibSearchPath().front().second;
+}
 
 costmodel::DrafterCost MakeDrafter(const DrafterArgs& a, int gamma) {
   costmodel::DrafterCost d;
@@ -284,15 +337,19 @@ std::shared_ptr<const costmodel::StepModel> StepWithDraft(const PyCost& cost, do
   return std::make_shared<const costmodel::StepModel>(*std::move(step));
 }
 
-double PriceStep(const PyCost& cost, const DrafterArgs& args, int gamma, int64_t c,
-                 costmodel::DrafterCost* d, double* t_aux_s) {
-  // An explicit "ar" / "causal" class prices drafting by class, as the CLI's --drafter ar does.
-  if (cost.step == nullptr || d->cls != costmodel::DrafterClass::kParallelBlock) return 0;
-  const std::shared_ptr<const costmodel::StepModel> step = StepWithDraft(cost, d->t_net_s);
-  const costmodel::PlannerStepTerms terms = costmodel::PlannerTermsFor(*step, gamma, c);
-  *d = terms.drafter;
-  *t_aux_s += terms.t_aux_s;
-  return terms.l_ar_s;
+ops::CostView CostViewOf(const PyCost& cost, const DrafterArgs& args, int gamma,
+                         std::shared_ptr<const costmodel::StepModel>* hold) {
+  ops::CostView view;
+  view.latency = cost.model.get();
+  view.drafter = MakeDrafter(args, gamma);
+  view.t_aux_s = args.t_aux_ms * 1e-3;
+  view.latency_kind = cost.model->Kind();
+  view.profile_id = cost.profile_id;
+  if (cost.step != nullptr && view.drafter.cls == costmodel::DrafterClass::kParallelBlock) {
+    *hold = StepWithDraft(cost, view.drafter.t_net_s);
+    view.step = hold->get();
+  }
+  return view;
 }
 
 const PyCost* ReadCost(py::handle obj) {
@@ -306,6 +363,84 @@ const PyCost* ReadCost(py::handle obj) {
 }
 
 void BindCost(py::module_& m) {
+  BindRecord<HostTag>(
+      m, "HostTime", "The engine's host time per step a step model charges (seconds).",
+      {{"step_s", "fixed host work per step"},
+       {"per_sequence_s", "host work per sequence in the pass"},
+       {"per_draft_forward_s", "host work per draft forward"},
+       {"ngram_per_sequence_s", "n-gram lookup per sequence (ngram / suffix drafters)"},
+       {"sample_call_s", "one sampling call"},
+       {"verify_per_token_s", "per verified token"},
+       {"provenance", "where the figures come from"}});
+  BindRecord<StepTag>(
+      m, "StepBreakdown",
+      "One engine step (Cost.step, Cost.ar_step, Estimate.step): its terms in seconds.",
+      {{"verify_s", "the verification pass"},
+       {"draft_s", "drafting (0 for a plain step)"},
+       {"sample_s", "sampling"},
+       {"host_s", "the engine's host work"},
+       {"step_s", "their sum"},
+       {"draft_forwards", "draft forwards in the step"},
+       {"draft_priced_by", "\"kernel tables\", \"roofline\", \"host only\" or \"none\""},
+       {"drafter", "the drafter architecture (Estimate.step only, else None)"},
+       {"draft_steps", "draft steps D (Estimate.step only, else None)"},
+       {"topk", "beams per draft forward (Estimate.step only, else None)"},
+       {"host", "the HostTime used (Estimate.step only, else None)"}});
+  BindRecord<CycleTag>(m, "CycleBreakdown",
+                       "One speculation cycle C(n) = T_draft + T_aux + T_verify (Estimate.cycle).",
+                       {{"n", "draft nodes (s - 1)"},
+                        {"drafter", "the cost class or architecture that priced drafting"},
+                        {"draft_s", "T_draft seconds"},
+                        {"aux_s", "T_aux seconds (sampling, host work, t_aux_ms)"},
+                        {"verify_s", "T_verify seconds"},
+                        {"cycle_s", "the cycle, seconds"}});
+  BindRecord<EstimateTag>(
+      m, "Estimate",
+      "What `specplan estimate --json` reports for one pass (Cost.estimate, specplan.estimate).",
+      {{"model", "model registry name"},
+       {"gpu", "GPU registry name"},
+       {"dtype", "bf16, fp16, fp32 or fp8"},
+       {"tp", "tensor parallelism"},
+       {"s", "tokens verified per sequence"},
+       {"c", "cached tokens per sequence"},
+       {"b", "sequences in the pass"},
+       {"predicted_s", "the whole pass, seconds"},
+       {"per_sequence_s", "predicted_s / b"},
+       {"per_token_s", "predicted_s / (b s)"},
+       {"latency_model", "the latency model kind"},
+       {"profile", "the profile file, None for the bare roofline"},
+       {"engine", "whose kernels the profile describes, None without a profile"},
+       {"engine_version", "the engine's version, None when unknown"},
+       {"cycle", "the CycleBreakdown of n = s - 1 draft nodes"},
+       {"step", "the engine's whole StepBreakdown with a drafter architecture, else None"},
+       {"ar_step", "the plain decoding StepBreakdown with a drafter architecture, else None"},
+       {"ar_step_s", "ar_step.step_s, else None"},
+       {"flops", "the roofline of the whole pass: FLOPs"},
+       {"bytes", "bytes moved"},
+       {"bound", "'compute' or 'memory'"},
+       {"compute_s", "FLOPs / peak FLOP/s"},
+       {"memory_s", "bytes / memory bandwidth"},
+       {"comm_s", "tensor-parallel all-reduces"},
+       {"roofline_s", "max(compute_s, memory_s) + comm_s"},
+       {"flops_terms", "dict: attention_proj, attention_score, attention, ffn, lm_head"},
+       {"bytes_terms", "dict: weights, kv_cache, activations"},
+       {"allreduces", "all-reduces in the pass"},
+       {"allreduce_bytes", "their bytes"},
+       {"experts_streamed", "MoE: distinct experts read, else None"}});
+  BindRecord<ProfileInfoTag>(
+      m, "ProfileInfo",
+      "One profile file list_profiles found: where it is, what it prices (gpu, model, dtype, tp, "
+      "engine) and where its figures come from.",
+      {{"path", "the file"},
+       {"id", "\"h100-sxm/qwen3-8b-bf16@sglang\""},
+       {"gpu", "GPU name"},
+       {"model", "model name"},
+       {"dtype", "bf16, fp16, fp32 or fp8"},
+       {"tp", "tensor parallelism it was fitted at"},
+       {"engine", "sglang, vllm, trtllm or specplan"},
+       {"engine_version", "the engine's version"},
+       {"default_model", "the latency model kind used by default"},
+       {"provenance", "measured, composed or derived, and from what"}});
   py::class_<PyCost>(m, "Cost", R"doc(
 A verification-latency model T(b, s, c), resolved as the CLI's cost flags resolve it
 (costmodel::ResolveCost): an explicit profile file, else the bundled profile for
@@ -365,29 +500,31 @@ price their cycle through the step model (costmodel::PlannerTermsFor), as the CL
       .def_property_readonly(
           "host",
           [](const PyCost& c) {
-            return c.step ? py::object(HostDict(c.step->host())) : py::object(py::none());
+            return c.step ? HostRecord(c.step->host()) : py::object(py::none());
           },
-          "The host time the step model uses (seconds, with provenance); None without a drafter")
+          "The HostTime the step model uses (seconds, with provenance); None without a drafter")
       .def(
           "step",
           [](const PyCost& c, int64_t b, int64_t s, int64_t ctx) {
             CheckShape(s, ctx, b);
             const costmodel::StepModel& step = StepOrThrow(c, "step");
-            return StepDict(step.Step(b, s, ctx), step.draft_priced_by());
+            return StepRecord(step.Step(b, s, ctx), step.draft_priced_by());
           },
           py::arg("b"), py::arg("s"), py::arg("c"),
           R"doc(The engine's whole speculative step of b sequences, each verifying s tokens over c
-cached (costmodel/step/step_model.h): a dict of verify_s, draft_s, sample_s, host_s, step_s
-(their sum), draft_forwards and draft_priced_by, as `specplan estimate --json` prints "step".)doc")
+cached (costmodel/step/step_model.h): a StepBreakdown of verify_s, draft_s, sample_s, host_s,
+step_s (their sum), draft_forwards and draft_priced_by, as `specplan estimate --json` prints
+"step".)doc")
       .def(
           "ar_step",
           [](const PyCost& c, int64_t b, int64_t ctx) {
             CheckShape(1, ctx, b);
-            return StepDict(StepOrThrow(c, "ar_step").ArStep(b, ctx), "none");
+            return StepRecord(StepOrThrow(c, "ar_step").ArStep(b, ctx), "none");
           },
           py::arg("b"), py::arg("c"),
-          "One plain decoding step of b sequences over c cached tokens, host work included: the "
-          "same dict as step() (draft_s 0); step_s is `specplan estimate`'s ar_step_s.")
+          "One plain decoding step of b sequences over c cached tokens, host work included: a "
+          "StepBreakdown as step() returns (draft_s 0); step_s is `specplan estimate`'s "
+          "ar_step_s.")
       .def(
           "verify_seconds",
           [](const PyCost& c, int64_t s, int64_t ctx, int64_t b) {
@@ -424,69 +561,39 @@ cached (costmodel/step/step_model.h): a dict of verify_s, draft_s, sample_s, hos
           [](const PyCost& c, int64_t s, int64_t ctx, int64_t b, const std::string& drafter,
              int gamma, double t_draft_ms, double t_aux_ms) {
             CheckShape(s, ctx, b);
-            DrafterArgs da;
-            da.drafter = drafter;
-            da.t_draft_ms = t_draft_ms;
-            da.t_aux_ms = t_aux_ms;
-            const costmodel::DrafterCost d = MakeDrafter(da, gamma);
-            const double verify = PassSeconds(c, b, s, ctx);
-            const double draft = b == 1 ? d.DraftSeconds() : d.DraftSeconds(static_cast<int>(b));
-            py::dict out;
-            out["model"] = c.model_spec.name;
-            out["gpu"] = c.gpu_spec.name;
-            out["dtype"] = costmodel::DTypeName(c.model_spec.dtype);
-            out["tp"] = c.model_spec.tp;
-            out["s"] = s;
-            out["c"] = ctx;
-            out["b"] = b;
-            out["predicted_s"] = verify;
-            out["per_sequence_s"] = verify / static_cast<double>(b);
-            out["per_token_s"] = verify / static_cast<double>(b * s);
-            out["latency_model"] = c.model->Kind();
-            out["profile"] =
-                c.profile_path.empty() ? py::object(py::none()) : py::str(c.profile_path);
-            out["engine"] = c.engine.empty() ? py::object(py::none()) : py::str(c.engine);
-            out["engine_version"] =
-                c.engine_version.empty() ? py::object(py::none()) : py::str(c.engine_version);
-            py::dict cycle;
-            cycle["n"] = s - 1;
-            cycle["drafter"] = costmodel::DrafterClassName(d.cls);
-            cycle["draft_s"] = draft;
-            cycle["aux_s"] = t_aux_ms * 1e-3;
-            cycle["verify_s"] = verify;
-            cycle["cycle_s"] = draft + t_aux_ms * 1e-3 + verify;
-            out["cycle"] = cycle;
-            // As `specplan estimate`: the step with a drafter architecture, by hand when
-            // t_draft_ms is given (the class's T_draft); an "ar" / "causal" class prices by class.
-            if (c.step != nullptr && d.cls == costmodel::DrafterClass::kParallelBlock) {
-              const auto step = StepWithDraft(c, t_draft_ms > 0 ? d.DraftSeconds() : 0);
-              cycle["drafter"] = step->options().drafter;
-              const costmodel::StepBreakdown whole = step->Step(b, s, ctx);
-              // As estimate's cycle: the engine's whole step (T_aux = sample + host + t_aux_ms).
-              cycle["draft_s"] = whole.draft_s;
-              cycle["aux_s"] = whole.sample_s + whole.host_s + t_aux_ms * 1e-3;
-              cycle["verify_s"] = whole.verify_s;
-              cycle["cycle_s"] =
-                  whole.draft_s + whole.sample_s + whole.host_s + t_aux_ms * 1e-3 + whole.verify_s;
-              py::dict st = StepDict(whole, step->draft_priced_by());
-              st["drafter"] = step->options().drafter;
-              st["draft_steps"] =
-                  step->options().draft_steps >= 0 ? step->options().draft_steps : s - 1;
-              st["topk"] = step->options().topk;
-              st["host"] = HostDict(step->host());
-              out["step"] = st;
-              const costmodel::StepBreakdown ar = step->ArStep(b, ctx);
-              out["ar_step"] = StepDict(ar, "none");
-              out["ar_step_s"] = ar.step_s();
+            // ops::Estimate over this Cost, as `specplan estimate` runs it: the drafter class
+            // and by-hand times of the call, the Cost's step with a drafter architecture (by
+            // hand when t_draft_ms is given; an "ar" / "causal" class prices by class), the
+            // memory check, and the CLI's JSON form.
+            const DrafterArgs da{drafter, t_draft_ms, t_aux_ms, 0};
+            std::shared_ptr<const costmodel::StepModel> hold;
+            const ops::CostView view = CostViewOf(c, da, gamma, &hold);
+            ops::EstimateRequest req;
+            req.s = s;
+            req.c = ctx;
+            req.b = b;
+            req.gamma = gamma;
+            req.t_net_ms = t_draft_ms;
+            req.cost.t_aux_ms = t_aux_ms;
+            req.cost.drafter = drafter;
+            if (view.step != nullptr) {
+              req.cost.drafter = view.step->options().drafter;
+              req.cost.draft_steps = view.step->options().draft_steps;
+              req.cost.topk = view.step->options().topk;
             }
-            return out;
+            ops::EstimateResult r =
+                ValueOrThrow(ops::Estimate(req, view, c.model_spec, c.gpu_spec));
+            r.profile = c.profile_path;
+            r.engine = c.engine;
+            r.engine_version = c.engine_version;
+            return EstimateRecord(ops::ToJson(req, r));
           },
           py::arg("s") = 1, py::arg("c") = 0, py::arg("b") = 1, py::kw_only(),
           py::arg("drafter") = "parallel", py::arg("gamma") = 16, py::arg("t_draft_ms") = 0.0,
           py::arg("t_aux_ms") = 0.0,
           R"doc(What `specplan estimate --json` reports for one pass of b sequences of s tokens over
-c cached tokens: predicted_s (the whole pass), per_sequence_s, per_token_s, latency_model, profile,
-engine, engine_version, and `cycle` (n = s - 1, drafter, draft_s, aux_s, verify_s, cycle_s); with
+c cached tokens, as an Estimate (to_dict() gives the JSON's dict): predicted_s (the whole
+pass), per_sequence_s, per_token_s, latency_model, profile, engine, engine_version, and `cycle` (n = s - 1, drafter, draft_s, aux_s, verify_s, cycle_s); with
 a drafter architecture (Cost(drafter=...)) also `step` (the engine's whole step: verify_s, draft_s,
 sample_s, host_s, step_s, draft_forwards, draft_priced_by, drafter, draft_steps, topk, host),
 `ar_step` and `ar_step_s` (the plain step). t_draft_ms > 0 prices T_draft by hand.)doc")
@@ -562,7 +669,7 @@ specplan.compose_profile(kernels_dir, model). .cost() turns it into a specplan.C
       "list_profiles",
       [](const std::string& dir_in) {
         namespace fs = std::filesystem;
-        const std::string dir = dir_in.empty() ? costmodel::DefaultCalibDir() : dir_in;
+        const std::string dir = CalibDir(dir_in);
         std::error_code ec;
         if (!fs::is_directory(dir, ec))
           ThrowStatus(absl::NotFoundError(absl::StrCat("calib_dir ", dir, ": not a directory")));
@@ -580,8 +687,8 @@ specplan.compose_profile(kernels_dir, model). .cost() turns it into a specplan.C
         return out;
       },
       py::arg("calib_dir") = "",
-      R"doc(The profiles under calib_dir ("" = the bundled calib/, specplan.default_calib_dir()), one
-dict per valid file, sorted by path: path, id, gpu, model, dtype, tp, engine, engine_version,
+      R"doc(The profiles under calib_dir ("" = specplan.default_calib_dir()), one ProfileInfo per
+valid file, sorted by path: path, id, gpu, model, dtype, tp, engine, engine_version,
 default_model, provenance. Files that do not load are skipped (`specplan profiles` names them).)doc");
 
   m.def(
@@ -621,9 +728,20 @@ data/kernels/h100_sxm/sglang-0.5.14 (aiconfigurator's layout), model a registry 
 config.json. engine/gpu default to the folder's; grids default to b 1..256, s 1..256, c 0..32768.
 With out=PATH the profile is also written there. Returns a specplan.Profile.)doc");
 
-  m.def("default_calib_dir", &costmodel::DefaultCalibDir,
-        "Where bundled profiles are looked up: $SPECPLAN_CALIB_DIR, else the source tree's calib/, "
-        "else the installed share/specplan/calib.");
+  m.def(
+      "default_calib_dir", [] { return CalibDir(""); },
+      "Where bundled profiles are read when a call names no calib_dir: $SPECPLAN_CALIB_DIR, else "
+      "the package's own specplan/calib (installed with it), else the library's default (the "
+      "source tree's calib/ while it exists, else <prefix>/share/specplan/calib).");
+  m.def("calib_search_path", &CalibSearchPath,
+        "The (where, directory) pairs default_calib_dir() chooses from, first wins: "
+        "('SPECPLAN_CALIB_DIR', $SPECPLAN_CALIB_DIR) when set, ('package', specplan/calib) when "
+        "the package carries its profiles, ('library', the library's default) unless the "
+        "variable is set.");
+  m.def(
+      "_set_package_calib_dir", [](const std::string& dir) { PackageCalibDir() = dir; },
+      py::arg("dir"),
+      "Called once by specplan/__init__.py with the package's calib/ when present.");
   m.def(
       "bundled_profile_path",
       [](const std::string& gpu, const std::string& model, const std::string& dtype, int64_t tp,
@@ -649,9 +767,7 @@ With out=PATH the profile is also written there. Returns a specplan.Profile.)doc
           }
           m = spec->name;
         }
-        return costmodel::BundledProfilePath(
-            calib_dir.empty() ? costmodel::DefaultCalibDir() : calib_dir, g, m, ReadDType(dtype),
-            tp, e);
+        return costmodel::BundledProfilePath(CalibDir(calib_dir), g, m, ReadDType(dtype), tp, e);
       },
       py::arg("gpu"), py::arg("model"), py::arg("dtype") = "bf16", py::arg("tp") = 1,
       py::arg("engine") = "specplan", py::arg("calib_dir") = "",

@@ -6,9 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "layouts.h"
+#include "record.h"
 
 namespace specplan::python {
 namespace {
+
+struct SglangLayoutTag {};  // specplan.SglangLayout
+struct RaggedLayoutTag {};  // specplan.RaggedLayout
 
 // Reads `trees` (a sequence of trees) and `context_lens` ([B] integers) into C++ values.
 void ReadBatch(py::object trees, py::object context_lens, std::vector<planner::Tree>* out,
@@ -119,18 +123,22 @@ struct ViewWrap {
 
 }  // namespace
 
-py::dict SglangDict(planner::SglangLayout&& l) { return SglangDictWith(l, OwnWrap{}, {}); }
-py::dict RaggedDict(planner::BatchLayout&& l) { return RaggedDictWith(l, OwnWrap{}); }
-py::dict SglangViews(const planner::SglangLayout& l, py::handle owner) {
-  return SglangDictWith(l, ViewWrap{owner}, owner);
+py::object SglangRecord(planner::SglangLayout&& l) {
+  return MakeRecord<SglangLayoutTag>(SglangDictWith(l, OwnWrap{}, {}));
 }
-py::dict RaggedViews(const planner::BatchLayout& l, py::handle owner) {
-  return RaggedDictWith(l, ViewWrap{owner});
+py::object RaggedRecord(planner::BatchLayout&& l) {
+  return MakeRecord<RaggedLayoutTag>(RaggedDictWith(l, OwnWrap{}));
+}
+py::object SglangViews(const planner::SglangLayout& l, py::handle owner) {
+  return MakeRecord<SglangLayoutTag>(SglangDictWith(l, ViewWrap{owner}, owner));
+}
+py::object RaggedViews(const planner::BatchLayout& l, py::handle owner) {
+  return MakeRecord<RaggedLayoutTag>(RaggedDictWith(l, ViewWrap{owner}));
 }
 
-py::dict SglangLayoutDict(absl::Span<const planner::Tree> trees,
-                          absl::Span<const int64_t> context_lens, py::handle tree_mask_mode,
-                          int draft_token_num, int64_t pad_token) {
+py::object SglangLayoutRecord(absl::Span<const planner::Tree> trees,
+                              absl::Span<const int64_t> context_lens, py::handle tree_mask_mode,
+                              int draft_token_num, int64_t pad_token) {
   planner::SglangLayoutOptions o;
   if (tree_mask_mode.is_none()) {
     // The default: bit-packed rows when D fits their 32 bits, else QLEN_ONLY's bool rows (which
@@ -157,11 +165,11 @@ py::dict SglangLayoutDict(absl::Span<const planner::Tree> trees,
     st = planner::ComputeSglangLayout(trees, context_lens, o, &layout);
   }
   ThrowIfError(st);
-  return SglangDict(std::move(layout));
+  return SglangRecord(std::move(layout));
 }
 
-py::dict RaggedLayoutDict(absl::Span<const planner::Tree> trees,
-                          absl::Span<const int64_t> context_lens) {
+py::object RaggedLayoutRecord(absl::Span<const planner::Tree> trees,
+                              absl::Span<const int64_t> context_lens) {
   planner::BatchLayout layout;
   absl::Status st;
   {
@@ -169,7 +177,39 @@ py::dict RaggedLayoutDict(absl::Span<const planner::Tree> trees,
     st = planner::ComputeBatchLayout(trees, context_lens, &layout);
   }
   ThrowIfError(st);
-  return RaggedDict(std::move(layout));
+  return RaggedRecord(std::move(layout));
+}
+
+void BindLayoutRecords(py::module_& m) {
+  BindRecord<SglangLayoutTag>(
+      m, "SglangLayout",
+      "SGLang's EAGLE tree-verification tensors for a batch (sglang_layout, BatchPlan.layout), "
+      "named and shaped as sgl-kernel build_tree_kernel_efficient's outputs.",
+      {{"draft_token_num", "D, slots per request counting the root"},
+       {"tree_mask_mode", "'FULL_MASK', 'QLEN_ONLY' or 'QLEN_ONLY_BITPACKING'"},
+       {"draft_tokens", "int64 [B*D]"},
+       {"positions", "int64 [B*D], c_b + depth"},
+       {"retrive_index", "int64 [B, D], b*D + i"},
+       {"retrive_next_token", "int64 [B, D], first child or -1"},
+       {"retrive_next_sibling", "int64 [B, D], next sibling or -1"},
+       {"tree_mask", "the mask in tree_mask_mode's form (see sglang_layout)"},
+       {"tree_mask_offsets", "int64 [B+1], byte offset of request b's rows"}});
+  BindRecord<RaggedLayoutTag>(
+      m, "RaggedLayout",
+      "A batch of trees back to back, flash-attention style (ragged_layout, BatchPlan.layout).",
+      {{"batch_size", "B"},
+       {"total_tokens", "T"},
+       {"tokens", "int32 [T]"},
+       {"cu_seqlens", "int32 [B+1]"},
+       {"positions", "int64 [T], c_b + depth"},
+       {"parents", "int32 [T], local, -1 for a root"},
+       {"mask_words", "int32 [B], ceil(s_b / 64)"},
+       {"mask_offsets", "int64 [B+1], in words"},
+       {"mask_packed", "uint64, request b's [s_b][mask_words[b]] words from mask_offsets[b]"},
+       {"num_leaves", "int32 [B]"},
+       {"retrieve_width", "int32 [B]"},
+       {"retrieve_offsets", "int64 [B+1]"},
+       {"retrieve", "int32, request b's [num_leaves[b]][retrieve_width[b]] local indices"}});
 }
 
 void BindLayouts(py::module_& m) {
@@ -181,7 +221,7 @@ void BindLayouts(py::module_& m) {
         std::vector<int64_t> c;
         ReadBatch(trees, context_lens, &ts, &c);
         const int d = draft_token_num.is_none() ? 0 : draft_token_num.cast<int>();
-        return SglangLayoutDict(ts, c, tree_mask_mode, d, pad_token);
+        return SglangLayoutRecord(ts, c, tree_mask_mode, d, pad_token);
       },
       py::arg("trees"), py::arg("context_lens"), py::arg("draft_token_num") = py::none(),
       py::arg("tree_mask_mode") = py::none(), py::kw_only(), py::arg("pad_token") = 0,
@@ -196,14 +236,14 @@ pad_token, position c_b, no links, a mask row that sees only itself). tree_mask_
 'FULL_MASK' | 'QLEN_ONLY' | 'QLEN_ONLY_BITPACKING' (or 0, 1, 2); None = 'QLEN_ONLY_BITPACKING'
 when D <= 32, else 'QLEN_ONLY' (the dict's tree_mask_mode says which).
 
-Returns a dict of NumPy arrays, as SGLang names and shapes them (all flat except retrive_*):
+Returns a SglangLayout of NumPy arrays, as SGLang names and shapes them (all flat except retrive_*):
 draft_tokens int64 [B*D], positions int64 [B*D] (c_b + depth), retrive_index int64 [B, D]
 (b*D + i), retrive_next_token int64 [B, D] (first child, -1), retrive_next_sibling int64 [B, D]
 (next sibling, -1), tree_mask (FULL_MASK: bool [sum_b D*(c_b + D)]; QLEN_ONLY: bool [B*D*D];
 QLEN_ONLY_BITPACKING: one integer per row [B*D], uint8 for D <= 8, uint16 for D <= 16, uint32 for
 D <= 32: bit j of row i = slot j is i or an ancestor; SGLang's tensor is int32 for D > 16, so use
 .view(numpy.int32) there), tree_mask_offsets int64 [B+1] (byte offset of request b's rows), plus
-draft_token_num and tree_mask_mode. Errors name the field and value
+draft_token_num and tree_mask_mode; to_dict() gives them as a dict. Errors name the field and value
 ("trees[1].parents[3] = 3: must be in [0, 3) (topological order)").)doc");
 
   m.def(
@@ -212,13 +252,13 @@ draft_token_num and tree_mask_mode. Errors name the field and value
         std::vector<planner::Tree> ts;
         std::vector<int64_t> c;
         ReadBatch(trees, context_lens, &ts, &c);
-        return RaggedLayoutDict(ts, c);
+        return RaggedLayoutRecord(ts, c);
       },
       py::arg("trees"), py::arg("context_lens"),
       R"doc(The ragged (flash-attention style) layout of a batch of trees (ComputeBatchLayout):
 all requests' nodes back to back. Node i of request b is row cu_seqlens[b] + i.
 
-Returns a dict: batch_size, total_tokens T, tokens int32 [T], cu_seqlens int32 [B+1], positions
+Returns a RaggedLayout (to_dict() for a dict): batch_size, total_tokens T, tokens int32 [T], cu_seqlens int32 [B+1], positions
 int64 [T] (c_b + depth), parents int32 [T] (local, -1 for a root); per request the bit-packed
 ancestor mask (mask_words int32 [B] = ceil(s_b / 64), mask_offsets int64 [B+1] in words,
 mask_packed uint64: request b's [s_b][mask_words[b]] words from mask_offsets[b]) and the retrieve

@@ -1,10 +1,12 @@
-// specplan.merge_trees: merged trees of two drafters under one root (planner/tree/merge.h).
+// specplan.merge_trees: merged trees of two drafters under one root (ops/merge.h, the Merge
+// operation over planner/tree/merge.h).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common.h"
+#include "ops/merge.h"
 #include "planner/tree/merge.h"
 
 namespace specplan::python {
@@ -62,12 +64,21 @@ index -> merged index, -1 when the budget dropped it) and each node's source (1 
         planner::MergeOptions o;
         o.dedup = dedup;
         o.n_max = n_max.is_none() ? -1 : static_cast<int>(ReadInt(n_max, "n_max"));
+        // ops::Merge (the CLI's `specplan merge`); the verifier outputs are not asked for here.
+        ops::MergeRequest req;
+        req.a = &ta;
+        req.b = &tb;
+        req.options = o;
+        req.outputs.packed_mask = false;
+        req.outputs.retrieve = false;
         auto out = std::make_unique<planner::MergedTree>();
         absl::Status st;
         {
           py::gil_scoped_release release;
-          planner::MergeWorkspace ws;
-          st = planner::MergeTrees(ta, tb, o, &ws, out.get());
+          thread_local planner::MergeWorkspace ws;
+          thread_local ops::MergeResult result;
+          st = ops::MergeInto(req, &ws, &result);
+          if (st.ok()) *out = result.merged;
         }
         ThrowIfError(st);
         return out;

@@ -10,16 +10,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common.h"
-#include "costmodel/cycle_cost.h"
 #include "layouts.h"
+#include "ops/plan_tree.h"
 #include "planner/marginals/marginals.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/tree_outputs.h"
+#include "record.h"
 
 namespace specplan::python {
 namespace {
 
 using planner::BudgetMode;
+
+struct TreeCurveTag {};  // specplan.TreeCurve
 
 // The planner's result (tree = T_{n*}) with the verifier's outputs and the call's arguments.
 struct PyTreePlan : planner::BestFirstPlan {
@@ -37,7 +40,7 @@ py::array_t<T> ReadOnly(py::array_t<T> a) {
   return a;
 }
 
-py::dict CurveDict(const std::vector<planner::CurvePoint>& curve) {
+py::object CurveRecord(const std::vector<planner::CurvePoint>& curve) {
   std::vector<int32_t> n(curve.size());
   std::vector<double> a(curve.size()), c(curve.size()), s(curve.size());
   for (size_t i = 0; i < curve.size(); ++i) {
@@ -51,34 +54,22 @@ py::dict CurveDict(const std::vector<planner::CurvePoint>& curve) {
   d["expected_accepted"] = Own(std::move(a));
   d["cycle_s"] = Own(std::move(c));
   d["speedup"] = Own(std::move(s));
-  return d;
+  return MakeRecord<TreeCurveTag>(d);
 }
 
-py::dict TreePlanDict(const PyTreePlan& p) {
-  py::dict j;
-  j["mode"] = BudgetModeName(p.mode);
-  j["n_max"] = p.n_max;
-  j["n"] = p.n;
-  j["tokens"] = p.tree.tokens;
-  j["parents"] = p.tree.parents;
-  j["depths"] = p.tree.depths;
-  j["path_probs"] = p.tree.path_probs;
-  j["expected_accepted"] = p.expected_accepted;
-  j["positions"] = p.outputs.positions;
-  j["retrieve"] = RetrieveRows(p.outputs);
-  j["cycle_s"] = Nullable(p.cycle_s);
-  j["speedup"] = Nullable(p.speedup);
-  j["l_ar_s"] = Nullable(p.l_ar_s);
-  j["lattice_exhausted"] = p.lattice_exhausted;
-  j["c"] = p.c;
-  if (!p.latency_model.empty()) {
-    j["latency_model"] = p.latency_model;
-    j["profile"] = p.profile;
-  }
-  if (p.mode != static_cast<int>(BudgetMode::kFixed)) {
-    j["curve"] = CurveRows(p.curve, "speedup", &planner::CurvePoint::speedup);
-  }
-  return j;
+// `specplan plan --json`'s form: ops::ToJson of the operation's request and result.
+py::object TreePlanDict(const PyTreePlan& p) {
+  ops::PlanTreeRequest req;
+  req.c = p.c;
+  req.options.mode = static_cast<BudgetMode>(p.mode);
+  req.options.n_max = p.n_max;
+  ops::PlanTreeResult result;
+  result.plan = p;
+  result.outputs = p.outputs;
+  result.priced = !p.latency_model.empty();
+  result.latency_model = p.latency_model;
+  result.profile = p.profile;
+  return JsonToPy(ops::ToJson(req, result));
 }
 
 planner::Marginals MakeMarginals(py::object root_token, py::object tokens, py::object probs,
@@ -121,39 +112,43 @@ py::object PlanTree(py::object marginals, py::object cost_obj, int64_t c, int n_
       ThrowStatus(absl::Status(st.code(), absl::StrCat("marginals.", st.message())));
     }
   }
-  DrafterArgs da{drafter, t_draft_ms, t_aux_ms, 0};
-  costmodel::DrafterCost d = MakeDrafter(da, m.gamma);
-  std::optional<costmodel::CycleCost> cycle;
+  // ops::PlanTree over this Cost (the CLI's `specplan plan`): the cycle priced by
+  // ops::PriceCycle (a drafter architecture's whole step into the cycle and L_AR; a given l_ar_ms
+  // stands), the planner, the verifier's outputs at positions c + depth.
+  const DrafterArgs da{drafter, t_draft_ms, t_aux_ms, 0};
+  std::shared_ptr<const costmodel::StepModel> hold;
+  std::optional<ops::CostView> view;
   if (cost != nullptr) {
-    // A Cost with a drafter architecture: its whole step into the cycle and L_AR (a given
-    // l_ar_ms stands), as `specplan plan` prices it.
-    double t_aux_s = t_aux_ms * 1e-3;
-    const double l_ar_s = PriceStep(*cost, da, m.gamma, c, &d, &t_aux_s);
-    if (l_ar_s > 0 && o.l_ar_s <= 0) o.l_ar_s = l_ar_s;
-    cycle.emplace(cost->model.get(), d, t_aux_s, c);
+    view = CostViewOf(*cost, da, m.gamma, &hold);
+  } else {
+    MakeDrafter(da, m.gamma);  // the drafter keywords are checked without a cost too
   }
+  ops::PlanTreeRequest req;
+  req.marginals = &m;
+  req.c = c;
+  req.options = o;
+  req.t_draft_ms = t_draft_ms;
+  req.outputs = planner::TreeOutputOptions{};  // packed mask and retrieve rows, as TreePlan reads
 
   auto out = std::make_unique<PyTreePlan>();
   absl::Status st;
   {
     py::gil_scoped_release release;
     thread_local planner::BestFirstPlanner planner;
-    thread_local planner::BestFirstPlan plan;
-    st = planner.Plan(m, o, cycle ? &*cycle : nullptr, &plan);
+    thread_local ops::PlanTreeResult result;
+    st = ops::PlanTreeInto(req, view ? &*view : nullptr, &planner, &result);
     if (st.ok()) {
-      static_cast<planner::BestFirstPlan&>(*out) = plan;
-      planner::TreeOutputOptions to;
-      to.position_offset = c;
-      planner::ComputeTreeOutputs(out->tree, to, &out->outputs);
+      static_cast<planner::BestFirstPlan&>(*out) = result.plan;
+      out->outputs = result.outputs;
     }
   }
   ThrowIfError(st);
   out->mode = static_cast<int>(o.mode);
   out->n_max = n_max;
   out->c = c;
-  if (cost != nullptr) {
-    out->latency_model = cost->model->Kind();
-    out->profile = cost->profile_id;
+  if (view) {
+    out->latency_model = view->latency_kind;
+    out->profile = view->profile_id;
   }
   return py::cast(std::move(out));
 }
@@ -173,6 +168,12 @@ const char* BudgetModeName(int mode) {
 }
 
 void BindPlanner(py::module_& m) {
+  BindRecord<TreeCurveTag>(
+      m, "TreeCurve", "The figures of a tree plan per evaluated n (TreePlan.curve), as arrays.",
+      {{"n", "int32 [points] draft nodes"},
+       {"expected_accepted", "float64 [points] Â(n), root included"},
+       {"cycle_s", "float64 [points] C(n) seconds"},
+       {"speedup", "float64 [points] S(n)"}});
   py::class_<planner::Marginals>(m, "Marginals", R"doc(
 A parallel drafter's marginals: for each of gamma future positions the top-k candidate tokens
 with their draft probabilities, each row sorted by descending probability (row d holds the
@@ -297,15 +298,15 @@ Arrays are NumPy views of the result's own buffers (no copies).)doc")
       .def_property_readonly("latency_model", [](const PyTreePlan& p) { return p.latency_model; })
       .def_property_readonly("profile", [](const PyTreePlan& p) { return p.profile; })
       .def_property_readonly(
-          "curve", [](const PyTreePlan& p) { return CurveDict(p.curve); },
-          "dict of arrays n, expected_accepted, cycle_s, speedup per evaluated n (from 0); empty "
-          "in mode 'fixed'")
+          "curve", [](const PyTreePlan& p) { return CurveRecord(p.curve); },
+          "TreeCurve: arrays n, expected_accepted, cycle_s, speedup per evaluated n (from 0); "
+          "empty in mode 'fixed'")
       .def("to_dict", &TreePlanDict,
            "The same keys as `specplan plan --json` (lists, None for NaN).")
       .def(
           "sglang_layout",
           [](const PyTreePlan& p, int draft_token_num, py::object mode, int64_t pad) {
-            return SglangLayoutDict({&p.tree, 1}, {&p.c, 1}, mode, draft_token_num, pad);
+            return SglangLayoutRecord({&p.tree, 1}, {&p.c, 1}, mode, draft_token_num, pad);
           },
           py::kw_only(), py::arg("draft_token_num") = 0, py::arg("tree_mask_mode") = py::none(),
           py::arg("pad_token") = 0,

@@ -30,6 +30,7 @@
 #include "costmodel/model_spec.h"
 #include "costmodel/profile.h"
 #include "costmodel/step/step_model.h"
+#include "ops/cost_request.h"
 #include "planner/marginals/marginals.h"
 #include "planner/tree/tree.h"
 #include "planner/tree/tree_outputs.h"
@@ -107,32 +108,6 @@ py::array_t<T> Own(std::vector<T>&& v) {
 inline py::object Nullable(double v) {
   return std::isnan(v) ? py::object(py::none()) : py::object(py::float_(v));
 }
-// The retrieve rows of `o` as lists (root-to-leaf node indices, -1 padded), as --json writes them.
-inline py::list RetrieveRows(const planner::TreeOutputs& o) {
-  py::list rows;
-  for (int l = 0; l < o.num_leaves; ++l) {
-    const int32_t* row = o.retrieve.data() + static_cast<size_t>(l) * o.retrieve_width;
-    rows.append(std::vector<int32_t>(row, row + o.retrieve_width));
-  }
-  return rows;
-}
-
-// One dict per point of a plan's curve: n, expected_accepted, cycle_s and the point's `figure`
-// (speedup for a tree plan, goodput for a batch plan), as --json writes them.
-template <class Point>
-py::list CurveRows(const std::vector<Point>& curve, const char* figure, double Point::*value) {
-  py::list rows;
-  for (const Point& q : curve) {
-    py::dict e;
-    e["n"] = q.n;
-    e["expected_accepted"] = q.expected_accepted;
-    e["cycle_s"] = q.cycle_s;
-    e[figure] = q.*value;
-    rows.append(e);
-  }
-  return rows;
-}
-
 // A Python or NumPy integer as int64 (bools and floats refused), a real number as double;
 // errors name `arg`.
 int64_t ReadInt(py::handle obj, const std::string& arg);
@@ -157,6 +132,13 @@ void ReadTree(py::handle obj, const std::string& arg, planner::Tree* tree);
 void ReadTrees(py::handle obj, const std::string& expected, std::vector<planner::Tree>* trees);
 // The Python tree (tokens int32, parents int32) of a planner tree, copied into new arrays.
 py::tuple TreeTuple(const planner::Tree& tree);
+
+// ---- Where bundled profiles are read (bind_cost.cc) ------------------------------------------
+// `given` when not empty, else the first of: $SPECPLAN_CALIB_DIR; the package's own copy of the
+// profiles (specplan/calib/, installed with the package; __init__.py names it through
+// _set_package_calib_dir when it exists); costmodel::DefaultCalibDir() (the source tree's calib/
+// while it exists, else <prefix>/share/specplan/calib). docs/python.md documents the order.
+std::string CalibDir(const std::string& given);
 
 // ---- Cost (bind_cost.cc) ---------------------------------------------------------------------
 // What specplan.Cost holds: a resolved latency model and where it came from.
@@ -192,13 +174,14 @@ costmodel::DrafterCost MakeDrafter(const DrafterArgs& a, int gamma);
 // The cost's step model with T_draft by hand when `draft_s` > 0 (a planning call's t_draft_ms,
 // as the CLI's --t-draft-ms), else cost.step itself; null without a step model.
 std::shared_ptr<const costmodel::StepModel> StepWithDraft(const PyCost& cost, double draft_s);
-// A planning call's cycle with the cost's step model, as the CLI's CostFlags::PriceDrafter:
-// costmodel::PlannerTermsFor(step, gamma, c) replaces *d (T_draft by hand when t_draft_ms > 0),
-// its sample and host terms are added to *t_aux_s, and the plain step (L_AR, seconds) is
-// returned. Without a step model, or for an explicit "ar" / "causal" class (drafting priced by
-// class, as the CLI's --drafter ar), *d and *t_aux_s are left alone and 0 is returned.
-double PriceStep(const PyCost& cost, const DrafterArgs& args, int gamma, int64_t c,
-                 costmodel::DrafterCost* d, double* t_aux_s);
+// The cost an operation (ops/) prices a planning call with: the Cost's latency model, the drafter
+// of `args` (its class, t_draft_ms as T_draft, t_aux_ms, draft_batch_growth; gamma set), and with
+// a drafter architecture the Cost's step model (T_draft by hand when t_draft_ms > 0, as the CLI's
+// --t-draft-ms; *hold keeps a rebuilt one alive). An explicit "ar" / "causal" class prices
+// drafting by class (no step), as the CLI's --drafter ar does. ops::PriceCycle then prices the
+// cycle, one rule for every front end.
+ops::CostView CostViewOf(const PyCost& cost, const DrafterArgs& args, int gamma,
+                         std::shared_ptr<const costmodel::StepModel>* hold);
 
 // "controller" | "scan" | "fixed" -> planner::BudgetMode (as an int, to keep this header light);
 // errors name `mode`.
@@ -211,7 +194,6 @@ void BindPlanner(py::module_& m);
 void BindBatch(py::module_& m);
 void BindLayouts(py::module_& m);
 void BindMerge(py::module_& m);
-void BindBench(py::module_& m);
 void BindAcceptance(py::module_& m);
 
 }  // namespace specplan::python

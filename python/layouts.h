@@ -1,5 +1,6 @@
-// Engine layouts as Python dicts of NumPy arrays (planner/tree/engine_layouts.h), shared by
-// specplan.sglang_layout / ragged_layout and the plan results' layout outputs.
+// Engine layouts as Python records of NumPy arrays (specplan.SglangLayout, specplan.RaggedLayout;
+// planner/tree/engine_layouts.h), shared by specplan.sglang_layout / ragged_layout and the plan
+// results' layout outputs.
 #ifndef SPECPLAN_PYTHON_LAYOUTS_H_
 #define SPECPLAN_PYTHON_LAYOUTS_H_
 
@@ -17,19 +18,22 @@ namespace specplan::python {
 // name tree_mask_mode.
 planner::SglangTreeMaskMode ParseTreeMaskMode(py::handle mode);
 
-// The dicts of arrays for a computed layout; the arrays take over the layout's vectors (no copy).
-py::dict SglangDict(planner::SglangLayout&& layout);
-py::dict RaggedDict(planner::BatchLayout&& layout);
+// The records of arrays for a computed layout; the arrays take over the layout's vectors (no copy).
+py::object SglangRecord(planner::SglangLayout&& layout);
+py::object RaggedRecord(planner::BatchLayout&& layout);
 // The same as views of a layout that `owner` keeps alive (no copy, no move).
-py::dict SglangViews(const planner::SglangLayout& layout, py::handle owner);
-py::dict RaggedViews(const planner::BatchLayout& layout, py::handle owner);
+py::object SglangViews(const planner::SglangLayout& layout, py::handle owner);
+py::object RaggedViews(const planner::BatchLayout& layout, py::handle owner);
 
-// Computes the layout (GIL released) and returns its dict; errors raise (field and value named).
-py::dict SglangLayoutDict(absl::Span<const planner::Tree> trees,
-                          absl::Span<const int64_t> context_lens, py::handle tree_mask_mode,
-                          int draft_token_num, int64_t pad_token);
-py::dict RaggedLayoutDict(absl::Span<const planner::Tree> trees,
-                          absl::Span<const int64_t> context_lens);
+// Registers specplan.SglangLayout and specplan.RaggedLayout (before anything returns them).
+void BindLayoutRecords(py::module_& m);
+
+// Computes the layout (GIL released) and returns its record; errors raise (field and value named).
+py::object SglangLayoutRecord(absl::Span<const planner::Tree> trees,
+                              absl::Span<const int64_t> context_lens, py::handle tree_mask_mode,
+                              int draft_token_num, int64_t pad_token);
+py::object RaggedLayoutRecord(absl::Span<const planner::Tree> trees,
+                              absl::Span<const int64_t> context_lens);
 
 }  // namespace specplan::python
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the built Python package `specplan` (target specplan_python, build/python/specplan/)
 # with `cmake --install --component python`, so that `python3 -c "import specplan"` works, and
-# prints the import check. Debian's layout: <prefix>/lib/python3.X/dist-packages/specplan
+# prints the import check. The package carries its stubs, py.typed and the bundled profiles
+# (specplan/calib/), so it does not need the checkout it was built in. Debian's layout: <prefix>/lib/python3.X/dist-packages/specplan
 # (/usr/local/lib/python3.11/dist-packages is on Debian python3's sys.path).
 # When the `python3` on PATH is another interpreter of the same major.minor as the one the module
 # was built for (pyenv's 3.11.7 beside Debian's 3.11.2: same ABI), a specplan.pth in its
@@ -54,7 +55,7 @@ fi
 cd /
 for interp in "$built_for" python3; do
   command -v "$interp" >/dev/null || continue
-  if out="$("$interp" -c 'import specplan; c = specplan.Cost(gpu="h100", model="qwen3-8b"); print("import specplan", specplan.__version__, "from", specplan.__file__, "|", c.profile_id, "T(1, 64, 1024) = %.3f ms" % (c.verify_seconds(64, 1024) * 1e3))' 2>&1)"; then
+  if out="$("$interp" -c 'import specplan; c = specplan.Cost(gpu="h100", model="qwen3-8b"); print("import specplan", specplan.__version__, "from", specplan.__file__, "| profiles from", specplan.default_calib_dir(), "|", c.profile_id, "T(1, 64, 1024) = %.3f ms" % (c.verify_seconds(64, 1024) * 1e3))' 2>&1)"; then
     echo "$interp: $out"
   else
     echo "$interp: import specplan FAILED: $out" >&2

@@ -9,7 +9,7 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   python3-grpcio python3-grpc-tools
   libtorch-dev libsentencepiece-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest python3-torch
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-torch mypy
   mkdocs graphviz
   "$@"
 )

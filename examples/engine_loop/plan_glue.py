@@ -76,7 +76,7 @@ class SpecplanPlanner:
         d = self.gate.decide_batch(self.cost, np.asarray(contexts, dtype=np.int64), min_depth=1,
                                    max_depth=self.gamma, draft_level_s=self.fixed_level_s)
         self.call_s = time.perf_counter() - t0
-        return int(d["depth"])
+        return int(d.depth)
 
     def observe_draft_level(self, seconds):
         """Measured seconds of one request's share of a draft level."""
@@ -99,11 +99,11 @@ class SpecplanPlanner:
         lay = bp.layout
         self.call_s += time.perf_counter() - t0  # the module's calls alone, without this glue
         self.last = bp
-        D = int(lay["draft_token_num"])
-        draft_tokens = lay["draft_tokens"].reshape(B, D)
-        positions = lay["positions"].reshape(B, D)
-        mask = lay["tree_mask"].reshape(B, D, D)
-        nxt, sib = lay["retrive_next_token"], lay["retrive_next_sibling"]
+        D = int(lay.draft_token_num)
+        draft_tokens = lay.draft_tokens.reshape(B, D)
+        positions = lay.positions.reshape(B, D)
+        mask = lay.tree_mask.reshape(B, D, D)
+        nxt, sib = lay.retrive_next_token, lay.retrive_next_sibling
         n, ea, depths, off = bp.n, bp.expected_accepted, bp.depths, bp.offsets
         out = []
         for b in range(B):

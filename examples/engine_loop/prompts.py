@@ -37,7 +37,7 @@ def encode_texts(texts, tokenizer_model, tokenizer_bin):
 def load_requests(path, vocab, max_new_tokens, tokenizer_model, tokenizer_bin, max_prompts=0):
     """Requests from a JSONL file: {"ids": [...]} or {"text": "..."} per line, optionally with
     "max_new_tokens" (else the default). Returns [(ids, max_new_tokens)]."""
-    rows = []
+    rows: list = []  # [ids or None, text or None, max_new_tokens]
     with open(path) as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():

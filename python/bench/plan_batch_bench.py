@@ -7,9 +7,11 @@ the batch) with outputs. Three timings per mode, all medians of many single call
 
   python  specplan.plan_batch_arrays(..., layout="ragged"): arrays in, the plan and the ragged
           layout (positions, packed masks, retrieve matrices) out, timed with timeit from Python;
-  cpp     specplan._specplan._bench_plan_batch_cpp(outputs="ragged"): BatchPlanner::Plan +
-          ComputeBatchLayout timed in a C++ loop (steady_clock around each call; one planner, plan
-          and layout reused, as an engine linking the library would), no Python in between;
+  cpp     _specplan_bench.plan_batch_cpp(outputs="ragged") (python/bench/bind_bench.cc, a
+          test-only extension built into build/python_bench/, not part of the package):
+          BatchPlanner::Plan + ComputeBatchLayout timed in a C++ loop (steady_clock around each
+          call; one planner, plan and layout reused, as an engine linking the library would), no
+          Python in between; the same arrays read by the same reader, the same cycle;
   gbench  build/microbench/batch_plan_bench's BM_PlanBatch<Mode>/B/N (Plan + ComputeTreeOutputs per
           request, Google Benchmark's mean of its own iterations), when the binary exists.
 
@@ -21,6 +23,7 @@ specplan.Marginals objects) and the Python call plus reading every output (layou
 
   PYTHONPATH=build/python /usr/bin/python3 python/bench/plan_batch_bench.py [--b 64] [--n 4096]
       [--modes fixed,scan,controller] [--rounds 300] [--per-round 5] [--check 1.15] [--json FILE]
+      [--build-dir build]
 """
 
 import argparse
@@ -35,9 +38,23 @@ import tempfile
 import timeit
 
 import specplan
-from specplan import _specplan
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def bench_module(build_dir):
+    """The test-only timing module from build_dir/python_bench (never installed)."""
+    where = pathlib.Path(build_dir) / "python_bench"
+    sys.path.insert(0, str(where))
+    try:
+        import _specplan_bench
+    except ImportError as e:
+        sys.exit(f"cannot import _specplan_bench from {where} ({e}): build the target "
+                 "_specplan_bench (flock /tmp/specplan-build.lock cmake --build build --target "
+                 "_specplan_bench)")
+    finally:
+        sys.path.remove(str(where))
+    return _specplan_bench
 
 
 def cpu_name():
@@ -75,9 +92,12 @@ def main():
     ap.add_argument("--check", type=float, default=0.0,
                     help="exit 1 when a python / cpp ratio exceeds this (0: report only)")
     ap.add_argument("--json", default="", help="also write the figures to this file")
+    ap.add_argument("--build-dir", default=str(ROOT / "build"),
+                    help="where python_bench/_specplan_bench*.so was built")
     a = ap.parse_args()
 
-    w = _specplan._bench_batch(a.b)
+    bench = bench_module(a.build_dir)
+    w = bench.bench_batch(a.b)
     with tempfile.TemporaryDirectory() as empty:  # no profiles: the bare roofline, as the C++ bench
         cost = specplan.Cost(gpu="h100", model="qwen3-8b", calib_dir=empty)
     assert cost.kind == "roofline" and cost.profile_id == ""
@@ -109,8 +129,8 @@ def main():
             f()
         cpp, py, lst, full, per_round = [], [], [], [], []
         for r in range(a.rounds):
-            c = list(_specplan._bench_plan_batch_cpp(*args, mode=mode, outputs="ragged",
-                                                     repeats=a.per_round, **kw))
+            c = list(bench.plan_batch_cpp(*args, mode=mode, outputs="ragged",
+                                          repeats=a.per_round, **kw))
             p = timeit.repeat(call, number=1, repeat=a.per_round)
             cpp += c
             py += p

@@ -105,16 +105,17 @@ def test_gate_drafts_when_it_pays_and_stops_when_not(cost):
     gate = specplan.SpeculationGate(prior_alpha=0.9, prior_weight=10)
     gate.observe_draft_level(0.0002)
     d = gate.decide(cost, 1024, max_depth=6)
-    assert d["depth"] >= 1 and not d["probe"] and d["tokens_per_s"] > d["ar_tokens_per_s"]
+    assert d.depth >= 1 and not d.probe and d.tokens_per_s > d.ar_tokens_per_s
     # R(0) = 1 / T(1, c)
-    assert d["ar_tokens_per_s"] == pytest.approx(1 / cost.verify_seconds(1, 1024), rel=1e-9)
+    assert d.ar_tokens_per_s == pytest.approx(1 / cost.verify_seconds(1, 1024), rel=1e-9)
     # a drafter that is never accepted and costs a whole pass per level: plain decoding
     slow = specplan.SpeculationGate(prior_alpha=0.01, prior_weight=100, probe_interval=1000)
     slow.observe_draft_level(0.05)
-    assert slow.decide(cost, 1024, max_depth=6)["depth"] == 0
-    assert slow.stats == {"decisions": 1, "undrafted": 1, "probes": 0}
+    assert slow.decide(cost, 1024, max_depth=6).depth == 0
+    assert slow.stats.to_dict() == {"decisions": 1, "undrafted": 1, "probes": 0}
+    assert isinstance(slow.stats, specplan.GateStats) and slow.stats.undrafted == 1
     batch = gate.decide_batch(cost, np.array([1024, 2048, 64]), min_depth=1, max_depth=6)
-    assert batch["ar_tokens_per_s"] == pytest.approx(
+    assert batch.ar_tokens_per_s == pytest.approx(
         3 / cost.verify_batch_seconds([1, 1, 1], [1024, 2048, 64]), rel=1e-9)
     gate.observe(specplan.accept_greedy(([1, 2], [-1, 0]), [2, 5]))
     gate.observe(2, 4, 1)
@@ -124,7 +125,7 @@ def test_gate_drafts_when_it_pays_and_stops_when_not(cost):
 
 def test_gate_probes_before_any_timing(cost):
     d = specplan.SpeculationGate(probe_depth=2).decide(cost, 100, max_depth=8)
-    assert d["probe"] and d["depth"] == 2
+    assert d.probe and d.depth == 2
 
 
 @pytest.mark.parametrize("kwargs,words", [
@@ -194,9 +195,9 @@ def test_gate_probe_cost_spaces_probes(cost):
                                     max_probe_interval=1000, probe_budget=0.01)
     gate.observe_draft_level(0.05)
     decisions = [gate.decide(cost, 1024, max_depth=4) for _ in range(3)]
-    assert any(d["probe"] for d in decisions)
+    assert any(d.probe for d in decisions)
     gate.observe_probe_seconds(1.0)  # a probe that cost a second: the next one waits
-    probes = sum(gate.decide(cost, 1024, max_depth=4)["probe"] for _ in range(50))
+    probes = sum(gate.decide(cost, 1024, max_depth=4).probe for _ in range(50))
     assert probes == 0
 
 
@@ -205,36 +206,36 @@ def test_accept_greedy_batch_is_accept_greedy_per_request(roofline):
     trees = [random_tree(rng, int(rng.integers(1, 12)), vocab=3) for _ in range(6)]
     argmax = [rng.integers(0, 3, size=len(t[0])).astype(np.int32) for t in trees]
     out = specplan.accept_greedy_batch(trees, np.concatenate(argmax))
-    off = out["offsets"]
+    off = out.offsets
     for i, (t, a) in enumerate(zip(trees, argmax)):
         r = specplan.accept_greedy(t, a)
-        assert out["accepted_length"][i] == r.accepted_length
-        assert out["bonus_token"][i] == r.bonus_token
-        assert out["accepted_nodes"][off[i]:off[i + 1]].tolist() == r.accepted_nodes.tolist()
-        assert out["emitted"][off[i]:off[i + 1]].tolist() == r.emitted.tolist()
+        assert out.accepted_length[i] == r.accepted_length
+        assert out.bonus_token[i] == r.bonus_token
+        assert out.accepted_nodes[off[i]:off[i + 1]].tolist() == r.accepted_nodes.tolist()
+        assert out.emitted[off[i]:off[i + 1]].tolist() == r.emitted.tolist()
     # SGLang's padded slots: request b's node i at row b * D + i
     d = max(len(t[0]) for t in trees)
     padded = np.full((len(trees), d), 99, np.int64)
     for i, a in enumerate(argmax):
         padded[i, :len(a)] = a
     again = specplan.accept_greedy_batch(trees, padded.ravel(), draft_token_num=d)
-    assert again["accepted_length"].tolist() == out["accepted_length"].tolist()
-    assert again["emitted"].tolist() == out["emitted"].tolist()
+    assert again.accepted_length.tolist() == out.accepted_length.tolist()
+    assert again.emitted.tolist() == out.emitted.tolist()
 
 
 def test_accept_greedy_batch_on_a_batch_plan(marginals, roofline):
     bp = specplan.plan_batch([(marginals, 100), (marginals, 3000)], roofline, n_max=40,
                              mode="fixed", layout="ragged")
-    argmax = np.zeros(bp.layout["total_tokens"], np.int32)
+    argmax = np.zeros(bp.layout.total_tokens, np.int32)
     # request 1's target agrees with its first two draft levels along node 1
-    cu = bp.layout["cu_seqlens"]
+    cu = bp.layout.cu_seqlens
     t1, p1 = bp.tree(1)
     argmax[cu[1]] = t1[1]
     child = [j for j in range(len(t1)) if p1[j] == 1][0]
     argmax[cu[1] + 1] = t1[child]
     out = specplan.accept_greedy_batch(bp, argmax)
-    assert out["accepted_length"].tolist()[1] == 2
-    assert out["emitted"][out["offsets"][1]:out["offsets"][2]].tolist() == [t1[1], t1[child], 0]
+    assert out.accepted_length.tolist()[1] == 2
+    assert out.emitted[out.offsets[1]:out.offsets[2]].tolist() == [t1[1], t1[child], 0]
 
 
 @pytest.mark.parametrize("args,exc,words", [
@@ -250,3 +251,19 @@ def test_accept_greedy_batch_errors(args, exc, words):
         specplan.accept_greedy_batch(*args)
     for w in words:
         assert w in str(e.value), str(e.value)
+
+
+def test_gate_prices_the_engines_host_work_when_given_the_costs_host():
+    cost = specplan.Cost(gpu="h100", model="llama-3.1-8b", engine="vllm")
+    h = cost.host
+    assert h is not None and h.step_s > 0
+    t1 = cost.verify_seconds(1, 1024)
+    bare = specplan.SpeculationGate().decide(cost, 1024, max_depth=4, draft_level_s=1e-3)
+    hosted = specplan.SpeculationGate(host=h).decide(cost, 1024, max_depth=4, draft_level_s=1e-3)
+    assert bare.ar_tokens_per_s == pytest.approx(1 / t1)
+    host_s = h.step_s + h.per_sequence_s + h.sample_call_s + h.verify_per_token_s
+    assert hosted.ar_tokens_per_s == pytest.approx(1 / (t1 + host_s))
+    with pytest.raises(ValueError, match="gate.host.step_s"):
+        bad = type("Host", (), {"step_s": -1.0, "per_sequence_s": 0.0, "sample_call_s": 0.0,
+                                "verify_per_token_s": 0.0})()
+        specplan.SpeculationGate(host=bad)

@@ -48,12 +48,17 @@ def test_estimate_matches_cli(cli, engine, s, c, b):
         args += ["--engine", engine]
     want = cli(*args)
     got = specplan.estimate(s, c, b, gpu="h100", model="qwen3-8b", engine=engine, t_draft_ms=0.5)
+    assert isinstance(got, specplan.Estimate) and isinstance(got.cycle, specplan.CycleBreakdown)
     for key in ("predicted_s", "per_sequence_s", "per_token_s"):
-        assert got[key] == pytest.approx(want[key], rel=1e-12), key
+        assert getattr(got, key) == pytest.approx(want[key], rel=1e-12), key
     for key in ("latency_model", "profile", "engine", "engine_version", "model", "gpu", "tp"):
-        assert got[key] == want[key], key
+        assert getattr(got, key) == want[key], key
     for key in ("draft_s", "verify_s", "cycle_s", "aux_s"):
-        assert got["cycle"][key] == pytest.approx(want["cycle"][key], rel=1e-12), key
+        assert getattr(got.cycle, key) == pytest.approx(want["cycle"][key], rel=1e-12), key
+    # the dict form carries the same keys as the CLI's JSON
+    as_dict = got.to_dict()
+    assert set(as_dict) <= set(want) and set(as_dict["cycle"]) <= set(want["cycle"])
+    assert as_dict["cycle"]["cycle_s"] == got.cycle.cycle_s
 
 
 def test_verify_seconds_forms_agree(cost):
@@ -121,10 +126,11 @@ def test_verify_batch_seconds_dtype_error(cost):
 def test_list_profiles_covers_the_bundled_files():
     files = sorted(glob.glob(str(SOURCE_DIR / "calib" / "**" / "*.json"), recursive=True))
     listed = specplan.list_profiles(str(SOURCE_DIR / "calib"))
-    assert [p["path"] for p in listed] == files
-    ids = {p["id"] for p in listed}
+    assert [p.path for p in listed] == files
+    assert all(isinstance(p, specplan.ProfileInfo) for p in listed)
+    ids = {p.id for p in listed}
     assert "h100-sxm/qwen3-8b-bf16@sglang" in ids and "h100-sxm/qwen3-8b-bf16" in ids
-    assert {p["engine"] for p in listed} == {"sglang", "vllm", "trtllm", "specplan"}
+    assert {p.engine for p in listed} == {"sglang", "vllm", "trtllm", "specplan"}
     with pytest.raises(specplan.NotFoundError, match="calib_dir /no/such"):
         specplan.list_profiles("/no/such")
 

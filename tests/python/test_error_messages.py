@@ -33,14 +33,14 @@ def test_sglang_layout_defaults_take_a_127_node_plan():
     plan = specplan.plan_tree(m, n_max=127, mode="fixed")
     assert plan.n == 127
     lay = plan.sglang_layout()
-    assert lay["draft_token_num"] == 128
-    assert lay["tree_mask_mode"] == "QLEN_ONLY"
-    assert lay["tree_mask"].shape == (128 * 128,)
+    assert lay.draft_token_num == 128
+    assert lay.tree_mask_mode == "QLEN_ONLY"
+    assert lay.tree_mask.shape == (128 * 128,)
     lay = specplan.sglang_layout([plan], [0])
-    assert lay["tree_mask_mode"] == "QLEN_ONLY"
+    assert lay.tree_mask_mode == "QLEN_ONLY"
     # A tree that fits 32 slots keeps the bit-packed default.
     small = specplan.plan_tree(m, n_max=20, mode="fixed")
-    assert small.sglang_layout()["tree_mask_mode"] == "QLEN_ONLY_BITPACKING"
+    assert small.sglang_layout().tree_mask_mode == "QLEN_ONLY_BITPACKING"
     # Asked for explicitly, bit packing still refuses D > 32, naming it.
     with pytest.raises(specplan.InvalidArgumentError, match="QLEN_ONLY_BITPACKING"):
         plan.sglang_layout(tree_mask_mode="QLEN_ONLY_BITPACKING")

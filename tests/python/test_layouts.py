@@ -16,33 +16,35 @@ TREE = ([50, 51, 52, 53, 54], [-1, 0, 0, 1, 1])
 def test_sglang_hand_worked_bitpacking():
     lay = specplan.sglang_layout([TREE, ([70], [-1])], [3, 2], 5, "QLEN_ONLY_BITPACKING",
                                  pad_token=-7)
-    assert lay["draft_token_num"] == 5 and lay["tree_mask_mode"] == "QLEN_ONLY_BITPACKING"
-    assert lay["draft_tokens"].tolist() == [50, 51, 52, 53, 54, 70, -7, -7, -7, -7]
-    assert lay["positions"].tolist() == [3, 4, 4, 5, 5, 2, 2, 2, 2, 2]
-    assert lay["retrive_index"].tolist() == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
-    assert lay["retrive_next_token"].tolist() == [[1, 3, -1, -1, -1], [-1] * 5]
-    assert lay["retrive_next_sibling"].tolist() == [[-1, 2, -1, 4, -1], [-1] * 5]
-    assert lay["tree_mask"].dtype == np.uint8
-    assert lay["tree_mask"].tolist() == [0b1, 0b11, 0b101, 0b1011, 0b10011,
+    assert isinstance(lay, specplan.SglangLayout)
+    assert lay.draft_token_num == 5 and lay.tree_mask_mode == "QLEN_ONLY_BITPACKING"
+    assert lay.to_dict()["draft_tokens"] is lay.draft_tokens
+    assert lay.draft_tokens.tolist() == [50, 51, 52, 53, 54, 70, -7, -7, -7, -7]
+    assert lay.positions.tolist() == [3, 4, 4, 5, 5, 2, 2, 2, 2, 2]
+    assert lay.retrive_index.tolist() == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+    assert lay.retrive_next_token.tolist() == [[1, 3, -1, -1, -1], [-1] * 5]
+    assert lay.retrive_next_sibling.tolist() == [[-1, 2, -1, 4, -1], [-1] * 5]
+    assert lay.tree_mask.dtype == np.uint8
+    assert lay.tree_mask.tolist() == [0b1, 0b11, 0b101, 0b1011, 0b10011,
                                          0b1, 0b10, 0b100, 0b1000, 0b10000]
     for k in ("draft_tokens", "positions", "retrive_index", "retrive_next_token",
               "retrive_next_sibling"):
-        assert lay[k].dtype == np.int64, k
+        assert getattr(lay, k).dtype == np.int64, k
 
 
 def test_sglang_hand_worked_dense_modes():
     q = specplan.sglang_layout([TREE, ([70], [-1])], [3, 2], tree_mask_mode="QLEN_ONLY")
-    rows = q["tree_mask"].reshape(2, 5, 5)[0]
-    assert q["tree_mask"].dtype == np.bool_
+    rows = q.tree_mask.reshape(2, 5, 5)[0]
+    assert q.tree_mask.dtype == np.bool_
     assert ["".join(str(int(x)) for x in r) for r in rows] == [
         "10000", "11000", "10100", "11010", "11001"]
     f = specplan.sglang_layout([TREE, ([70], [-1])], [3, 2], tree_mask_mode=0)
-    assert f["tree_mask_mode"] == "FULL_MASK"
-    assert f["tree_mask"].size == 5 * (3 + 5) + 5 * (2 + 5)
-    block = f["tree_mask"][:40].reshape(5, 8)
+    assert f.tree_mask_mode == "FULL_MASK"
+    assert f.tree_mask.size == 5 * (3 + 5) + 5 * (2 + 5)
+    block = f.tree_mask[:40].reshape(5, 8)
     assert ["".join(str(int(x)) for x in r) for r in block] == [
         "11110000", "11111000", "11110100", "11111010", "11111001"]
-    assert f["tree_mask_offsets"].tolist() == [0, 40, 75]
+    assert f.tree_mask_offsets.tolist() == [0, 40, 75]
 
 
 def _reference_sglang(trees, ctx, d):
@@ -85,10 +87,10 @@ def test_sglang_random_against_reference():
         d = max(len(t[0]) for t in trees) + int(rng.integers(0, 3))
         lay = specplan.sglang_layout(trees, ctx, d if d <= 32 else None)
         nxt, sib, pos, packed = _reference_sglang(trees, ctx.tolist(), d)
-        assert (lay["retrive_next_token"] == nxt).all()
-        assert (lay["retrive_next_sibling"] == sib).all()
-        assert (lay["positions"].reshape(b, d) == pos).all()
-        assert (lay["tree_mask"].astype(np.int64).reshape(b, d) == packed).all()
+        assert (lay.retrive_next_token == nxt).all()
+        assert (lay.retrive_next_sibling == sib).all()
+        assert (lay.positions.reshape(b, d) == pos).all()
+        assert (lay.tree_mask.astype(np.int64).reshape(b, d) == packed).all()
 
 
 def test_sglang_matches_cli(cli, tmp_path):
@@ -101,23 +103,25 @@ def test_sglang_matches_cli(cli, tmp_path):
         plan = specplan.plan_tree(specplan.Marginals.load(str(small)), c=2, n_max=4, mode="fixed")
         got = plan.sglang_layout(tree_mask_mode=mode)
         for k, v in want.items():
-            g = got[k]
+            g = getattr(got, k)
             assert (g.astype(np.int64).tolist() if isinstance(g, np.ndarray) else g) == v, (mode, k)
 
 
 def test_ragged_hand_worked_batch_of_three():
     lay = specplan.ragged_layout([TREE, ([70], [-1]), ([1, 2, 3], [-1, 0, 1])], [10, 7, 0])
-    assert lay["batch_size"] == 3 and lay["total_tokens"] == 9
-    assert lay["cu_seqlens"].tolist() == [0, 5, 6, 9]
-    assert lay["positions"].tolist() == [10, 11, 11, 12, 12, 7, 0, 1, 2]
-    assert lay["mask_packed"].tolist() == [0b1, 0b11, 0b101, 0b1011, 0b10011, 0b1, 0b1, 0b11, 0b111]
-    assert lay["mask_offsets"].tolist() == [0, 5, 6, 9]
-    assert lay["retrieve"].tolist() == [0, 2, -1, 0, 1, 3, 0, 1, 4, 0, 0, 1, 2]
-    assert lay["retrieve_width"].tolist() == [3, 1, 3]
-    assert lay["retrieve_offsets"].tolist() == [0, 9, 10, 13]
-    assert lay["tokens"].tolist() == [50, 51, 52, 53, 54, 70, 1, 2, 3]
-    assert lay["parents"].tolist() == [-1, 0, 0, 1, 1, -1, -1, 0, 1]
-    assert lay["mask_packed"].dtype == np.uint64 and lay["cu_seqlens"].dtype == np.int32
+    assert isinstance(lay, specplan.RaggedLayout) and "RaggedLayout(batch_size=3" in repr(lay)
+    assert set(lay.to_dict()) == set(lay._fields)
+    assert lay.batch_size == 3 and lay.total_tokens == 9
+    assert lay.cu_seqlens.tolist() == [0, 5, 6, 9]
+    assert lay.positions.tolist() == [10, 11, 11, 12, 12, 7, 0, 1, 2]
+    assert lay.mask_packed.tolist() == [0b1, 0b11, 0b101, 0b1011, 0b10011, 0b1, 0b1, 0b11, 0b111]
+    assert lay.mask_offsets.tolist() == [0, 5, 6, 9]
+    assert lay.retrieve.tolist() == [0, 2, -1, 0, 1, 3, 0, 1, 4, 0, 0, 1, 2]
+    assert lay.retrieve_width.tolist() == [3, 1, 3]
+    assert lay.retrieve_offsets.tolist() == [0, 9, 10, 13]
+    assert lay.tokens.tolist() == [50, 51, 52, 53, 54, 70, 1, 2, 3]
+    assert lay.parents.tolist() == [-1, 0, 0, 1, 1, -1, -1, 0, 1]
+    assert lay.mask_packed.dtype == np.uint64 and lay.cu_seqlens.dtype == np.int32
 
 
 def test_tree_input_forms_agree(marginals):
@@ -127,12 +131,14 @@ def test_tree_input_forms_agree(marginals):
     want = specplan.ragged_layout([plan.tree], [5])
     for f in forms:
         got = specplan.ragged_layout([f], np.array([5], np.int32))
-        assert all((got[k] == want[k]).all() for k in want if isinstance(want[k], np.ndarray))
+        assert got == want  # field by field, arrays by value
+        assert all((getattr(got, k) == getattr(want, k)).all() for k in want._fields
+                   if isinstance(getattr(want, k), np.ndarray))
 
 
 def test_empty_batch():
     lay = specplan.ragged_layout([], [])
-    assert lay["cu_seqlens"].tolist() == [0] and lay["total_tokens"] == 0
+    assert lay.cu_seqlens.tolist() == [0] and lay.total_tokens == 0
 
 
 @pytest.mark.parametrize("trees,ctx,kwargs,exc,words", [
@@ -177,4 +183,4 @@ def test_ragged_errors():
 def test_enum_like_mode():
     class Mode:
         name = "QLEN_ONLY"
-    assert specplan.sglang_layout([TREE], [0], tree_mask_mode=Mode())["tree_mask_mode"] == "QLEN_ONLY"
+    assert specplan.sglang_layout([TREE], [0], tree_mask_mode=Mode()).tree_mask_mode == "QLEN_ONLY"

@@ -100,8 +100,8 @@ def test_result_arrays(roofline):
     assert bp.expected_accepted.shape == (8,) and bp.price.shape == (8,)
     assert bp.c.tolist() == [r.c for r in _requests()]
     curve = bp.curve
-    assert curve["n"].size == 2049
-    assert (curve["weighted_accepted"] / curve["cycle_s"]).argmax() == bp.n_total  # weight 2 on one
+    assert isinstance(curve, specplan.BatchCurve) and curve.n.size == 2049
+    assert (curve.weighted_accepted / curve.cycle_s).argmax() == bp.n_total  # weight 2 on one
     assert bp.layout is None
 
 
@@ -123,13 +123,15 @@ def test_layout_in_the_same_call(roofline, layout):
     want = (specplan.ragged_layout(bp.trees, ctx) if layout == "ragged" else
             specplan.sglang_layout(bp.trees, ctx, 32, "QLEN_ONLY", pad_token=-1))
     got = bp.layout
-    assert np.shares_memory(got["positions"], bp.layout["positions"])  # views of the result
-    assert set(got) == set(want)
-    for k in want:
-        if isinstance(want[k], np.ndarray):
-            assert got[k].dtype == want[k].dtype and (got[k] == want[k]).all(), k
+    assert type(got) is type(want)
+    assert np.shares_memory(got.positions, bp.layout.positions)  # views of the result
+    assert got._fields == want._fields and got == want
+    for k, w in want.to_dict().items():
+        if isinstance(w, np.ndarray):
+            g = getattr(got, k)
+            assert g.dtype == w.dtype and (g == w).all(), k
         else:
-            assert got[k] == want[k], k
+            assert getattr(got, k) == w, k
 
 
 def test_request_forms_agree(cost, marginals):

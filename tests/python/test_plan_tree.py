@@ -62,8 +62,8 @@ def test_plan_tree_matches_cli(cli, marginals, mode_args, kwargs, engine):
         assert [p["speedup"] for p in got["curve"]] == pytest.approx(
             [p["speedup"] for p in want["curve"]], rel=1e-12)
         curve = plan.curve
-        assert (curve["n"] == np.arange(len(want["curve"]))).all()
-        assert curve["speedup"][plan.n] == pytest.approx(plan.speedup)
+        assert (curve.n == np.arange(len(want["curve"]))).all()
+        assert curve.speedup[plan.n] == pytest.approx(plan.speedup)
     _check_outputs(plan)
 
 
@@ -84,7 +84,7 @@ def test_fixed_without_cost_and_dict_marginals(marginals):
     a = specplan.plan_tree(d, c=7, n_max=30, mode="fixed")
     b = specplan.plan_tree(marginals, None, 7, n_max=30, mode="fixed")
     assert a.n == 30 and (a.tokens == b.tokens).all() and (a.parents == b.parents).all()
-    assert a.cycle_s is None and a.speedup is None and a.curve["n"].size == 0
+    assert a.cycle_s is None and a.speedup is None and a.curve.n.size == 0
     _check_outputs(a)
 
 

@@ -13,10 +13,11 @@ STEP_KEYS = ("verify_s", "draft_s", "sample_s", "host_s", "step_s")
 
 
 def _same_step(got, want):
+    assert isinstance(got, specplan.StepBreakdown)
     for key in STEP_KEYS:
-        assert got[key] == pytest.approx(want[key], rel=1e-12), key
-    assert got["draft_forwards"] == want["draft_forwards"]
-    assert got["draft_priced_by"] == want["draft_priced_by"]
+        assert getattr(got, key) == pytest.approx(want[key], rel=1e-12), key
+    assert got.draft_forwards == want["draft_forwards"]
+    assert got.draft_priced_by == want["draft_priced_by"]
 
 
 @pytest.mark.parametrize("flags,kwargs", [
@@ -35,28 +36,31 @@ def test_step_matches_cli(cli, flags, kwargs, s, c, b):
                *flags, "--json")
     cost = specplan.Cost(gpu="h100", model="qwen3-8b", **kwargs)
     _same_step(cost.step(b, s, c), want["step"])
-    assert cost.ar_step(b, c)["step_s"] == pytest.approx(want["ar_step_s"], rel=1e-12)
+    assert cost.ar_step(b, c).step_s == pytest.approx(want["ar_step_s"], rel=1e-12)
     assert cost.draft_priced_by == want["step"]["draft_priced_by"]
     assert cost.drafter == want["step"]["drafter"]
     # Cost.estimate and specplan.estimate carry the same step as the CLI's JSON.
     got = cost.estimate(s, c, b)
-    _same_step(got["step"], want["step"])
+    _same_step(got.step, want["step"])
     for key in ("drafter", "draft_steps", "topk"):
-        assert got["step"][key] == want["step"][key], key
-    assert got["step"]["host"] == pytest.approx(
+        assert getattr(got.step, key) == want["step"][key], key
+    assert isinstance(got.step.host, specplan.HostTime)
+    assert got.step.host.to_dict() == pytest.approx(
         {k: v for k, v in want["step"]["host"].items() if k != "provenance"} |
-        {"provenance": got["step"]["host"]["provenance"]})
-    assert got["ar_step_s"] == pytest.approx(want["ar_step_s"], rel=1e-12)
+        {"provenance": got.step.host.provenance})
+    assert got.ar_step_s == pytest.approx(want["ar_step_s"], rel=1e-12)
+    # the dict form is the CLI's JSON for the keys both carry
+    assert got.to_dict()["step"]["host"]["step_s"] == got.step.host.step_s
     one = specplan.estimate(s, c, b, gpu="h100", model="qwen3-8b", **kwargs)
-    _same_step(one["step"], want["step"])
+    _same_step(one.step, want["step"])
 
 
 def test_drafting_by_hand_matches_cli(cli):
     want = cli("estimate", "--model", "qwen3-8b", "--gpu", "h100", "--s", 4, "--c", 1024,
                "--t-net-ms", 2, "--json")
     got = specplan.estimate(4, 1024, gpu="h100", model="qwen3-8b", t_draft_ms=2)
-    _same_step(got["step"], want["step"])
-    assert got["step"]["draft_priced_by"] == "given"
+    _same_step(got.step, want["step"])
+    assert got.step.draft_priced_by == "given"
 
 
 def test_a_drafter_the_profile_cannot_price_is_priced_by_its_roofline(tmp_path):
@@ -65,19 +69,19 @@ def test_a_drafter_the_profile_cannot_price_is_priced_by_its_roofline(tmp_path):
     for cost in (specplan.Cost(gpu="h100", model="qwen3-8b", drafter="draft:qwen3-0.6b"),
                  specplan.Cost(gpu="h100", model="qwen3-8b", calib_dir=str(tmp_path))):
         assert cost.draft_priced_by == "roofline"
-        assert cost.step(1, 4, 256)["draft_s"] > 0
+        assert cost.step(1, 4, 256).draft_s > 0
     assert specplan.Cost(gpu="h100", model="qwen3-8b", drafter="ngram").draft_priced_by == \
         "host only"
 
 
 def test_host_time_and_repr():
     cost = specplan.Cost(gpu="h100", model="qwen3-8b", engine="vllm", host_step_ms=2)
-    assert cost.host["step_s"] == pytest.approx(2e-3)
-    assert cost.host["provenance"].startswith("given to specplan.Cost, over ")
+    assert cost.host.step_s == pytest.approx(2e-3)
+    assert cost.host.provenance.startswith("given to specplan.Cost, over ")
     assert "drafter=eagle3 (kernel tables)" in repr(cost)
     bare = specplan.Cost(gpu="h100", model="qwen3-8b", drafter="")
     assert bare.drafter == "" and bare.host is None and "drafter=None" in repr(bare)
-    assert "step" not in bare.estimate(4, 1024)
+    assert bare.estimate(4, 1024).step is None and "step" not in bare.estimate(4, 1024).to_dict()
 
 
 @pytest.mark.parametrize("flags,kwargs", [
