@@ -8,8 +8,8 @@ Deployment's args are flags the server has, its --listen / --metrics-port ports 
 named ports; startup, readiness and liveness probes call the gRPC health service on the grpc port
 (readiness for "specplan.v1.Planner"); the Service is headless and selects the pods; the calib
 volume is mounted at --calib-dir; the pod runs as non-root; the Dockerfile is multi-stage on
-Debian bookworm, runs as a non-root USER, and its CMD flags exist too. Prints one line per problem;
-exit status 1 if any.
+Debian bookworm (a FROM ${ARG} read as the ARG's default), runs as a non-root USER, and its CMD
+flags exist too. Prints one line per problem; exit status 1 if any.
 """
 import os
 import re
@@ -89,9 +89,14 @@ def main():
 
     with open(os.path.join(HERE, "Dockerfile")) as f:
         docker = f.read()
-    froms = re.findall(r"^FROM\s+(\S+)", docker, re.M)
+    # FROM ${BASE}: the base images are build arguments (scripts/container.sh passes an mmdebstrap
+    # bookworm root file system); their defaults must be bookworm images too.
+    arg_defaults = dict(re.findall(r"^ARG\s+(\w+)=(\S*)", docker, re.M))
+    froms = [re.sub(r"\$\{?(\w+)\}?", lambda m: arg_defaults.get(m.group(1), m.group(0)), f)
+             for f in re.findall(r"^FROM\s+(\S+)", docker, re.M)]
     check(len(froms) >= 2, "Dockerfile must be multi-stage")
-    check(all("bookworm" in f for f in froms), "Dockerfile stages must be Debian bookworm")
+    check(all("bookworm" in f for f in froms),
+          "Dockerfile stages must be Debian bookworm (FROM, ARG defaults resolved): %s" % froms)
     users = re.findall(r"^USER\s+(\S+)", docker, re.M)
     check(users and not users[-1].startswith(("root", "0:", "0")), "Dockerfile must end as non-root USER")
     cmd = re.search(r"^CMD\s+(\[.*?\])", docker, re.M | re.S)
