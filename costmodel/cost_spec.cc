@@ -243,8 +243,14 @@ absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& mode
                                                          const std::string& profile_path,
                                                          DType dtype, const std::string& kind,
                                                          int64_t tp) {
-  // CostSpec's fields in order: model, gpu, engine, profile_path, latency_model, dtype, tp.
-  return ResolveCost(CostSpec{model, gpu, "", profile_path, kind, dtype, tp});
+  CostSpec spec;
+  spec.model = model;
+  spec.gpu = gpu;
+  spec.profile_path = profile_path;
+  spec.latency_model = kind;
+  spec.dtype = dtype;
+  spec.tp = tp;
+  return ResolveCost(spec);
 }
 
 const std::vector<CostFieldName> kCostFlagNames = {
