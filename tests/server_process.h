@@ -16,10 +16,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/paths/test_paths.h"
+
 namespace specplan::test {
 
 inline std::string ServerBinary() {
-  return std::string(SPECPLAN_BINARY_DIR) + "/service/specplan-server";
+  return ::specplan::test_paths::BinaryDir() + "/service/specplan-server";
 }
 
 // A child process running `binary` with `args`; reads its first stdout line, "... listening on

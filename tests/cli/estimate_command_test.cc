@@ -11,6 +11,7 @@
 #include "costmodel/profile_json.h"
 #include "costmodel/roofline_latency.h"
 #include "run_command.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan {
 namespace {
@@ -70,7 +71,7 @@ TEST(EstimateCommand, BatchOfSequencesInOnePass) {
   auto r = RunSpecplan(base + " --b 4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
-  auto profile = costmodel::LoadProfile(std::string(SPECPLAN_SOURCE_DIR) +
+  auto profile = costmodel::LoadProfile(::specplan::test_paths::SourceDir() +
                                         "/calib/h100-sxm/qwen3-8b-bf16.json");
   ASSERT_TRUE(profile.ok()) << profile.status();
   auto model = costmodel::MakeLatencyModel(*profile);
@@ -320,12 +321,12 @@ TEST(LatencyModelFlag, PlanAndWhatIfTakeItAndNameItInErrors) {
       "--latency-model linear");
   EXPECT_NE(est.exit_code, 0);
   EXPECT_THAT(est.output, HasSubstr("--latency-model linear: no profile for a100-80g x qwen3-8b"));
-  auto plan = RunSpecplan("plan --marginals " + std::string(SPECPLAN_SOURCE_DIR) +
+  auto plan = RunSpecplan("plan --marginals " + ::specplan::test_paths::SourceDir() +
                           "/examples/marginals.json --model qwen3-8b --gpu a100 --c 0 --budget 8 "
                           "--engine specplan --latency-model per_term");
   EXPECT_NE(plan.exit_code, 0);
   EXPECT_THAT(plan.output, HasSubstr("--latency-model per_term: no profile"));
-  auto ok = RunSpecplan("plan --marginals " + std::string(SPECPLAN_SOURCE_DIR) +
+  auto ok = RunSpecplan("plan --marginals " + ::specplan::test_paths::SourceDir() +
                         "/examples/marginals.json --model qwen3-8b --gpu a100 --c 0 --budget 8 "
                         "--latency-model roofline --json");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
@@ -353,7 +354,7 @@ TEST(ShippedProfiles, A100Llama8bIsUsedAndNamesItsSource) {
 // The shipped measured profiles say where they were measured (calibrate records no provenance
 // string, so `profiles` reads it off the device, timer and pass mode).
 TEST(ProfilesCommand, MeasuredProfilesShowTheirDeviceAndTimer) {
-  const std::string dir = std::string(SPECPLAN_SOURCE_DIR) + "/calib";
+  const std::string dir = ::specplan::test_paths::SourceDir() + "/calib";
   auto r = RunSpecplan("profiles --dir " + dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("h100-sxm     qwen3-8b"));

@@ -16,13 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "tests/paths/test_paths.h"
 #include "tests/run_binary.h"
 
 namespace specplan::testing {
 
-inline std::string SpecplanBinary() { return std::string(SPECPLAN_BINARY_DIR) + "/cli/specplan"; }
+inline std::string SpecplanBinary() {
+  return ::specplan::test_paths::BinaryDir() + "/cli/specplan";
+}
 inline std::string SourcePath(const std::string& rel) {
-  return std::string(SPECPLAN_SOURCE_DIR) + "/" + rel;
+  return ::specplan::test_paths::SourceDir() + "/" + rel;
 }
 
 // `args` is appended to the binary path as shell words.

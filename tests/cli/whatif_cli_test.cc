@@ -10,6 +10,7 @@
 #include <string>
 
 #include "run_command.h"
+#include "tests/paths/test_paths.h"
 #include "tests/server_process.h"
 
 namespace specplan {
@@ -191,7 +192,7 @@ class WhatIfServer {
 
 TEST(WhatIfCommand, ServerOutputIsByteIdenticalToInProcess) {
   // The bundled profiles on both sides (the in-process CLI reads them by default).
-  WhatIfServer server(std::string(SPECPLAN_SOURCE_DIR) + "/calib");
+  WhatIfServer server(::specplan::test_paths::SourceDir() + "/calib");
   if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
   ASSERT_FALSE(server.address().empty());
   const std::string base = "whatif --trace " + kTrace + " --model qwen3-8b --gpu h100 ";

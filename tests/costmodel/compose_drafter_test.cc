@@ -17,6 +17,7 @@
 #include "costmodel/model_registry.h"
 #include "costmodel/profile_json.h"
 #include "costmodel/step/drafter_arch.h"
+#include "tests/paths/test_paths.h"
 #include "util/check.h"
 
 namespace specplan::costmodel {
@@ -26,7 +27,7 @@ using ::testing::HasSubstr;
 
 const EngineKernelTables& VllmH100() {
   static const EngineKernelTables* t = [] {
-    auto loaded = LoadEngineKernelTables(std::string(SPECPLAN_SOURCE_DIR) +
+    auto loaded = LoadEngineKernelTables(::specplan::test_paths::SourceDir() +
                                          "/data/kernels/h100_sxm/vllm-0.24.0");
     SPECPLAN_CHECK(loaded.ok(), "kernel tables");
     return new EngineKernelTables(*std::move(loaded));
@@ -328,8 +329,8 @@ TEST(ComposeProfileDrafters, BadDraftersJsonIsRefusedNamingTheField) {
 }
 
 TEST(ComposeProfileDrafters, BundledVllmH100LlamaHoldsTheComposedHeads) {
-  auto p =
-      LoadProfile(std::string(SPECPLAN_SOURCE_DIR) + "/calib/h100-sxm/llama-3.1-8b-bf16@vllm.json");
+  auto p = LoadProfile(::specplan::test_paths::SourceDir() +
+                       "/calib/h100-sxm/llama-3.1-8b-bf16@vllm.json");
   ASSERT_TRUE(p.ok()) << p.status();
   for (const char* name : {"eagle", "eagle3", "mtp"}) {
     SCOPED_TRACE(name);

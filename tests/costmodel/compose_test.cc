@@ -18,6 +18,7 @@
 #include "costmodel/roofline_latency.h"
 #include "costmodel/samples_file.h"
 #include "costmodel/table_latency.h"
+#include "tests/paths/test_paths.h"
 #include "util/file.h"
 
 namespace specplan::costmodel {
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 std::string KernelDir(const std::string& rel) {
-  return std::string(SPECPLAN_SOURCE_DIR) + "/data/kernels/" + rel;
+  return ::specplan::test_paths::SourceDir() + "/data/kernels/" + rel;
 }
 
 const EngineKernelTables& Tables(const std::string& rel) {
@@ -59,8 +60,8 @@ const char* kFolders[] = {
 // + LM head only, reproduces the public vLLM forward passes (GEMM + attention + LM head of vLLM
 // 0.19 kernels) within 5 % MAPE; the unmeasured terms then add a few per cent.
 TEST(Compose, VllmH100ReproducesThePublicForwardPasses) {
-  auto ref =
-      ReadSamplesFile(std::string(SPECPLAN_SOURCE_DIR) + "/tests/costmodel/data/h100-qwen3-8b.csv");
+  auto ref = ReadSamplesFile(::specplan::test_paths::SourceDir() +
+                             "/tests/costmodel/data/h100-qwen3-8b.csv");
   ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_EQ(ref->size(), 15u);
   const ComposedCost bare = Cost("h100_sxm/vllm-0.24.0", "qwen3-8b", /*unmeasured=*/false);
@@ -398,8 +399,8 @@ TEST(Compose, ShippedProfilesAreTheComposersOutput) {
     const EngineKernelTables& t = Tables(folder);
     for (const char* model : {"qwen3-8b", "qwen3-4b", "llama-3.1-8b"}) {
       const std::string path =
-          BundledProfilePath(std::string(SPECPLAN_SOURCE_DIR) + "/calib", gpu_of.at(t.gpu_folder),
-                             model, DType::kBFloat16, 1, t.engine);
+          BundledProfilePath(::specplan::test_paths::SourceDir() + "/calib",
+                             gpu_of.at(t.gpu_folder), model, DType::kBFloat16, 1, t.engine);
       auto shipped = LoadProfile(path);
       ASSERT_TRUE(shipped.ok()) << shipped.status();
       auto fresh = ComposeProfile(t, model, {});

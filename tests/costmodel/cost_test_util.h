@@ -14,6 +14,7 @@
 #include "costmodel/model_registry.h"
 #include "costmodel/model_spec.h"
 #include "costmodel/roofline_latency.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan::costmodel {
 
@@ -25,7 +26,7 @@ inline const ResolvedLatencyModel& H100Llama8bVllm() {
     spec.model = "llama-3.1-8b";
     spec.gpu = "h100";
     spec.engine = "vllm";
-    spec.calib_dir = std::string(SPECPLAN_SOURCE_DIR) + "/calib";
+    spec.calib_dir = ::specplan::test_paths::SourceDir() + "/calib";
     auto resolved = ResolveCost(spec);
     if (!resolved.ok()) std::abort();  // the bundled profile must load
     return new ResolvedLatencyModel(*std::move(resolved));

@@ -13,6 +13,7 @@
 #include "costmodel/profile_fit.h"
 #include "costmodel/profile_json.h"
 #include "costmodel/samples_file.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -21,7 +22,7 @@ class MeasuredSetsTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(MeasuredSetsTest, DefaultModelCrossValidatesWithinThreePercent) {
   const std::string model = GetParam();
-  auto samples = ReadSamplesFile(std::string(SPECPLAN_SOURCE_DIR) + "/calib/h100-sxm/" + model +
+  auto samples = ReadSamplesFile(::specplan::test_paths::SourceDir() + "/calib/h100-sxm/" + model +
                                  "-bf16.samples.csv");
   ASSERT_TRUE(samples.ok()) << samples.status();
   ASSERT_EQ(samples->size(), 112u);

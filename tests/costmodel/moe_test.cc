@@ -12,6 +12,7 @@
 #include "costmodel/model_spec.h"
 #include "costmodel/roofline.h"
 #include "tests/costmodel/cost_test_util.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -26,7 +27,7 @@ ModelSpec TinyMoe() {
 }
 
 std::string Fixture(const std::string& name) {
-  return std::string(SPECPLAN_SOURCE_DIR) + "/tests/costmodel/data/hf/" + name;
+  return ::specplan::test_paths::SourceDir() + "/tests/costmodel/data/hf/" + name;
 }
 
 TEST(Moe, DistinctExpertsUniformRouting) {

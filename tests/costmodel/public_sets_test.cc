@@ -10,6 +10,7 @@
 #include "costmodel/profile_fit.h"
 #include "costmodel/profile_json.h"
 #include "costmodel/samples_file.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -25,7 +26,7 @@ class PublicSetsTest : public ::testing::TestWithParam<PublicSet> {};
 TEST_P(PublicSetsTest, DefaultModelCrossValidatesWithinFivePercent) {
   const PublicSet& set = GetParam();
   auto samples =
-      ReadSamplesFile(std::string(SPECPLAN_SOURCE_DIR) + "/tests/costmodel/data/" + set.file);
+      ReadSamplesFile(::specplan::test_paths::SourceDir() + "/tests/costmodel/data/" + set.file);
   ASSERT_TRUE(samples.ok()) << samples.status();
   auto p = FitProfile(*LookupModel(set.model), *LookupGpu(set.gpu), *samples);
   ASSERT_TRUE(p.ok()) << p.status();

@@ -12,6 +12,7 @@
 #include "costmodel/gpu_spec.h"
 #include "costmodel/kernel_tables.h"
 #include "costmodel/model_registry.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -91,8 +92,8 @@ class ComposerTreeTest : public ::testing::Test {
     fs::remove_all(root_);
     dir_ = root_ / "h100_sxm" / "sglang-0.5.14";
     fs::create_directories(dir_);
-    const fs::path src =
-        fs::path(SPECPLAN_SOURCE_DIR) / "data" / "kernels" / "h100_sxm" / "sglang-0.5.14";
+    const fs::path src = fs::path(::specplan::test_paths::SourceDir()) / "data" / "kernels" /
+                         "h100_sxm" / "sglang-0.5.14";
     for (const char* f :
          {"gemm.csv", "context_attention.csv", "generation_attention.csv", "SOURCE.txt"}) {
       fs::copy_file(src / f, dir_ / f);

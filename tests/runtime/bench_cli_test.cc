@@ -20,13 +20,14 @@
 #include "costmodel/model_registry.h"
 #include "costmodel/profile.h"
 #include "costmodel/profile_json.h"
+#include "tests/paths/test_paths.h"
 #include "whatif/trace.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Bench() { return std::string(SPECPLAN_BINARY_DIR) + "/runtime/specplan-bench"; }
+std::string Bench() { return ::specplan::test_paths::BinaryDir() + "/runtime/specplan-bench"; }
 
 int RunShell(const std::string& cmd) { return std::system(cmd.c_str()); }
 
@@ -64,7 +65,7 @@ TEST(BenchCliTest, TinyPairJsonReport) {
 // The shipped family (models/): {"text": ...} prompts through its tokenizer, the draft-heads
 // strategies and merged with the heads' tree keep AR's tokens, and --print-text decodes them.
 TEST(BenchCliTest, TextPromptsWithTheShippedFamily) {
-  const fs::path bin_dir = SPECPLAN_BINARY_DIR;
+  const fs::path bin_dir = ::specplan::test_paths::BinaryDir();
   if (!fs::exists(bin_dir / "tokenizer" / "specplan-tokenizer")) {
     GTEST_SKIP() << "built without the tokenizer (SPECPLAN_WITH_TOKENIZER=OFF)";
   }
@@ -167,7 +168,7 @@ TEST(BenchCliTest, GpuPricesWithTheBundledProfileOfTheTarget) {
   const fs::path dir =
       fs::temp_directory_path() / ("specplan_bench_gpu_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const std::string target = std::string(SPECPLAN_SOURCE_DIR) + "/tests/runtime/data/hf/qwen3";
+  const std::string target = ::specplan::test_paths::SourceDir() + "/tests/runtime/data/hf/qwen3";
   auto model = specplan::costmodel::ResolveModel(target);
   auto gpu = specplan::costmodel::ResolveGpu("cpu");
   ASSERT_TRUE(model.ok() && gpu.ok());

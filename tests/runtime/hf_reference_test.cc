@@ -11,13 +11,14 @@
 #include "runtime/model_config.h"
 #include "runtime/model_loader.h"
 #include "runtime/safetensors.h"
+#include "tests/paths/test_paths.h"
 #include "tests/runtime/test_models.h"
 
 namespace specplan::runtime {
 namespace {
 
 std::string FixtureDir(const std::string& arch) {
-  return std::string(SPECPLAN_SOURCE_DIR) + "/tests/runtime/data/hf/" + arch;
+  return ::specplan::test_paths::SourceDir() + "/tests/runtime/data/hf/" + arch;
 }
 
 using testing::LoadReferenceLogits;

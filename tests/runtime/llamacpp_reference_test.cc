@@ -10,12 +10,13 @@
 
 #include "runtime/model_loader.h"
 #include "runtime/safetensors.h"
+#include "tests/paths/test_paths.h"
 #include "tests/runtime/test_models.h"
 
 namespace specplan::runtime {
 namespace {
 
-std::string DataDir() { return std::string(SPECPLAN_SOURCE_DIR) + "/tests/runtime/data"; }
+std::string DataDir() { return ::specplan::test_paths::SourceDir() + "/tests/runtime/data"; }
 
 using Golden = testing::ReferenceLogits;
 

@@ -13,15 +13,16 @@
 #include <vector>
 
 #include "runtime/safetensors.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan::runtime {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Tool() { return std::string(SPECPLAN_BINARY_DIR) + "/runtime/specplan-logits"; }
+std::string Tool() { return ::specplan::test_paths::BinaryDir() + "/runtime/specplan-logits"; }
 std::string FixtureDir(const std::string& arch) {
-  return std::string(SPECPLAN_SOURCE_DIR) + "/tests/runtime/data/hf/" + arch;
+  return ::specplan::test_paths::SourceDir() + "/tests/runtime/data/hf/" + arch;
 }
 
 int RunShell(const std::string& cmd) { return std::system(cmd.c_str()); }

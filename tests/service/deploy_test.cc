@@ -13,6 +13,7 @@
 #include <string>
 
 #include "service_test_util.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan::service {
 namespace {
@@ -34,7 +35,7 @@ std::string Shell(const std::string& command, int* status) {
   return out;
 }
 
-const char kServer[] = SPECPLAN_BINARY_DIR "/service/specplan-server";
+std::string Server() { return ::specplan::test_paths::BinaryDir() + "/service/specplan-server"; }
 
 TEST(Deploy, ManifestsAndDockerfileMatchTheServerFlags) {
   int status = 0;
@@ -42,11 +43,11 @@ TEST(Deploy, ManifestsAndDockerfileMatchTheServerFlags) {
   if (status != 0) GTEST_SKIP() << "/usr/bin/python3 with the yaml module (python3-yaml) needed";
   const fs::path dir = TempDir("deploy");
   const std::string help = (dir / "help.txt").string();
-  Shell(std::string(kServer) + " --help > " + help, &status);
+  Shell(Server() + " --help > " + help, &status);
   ASSERT_EQ(status, 0);
-  const std::string out =
-      Shell("/usr/bin/python3 " SPECPLAN_SOURCE_DIR "/deploy/check_manifests.py " + help + " 2>&1",
-            &status);
+  const std::string out = Shell("/usr/bin/python3 " + ::specplan::test_paths::SourceDir() +
+                                    "/deploy/check_manifests.py " + help + " 2>&1",
+                                &status);
   EXPECT_EQ(status, 0) << out;
   EXPECT_THAT(out, ::testing::HasSubstr("0 problems"));
 }
@@ -56,8 +57,9 @@ TEST(Deploy, ReplicasScriptStartsReportsAndStopsReplicas) {
   const std::string env = "RUN_DIR=" + (dir / "run").string() +
                           " BASE_PORT=" + std::to_string(52000 + getpid() % 5000) +
                           " METRICS_BASE=" + std::to_string(57100 + getpid() % 5000) +
-                          " SERVER=" + kServer + " ";
-  const std::string script = env + "bash " SPECPLAN_SOURCE_DIR "/scripts/replicas.sh ";
+                          " SERVER=" + Server() + " ";
+  const std::string script =
+      env + "bash " + ::specplan::test_paths::SourceDir() + "/scripts/replicas.sh ";
   int status = 0;
   std::string out = Shell(script + "2 2>&1", &status);
   ASSERT_EQ(status, 0) << out;

@@ -12,6 +12,7 @@
 
 #include "planner/marginals/marginals.h"
 #include "service_test_util.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan::service {
 namespace {
@@ -59,7 +60,8 @@ class LoadgenServer : public ::testing::Test {
     ASSERT_NE(server_, nullptr);
     base_.target = "127.0.0.1:" + std::to_string(server_->running->port);
     base_.warmup_per_client = 5;
-    auto m = planner::LoadMarginalsFile(SPECPLAN_SOURCE_DIR "/examples/marginals.json");
+    auto m = planner::LoadMarginalsFile(::specplan::test_paths::SourceDir() +
+                                        "/examples/marginals.json");
     ASSERT_TRUE(m.ok()) << m.status();
     ASSERT_EQ(m->gamma, 16);
     ASSERT_EQ(m->k, 8);
@@ -275,7 +277,7 @@ TEST(Loadgen, UnreachableServerIsAnError) {
 }
 
 TEST(LoadgenBinary, ReportsJsonAndRefusesRemoteTargets) {
-  const std::string bin = SPECPLAN_BINARY_DIR "/service/tools/specplan-loadgen";
+  const std::string bin = ::specplan::test_paths::BinaryDir() + "/service/tools/specplan-loadgen";
   ASSERT_TRUE(fs::exists(bin)) << bin << " not built (target specplan-loadgen)";
   const fs::path dir = TempDir("loadgen_bin");
   const std::string cmd = bin + " --start-server --profiles-dir " + (dir / "none").string() +

@@ -37,6 +37,7 @@
 #include "planner/tree/merge.h"
 #include "service/convert.h"
 #include "specplan/v1/planner.grpc.pb.h"
+#include "tests/paths/test_paths.h"
 #include "tests/planner/plan_test_util.h"
 #include "tests/server_process.h"
 #include "util/status_macros.h"
@@ -553,7 +554,7 @@ TEST_F(RemoteBackendTest, BatchDecoderWithRemotePlanBatchEmitsTheInProcessTokens
 // planned by the server, the report names it, and the greedy outputs still equal AR's.
 TEST_F(RemoteBackendTest, BenchWithPlannerFlagPlansRemotelyAndEmitsArTokens) {
   const fs::path out = *dir_ / "bench.json";
-  const std::string cmd = std::string(SPECPLAN_BINARY_DIR) +
+  const std::string cmd = ::specplan::test_paths::BinaryDir() +
                           "/runtime/specplan-bench --target random:tiny --draft truncate:2 "
                           "--strategies ar,bestfirst,merged,batch --max-prompts 3 --batch 2 "
                           "--max-new-tokens 10 "

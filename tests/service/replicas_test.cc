@@ -29,6 +29,7 @@
 #include "service/channel.h"
 #include "service/tools/fleet_load.h"
 #include "service_test_util.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan::service {
 namespace {
@@ -120,8 +121,8 @@ v1::PlanTreeRequest ProfilePlanRequest(uint64_t seed) {
 // differently.
 constexpr char kId[] = "a100-80g/qwen3-4b-bf16@sglang";
 costmodel::Profile FastProfile(bool v2, const std::string& model = "qwen3-4b") {
-  auto p =
-      costmodel::LoadProfile(SPECPLAN_SOURCE_DIR "/calib/a100-80g/" + model + "-bf16@sglang.json");
+  auto p = costmodel::LoadProfile(::specplan::test_paths::SourceDir() + "/calib/a100-80g/" + model +
+                                  "-bf16@sglang.json");
   EXPECT_TRUE(p.ok()) << p.status();
   if (v2) {
     p->default_model = "roofline";
@@ -201,7 +202,9 @@ class Replica {
   int port() const { return port_; }
   const std::string& first_line() const { return first_line_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  static std::string ServerBinary() { return SPECPLAN_BINARY_DIR "/service/specplan-server"; }
+  static std::string ServerBinary() {
+    return ::specplan::test_paths::BinaryDir() + "/service/specplan-server";
+  }
 
  private:
   std::vector<std::string> args_;
@@ -602,7 +605,8 @@ TEST(Channel, PythonClientAndCliTakeReplicaLists) {
   const fs::path dir = TempDir("py_cli_list");
   // The CLI below plans h100 x qwen3-8b: the servers hold the same profiles as the bundled calib/.
   fs::create_directories(dir / "h100-sxm");
-  for (const auto& f : fs::directory_iterator(SPECPLAN_SOURCE_DIR "/calib/h100-sxm")) {
+  for (const auto& f :
+       fs::directory_iterator(::specplan::test_paths::SourceDir() + "/calib/h100-sxm")) {
     const std::string name = f.path().filename().string();
     if (name.rfind("qwen3-8b-bf16", 0) == 0 && f.path().extension() == ".json") {
       fs::copy_file(f.path(), dir / "h100-sxm" / name);
@@ -611,8 +615,8 @@ TEST(Channel, PythonClientAndCliTakeReplicaLists) {
   std::vector<std::unique_ptr<TestServer>> servers;
   std::string list;
   ASSERT_NO_FATAL_FAILURE(StartReplicas(dir, 2, &servers, &list));
-  const std::string client = SPECPLAN_SOURCE_DIR "/examples/python_client.py";
-  const std::string stubs = SPECPLAN_BINARY_DIR "/python";
+  const std::string client = ::specplan::test_paths::SourceDir() + "/examples/python_client.py";
+  const std::string stubs = ::specplan::test_paths::BinaryDir() + "/python";
   if (std::system("/usr/bin/python3 -c 'import grpc, grpc_tools' >/dev/null 2>&1") == 0 &&
       fs::exists(stubs + "/specplan/v1/planner_pb2_grpc.py")) {
     const std::string config_out = (dir / "config.txt").string();
@@ -640,10 +644,10 @@ TEST(Channel, PythonClientAndCliTakeReplicaLists) {
     EXPECT_EQ(WEXITSTATUS(rc), 2);
     EXPECT_THAT(ReadAll(out), HasSubstr("--server = 'a.example:1,b.example:2'"));
   }
-  const std::string cli = SPECPLAN_BINARY_DIR "/cli/specplan";
+  const std::string cli = ::specplan::test_paths::BinaryDir() + "/cli/specplan";
   if (access(cli.c_str(), X_OK) == 0) {
     const std::string args =
-        " plan --marginals " SPECPLAN_SOURCE_DIR
+        " plan --marginals " + ::specplan::test_paths::SourceDir() +
         "/examples/marginals.json --gpu h100 --model qwen3-8b --c 1024 --n-max 64";
     const std::string local = (dir / "local.txt").string(), remote = (dir / "remote.txt").string();
     ASSERT_EQ(std::system((cli + args + " > " + local + " 2>&1").c_str()), 0) << ReadAll(local);

@@ -25,6 +25,7 @@
 #include "service/planner_service.h"
 #include "service/profile_store.h"
 #include "service_test_util.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan::service {
 namespace {
@@ -41,7 +42,7 @@ class StepRpcTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = std::make_unique<ProfileStore>(TempDir("step").string(), 0.1);
-    auto composed = costmodel::LoadProfile(std::string(SPECPLAN_SOURCE_DIR) +
+    auto composed = costmodel::LoadProfile(::specplan::test_paths::SourceDir() +
                                            "/calib/h100-sxm/qwen3-8b-bf16@sglang.json");
     ASSERT_TRUE(composed.ok()) << composed.status();
     ASSERT_FALSE(composed->drafters.empty());

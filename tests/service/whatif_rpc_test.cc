@@ -19,6 +19,7 @@
 #include "costmodel/roofline_latency.h"
 #include "service/convert.h"
 #include "service_test_util.h"
+#include "tests/paths/test_paths.h"
 #include "util/file.h"
 #include "whatif/sweep.h"
 #include "whatif/trace.h"
@@ -30,7 +31,8 @@ using ::testing::HasSubstr;
 using namespace specplan::service::testing;
 
 std::string FixtureText() {
-  auto text = ReadFileToString(std::string(SPECPLAN_SOURCE_DIR) + "/tests/whatif/data/small.jsonl");
+  auto text =
+      ReadFileToString(::specplan::test_paths::SourceDir() + "/tests/whatif/data/small.jsonl");
   EXPECT_TRUE(text.ok()) << text.status();
   return text.ok() ? *text : std::string();
 }

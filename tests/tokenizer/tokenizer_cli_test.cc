@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/paths/test_paths.h"
 #include "tests/run_binary.h"
 
 namespace specplan::tokenizer {
@@ -34,7 +35,7 @@ void WriteAll(const std::string& path, const std::string& text) {
 TEST(TokenizerCli, TrainEncodeDecodeRoundTrip) {
   const std::string dir = ::testing::TempDir() + "/tokenizer_cli." + std::to_string(getpid());
   std::filesystem::create_directories(dir);
-  const std::string readme = std::string(SPECPLAN_SOURCE_DIR) + "/README.md";
+  const std::string readme = ::specplan::test_paths::SourceDir() + "/README.md";
   auto train = RunTool("train --input " + readme + " --model-prefix " + dir +
                        "/tok --vocab-size 400 --threads 1");
   ASSERT_EQ(train.exit_code, 0) << train.output;
@@ -73,7 +74,7 @@ TEST(TokenizerCli, ErrorsNameTheFileAndLine) {
   std::filesystem::create_directories(dir);
   EXPECT_THAT(RunTool("encode --model " + dir + "/none.model").output,
               HasSubstr("none.model: not a SentencePiece model"));
-  const std::string readme = std::string(SPECPLAN_SOURCE_DIR) + "/README.md";
+  const std::string readme = ::specplan::test_paths::SourceDir() + "/README.md";
   ASSERT_EQ(RunTool("train --input " + readme + " --model-prefix " + dir + "/tok --vocab-size 400")
                 .exit_code,
             0);

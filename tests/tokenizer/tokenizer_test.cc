@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/paths/test_paths.h"
 #include "tokenizer/training.h"
 
 namespace specplan::tokenizer {
@@ -32,7 +33,7 @@ class TokenizerTest : public ::testing::Test {
     dir_ = ::testing::TempDir() + "/tokenizer_test." + std::to_string(getpid());
     std::filesystem::create_directories(dir_);
     TokenizerTrainOptions o;
-    o.input = std::string(SPECPLAN_SOURCE_DIR) + "/README.md";
+    o.input = ::specplan::test_paths::SourceDir() + "/README.md";
     o.model_prefix = dir_ + "/readme";
     o.vocab_size = 500;
     o.threads = 1;
@@ -74,7 +75,7 @@ TEST_F(TokenizerTest, TrainsLoadsAndRoundTripsText) {
 TEST_F(TokenizerTest, TheSameCorpusGivesTheSameModel) {
   ASSERT_TRUE(status_->ok()) << *status_;
   TokenizerTrainOptions o;
-  o.input = std::string(SPECPLAN_SOURCE_DIR) + "/README.md";
+  o.input = ::specplan::test_paths::SourceDir() + "/README.md";
   o.model_prefix = dir_ + "/again";
   o.vocab_size = 500;
   o.threads = 1;
@@ -89,7 +90,7 @@ TEST(TokenizerTraining, BadOptionsAreNamedAndWriteNothing) {
   const std::string dir = ::testing::TempDir() + "/tokenizer_bad." + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   TokenizerTrainOptions o;
-  o.input = std::string(SPECPLAN_SOURCE_DIR) + "/README.md";
+  o.input = ::specplan::test_paths::SourceDir() + "/README.md";
   o.model_prefix = dir + "/m";
   o.vocab_size = 100;
   EXPECT_THAT(TrainTokenizer(o).message(), HasSubstr("vocab_size = 100: must be >= 300"));
@@ -100,7 +101,7 @@ TEST(TokenizerTraining, BadOptionsAreNamedAndWriteNothing) {
   o.input = dir + "/missing.txt";
   EXPECT_THAT(TrainTokenizer(o).message(), HasSubstr("missing.txt: not a readable file"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/m.model"));
-  auto bad = Tokenizer::Load(std::string(SPECPLAN_SOURCE_DIR) + "/README.md");
+  auto bad = Tokenizer::Load(::specplan::test_paths::SourceDir() + "/README.md");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("README.md: not a SentencePiece model"));
   std::filesystem::remove_all(dir);

@@ -13,6 +13,7 @@
 #include "costmodel/batch_shape.h"
 #include "costmodel/cost_spec.h"
 #include "test_util.h"
+#include "tests/paths/test_paths.h"
 #include "util/check.h"
 #include "whatif/sweep.h"
 #include "whatif/trace.h"
@@ -37,9 +38,10 @@ Trace Load(const std::string& path) {
 // does not move what these tests pin: the replay mechanics over a measured, stepped cost.
 const costmodel::LatencyModel& H100Qwen3() {
   static const costmodel::ResolvedLatencyModel* resolved = [] {
-    auto r = costmodel::ResolveLatencyModel(
-        "qwen3-8b", "h100",
-        std::string(SPECPLAN_SOURCE_DIR) + "/tests/whatif/data/h100-qwen3-8b-single-sequence.json");
+    auto r =
+        costmodel::ResolveLatencyModel("qwen3-8b", "h100",
+                                       ::specplan::test_paths::SourceDir() +
+                                           "/tests/whatif/data/h100-qwen3-8b-single-sequence.json");
     SPECPLAN_CHECK(r.ok());
     return new costmodel::ResolvedLatencyModel(*std::move(r));
   }();
@@ -453,7 +455,7 @@ TEST(BestFixed, BudgetsAreTheStaticLadderUpToNMax) {
 // best-fixed is, per B, the fixed replay of its chosen budget, and no budget of the ladder (nor
 // plain decoding) beats it: checked by replaying every budget as `fixed` on its own.
 TEST(BestFixed, IsTheBestFixedBudgetPerBatchSize) {
-  const Trace trace = Load(std::string(SPECPLAN_SOURCE_DIR) + "/whatif/traces/family.jsonl");
+  const Trace trace = Load(::specplan::test_paths::SourceDir() + "/whatif/traces/family.jsonl");
   ConcurrencyOptions o = BundledOptions(1e-3);
   o.batch_sizes = {1, 8, 64, 256};
   o.n_max = 32;

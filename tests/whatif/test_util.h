@@ -5,11 +5,12 @@
 #include <string>
 
 #include "costmodel/latency_model.h"
+#include "tests/paths/test_paths.h"
 
 namespace specplan::whatif::testing {
 
 inline std::string FixturePath() {
-  return std::string(SPECPLAN_SOURCE_DIR) + "/tests/whatif/data/small.jsonl";
+  return ::specplan::test_paths::SourceDir() + "/tests/whatif/data/small.jsonl";
 }
 
 // T_verify(s, c) = base + per_token * s + per_context * c, seconds.
