@@ -3,7 +3,8 @@
 #   1. base:  a Debian bookworm root file system from mmdebstrap (deb.debian.org), imported into
 #             podman as localhost/specplan-base:bookworm, the base of both Dockerfile stages
 #             (--build-arg BASE / RUNTIME_BASE);
-#   2. image: podman build -f deploy/Dockerfile (compiles only the target specplan-server, -j JOBS)
+#   2. image: podman build -f deploy/Dockerfile (compiles only the target specplan-server, -j JOBS,
+#             through the host's ccache when there is one)
 #             from the sources of the commit HEAD (git archive; CONTEXT=worktree takes the working
 #             tree instead, through deploy/Dockerfile.dockerignore);
 #   3. run:   the image started with its own CMD, gRPC and metrics ports published on 127.0.0.1;
@@ -20,7 +21,8 @@
 # Environment: SPECPLAN_CLI (the host CLI, default build/cli/specplan, built with gRPC), JOBS (2),
 # IMAGE (localhost/specplan-server:dev), BASE_IMAGE (localhost/specplan-base:bookworm), PORT and
 # METRICS_PORT (host ports on 127.0.0.1, default: free ones), CONTEXT (head | worktree),
-# KEEP_IMAGES (0), WORK_PARENT (/var/tmp: where the work directory, 0.2 GB, is made), MIRROR
+# KEEP_IMAGES (0), CCACHE (1: mount the host's ccache into the build stage; 0: compile cold),
+# WORK_PARENT (/var/tmp: where the work directory, 0.2 GB, is made), MIRROR
 # (http://deb.debian.org/debian), SECURITY_MIRROR (http://deb.debian.org/debian-security),
 # PODMAN_OPTS (extra flags for podman build and run; the script adds the ulimits and the OCI
 # runtime it finds working, see "probe" below).
@@ -29,11 +31,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/lib.sh"
 defaults SPECPLAN_CLI="$ROOT/build/cli/specplan" JOBS=2 IMAGE=localhost/specplan-server:dev \
-  BASE_IMAGE=localhost/specplan-base:bookworm CONTEXT=head KEEP_IMAGES=0 \
+  BASE_IMAGE=localhost/specplan-base:bookworm CONTEXT=head KEEP_IMAGES=0 CCACHE=1 \
   MIRROR=http://deb.debian.org/debian SECURITY_MIRROR=http://deb.debian.org/debian-security \
   PODMAN_OPTS= WORK_PARENT=/var/tmp
 
-[[ $# -eq 0 ]] || { sed -n '2,26p' "$0" >&2; exit 2; }
+[[ $# -eq 0 ]] || { sed -n '2,28p' "$0" >&2; exit 2; }
 
 t_start=$SECONDS
 step=setup
@@ -133,12 +135,23 @@ if [[ "$CONTEXT" == head ]]; then
 else
   context="$ROOT"; what="the working tree"
 fi
-progress "image: podman build -f deploy/Dockerfile from $what, target specplan-server, -j$JOBS (slow: a cold compile)"
+# The host's compiler cache, mounted into the build stage (deploy/Dockerfile, CCACHE_DIR): the
+# image compiles what scripts/build.sh compiled, with the same compiler and flags, so a host that
+# built the tests first serves every compilation from the cache.
+cache_opts=()
+cache_note="no compiler cache: a cold compile"
+if [[ "$CCACHE" == 1 ]] && command -v ccache >/dev/null; then
+  host_cache="$(ccache --get-config cache_dir)"
+  mkdir -p "$host_cache"
+  cache_opts=(-v "$host_cache:/ccache" --build-arg CCACHE_DIR=/ccache)
+  cache_note="the host's ccache $host_cache mounted"
+fi
+progress "image: podman build -f deploy/Dockerfile from $what, target specplan-server, -j$JOBS ($cache_note)"
 t=$SECONDS
 images_before="$(podman images -aq --no-trunc | sort -u)"
 set +e
 # shellcheck disable=SC2086
-podman build $PODMAN_OPTS $opts -f "$ROOT/deploy/Dockerfile" \
+podman build $PODMAN_OPTS $opts "${cache_opts[@]}" -f "$ROOT/deploy/Dockerfile" \
   --ignorefile "$ROOT/deploy/Dockerfile.dockerignore" \
   --build-arg BASE="$BASE_IMAGE" --build-arg RUNTIME_BASE="$BASE_IMAGE" --build-arg JOBS="$JOBS" \
   -t "$IMAGE" "$context" 2>&1 | tee "$WORK_DIR/build.log" \
