@@ -1,33 +1,28 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzz/) with clang + ASan/UBSan into build-fuzz (override BUILD_DIR)
+# Builds the libFuzzer targets (fuzz/) with clang + ASan/UBSan into build-asan (override BUILD_DIR)
 # and runs each for FUZZ_SECONDS (default 30) on a scratch copy of its committed seed corpus
 # (fuzz/corpus/<target>/), with fuzz/dict/<target>.dict when present. Prints per target the
 # executions run and the crashes found; exits non-zero when any target crashed (reproducers are
 # left in <build>/fuzz-run/<target>/artifacts/).
 #   FUZZ_TARGETS="a b"  run only these targets      MAX_LEN (8192)   RSS_LIMIT_MB (2048)
 #   FUZZ_TIMEOUT (10 s per input)                    extra args go to cmake
+# The build directory is the one scripts/sanitize.sh builds its suites in (scripts/lib.sh
+# configure_sanitized): after it, only the fuzz targets themselves are compiled here.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 source "$root/scripts/lib.sh"
-defaults BUILD_DIR="$root/build-fuzz" JOBS="$(nproc)" FUZZ_SECONDS=30 MAX_LEN=8192 \
+defaults BUILD_DIR="$root/build-asan" JOBS="$(nproc)" FUZZ_SECONDS=30 MAX_LEN=8192 \
   RSS_LIMIT_MB=2048 FUZZ_TIMEOUT=10
 # Share cache entries between build directories: paths under the source tree are hashed relative
 # to it, and the compile directory (only in debug info) is not hashed.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
-cxx="${FUZZ_CXX:-$(command -v clang++ || command -v clang++-14 || true)}"
-if [[ -z "$cxx" ]]; then
-  echo "fuzz: clang++ not found (apt-get install clang libclang-rt-dev)" >&2
-  exit 2
-fi
-
-grpc=OFF
-if pkg-config --exists grpc++ 2>/dev/null; then grpc=ON; fi
 
 start=$(date +%s)
-cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
-  -DCMAKE_CXX_COMPILER="$cxx" -DSPECPLAN_BUILD_FUZZERS=ON -DSPECPLAN_SANITIZE=ON \
-  -DSPECPLAN_WITH_GRPC="$grpc" -DSPECPLAN_WITH_TORCH=OFF -DSPECPLAN_BUILD_TESTS=OFF \
-  -DSPECPLAN_BUILD_BENCHMARKS=OFF "$@" >/dev/null
+configure_sanitized "$BUILD_DIR" "$@"
+if [[ -z "$SANITIZED_CXX" ]]; then
+  echo "fuzz: clang++ not found (apt-get install clang libclang-rt-dev, or set FUZZ_CXX)" >&2
+  exit 2
+fi
 cmake --build "$BUILD_DIR" -j"$JOBS" --target fuzzers
 built=$(date +%s)
 

@@ -6,25 +6,22 @@
 # report fails the run. Binaries that only wrap those libraries (the CLI, plot/, tokenizer/, the
 # Python module) are not re-instrumented: their suites run uninstrumented in scripts/test.sh, and
 # the fuzz corpora run under ASan/UBSan in scripts/fuzz.sh.
-# Extra args go to cmake (e.g. -DCMAKE_CXX_COMPILER=clang++). Objects are cached by ccache in the
-# same cache as scripts/build.sh, so a second run only recompiles what changed.
+# The build is the one scripts/fuzz.sh uses too (scripts/lib.sh configure_sanitized: clang when
+# installed, the libraries also instrumented for libFuzzer), so running both compiles the libraries
+# once. Extra args go to cmake. Objects are cached by ccache in the same cache as scripts/build.sh,
+# so a second run only recompiles what changed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+source "$root/scripts/lib.sh"
 build="${BUILD_DIR:-$root/build-asan}"
 jobs="${JOBS:-$(nproc)}"
 # Share cache entries between build directories: paths under the source tree are hashed relative
 # to it, and the compile directory (only in debug info) is not hashed.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 
-grpc=OFF
-if pkg-config --exists grpc++ 2>/dev/null; then grpc=ON; fi
-
 start=$(date +%s)
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
-  -DSPECPLAN_SANITIZE=ON -DSPECPLAN_WITH_GRPC="$grpc" -DSPECPLAN_WITH_TORCH=OFF -DSPECPLAN_WITH_PYTHON=OFF \
-  -DSPECPLAN_WITH_TOKENIZER=OFF -DSPECPLAN_WITH_PLOT=OFF \
-  -DSPECPLAN_BUILD_BENCHMARKS=OFF -DSPECPLAN_BUILD_FUZZERS=OFF -DSPECPLAN_BUILD_TESTS=ON \
-  "$@" >/dev/null
+configure_sanitized "$build" "$@"
+grpc=$SANITIZED_GRPC
 
 # The suites of the instrumented components; each pulls in the binaries it runs.
 targets=(util_tests costmodel_tests planner_tests whatif_tests)
@@ -41,7 +38,7 @@ export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:print_stack
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:report_error_type=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 
-echo "sanitize: building ${targets[*]} in $build (grpc=$grpc)"
+echo "sanitize: building ${targets[*]} in $build (grpc=$grpc, compiler ${SANITIZED_CXX:-default})"
 cmake --build "$build" -j"$jobs" --target "${targets[@]}"
 built=$(date +%s)
 
