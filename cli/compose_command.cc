@@ -1,6 +1,6 @@
 // specplan profiles compose: engine-grade profiles from an engine's per-kernel timings
-// (costmodel/compose.h). One --kernels folder and one --model write --out FILE; several folders
-// and models (repeated --kernels, comma-separated --model) write --out-dir DIR/<gpu>/
+// (costmodel/compose/compose.h). One --kernels folder and one --model write --out FILE; several
+// folders and models (repeated --kernels, comma-separated --model) write --out-dir DIR/<gpu>/
 // <model>-<dtype>@<engine>.json each. Every profile is composed before any file is written, so
 // bad input writes nothing, and nothing is written into the shipped profiles directory (calib/)
 // unless --force (util/shipped_dir.h).
@@ -13,13 +13,13 @@
 #include "absl/strings/str_format.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
-#include "costmodel/calib_dir.h"
-#include "costmodel/compose.h"
-#include "costmodel/kernel_tables.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_json.h"
-#include "costmodel/roofline_latency.h"
-#include "costmodel/table_latency.h"
+#include "costmodel/compose/compose.h"
+#include "costmodel/compose/kernel_tables.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/latency/table_latency.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 #include "util/shipped_dir.h"
 
 namespace specplan::cli {

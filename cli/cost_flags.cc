@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/remote.h"
 #include "costmodel/cost_spec.h"
-#include "costmodel/engines.h"
+#include "costmodel/profile/engines.h"
 
 namespace specplan::cli {
 namespace {

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/model_spec.h"
+#include "costmodel/hardware/model_spec.h"
 #include "costmodel/step/step_model.h"
 #include "ops/cost_request.h"
 

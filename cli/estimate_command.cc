@@ -15,8 +15,8 @@
 #include "cli/commands.h"
 #include "cli/cost_flags.h"
 #include "cli/remote.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/roofline.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/roofline.h"
 #include "ops/estimate.h"
 
 namespace specplan::cli {

@@ -12,10 +12,10 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/remote.h"
-#include "costmodel/calib_dir.h"
-#include "costmodel/engines.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/engines.h"
+#include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 
 namespace specplan::cli {
 namespace {

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "costmodel/engines.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/model_spec.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/profile/engines.h"
 #include "costmodel/step/step_model.h"
 #include "util/status_macros.h"
 

@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "client/client.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/profile.h"
+#include "costmodel/profile/profile.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/marginals/marginals.h"
 #include "planner/policies/best_first.h"

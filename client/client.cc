@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/profile/profile_json.h"
 #include "service/channel.h"
 #include "service/convert.h"
 #include "specplan/v1/planner.grpc.pb.h"

@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "costmodel/engines.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/latency_model.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/profile.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/latency/latency_model.h"
+#include "costmodel/profile/engines.h"
+#include "costmodel/profile/profile.h"
 
 namespace specplan::costmodel {
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 
 namespace specplan::costmodel {
 

@@ -17,10 +17,10 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/latency/roofline_latency.h"
 #include "util/check.h"
 
 namespace specplan::fuzz {

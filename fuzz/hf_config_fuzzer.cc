@@ -5,10 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "costmodel/gpu_spec.h"
-#include "costmodel/hf_config.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/roofline.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/hf_config.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/latency/roofline.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

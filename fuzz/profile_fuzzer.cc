@@ -9,9 +9,9 @@
 #include <string>
 
 #include "costmodel/cycle_cost.h"
-#include "costmodel/ema_latency.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/latency/ema_latency.h"
+#include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 #include "fuzz/fuzz_util.h"
 #include "planner/marginals/marginals.h"
 #include "planner/policies/best_first.h"

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "costmodel/gpu_spec.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/profile_fit.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/fit/profile_fit.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/latency/roofline_latency.h"
 #include "service/planner_service.h"
 #include "service/profile_store.h"
 #include "specplan/v1/planner.pb.h"

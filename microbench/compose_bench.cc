@@ -1,12 +1,12 @@
-// Composing the shipped engine-grade profiles (costmodel/compose.h): the 9 engine folders of
-// data/kernels/ x 3 models, loading the tables included, as `specplan profiles compose` does.
+// Composing the shipped engine-grade profiles (costmodel/compose/compose.h): the 9 engine folders
+// of data/kernels/ x 3 models, loading the tables included, as `specplan profiles compose` does.
 // The goal (issue: engine-grade costs) is all 27 in under 10 s.
 #include <benchmark/benchmark.h>
 
 #include <string>
 
-#include "costmodel/compose.h"
-#include "costmodel/kernel_tables.h"
+#include "costmodel/compose/compose.h"
+#include "costmodel/compose/kernel_tables.h"
 #include "util/check.h"
 
 namespace {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "costmodel/cycle_cost.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "planner/marginals/marginals.h"
 #include "planner/policies/best_first.h"
 #include "planner/policies/path_conditioned.h"

@@ -22,11 +22,11 @@
 #include <cstdint>
 #include <string>
 
-#include "costmodel/batch_shape.h"
 #include "costmodel/cost_spec.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/latency/batch_shape.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/latency/table_latency.h"
 #include "costmodel/step/step_model.h"
-#include "costmodel/table_latency.h"
 #include "util/check.h"
 
 namespace {

@@ -27,8 +27,8 @@
 #include "absl/status/statusor.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/latency_model.h"
-#include "costmodel/model_spec.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/latency/latency_model.h"
 #include "costmodel/step/step_model.h"
 
 namespace specplan::ops {

@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "costmodel/batch_shape.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/memory_fit.h"
+#include "costmodel/hardware/memory_fit.h"
+#include "costmodel/latency/batch_shape.h"
 #include "ops/validate.h"
 
 namespace specplan::ops {

@@ -9,7 +9,7 @@
 //   std::cout << ops::ToJson(req, *r).dump(2);
 //
 // A pass whose weights and KV cache cannot fit in the GPU's memory is refused
-// (RESOURCE_EXHAUSTED naming b, s, c and the bytes, costmodel/memory_fit.h), or with
+// (RESOURCE_EXHAUSTED naming b, s, c and the bytes, costmodel/hardware/memory_fit.h), or with
 // warn_memory answered with EstimateResult::memory_warning set.
 #ifndef SPECPLAN_OPS_ESTIMATE_H_
 #define SPECPLAN_OPS_ESTIMATE_H_
@@ -21,9 +21,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/roofline.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/latency/roofline.h"
 #include "costmodel/step/host_time.h"
 #include "costmodel/step/step_model.h"
 #include "ops/cost_request.h"

@@ -24,9 +24,9 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_fit.h"
+#include "costmodel/fit/profile_fit.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/profile/profile.h"
 #include "profiler/calibration.h"
 #include "profiler/kernel_bench.h"
 

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/profile.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/profile/profile.h"
 #include "profiler/device_check.h"
 #include "profiler/pass_timer.h"
 #include "runtime/model_config.h"

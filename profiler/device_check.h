@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "costmodel/gpu_spec.h"
+#include "costmodel/hardware/gpu_spec.h"
 
 namespace specplan::profiler {
 

@@ -1,7 +1,7 @@
 // `calibrate --kernels` (the default mode): times LibTorch's own kernels on this machine's device
 // at the shapes a target model (and the drafters composed beside it) needs, writes them as kernel
 // tables in data/kernels/'s layout, and composes the profile from them with the same composer
-// that composes the engine-grade profiles (costmodel/compose.h). A calibrated profile and a
+// that composes the engine-grade profiles (costmodel/compose/compose.h). A calibrated profile and a
 // shipped one differ only in whose measurements they read.
 //
 // Tables, in <kernels dir>/<gpu folder>/specplan-libtorch<version>/ (gpu folder: the registry
@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "costmodel/kernel_tables.h"
-#include "costmodel/model_spec.h"
+#include "costmodel/compose/kernel_tables.h"
+#include "costmodel/hardware/model_spec.h"
 #include "profiler/calibration.h"
 
 namespace specplan::profiler {

@@ -1,9 +1,9 @@
-// The samples reader moved to costmodel/samples_file.h (it needs nothing of LibTorch, and the
+// The samples reader moved to costmodel/fit/samples_file.h (it needs nothing of LibTorch, and the
 // specplan CLI and the costmodel tests read samples too). This header keeps profiler's names.
 #ifndef SPECPLAN_PROFILER_SAMPLES_FILE_H_
 #define SPECPLAN_PROFILER_SAMPLES_FILE_H_
 
-#include "costmodel/samples_file.h"
+#include "costmodel/fit/samples_file.h"
 
 namespace specplan::profiler {
 

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "costmodel/batch_shape.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/batch_shape.h"
+#include "costmodel/latency/latency_model.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/batch/plan_backend.h"
 #include "runtime/decode_sequence.h"

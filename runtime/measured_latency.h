@@ -1,7 +1,7 @@
 // A verification-latency model measured on the running machine: times the target's forward of s
 // tree tokens over c cached tokens on a grid of s; the result interpolates linearly in s
-// (costmodel/grid_latency.h, GridSource::kMeasured: kind "measured", seconds[0] at and below the
-// grid, the last segment extrapolated above it). Used by the best-first strategy when no
+// (costmodel/latency/grid_latency.h, GridSource::kMeasured: kind "measured", seconds[0] at and
+// below the grid, the last segment extrapolated above it). Used by the best-first strategy when no
 // calibrated profile is given (e.g. the tiny CPU models, which have no GPU roofline).
 #ifndef SPECPLAN_RUNTIME_MEASURED_LATENCY_H_
 #define SPECPLAN_RUNTIME_MEASURED_LATENCY_H_
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "costmodel/grid_latency.h"
+#include "costmodel/latency/grid_latency.h"
 #include "runtime/transformer.h"
 
 namespace specplan::runtime {

@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "costmodel/model_registry.h"
+#include "costmodel/hardware/model_registry.h"
 #include "planner/tree/token.h"
 #include "util/status_macros.h"
 

@@ -1,7 +1,7 @@
 // The decoder-only transformers the runtime executes. A ModelConfig is the cost model's HfConfig
-// (costmodel/hf_config.h: one HuggingFace config reader for both), restricted to what the runtime
-// can run: model_type llama, mistral, qwen2, qwen3 or gpt_neox, with RoPE scaling none, linear or
-// llama3. Built-in tiny configurations serve the tests and the CPU benchmark.
+// (costmodel/hardware/hf_config.h: one HuggingFace config reader for both), restricted to what the
+// runtime can run: model_type llama, mistral, qwen2, qwen3 or gpt_neox, with RoPE scaling none,
+// linear or llama3. Built-in tiny configurations serve the tests and the CPU benchmark.
 //
 // Model sources (the --target / --draft arguments of specplan-bench):
 //   "random:NAME"        built-in config NAME (see BuiltinConfigNames) or cost-model registry model
@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "costmodel/hf_config.h"
+#include "costmodel/hardware/hf_config.h"
 
 namespace specplan::runtime {
 

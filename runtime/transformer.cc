@@ -18,7 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "costmodel/model_spec.h"
+#include "costmodel/hardware/model_spec.h"
 #include "runtime/safetensors.h"
 #include "util/check.h"
 #include "util/enum_names.h"

@@ -16,7 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "costmodel/engines.h"
+#include "costmodel/profile/engines.h"
 #include "ops/validate.h"
 #include "util/check.h"
 #include "util/status_macros.h"

@@ -18,8 +18,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/grid_latency.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/grid_latency.h"
+#include "costmodel/latency/latency_model.h"
 #include "costmodel/step/host_time.h"
 #include "costmodel/step/step_model.h"
 #include "planner/batch/batch_plan.h"
@@ -135,8 +135,8 @@ void PlanFromProto(const v1::Plan& in, planner::BestFirstPlan* out);
 void TreeOutputsFromProto(const v1::TreeOutputs& in, planner::TreeOutputs* out);
 void MergedTreeFromProto(const v1::MergeTreesResponse& in, planner::MergedTree* out);
 
-// Wire grid -> model (costmodel/grid_latency.h, GridSource::kCaller). Checks: 1 <= points <=
-// limits.max_grid_points (RESOURCE_EXHAUSTED above), equal lengths, s strictly increasing in [1,
+// Wire grid -> model (costmodel/latency/grid_latency.h, GridSource::kCaller). Checks: 1 <= points
+// <= limits.max_grid_points (RESOURCE_EXHAUSTED above), equal lengths, s strictly increasing in [1,
 // limits.max_s], seconds in [0, kMaxSeconds] (values below 1 ns count as 1 ns, at grid points too,
 // so no step is free). `field` is the request field ("cost.latency_grid").
 absl::StatusOr<std::shared_ptr<const costmodel::GridLatency>> LatencyGridFromProto(

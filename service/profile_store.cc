@@ -14,10 +14,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "costmodel/calib_dir.h"
-#include "costmodel/ema_latency.h"
-#include "costmodel/engines.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/latency/ema_latency.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/engines.h"
+#include "costmodel/profile/profile_json.h"
 #include "util/status_macros.h"
 
 namespace specplan::service {

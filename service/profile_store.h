@@ -1,5 +1,5 @@
 // The server's calibrated profiles: every profile JSON under a directory (calib/<gpu>/<model>-
-// <dtype>[-tp<N>][@<engine>].json, format costmodel/profile_json.h), keyed by id
+// <dtype>[-tp<N>][@<engine>].json, format costmodel/profile/profile_json.h), keyed by id
 // "<gpu>/<model>-<dtype>[-tp<N>][@<engine>]" (costmodel::ProfileId: "@<engine>" for an engine other
 // than "specplan"), plus the online feedback engines report per profile (acceptance statistics and
 // the EMA latency correction of BASTION (docs/references.md) App. H.4). One (gpu, model, dtype) may
@@ -35,16 +35,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "costmodel/calib_dir.h"
-#include "costmodel/ema_latency.h"
-#include "costmodel/latency_model.h"
-#include "costmodel/profile.h"
+#include "costmodel/latency/ema_latency.h"
+#include "costmodel/latency/latency_model.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile.h"
 #include "planner/acceptance/speculation_gate.h"
 #include "util/env.h"
 
 namespace specplan::service {
 
-using costmodel::ProfileId;  // "<gpu>/<model>-<dtype>[@<engine>]" (costmodel/calib_dir.h)
+using costmodel::ProfileId;  // "<gpu>/<model>-<dtype>[@<engine>]" (costmodel/profile/calib_dir.h)
 
 // Checks that a profile's gpu / model names can be used as path components (letters, digits,
 // '.', '_', '-'; not "." or "..") and that its engine is a canonical engine name

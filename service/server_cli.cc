@@ -9,7 +9,7 @@
 #include <iostream>
 #include <string>
 
-#include "costmodel/calib_dir.h"
+#include "costmodel/profile/calib_dir.h"
 #include "planner/batch/batch_plan.h"
 #include "service/server.h"
 #include "util/file.h"

@@ -1,5 +1,5 @@
-// Atomic file replacement, shared by profile saving (costmodel/profile.cc), the planner service's
-// PutProfile, traces, samples and charts.
+// Atomic file replacement, shared by profile saving (costmodel/profile/profile.cc), the planner
+// service's PutProfile, traces, samples and charts.
 #ifndef SPECPLAN_UTIL_ATOMIC_FILE_H_
 #define SPECPLAN_UTIL_ATOMIC_FILE_H_
 

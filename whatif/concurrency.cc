@@ -19,7 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "costmodel/batch_shape.h"
+#include "costmodel/latency/batch_shape.h"
 #include "planner/acceptance/speculation_gate.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/policies/best_first.h"

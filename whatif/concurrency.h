@@ -81,7 +81,7 @@
 
 #include "absl/status/statusor.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "whatif/replay_basis.h"
 #include "whatif/sweep.h"
 #include "whatif/trace.h"

@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "planner/strategy.h"
 #include "whatif/replay_basis.h"
 #include "whatif/trace.h"

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "whatif/chain_replay.h"
 #include "whatif/concurrency.h"
 #include "whatif/trace.h"

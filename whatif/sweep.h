@@ -47,7 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "planner/policies/dynatree.h"
 #include "planner/policies/fixed_tree.h"
 #include "planner/strategy.h"

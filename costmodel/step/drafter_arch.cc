@@ -5,7 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "costmodel/model_registry.h"
+#include "costmodel/hardware/model_registry.h"
 #include "util/enum_names.h"
 #include "util/status_macros.h"
 

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "costmodel/model_spec.h"
+#include "costmodel/hardware/model_spec.h"
 
 namespace specplan::costmodel {
 

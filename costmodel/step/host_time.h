@@ -27,9 +27,9 @@ struct HostTime {
   std::string provenance;  // where each number comes from
 };
 
-// The defaults for a canonical engine name (costmodel/engines.h): "vllm", "sglang", "trtllm",
-// "specplan"; "" (the bare roofline, no engine) takes vLLM's, the engine with published figures.
-// INVALID_ARGUMENT for another name.
+// The defaults for a canonical engine name (costmodel/profile/engines.h): "vllm", "sglang",
+// "trtllm", "specplan"; "" (the bare roofline, no engine) takes vLLM's, the engine with published
+// figures. INVALID_ARGUMENT for another name.
 absl::StatusOr<HostTime> DefaultHostTime(const std::string& engine);
 
 nlohmann::json HostTimeToJson(const HostTime& h);  // the fields above, in seconds

@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "costmodel/roofline_latency.h"
-#include "costmodel/table_latency.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/latency/table_latency.h"
 #include "util/check.h"
 #include "util/status_macros.h"
 

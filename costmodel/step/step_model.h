@@ -22,15 +22,15 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "costmodel/batch_shape.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/latency_model.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/profile.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/latency/batch_shape.h"
+#include "costmodel/latency/latency_model.h"
+#include "costmodel/latency/table_latency.h"
+#include "costmodel/profile/profile.h"
 #include "costmodel/step/drafter_arch.h"
 #include "costmodel/step/host_time.h"
-#include "costmodel/table_latency.h"
 
 namespace specplan::costmodel {
 

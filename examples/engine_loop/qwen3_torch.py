@@ -30,7 +30,7 @@ NEG_INF = float("-inf")
 
 
 class ModelConfig:
-    """What the runtime reads from a HuggingFace config.json (costmodel/hf_config.h), restricted
+    """What the runtime reads from a HuggingFace config.json (costmodel/hardware/hf_config.h), restricted
     to the llama family without RoPE scaling."""
 
     def __init__(self, j, name=""):

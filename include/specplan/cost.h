@@ -10,12 +10,12 @@
 #ifndef SPECPLAN_INCLUDE_SPECPLAN_COST_H_
 #define SPECPLAN_INCLUDE_SPECPLAN_COST_H_
 
-#include "costmodel/batch_shape.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/memory_fit.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/memory_fit.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/batch_shape.h"
+#include "costmodel/latency/roofline_latency.h"
 #include "costmodel/step/step_model.h"
 
 #endif  // SPECPLAN_INCLUDE_SPECPLAN_COST_H_

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "costmodel/batch_shape.h"
+#include "costmodel/latency/batch_shape.h"
 #include "planner/policies/best_first.h"
 #include "util/check.h"
 

@@ -70,7 +70,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "costmodel/step/host_time.h"
 #include "planner/acceptance/acceptance.h"
 

@@ -62,8 +62,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "costmodel/batch_shape.h"
 #include "costmodel/cycle_cost.h"
+#include "costmodel/latency/batch_shape.h"
 #include "planner/marginals/frontier_heap.h"
 #include "planner/marginals/marginals.h"
 #include "planner/marginals/marginals_frontier.h"

@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/marginals/marginals.h"
 #include "planner/policies/best_first.h"

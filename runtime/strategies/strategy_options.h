@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "planner/acceptance/speculation_gate.h"
 #include "planner/batch/plan_backend.h"
 #include "planner/policies/best_first.h"

@@ -10,7 +10,7 @@ parallelism 1, 2, 4 and 8, and for the drafter heads it composes beside them (ea
   - attention rows whose per-GPU heads (num_heads / num_key_value_heads / head_dim) are the models';
   - GEMM rows (every m) of the (n, k) pairs that the composer's interpolation touches: for each GEMM
     width the measured widths around it, and for widths above the largest measured one the blocks
-    it is split into (costmodel/kernel_tables.h GemmTable::Seconds);
+    it is split into (costmodel/compose/kernel_tables.h GemmTable::Seconds);
   - the GEMM rows that give the table's launch floor, DRAM bandwidth and peak FLOP/s (the
     fastest row, memory-bound rows with m <= 16 over >= 256 MiB of weights, the fastest in FLOP/s),
     so a profile composed from the slice equals one composed from the full tables.
@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 
-# (layers, hidden, query heads, kv heads, head_dim, ffn, vocab), as costmodel/model_registry.cc has them.
+# (layers, hidden, query heads, kv heads, head_dim, ffn, vocab), as costmodel/hardware/model_registry.cc has them.
 MODELS = {
     "qwen3-8b": (36, 4096, 32, 8, 128, 12288, 151936),
     "qwen3-4b": (36, 2560, 32, 8, 128, 9728, 151936),

@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "costmodel/calib_dir.h"
+#include "costmodel/profile/calib_dir.h"
 #include "planner/marginals/marginals.h"
 #include "service/server.h"
 #include "service/tools/fleet_load.h"

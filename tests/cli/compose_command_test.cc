@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "costmodel/profile_json.h"
+#include "costmodel/profile/profile_json.h"
 #include "run_command.h"
 
 namespace specplan {

@@ -5,11 +5,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "costmodel/batch_shape.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_json.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/batch_shape.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 #include "run_command.h"
 #include "tests/paths/test_paths.h"
 

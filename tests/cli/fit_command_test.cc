@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <string>
 
-#include "costmodel/calib_dir.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile_json.h"
 #include "tests/cli/run_command.h"
 
 namespace {

@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
-#include "costmodel/calib_dir.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/profile_fit.h"
-#include "costmodel/profile_json.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/fit/profile_fit.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile_json.h"
 #include "run_command.h"
 #include "tests/server_process.h"
 

@@ -7,17 +7,17 @@
 #include <random>
 #include <vector>
 
-#include "costmodel/batch_shape.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/ema_latency.h"
-#include "costmodel/kernel_sum_latency.h"
-#include "costmodel/linear_latency.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/overlap_latency.h"
-#include "costmodel/per_term_latency.h"
-#include "costmodel/roofline.h"
-#include "costmodel/roofline_latency.h"
-#include "costmodel/table_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/batch_shape.h"
+#include "costmodel/latency/ema_latency.h"
+#include "costmodel/latency/kernel_sum_latency.h"
+#include "costmodel/latency/linear_latency.h"
+#include "costmodel/latency/overlap_latency.h"
+#include "costmodel/latency/per_term_latency.h"
+#include "costmodel/latency/roofline.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/latency/table_latency.h"
 
 namespace specplan::costmodel {
 namespace {

@@ -6,18 +6,18 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "costmodel/fit.h"
-#include "costmodel/kernel_sum_latency.h"
-#include "costmodel/linear_latency.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/overlap_latency.h"
-#include "costmodel/per_term_latency.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_fit.h"
-#include "costmodel/profile_json.h"
-#include "costmodel/roofline_latency.h"
-#include "costmodel/samples_file.h"
-#include "costmodel/table_latency.h"
+#include "costmodel/fit/fit.h"
+#include "costmodel/fit/profile_fit.h"
+#include "costmodel/fit/samples_file.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/kernel_sum_latency.h"
+#include "costmodel/latency/linear_latency.h"
+#include "costmodel/latency/overlap_latency.h"
+#include "costmodel/latency/per_term_latency.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/latency/table_latency.h"
+#include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 #include "tests/costmodel/cost_test_util.h"
 
 namespace specplan::costmodel {

@@ -1,4 +1,4 @@
-// The drafter's forwards composed from the engine's kernel tables (costmodel/compose.h
+// The drafter's forwards composed from the engine's kernel tables (costmodel/compose/compose.h
 // ComposedDrafterPass, ComposeDrafterTable, ComposeOptions::drafters) on the project's slice of
 // vLLM's H100 tables: each forward against the GEMM table by hand, the table's cells against the
 // pass, the profile's drafters through JSON, and refused drafter JSON.
@@ -12,10 +12,10 @@
 #include <tuple>
 #include <vector>
 
-#include "costmodel/compose.h"
-#include "costmodel/kernel_tables.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/compose/compose.h"
+#include "costmodel/compose/kernel_tables.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/profile/profile_json.h"
 #include "costmodel/step/drafter_arch.h"
 #include "tests/paths/test_paths.h"
 #include "util/check.h"

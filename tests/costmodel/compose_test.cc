@@ -1,7 +1,7 @@
-// The composer (costmodel/compose.h) on the project's slice of aiconfigurator's kernel tables
-// (data/kernels/): the reference forward passes, the attention model's limits, the batch growth
-// engines show, named errors, GPUs the registry does not know, and the shipped profiles.
-#include "costmodel/compose.h"
+// The composer (costmodel/compose/compose.h) on the project's slice of aiconfigurator's kernel
+// tables (data/kernels/): the reference forward passes, the attention model's limits, the batch
+// growth engines show, named errors, GPUs the registry does not know, and the shipped profiles.
+#include "costmodel/compose/compose.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,13 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
-#include "costmodel/calib_dir.h"
-#include "costmodel/kernel_tables.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/profile_json.h"
-#include "costmodel/roofline_latency.h"
-#include "costmodel/samples_file.h"
-#include "costmodel/table_latency.h"
+#include "costmodel/compose/kernel_tables.h"
+#include "costmodel/fit/samples_file.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/latency/table_latency.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile_json.h"
 #include "tests/paths/test_paths.h"
 #include "util/file.h"
 

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "costmodel/cost_spec.h"
-#include "costmodel/kernel_sum_latency.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/latency/kernel_sum_latency.h"
+#include "costmodel/latency/roofline_latency.h"
 #include "tests/paths/test_paths.h"
 
 namespace specplan::costmodel {

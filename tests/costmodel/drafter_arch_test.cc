@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "costmodel/model_registry.h"
+#include "costmodel/hardware/model_registry.h"
 
 namespace specplan::costmodel {
 namespace {

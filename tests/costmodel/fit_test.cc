@@ -1,4 +1,4 @@
-#include "costmodel/fit.h"
+#include "costmodel/fit/fit.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <random>
 
-#include "costmodel/kernel_sum_latency.h"
-#include "costmodel/linear_latency.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/overlap_latency.h"
-#include "costmodel/per_term_latency.h"
-#include "costmodel/roofline_latency.h"
-#include "costmodel/table_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/kernel_sum_latency.h"
+#include "costmodel/latency/linear_latency.h"
+#include "costmodel/latency/overlap_latency.h"
+#include "costmodel/latency/per_term_latency.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/latency/table_latency.h"
 #include "tests/costmodel/cost_test_util.h"
 
 namespace specplan::costmodel {

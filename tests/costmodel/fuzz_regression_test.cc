@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "costmodel/gpu_spec.h"
-#include "costmodel/hf_config.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/hf_config.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/profile/profile_json.h"
 
 namespace specplan::costmodel {
 namespace {

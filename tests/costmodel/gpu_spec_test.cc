@@ -1,4 +1,4 @@
-#include "costmodel/gpu_spec.h"
+#include "costmodel/hardware/gpu_spec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// costmodel/grid_latency.h: the one grid interpolator, under both edge rules.
-#include "costmodel/grid_latency.h"
+// costmodel/latency/grid_latency.h: the one grid interpolator, under both edge rules.
+#include "costmodel/latency/grid_latency.h"
 
 #include <gtest/gtest.h>
 

@@ -3,11 +3,11 @@
 #include <cmath>
 
 #include "costmodel/cycle_cost.h"
-#include "costmodel/ema_latency.h"
-#include "costmodel/linear_latency.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/per_term_latency.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/ema_latency.h"
+#include "costmodel/latency/linear_latency.h"
+#include "costmodel/latency/per_term_latency.h"
+#include "costmodel/latency/roofline_latency.h"
 #include "tests/costmodel/cost_test_util.h"
 
 namespace specplan::costmodel {

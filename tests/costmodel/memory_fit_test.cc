@@ -1,11 +1,11 @@
-// costmodel/memory_fit.h: the weights one GPU holds plus the KV cache, against its memory.
-#include "costmodel/memory_fit.h"
+// costmodel/hardware/memory_fit.h: the weights one GPU holds plus the KV cache, against its memory.
+#include "costmodel/hardware/memory_fit.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "costmodel/gpu_spec.h"
-#include "costmodel/model_registry.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_registry.h"
 
 namespace specplan::costmodel {
 namespace {

@@ -1,4 +1,4 @@
-#include "costmodel/model_spec.h"
+#include "costmodel/hardware/model_spec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
-#include "costmodel/hf_config.h"
-#include "costmodel/model_registry.h"
+#include "costmodel/hardware/hf_config.h"
+#include "costmodel/hardware/model_registry.h"
 
 namespace specplan::costmodel {
 namespace {

@@ -7,10 +7,10 @@
 #include <string>
 #include <tuple>
 
-#include "costmodel/hf_config.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/roofline.h"
+#include "costmodel/hardware/hf_config.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/latency/roofline.h"
 #include "tests/costmodel/cost_test_util.h"
 #include "tests/paths/test_paths.h"
 

@@ -1,4 +1,4 @@
-#include "costmodel/profile.h"
+#include "costmodel/profile/profile.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,13 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "costmodel/calib_dir.h"
 #include "costmodel/cost_spec.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/per_term_latency.h"
-#include "costmodel/profile_fit.h"
-#include "costmodel/profile_json.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/fit/profile_fit.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/per_term_latency.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile_json.h"
 
 namespace specplan::costmodel {
 namespace {

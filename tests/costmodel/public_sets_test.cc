@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "costmodel/model_registry.h"
-#include "costmodel/profile_fit.h"
-#include "costmodel/profile_json.h"
-#include "costmodel/samples_file.h"
+#include "costmodel/fit/profile_fit.h"
+#include "costmodel/fit/samples_file.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/profile/profile_json.h"
 #include "tests/paths/test_paths.h"
 
 namespace specplan::costmodel {

@@ -1,8 +1,8 @@
-#include "costmodel/roofline.h"
+#include "costmodel/latency/roofline.h"
 
 #include <gtest/gtest.h>
 
-#include "costmodel/model_registry.h"
+#include "costmodel/hardware/model_registry.h"
 #include "tests/costmodel/cost_test_util.h"
 
 namespace specplan::costmodel {

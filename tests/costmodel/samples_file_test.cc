@@ -1,4 +1,4 @@
-#include "costmodel/samples_file.h"
+#include "costmodel/fit/samples_file.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "costmodel/cost_spec.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/latency/table_latency.h"
 #include "costmodel/step/host_time.h"
-#include "costmodel/table_latency.h"
 #include "tests/costmodel/cost_test_util.h"
 #include "util/check.h"
 

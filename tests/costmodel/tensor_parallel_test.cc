@@ -6,18 +6,18 @@
 #include <string>
 #include <vector>
 
-#include "costmodel/calib_dir.h"
 #include "costmodel/cost_spec.h"
-#include "costmodel/fit.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/overlap_latency.h"
-#include "costmodel/per_term_latency.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_fit.h"
-#include "costmodel/profile_json.h"
-#include "costmodel/roofline.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/fit/fit.h"
+#include "costmodel/fit/profile_fit.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/overlap_latency.h"
+#include "costmodel/latency/per_term_latency.h"
+#include "costmodel/latency/roofline.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 #include "tests/costmodel/cost_test_util.h"
 
 namespace specplan::costmodel {

@@ -8,10 +8,10 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "costmodel/compose.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/kernel_tables.h"
-#include "costmodel/model_registry.h"
+#include "costmodel/compose/compose.h"
+#include "costmodel/compose/kernel_tables.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_registry.h"
 #include "tests/paths/test_paths.h"
 
 namespace specplan::costmodel {

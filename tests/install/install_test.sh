@@ -22,7 +22,7 @@ fi
 for f in cost.h planner.h tree.h costmodel/cost_spec.h planner/policies/best_first.h; do
   [[ -f "$prefix/include/specplan/$f" ]] || { echo "header $f not installed"; exit 1; }
 done
-for f in util/check.h costmodel/compose.h costmodel/profile_json.h planner/policies/dynatree.h; do
+for f in util/check.h costmodel/compose/compose.h costmodel/profile/profile_json.h planner/policies/dynatree.h; do
   [[ ! -e "$prefix/include/specplan/$f" ]] || { echo "implementation header $f installed"; exit 1; }
 done
 [[ -d "$prefix/share/specplan/calib" ]] || { echo "calib/ not installed"; exit 1; }

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "costmodel/model_registry.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/roofline_latency.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/policies/path_conditioned.h"
 #include "tests/planner/brute_force.h"

@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "costmodel/model_registry.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/roofline_latency.h"
 #include "tests/planner/brute_force.h"
 #include "tests/planner/plan_test_util.h"
 #include "tests/planner/random_marginals.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "costmodel/cycle_cost.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "tests/planner/fake_drafter.h"
 #include "tests/planner/random_marginals.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "costmodel/cycle_cost.h"
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/merge.h"
 #include "tests/planner/plan_test_util.h"

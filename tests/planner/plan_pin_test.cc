@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "costmodel/cycle_cost.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/roofline_latency.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/tree_outputs.h"

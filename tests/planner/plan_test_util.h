@@ -12,7 +12,7 @@
 #include <random>
 #include <string>
 
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "planner/batch/plan_backend.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/merge.h"

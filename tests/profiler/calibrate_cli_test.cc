@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "costmodel/calib_dir.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile_json.h"
 #include "tests/profiler/test_util.h"
 
 namespace specplan::profiler {

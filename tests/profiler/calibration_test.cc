@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "costmodel/linear_latency.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/per_term_latency.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_json.h"
-#include "costmodel/roofline_latency.h"
-#include "costmodel/samples_file.h"
+#include "costmodel/fit/samples_file.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/linear_latency.h"
+#include "costmodel/latency/per_term_latency.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 #include "plot/chart.h"
 #include "tests/profiler/test_util.h"
 

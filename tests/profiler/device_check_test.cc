@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "costmodel/gpu_spec.h"
+#include "costmodel/hardware/gpu_spec.h"
 #include "tests/profiler/test_util.h"
 
 namespace specplan::profiler {

@@ -13,9 +13,9 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "costmodel/compose.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/compose/compose.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/profile/profile_json.h"
 #include "tests/profiler/test_util.h"
 #include "util/file.h"
 

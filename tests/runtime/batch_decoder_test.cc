@@ -15,7 +15,7 @@
 #include <cmath>
 #include <random>
 
-#include "costmodel/grid_latency.h"
+#include "costmodel/latency/grid_latency.h"
 #include "runtime/decoder.h"
 #include "tests/runtime/test_models.h"
 

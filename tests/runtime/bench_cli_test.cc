@@ -15,11 +15,11 @@
 #include <string>
 #include <utility>
 
-#include "costmodel/calib_dir.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 #include "tests/paths/test_paths.h"
 #include "whatif/trace.h"
 

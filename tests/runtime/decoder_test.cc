@@ -9,7 +9,7 @@
 #include <cmath>
 #include <random>
 
-#include "costmodel/grid_latency.h"
+#include "costmodel/latency/grid_latency.h"
 #include "tests/runtime/test_models.h"
 
 namespace specplan::runtime {

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "costmodel/grid_latency.h"
+#include "costmodel/latency/grid_latency.h"
 #include "runtime/heads_drafters.h"
 #include "runtime/trace_recorder.h"
 #include "tests/runtime/test_models.h"

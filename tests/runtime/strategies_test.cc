@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "costmodel/grid_latency.h"
+#include "costmodel/latency/grid_latency.h"
 #include "planner/batch/plan_backend.h"
 #include "runtime/decoder.h"
 #include "runtime/peak_memory.h"

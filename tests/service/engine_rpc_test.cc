@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "client/client.h"
-#include "costmodel/calib_dir.h"
-#include "costmodel/linear_latency.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/latency/linear_latency.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 #include "service/cost_resolver.h"
 #include "service/profile_store.h"
 #include "service_test_util.h"

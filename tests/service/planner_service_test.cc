@@ -12,12 +12,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "costmodel/calib_dir.h"
 #include "costmodel/cycle_cost.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/profile_json.h"
-#include "costmodel/roofline.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/roofline.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile_json.h"
 #include "planner/policies/best_first.h"
 #include "planner/policies/fixed_tree.h"
 #include "planner/policies/linear_chain.h"

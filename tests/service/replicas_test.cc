@@ -24,8 +24,8 @@
 
 #include "absl/strings/str_split.h"
 #include "client/client.h"
-#include "costmodel/calib_dir.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile_json.h"
 #include "service/channel.h"
 #include "service/tools/fleet_load.h"
 #include "service_test_util.h"

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "costmodel/calib_dir.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile_json.h"
 #include "service_test_util.h"
 #include "tests/paths/test_paths.h"
 #include "tests/server_process.h"

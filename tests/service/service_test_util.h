@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "costmodel/gpu_spec.h"
-#include "costmodel/linear_latency.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_fit.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/fit/profile_fit.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/latency/linear_latency.h"
+#include "costmodel/latency/roofline_latency.h"
+#include "costmodel/profile/profile.h"
 #include "planner/marginals/marginals.h"
 #include "planner/tree/tree.h"
 #include "service/convert.h"

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "costmodel/cycle_cost.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 #include "costmodel/step/host_time.h"
 #include "costmodel/step/step_model.h"
 #include "planner/policies/best_first.h"

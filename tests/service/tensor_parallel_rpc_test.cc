@@ -3,9 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "costmodel/model_registry.h"
-#include "costmodel/roofline.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/roofline.h"
+#include "costmodel/latency/roofline_latency.h"
 #include "service_test_util.h"
 
 namespace specplan::service {

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "client/client.h"
-#include "costmodel/gpu_spec.h"
-#include "costmodel/model_registry.h"
-#include "costmodel/model_spec.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/gpu_spec.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/hardware/model_spec.h"
+#include "costmodel/latency/roofline_latency.h"
 #include "service/convert.h"
 #include "service_test_util.h"
 #include "tests/paths/test_paths.h"

@@ -14,9 +14,9 @@
 #include <sstream>
 #include <string>
 
-#include "costmodel/model_registry.h"
-#include "costmodel/profile.h"
-#include "costmodel/profile_json.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 #include "tests/util/fault_env.h"
 
 namespace specplan::costmodel {

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "costmodel/model_registry.h"
-#include "costmodel/roofline_latency.h"
+#include "costmodel/hardware/model_registry.h"
+#include "costmodel/latency/roofline_latency.h"
 #include "planner/acceptance/engine_acceptance.h"
 #include "util/check.h"
 

@@ -10,8 +10,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "costmodel/batch_shape.h"
 #include "costmodel/cost_spec.h"
+#include "costmodel/latency/batch_shape.h"
 #include "test_util.h"
 #include "tests/paths/test_paths.h"
 #include "util/check.h"

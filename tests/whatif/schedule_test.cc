@@ -37,9 +37,9 @@
 #include <sstream>
 
 #include "absl/strings/str_format.h"
-#include "costmodel/batch_shape.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
+#include "costmodel/latency/batch_shape.h"
 #include "planner/policies/best_first.h"
 #include "test_util.h"
 #include "util/check.h"

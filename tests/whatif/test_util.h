@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "costmodel/latency_model.h"
+#include "costmodel/latency/latency_model.h"
 #include "tests/paths/test_paths.h"
 
 namespace specplan::whatif::testing {

@@ -1,0 +1,192 @@
+// Per-kernel timings an inference engine's kernels took on one GPU, in the layout of
+// ai-dynamo/aiconfigurator's tables exported to CSV (data/kernels/README.md): one folder per
+// (GPU, engine version), e.g. h100_sxm/sglang-0.5.14/, holding
+//   gemm.csv                  kernel_source,m,n,k,latency_ms
+//                             one dense [m x k] x [k x n] GEMM, m = tokens of the whole pass
+//   context_attention.csv     kernel_source,batch_size,isl,num_heads,num_key_value_heads,head_dim,
+//                             latency_ms: causal attention of batch_size sequences of isl new
+//                             tokens each, no cached prefix, one layer
+//   generation_attention.csv  kernel_source,batch_size,kv_len,num_heads,num_key_value_heads,
+//                             head_dim,latency_ms: one query token per sequence over kv_len keys
+//   tree_attention.csv        (optional; written by `calibrate --kernels`, no public table holds
+//                             it) kernel_source,batch_size,s,kv_len,num_heads,num_key_value_heads,
+//                             head_dim,latency_ms: s new tokens per sequence under a tree mask
+//                             over kv_len keys (the c cached ones plus the s new ones, kv_len =
+//                             c + s), one layer
+//   SOURCE.txt                (optional) which source files and rows, "device <name>" and
+//                             "dtype <fp32|bf16|...>" (absent: bf16)
+// The tables are read as measured, except that a shape measured more than once keeps the mean of
+// its times (repeats()), and that along the token axis (m for GEMMs, isl or kv_len
+// for attention) each series is made non-decreasing by isotonic regression (more tokens never
+// cost less; the dips are measurement noise; max_change() says how much a point moved). Lookups
+// interpolate between measured points (linear in each axis: kernel time is close to affine in
+// tokens, widths and cache length) and report when they had to go past the largest measured point
+// (AttentionLookup::extrapolated).
+#ifndef SPECPLAN_COSTMODEL_KERNEL_TABLES_H_
+#define SPECPLAN_COSTMODEL_KERNEL_TABLES_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodel/hardware/model_spec.h"
+
+namespace specplan::costmodel {
+
+// GEMM latencies by (m, n, k). Seconds(m, n, k):
+//   - (n, k) on the measured widths: linear in m between the measured m of that (n, k); below
+//     the smallest measured m, the smallest m's time; above the largest, the pass split into
+//     row blocks of the largest m (a GEMM is separable in m);
+//   - n or k between measured widths: bilinear between the four surrounding (n, k) pairs;
+//   - n or k above the largest measured width: split into blocks of that width (separable in n;
+//     in k the partial products add, and the reduction is not priced).
+class GemmTable {
+ public:
+  // `source` names the file in errors ("<source>:<line>: ...").
+  static absl::StatusOr<GemmTable> Parse(const std::string& csv_text, const std::string& source);
+
+  // Seconds of one GEMM; m, n, k >= 1. NOT_FOUND naming the (n, k) pair when a pair needed for
+  // the interpolation was not measured.
+  absl::StatusOr<double> Seconds(int64_t m, int64_t n, int64_t k) const;
+
+  // The smallest measured latency (seconds): what a launch-bound kernel costs on this GPU in
+  // this engine.
+  double floor_s() const { return floor_s_; }
+  // The best achieved DRAM bandwidth (bytes/s) among memory-bound rows (m <= 16) whose weight
+  // matrix (n x k x 2 bytes) is at least 256 MiB, so it cannot sit in the L2 cache; 0 when the
+  // table has no such row.
+  double stream_bandwidth() const { return stream_bw_; }
+  // The best achieved FLOP/s of any row.
+  double peak_flops() const { return peak_flops_; }
+  size_t rows() const { return rows_; }
+  const std::vector<std::string>& kernel_sources() const { return kernel_sources_; }
+  // The largest relative change the isotonic fit along m made to a point (0.05 = 5 %).
+  double max_change() const { return max_change_; }
+  // Rows that repeated a shape measured before (averaged into it).
+  size_t repeats() const { return repeats_; }
+
+ private:
+  absl::StatusOr<double> AtPair(int64_t m, int64_t n, int64_t k) const;  // (n, k) measured
+  absl::StatusOr<double> OnGrid(int64_t m, int64_t n, int64_t k) const;  // n, k <= largest
+
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, double>>> by_nk_;
+  std::vector<int64_t> n_grid_, k_grid_;
+  double floor_s_ = 0, stream_bw_ = 0, peak_flops_ = 0, max_change_ = 0;
+  size_t repeats_ = 0;
+  size_t rows_ = 0;
+  std::vector<std::string> kernel_sources_;
+};
+
+// Attention heads of one layer on one GPU (tensor-parallel shards hold fewer heads).
+struct AttentionHeads {
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  bool operator<(const AttentionHeads& o) const;
+  std::string ToString() const;  // "32/8/128" (heads / kv heads / head_dim)
+};
+
+struct AttentionLookup {
+  double seconds = 0;
+  bool extrapolated = false;  // past the largest measured length or batch size
+  std::string why;            // when extrapolated: which table, which point, which bound
+};
+
+// Attention latencies by (heads, batch_size, length), length = kv_len (generation) or isl
+// (context). Seconds(heads, b, x): for each measured batch size around b, linear in x between
+// that batch size's measured lengths (below the smallest, the smallest's time; above the
+// largest, the line through the last two points, marked extrapolated); then linear in b
+// between the two batch sizes (above the largest measured b: proportional to b, marked
+// extrapolated; below the smallest: the smallest's time).
+class AttentionTable {
+ public:
+  // `length_column` is "kv_len" or "isl".
+  static absl::StatusOr<AttentionTable> Parse(const std::string& csv_text,
+                                              const std::string& source,
+                                              const std::string& length_column);
+  bool Holds(const AttentionHeads& heads) const { return by_heads_.count(heads) != 0; }
+  std::vector<AttentionHeads> HeadConfigs() const;
+  // NOT_FOUND naming the head configuration when the table does not hold it. b >= 1, x >= 1.
+  absl::StatusOr<AttentionLookup> Seconds(const AttentionHeads& heads, double b, double x) const;
+  const std::string& source() const { return source_; }
+  const std::vector<std::string>& kernel_sources() const { return kernel_sources_; }
+  // The largest relative change the isotonic fit along the length made to a point.
+  double max_change() const { return max_change_; }
+  // Rows that repeated a shape measured before (averaged into it).
+  size_t repeats() const { return repeats_; }
+
+ private:
+  friend class TreeAttentionTable;
+  struct Point {
+    AttentionHeads heads;
+    int64_t b = 0, x = 0;
+    double seconds = 0;
+  };
+  static AttentionTable Build(const std::string& source, const std::string& length_column,
+                              const std::vector<Point>& points,
+                              std::vector<std::string> kernel_sources);
+  AttentionLookup AtBatch(const std::vector<std::pair<int64_t, double>>& points, double x,
+                          int64_t b) const;
+  std::string source_, length_column_;
+  // heads -> batch size -> (length, seconds) ascending
+  std::map<AttentionHeads, std::map<int64_t, std::vector<std::pair<int64_t, double>>>> by_heads_;
+  std::vector<std::string> kernel_sources_;
+  double max_change_ = 0;
+  size_t repeats_ = 0;
+};
+
+// Tree-verification attention by (heads, batch_size, s, kv_len): one AttentionTable along kv_len
+// per measured s. Seconds(heads, b, s, kv_len) with s inside [min_s(), max_s()]: each measured s
+// around s read as AttentionTable::Seconds(heads, b, kv_len), then linear in s between the two.
+class TreeAttentionTable {
+ public:
+  static absl::StatusOr<TreeAttentionTable> Parse(const std::string& csv_text,
+                                                  const std::string& source);
+  // Every measured s holds these heads.
+  bool Holds(const AttentionHeads& heads) const;
+  int64_t min_s() const { return by_s_.begin()->first; }
+  int64_t max_s() const { return by_s_.rbegin()->first; }
+  // NOT_FOUND when the heads are not held; OUT_OF_RANGE when s is outside [min_s, max_s].
+  absl::StatusOr<AttentionLookup> Seconds(const AttentionHeads& heads, double b, int64_t s,
+                                          double kv_len) const;
+  const std::string& source() const { return source_; }
+  const std::vector<std::string>& kernel_sources() const { return kernel_sources_; }
+  double max_change() const;  // over the per-s tables
+  size_t repeats() const;
+
+ private:
+  std::string source_;
+  std::map<int64_t, AttentionTable> by_s_;  // s -> the table along kv_len
+  std::vector<std::string> kernel_sources_;
+};
+
+// One engine folder, e.g. .../h100_sxm/sglang-0.5.14.
+struct EngineKernelTables {
+  std::string dir;
+  std::string gpu_folder;      // the parent folder's name, e.g. "h100_sxm"
+  std::string engine;          // from the folder name: "sglang", "vllm", "trtllm" ("" if unknown)
+  std::string engine_version;  // "0.5.14"
+  std::string device;          // "NVIDIA H100 80GB HBM3" from SOURCE.txt ("" when absent)
+  std::string source;          // repository and commit of the data ("" when not recorded)
+  std::string licence;         // licence of the data ("" when not recorded)
+  DType dtype = DType::kBFloat16;  // "dtype NAME" in SOURCE.txt; bf16 when absent
+  GemmTable gemm;
+  AttentionTable context;
+  AttentionTable generation;
+  std::optional<TreeAttentionTable> tree;  // tree_attention.csv when present
+};
+
+// Reads the three tables of `dir` (every one required; errors name the file, line and column),
+// tree_attention.csv and SOURCE.txt when present, and the data's source and licence from the first
+// README.md or NOTICE found in dir, its parent or its grandparent (a line "Source: `owner/repo`,
+// commit <sha>" and a licence named as "(<Name> License <version>", as data/kernels/README.md has
+// them).
+absl::StatusOr<EngineKernelTables> LoadEngineKernelTables(const std::string& dir);
+
+}  // namespace specplan::costmodel
+
+#endif  // SPECPLAN_COSTMODEL_KERNEL_TABLES_H_
