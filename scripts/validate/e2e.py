@@ -137,6 +137,23 @@ def err(pred, meas):
     return 100.0 * (pred - meas) / meas
 
 
+def speedup_table(w, label, results, drafter, datasets):
+    """Writes the Markdown table of one drafter's predicted speedups (results[dataset][B], trace
+    replay) beside the measured ones, a row per dataset and B; returns the cells' absolute
+    errors in percent."""
+    w("| dataset | B | tokens/step | predicted | measured | error |")
+    w("| --- | --- | --- | --- | --- | --- |")
+    errs = []
+    for ds in datasets:
+        for i, b in enumerate(BATCHES):
+            row, meas = results[ds][b], MEASURED[(ds, drafter)][i]
+            e = err(row["speedup"], meas)
+            errs.append(abs(e))
+            w(f"| {label[ds]} | {b} | {row['tokens_per_step']:.3f} | {row['speedup']:.3f}x | "
+              f"{meas:.3f}x | {e:+.1f} % |")
+    return errs
+
+
 def fmt_cmd(cmd):
     return " ".join(rel(c) if os.path.isabs(c) else c for c in cmd)
 
@@ -313,16 +330,7 @@ def main():
     w("Trace replay, copies (each request as B identical copies, as the paper measured); speedup "
       "is the mean over requests of the plain steps' time over the speculative steps' time.")
     w("")
-    w("| dataset | B | tokens/step | predicted | measured | error |")
-    w("| --- | --- | --- | --- | --- | --- |")
-    errs = []
-    for ds in ("gsm8k", "sharegpt"):
-        for i, b in enumerate(BATCHES):
-            row, meas = dev[ds][b], MEASURED[(ds, "eagle3")][i]
-            e = err(row["speedup"], meas)
-            errs.append(abs(e))
-            w(f"| {label[ds]} | {b} | {row['tokens_per_step']:.3f} | {row['speedup']:.3f}x | "
-              f"{meas:.3f}x | {e:+.1f} % |")
+    errs = speedup_table(w, label, dev, "eagle3", ("gsm8k", "sharegpt"))
     mape = sum(errs) / len(errs)
     w("")
     w(f"**MAPE {mape:.2f} %** over the {len(errs)} cells (largest error {max(errs):.1f} %); "
@@ -419,16 +427,7 @@ def main():
       f"the verify time; at B = {BATCHES[-1]} the host term is {min(hs):.0f}-{max(hs):.0f} % of "
       "the predicted speculative step.")
     w("")
-    w("| dataset | B | tokens/step | predicted | measured | error |")
-    w("| --- | --- | --- | --- | --- | --- |")
-    nerrs = []
-    for ds, _, _ in DATASETS:
-        for i, b in enumerate(BATCHES):
-            row, meas = ngram[ds][b], MEASURED[(ds, "ngram")][i]
-            e = err(row["speedup"], meas)
-            nerrs.append(abs(e))
-            w(f"| {label[ds]} | {b} | {row['tokens_per_step']:.3f} | {row['speedup']:.3f}x | "
-              f"{meas:.3f}x | {e:+.1f} % |")
+    nerrs = speedup_table(w, label, ngram, "ngram", [ds for ds, _, _ in DATASETS])
     w("")
     w(f"n-gram MAPE: {sum(nerrs) / len(nerrs):.1f} %.")
     w("")
