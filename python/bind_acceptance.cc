@@ -64,13 +64,17 @@ planner::StepAcceptance ReadStep(py::object first, py::object num_draft,
   return s;
 }
 
-// The `observe` method of the estimator and the gate: one verified step, an AcceptResult or
-// observe(proposed_depth, num_draft, accepted_length).
+// Defines the `observe` method of the estimator's or the gate's class: one verified step, an
+// AcceptResult or observe(proposed_depth, num_draft, accepted_length).
 template <class T>
-auto ObserveStep() {
-  return [](T& x, py::object step, py::object num_draft, py::object accepted) {
-    x.Observe(ReadStep(step, num_draft, accepted));
-  };
+void DefObserve(py::class_<T>& cls, const char* doc) {
+  cls.def(
+      "observe",
+      [](T& x, py::object step, py::object num_draft, py::object accepted) {
+        x.Observe(ReadStep(step, num_draft, accepted));
+      },
+      py::arg("step"), py::arg("num_draft") = py::none(), py::arg("accepted_length") = py::none(),
+      doc);
 }
 
 py::object DecisionRecord(const planner::GateDecision& d) {
@@ -265,19 +269,19 @@ accepted_nodes / emitted int32 with offsets int64 [B+1] (request b's accepted no
 accepted drafts then the bonus, are entries offsets[b] .. offsets[b+1] - 1 of each; a request
 emits accepted_length + 1 tokens, so both arrays share the offsets).)doc");
 
-  py::class_<planner::AcceptanceEstimator>(m, "AcceptanceEstimator", R"doc(
+  py::class_<planner::AcceptanceEstimator> estimator(m, "AcceptanceEstimator", R"doc(
 Online acceptance estimate (planner/acceptance/speculation_gate.h): alpha of a truncated geometric chain with
 exponential forgetting, the verified width, and the surrogate's calibration surrogate_scale (the
-realised / promised draft tokens), which plan_tree / plan_batch take as acceptance_scale.)doc")
-      .def(py::init([](double a, double w, double f) {
-             return planner::AcceptanceEstimator(EstimatorOptions(a, w, f));
-           }),
-           py::kw_only(), py::arg("prior_alpha") = 0.5, py::arg("prior_weight") = 1.0,
-           py::arg("forget") = 0.95)
-      .def("observe", ObserveStep<planner::AcceptanceEstimator>(), py::arg("step"),
-           py::arg("num_draft") = py::none(), py::arg("accepted_length") = py::none(),
-           "One verified step: an AcceptResult, or observe(proposed_depth, num_draft, "
-           "accepted_length).")
+realised / promised draft tokens), which plan_tree / plan_batch take as acceptance_scale.)doc");
+  estimator.def(py::init([](double a, double w, double f) {
+                  return planner::AcceptanceEstimator(EstimatorOptions(a, w, f));
+                }),
+                py::kw_only(), py::arg("prior_alpha") = 0.5, py::arg("prior_weight") = 1.0,
+                py::arg("forget") = 0.95);
+  DefObserve(estimator,
+             "One verified step: an AcceptResult, or observe(proposed_depth, num_draft, "
+             "accepted_length).");
+  estimator
       .def(
           "observe_surrogate",
           [](planner::AcceptanceEstimator& e, double a_hat, int accepted) {
@@ -301,7 +305,7 @@ realised / promised draft tokens), which plan_tree / plan_batch take as acceptan
             e.alpha(), e.width(), e.surrogate_scale(), e.observed_steps());
       });
 
-  py::class_<planner::SpeculationGate>(m, "SpeculationGate", R"doc(
+  py::class_<planner::SpeculationGate> gate(m, "SpeculationGate", R"doc(
 Decides before drafting whether a step drafts and how deep (planner/acceptance/speculation_gate.h):
 R(0) = 1 / (T(1) + H) against R(d) = (1 + A(d)) / (d t + T(1 + round(w d)) + H) with t the
 measured seconds of one draft level and H the engine's host work per step (host=cost.host: the
@@ -312,8 +316,8 @@ now and then to refresh its estimates.
     gate = specplan.SpeculationGate()
     d = gate.decide(cost, c=1024, max_depth=8).depth
     ... draft d levels, timing one level ...; gate.observe_draft_level(level_seconds)
-    gate.observe(specplan.accept_greedy(tree, argmax)))doc")
-      .def(py::init([](bool enabled, double min_gain, double time_forget, int probe_interval,
+    gate.observe(specplan.accept_greedy(tree, argmax)))doc");
+  gate.def(py::init([](bool enabled, double min_gain, double time_forget, int probe_interval,
                        int max_probe_interval, int probe_depth, double probe_budget,
                        double prior_alpha, double prior_weight, double forget, py::object host) {
              planner::SpeculationGateOptions o;
@@ -377,12 +381,11 @@ now and then to refresh its estimates.
       .def("observe_draft_level", &planner::SpeculationGate::ObserveDraftLevel, py::arg("seconds"),
            "Measured seconds of one draft level (> 0; anything else is ignored).")
       .def("observe_probe_seconds", &planner::SpeculationGate::ObserveProbeSeconds,
-           py::arg("seconds"), "Measured seconds of the last probe's drafting, catch-up included.")
-      .def("observe", ObserveStep<planner::SpeculationGate>(), py::arg("step"),
-           py::arg("num_draft") = py::none(), py::arg("accepted_length") = py::none(),
-           "After verification: an AcceptResult, or observe(proposed_depth, num_draft, "
-           "accepted_length).")
-      .def_property_readonly(
+           py::arg("seconds"), "Measured seconds of the last probe's drafting, catch-up included.");
+  DefObserve(gate,
+             "After verification: an AcceptResult, or observe(proposed_depth, num_draft, "
+             "accepted_length).");
+  gate.def_property_readonly(
           "estimator",
           [](planner::SpeculationGate& g) -> planner::AcceptanceEstimator& {
             return g.estimator();

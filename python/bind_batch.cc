@@ -123,18 +123,25 @@ py::tuple TreeViews(py::handle self, const PyBatchPlan& p, int i) {
   return py::make_tuple(View(t.tokens, self), View(t.parents, self));
 }
 
-// A [B] view of one of the plan's per-request vectors (n, expected_accepted, price).
+// The getter of a per-request property (n, expected_accepted, price): a [B] view of that
+// vector of the plan.
 template <class T>
-py::array_t<T> PerRequest(py::handle self, std::vector<T> planner::BatchPlan::*column) {
-  const auto& p = self.cast<const PyBatchPlan&>();
-  return View<T>((p.plan.*column).data(), {p.b}, self);
+auto PerRequest(std::vector<T> planner::BatchPlan::*column) {
+  return [column](py::object self) {
+    const auto& p = self.cast<const PyBatchPlan&>();
+    return View<T>((p.plan.*column).data(), {p.b}, self);
+  };
 }
 
-// The result with its flat arrays filled.
-const PyBatchPlan& Flat(py::handle self) {
-  auto& p = self.cast<PyBatchPlan&>();
-  p.Flatten();
-  return p;
+// The getter of a flat array property (tokens, parents, depths, path_probs, offsets): a view of
+// that vector of the result, filled on the first read of any of them.
+template <class T>
+auto FlatColumn(std::vector<T> BatchBuffers::*column) {
+  return [column](py::object self) {
+    auto& p = self.cast<PyBatchPlan&>();
+    p.Flatten();
+    return View(p.*column, self);
+  };
 }
 
 const char* kBatchKwargsDoc = R"doc(
@@ -262,32 +269,25 @@ views of the result's own buffers (no copies).)doc")
           },
           py::arg("i"), "(tokens, parents) of request i (views)")
       .def_property_readonly(
-          "tokens", [](py::object self) { return View(Flat(self).tokens, self); },
+          "tokens", FlatColumn(&BatchBuffers::tokens),
           "int32 [T], all trees back to back (request i: offsets[i] .. offsets[i+1] - 1)")
+      .def_property_readonly("parents", FlatColumn(&BatchBuffers::parents),
+                             "int32 [T], local indices, -1 for a root")
+      .def_property_readonly("depths", FlatColumn(&BatchBuffers::depths), "int32 [T]")
+      .def_property_readonly("path_probs", FlatColumn(&BatchBuffers::path_probs), "float64 [T]")
       .def_property_readonly(
-          "parents", [](py::object self) { return View(Flat(self).parents, self); },
-          "int32 [T], local indices, -1 for a root")
-      .def_property_readonly(
-          "depths", [](py::object self) { return View(Flat(self).depths, self); }, "int32 [T]")
-      .def_property_readonly(
-          "path_probs", [](py::object self) { return View(Flat(self).path_probs, self); },
-          "float64 [T]")
-      .def_property_readonly(
-          "offsets", [](py::object self) { return View(Flat(self).offsets, self); },
+          "offsets", FlatColumn(&BatchBuffers::offsets),
           "int64 [B+1]: request i is nodes offsets[i]..offsets[i+1]-1 of the flat arrays")
-      .def_property_readonly(
-          "n", [](py::object self) { return PerRequest(self, &planner::BatchPlan::n); },
-          "int32 [B] draft nodes per request (0 = do not speculate)")
+      .def_property_readonly("n", PerRequest(&planner::BatchPlan::n),
+                             "int32 [B] draft nodes per request (0 = do not speculate)")
       .def_property_readonly(
           "c", [](py::object self) { return View(self.cast<const PyBatchPlan&>().c, self); },
           "int64 [B] context lengths")
-      .def_property_readonly(
-          "expected_accepted",
-          [](py::object self) { return PerRequest(self, &planner::BatchPlan::expected_accepted); },
-          "float64 [B] Â_i, root included")
-      .def_property_readonly(
-          "price", [](py::object self) { return PerRequest(self, &planner::BatchPlan::price); },
-          "float64 [B] κ_i used in the order")
+      .def_property_readonly("expected_accepted",
+                             PerRequest(&planner::BatchPlan::expected_accepted),
+                             "float64 [B] Â_i, root included")
+      .def_property_readonly("price", PerRequest(&planner::BatchPlan::price),
+                             "float64 [B] κ_i used in the order")
       .def_property_readonly(
           "n_total", [](const PyBatchPlan& p) { return p.plan.n_total; }, "N* = sum n_i")
       .def_property_readonly("weighted_accepted",

@@ -33,6 +33,17 @@ struct PyTreePlan : planner::BestFirstPlan {
   std::string latency_model, profile;  // "" without a cost
 };
 
+// The getter of a TreePlan property viewing one of its outputs' row-major matrices (retrieve,
+// the packed mask): `matrix` as [outputs.*rows, outputs.*cols].
+template <class T>
+auto OutputsMatrix(std::vector<T> planner::TreeOutputs::*matrix, int planner::TreeOutputs::*rows,
+                   int planner::TreeOutputs::*cols) {
+  return [matrix, rows, cols](py::object self) {
+    const planner::TreeOutputs& o = self.cast<const PyTreePlan&>().outputs;
+    return View<T>((o.*matrix).data(), {o.*rows, o.*cols}, self);
+  };
+}
+
 // A read-only view (for objects Python must not mutate).
 template <class T>
 py::array_t<T> ReadOnly(py::array_t<T> a) {
@@ -259,17 +270,13 @@ Arrays are NumPy views of the result's own buffers (no copies).)doc")
           "int64 [s], c + depth")
       .def_property_readonly(
           "retrieve",
-          [](py::object self) {
-            const auto& o = self.cast<const PyTreePlan&>().outputs;
-            return View<int32_t>(o.retrieve.data(), {o.num_leaves, o.retrieve_width}, self);
-          },
+          OutputsMatrix(&planner::TreeOutputs::retrieve, &planner::TreeOutputs::num_leaves,
+                        &planner::TreeOutputs::retrieve_width),
           "int32 [leaves, max depth + 1]: root-to-leaf node indices, -1 padded")
       .def_property_readonly(
           "mask",
-          [](py::object self) {
-            const auto& o = self.cast<const PyTreePlan&>().outputs;
-            return View<uint64_t>(o.mask_packed.data(), {o.size, o.mask_words}, self);
-          },
+          OutputsMatrix(&planner::TreeOutputs::mask_packed, &planner::TreeOutputs::size,
+                        &planner::TreeOutputs::mask_words),
           "uint64 [s, ceil(s / 64)]: bit j of row i set iff j is i or an ancestor of i")
       .def_property_readonly(
           "tree",

@@ -44,51 +44,15 @@ if _os.path.isdir(_package_calib):
 
 from . import acceptance, batch, cost, errors, layouts, merge, planner, types  # noqa: E402
 from ._specplan import __version__  # noqa: E402
-from .acceptance import (  # noqa: E402
-    AcceptanceEstimator,
-    AcceptResult,
-    BatchAcceptResult,
-    GateDecision,
-    GateStats,
-    SpeculationGate,
-    accept_greedy,
-    accept_greedy_batch,
-)
-from .batch import BatchCurve, BatchPlan, Request, plan_batch, plan_batch_arrays  # noqa: E402
-from .cost import (  # noqa: E402
-    Cost,
-    CycleBreakdown,
-    Estimate,
-    HostTime,
-    Profile,
-    ProfileInfo,
-    StepBreakdown,
-    bundled_profile_path,
-    calib_search_path,
-    compose_profile,
-    default_calib_dir,
-    estimate,
-    known_engines,
-    known_gpus,
-    known_models,
-    latency_model_kinds,
-    list_profiles,
-    load_profile,
-    resolve_cost,
-)
-from .errors import (  # noqa: E402
-    ArgumentTypeError,
-    Error,
-    FailedPreconditionError,
-    InternalError,
-    InvalidArgumentError,
-    NotFoundError,
-    ResourceExhaustedError,
-    UnimplementedError,
-)
-from .layouts import RaggedLayout, SglangLayout, ragged_layout, sglang_layout  # noqa: E402
-from .merge import MergedTree, merge_trees  # noqa: E402
-from .planner import Marginals, TreeCurve, TreePlan, plan_tree  # noqa: E402
+
+# Every family's public names, re-exported at the top level (each family's __all__ lists them).
+from .acceptance import *  # noqa: E402,F401,F403
+from .batch import *  # noqa: E402,F401,F403
+from .cost import *  # noqa: E402,F401,F403
+from .errors import *  # noqa: E402,F401,F403
+from .layouts import *  # noqa: E402,F401,F403
+from .merge import *  # noqa: E402,F401,F403
+from .planner import *  # noqa: E402,F401,F403
 
 # Classes name the family module they are documented in (specplan.cost.Cost, ...).
 for _family in (acceptance, batch, cost, errors, layouts, merge, planner):
@@ -98,6 +62,8 @@ for _family in (acceptance, batch, cost, errors, layouts, merge, planner):
             _obj.__module__ = _family.__name__
 del _family, _name, _obj
 
+# A literal list (type checkers read it for `from specplan import *`; mypy does not follow
+# `__all__ += family.__all__`): every family's __all__, which tests/python/test_package.py checks.
 __all__ = [
     # families
     "acceptance", "batch", "cost", "errors", "layouts", "merge", "planner", "types",
