@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "util/status_macros.h"
 
 namespace specplan::train {
 namespace {
@@ -131,13 +132,8 @@ absl::StatusOr<LmTrainResult> TrainDraftHeads(runtime::DraftHeads* heads,
   if (auto st = CheckSplits(train, heldout, span, vocab); !st.ok()) return st;
   std::vector<torch::Tensor> params;
   for (const auto* group : {&heads->parallel_parameters(), &heads->causal_parameters()}) {
-    for (const auto& [name, t] : *group) {
-      if (!t.requires_grad()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(name, ": does not take gradients (CreateRandom with trainable = true)"));
-      }
-      params.push_back(t);
-    }
+    SPECPLAN_RETURN_IF_ERROR(
+        AppendTrainable(*group, "CreateRandom with trainable = true", &params));
   }
   WindowSampler sampler(train, span, o.lm.seed);
   const double steps = static_cast<double>(o.lm.steps);

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "util/clock.h"
+#include "util/status_macros.h"
 
 namespace specplan::train {
 
@@ -191,6 +192,18 @@ absl::StatusOr<LmTrainResult> RunTrainingLoop(
   return result;
 }
 
+absl::Status AppendTrainable(const std::vector<std::pair<std::string, torch::Tensor>>& named,
+                             const char* remedy, std::vector<torch::Tensor>* params) {
+  for (const auto& [name, t] : named) {
+    if (!t.requires_grad()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(name, ": does not take gradients (", remedy, ")"));
+    }
+    params->push_back(t);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LmTrainResult> TrainLanguageModel(runtime::Transformer* model,
                                                  absl::Span<const TokenId> train,
                                                  absl::Span<const TokenId> heldout,
@@ -199,13 +212,8 @@ absl::StatusOr<LmTrainResult> TrainLanguageModel(runtime::Transformer* model,
   const int64_t vocab = model->config().vocab_size;
   if (auto st = CheckSplits(train, heldout, o.seq_len, vocab); !st.ok()) return st;
   std::vector<torch::Tensor> params;
-  for (const auto& [name, t] : model->NamedParameters()) {
-    if (!t.requires_grad()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(name, ": does not take gradients (build the model with CreateTrainable)"));
-    }
-    params.push_back(t);
-  }
+  SPECPLAN_RETURN_IF_ERROR(
+      AppendTrainable(model->NamedParameters(), "build the model with CreateTrainable", &params));
   WindowSampler sampler(train, o.seq_len, o.seed);
   return RunTrainingLoop(
       params, o,

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -101,6 +103,11 @@ absl::Status CheckTokens(absl::Span<const planner::TokenId> tokens, const char* 
 absl::Status CheckSplits(absl::Span<const planner::TokenId> train,
                          absl::Span<const planner::TokenId> heldout, int64_t seq_len,
                          int64_t vocab);
+
+// Appends the tensors of `named` to `params` for an optimiser; one that does not take gradients is
+// an error naming it and how to build it trainable: "w: does not take gradients (REMEDY)".
+absl::Status AppendTrainable(const std::vector<std::pair<std::string, torch::Tensor>>& named,
+                             const char* remedy, std::vector<torch::Tensor>* params);
 
 // Mean next-token cross-entropy (nats) of `model` over consecutive non-overlapping windows of
 // seq_len + 1 tokens of `tokens` (the tail shorter than a window is dropped), `batch` windows per
