@@ -1,5 +1,6 @@
 #include "ops/cost_request.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -7,6 +8,7 @@
 #include "costmodel/step/host_time.h"
 #include "util/file.h"
 #include "util/json_error.h"
+#include "util/status_macros.h"
 
 namespace specplan::ops {
 
@@ -145,6 +147,16 @@ absl::StatusOr<ResolvedCost> CostRequest::Resolve(double t_draft_ms, double draf
     out.step.emplace(*std::move(step));
   }
   return out;
+}
+
+absl::StatusOr<std::optional<ResolvedCost>> CostRequest::ResolveIfNeeded(bool needed,
+                                                                         double t_draft_ms) const {
+  if (needed) {
+    SPECPLAN_ASSIGN_OR_RETURN(ResolvedCost resolved, Resolve(t_draft_ms, t_draft_ms * 1e-3));
+    return std::optional<ResolvedCost>(std::move(resolved));
+  }
+  SPECPLAN_RETURN_IF_ERROR(Parse(t_draft_ms).status());
+  return std::optional<ResolvedCost>();
 }
 
 CostView ResolvedCost::View() const {

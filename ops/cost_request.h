@@ -61,6 +61,21 @@ struct CycleTerms {
 };
 CycleTerms PriceCycle(const CostView& cost, int gamma, int64_t c);
 
+// Records on an operation's result which cost priced it: priced, latency_model (the view's
+// latency_kind) and profile (its profile_id); without a cost, priced = false and both cleared
+// (capacity kept). Result: any result with those three fields (PlanTreeResult, PlanBatchResult).
+template <typename Result>
+void RecordPricing(const CostView* cost, Result* result) {
+  result->priced = cost != nullptr;
+  if (cost != nullptr) {
+    result->latency_model = cost->latency_kind;
+    result->profile = cost->profile_id;
+  } else {
+    result->latency_model.clear();
+    result->profile.clear();
+  }
+}
+
 struct ResolvedCost;
 
 struct CostRequest {
@@ -122,6 +137,10 @@ struct CostRequest {
   // The whole in-process resolution: Parse(t_draft_ms), ResolveSpec, and with an architecture
   // drafter its step model (by-hand T_draft = draft_s when > 0, else composed).
   absl::StatusOr<ResolvedCost> Resolve(double t_draft_ms, double draft_s = 0) const;
+  // For an operation that prices only when `needed` (NeedsCost, or its own rule): Resolve with
+  // the by-hand draft time t_draft_ms (also as T_draft, seconds) when needed; otherwise none,
+  // once Parse(t_draft_ms) succeeds (bad dtype and drafter names are refused either way).
+  absl::StatusOr<std::optional<ResolvedCost>> ResolveIfNeeded(bool needed, double t_draft_ms) const;
 };
 
 // A CostRequest resolved in-process; owns what its View() points into. Movable.

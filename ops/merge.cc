@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "planner/tree/tree_json.h"
 #include "util/enum_names.h"
+#include "util/status_macros.h"
 
 namespace specplan::ops {
 namespace {
@@ -32,15 +33,10 @@ absl::Status Validate(const MergeRequest& req, int64_t max_offset) {
 
 absl::Status MergeInto(const MergeRequest& req, planner::MergeWorkspace* workspace,
                        MergeResult* result, int64_t max_offset) {
-  if (absl::Status st = Validate(req, max_offset); !st.ok()) return st;
-  if (absl::Status st =
-          planner::MergeTrees(*req.a, *req.b, req.options, workspace, &result->merged);
-      !st.ok()) {
-    return st;
-  }
-  planner::TreeOutputOptions o = req.outputs;
-  o.position_offset = req.c;
-  planner::ComputeTreeOutputs(result->merged.tree, o, &result->outputs);
+  SPECPLAN_RETURN_IF_ERROR(Validate(req, max_offset));
+  SPECPLAN_RETURN_IF_ERROR(
+      planner::MergeTrees(*req.a, *req.b, req.options, workspace, &result->merged));
+  planner::ComputeTreeOutputsAt(result->merged.tree, req.outputs, req.c, &result->outputs);
   return absl::OkStatus();
 }
 

@@ -9,6 +9,7 @@
 #include "ops/plan_tree.h"
 #include "util/enum_names.h"
 #include "util/json_util.h"
+#include "util/status_macros.h"
 
 namespace specplan::ops {
 
@@ -84,32 +85,23 @@ absl::Status PlanBatchInto(const PlanBatchRequest& req, const CostView* cost,
   }
   const size_t B = req.requests.size();
   std::optional<costmodel::BatchCycleCost> cycle;
-  result->priced = cost != nullptr;
+  RecordPricing(cost, result);
   if (cost != nullptr) {
     // The drafter architecture's whole step into the cycle, priced at the batch's mean context
     // for its largest gamma.
     const int gamma = cost->drafter.gamma > 0 ? cost->drafter.gamma : MaxGamma(req.requests);
     const CycleTerms terms = PriceCycle(*cost, gamma, MeanContext(req.requests));
     cycle.emplace(cost->latency, terms.drafter, terms.t_aux_s);
-    result->latency_model = cost->latency_kind;
-    result->profile = cost->profile_id;
-  } else {
-    result->latency_model.clear();
-    result->profile.clear();
   }
-  if (absl::Status st =
-          planner->Plan(req.requests, req.options, cycle ? &*cycle : nullptr, &result->plan);
-      !st.ok()) {
-    return st;
-  }
+  SPECPLAN_RETURN_IF_ERROR(
+      planner->Plan(req.requests, req.options, cycle ? &*cycle : nullptr, &result->plan));
   result->contexts.resize(B);
   for (size_t i = 0; i < B; ++i) result->contexts[i] = req.requests[i].c;
   if (req.compute_outputs) {
     result->outputs.resize(B);
     for (size_t i = 0; i < B; ++i) {
-      planner::TreeOutputOptions o = req.outputs;
-      o.position_offset = req.requests[i].c;
-      planner::ComputeTreeOutputs(result->plan.trees[i], o, &result->outputs[i]);
+      planner::ComputeTreeOutputsAt(result->plan.trees[i], req.outputs, req.requests[i].c,
+                                    &result->outputs[i]);
     }
   } else {
     result->outputs.clear();
@@ -135,14 +127,9 @@ absl::Status PlanBatchInto(const PlanBatchRequest& req, const CostView* cost,
 
 absl::StatusOr<PlanBatchResult> PlanBatch(const PlanBatchRequest& req) {
   if (absl::Status st = Validate(req); !st.ok()) return st;
-  std::optional<ResolvedCost> resolved;
-  if (NeedsCost(req.options) || req.cost.AnyCostGiven()) {
-    auto r = req.cost.Resolve(req.t_draft_ms, req.t_draft_ms * 1e-3);
-    if (!r.ok()) return r.status();
-    resolved = *std::move(r);
-  } else if (auto parsed = req.cost.Parse(req.t_draft_ms); !parsed.ok()) {
-    return parsed.status();
-  }
+  SPECPLAN_ASSIGN_OR_RETURN(
+      const std::optional<ResolvedCost> resolved,
+      req.cost.ResolveIfNeeded(NeedsCost(req.options) || req.cost.AnyCostGiven(), req.t_draft_ms));
   std::optional<CostView> view;
   if (resolved) {
     view = resolved->View();

@@ -8,6 +8,7 @@
 #include "ops/validate.h"
 #include "util/enum_names.h"
 #include "util/json_util.h"
+#include "util/status_macros.h"
 
 namespace specplan::ops {
 
@@ -31,40 +32,26 @@ absl::Status PlanTreeInto(const PlanTreeRequest& req, const CostView* cost,
   if (absl::Status st = Validate(req, max_context); !st.ok()) return st;
   planner::BestFirstOptions options = req.options;
   std::optional<costmodel::CycleCost> cycle;
-  result->priced = cost != nullptr;
+  RecordPricing(cost, result);
   if (cost != nullptr) {
     const int gamma = cost->drafter.gamma > 0 ? cost->drafter.gamma : req.marginals->gamma;
     const CycleTerms terms = PriceCycle(*cost, gamma, req.c);
     // A drafter architecture's plain step is L_AR unless the request gives one.
     if (terms.l_ar_s > 0 && options.l_ar_s <= 0) options.l_ar_s = terms.l_ar_s;
     cycle.emplace(cost->latency, terms.drafter, terms.t_aux_s, req.c);
-    result->latency_model = cost->latency_kind;
-    result->profile = cost->profile_id;
-  } else {
-    result->latency_model.clear();
-    result->profile.clear();
   }
-  if (absl::Status st =
-          planner->Plan(*req.marginals, options, cycle ? &*cycle : nullptr, &result->plan);
-      !st.ok()) {
-    return st;
-  }
-  planner::TreeOutputOptions out = req.outputs;
-  out.position_offset = req.c;
-  planner::ComputeTreeOutputs(result->plan.tree, out, &result->outputs);
+  SPECPLAN_RETURN_IF_ERROR(
+      planner->Plan(*req.marginals, options, cycle ? &*cycle : nullptr, &result->plan));
+  planner::ComputeTreeOutputsAt(result->plan.tree, req.outputs, req.c, &result->outputs);
   return absl::OkStatus();
 }
 
 absl::StatusOr<PlanTreeResult> PlanTree(const PlanTreeRequest& req) {
   if (absl::Status st = Validate(req); !st.ok()) return st;
-  std::optional<ResolvedCost> resolved;
-  if (req.cost.NeedsCost(req.options.mode == planner::BudgetMode::kFixed)) {
-    auto r = req.cost.Resolve(req.t_draft_ms, req.t_draft_ms * 1e-3);
-    if (!r.ok()) return r.status();
-    resolved = *std::move(r);
-  } else if (auto parsed = req.cost.Parse(req.t_draft_ms); !parsed.ok()) {
-    return parsed.status();
-  }
+  SPECPLAN_ASSIGN_OR_RETURN(
+      const std::optional<ResolvedCost> resolved,
+      req.cost.ResolveIfNeeded(req.cost.NeedsCost(req.options.mode == planner::BudgetMode::kFixed),
+                               req.t_draft_ms));
   std::optional<CostView> view;
   if (resolved) view = resolved->View();
   planner::BestFirstPlanner planner;

@@ -53,6 +53,13 @@ struct TreeOutputs {
 // Fills `out` for `tree`. The tree must satisfy ValidateTree (checked cheaply with SPECPLAN_CHECK:
 // sizes agree, parents[0] = -1, parents[i] < i); depths are recomputed from parents.
 void ComputeTreeOutputs(const Tree& tree, const TreeOutputOptions& options, TreeOutputs* out);
+// The same at absolute positions: `options` with position_offset = c, the sequence's cached
+// tokens (positions c + depth(i)).
+inline void ComputeTreeOutputsAt(const Tree& tree, TreeOutputOptions options, int64_t c,
+                                 TreeOutputs* out) {
+  options.position_offset = c;
+  ComputeTreeOutputs(tree, options, out);
+}
 
 // ---- Row writers --------------------------------------------------------------------------------
 // The pieces ComputeTreeOutputs is made of, for callers that lay several trees out in one buffer
