@@ -32,6 +32,12 @@ absl::Status CheckEachInRange(const char* field, const std::vector<int>& values,
   return absl::OkStatus();
 }
 
+// A report's JSON form `j` with the source's keys (AddSourceJson).
+nlohmann::json WithSourceJson(nlohmann::json j, const WhatIfSource& source) {
+  AddSourceJson(source, &j);
+  return j;
+}
+
 }  // namespace
 
 void PriceTraceDrafter(const whatif::Trace& trace, const CostView& cost,
@@ -49,9 +55,13 @@ absl::Status InTrace(const absl::Status& st, const std::string& trace_path) {
 }
 
 // In-process: Validate, the trace loaded and the cost resolved (both named in the result's
-// source), then `run` over them; its errors after the trace's path.
-template <typename Result, typename Request, typename Run>
-absl::StatusOr<Result> RunInProcess(const Request& req, Run run) {
+// source), then `run` (the operation's overload over a loaded trace and a cost) over them; its
+// errors after the trace's path.
+template <typename Result, typename Request, typename Report>
+absl::StatusOr<Result> RunInProcess(const Request& req,
+                                    absl::StatusOr<Report> (*run)(const Request&,
+                                                                  const whatif::Trace&,
+                                                                  const CostView&)) {
   SPECPLAN_RETURN_IF_ERROR(Validate(req));
   Result out;
   SPECPLAN_ASSIGN_OR_RETURN(const whatif::Trace trace, LoadWhatIfTrace(req, &out.source));
@@ -143,16 +153,11 @@ absl::StatusOr<whatif::WhatIfReport> WhatIfSweep(whatif::WhatIfOptions options,
 }
 
 absl::StatusOr<WhatIfResult> WhatIf(const WhatIfRequest& req) {
-  return RunInProcess<WhatIfResult>(
-      req, [](const WhatIfRequest& r, const whatif::Trace& trace, const CostView& cost) {
-        return WhatIf(r, trace, cost);
-      });
+  return RunInProcess<WhatIfResult>(req, &WhatIf);
 }
 
 nlohmann::json ToJson(const WhatIfResult& result) {
-  nlohmann::json j = whatif::WhatIfReportToJson(result.report);
-  AddSourceJson(result.source, &j);
-  return j;
+  return WithSourceJson(whatif::WhatIfReportToJson(result.report), result.source);
 }
 
 // ---- under concurrency --------------------------------------------------------------------------
@@ -202,16 +207,11 @@ absl::StatusOr<whatif::ConcurrencyReport> WhatIfConcurrency(const WhatIfConcurre
 }
 
 absl::StatusOr<WhatIfConcurrencyResult> WhatIfConcurrency(const WhatIfConcurrencyRequest& req) {
-  return RunInProcess<WhatIfConcurrencyResult>(
-      req, [](const WhatIfConcurrencyRequest& r, const whatif::Trace& trace, const CostView& cost) {
-        return WhatIfConcurrency(r, trace, cost);
-      });
+  return RunInProcess<WhatIfConcurrencyResult>(req, &WhatIfConcurrency);
 }
 
 nlohmann::json ToJson(const WhatIfConcurrencyResult& result) {
-  nlohmann::json j = whatif::ConcurrencyReportToJson(result.report);
-  AddSourceJson(result.source, &j);
-  return j;
+  return WithSourceJson(whatif::ConcurrencyReportToJson(result.report), result.source);
 }
 
 // ---- chains over the user's acceptance ----------------------------------------------------------
