@@ -276,8 +276,6 @@ absl::StatusOr<EngineAcceptance> ParsePrometheus(const std::string& text, const 
         src, ": ", kDrafts, " = 0: no drafts counted yet (scrape after some traffic)"));
   }
   EngineAcceptance a;
-  a.format = AcceptanceFormat::kVllmPrometheus;
-  a.source = src;
   const int k = per_pos.rbegin()->first + 1;
   for (int p = 0; p < k; ++p) {
     if (!per_pos.count(p)) {
@@ -335,8 +333,6 @@ bool NumberAfter(std::string_view line, std::string_view key, size_t from, doubl
 absl::StatusOr<EngineAcceptance> ParseVllmLog(const std::string& text, const std::string& src,
                                               const EngineAcceptanceOptions& options) {
   EngineAcceptance a;
-  a.format = AcceptanceFormat::kVllmLog;
-  a.source = src;
   std::vector<double> weighted;  // [k] sum of rate * drafts
   double total_drafts = 0, weighted_mean = 0;
   int seen = 0, k_line = 0;
@@ -466,8 +462,6 @@ absl::StatusOr<EngineAcceptance> ParseSglangLog(const std::string& text, const s
                                                 const EngineAcceptanceOptions& options) {
   constexpr char kKey[] = "accept len:";
   EngineAcceptance a;
-  a.format = AcceptanceFormat::kSglangLog;
-  a.source = src;
   double sum = 0;
   for (const Line& line : SplitLines(text)) {
     const size_t at = line.text.find(kKey);
@@ -540,12 +534,17 @@ absl::StatusOr<Json> ParseJsonLine(std::string_view text, int column_offset, con
   }
 }
 
+// The name errors give field `key` of an object at `prefix` ("" = the line's top level).
+std::string FieldName(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : absl::StrCat(prefix, ".", key);
+}
+
 // A non-negative integer field of `obj` (`prefix` names where obj is).
 template <typename Json>
 absl::StatusOr<int64_t> CountField(const Json& obj, const std::string& key,
                                    const std::string& prefix, const Line& line,
                                    const std::string& src) {
-  const std::string field = prefix.empty() ? key : absl::StrCat(prefix, ".", key);
+  const std::string field = FieldName(prefix, key);
   auto it = obj.find(key);
   if (it == obj.end()) return Error(src, line.number, 1, absl::StrCat(field, ": missing"));
   if (!it->is_number_integer() || it->template get<int64_t>() < 0) {
@@ -560,7 +559,7 @@ template <typename Json>
 absl::StatusOr<std::vector<int64_t>> CountArray(const Json& obj, const std::string& key,
                                                 const std::string& prefix, const Line& line,
                                                 const std::string& src) {
-  const std::string field = prefix.empty() ? key : absl::StrCat(prefix, ".", key);
+  const std::string field = FieldName(prefix, key);
   auto it = obj.find(key);
   if (it == obj.end()) return Error(src, line.number, 1, absl::StrCat(field, ": missing"));
   if (!it->is_array()) {
@@ -577,6 +576,19 @@ absl::StatusOr<std::vector<int64_t>> CountArray(const Json& obj, const std::stri
     out.push_back(v.template get<int64_t>());
   }
   return out;
+}
+
+// A count field `obj` may state besides those it is implied by: OK when absent or equal to
+// `implied`; else "<field> = <stated> but <implied_by>" at the field.
+template <typename Json>
+absl::Status CheckStatedCount(const Json& obj, const std::string& key, int64_t implied,
+                              const std::string& implied_by, const std::string& prefix,
+                              const Line& line, const std::string& src) {
+  if (!obj.contains(key)) return absl::OkStatus();
+  SPECPLAN_ASSIGN_OR_RETURN(const int64_t stated, CountField(obj, key, prefix, line, src));
+  if (stated == implied) return absl::OkStatus();
+  return Error(src, line.number, ColumnOf(line.text, key),
+               absl::StrCat(FieldName(prefix, key), " = ", stated, " but ", implied_by));
 }
 
 // Strips an SSE "data: " prefix; true for lines to skip (blank, "[DONE]").
@@ -624,8 +636,6 @@ const nlohmann::json* SpecObject(const nlohmann::json& obj, std::string* where) 
 absl::StatusOr<EngineAcceptance> ParseVllmRequests(const std::string& text, const std::string& src,
                                                    const EngineAcceptanceOptions& options) {
   EngineAcceptance a;
-  a.format = AcceptanceFormat::kVllmRequests;
-  a.source = src;
   std::vector<int64_t> per_pos;  // [k] accepted at position i, summed over requests
   int k_line = 0;
   for (const Line& line : SplitLines(text)) {
@@ -652,28 +662,16 @@ absl::StatusOr<EngineAcceptance> ParseVllmRequests(const std::string& text, cons
                                   hist.size()));
       }
       const int k = static_cast<int>(hist.size()) - 1;
-      if (spec->contains("num_spec_tokens")) {
-        SPECPLAN_ASSIGN_OR_RETURN(int64_t nst,
-                                  CountField(*spec, "num_spec_tokens", where, line, src));
-        if (nst != k) {
-          return Error(src, line.number, ColumnOf(line.text, "num_spec_tokens"),
-                       absl::StrCat(where, ".num_spec_tokens = ", nst,
-                                    " but acceptance_histogram "
-                                    "has ",
-                                    hist.size(), " entries (expected num_spec_tokens + 1)"));
-        }
-      }
+      SPECPLAN_RETURN_IF_ERROR(
+          CheckStatedCount(*spec, "num_spec_tokens", k,
+                           absl::StrCat("acceptance_histogram has ", hist.size(),
+                                        " entries (expected num_spec_tokens + 1)"),
+                           where, line, src));
       for (int64_t h : hist) drafts += h;
       for (int j = 0; j <= k; ++j) accepted += j * hist[j];
-      if (spec->contains("num_spec_steps")) {
-        SPECPLAN_ASSIGN_OR_RETURN(int64_t steps,
-                                  CountField(*spec, "num_spec_steps", where, line, src));
-        if (steps != drafts) {
-          return Error(src, line.number, ColumnOf(line.text, "num_spec_steps"),
-                       absl::StrCat(where, ".num_spec_steps = ", steps,
-                                    " but acceptance_histogram sums to ", drafts));
-        }
-      }
+      SPECPLAN_RETURN_IF_ERROR(CheckStatedCount(
+          *spec, "num_spec_steps", drafts, absl::StrCat("acceptance_histogram sums to ", drafts),
+          where, line, src));
       draft_tokens = drafts * k;
       if (spec->contains("num_draft_tokens")) {
         SPECPLAN_ASSIGN_OR_RETURN(draft_tokens,
@@ -713,15 +711,9 @@ absl::StatusOr<EngineAcceptance> ParseVllmRequests(const std::string& text, cons
         }
         accepted += counts[i];
       }
-      if (obj.contains("num_accepted_tokens")) {
-        SPECPLAN_ASSIGN_OR_RETURN(int64_t stated,
-                                  CountField(obj, "num_accepted_tokens", "", line, src));
-        if (stated != accepted) {
-          return Error(src, line.number, ColumnOf(line.text, "num_accepted_tokens"),
-                       absl::StrCat("num_accepted_tokens = ", stated,
-                                    " but num_accepted_tokens_per_pos sums to ", accepted));
-        }
-      }
+      SPECPLAN_RETURN_IF_ERROR(CheckStatedCount(
+          obj, "num_accepted_tokens", accepted,
+          absl::StrCat("num_accepted_tokens_per_pos sums to ", accepted), "", line, src));
     }
     if (k_line == 0) {
       k_line = line.number;
@@ -792,8 +784,6 @@ std::string AccKeys(const OrderedJson& obj) {
 absl::StatusOr<EngineAcceptance> ParseStepTrace(const std::string& text, const std::string& src,
                                                 const EngineAcceptanceOptions& options) {
   EngineAcceptance a;
-  a.format = AcceptanceFormat::kStepTrace;
-  a.source = src;
   bool chosen = false;
   int stated_k = 0;  // smallest "k_max" a line states; 0 = none
   int max_acc = 1;
@@ -965,6 +955,25 @@ absl::StatusOr<AcceptanceFormat> DetectFormat(const std::string& text, const std
       "format (--format)"));
 }
 
+// The parser of format f. Each fills what it reads; ParseEngineAcceptance sets format and source.
+absl::StatusOr<EngineAcceptance> ParseFormat(AcceptanceFormat f, const std::string& text,
+                                             const std::string& src,
+                                             const EngineAcceptanceOptions& options) {
+  switch (f) {
+    case AcceptanceFormat::kVllmPrometheus:
+      return ParsePrometheus(text, src, options);
+    case AcceptanceFormat::kVllmLog:
+      return ParseVllmLog(text, src, options);
+    case AcceptanceFormat::kVllmRequests:
+      return ParseVllmRequests(text, src, options);
+    case AcceptanceFormat::kSglangLog:
+      return ParseSglangLog(text, src, options);
+    case AcceptanceFormat::kStepTrace:
+      return ParseStepTrace(text, src, options);
+  }
+  return absl::InternalError("unknown acceptance format");
+}
+
 }  // namespace
 
 const char* AcceptanceFormatName(AcceptanceFormat f) { return EnumName(kAcceptanceFormatNames, f); }
@@ -1003,19 +1012,12 @@ absl::StatusOr<EngineAcceptance> ParseEngineAcceptance(const std::string& text,
                                                    "': only a step-trace names drafters (", source,
                                                    " is ", AcceptanceFormatName(f), ")"));
   }
-  switch (f) {
-    case AcceptanceFormat::kVllmPrometheus:
-      return ParsePrometheus(text, source, options);
-    case AcceptanceFormat::kVllmLog:
-      return ParseVllmLog(text, source, options);
-    case AcceptanceFormat::kVllmRequests:
-      return ParseVllmRequests(text, source, options);
-    case AcceptanceFormat::kSglangLog:
-      return ParseSglangLog(text, source, options);
-    case AcceptanceFormat::kStepTrace:
-      return ParseStepTrace(text, source, options);
+  absl::StatusOr<EngineAcceptance> a = ParseFormat(f, text, source, options);
+  if (a.ok()) {
+    a->format = f;
+    a->source = source;
   }
-  return absl::InternalError("unknown acceptance format");
+  return a;
 }
 
 absl::StatusOr<EngineAcceptance> LoadEngineAcceptance(const std::string& path,

@@ -52,6 +52,16 @@ absl::StatusOr<EngineAcceptance> Parse(const std::string& text,
   return ParseEngineAcceptance(text, "in.txt", format, options);
 }
 
+// A parse's format, draft length and the totals the counter-reporting formats fill.
+void ExpectTotals(const EngineAcceptance& a, AcceptanceFormat format, int k_max, int64_t drafts,
+                  int64_t draft_tokens, int64_t accepted_tokens) {
+  EXPECT_EQ(a.format, format);
+  EXPECT_EQ(a.k_max, k_max);
+  EXPECT_EQ(a.drafts, drafts);
+  EXPECT_EQ(a.draft_tokens, draft_tokens);
+  EXPECT_EQ(a.accepted_tokens, accepted_tokens);
+}
+
 void ExpectRefused(const std::string& text, const std::string& message,
                    std::optional<AcceptanceFormat> format = std::nullopt,
                    EngineAcceptanceOptions options = {}) {
@@ -79,11 +89,7 @@ TEST(EngineAcceptanceFormat, NamesRoundTrip) {
 TEST(EngineAcceptancePrometheus, SumsEnginesPerPosition) {
   auto a = Parse(kScrape);
   ASSERT_TRUE(a.ok()) << a.status();
-  EXPECT_EQ(a->format, AcceptanceFormat::kVllmPrometheus);
-  EXPECT_EQ(a->k_max, 3);
-  EXPECT_EQ(a->drafts, 100);
-  EXPECT_EQ(a->draft_tokens, 300);
-  EXPECT_EQ(a->accepted_tokens, 150);
+  ExpectTotals(*a, AcceptanceFormat::kVllmPrometheus, 3, 100, 300, 150);
   EXPECT_THAT(a->per_position,
               ElementsAre(DoubleNear(0.8, 1e-12), DoubleNear(0.5, 1e-12), DoubleNear(0.2, 1e-12)));
   EXPECT_DOUBLE_EQ(a->mean_acceptance_length, 2.5);
@@ -150,11 +156,7 @@ TEST(EngineAcceptanceVllmLog, PoolsIntervalsWeightedByDrafts) {
                           LogLine("nan", 0, 0, "nan, nan, nan");  // no drafts: skipped
   auto a = Parse(log);
   ASSERT_TRUE(a.ok()) << a.status();
-  EXPECT_EQ(a->format, AcceptanceFormat::kVllmLog);
-  EXPECT_EQ(a->k_max, 3);
-  EXPECT_EQ(a->drafts, 400);
-  EXPECT_EQ(a->draft_tokens, 1200);
-  EXPECT_EQ(a->accepted_tokens, 420);
+  ExpectTotals(*a, AcceptanceFormat::kVllmLog, 3, 400, 1200, 420);
   EXPECT_EQ(a->records, 2);
   EXPECT_THAT(a->per_position, ElementsAre(DoubleNear((0.9 * 100 + 0.5 * 300) / 400, 1e-12),
                                            DoubleNear((0.6 * 100 + 0.2 * 300) / 400, 1e-12),
@@ -191,11 +193,8 @@ TEST(EngineAcceptanceVllmRequests, ReadsVllmHistogramsAndCounterForm) {
       "data: [DONE]\n";
   auto a = Parse(text);
   ASSERT_TRUE(a.ok()) << a.status();
-  EXPECT_EQ(a->format, AcceptanceFormat::kVllmRequests);
+  ExpectTotals(*a, AcceptanceFormat::kVllmRequests, 3, 20, 60, 3 + 2 + 12);
   EXPECT_EQ(a->records, 2);
-  EXPECT_EQ(a->drafts, 20);
-  EXPECT_EQ(a->draft_tokens, 60);
-  EXPECT_EQ(a->accepted_tokens, 3 + 2 + 12);
   // >= 1 accepted: 8 of 20; >= 2: 5; >= 3: 4.
   EXPECT_THAT(a->per_position,
               ElementsAre(DoubleNear(0.4, 1e-12), DoubleNear(0.25, 1e-12), DoubleNear(0.2, 1e-12)));
