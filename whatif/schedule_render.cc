@@ -21,6 +21,22 @@ using nlohmann::ordered_json;
 // Tokens per second to one decimal, as the outputs print them.
 double Round1(double x) { return std::round(x * 10) / 10; }
 
+// How a schedule's ranges follow from its grid points (the text and the JSON metadata).
+constexpr char kRangeRule[] =
+    "the setting chosen at grid point B applies from B up to the next grid point - 1; the last "
+    "grid point's to every larger batch";
+
+// What every format says when speculation pays at no batch size of the grid (max_setting == 0),
+// followed by that engine's way to run without it.
+std::string NoSpeculationNote(const std::string& advice) {
+  return "Speculation does not pay at any batch size of the grid on this trace: " + advice;
+}
+
+// The metadata's "note" when speculation pays at no batch size of the grid.
+void NoteIfNoSpeculation(const Schedule& s, const std::string& advice, ordered_json* m) {
+  if (s.max_setting == 0) (*m)["note"] = NoSpeculationNote(advice);
+}
+
 std::string SglangArgs(const SglangTree& t) {
   if (t.num_draft_tokens == 0) return "";
   return absl::StrFormat(
@@ -63,34 +79,29 @@ std::vector<std::string> MetadataLines(const Schedule& s, const ScheduleSource& 
           : absl::StrCat(" (engine ", src.engine, src.engine_version.empty() ? "" : " ",
                          src.engine_version, ")"),
       r.latency_model));
+  const std::string min_len =
+      s.min_chain > 0 ? absl::StrFormat("; K >= %d (--min-draft-len)", s.min_chain) : "";
   if (!s.acceptance.empty()) {
     out.push_back(absl::StrCat("acceptance: ", s.acceptance));
     out.push_back(absl::StrFormat(
         "replay: batch sizes %s; chains of K over the engine's whole step (verify + draft + "
         "sample + host; whatif/chain_replay.h): %s%s",
-        absl::StrJoin(r.batch_sizes, ","), s.step_note,
-        s.min_chain > 0 ? absl::StrFormat("; K >= %d (--min-draft-len)", s.min_chain) : ""));
-    out.push_back("choice: " + ChoiceRule(s));
+        absl::StrJoin(r.batch_sizes, ","), s.step_note, min_len));
+  } else {
     out.push_back(
-        "range rule: the setting chosen at grid point B applies from B up to the next grid point "
-        "- 1; the last grid point's to every larger batch");
-    return out;
+        absl::StrFormat("trace: %s (%s -> %s, %d steps with marginals, replayed by every "
+                        "request with B requests in flight)",
+                        src.trace_path, r.draft, r.target, r.ring_steps));
+    out.push_back(absl::StrFormat(
+        "replay: batch sizes %s; n_max %d; drafter %s (t_net %.3f ms, batch growth %g); aux %.3f "
+        "ms; batch planner %s%s%s",
+        absl::StrJoin(r.batch_sizes, ","), r.n_max, costmodel::DrafterClassName(r.drafter.cls),
+        r.drafter.t_net_s * 1e3, r.drafter.batch_growth, r.t_aux_s * 1e3,
+        r.batch_scan ? "scan" : "controller", r.calibrate ? ", surrogate calibrated online" : "",
+        min_len));
   }
-  out.push_back(
-      absl::StrFormat("trace: %s (%s -> %s, %d steps with marginals, replayed by every "
-                      "request with B requests in flight)",
-                      src.trace_path, r.draft, r.target, r.ring_steps));
-  out.push_back(absl::StrFormat(
-      "replay: batch sizes %s; n_max %d; drafter %s (t_net %.3f ms, batch growth %g); aux %.3f "
-      "ms; batch planner %s%s%s",
-      absl::StrJoin(r.batch_sizes, ","), r.n_max, costmodel::DrafterClassName(r.drafter.cls),
-      r.drafter.t_net_s * 1e3, r.drafter.batch_growth, r.t_aux_s * 1e3,
-      r.batch_scan ? "scan" : "controller", r.calibrate ? ", surrogate calibrated online" : "",
-      s.min_chain > 0 ? absl::StrFormat("; K >= %d (--min-draft-len)", s.min_chain) : ""));
   out.push_back("choice: " + ChoiceRule(s));
-  out.push_back(
-      "range rule: the setting chosen at grid point B applies from B up to the next grid point "
-      "- 1; the last grid point's to every larger batch");
+  out.push_back(absl::StrCat("range rule: ", kRangeRule));
   return out;
 }
 
@@ -212,9 +223,7 @@ ordered_json MetadataJson(const Schedule& s, const ScheduleSource& src) {
     if (s.chains) m["replay"]["min_draft_len"] = s.min_chain;
   }
   m["choice"] = ChoiceRule(s);
-  m["range_rule"] =
-      "the setting chosen at grid point B applies from B up to the next grid point - 1; the last "
-      "grid point's to every larger batch";
+  m["range_rule"] = kRangeRule;
   const char* key = s.chains ? "k" : "draft_nodes";
   ordered_json per = ordered_json::array();
   for (const SchedulePoint& p : s.points) {
@@ -258,11 +267,7 @@ ordered_json VllmJson(const Schedule& s, const ScheduleSource& src) {
       "previous K and the batches past the last range with the last K, and clamps K to "
       "num_speculative_tokens. (The PR's description shows a {\"lo-hi\": K} map; the merged "
       "config takes the list.)";
-  if (s.max_setting == 0) {
-    m["note"] =
-        "Speculation does not pay at any batch size of the grid on this trace: every range is "
-        "K = 0; leave speculative_config out.";
-  }
+  NoteIfNoSpeculation(s, "every range is K = 0; leave speculative_config out.", &m);
   j["specplan"] = std::move(m);
   return j;
 }
@@ -323,11 +328,7 @@ std::string RenderTrtllm(const Schedule& s, const ScheduleSource& src) {
       "speculative_config and pass this file as trtllm-serve --extra_llm_api_options FILE, or "
       "LLM(**yaml.safe_load(open(FILE))). draft_len_schedule and max_concurrency are mutually "
       "exclusive.");
-  if (s.max_setting == 0) {
-    comment(
-        "Speculation does not pay at any batch size of the grid on this trace: leave "
-        "speculative_config out.");
-  }
+  if (s.max_setting == 0) comment(NoSpeculationNote("leave speculative_config out."));
   // Keys: the upper end of each range; key 1 always; a last range of K = 0 is implicit.
   std::vector<std::pair<int, int>> keys;
   for (size_t i = 0; i < s.ranges.size(); ++i) {
@@ -441,11 +442,7 @@ std::string RenderSglang(const Schedule& s, const ScheduleSource& src) {
       "--speculative-num-draft-tokens (docs.sglang.io, speculative decoding); "
       "sglang/srt/speculative/eagle_utils.py organize_draft_results; server_args: topk 1 forces "
       "num_draft_tokens = num_steps + 1";
-  if (s.max_setting == 0) {
-    m["note"] =
-        "Speculation does not pay at any batch size of the grid on this trace: run without "
-        "--speculative-algorithm.";
-  }
+  NoteIfNoSpeculation(s, "run without --speculative-algorithm.", &m);
   j["specplan"] = std::move(m);
   return PrettyJson(j, 0, 0) + "\n";
 }
