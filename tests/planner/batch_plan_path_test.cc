@@ -26,13 +26,7 @@ using testing::BruteBestByCount;
 using ::testing::HasSubstr;
 using testing::Lattice;
 using testing::MarginalsLattice;
-
-costmodel::DrafterCost ParallelDrafter(double seconds) {
-  costmodel::DrafterCost d;
-  d.cls = costmodel::DrafterClass::kParallelBlock;
-  d.t_net_s = seconds;
-  return d;
-}
+using testing::ParallelDrafter;
 
 Marginals Random(std::mt19937& rng, int gamma, int k, int32_t root = 7) {
   std::uniform_real_distribution<double> u(0.0, 1.0);

@@ -18,6 +18,7 @@ namespace specplan::planner {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::ParallelDrafter;
 using testing::RandomMarginalsWith;
 
 Marginals Random(std::mt19937& rng, int gamma, int k, int32_t root = 7) {
@@ -51,13 +52,6 @@ Marginals Geometric(int gamma, int k, double mass) {
 costmodel::RooflineLatency H100Qwen8b() {
   return costmodel::RooflineLatency(*costmodel::LookupModel("qwen3-8b"),
                                     *costmodel::LookupGpu("h100"));
-}
-
-costmodel::DrafterCost ParallelDrafter(double seconds) {
-  costmodel::DrafterCost d;
-  d.cls = costmodel::DrafterClass::kParallelBlock;
-  d.t_net_s = seconds;
-  return d;
 }
 
 // With one request, PlanBatch is BestFirstPlanner node for node, in every mode.

@@ -12,6 +12,7 @@
 
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency/latency_model.h"
+#include "tests/planner/plan_test_util.h"
 #include "tests/planner/random_marginals.h"
 
 namespace specplan::planner {
@@ -181,13 +182,10 @@ TEST(BestFirstTest, ControllerEqualsScanArgmaxForConvexCost) {
     const double b = 1e-5 * (1 + rep % 7);
     const double q = 1e-7 * (rep % 4);
     FakeLatency lat([=](int64_t s) { return a + b * s + q * s * s; });  // convex in s
-    costmodel::DrafterCost drafter;
-    drafter.t_net_s = 0.002 * (rep % 3);
-    const costmodel::CycleCost cost(&lat, drafter, 0.0005, 1024);
+    const costmodel::CycleCost cost(&lat, testing::ParallelDrafter(0.002 * (rep % 3)), 0.0005,
+                                    1024);
     const Marginals m = RandomMarginals(rng, 8 + rep % 9, 2 + rep % 7);
-    BestFirstOptions o;
-    o.n_max = 512;
-    o.mode = BudgetMode::kController;
+    BestFirstOptions o = testing::BudgetOptions(BudgetMode::kController, 512);
     ASSERT_TRUE(planner.Plan(m, o, &cost, &ctl).ok());
     o.mode = BudgetMode::kScan;
     ASSERT_TRUE(planner.Plan(m, o, &cost, &scan).ok());
@@ -234,9 +232,7 @@ TEST(BestFirstTest, ScanFindsArgmaxUnderSteppedCostWhereControllerStopsEarly) {
   }
   BestFirstPlanner planner;
   BestFirstPlan ctl, scan;
-  BestFirstOptions o;
-  o.n_max = 128;
-  o.mode = BudgetMode::kController;
+  BestFirstOptions o = testing::BudgetOptions(BudgetMode::kController, 128);
   ASSERT_TRUE(planner.Plan(m, o, &cost, &ctl).ok());
   o.mode = BudgetMode::kScan;
   ASSERT_TRUE(planner.Plan(m, o, &cost, &scan).ok());
@@ -289,13 +285,9 @@ TEST(BestFirstTest, AcceptanceScaleMovesOnlyTheStop) {
   int later = 0;
   for (int rep = 0; rep < 30; ++rep) {
     FakeLatency lat([=](int64_t s) { return 0.01 + 2e-4 * s + 2e-6 * s * s; });
-    costmodel::DrafterCost drafter;
-    drafter.t_net_s = 0.001;
-    const costmodel::CycleCost cost(&lat, drafter, 0.0, 512);
+    const costmodel::CycleCost cost(&lat, testing::ParallelDrafter(0.001), 0.0, 512);
     const Marginals m = RandomMarginals(rng, 6 + rep % 5, 3 + rep % 4);
-    BestFirstOptions o;
-    o.n_max = 256;
-    o.mode = BudgetMode::kScan;
+    BestFirstOptions o = testing::BudgetOptions(BudgetMode::kScan, 256);
     ASSERT_TRUE(planner.Plan(m, o, &cost, &raw).ok());
     o.acceptance_scale = 2.0;
     ASSERT_TRUE(planner.Plan(m, o, &cost, &cal).ok());
@@ -350,9 +342,7 @@ TEST(BestFirstTest, ReuseDoesNotReallocate) {
   const costmodel::CycleCost cost(&lat, costmodel::DrafterCost{}, 0.0, 0);
   BestFirstPlanner planner;
   BestFirstPlan plan;
-  BestFirstOptions o;
-  o.n_max = 1024;
-  o.mode = BudgetMode::kScan;
+  BestFirstOptions o = testing::BudgetOptions(BudgetMode::kScan, 1024);
   ASSERT_TRUE(planner.Plan(m, o, &cost, &plan).ok());
   const auto* tokens = plan.tree.tokens.data();
   const auto* curve = plan.curve.data();

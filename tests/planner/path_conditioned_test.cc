@@ -12,6 +12,7 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/latency/latency_model.h"
 #include "tests/planner/fake_drafter.h"
+#include "tests/planner/plan_test_util.h"
 #include "tests/planner/random_marginals.h"
 
 namespace specplan::planner {
@@ -91,13 +92,9 @@ TEST(PathConditionedTest, PathIndependentProviderReproducesMarginalsBestFirst) {
   for (int rep = 0; rep < 24; ++rep) {
     const Marginals m = RandomMarginals(rng, 1 + rep % 10, 1 + rep % 6);
     LinearLatency lat(0.01, 2e-5 * (1 + rep % 3), 1e-8 * (rep % 2));
-    costmodel::DrafterCost drafter;
-    drafter.t_net_s = 0.001;
-    const costmodel::CycleCost cost(&lat, drafter, 0.0, 512);
+    const costmodel::CycleCost cost(&lat, testing::ParallelDrafter(0.001), 0.0, 512);
     for (auto mode : {BudgetMode::kFixed, BudgetMode::kController, BudgetMode::kScan}) {
-      BestFirstOptions bo;
-      bo.mode = mode;
-      bo.n_max = 3 + 17 * (rep % 5);
+      const BestFirstOptions bo = testing::BudgetOptions(mode, 3 + 17 * (rep % 5));
       ASSERT_TRUE(bf.Plan(m, bo, &cost, &want).ok());
       PathConditionedOptions po;
       po.budget = bo;

@@ -19,6 +19,7 @@
 namespace specplan::planner {
 namespace {
 
+using testing::BudgetOptions;
 using testing::DrawPlanCost;
 using testing::ExpectSameMerge;
 using testing::ExpectSamePlan;
@@ -81,9 +82,7 @@ TEST(InProcessPlanBackend, FixedWithoutCostEqualsPlanFixed) {
         Random(rng, 1 + static_cast<int>(rng() % 6), 1 + static_cast<int>(rng() % 4));
     const int budget = static_cast<int>(rng() % 40);
     ASSERT_TRUE(direct.PlanFixed(m, budget, &want).ok());
-    BestFirstOptions options;
-    options.mode = BudgetMode::kFixed;
-    options.n_max = budget;
+    const BestFirstOptions options = BudgetOptions(BudgetMode::kFixed, budget);
     ASSERT_TRUE(backend.PlanBestFirst(m, options, nullptr, &got).ok());
     ExpectSamePlan(want, got);
     EXPECT_TRUE(std::isnan(got.cycle_s));
@@ -96,9 +95,7 @@ TEST(InProcessPlanBackend, ErrorsAreThePlannersErrors) {
   m.probs[3] = 1.5f;  // row 1, rank 1
   InProcessPlanBackend backend;
   BestFirstPlan plan;
-  BestFirstOptions options;
-  options.mode = BudgetMode::kFixed;
-  options.n_max = 4;
+  BestFirstOptions options = BudgetOptions(BudgetMode::kFixed, 4);
   const absl::Status got = backend.PlanBestFirst(m, options, nullptr, &plan);
   BestFirstPlanner direct;
   const absl::Status want = direct.Plan(m, options, nullptr, &plan);

@@ -43,11 +43,11 @@ class Fingerprint {
     Add(v.size());
     if (!v.empty()) Bytes(v.data(), v.size() * sizeof(T));
   }
-  void Add(const Tree& t) {
-    Add(t.tokens);
-    Add(t.parents);
-    Add(t.depths);
-    Add(t.path_probs);
+  void Add(const Tree& t) { AddAll(t.tokens, t.parents, t.depths, t.path_probs); }
+  // Add of each argument, in order.
+  template <typename... Ts>
+  void AddAll(const Ts&... vs) {
+    (Add(vs), ...);
   }
   void AddOutputs(const Tree& t, int64_t offset) {
     TreeOutputOptions o;
@@ -55,16 +55,8 @@ class Fingerprint {
     o.dense_mask = t.size() <= 256;
     TreeOutputs out;
     ComputeTreeOutputs(t, o, &out);
-    Add(out.size);
-    Add(out.mask_words);
-    Add(out.num_leaves);
-    Add(out.retrieve_width);
-    Add(out.max_depth);
-    Add(out.positions);
-    Add(out.parents);
-    Add(out.mask_packed);
-    Add(out.mask_dense);
-    Add(out.retrieve);
+    AddAll(out.size, out.mask_words, out.num_leaves, out.retrieve_width, out.max_depth,
+           out.positions, out.parents, out.mask_packed, out.mask_dense, out.retrieve);
   }
   uint64_t value() const { return h_; }
 
@@ -231,8 +223,7 @@ const char* ModeName(BudgetMode m) {
 TEST(PlanPin, BestFirstPlansAndOutputs) {
   testing::SmoothLatency smooth;
   testing::SteppedLatency stepped;
-  costmodel::DrafterCost drafter;
-  drafter.t_net_s = 1e-3;
+  const costmodel::DrafterCost drafter = testing::ParallelDrafter(1e-3);
   const costmodel::CycleCost smooth_cost(&smooth, drafter, 2e-4, 1024);
   const costmodel::CycleCost stepped_cost(&stepped, drafter, 2e-4, 1024);
   BestFirstPlanner planner;
@@ -243,26 +234,16 @@ TEST(PlanPin, BestFirstPlansAndOutputs) {
       for (const int n_max : {0, 1, 64, 256, 1024}) {
         for (const bool step : {false, true}) {
           if (mode == BudgetMode::kFixed && step) continue;
-          BestFirstOptions options;
-          options.mode = mode;
-          options.n_max = n_max;
+          const BestFirstOptions options = testing::BudgetOptions(mode, n_max);
           const costmodel::CycleCost* cost = mode == BudgetMode::kFixed ? nullptr
                                              : step                     ? &stepped_cost
                                                                         : &smooth_cost;
           ASSERT_TRUE(planner.Plan(m, options, cost, &plan).ok());
           Fingerprint f;
-          f.Add(plan.tree);
-          f.Add(plan.n);
-          f.Add(plan.expected_accepted);
-          f.Add(plan.cycle_s);
-          f.Add(plan.speedup);
-          f.Add(plan.l_ar_s);
-          f.Add(plan.lattice_exhausted);
+          f.AddAll(plan.tree, plan.n, plan.expected_accepted, plan.cycle_s, plan.speedup,
+                   plan.l_ar_s, plan.lattice_exhausted);
           for (const CurvePoint& p : plan.curve) {
-            f.Add(p.n);
-            f.Add(p.expected_accepted);
-            f.Add(p.cycle_s);
-            f.Add(p.speedup);
+            f.AddAll(p.n, p.expected_accepted, p.cycle_s, p.speedup);
           }
           f.AddOutputs(plan.tree, 1024);
           const std::string name = std::string(ModeName(mode)) + (step ? "/stepped" : "") +
@@ -278,8 +259,7 @@ TEST(PlanPin, BestFirstPlansAndOutputs) {
 TEST(PlanPin, BatchPlansAndOutputs) {
   const costmodel::RooflineLatency roofline(*costmodel::LookupModel("qwen3-8b"),
                                             *costmodel::LookupGpu("h100"));
-  costmodel::DrafterCost drafter;
-  drafter.t_net_s = 5e-4;
+  const costmodel::DrafterCost drafter = testing::ParallelDrafter(5e-4);
   const costmodel::BatchCycleCost cost(&roofline, drafter, 1e-4);
   BatchPlanner planner;
   BatchPlan plan;
@@ -308,24 +288,11 @@ TEST(PlanPin, BatchPlansAndOutputs) {
         ASSERT_TRUE(planner.Plan(reqs, options, variant == 0 ? nullptr : &cost, &plan).ok());
         Fingerprint f;
         for (const Tree& t : plan.trees) f.Add(t);
-        f.Add(plan.n);
-        f.Add(plan.expected_accepted);
-        f.Add(plan.n_total);
-        f.Add(plan.weighted_accepted);
-        f.Add(plan.cycle_s);
-        f.Add(plan.goodput);
-        f.Add(plan.ar_goodput);
-        f.Add(plan.speculation_pays);
-        f.Add(plan.bound_met);
-        f.Add(plan.lattice_exhausted);
-        f.Add(plan.price);
-        f.Add(plan.provider_rounds);
+        f.AddAll(plan.n, plan.expected_accepted, plan.n_total, plan.weighted_accepted, plan.cycle_s,
+                 plan.goodput, plan.ar_goodput, plan.speculation_pays, plan.bound_met,
+                 plan.lattice_exhausted, plan.price, plan.provider_rounds);
         for (const BatchCurvePoint& p : plan.curve) {
-          f.Add(p.n);
-          f.Add(p.expected_accepted);
-          f.Add(p.weighted_accepted);
-          f.Add(p.cycle_s);
-          f.Add(p.goodput);
+          f.AddAll(p.n, p.expected_accepted, p.weighted_accepted, p.cycle_s, p.goodput);
         }
         for (int i = 0; i < B; ++i) f.AddOutputs(plan.trees[i], reqs[i].c);
         const char* names[] = {"fixed", "controller", "scan", "latency"};

@@ -1,7 +1,8 @@
-// Shared by the tests that compare two ways of planning (tests/planner/plan_backend_test.cc:
-// in-process backend vs direct planner calls; tests/service/remote_backend_test.cc: remote vs
-// in-process): latency models that make the budget modes differ, random weighted trees, and exact
-// tree, plan and merge comparisons.
+// Shared by the planner tests, above all those that compare two ways of planning
+// (tests/planner/plan_backend_test.cc: in-process backend vs direct planner calls;
+// tests/service/remote_backend_test.cc: remote vs in-process): latency models that make the budget
+// modes differ, drafter costs and budget options, random weighted trees, and exact tree, plan and
+// merge comparisons.
 #ifndef SPECPLAN_TESTS_PLANNER_PLAN_TEST_UTIL_H_
 #define SPECPLAN_TESTS_PLANNER_PLAN_TEST_UTIL_H_
 
@@ -12,6 +13,7 @@
 #include <random>
 #include <string>
 
+#include "costmodel/cycle_cost.h"
 #include "costmodel/latency/latency_model.h"
 #include "planner/batch/plan_backend.h"
 #include "planner/policies/best_first.h"
@@ -39,6 +41,23 @@ class SmoothLatency : public costmodel::LatencyModel {
   }
   std::string Kind() const override { return "smooth"; }
 };
+
+// A drafter cost of class kParallelBlock whose draft forward takes `seconds` (the rest at the
+// defaults).
+inline costmodel::DrafterCost ParallelDrafter(double seconds) {
+  costmodel::DrafterCost d;
+  d.cls = costmodel::DrafterClass::kParallelBlock;
+  d.t_net_s = seconds;
+  return d;
+}
+
+// Best-first options in `mode` with budget n_max (the rest at the defaults).
+inline BestFirstOptions BudgetOptions(BudgetMode mode, int n_max) {
+  BestFirstOptions o;
+  o.mode = mode;
+  o.n_max = n_max;
+  return o;
+}
 
 // Equal bit for bit, NaN equal to NaN.
 inline bool SameDouble(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
