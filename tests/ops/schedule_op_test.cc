@@ -7,12 +7,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/ops/refusal_cases.h"
 #include "whatif/trace.h"
 
 namespace specplan::ops {
 namespace {
 
+using testing::ExpectRefusals;
 using ::testing::HasSubstr;
+using testing::RefusalCase;
 
 ScheduleRequest TinySchedule() {
   ScheduleRequest req;
@@ -25,20 +28,25 @@ ScheduleRequest TinySchedule() {
 }
 
 TEST(ScheduleOp, ValidatorNamesFieldAndValue) {
-  ScheduleRequest req = TinySchedule();
-  req.replay.batch_sizes = {2, 4};
-  EXPECT_THAT(Validate(req).message(), HasSubstr("batch_sizes = 2,4: must start at 1"));
-  req = TinySchedule();
-  req.format = whatif::ScheduleFormat::kSglang;
-  req.min_draft_len = 1;
-  EXPECT_THAT(Validate(req).message(), HasSubstr("min_draft_len = 1: applies to format vllm"));
-  req = TinySchedule();
-  req.format = whatif::ScheduleFormat::kTrtllm;
-  req.context_grid = {0, 1024};
-  EXPECT_THAT(Validate(req).message(), HasSubstr("context_grid = 0,1024: applies to format vllm"));
-  req = TinySchedule();
-  req.acceptance = planner::EngineAcceptance{};
-  EXPECT_THAT(Validate(req).message(), HasSubstr("trace and acceptance: give one"));
+  const std::vector<RefusalCase<ScheduleRequest>> refusals = {
+      {[](ScheduleRequest& r) {
+         r.replay.batch_sizes = {2, 4};
+       },
+       "batch_sizes = 2,4: must start at 1"},
+      {[](ScheduleRequest& r) {
+         r.format = whatif::ScheduleFormat::kSglang;
+         r.min_draft_len = 1;
+       },
+       "min_draft_len = 1: applies to format vllm"},
+      {[](ScheduleRequest& r) {
+         r.format = whatif::ScheduleFormat::kTrtllm;
+         r.context_grid = {0, 1024};
+       },
+       "context_grid = 0,1024: applies to format vllm"},
+      {[](ScheduleRequest& r) { r.acceptance = planner::EngineAcceptance{}; },
+       "trace and acceptance: give one"},
+  };
+  ExpectRefusals(TinySchedule(), refusals);
   EXPECT_TRUE(Validate(TinySchedule()).ok());
 }
 

@@ -7,11 +7,16 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
+
+#include "tests/ops/refusal_cases.h"
 
 namespace specplan::ops {
 namespace {
 
+using testing::ExpectRefusals;
 using ::testing::HasSubstr;
+using testing::RefusalCase;
 
 StepFitRequest Request() {
   StepFitRequest req;
@@ -28,12 +33,11 @@ TEST(StepFitOp, ValidatorNamesFields) {
   StepFitRequest req = Request();
   req.cost.model.clear();
   EXPECT_EQ(Validate(req).message(), "model: required");
-  req = Request();
-  req.points.clear();
-  EXPECT_THAT(Validate(req).message(), HasSubstr("points: required"));
-  req = Request();
-  req.cost.drafter = "nosuch";
-  EXPECT_THAT(Validate(req).message(), HasSubstr("drafter = 'nosuch'"));
+  const std::vector<RefusalCase<StepFitRequest>> refusals = {
+      {[](StepFitRequest& r) { r.points.clear(); }, "points: required"},
+      {[](StepFitRequest& r) { r.cost.drafter = "nosuch"; }, "drafter = 'nosuch'"},
+  };
+  ExpectRefusals(Request(), refusals);
 }
 
 TEST(StepFitOp, FitsHostTermsOnTheBundledProfile) {

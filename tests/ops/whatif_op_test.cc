@@ -8,13 +8,17 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "tests/ops/refusal_cases.h"
 #include "whatif/trace.h"
 
 namespace specplan::ops {
 namespace {
 
+using testing::ExpectRefusals;
 using ::testing::HasSubstr;
+using testing::RefusalCase;
 
 std::string TinyTrace() { return whatif::BundledTracePath("tiny.jsonl"); }
 
@@ -28,21 +32,17 @@ WhatIfRequest TinySweep() {
 }
 
 TEST(WhatIfOp, ValidatorNamesFieldAndValue) {
-  WhatIfRequest req = TinySweep();
-  req.budgets = {4, 0};
-  EXPECT_THAT(Validate(req).message(), HasSubstr("budgets[1] = 0: must be in [1, 8191]"));
-  req = TinySweep();
-  req.n_max = -1;
-  EXPECT_THAT(Validate(req).message(), HasSubstr("n_max = -1"));
-  req = TinySweep();
-  req.t_draft_ms = -2;
-  EXPECT_THAT(Validate(req).message(), HasSubstr("t_draft_ms = -2"));
-  req = TinySweep();
-  req.strategies.clear();
-  EXPECT_THAT(Validate(req).message(), HasSubstr("strategies: empty"));
-  req = TinySweep();
-  req.cost.drafter = "nosuch";
-  EXPECT_THAT(Validate(req).message(), HasSubstr("drafter = 'nosuch'"));
+  const std::vector<RefusalCase<WhatIfRequest>> refusals = {
+      {[](WhatIfRequest& r) {
+         r.budgets = {4, 0};
+       },
+       "budgets[1] = 0: must be in [1, 8191]"},
+      {[](WhatIfRequest& r) { r.n_max = -1; }, "n_max = -1"},
+      {[](WhatIfRequest& r) { r.t_draft_ms = -2; }, "t_draft_ms = -2"},
+      {[](WhatIfRequest& r) { r.strategies.clear(); }, "strategies: empty"},
+      {[](WhatIfRequest& r) { r.cost.drafter = "nosuch"; }, "drafter = 'nosuch'"},
+  };
+  ExpectRefusals(TinySweep(), refusals);
   EXPECT_TRUE(Validate(TinySweep()).ok());
 }
 
