@@ -104,16 +104,15 @@ TEST(ForwardBatchTest, EqualsEachSegmentAlone) {
   EXPECT_EQ(packed.size(0), offset);
 }
 
-class BatchGreedyTest : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+class BatchGreedyTest : public testing::StrategyAndDraftTest {};
 
 // Every prompt's output equals its AR output, for batch sizes 1, 2, 3 and 8 over 7 prompts of
 // different lengths (so sequences finish at different steps and newcomers join).
 TEST_P(BatchGreedyTest, EqualsArPerPrompt) {
-  const Strategy strategy = *ParseStrategy(std::get<0>(GetParam()));
-  const testing::DraftKind& kind = testing::kDraftKinds[std::get<1>(GetParam())];
+  const Strategy strategy = ParamStrategy();
+  const testing::DraftKind& kind = ParamDraftKind();
   for (uint64_t seed : {41u, 42u}) {
-    auto target = TinyModel("tiny", seed);
-    auto draft = kind.make(*target);
+    const auto [target, draft] = ParamModels(seed);
     const int new_tokens = 14;
     const auto prompts = Prompts(7, seed);
     std::vector<std::vector<planner::TokenId>> ar;
@@ -121,10 +120,7 @@ TEST_P(BatchGreedyTest, EqualsArPerPrompt) {
       ar.push_back(
           DecodeAlone(*target, nullptr, StrategyOptions::Defaults(Strategy::kAr), p, new_tokens));
     }
-    // The speculation gate off: every step of bestfirst and dynatree drafts (the gate's own
-    // exactness test is in decoder_test.cc).
-    StrategyOptions o = StrategyOptions::Defaults(strategy);
-    o.gate.enabled = false;
+    const StrategyOptions o = UngatedOptions();
     for (int b : {1, 2, 3, 8}) {
       BatchCounters counters;
       const auto out = Batched(*target, draft.get(), o, b, prompts, new_tokens, &counters);
@@ -141,15 +137,10 @@ TEST_P(BatchGreedyTest, EqualsArPerPrompt) {
   }
 }
 
-std::string BatchGreedyName(const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
-  return std::get<0>(info.param) + "_" + testing::kDraftKinds[std::get<1>(info.param)].name;
-}
-
 INSTANTIATE_TEST_SUITE_P(Strategies, BatchGreedyTest,
-                         ::testing::Combine(::testing::Values("ar", "fixed", "dynatree",
-                                                              "bestfirst", "batch", "merged"),
-                                            ::testing::Values(0, 1, 2)),
-                         BatchGreedyName);
+                         testing::WithEveryDraftKind({"ar", "fixed", "dynatree", "bestfirst",
+                                                      "batch", "merged"}),
+                         testing::StrategyAndDraftName);
 
 // A latency that grows with the pass's tokens: 1 ms plus 0.1 ms per token.
 costmodel::GridLatency LinearLatency() {

@@ -5,10 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -21,22 +19,23 @@
 #include "costmodel/profile/profile.h"
 #include "costmodel/profile/profile_json.h"
 #include "tests/paths/test_paths.h"
+#include "tests/runtime/tool_test_util.h"
 #include "whatif/trace.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Bench() { return ::specplan::test_paths::BinaryDir() + "/runtime/specplan-bench"; }
+std::string Bench() { return specplan::runtime::testing::RuntimeTool("specplan-bench"); }
 
-int RunShell(const std::string& cmd) { return std::system(cmd.c_str()); }
+using specplan::runtime::testing::ReadText;
+using specplan::runtime::testing::RunShell;
+using BenchCliTest = specplan::runtime::testing::ToolTest;
 
-TEST(BenchCliTest, TinyPairJsonReport) {
-  const fs::path dir = fs::temp_directory_path() / ("specplan_bench_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string prompts = (dir / "p.jsonl").string();
+TEST_F(BenchCliTest, TinyPairJsonReport) {
+  const std::string prompts = Path("p.jsonl");
   std::ofstream(prompts) << "{\"ids\": [1, 2, 3, 1, 2, 3]}\n\n{\"ids\": [9, 8, 7, 6]}\n";
-  const std::string out = (dir / "out.json").string();
+  const std::string out = Path("out.json");
   const std::string cmd = Bench() +
                           " --target random:tiny --draft truncate:2 --strategies "
                           "ar,linear,dynatree,bestfirst,lookup,merged --prompts " +
@@ -59,24 +58,20 @@ TEST(BenchCliTest, TinyPairJsonReport) {
       EXPECT_TRUE(s.at(name).contains(key)) << name << "." << key;
     }
   }
-  fs::remove_all(dir);
 }
 
 // The shipped family (models/): {"text": ...} prompts through its tokenizer, the draft-heads
 // strategies and merged with the heads' tree keep AR's tokens, and --print-text decodes them.
-TEST(BenchCliTest, TextPromptsWithTheShippedFamily) {
+TEST_F(BenchCliTest, TextPromptsWithTheShippedFamily) {
   const fs::path bin_dir = ::specplan::test_paths::BinaryDir();
   if (!fs::exists(bin_dir / "tokenizer" / "specplan-tokenizer")) {
     GTEST_SKIP() << "built without the tokenizer (SPECPLAN_WITH_TOKENIZER=OFF)";
   }
   const fs::path models = fs::path(SPECPLAN_RUNTIME_PROMPTS_DIR) / ".." / ".." / "models";
-  const fs::path dir =
-      fs::temp_directory_path() / ("specplan_bench_text_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string prompts = (dir / "p.jsonl").string();
+  const std::string prompts = Path("p.jsonl");
   std::ofstream(prompts) << "{\"text\": \"And God said, Let there be light\"}\n"
                          << "{\"text\": \"The quick brown fox\"}\n";
-  const std::string out = (dir / "out.json").string();
+  const std::string out = Path("out.json");
   const std::string common = Bench() + " --target " + (models / "target").string() + " --draft " +
                              (models / "draft").string() + " --heads " +
                              (models / "heads").string() + " --tokenizer " +
@@ -98,17 +93,13 @@ TEST(BenchCliTest, TextPromptsWithTheShippedFamily) {
   EXPECT_NE(RunShell(Bench() + " --target " + (models / "target").string() +
                      " --strategies causal --prompts " + prompts + " > /dev/null 2>&1"),
             0);
-  fs::remove_all(dir);
 }
 
 // --batch 3 over 5 prompts: every strategy's outputs equal AR's, the batch fields are in the
 // report, and without a terminal the progress is plain lines.
-TEST(BenchCliTest, BatchRunReportsBatchFields) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("specplan_bench_batch_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string out = (dir / "out.json").string();
-  const std::string err = (dir / "err.txt").string();
+TEST_F(BenchCliTest, BatchRunReportsBatchFields) {
+  const std::string out = Path("out.json");
+  const std::string err = Path("err.txt");
   const std::string cmd = Bench() +
                           " --target random:tiny --draft truncate:2 --strategies "
                           "ar,fixed,bestfirst,batch --max-prompts 5 --batch 3 "
@@ -136,38 +127,28 @@ TEST(BenchCliTest, BatchRunReportsBatchFields) {
         << name;
   }
   EXPECT_EQ(s.at("ar").at("undrafted_fraction"), 1.0);
-  std::ifstream e(err);
-  const std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  const std::string text = ReadText(err);
   EXPECT_NE(text.find("batch: 5/5 prompts\n"), std::string::npos) << text;
   EXPECT_EQ(text.find('\r'), std::string::npos) << "a progress bar without a terminal";
-  fs::remove_all(dir);
 }
 
-TEST(BenchCliTest, BadPromptFileNamesTheLine) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("specplan_bench_bad_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string prompts = (dir / "p.jsonl").string();
+TEST_F(BenchCliTest, BadPromptFileNamesTheLine) {
+  const std::string prompts = Path("p.jsonl");
   std::ofstream(prompts) << "{\"ids\": [1, 2]}\n{\"ids\": [1, 999]}\n";
-  const std::string err = (dir / "err.txt").string();
+  const std::string err = Path("err.txt");
   const std::string cmd = Bench() + " --strategies ar --prompts " + prompts +
                           " --max-new-tokens 2 > /dev/null 2> " + err;
   EXPECT_NE(RunShell(cmd), 0);
-  std::ifstream in(err);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = ReadText(err);
   EXPECT_NE(text.find("p.jsonl:2: ids[1] = 999: must be an integer in [0, 256)"), std::string::npos)
       << text;
-  fs::remove_all(dir);
 }
 
 // --gpu prices the controllers with the target's bundled profile, chosen by --dtype, --engine and
 // --latency-model through costmodel::ResolveCost (as the specplan CLI chooses one): the report
 // names the profile and model; an engine without a file is refused; without --gpu or --profile
 // T_verify is measured.
-TEST(BenchCliTest, GpuPricesWithTheBundledProfileOfTheTarget) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("specplan_bench_gpu_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+TEST_F(BenchCliTest, GpuPricesWithTheBundledProfileOfTheTarget) {
   const std::string target = ::specplan::test_paths::SourceDir() + "/tests/runtime/data/hf/qwen3";
   auto model = specplan::costmodel::ResolveModel(target);
   auto gpu = specplan::costmodel::ResolveGpu("cpu");
@@ -181,14 +162,14 @@ TEST(BenchCliTest, GpuPricesWithTheBundledProfileOfTheTarget) {
   p.model_spec.dtype = p.dtype;
   p.linear = specplan::costmodel::LinearCoefficients{2.0, 1e-4};
   p.default_model = "roofline";
-  const std::string calib = (dir / "calib").string();
+  const std::string calib = Path("calib");
   ASSERT_TRUE(specplan::costmodel::SaveProfile(
                   p, specplan::costmodel::BundledProfilePath(calib, p.gpu, p.model, p.dtype))
                   .ok());
-  const std::string prompts = (dir / "p.jsonl").string();
+  const std::string prompts = Path("p.jsonl");
   std::ofstream(prompts) << "{\"ids\": [1, 2, 3, 1, 2, 3]}\n";
-  const std::string out = (dir / "out.json").string();
-  const std::string err = (dir / "err.txt").string();
+  const std::string out = Path("out.json");
+  const std::string err = Path("err.txt");
   const std::string run = "SPECPLAN_CALIB_DIR=" + calib + " " + Bench() + " --target " + target +
                           " --draft truncate:1 --strategies ar,bestfirst --prompts " + prompts +
                           " --max-new-tokens 8 --threads 1 --dtype fp32 --json " + out;
@@ -200,42 +181,32 @@ TEST(BenchCliTest, GpuPricesWithTheBundledProfileOfTheTarget) {
   EXPECT_EQ(j.at("strategies").at("bestfirst").at("greedy_equals_ar"), true);
 
   EXPECT_NE(RunShell(run + " --gpu cpu --engine sglang > /dev/null 2> " + err), 0);
-  std::ifstream in(err);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = ReadText(err);
   EXPECT_NE(text.find("--engine sglang: no profile for " + p.gpu + " x " + p.model),
             std::string::npos)
       << text;
 
   ASSERT_EQ(RunShell(run + " > /dev/null 2> " + err), 0);
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(out)).at("cost"), "measured");
-  fs::remove_all(dir);
 }
 
 // A built-in runtime target is not a cost-model registry model: --gpu (which prices it from the
 // registry) is refused naming both flags and what works instead.
-TEST(BenchCliTest, GpuWithARuntimeOnlyTargetNamesBothFlags) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("specplan_bench_tiny_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string err = (dir / "err.txt").string();
+TEST_F(BenchCliTest, GpuWithARuntimeOnlyTargetNamesBothFlags) {
+  const std::string err = Path("err.txt");
   EXPECT_NE(RunShell(Bench() + " --target random:tiny --gpu h100 > /dev/null 2> " + err), 0);
-  std::ifstream in(err);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = ReadText(err);
   EXPECT_NE(text.find("--target random:tiny with --gpu h100: model: unknown name 'tiny'"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("--profile FILE"), std::string::npos) << text;
-  fs::remove_all(dir);
 }
 
-TEST(BenchCliTest, RecordTraceWritesALoadableTrace) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("specplan_bench_trace_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string prompts = (dir / "p.jsonl").string();
+TEST_F(BenchCliTest, RecordTraceWritesALoadableTrace) {
+  const std::string prompts = Path("p.jsonl");
   std::ofstream(prompts) << "{\"ids\": [1, 2, 3, 1, 2, 3]}\n{\"ids\": [9, 8, 7, 6]}\n";
-  const std::string out = (dir / "out.json").string();
-  const std::string trace_path = (dir / "trace.jsonl").string();
+  const std::string out = Path("out.json");
+  const std::string trace_path = Path("trace.jsonl");
   const std::string cmd = Bench() +
                           " --target random:tiny --draft truncate:2 --strategies linear,ar"
                           " --prompts " +
@@ -267,16 +238,12 @@ TEST(BenchCliTest, RecordTraceWritesALoadableTrace) {
     }
     EXPECT_LE(s.nodes->size(), 24);
   }
-  fs::remove_all(dir);
 }
 
 // With --batch 2 every recorded step names its verification pass: a pass holds at most 2 prompts,
 // each once, and each prompt's passes increase with its context.
-TEST(BenchCliTest, RecordTraceOfABatchRunRecordsThePasses) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("specplan_bench_trace_b_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string trace_path = (dir / "trace.jsonl").string();
+TEST_F(BenchCliTest, RecordTraceOfABatchRunRecordsThePasses) {
+  const std::string trace_path = Path("trace.jsonl");
   const std::string cmd = Bench() +
                           " --target random:tiny --draft truncate:2 --strategies bestfirst"
                           " --max-prompts 5 --batch 2 --max-new-tokens 10 --threads 1"
@@ -303,44 +270,33 @@ TEST(BenchCliTest, RecordTraceOfABatchRunRecordsThePasses) {
   }
   EXPECT_TRUE(shared) << "no pass verified two prompts together";
   EXPECT_EQ(last.size(), 5u);
-  fs::remove_all(dir);
 }
 
-TEST(BenchCliTest, RecordTraceRefusesSampling) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("specplan_bench_trace_s_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string trace_path = (dir / "trace.jsonl").string();
-  const std::string err = (dir / "err.txt").string();
+TEST_F(BenchCliTest, RecordTraceRefusesSampling) {
+  const std::string trace_path = Path("trace.jsonl");
+  const std::string err = Path("err.txt");
   const std::string cmd = Bench() + " --strategies linear --max-prompts 1 --max-new-tokens 4" +
                           " --temperature 0.8 --record-trace " + trace_path + " > /dev/null 2> " +
                           err;
   EXPECT_NE(RunShell(cmd), 0);
-  std::ifstream in(err);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = ReadText(err);
   EXPECT_NE(text.find("--record-trace needs greedy decoding, got --temperature = 0.8"),
             std::string::npos)
       << text;
   EXPECT_FALSE(fs::exists(trace_path));
-  fs::remove_all(dir);
 }
 
 }  // namespace
 
 // --planner to an address where nothing listens: refused before the first step, naming it (a
 // build without gRPC refuses it too, naming the flag and the address).
-TEST(BenchCliTest, UnreachablePlannerIsAnErrorNamingTheAddress) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("specplan_bench_planner_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string err = (dir / "err.txt").string();
+TEST_F(BenchCliTest, UnreachablePlannerIsAnErrorNamingTheAddress) {
+  const std::string err = Path("err.txt");
   const std::string cmd = Bench() +
                           " --strategies bestfirst --max-prompts 1 --max-new-tokens 2 "
                           "--planner 127.0.0.1:1 --planner-connect-s 0.5 > /dev/null 2> " +
                           err;
   EXPECT_NE(RunShell(cmd), 0);
-  std::ifstream in(err);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = ReadText(err);
   EXPECT_NE(text.find("127.0.0.1:1"), std::string::npos) << text;
-  fs::remove_all(dir);
 }

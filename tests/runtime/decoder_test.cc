@@ -33,25 +33,21 @@ TEST(DecoderTest, ArEqualsFullRecomputation) {
   }
 }
 
-class GreedyExactTest : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+class GreedyExactTest : public testing::StrategyAndDraftTest {};
 
 TEST_P(GreedyExactTest, EqualsArTokens) {
-  const Strategy strategy = *ParseStrategy(std::get<0>(GetParam()));
-  const testing::DraftKind& kind = testing::kDraftKinds[std::get<1>(GetParam())];
+  const Strategy strategy = ParamStrategy();
+  const testing::DraftKind& kind = ParamDraftKind();
   for (uint64_t seed : {31u, 32u}) {
-    auto target = TinyModel("tiny", seed);
-    auto draft = kind.make(*target);
+    const auto [target, draft] = ParamModels(seed);
     const int new_tokens = 20;
     int64_t accepted = 0, drafted = 0, iterations = 0;
     for (const auto& prompt : Prompts(4, seed)) {
       std::vector<planner::TokenId> ar = DecodeAlone(
           *target, nullptr, StrategyOptions::Defaults(Strategy::kAr), prompt, new_tokens);
       DecodeCounters counters;
-      // The speculation gate off: every step drafts (GatedStepsEqualArTokens below has it on).
-      StrategyOptions o = StrategyOptions::Defaults(strategy);
-      o.gate.enabled = false;
       std::vector<planner::TokenId> spec =
-          DecodeAlone(*target, draft.get(), o, prompt, new_tokens, &counters);
+          DecodeAlone(*target, draft.get(), UngatedOptions(), prompt, new_tokens, &counters);
       EXPECT_EQ(spec, ar) << StrategyName(strategy) << " draft " << kind.name << " seed " << seed;
       accepted += counters.accepted();
       drafted += counters.drafted();
@@ -72,15 +68,10 @@ TEST_P(GreedyExactTest, EqualsArTokens) {
   }
 }
 
-std::string GreedyExactName(const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
-  return std::get<0>(info.param) + "_" + testing::kDraftKinds[std::get<1>(info.param)].name;
-}
-
 INSTANTIATE_TEST_SUITE_P(Strategies, GreedyExactTest,
-                         ::testing::Combine(::testing::Values("linear", "fixed", "dynatree",
-                                                              "bestfirst", "lookup", "merged"),
-                                            ::testing::Values(0, 1, 2)),
-                         GreedyExactName);
+                         testing::WithEveryDraftKind({"linear", "fixed", "dynatree", "bestfirst",
+                                                      "lookup", "merged"}),
+                         testing::StrategyAndDraftName);
 
 // The speculation gate on, with a fixed draft-level time and a given T_verify so its decisions are
 // reproducible: steps it leaves undrafted (no draft forward) and steps it drafts alternate within

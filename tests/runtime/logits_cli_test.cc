@@ -14,36 +14,21 @@
 
 #include "runtime/safetensors.h"
 #include "tests/paths/test_paths.h"
+#include "tests/runtime/tool_test_util.h"
 
 namespace specplan::runtime {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Tool() { return ::specplan::test_paths::BinaryDir() + "/runtime/specplan-logits"; }
+std::string Tool() { return testing::RuntimeTool("specplan-logits"); }
 std::string FixtureDir(const std::string& arch) {
   return ::specplan::test_paths::SourceDir() + "/tests/runtime/data/hf/" + arch;
 }
 
-int RunShell(const std::string& cmd) { return std::system(cmd.c_str()); }
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class LogitsCliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("specplan_logits_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
-};
+using testing::ReadText;
+using testing::RunShell;
+using LogitsCliTest = testing::ToolTest;
 
 double RelativeError(const torch::Tensor& got, const torch::Tensor& ref) {
   torch::Tensor g = got.to(torch::kFloat64), r = ref.to(torch::kFloat64);

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "planner/tree/tree.h"
@@ -42,6 +45,45 @@ inline const DraftKind kDraftKinds[] = {
     {"first_layer", [](const Transformer& t) { return t.Truncated(1); }},
     {"independent", [](const Transformer&) { return TinyModel("tiny-draft", 99); }},
 };
+
+// The exactness suites' parameter: a strategy name (ParseStrategy) and an index into kDraftKinds.
+using StrategyAndDraft = std::tuple<std::string, int>;
+
+class StrategyAndDraftTest : public ::testing::TestWithParam<StrategyAndDraft> {
+ protected:
+  Strategy ParamStrategy() const { return *ParseStrategy(std::get<0>(GetParam())); }
+  const DraftKind& ParamDraftKind() const { return kDraftKinds[std::get<1>(GetParam())]; }
+
+  // The parameter's strategy with the speculation gate off: every step drafts (the gate's own
+  // exactness test is decoder_test.cc's GatedStepsEqualArTokens).
+  StrategyOptions UngatedOptions() const {
+    StrategyOptions o = StrategyOptions::Defaults(ParamStrategy());
+    o.gate.enabled = false;
+    return o;
+  }
+
+  // The tiny target with weights `seed` and the parameter's draft for it.
+  struct TargetAndDraft {
+    std::unique_ptr<Transformer> target, draft;
+  };
+  TargetAndDraft ParamModels(uint64_t seed) const {
+    TargetAndDraft m;
+    m.target = TinyModel("tiny", seed);
+    m.draft = ParamDraftKind().make(*m.target);
+    return m;
+  }
+};
+
+// Every one of `strategies` with every draft kind, for INSTANTIATE_TEST_SUITE_P.
+inline auto WithEveryDraftKind(std::vector<std::string> strategies) {
+  return ::testing::Combine(::testing::ValuesIn(std::move(strategies)),
+                            ::testing::Range(0, static_cast<int>(std::size(kDraftKinds))));
+}
+
+// The test name of a parameter: "bestfirst_first_layer".
+inline std::string StrategyAndDraftName(const ::testing::TestParamInfo<StrategyAndDraft>& info) {
+  return std::get<0>(info.param) + "_" + kDraftKinds[std::get<1>(info.param)].name;
+}
 
 // A random tree with `n` draft nodes: each node's parent is uniform over earlier nodes; tokens
 // uniform in [0, vocab).
@@ -86,11 +128,17 @@ inline ReferenceLogits LoadReferenceLogits(const std::string& path) {
   return r;
 }
 
+// Logits [T][V] of every token of `seq` by a fresh causal pass from position 0.
+inline torch::Tensor CausalLogits(const Transformer& model,
+                                  const std::vector<planner::TokenId>& seq) {
+  KvCache cache = model.NewCache(static_cast<int64_t>(seq.size()));
+  return model.ForwardCausal(seq, 0, &cache);
+}
+
 // Logits [V] of the last token of `seq` by a fresh causal pass.
 inline torch::Tensor LastLogits(const Transformer& model,
                                 const std::vector<planner::TokenId>& seq) {
-  KvCache cache = model.NewCache(static_cast<int64_t>(seq.size()));
-  torch::Tensor logits = model.ForwardCausal(seq, 0, &cache);
+  torch::Tensor logits = CausalLogits(model, seq);
   return logits[logits.size(0) - 1];
 }
 

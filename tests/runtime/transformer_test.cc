@@ -16,6 +16,7 @@
 namespace specplan::runtime {
 namespace {
 
+using testing::CausalLogits;
 using testing::LastLogits;
 using testing::PathTo;
 using testing::RandomTokens;
@@ -163,10 +164,9 @@ TEST(TransformerTest, SameSeedSameWeightsDifferentSeedDifferent) {
   auto a = TinyModel("tiny", 7);
   auto b = TinyModel("tiny", 7);
   auto c = TinyModel("tiny", 8);
-  KvCache ca = a->NewCache(4), cb = b->NewCache(4), cc = c->NewCache(4);
-  torch::Tensor la = a->ForwardCausal({1, 2, 3}, 0, &ca);
-  EXPECT_TRUE(torch::equal(la, b->ForwardCausal({1, 2, 3}, 0, &cb)));
-  EXPECT_FALSE(torch::allclose(la, c->ForwardCausal({1, 2, 3}, 0, &cc)));
+  torch::Tensor la = CausalLogits(*a, {1, 2, 3});
+  EXPECT_TRUE(torch::equal(la, CausalLogits(*b, {1, 2, 3})));
+  EXPECT_FALSE(torch::allclose(la, CausalLogits(*c, {1, 2, 3})));
 }
 
 TEST(TransformerTest, CopyToKeepsTheWeights) {
@@ -174,9 +174,8 @@ TEST(TransformerTest, CopyToKeepsTheWeights) {
   RuntimeOptions same;
   auto copy = model->CopyTo(same);
   ASSERT_TRUE(copy.ok()) << copy.status();
-  KvCache a = model->NewCache(4), b = (*copy)->NewCache(4);
-  torch::Tensor x = model->ForwardCausal({5, 6, 7}, 0, &a);
-  EXPECT_TRUE(torch::equal(x, (*copy)->ForwardCausal({5, 6, 7}, 0, &b)));
+  torch::Tensor x = CausalLogits(*model, {5, 6, 7});
+  EXPECT_TRUE(torch::equal(x, CausalLogits(**copy, {5, 6, 7})));
   // A copy does not alias the original's storage (parameters are inference tensors).
   {
     c10::InferenceMode guard;
@@ -200,19 +199,17 @@ TEST(TransformerTest, TruncatedSharesWeights) {
   auto one = model->Truncated(1);
   EXPECT_EQ(one->config().num_layers, 1);
   EXPECT_LT(one->NamedParameters().size(), model->NamedParameters().size());
-  KvCache c1 = model->NewCache(4), c2 = same->NewCache(4), c3 = one->NewCache(4);
-  torch::Tensor full = model->ForwardCausal({5, 6, 7}, 0, &c1);
-  EXPECT_TRUE(torch::equal(full, same->ForwardCausal({5, 6, 7}, 0, &c2)));
-  EXPECT_FALSE(torch::allclose(full, one->ForwardCausal({5, 6, 7}, 0, &c3)));
+  torch::Tensor full = CausalLogits(*model, {5, 6, 7});
+  EXPECT_TRUE(torch::equal(full, CausalLogits(*same, {5, 6, 7})));
+  EXPECT_FALSE(torch::allclose(full, CausalLogits(*one, {5, 6, 7})));
 }
 
 TEST(TransformerTest, Bf16TracksFp32) {
   auto f32 = TinyModel("tiny", 9);
   auto bf16 = TinyModel("tiny", 9, torch::kBFloat16);
-  KvCache a = f32->NewCache(8), b = bf16->NewCache(8);
-  std::vector<planner::TokenId> seq = {3, 1, 4, 1, 5, 9};
-  torch::Tensor x = f32->ForwardCausal(seq, 0, &a);
-  torch::Tensor y = bf16->ForwardCausal(seq, 0, &b);
+  const std::vector<planner::TokenId> seq = {3, 1, 4, 1, 5, 9};
+  torch::Tensor x = CausalLogits(*f32, seq);
+  torch::Tensor y = CausalLogits(*bf16, seq);
   EXPECT_EQ(y.scalar_type(), torch::kFloat32);  // logits are returned as float32
   const float scale = x.abs().max().item<float>();
   EXPECT_LT((x - y).abs().max().item<float>(), 0.1f * scale);
