@@ -65,6 +65,17 @@ CalibrateOptions TinyCpuOptions(const testing::TempDir& dir) {
   return GridOptions("cpu", "tiny", "cpu", {1, 4, 16}, {0, 64}, 2, dir.File("cpu/tiny-fp32.json"));
 }
 
+// The quickest calibration that still fits (three cells, one pass each, no plot): for the tests
+// of where a profile may be written, not of what it measures.
+CalibrateOptions QuickTinyCpuOptions(const testing::TempDir& dir) {
+  CalibrateOptions o = TinyCpuOptions(dir);
+  o.s_grid = {1, 2, 4};
+  o.c_grid = {0};
+  o.repeats = 1;
+  o.plot = false;
+  return o;
+}
+
 TEST(ParseGridTest, SortsAndValidates) {
   auto g = ParseGrid(" 8, 1,4 ", "--s-grid", 1);
   ASSERT_TRUE(g.ok()) << g.status();
@@ -319,13 +330,9 @@ TEST(CalibrationTest, CudaEndToEndOnTheTinyModel) {
 // directory: refused (nothing written) unless --force.
 TEST(CalibrationTest, DefaultOutputPathIsTheBundledLayoutAndNeedsForce) {
   testing::TempDir dir;
-  CalibrateOptions o = TinyCpuOptions(dir);
+  CalibrateOptions o = QuickTinyCpuOptions(dir);
   o.out.clear();
   o.calib_dir = dir.File("calib");
-  o.s_grid = {1, 2, 4};
-  o.c_grid = {0};
-  o.repeats = 1;
-  o.plot = false;
   auto refused = RunCalibration(o);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
@@ -354,12 +361,8 @@ TEST(CalibrationTest, DefaultOutputPathIsTheBundledLayoutAndNeedsForce) {
 
 TEST(CalibrationTest, DeviceMismatchIsRefusedUnlessForced) {
   testing::TempDir dir;
-  CalibrateOptions o = TinyCpuOptions(dir);
+  CalibrateOptions o = QuickTinyCpuOptions(dir);
   o.gpu = "h100";
-  o.s_grid = {1, 2, 4};
-  o.c_grid = {0};
-  o.repeats = 1;
-  o.plot = false;
   auto refused = RunCalibration(o);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);

@@ -9,24 +9,34 @@ namespace specplan::profiler {
 namespace {
 
 TEST(DeviceMatchesGpuTest, RegistryNamesAgainstDriverNames) {
-  EXPECT_TRUE(DeviceMatchesGpu("h100-sxm", "NVIDIA H100 80GB HBM3"));
-  EXPECT_TRUE(DeviceMatchesGpu("h100-pcie", "NVIDIA H100 PCIe"));
-  EXPECT_FALSE(DeviceMatchesGpu("h100-sxm", "NVIDIA H100 PCIe"));
-  EXPECT_FALSE(DeviceMatchesGpu("h100-pcie", "NVIDIA H100 80GB HBM3"));
-  EXPECT_TRUE(DeviceMatchesGpu("h200", "NVIDIA H200"));
-  EXPECT_TRUE(DeviceMatchesGpu("a100-80g", "NVIDIA A100-SXM4-80GB"));
-  EXPECT_TRUE(DeviceMatchesGpu("a100-40g", "NVIDIA A100-SXM4-40GB"));
-  EXPECT_TRUE(DeviceMatchesGpu("rtx4090", "NVIDIA GeForce RTX 4090"));
-  EXPECT_TRUE(DeviceMatchesGpu("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition"));
-  EXPECT_TRUE(DeviceMatchesGpu("a6000", "NVIDIA RTX A6000"));
-  EXPECT_TRUE(DeviceMatchesGpu("l4", "NVIDIA L4"));
-  EXPECT_FALSE(DeviceMatchesGpu("l4", "NVIDIA L40S"));
-  EXPECT_TRUE(DeviceMatchesGpu("l40s", "NVIDIA L40S"));
-  EXPECT_FALSE(DeviceMatchesGpu("a100-80g", "NVIDIA H100 80GB HBM3"));
-  EXPECT_FALSE(DeviceMatchesGpu("h100-sxm", "NVIDIA H200"));
-  EXPECT_FALSE(DeviceMatchesGpu("h200", "NVIDIA H100 80GB HBM3"));
-  EXPECT_FALSE(DeviceMatchesGpu("b200", ""));
-  EXPECT_FALSE(DeviceMatchesGpu("", "NVIDIA H100 80GB HBM3"));
+  struct Case {
+    const char* gpu;     // registry name
+    const char* device;  // the driver's name of the device
+    bool matches;
+  };
+  const Case cases[] = {
+      {"h100-sxm", "NVIDIA H100 80GB HBM3", true},
+      {"h100-pcie", "NVIDIA H100 PCIe", true},
+      {"h100-sxm", "NVIDIA H100 PCIe", false},
+      {"h100-pcie", "NVIDIA H100 80GB HBM3", false},
+      {"h200", "NVIDIA H200", true},
+      {"a100-80g", "NVIDIA A100-SXM4-80GB", true},
+      {"a100-40g", "NVIDIA A100-SXM4-40GB", true},
+      {"rtx4090", "NVIDIA GeForce RTX 4090", true},
+      {"rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition", true},
+      {"a6000", "NVIDIA RTX A6000", true},
+      {"l4", "NVIDIA L4", true},
+      {"l4", "NVIDIA L40S", false},
+      {"l40s", "NVIDIA L40S", true},
+      {"a100-80g", "NVIDIA H100 80GB HBM3", false},
+      {"h100-sxm", "NVIDIA H200", false},
+      {"h200", "NVIDIA H100 80GB HBM3", false},
+      {"b200", "", false},
+      {"", "NVIDIA H100 80GB HBM3", false},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(DeviceMatchesGpu(c.gpu, c.device), c.matches) << c.gpu << " on " << c.device;
+  }
 }
 
 TEST(CheckDeviceMatchesGpuTest, CpuAcceptsOnlyCpuUnlessForced) {

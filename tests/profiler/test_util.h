@@ -15,30 +15,12 @@
 #include <string>
 
 #include "tests/run_binary.h"
+#include "tests/runtime/tool_test_util.h"
 
 namespace specplan::profiler::testing {
 
-// A directory unique to the running test, removed when the object goes out of scope.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("specplan_profiler_" + std::to_string(::getpid()) + "_" + info->test_suite_name() +
-             "_" + info->name());
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+// A directory unique to the running test (shared with the runtime's tool tests).
+using specplan::runtime::testing::TempDir;
 
 using specplan::testing::ReadAll;
 
