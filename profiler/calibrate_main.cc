@@ -21,6 +21,8 @@
 #include <csignal>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -29,6 +31,7 @@
 #include "costmodel/profile/profile.h"
 #include "profiler/calibration.h"
 #include "profiler/kernel_bench.h"
+#include "runtime/tool_main.h"
 
 namespace {
 std::atomic<bool> g_interrupted{false};
@@ -138,23 +141,23 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   auto fail = [](const absl::Status& st) {
-    std::cerr << "calibrate: " << st.message() << "\n";
-    return 1;
+    return specplan::runtime::ReportFailure("calibrate", st);
   };
-  if (!s_grid.empty()) {
-    auto g = specplan::profiler::ParseGrid(s_grid, "--s-grid", 1);
-    if (!g.ok()) return fail(g.status());
-    o.s_grid = *g;
-  }
-  if (!c_grid.empty()) {
-    auto g = specplan::profiler::ParseGrid(c_grid, "--c-grid", 0);
-    if (!g.ok()) return fail(g.status());
-    o.c_grid = *g;
-  }
-  if (!b_grid.empty()) {
-    auto g = specplan::profiler::ParseGrid(b_grid, "--b-grid", 1);
-    if (!g.ok()) return fail(g.status());
-    o.b_grid = *g;
+  // The grids given (else CalibrateOptions' defaults for the device): the flag's text, its name,
+  // its smallest entry and the option it sets.
+  const struct {
+    const std::string& text;
+    const char* flag;
+    int64_t min;
+    std::vector<int64_t>* grid;
+  } grids[] = {{s_grid, "--s-grid", 1, &o.s_grid},
+               {c_grid, "--c-grid", 0, &o.c_grid},
+               {b_grid, "--b-grid", 1, &o.b_grid}};
+  for (const auto& g : grids) {
+    if (g.text.empty()) continue;
+    auto parsed = specplan::profiler::ParseGrid(g.text, g.flag, g.min);
+    if (!parsed.ok()) return fail(parsed.status());
+    *g.grid = *std::move(parsed);
   }
   auto choice = specplan::profiler::ParseTimerChoice(timer);
   if (!choice.ok()) return fail(choice.status());

@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
-#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -43,6 +42,7 @@
 #include "runtime/model_loader.h"
 #include "runtime/peak_memory.h"
 #include "runtime/text_prompts.h"
+#include "runtime/tool_main.h"
 #include "runtime/trace_recorder.h"
 #include "util/clock.h"
 #include "util/percentile.h"
@@ -571,11 +571,11 @@ int main(int argc, char** argv) {
                  "joins as soon as one finishes")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  app.add_option("--device", args.device, "cpu | cuda | cuda:N")->capture_default_str();
+  specplan::runtime::AddDeviceFlag(app, &args.device);
   app.add_option("--dtype", args.dtype, "fp32 | bf16 | fp16")->capture_default_str();
   app.add_option("--json", args.json_out, "write the report (outputs and metrics) here");
   app.add_option("--seed", args.seed, "random-weight and sampling seed")->capture_default_str();
-  app.add_option("--threads", args.threads, "torch intra-op threads (0 = default)");
+  specplan::runtime::AddThreadsFlag(app, &args.threads);
   app.add_option(
          "--gate", args.gate,
          "on: bestfirst and dynatree decide before drafting whether to draft (and "
@@ -626,10 +626,5 @@ int main(int argc, char** argv) {
     args.command_line += ' ';
     args.command_line += specplan::runtime::ShellQuote(argv[i]);
   }
-  absl::Status st = specplan::runtime::RunBench(args);
-  if (!st.ok()) {
-    std::cerr << "specplan-bench: " << st.message() << "\n";
-    return 1;
-  }
-  return 0;
+  return specplan::runtime::ExitStatus("specplan-bench", specplan::runtime::RunBench(args));
 }

@@ -31,6 +31,7 @@
 #include "runtime/draft_heads.h"
 #include "runtime/model_config.h"
 #include "runtime/model_loader.h"
+#include "runtime/tool_main.h"
 #include "runtime/transformer.h"
 #include "train/checkpoint.h"
 #include "train/heads_training.h"
@@ -80,10 +81,7 @@ void Progress(const LmTrainStep& s, int64_t steps) {
   }
 }
 
-int Fail(const absl::Status& st) {
-  std::cerr << "specplan-train: " << st.message() << "\n";
-  return 1;
-}
+int Fail(const absl::Status& st) { return specplan::runtime::ReportFailure("specplan-train", st); }
 
 // What both modes read first: the config (as text and JSON), the stored dtype and the checks that
 // need no training.
@@ -365,7 +363,7 @@ int main(int argc, char** argv) {
                  "Held-out tokens of the periodic evaluations (0 = all)")
       ->capture_default_str();
   app.add_option("--dtype", a.dtype, "Stored weights: fp32 | bf16 | fp16")->capture_default_str();
-  app.add_option("--threads", a.threads, "torch intra-op threads (0 = default)");
+  specplan::runtime::AddThreadsFlag(app, &a.threads);
   CLI11_PARSE(app, argc, argv);
   if (evaluate_opt->count() == 0) {
     for (const auto* opt : {config_opt, train_opt, out_opt}) {

@@ -29,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "runtime/model_loader.h"
 #include "runtime/safetensors.h"
+#include "runtime/tool_main.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -204,16 +205,11 @@ int main(int argc, char** argv) {
   app.add_option("--out", args.out,
                  "also write FILE.safetensors with input_ids (int64 [T]) and logits "
                  "(float32 [T][V])");
-  app.add_option("--device", args.device, "cpu | cuda | cuda:N")->capture_default_str();
+  specplan::runtime::AddDeviceFlag(app, &args.device);
   app.add_option("--dtype", args.dtype, "fp32 | bf16 | fp16 (logits are written as float32)")
       ->capture_default_str();
   app.add_option("--seed", args.seed, "weight seed for random: models")->capture_default_str();
-  app.add_option("--threads", args.threads, "torch intra-op threads (0 = default)");
+  specplan::runtime::AddThreadsFlag(app, &args.threads);
   CLI11_PARSE(app, argc, argv);
-  absl::Status st = specplan::runtime::RunLogits(args);
-  if (!st.ok()) {
-    std::cerr << "specplan-logits: " << st.message() << "\n";
-    return 1;
-  }
-  return 0;
+  return specplan::runtime::ExitStatus("specplan-logits", specplan::runtime::RunLogits(args));
 }

@@ -1,0 +1,40 @@
+// What the main() of the LibTorch command-line tools (specplan-bench, specplan-logits,
+// specplan-train, calibrate) share: how a failure ends the program, and the flags that mean the
+// same in every tool, registered once so that their names and help agree. Header-only: the tools
+// link CLI11, the runtime library does not.
+#ifndef SPECPLAN_RUNTIME_TOOL_MAIN_H_
+#define SPECPLAN_RUNTIME_TOOL_MAIN_H_
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace specplan::runtime {
+
+// Prints "PROGRAM: MESSAGE" to stderr; returns 1, the exit status of a failed run.
+inline int ReportFailure(std::string_view program, const absl::Status& st) {
+  std::cerr << program << ": " << st.message() << "\n";
+  return 1;
+}
+
+// main()'s exit status after a run that ended with `st`: 0, else ReportFailure's.
+inline int ExitStatus(std::string_view program, const absl::Status& st) {
+  return st.ok() ? 0 : ReportFailure(program, st);
+}
+
+// --threads N: LibTorch's intra-op threads (0 keeps LibTorch's default).
+inline CLI::Option* AddThreadsFlag(CLI::App& app, int* threads) {
+  return app.add_option("--threads", *threads, "torch intra-op threads (0 = default)");
+}
+
+// --device: where the models run (runtime::ParseDevice reads it).
+inline CLI::Option* AddDeviceFlag(CLI::App& app, std::string* device) {
+  return app.add_option("--device", *device, "cpu | cuda | cuda:N")->capture_default_str();
+}
+
+}  // namespace specplan::runtime
+
+#endif  // SPECPLAN_RUNTIME_TOOL_MAIN_H_
