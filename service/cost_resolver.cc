@@ -32,6 +32,14 @@ absl::Status CheckSecondsAt(double value, absl::string_view field, absl::string_
   return CheckSeconds(value, absl::StrCat(field, leaf));
 }
 
+// A registry lookup's refusal of the name a request field gave, as that field's error
+// ("<field><leaf> = '<name>': <why>"), with the lookup's code (NOT_FOUND for an unknown name).
+absl::Status LookupRefused(absl::string_view field, absl::string_view leaf, absl::string_view name,
+                           const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat(field, leaf, " = '", name, "': ", status.message()));
+}
+
 // ---- the cache key: the source part of a CostSpec ----
 
 void Mix(uint64_t* h, uint64_t v) { *h ^= v + 0x9e3779b97f4a7c15ULL + (*h << 6) + (*h >> 2); }
@@ -385,10 +393,7 @@ absl::StatusOr<std::shared_ptr<const CostSource>> CostResolver::ResolveSource(
       const std::string mfield = absl::StrCat(field, ".inline_model");
       if (m.model().empty()) return Invalid(absl::StrCat(mfield, ".model: required"));
       auto model = costmodel::LookupModel(m.model());
-      if (!model.ok()) {
-        return absl::Status(model.status().code(), absl::StrCat(mfield, ".model = '", m.model(),
-                                                                "': ", model.status().message()));
-      }
+      if (!model.ok()) return LookupRefused(mfield, ".model", m.model(), model.status());
       r->model_spec = *std::move(model);
       if (!m.dtype().empty()) {
         auto dtype = costmodel::ParseDType(m.dtype());
@@ -411,10 +416,7 @@ absl::StatusOr<std::shared_ptr<const CostSource>> CostResolver::ResolveSource(
       } else {
         if (m.gpu().empty()) return Invalid(absl::StrCat(mfield, ".gpu: required (or gpu_spec)"));
         auto gpu = costmodel::LookupGpu(m.gpu());
-        if (!gpu.ok()) {
-          return absl::Status(gpu.status().code(), absl::StrCat(mfield, ".gpu = '", m.gpu(),
-                                                                "': ", gpu.status().message()));
-        }
+        if (!gpu.ok()) return LookupRefused(mfield, ".gpu", m.gpu(), gpu.status());
         r->gpu_spec = *std::move(gpu);
       }
       if (!std::isfinite(m.linear_a()) || m.linear_a() < 0) {

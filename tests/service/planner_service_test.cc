@@ -942,94 +942,69 @@ TEST_F(ServiceTest, PlanSessionLinearAndPathConditionedBestFirstMatchInProcess) 
 }
 
 TEST_F(ServiceTest, PlanSessionRejectsBadMessagesNamingTheField) {
+  using Message = v1::SessionClientMessage;
+  // Each case writes one bad message (after a valid fixed-tree start where `after_start`, whose
+  // first expand the message may answer), after which the stream must fail.
   struct Case {
     const char* name;
-    std::function<void(Stream*)> run;  // writes messages after which the stream must fail
+    bool after_start;
+    std::function<void(const v1::SessionServerMessage& expand, Message* m)> fill;
     grpc::StatusCode code;
     const char* substring;
   };
-  auto start_fixed = [](Stream* s) {
-    v1::SessionClientMessage m;
-    m.mutable_start()->set_root_token(1);
-    m.mutable_start()->mutable_fixed()->set_depth(2);
-    s->Write(m);
-    v1::SessionServerMessage reply;
-    s->Read(&reply);
-    return reply;
-  };
   const std::vector<Case> cases = {
-      {"distributions before start",
-       [](Stream* s) {
-         v1::SessionClientMessage m;
-         m.mutable_distributions()->set_k(1);
-         s->Write(m);
-       },
+      {"distributions before start", false,
+       [](const auto&, Message* m) { m->mutable_distributions()->set_k(1); },
        grpc::StatusCode::FAILED_PRECONDITION, "distributions: send start first"},
-      {"no policy",
-       [](Stream* s) {
-         v1::SessionClientMessage m;
-         m.mutable_start()->set_root_token(1);
-         s->Write(m);
-       },
+      {"no policy", false, [](const auto&, Message* m) { m->mutable_start()->set_root_token(1); },
        grpc::StatusCode::INVALID_ARGUMENT, "start.policy: required"},
-      {"bad fixed option",
-       [](Stream* s) {
-         v1::SessionClientMessage m;
-         m.mutable_start()->mutable_fixed()->set_tau(2.0);
-         s->Write(m);
-       },
+      {"bad fixed option", false,
+       [](const auto&, Message* m) { m->mutable_start()->mutable_fixed()->set_tau(2.0); },
        grpc::StatusCode::INVALID_ARGUMENT, "start.fixed.tau"},
-      {"budget over limit",
-       [](Stream* s) {
-         v1::SessionClientMessage m;
-         m.mutable_start()->mutable_dynatree()->set_n_max(10000);
-         s->Write(m);
-       },
+      {"budget over limit", false,
+       [](const auto&, Message* m) { m->mutable_start()->mutable_dynatree()->set_n_max(10000); },
        grpc::StatusCode::RESOURCE_EXHAUSTED, "start.dynatree.n_max = 10000"},
-      {"unknown best_first profile",
-       [](Stream* s) {
-         v1::SessionClientMessage m;
-         auto* p = m.mutable_start()->mutable_best_first()->mutable_cost()->mutable_profile();
+      {"unknown best_first profile", false,
+       [](const auto&, Message* m) {
+         auto* p = m->mutable_start()->mutable_best_first()->mutable_cost()->mutable_profile();
          p->set_gpu("h100");
          p->set_model("nope");
-         s->Write(m);
        },
        grpc::StatusCode::NOT_FOUND, "start.best_first.cost.profile: no profile"},
-      {"prob out of range",
-       [&](Stream* s) {
-         v1::SessionServerMessage e = start_fixed(s);
+      {"prob out of range", true,
+       [](const v1::SessionServerMessage& e, Message* m) {
          planner::NodeDistributions d;
          FillDists({e.expand().nodes().begin(), e.expand().nodes().end()}, 3, &d);
          d.probs[1] = 1.5f;
-         v1::SessionClientMessage m;
-         *m.mutable_distributions() = ToWire(d);
-         s->Write(m);
+         *m->mutable_distributions() = ToWire(d);
        },
        grpc::StatusCode::INVALID_ARGUMENT, "distributions.probs[0][1] = 1.5"},
-      {"wrong nodes",
-       [&](Stream* s) {
-         start_fixed(s);
+      {"wrong nodes", true,
+       [](const auto&, Message* m) {
          planner::NodeDistributions d;
          FillDists({5}, 3, &d);
-         v1::SessionClientMessage m;
-         *m.mutable_distributions() = ToWire(d);
-         s->Write(m);
+         *m->mutable_distributions() = ToWire(d);
        },
        grpc::StatusCode::INVALID_ARGUMENT, "distributions.nodes[0] = 5"},
-      {"observe before final",
-       [&](Stream* s) {
-         start_fixed(s);
-         v1::SessionClientMessage m;
-         m.set_observe_accepted_length(1);
-         s->Write(m);
-       },
+      {"observe before final", true,
+       [](const auto&, Message* m) { m->set_observe_accepted_length(1); },
        grpc::StatusCode::FAILED_PRECONDITION, "observe_accepted_length"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     grpc::ClientContext ctx;
     auto stream = stub().PlanSession(&ctx);
-    c.run(stream.get());
+    v1::SessionServerMessage expand;
+    if (c.after_start) {
+      Message start;
+      start.mutable_start()->set_root_token(1);
+      start.mutable_start()->mutable_fixed()->set_depth(2);
+      stream->Write(start);
+      stream->Read(&expand);
+    }
+    Message m;
+    c.fill(expand, &m);
+    stream->Write(m);
     stream->WritesDone();
     v1::SessionServerMessage drain;
     while (stream->Read(&drain)) {

@@ -229,6 +229,13 @@ TEST_F(StepRpcTest, BadStepFieldsAreRefusedNamingTheField) {
     std::function<void(v1::CostSpec*)> edit;
     std::string words;
   };
+  // draft_steps = n, given explicitly (has_draft_steps).
+  auto draft_steps = [](int n) {
+    return [n](v1::CostSpec* c) {
+      c->mutable_drafter()->set_has_draft_steps(true);
+      c->mutable_drafter()->set_draft_steps(n);
+    };
+  };
   const std::vector<Case> cases = {
       {[](v1::CostSpec* c) { c->mutable_drafter()->set_architecture("medusa"); },
        "cost.drafter.architecture = 'medusa': unknown (known: eagle, eagle3"},
@@ -236,16 +243,8 @@ TEST_F(StepRpcTest, BadStepFieldsAreRefusedNamingTheField) {
        "cost.drafter.architecture"},
       {[](v1::CostSpec* c) { c->mutable_drafter()->set_topk(65); },
        "cost.drafter.topk = 65: must be in [1, 64]"},
-      {[](v1::CostSpec* c) {
-         c->mutable_drafter()->set_has_draft_steps(true);
-         c->mutable_drafter()->set_draft_steps(65);
-       },
-       "cost.drafter.draft_steps = 65"},
-      {[](v1::CostSpec* c) {
-         c->mutable_drafter()->set_has_draft_steps(true);
-         c->mutable_drafter()->set_draft_steps(-2);
-       },
-       "cost.drafter.draft_steps = -2"},
+      {draft_steps(65), "cost.drafter.draft_steps = 65"},
+      {draft_steps(-2), "cost.drafter.draft_steps = -2"},
       {[](v1::CostSpec* c) { c->mutable_drafter()->set_draft_vocab(-1); },
        "cost.drafter.draft_vocab = -1"},
       {[](v1::CostSpec* c) {
