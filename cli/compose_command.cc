@@ -1,25 +1,20 @@
 // specplan profiles compose: engine-grade profiles from an engine's per-kernel timings
-// (costmodel/compose/compose.h). One --kernels folder and one --model write --out FILE; several
-// folders and models (repeated --kernels, comma-separated --model) write --out-dir DIR/<gpu>/
-// <model>-<dtype>@<engine>.json each. Every profile is composed before any file is written, so
-// bad input writes nothing, and nothing is written into the shipped profiles directory (calib/)
-// unless --force (util/shipped_dir.h).
-#include <chrono>
+// (costmodel/compose/compose.h, through ops/compose_op.h). One --kernels folder and one --model
+// write --out FILE; several folders and models (repeated --kernels, comma-separated --model) write
+// --out-dir DIR/<gpu>/ <model>-<dtype>@<engine>.json each. Every profile is composed before any
+// file is written, so bad input writes nothing, and nothing is written into the shipped profiles
+// directory (calib/) unless --force (util/shipped_dir.h).
 #include <iostream>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
-#include "costmodel/compose/compose.h"
-#include "costmodel/compose/kernel_tables.h"
-#include "costmodel/latency/roofline_latency.h"
-#include "costmodel/latency/table_latency.h"
+#include "cli/cost_flags.h"
 #include "costmodel/profile/calib_dir.h"
-#include "costmodel/profile/profile.h"
-#include "costmodel/profile/profile_json.h"
+#include "ops/compose_op.h"
 #include "util/shipped_dir.h"
 
 namespace specplan::cli {
@@ -42,97 +37,53 @@ struct ComposeArgs {
   bool force = false;  // --force: write into the shipped profiles directory
 };
 
+// The operation's field names in this command's flags ("out_file /x.json: ..." -> "--out /x.json:
+// ...", "dtype: ..." -> "--dtype: ...").
+std::string InFlagWords(const absl::Status& status) {
+  return absl::StrReplaceAll(CostErrorInFlags(status).message(),
+                             {{"out_file", "--out"},
+                              {"out_dir", "--out-dir"},
+                              {"kernel_dirs", "--kernels"},
+                              {"one kernel folder", "one --kernels folder"},
+                              {"one model (", "one --model ("}});
+}
+
 int RunCompose(const ComposeArgs& a) {
-  using namespace specplan::costmodel;
   const char* me = "specplan profiles compose: ";
   if (a.out.empty() == a.out_dir.empty()) {
     std::cerr << me << "give exactly one of --out FILE (one folder, one model) and --out-dir DIR\n";
     return 1;
   }
-  if (!a.out.empty() && (a.kernels.size() != 1 || a.models.size() != 1)) {
-    std::cerr << me << "--out " << a.out << ": takes one --kernels folder and one --model (got "
-              << a.kernels.size() << " and " << a.models.size() << "); use --out-dir for more\n";
+  ops::ComposeRequest req;
+  req.kernel_dirs = a.kernels;
+  req.models = a.models;
+  req.dtype = a.dtype;
+  req.options.engine = a.engine;
+  req.options.tp = a.tp;
+  req.options.gpu = a.gpu;
+  req.options.unmeasured_terms = !a.kernels_only;
+  req.options.allow_extrapolation = !a.no_extrapolate;
+  req.options.b_grid = a.b_grid;
+  req.options.s_grid = a.s_grid;
+  req.options.c_grid = a.c_grid;
+  req.options.drafters = a.drafters;
+  req.out_file = a.out;
+  req.out_dir = a.out_dir;
+  req.protected_dirs = ShippedCalibDirs(costmodel::DefaultCalibDir());
+  req.force = a.force;
+  // Every profile composed and every path checked before anything is written.
+  absl::StatusOr<ops::ComposeResult> r = ops::Compose(req);
+  if (r.ok()) {
+    if (auto st = ops::Write(*r); !st.ok()) r = st;
+  }
+  if (!r.ok()) {
+    std::cerr << me << InFlagWords(r.status()) << "\n";
     return 1;
   }
-  auto dtype = ParseDType(a.dtype);
-  if (!dtype.ok()) {
-    std::cerr << me << "--" << dtype.status().message() << "\n";
-    return 1;
-  }
-  ComposeOptions o;
-  o.engine = a.engine;
-  o.tp = a.tp;
-  o.dtype = *dtype;
-  o.gpu = a.gpu;
-  o.unmeasured_terms = !a.kernels_only;
-  o.allow_extrapolation = !a.no_extrapolate;
-  o.b_grid = a.b_grid;
-  o.s_grid = a.s_grid;
-  o.c_grid = a.c_grid;
-  o.drafters = a.drafters;
-
-  struct Composed {
-    Profile profile;
-    std::string path;
-    double seconds;
-  };
-  std::vector<Composed> out;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (const std::string& dir : a.kernels) {
-    auto tables = LoadEngineKernelTables(dir);
-    if (!tables.ok()) {
-      std::cerr << me << tables.status().message() << "\n";
-      return 1;
-    }
-    for (const std::string& model : a.models) {
-      const auto start = std::chrono::steady_clock::now();
-      auto p = ComposeProfile(*tables, model, o);
-      if (!p.ok()) {
-        std::cerr << me << dir << " x " << model << ": " << p.status().message() << "\n";
-        return 1;
-      }
-      const std::string path = a.out.empty()
-                                   ? BundledProfilePath(a.out_dir, p->gpu, p->model, p->dtype,
-                                                        p->model_spec.tp, p->engine)
-                                   : a.out;
-      const double sec =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      out.push_back({*std::move(p), path, sec});
-    }
-  }
-  // Nothing over the shipped profiles (calib/) unless --force; checked before anything is written.
-  for (const Composed& c : out) {
-    const absl::Status st = CheckNotShipped(a.out.empty() ? "--out-dir writes" : "--out", c.path,
-                                            ShippedCalibDirs(DefaultCalibDir()), a.force);
-    if (!st.ok()) {
-      std::cerr << me << st.message() << "\n";
-      return 1;
-    }
-  }
-  // Everything composed: now write, each file atomically.
-  for (const Composed& c : out) {
-    if (auto st = SaveProfile(c.profile, c.path); !st.ok()) {
-      std::cerr << me << st.message() << "\n";
-      return 1;
-    }
-    if (a.quiet) continue;
-    const TableLatency t(RooflineLatency(c.profile.model_spec, c.profile.gpu_spec),
-                         *c.profile.table);
-    const double t1 = t.VerifySeconds(1, 1024);
-    BatchShape batch64;
-    for (int i = 0; i < 64; ++i) batch64.Add(1, 1024);
-    const double t64 = t.VerifyBatchSeconds(batch64);
-    std::cout << absl::StrFormat(
-        "wrote %s: %s %s on %s, T(1,1,1024) = %.3f ms, T(64,1,1024) = %.3f ms (%.2fx), composed "
-        "in %.0f ms\n",
-        c.path, c.profile.engine, c.profile.engine_version, c.profile.gpu, t1 * 1e3, t64 * 1e3,
-        t64 / t1, c.seconds * 1e3);
-  }
-  if (!a.quiet) {
-    std::cout << absl::StrFormat(
-        "%d profile(s) in %.2f s\n", static_cast<int>(out.size()),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
+  if (a.quiet) return 0;
+  for (const ops::ComposedProfile& c : r->profiles) std::cout << ops::WrittenLine(c);
+  std::cout << absl::StrFormat("%d profile(s) in %.2f s\n", static_cast<int>(r->profiles.size()),
+                               r->seconds);
   return 0;
 }
 
