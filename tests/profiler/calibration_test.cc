@@ -466,7 +466,11 @@ class FromSamplesTest : public ::testing::Test {
     ASSERT_TRUE(model.ok() && gpu.ok());
     roofline_ = std::make_unique<costmodel::RooflineLatency>(*model, *gpu);
   }
-  absl::StatusOr<CalibrationResult> Fit(const std::string& file) {
+  // Writes `samples` (a samples file's text) to NAME in the test's directory and fits it, as
+  // calibrate --from-samples does.
+  absl::StatusOr<CalibrationResult> Fit(const std::string& name, const std::string& samples) {
+    const std::string file = dir_.File(name);
+    testing::WriteAll(file, samples);
     CalibrateOptions o;
     o.gpu = "h100";
     o.model = "qwen3-8b";
@@ -481,9 +485,7 @@ class FromSamplesTest : public ::testing::Test {
 
 TEST_F(FromSamplesTest, RecoversLinearCoefficients) {
   costmodel::LinearCalibratedLatency truth(*roofline_, {1.37, 0.0021});
-  const std::string csv = dir_.File("linear.csv");
-  testing::WriteAll(csv, ToCsv(SyntheticSamples(truth)));
-  auto r = Fit(csv);
+  auto r = Fit("linear.csv", ToCsv(SyntheticSamples(truth)));
   ASSERT_TRUE(r.ok()) << r.status();
   auto p = costmodel::LoadProfile(r->profile_path);
   ASSERT_TRUE(p.ok()) << p.status();
@@ -504,9 +506,7 @@ TEST_F(FromSamplesTest, RecoversPerTermCoefficientsFromJson) {
   // compute (+ overhead), weights, KV attention.
   costmodel::PerTermLatency truth(*roofline_,
                                   costmodel::PerTermCoefficients{1.6, 0.0005, 1.25, 2.5});
-  const std::string json = dir_.File("per_term.json");
-  testing::WriteAll(json, ToJson(SyntheticSamples(truth)));
-  auto r = Fit(json);
+  auto r = Fit("per_term.json", ToJson(SyntheticSamples(truth)));
   ASSERT_TRUE(r.ok()) << r.status();
   const costmodel::Profile& p = r->profile;
   ASSERT_TRUE(p.per_term.has_value());
@@ -520,24 +520,18 @@ TEST_F(FromSamplesTest, RecoversPerTermCoefficientsFromJson) {
 
 TEST_F(FromSamplesTest, AnExistingProfileSurvivesAFailedRun) {
   costmodel::LinearCalibratedLatency truth(*roofline_, {1.2, 0.001});
-  const std::string good = dir_.File("good.csv");
-  testing::WriteAll(good, ToCsv(SyntheticSamples(truth)));
-  auto first = Fit(good);
+  auto first = Fit("good.csv", ToCsv(SyntheticSamples(truth)));
   ASSERT_TRUE(first.ok()) << first.status();
   const std::string before = testing::ReadAll(first->profile_path);
   ASSERT_FALSE(before.empty());
 
-  const std::string bad = dir_.File("bad.csv");
-  testing::WriteAll(bad, "s,c,seconds\n1,0,0.01\n2,0,0.02\n4,0,nan\n8,0,0.03\n");
-  auto second = Fit(bad);
+  auto second = Fit("bad.csv", "s,c,seconds\n1,0,0.01\n2,0,0.02\n4,0,nan\n8,0,0.03\n");
   ASSERT_FALSE(second.ok());
   EXPECT_NE(Message(second.status()).find("bad.csv:4: seconds = nan"), std::string::npos)
       << second.status();
   EXPECT_EQ(testing::ReadAll(first->profile_path), before);
 
-  const std::string too_few = dir_.File("few.csv");
-  testing::WriteAll(too_few, "s,c,seconds\n1,0,0.01\n2,0,0.02\n");
-  auto third = Fit(too_few);
+  auto third = Fit("few.csv", "s,c,seconds\n1,0,0.01\n2,0,0.02\n");
   ASSERT_FALSE(third.ok());
   EXPECT_NE(Message(third.status()).find("need >= 3"), std::string::npos) << third.status();
   EXPECT_EQ(testing::ReadAll(first->profile_path), before);
