@@ -12,11 +12,9 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 
 #include "costmodel/hardware/gpu_spec.h"
 #include "costmodel/hardware/model_spec.h"
-#include "costmodel/latency/latency_model.h"
 #include "costmodel/latency/roofline.h"
 #include "costmodel/latency/roofline_latency.h"
 
@@ -77,18 +75,12 @@ struct KernelSumCoefficients {
   double PassSeconds(const KernelSumFeatures& f) const;
 };
 
-class KernelSumLatency : public LatencyModel {
+class KernelSumLatency : public CalibratedLatency<KernelSumCoefficients> {
  public:
-  KernelSumLatency(RooflineLatency roofline, KernelSumCoefficients coef)
-      : roofline_(std::move(roofline)), coef_(coef) {}
+  using CalibratedLatency::CalibratedLatency;
   double VerifySeconds(int64_t s, int64_t c) const override;
   double VerifyBatchSeconds(const BatchShape& batch) const override;
   std::string Kind() const override { return "kernel_sum"; }
-  const KernelSumCoefficients& coefficients() const { return coef_; }
-
- private:
-  RooflineLatency roofline_;
-  KernelSumCoefficients coef_;
 };
 
 }  // namespace specplan::costmodel

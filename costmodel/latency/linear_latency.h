@@ -5,9 +5,7 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 
-#include "costmodel/latency/latency_model.h"
 #include "costmodel/latency/roofline_latency.h"
 
 namespace specplan::costmodel {
@@ -18,10 +16,9 @@ struct LinearCoefficients {
   double b_s = 0.0;  // seconds, fixed overhead
 };
 
-class LinearCalibratedLatency : public LatencyModel {
+class LinearCalibratedLatency : public CalibratedLatency<LinearCoefficients> {
  public:
-  LinearCalibratedLatency(RooflineLatency roofline, LinearCoefficients coef)
-      : roofline_(std::move(roofline)), coef_(coef) {}
+  using CalibratedLatency::CalibratedLatency;
   double VerifySeconds(int64_t s, int64_t c) const override {
     return coef_.a * roofline_.VerifySeconds(s, c) + coef_.b_s;
   }
@@ -29,11 +26,6 @@ class LinearCalibratedLatency : public LatencyModel {
     return coef_.a * roofline_.VerifyBatchSeconds(batch) + coef_.b_s;
   }
   std::string Kind() const override { return "linear"; }
-  const LinearCoefficients& coefficients() const { return coef_; }
-
- private:
-  RooflineLatency roofline_;
-  LinearCoefficients coef_;
 };
 
 }  // namespace specplan::costmodel

@@ -7,11 +7,9 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 
 #include "costmodel/hardware/gpu_spec.h"
 #include "costmodel/hardware/model_spec.h"
-#include "costmodel/latency/latency_model.h"
 #include "costmodel/latency/roofline.h"
 #include "costmodel/latency/roofline_latency.h"
 
@@ -50,18 +48,12 @@ struct OverlapCoefficients {
   double Predict(const OverlapFeatures& f) const;
 };
 
-class OverlapLatency : public LatencyModel {
+class OverlapLatency : public CalibratedLatency<OverlapCoefficients> {
  public:
-  OverlapLatency(RooflineLatency roofline, OverlapCoefficients coef)
-      : roofline_(std::move(roofline)), coef_(coef) {}
+  using CalibratedLatency::CalibratedLatency;
   double VerifySeconds(int64_t s, int64_t c) const override;
   double VerifyBatchSeconds(const BatchShape& batch) const override;
   std::string Kind() const override { return "overlap"; }
-  const OverlapCoefficients& coefficients() const { return coef_; }
-
- private:
-  RooflineLatency roofline_;
-  OverlapCoefficients coef_;
 };
 
 }  // namespace specplan::costmodel

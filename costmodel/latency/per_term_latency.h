@@ -5,10 +5,8 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 
 #include "costmodel/hardware/gpu_spec.h"
-#include "costmodel/latency/latency_model.h"
 #include "costmodel/latency/roofline.h"
 #include "costmodel/latency/roofline_latency.h"
 
@@ -35,18 +33,12 @@ struct PerTermCoefficients {
   double Predict(const PerTermFeatures& f) const;
 };
 
-class PerTermLatency : public LatencyModel {
+class PerTermLatency : public CalibratedLatency<PerTermCoefficients> {
  public:
-  PerTermLatency(RooflineLatency roofline, PerTermCoefficients coef)
-      : roofline_(std::move(roofline)), coef_(coef) {}
+  using CalibratedLatency::CalibratedLatency;
   double VerifySeconds(int64_t s, int64_t c) const override;
   double VerifyBatchSeconds(const BatchShape& batch) const override;
   std::string Kind() const override { return "per_term"; }
-  const PerTermCoefficients& coefficients() const { return coef_; }
-
- private:
-  RooflineLatency roofline_;
-  PerTermCoefficients coef_;
 };
 
 }  // namespace specplan::costmodel

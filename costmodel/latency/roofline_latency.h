@@ -1,5 +1,6 @@
 // RooflineLatency: the bare roofline max(FLOPs/peak, bytes/bandwidth) as a LatencyModel; BASTION
-// (docs/references.md) App. F. Every calibrated model scales or re-weighs its terms.
+// (docs/references.md) App. F. Every calibrated model scales or re-weighs its terms; the fitted
+// forms derive from CalibratedLatency (below).
 #ifndef SPECPLAN_COSTMODEL_ROOFLINE_LATENCY_H_
 #define SPECPLAN_COSTMODEL_ROOFLINE_LATENCY_H_
 
@@ -34,6 +35,22 @@ class RooflineLatency : public LatencyModel {
  private:
   ModelSpec model_;
   GpuSpec gpu_;
+};
+
+// What every fitted form over the roofline holds: the roofline, whose model and GPU its features
+// are read from, and its fitted coefficients. linear_latency.h, per_term_latency.h,
+// overlap_latency.h and kernel_sum_latency.h derive from it; each keeps its own Kind() and its own
+// pricing of a pass.
+template <typename Coefficients>
+class CalibratedLatency : public LatencyModel {
+ public:
+  CalibratedLatency(RooflineLatency roofline, Coefficients coef)
+      : roofline_(std::move(roofline)), coef_(coef) {}
+  const Coefficients& coefficients() const { return coef_; }
+
+ protected:
+  RooflineLatency roofline_;
+  Coefficients coef_;
 };
 
 }  // namespace specplan::costmodel
