@@ -62,21 +62,49 @@ double PredictSample(const LatencyModel& model, const LatencySample& x) {
   return model.VerifyBatchSeconds(batch);
 }
 
+namespace {
+
+// Sums prediction errors into FitStats: Evaluate over one set, CrossValidate over every fold.
+class ErrorTally {
+ public:
+  // err = predicted - observed seconds.
+  void Add(double err, double observed) {
+    se_ += err * err;
+    ape_ += std::abs(err) / observed;
+    stats_.max_abs_s = std::max(stats_.max_abs_s, std::abs(err));
+    ++stats_.n;
+  }
+  FitStats Stats() const {
+    FitStats st = stats_;
+    if (st.n > 0) {
+      st.rmse_s = std::sqrt(se_ / st.n);
+      st.mape = ape_ / st.n;
+    }
+    return st;
+  }
+
+ private:
+  FitStats stats_;
+  double se_ = 0, ape_ = 0;
+};
+
+// What every fit of a latency form checks first: ValidateSamples, and at least two samples.
+// `kind` names the form in the error.
+absl::Status CheckFitSamples(const std::vector<LatencySample>& samples, const char* kind) {
+  SPECPLAN_RETURN_IF_ERROR(ValidateSamples(samples));
+  if (samples.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("samples: ", kind, " calibration needs >= 2 samples, got ", samples.size()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 FitStats Evaluate(const LatencyModel& model, const std::vector<LatencySample>& samples) {
-  FitStats st;
-  double se = 0, ape = 0;
-  for (const LatencySample& x : samples) {
-    const double err = PredictSample(model, x) - x.seconds;
-    se += err * err;
-    ape += std::abs(err) / x.seconds;
-    st.max_abs_s = std::max(st.max_abs_s, std::abs(err));
-  }
-  st.n = static_cast<int64_t>(samples.size());
-  if (st.n > 0) {
-    st.rmse_s = std::sqrt(se / st.n);
-    st.mape = ape / st.n;
-  }
-  return st;
+  ErrorTally tally;
+  for (const LatencySample& x : samples) tally.Add(PredictSample(model, x) - x.seconds, x.seconds);
+  return tally.Stats();
 }
 
 void SplitHoldout(const std::vector<LatencySample>& samples, double heldout_fraction, uint64_t seed,
@@ -137,11 +165,7 @@ std::vector<double> SolveNonNegativeLeastSquares(const std::vector<std::vector<d
 
 absl::StatusOr<LinearCoefficients> FitLinear(const RooflineLatency& roofline,
                                              const std::vector<LatencySample>& samples) {
-  if (auto st = ValidateSamples(samples); !st.ok()) return st;
-  if (samples.size() < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("samples: linear calibration needs >= 2 samples, got ", samples.size()));
-  }
+  SPECPLAN_RETURN_IF_ERROR(CheckFitSamples(samples, "linear"));
   std::vector<std::vector<double>> a(samples.size());
   std::vector<double> y(samples.size());
   double r_min = std::numeric_limits<double>::infinity(), r_max = 0;
@@ -164,11 +188,7 @@ absl::StatusOr<LinearCoefficients> FitLinear(const RooflineLatency& roofline,
 
 absl::StatusOr<PerTermCoefficients> FitPerTerm(const RooflineLatency& roofline,
                                                const std::vector<LatencySample>& samples) {
-  if (auto st = ValidateSamples(samples); !st.ok()) return st;
-  if (samples.size() < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("samples: per-term calibration needs >= 2 samples, got ", samples.size()));
-  }
+  SPECPLAN_RETURN_IF_ERROR(CheckFitSamples(samples, "per-term"));
   const size_t n = samples.size();
   std::vector<PerTermFeatures> f(n);
   std::vector<bool> compute_bound(n);
@@ -281,6 +301,50 @@ double LevenbergMarquardt(Eigen::Matrix<double, N, 1>* u, const Residuals& resid
   return cost;
 }
 
+// Keeps the log-space parameters of a non-linear fit in range: each in [-40, 10], and log(p - 1),
+// at p_index, in [-12, log 63] (1 < p <= 64).
+template <int N>
+void ClampLogParams(Eigen::Matrix<double, N, 1>* u, int p_index) {
+  for (int k = 0; k < N; ++k) (*u)(k) = std::clamp((*u)(k), -40.0, 10.0);
+  (*u)(p_index) = std::clamp((*u)(p_index), -12.0, std::log(63.0));
+}
+
+// The fastest sampled pass, seconds: the scale of the non-linear fits' overhead parameters.
+double FastestSeconds(const std::vector<LatencySample>& samples) {
+  double y = std::numeric_limits<double>::infinity();
+  for (const LatencySample& x : samples) y = std::min(y, x.seconds);
+  return y;
+}
+
+// GEMM row tiles the non-linear fits try (OverlapCoefficients::tile, KernelSumCoefficients::tile).
+constexpr int64_t kGemmTiles[] = {1, 16, 32, 64, 128};
+
+// The best candidate of a multi-start fit. A candidate replaces the best only when it lowers the
+// cost by more than a relative 1e-9, so that of two equal fits the one tried first (the smaller
+// tile) stays. `make` () -> Coefficients builds the candidate's coefficients only when it wins.
+template <typename Coefficients>
+class BestStart {
+ public:
+  template <typename Make>
+  void Offer(double cost, const Make& make) {
+    if (cost < cost_ * (1 - 1e-9)) {
+      cost_ = cost;
+      coef_ = make();
+    }
+  }
+  // The best coefficients, or an error naming the form (`kind`) when no start converged.
+  absl::StatusOr<Coefficients> Result(const char* kind) const {
+    if (!std::isfinite(cost_)) {
+      return absl::InternalError(absl::StrCat(kind, " fit: no start converged to a finite error"));
+    }
+    return coef_;
+  }
+
+ private:
+  Coefficients coef_;
+  double cost_ = std::numeric_limits<double>::infinity();
+};
+
 // Parameters of the overlap fit in log space: u = [log(overhead / y_min), log k_g, log k_a,
 // log k_w, log k_kv, log(p - 1)].
 constexpr int kOverlapParams = 6;
@@ -298,10 +362,7 @@ OverlapCoefficients OverlapFromParams(const OverlapParams& u, double y_scale, in
   return c;
 }
 
-void ClampParams(OverlapParams* u) {
-  for (int k = 0; k < 5; ++k) (*u)(k) = std::clamp((*u)(k), -40.0, 10.0);
-  (*u)(5) = std::clamp((*u)(5), -12.0, std::log(63.0));  // 1 < p <= 64
-}
+void ClampParams(OverlapParams* u) { ClampLogParams(u, 5); }  // u(5) = log(p - 1)
 
 // Relative residuals pred / y - 1.
 Eigen::VectorXd OverlapResiduals(const OverlapParams& u, double y_scale, int64_t tile,
@@ -335,16 +396,10 @@ double FitOverlapFrom(OverlapParams* u, double y_scale, int64_t tile,
 
 absl::StatusOr<OverlapCoefficients> FitOverlap(const RooflineLatency& roofline,
                                                const std::vector<LatencySample>& samples) {
-  if (auto st = ValidateSamples(samples); !st.ok()) return st;
-  if (samples.size() < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("samples: overlap calibration needs >= 2 samples, got ", samples.size()));
-  }
-  double y_scale = std::numeric_limits<double>::infinity();
-  for (const LatencySample& x : samples) y_scale = std::min(y_scale, x.seconds);
-  OverlapCoefficients best;
-  double best_cost = std::numeric_limits<double>::infinity();
-  for (int64_t tile : {1, 16, 32, 64, 128}) {
+  SPECPLAN_RETURN_IF_ERROR(CheckFitSamples(samples, "overlap"));
+  const double y_scale = FastestSeconds(samples);
+  BestStart<OverlapCoefficients> best;
+  for (int64_t tile : kGemmTiles) {
     std::vector<OverlapFeatures> f(samples.size());
     for (size_t i = 0; i < samples.size(); ++i) {
       f[i] =
@@ -358,18 +413,12 @@ absl::StatusOr<OverlapCoefficients> FitOverlap(const RooflineLatency& roofline,
           u << std::log(b0), std::log(k0), std::log(k0), std::log(k0), std::log(k0),
               std::log(p0 - 1);
           const double cost = FitOverlapFrom(&u, y_scale, tile, f, samples);
-          if (cost < best_cost * (1 - 1e-9)) {
-            best_cost = cost;
-            best = OverlapFromParams(u, y_scale, tile);
-          }
+          best.Offer(cost, [&] { return OverlapFromParams(u, y_scale, tile); });
         }
       }
     }
   }
-  if (!std::isfinite(best_cost)) {
-    return absl::InternalError("overlap fit: no start converged to a finite error");
-  }
-  return best;
+  return best.Result("overlap");
 }
 
 namespace {
@@ -396,10 +445,7 @@ KernelSumCoefficients KernelSumFromParams(const KernelSumParams& u, double y_sca
   return c;
 }
 
-void ClampKernelSumParams(KernelSumParams* u) {
-  for (int k = 0; k < kKernelSumParams; ++k) (*u)(k) = std::clamp((*u)(k), -40.0, 10.0);
-  (*u)(3) = std::clamp((*u)(3), -12.0, std::log(63.0));  // 1 < p <= 64
-}
+void ClampKernelSumParams(KernelSumParams* u) { ClampLogParams(u, 3); }  // u(3) = log(p - 1)
 
 struct KernelSumProblem {
   double y_scale;
@@ -463,16 +509,10 @@ double FitKernelSumFrom(KernelSumParams* u, const KernelSumProblem& prob) {
 
 absl::StatusOr<KernelSumCoefficients> FitKernelSum(const RooflineLatency& roofline,
                                                    const std::vector<LatencySample>& samples) {
-  if (auto st = ValidateSamples(samples); !st.ok()) return st;
-  if (samples.size() < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("samples: kernel_sum calibration needs >= 2 samples, got ", samples.size()));
-  }
-  double y_scale = std::numeric_limits<double>::infinity();
-  for (const LatencySample& x : samples) y_scale = std::min(y_scale, x.seconds);
-  KernelSumCoefficients best;
-  double best_cost = std::numeric_limits<double>::infinity();
-  for (int64_t tile : {1, 16, 32, 64, 128}) {
+  SPECPLAN_RETURN_IF_ERROR(CheckFitSamples(samples, "kernel_sum"));
+  const double y_scale = FastestSeconds(samples);
+  BestStart<KernelSumCoefficients> best;
+  for (int64_t tile : kGemmTiles) {
     KernelSumParams warm;
     bool have_warm = false;
     std::vector<int64_t> last_waves;
@@ -510,16 +550,11 @@ absl::StatusOr<KernelSumCoefficients> FitKernelSum(const RooflineLatency& roofli
           have_warm = true;
         }
       }
-      if (tile_cost < best_cost * (1 - 1e-9)) {
-        best_cost = tile_cost;
-        best = KernelSumFromParams(warm, y_scale, tile, attention_tile);
-      }
+      best.Offer(tile_cost,
+                 [&] { return KernelSumFromParams(warm, y_scale, tile, attention_tile); });
     }
   }
-  if (!std::isfinite(best_cost)) {
-    return absl::InternalError("kernel_sum fit: no start converged to a finite error");
-  }
-  return best;
+  return best.Result("kernel_sum");
 }
 
 absl::StatusOr<FitStats> CrossValidate(const LatencyFitter& fitter,
@@ -538,8 +573,7 @@ absl::StatusOr<FitStats> CrossValidate(const LatencyFitter& fitter,
   }
   std::vector<int> fold_of(n);
   for (size_t k = 0; k < n; ++k) fold_of[idx[k]] = static_cast<int>(k % folds);
-  FitStats st;
-  double se = 0, ape = 0;
+  ErrorTally tally;
   for (int fold = 0; fold < folds; ++fold) {
     std::vector<LatencySample> fit, held;
     for (size_t i = 0; i < n; ++i) (fold_of[i] == fold ? held : fit).push_back(samples[i]);
@@ -555,15 +589,10 @@ absl::StatusOr<FitStats> CrossValidate(const LatencyFitter& fitter,
                                                        ": non-finite prediction at (s = ", x.s,
                                                        ", c = ", x.c, ", b = ", x.b, ")"));
       }
-      se += err * err;
-      ape += std::abs(err) / x.seconds;
-      st.max_abs_s = std::max(st.max_abs_s, std::abs(err));
+      tally.Add(err, x.seconds);
     }
   }
-  st.n = static_cast<int64_t>(n);
-  st.rmse_s = std::sqrt(se / n);
-  st.mape = ape / n;
-  return st;
+  return tally.Stats();
 }
 
 absl::StatusOr<LatencyTable> BuildTable(const std::vector<LatencySample>& samples) {
