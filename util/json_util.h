@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -38,52 +39,50 @@ inline absl::StatusOr<const nlohmann::json*> Get(const nlohmann::json& obj, cons
   return &*it;
 }
 
-inline absl::StatusOr<double> GetNumber(const nlohmann::json& obj, const std::string& key,
-                                        const std::string& prefix = "") {
+namespace internal {
+// The value at `key` as a T, when `is_kind` (const nlohmann::json& -> bool) accepts it; else
+// "<field> = <value>: expected <what>". The typed getters below share it.
+template <typename T, typename IsKind>
+absl::StatusOr<T> GetKind(const nlohmann::json& obj, const std::string& key,
+                          const std::string& prefix, const IsKind& is_kind, const char* what) {
   auto v = Get(obj, key, prefix);
   if (!v.ok()) return v.status();
-  if (!(*v)->is_number()) {
+  if (!is_kind(**v)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(Field(prefix, key), " = ", (*v)->dump(), ": expected a number"));
+        absl::StrCat(Field(prefix, key), " = ", (*v)->dump(), ": expected ", what));
   }
-  double d = (*v)->get<double>();
-  if (!std::isfinite(d)) {
-    return absl::InvalidArgumentError(absl::StrCat(Field(prefix, key), " = ", d, ": not finite"));
+  return (*v)->get<T>();
+}
+}  // namespace internal
+
+// A finite number.
+inline absl::StatusOr<double> GetNumber(const nlohmann::json& obj, const std::string& key,
+                                        const std::string& prefix = "") {
+  auto d = internal::GetKind<double>(
+      obj, key, prefix, [](const nlohmann::json& x) { return x.is_number(); }, "a number");
+  if (d.ok() && !std::isfinite(*d)) {
+    return absl::InvalidArgumentError(absl::StrCat(Field(prefix, key), " = ", *d, ": not finite"));
   }
   return d;
 }
 
 inline absl::StatusOr<int64_t> GetInt(const nlohmann::json& obj, const std::string& key,
                                       const std::string& prefix = "") {
-  auto v = Get(obj, key, prefix);
-  if (!v.ok()) return v.status();
-  if (!(*v)->is_number_integer()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Field(prefix, key), " = ", (*v)->dump(), ": expected an integer"));
-  }
-  return (*v)->get<int64_t>();
+  return internal::GetKind<int64_t>(
+      obj, key, prefix, [](const nlohmann::json& x) { return x.is_number_integer(); },
+      "an integer");
 }
 
 inline absl::StatusOr<std::string> GetString(const nlohmann::json& obj, const std::string& key,
                                              const std::string& prefix = "") {
-  auto v = Get(obj, key, prefix);
-  if (!v.ok()) return v.status();
-  if (!(*v)->is_string()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Field(prefix, key), " = ", (*v)->dump(), ": expected a string"));
-  }
-  return (*v)->get<std::string>();
+  return internal::GetKind<std::string>(
+      obj, key, prefix, [](const nlohmann::json& x) { return x.is_string(); }, "a string");
 }
 
 inline absl::StatusOr<bool> GetBool(const nlohmann::json& obj, const std::string& key,
                                     const std::string& prefix = "") {
-  auto v = Get(obj, key, prefix);
-  if (!v.ok()) return v.status();
-  if (!(*v)->is_boolean()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Field(prefix, key), " = ", (*v)->dump(), ": expected true or false"));
-  }
-  return (*v)->get<bool>();
+  return internal::GetKind<bool>(
+      obj, key, prefix, [](const nlohmann::json& x) { return x.is_boolean(); }, "true or false");
 }
 
 // Reads and parses a whole JSON file; a parse error is "<path>:<line>:<column>: not valid JSON:
@@ -92,6 +91,20 @@ inline absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
   auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();
   return ParseJson(*text, path);  // "<path>:<line>:<column>: not valid JSON: <what>"
+}
+
+// Reads the JSON file at `path` (ReadJsonFile) and converts it with `from_json`
+// (const nlohmann::json& -> absl::StatusOr<T>); an error of the conversion is prefixed "<path>: ".
+template <typename FromJson>
+auto ReadJsonFileAs(const std::string& path, const FromJson& from_json)
+    -> decltype(from_json(std::declval<const nlohmann::json&>())) {
+  auto j = ReadJsonFile(path);
+  if (!j.ok()) return j.status();
+  auto value = from_json(*j);
+  if (!value.ok()) {
+    return absl::Status(value.status().code(), absl::StrCat(path, ": ", value.status().message()));
+  }
+  return value;
 }
 
 }  // namespace specplan::json_util

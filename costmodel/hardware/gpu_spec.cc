@@ -148,11 +148,7 @@ absl::StatusOr<GpuSpec> GpuSpecFromJson(const nlohmann::json& j) {
 }
 
 absl::StatusOr<GpuSpec> GpuSpecFromJsonFile(const std::string& path) {
-  SPECPLAN_ASSIGN_OR_RETURN(nlohmann::json j, json_util::ReadJsonFile(path));
-  auto g = GpuSpecFromJson(j);
-  if (!g.ok())
-    return absl::Status(g.status().code(), absl::StrCat(path, ": ", g.status().message()));
-  return g;
+  return json_util::ReadJsonFileAs(path, GpuSpecFromJson);
 }
 
 nlohmann::json GpuSpecToJson(const GpuSpec& g) {

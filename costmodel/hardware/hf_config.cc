@@ -312,12 +312,9 @@ absl::StatusOr<HfConfig> HfConfigFromJson(const nlohmann::json& j, const std::st
 absl::StatusOr<HfConfig> HfConfigFromFile(const std::string& path) {
   std::filesystem::path p(path);
   if (std::filesystem::is_directory(p)) p /= "config.json";
-  SPECPLAN_ASSIGN_OR_RETURN(nlohmann::json j, ju::ReadJsonFile(p.string()));
-  auto c = HfConfigFromJson(j, p.parent_path().string());
-  if (!c.ok()) {
-    return absl::Status(c.status().code(), absl::StrCat(p.string(), ": ", c.status().message()));
-  }
-  return c;
+  return ju::ReadJsonFileAs(p.string(), [&](const nlohmann::json& j) {
+    return HfConfigFromJson(j, p.parent_path().string());
+  });
 }
 
 ModelSpec ToModelSpec(const HfConfig& c) {
@@ -349,12 +346,8 @@ absl::StatusOr<ModelSpec> ModelSpecFromHfConfig(const nlohmann::json& config,
 }
 
 absl::StatusOr<ModelSpec> ModelSpecFromHfConfigFile(const std::string& path) {
-  SPECPLAN_ASSIGN_OR_RETURN(nlohmann::json j, ju::ReadJsonFile(path));
-  auto spec = ModelSpecFromHfConfig(j, path);
-  if (!spec.ok()) {
-    return absl::Status(spec.status().code(), absl::StrCat(path, ": ", spec.status().message()));
-  }
-  return spec;
+  return ju::ReadJsonFileAs(
+      path, [&](const nlohmann::json& j) { return ModelSpecFromHfConfig(j, path); });
 }
 
 }  // namespace specplan::costmodel

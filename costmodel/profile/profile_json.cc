@@ -466,11 +466,7 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
 }
 
 absl::StatusOr<Profile> LoadProfile(const std::string& path) {
-  SPECPLAN_ASSIGN_OR_RETURN(nlohmann::json j, json_util::ReadJsonFile(path));
-  auto p = ProfileFromJson(j);
-  if (!p.ok())
-    return absl::Status(p.status().code(), absl::StrCat(path, ": ", p.status().message()));
-  return p;
+  return json_util::ReadJsonFileAs(path, ProfileFromJson);
 }
 
 absl::Status SaveProfile(const Profile& profile, const std::string& path, Env* env) {
