@@ -3,7 +3,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -19,6 +18,7 @@
 #include "costmodel/profile/engines.h"
 #include "costmodel/profile/profile.h"
 #include "costmodel/profile/profile_json.h"
+#include "tests/util/temp_dir.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -46,13 +46,7 @@ Profile EngineProfile(const std::string& engine, double scale, const std::string
 
 class CostSpecTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("specplan_cost_spec_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = test::FreshTestDir("specplan_cost_spec_test_"); }
   void TearDown() override { fs::remove_all(dir_); }
 
   // Writes `p` where the bundled lookup finds it for its engine; returns the path.

@@ -5,8 +5,12 @@
 #ifndef SPECPLAN_TESTS_COSTMODEL_COST_TEST_UTIL_H_
 #define SPECPLAN_TESTS_COSTMODEL_COST_TEST_UTIL_H_
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 #include "costmodel/cost_spec.h"
@@ -56,6 +60,15 @@ inline KernelSumCoefficients KernelSumTruth() {
   // overhead_s, gemm, weights, p, decode, verify, verify_overhead_s, attention, elementwise, tile,
   // attention_tile.
   return KernelSumCoefficients{3e-3, 1.3, 1.2, 6, 1.4, 15, 2e-4, 0.5, 6, 1, 512};
+}
+
+// A registry's refusal of an unknown name (LookupGpu, LookupModel): it names `name` and lists the
+// known names, `known` among them.
+inline void ExpectUnknownNameListsKnown(const absl::Status& st, const std::string& name,
+                                        std::initializer_list<const char*> known) {
+  ASSERT_FALSE(st.ok()) << name;
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr(name));
+  for (const char* k : known) EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr(k));
 }
 
 }  // namespace specplan::costmodel

@@ -32,6 +32,24 @@ std::vector<LatencySample> Synthetic(const LatencyModel& truth, double noise, ui
   return out;
 }
 
+// A form's coefficients fitted to samples by its fit (FitOverlap, FitKernelSum, ...) over
+// H100Qwen8b(), and the fitted model's mean absolute percentage error on those samples.
+template <typename Coefficients>
+struct Fitted {
+  absl::StatusOr<Coefficients> coef;
+  double mape = 0;  // when coef.ok()
+};
+
+template <typename Latency, typename Coefficients>
+Fitted<Coefficients> FitTo(const std::vector<LatencySample>& samples,
+                           absl::StatusOr<Coefficients> (*fit)(const RooflineLatency&,
+                                                               const std::vector<LatencySample>&)) {
+  const RooflineLatency r = H100Qwen8b();
+  Fitted<Coefficients> out{fit(r, samples)};
+  if (out.coef.ok()) out.mape = Evaluate(Latency(r, *out.coef), samples).mape;
+  return out;
+}
+
 TEST(Fit, LinearRecoversKnownCoefficients) {
   const RooflineLatency r = H100Qwen8b();
   const LinearCalibratedLatency truth(r, {1.7, 2.5e-3});
@@ -222,29 +240,26 @@ TEST(Fit, OverlapPredictIsASmoothMaxPlusOverhead) {
 }
 
 TEST(Fit, OverlapRecoversKnownCoefficients) {
-  const RooflineLatency r = H100Qwen8b();
   const OverlapCoefficients truth{1.6, 3.0, 1.3, 0.8, 2.5, 2e-4, 1};
-  const OverlapLatency model(r, truth);
-  const std::vector<LatencySample> samples = Synthetic(model, 0.0, 1);
-  auto fit = FitOverlap(r, samples);
-  ASSERT_TRUE(fit.ok()) << fit.status();
-  EXPECT_EQ(fit->tile, 1);
-  EXPECT_NEAR(fit->gemm, truth.gemm, 0.02 * truth.gemm);
-  EXPECT_NEAR(fit->attention, truth.attention, 0.05 * truth.attention);
-  EXPECT_NEAR(fit->weights, truth.weights, 0.02 * truth.weights);
-  EXPECT_NEAR(fit->p, truth.p, 0.1 * truth.p);
-  EXPECT_LT(Evaluate(OverlapLatency(r, *fit), samples).mape, 1e-3);
+  const auto fit =
+      FitTo<OverlapLatency>(Synthetic(OverlapLatency(H100Qwen8b(), truth), 0.0, 1), FitOverlap);
+  ASSERT_TRUE(fit.coef.ok()) << fit.coef.status();
+  EXPECT_EQ(fit.coef->tile, 1);
+  EXPECT_NEAR(fit.coef->gemm, truth.gemm, 0.02 * truth.gemm);
+  EXPECT_NEAR(fit.coef->attention, truth.attention, 0.05 * truth.attention);
+  EXPECT_NEAR(fit.coef->weights, truth.weights, 0.02 * truth.weights);
+  EXPECT_NEAR(fit.coef->p, truth.p, 0.1 * truth.p);
+  EXPECT_LT(fit.mape, 1e-3);
 }
 
 TEST(Fit, OverlapBeatsPerTermWhereComputeAndMemoryOverlapImperfectly) {
   const RooflineLatency r = H100Qwen8b();
   const OverlapLatency truth(r, {1.6, 3.0, 1.3, 0.8, 1.5, 0, 1});
   const std::vector<LatencySample> samples = Synthetic(truth, 0.01, 3);
-  auto overlap = FitOverlap(r, samples);
-  auto per_term = FitPerTerm(r, samples);
-  ASSERT_TRUE(overlap.ok() && per_term.ok());
-  EXPECT_LT(Evaluate(OverlapLatency(r, *overlap), samples).mape,
-            Evaluate(PerTermLatency(r, *per_term), samples).mape);
+  const auto overlap = FitTo<OverlapLatency>(samples, FitOverlap);
+  const auto per_term = FitTo<PerTermLatency>(samples, FitPerTerm);
+  ASSERT_TRUE(overlap.coef.ok() && per_term.coef.ok());
+  EXPECT_LT(overlap.mape, per_term.mape);
 }
 
 TEST(Fit, KernelSumFeaturesMatchHandComputedValues) {
@@ -296,16 +311,14 @@ TEST(Fit, KernelSumPredictAddsTheKernelClasses) {
 }
 
 TEST(Fit, KernelSumRecoversKnownCoefficients) {
-  const RooflineLatency r = H100Qwen8b();
   const KernelSumCoefficients truth = KernelSumTruth();
-  const KernelSumLatency model(r, truth);
-  const std::vector<LatencySample> samples = Synthetic(model, 0.0, 1);
-  auto fit = FitKernelSum(r, samples);
-  ASSERT_TRUE(fit.ok()) << fit.status();
-  EXPECT_EQ(fit->attention_tile, 512);
-  EXPECT_NEAR(fit->verify, truth.verify, 0.05 * truth.verify);
-  EXPECT_NEAR(fit->decode, truth.decode, 0.05 * truth.decode);
-  EXPECT_LT(Evaluate(KernelSumLatency(r, *fit), samples).mape, 2e-3);
+  const auto fit = FitTo<KernelSumLatency>(Synthetic(KernelSumLatency(H100Qwen8b(), truth), 0.0, 1),
+                                           FitKernelSum);
+  ASSERT_TRUE(fit.coef.ok()) << fit.coef.status();
+  EXPECT_EQ(fit.coef->attention_tile, 512);
+  EXPECT_NEAR(fit.coef->verify, truth.verify, 0.05 * truth.verify);
+  EXPECT_NEAR(fit.coef->decode, truth.decode, 0.05 * truth.decode);
+  EXPECT_LT(fit.mape, 2e-3);
 }
 
 // The decode/verify split is what the overlap form lacks: on data with a steep verify attention
@@ -317,11 +330,10 @@ TEST(Fit, KernelSumBeatsOverlapWhenDecodeAndVerifyAttentionDiffer) {
   truth.verify_overhead_s = 0;
   truth.attention = 0;
   const std::vector<LatencySample> samples = Synthetic(KernelSumLatency(r, truth), 0.01, 3);
-  auto kernel_sum = FitKernelSum(r, samples);
-  auto overlap = FitOverlap(r, samples);
-  ASSERT_TRUE(kernel_sum.ok() && overlap.ok());
-  EXPECT_LT(Evaluate(KernelSumLatency(r, *kernel_sum), samples).mape,
-            0.5 * Evaluate(OverlapLatency(r, *overlap), samples).mape);
+  const auto kernel_sum = FitTo<KernelSumLatency>(samples, FitKernelSum);
+  const auto overlap = FitTo<OverlapLatency>(samples, FitOverlap);
+  ASSERT_TRUE(kernel_sum.coef.ok() && overlap.coef.ok());
+  EXPECT_LT(kernel_sum.mape, 0.5 * overlap.mape);
 }
 
 // A fitter whose model predicts the mean of its fit set: leave-one-out by hand.

@@ -16,6 +16,7 @@
 #include "costmodel/latency/roofline_latency.h"
 #include "costmodel/profile/calib_dir.h"
 #include "costmodel/profile/profile_json.h"
+#include "tests/util/temp_dir.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -49,14 +50,7 @@ Profile Fitted() {
   return *p;
 }
 
-fs::path TempDir() {
-  fs::path dir =
-      fs::temp_directory_path() / ("specplan_profile_test_" + std::to_string(::getpid()) + "_" +
-                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path TempDir() { return test::FreshTestDir("specplan_profile_test_"); }
 
 TEST(Profile, FitScoresEveryModelAndPicksACalibratedDefault) {
   const Profile p = Fitted();

@@ -1,27 +1,24 @@
 #include "costmodel/fit/samples_file.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "tests/util/temp_dir.h"
+
 namespace specplan::costmodel {
 namespace {
 
 std::string Message(const absl::Status& st) { return std::string(st.message()); }
 
-// A directory unique to the running test.
-std::filesystem::path FreshDir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("specplan_samples_" + std::to_string(::getpid()) + "_" + info->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+// A sample read back is (s, c, seconds).
+void ExpectSample(const LatencySample& got, int64_t s, int64_t c, double seconds) {
+  EXPECT_EQ(got.s, s);
+  EXPECT_EQ(got.c, c);
+  EXPECT_DOUBLE_EQ(got.seconds, seconds);
 }
 
 // A sample file the reader must refuse, and a piece of the message that says why.
@@ -54,12 +51,8 @@ TEST(SamplesCsvTest, ParsesColumnsInAnyOrderAndIgnoresExtras) {
       "x.csv");
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_EQ(s->size(), 2u);
-  EXPECT_EQ((*s)[0].s, 1);
-  EXPECT_EQ((*s)[0].c, 0);
-  EXPECT_DOUBLE_EQ((*s)[0].seconds, 0.0071);
-  EXPECT_EQ((*s)[1].s, 64);
-  EXPECT_EQ((*s)[1].c, 1024);
-  EXPECT_DOUBLE_EQ((*s)[1].seconds, 0.0093);
+  ExpectSample((*s)[0], 1, 0, 0.0071);
+  ExpectSample((*s)[1], 64, 1024, 0.0093);
 }
 
 TEST(SamplesCsvTest, ErrorsNameTheLineAndField) {
@@ -138,9 +131,7 @@ TEST(SamplesJsonTest, ParsesAndNamesBadElements) {
                             "x.json");
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_EQ(s->size(), 2u);
-  EXPECT_EQ((*s)[1].s, 8);
-  EXPECT_EQ((*s)[1].c, 16);
-  EXPECT_DOUBLE_EQ((*s)[1].seconds, 1.0);
+  ExpectSample((*s)[1], 8, 16, 1.0);
 
   ExpectEveryFileRefused(
       {
@@ -159,7 +150,7 @@ TEST(SamplesJsonTest, ParsesAndNamesBadElements) {
 }
 
 TEST(ReadSamplesFileTest, DetectsTheFormat) {
-  const std::filesystem::path dir = FreshDir();
+  const std::filesystem::path dir = test::FreshTestDir("specplan_samples_");
   WriteAll(dir / "a.csv", "s,c,seconds\n1,0,0.1\n");
   WriteAll(dir / "b.json", R"([{"s": 2, "c": 3, "seconds": 0.2}])");
   WriteAll(dir / "c.txt", "  [{\"s\": 4, \"c\": 5, \"seconds\": 0.3}]");

@@ -430,36 +430,32 @@ TEST(StepModel, HostOverridesAreValidatedNamingTheField) {
 }
 
 TEST(StepModel, OptionsAndCreateErrorsNameTheField) {
-  auto refused = [](const StepOptions& o, const std::string& engine, const std::string& message) {
-    auto m = StepModel::Create(Vllm().model.get(), Vllm().model_spec, Vllm().gpu_spec,
-                               &Vllm().drafters, engine, o);
-    ASSERT_FALSE(m.ok()) << message;
-    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(m.status().message()), HasSubstr(message));
+  // Options changed from the defaults by `set`, created for `engine`: what the refusal says.
+  struct Refused {
+    void (*set)(StepOptions* o);
+    std::string engine, message;
   };
-  StepOptions o;
-  o.topk = 0;
-  refused(o, "vllm", "topk = 0: must be in [1, 64]");
-  o = {};
-  o.topk = 65;
-  refused(o, "vllm", "topk = 65");
-  o = {};
-  o.draft_steps = -2;
-  refused(o, "vllm", "draft_steps = -2: must be in [0, 64]");
-  o = {};
-  o.draft_steps = 65;
-  refused(o, "vllm", "draft_steps = 65");
-  o = {};
-  o.draft_s = -1.0;
-  refused(o, "vllm", "draft_s = -1: must be in [0, 10] seconds");
-  o = {};
-  o.drafter = "medusa";
-  refused(o, "vllm", "drafter = 'medusa': unknown");
-  o = {};
-  o.drafter = "draft:qwen3-0.6b";
-  refused(o, "vllm", "drafter = 'draft:qwen3-0.6b': its vocabulary");
-  refused({}, "tgi",
-          "engine = 'tgi': no host-time defaults (known: vllm, sglang, trtllm, specplan)");
+  for (const Refused& c : std::vector<Refused>{
+           {[](StepOptions* o) { o->topk = 0; }, "vllm", "topk = 0: must be in [1, 64]"},
+           {[](StepOptions* o) { o->topk = 65; }, "vllm", "topk = 65"},
+           {[](StepOptions* o) { o->draft_steps = -2; }, "vllm",
+            "draft_steps = -2: must be in [0, 64]"},
+           {[](StepOptions* o) { o->draft_steps = 65; }, "vllm", "draft_steps = 65"},
+           {[](StepOptions* o) { o->draft_s = -1.0; }, "vllm",
+            "draft_s = -1: must be in [0, 10] seconds"},
+           {[](StepOptions* o) { o->drafter = "medusa"; }, "vllm", "drafter = 'medusa': unknown"},
+           {[](StepOptions* o) { o->drafter = "draft:qwen3-0.6b"; }, "vllm",
+            "drafter = 'draft:qwen3-0.6b': its vocabulary"},
+           {[](StepOptions*) {}, "tgi",
+            "engine = 'tgi': no host-time defaults (known: vllm, sglang, trtllm, specplan)"}}) {
+    StepOptions o;
+    c.set(&o);
+    auto m = StepModel::Create(Vllm().model.get(), Vllm().model_spec, Vllm().gpu_spec,
+                               &Vllm().drafters, c.engine, o);
+    ASSERT_FALSE(m.ok()) << c.message;
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(m.status().message()), HasSubstr(c.message));
+  }
 }
 
 TEST(DefaultHostTime, EachEngineAndAnUnknownOne) {

@@ -7,12 +7,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "absl/strings/str_cat.h"
 #include "costmodel/compose/compose.h"
 #include "costmodel/compose/kernel_tables.h"
 #include "costmodel/hardware/gpu_spec.h"
 #include "costmodel/hardware/model_registry.h"
 #include "tests/paths/test_paths.h"
+#include "tests/util/temp_dir.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -86,10 +86,7 @@ TEST(TreeAttentionTableTest, RefusesBadRows) {
 class ComposerTreeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            absl::StrCat("specplan_tree_attention_", ::getpid(), "_",
-                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
+    root_ = test::FreshTestDir("specplan_tree_attention_");
     dir_ = root_ / "h100_sxm" / "sglang-0.5.14";
     fs::create_directories(dir_);
     const fs::path src = fs::path(::specplan::test_paths::SourceDir()) / "data" / "kernels" /

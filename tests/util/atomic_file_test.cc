@@ -18,20 +18,14 @@
 #include "costmodel/profile/profile.h"
 #include "costmodel/profile/profile_json.h"
 #include "tests/util/fault_env.h"
+#include "tests/util/temp_dir.h"
 
 namespace specplan::costmodel {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path TempDir() {
-  fs::path dir =
-      fs::temp_directory_path() / ("specplan_atomic_test_" + std::to_string(::getpid()) + "_" +
-                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path TempDir() { return test::FreshTestDir("specplan_atomic_test_"); }
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
