@@ -51,6 +51,16 @@ py::array_t<T> ReadOnly(py::array_t<T> a) {
   return a;
 }
 
+// The getter of a Marginals property viewing one of its [gamma, k] matrices (tokens, probs),
+// read-only.
+template <class T>
+auto MarginalsMatrix(std::vector<T> planner::Marginals::*matrix) {
+  return [matrix](py::object self) {
+    const planner::Marginals& x = self.cast<const planner::Marginals&>();
+    return ReadOnly(View<T>((x.*matrix).data(), {x.gamma, x.k}, self));
+  };
+}
+
 py::object CurveRecord(const std::vector<planner::CurvePoint>& curve) {
   std::vector<int32_t> n(curve.size());
   std::vector<double> a(curve.size()), c(curve.size()), s(curve.size());
@@ -212,20 +222,10 @@ copying or validating again (they also take a dict {"root_token", "tokens", "pro
       .def_property_readonly("root_token", [](const planner::Marginals& x) { return x.root_token; })
       .def_property_readonly("gamma", [](const planner::Marginals& x) { return x.gamma; })
       .def_property_readonly("k", [](const planner::Marginals& x) { return x.k; })
-      .def_property_readonly(
-          "tokens",
-          [](py::object self) {
-            const auto& x = self.cast<const planner::Marginals&>();
-            return ReadOnly(View<int32_t>(x.tokens.data(), {x.gamma, x.k}, self));
-          },
-          "int32 [gamma, k], read-only view")
-      .def_property_readonly(
-          "probs",
-          [](py::object self) {
-            const auto& x = self.cast<const planner::Marginals&>();
-            return ReadOnly(View<float>(x.probs.data(), {x.gamma, x.k}, self));
-          },
-          "float32 [gamma, k], read-only view")
+      .def_property_readonly("tokens", MarginalsMatrix(&planner::Marginals::tokens),
+                             "int32 [gamma, k], read-only view")
+      .def_property_readonly("probs", MarginalsMatrix(&planner::Marginals::probs),
+                             "float32 [gamma, k], read-only view")
       .def(
           "to_dict",
           [](const planner::Marginals& x) {

@@ -47,34 +47,33 @@ void MixString(uint64_t* h, const std::string& s) {
   Mix(h, std::hash<std::string_view>()(std::string_view(s)));
 }
 void MixDouble(uint64_t* h, double d) { Mix(h, std::hash<double>()(d)); }
+// Mixes each field in turn.
+template <class... Strings>
+void MixStrings(uint64_t* h, const Strings&... s) {
+  (MixString(h, s), ...);
+}
+template <class... Doubles>
+void MixDoubles(uint64_t* h, Doubles... d) {
+  (MixDouble(h, d), ...);
+}
 
 uint64_t SourceHash(const v1::CostSpec& spec) {
   uint64_t h = static_cast<uint64_t>(spec.source_case());
   switch (spec.source_case()) {
     case v1::CostSpec::kProfile: {
       const v1::ProfileRef& p = spec.profile();
-      MixString(&h, p.gpu());
-      MixString(&h, p.model());
-      MixString(&h, p.dtype());
-      MixString(&h, p.latency_model());
-      MixString(&h, p.engine());
+      MixStrings(&h, p.gpu(), p.model(), p.dtype(), p.latency_model(), p.engine());
       break;
     }
     case v1::CostSpec::kInlineModel: {
       const v1::InlineCostModel& m = spec.inline_model();
-      MixString(&h, m.gpu());
-      MixString(&h, m.model());
-      MixString(&h, m.dtype());
+      const v1::GpuSpec& g = m.gpu_spec();
+      MixStrings(&h, m.gpu(), m.model(), m.dtype());
       Mix(&h, m.has_gpu_spec());
-      MixString(&h, m.gpu_spec().name());
-      MixDouble(&h, m.gpu_spec().peak_flops());
-      MixDouble(&h, m.gpu_spec().mem_bw());
-      MixDouble(&h, m.gpu_spec().mem_bytes());
-      MixDouble(&h, m.gpu_spec().link_bw());
-      MixDouble(&h, m.gpu_spec().link_latency_s());
+      MixString(&h, g.name());
+      MixDoubles(&h, g.peak_flops(), g.mem_bw(), g.mem_bytes(), g.link_bw(), g.link_latency_s());
       Mix(&h, static_cast<uint64_t>(m.tp()));
-      MixDouble(&h, m.linear_a());
-      MixDouble(&h, m.linear_b_s());
+      MixDoubles(&h, m.linear_a(), m.linear_b_s());
       break;
     }
     case v1::CostSpec::kLatencyGrid: {

@@ -214,6 +214,13 @@ struct BadCase {
 
 TEST_F(ServiceTest, PlanTreeBadInputClasses) {
   const float nan = std::nanf("");
+  // The request's cost as a reference to the bundled profile gpu/model, for a case to edit.
+  auto profile = [](v1::PlanTreeRequest& r, const char* gpu, const char* model) {
+    v1::ProfileRef* p = r.mutable_cost()->mutable_profile();
+    p->set_gpu(gpu);
+    p->set_model(model);
+    return p;
+  };
   const std::vector<BadCase> cases = {
       {"nan prob", [&](auto& r) { r.mutable_marginals()->set_probs(10, nan); },
        grpc::StatusCode::INVALID_ARGUMENT, "marginals.probs[1][2] = nan"},
@@ -255,28 +262,12 @@ TEST_F(ServiceTest, PlanTreeBadInputClasses) {
        grpc::StatusCode::INVALID_ARGUMENT, "acceptance_scale = 65"},
       {"missing cost", [](auto& r) { r.clear_cost(); }, grpc::StatusCode::INVALID_ARGUMENT,
        "cost: required"},
-      {"unknown profile",
-       [](auto& r) {
-         auto* p = r.mutable_cost()->mutable_profile();
-         p->set_gpu("h100-sxm");
-         p->set_model("nope");
-       },
+      {"unknown profile", [&](auto& r) { profile(r, "h100-sxm", "nope"); },
        grpc::StatusCode::NOT_FOUND, "cost.profile: no profile 'h100-sxm/nope-bf16'"},
-      {"bad profile dtype",
-       [](auto& r) {
-         auto* p = r.mutable_cost()->mutable_profile();
-         p->set_gpu("a100-80g");
-         p->set_model("qwen3-4b");
-         p->set_dtype("int3");
-       },
+      {"bad profile dtype", [&](auto& r) { profile(r, "a100-80g", "qwen3-4b")->set_dtype("int3"); },
        grpc::StatusCode::INVALID_ARGUMENT, "cost.profile.dtype = 'int3'"},
       {"unknown latency model",
-       [](auto& r) {
-         auto* p = r.mutable_cost()->mutable_profile();
-         p->set_gpu("a100-80g");
-         p->set_model("qwen3-4b");
-         p->set_latency_model("magic");
-       },
+       [&](auto& r) { profile(r, "a100-80g", "qwen3-4b")->set_latency_model("magic"); },
        grpc::StatusCode::INVALID_ARGUMENT, "cost.profile.latency_model = 'magic'"},
       {"unknown gpu", [](auto& r) { r.mutable_cost()->mutable_inline_model()->set_gpu("tpu9"); },
        grpc::StatusCode::NOT_FOUND, "cost.inline_model.gpu = 'tpu9'"},
