@@ -74,32 +74,6 @@ absl::StatusOr<CostFlags::Parsed> CostFlags::Parse(double t_draft_ms) const {
   return parsed;
 }
 
-absl::StatusOr<costmodel::StepOptions> CostFlags::StepOptionsFor(const std::string& engine,
-                                                                 double draft_s) const {
-  auto o = ops::CostRequest::StepOptionsFor(engine, draft_s);
-  if (!o.ok()) return CostErrorInFlags(o.status());
-  return o;
-}
-
-absl::StatusOr<costmodel::StepModel> CostFlags::Step(
-    const costmodel::ResolvedLatencyModel& resolved, double draft_s) const {
-  auto step = ops::CostRequest::Step(resolved, draft_s);
-  if (!step.ok()) return CostErrorInFlags(step.status());
-  return step;
-}
-
-absl::Status CostFlags::PriceDrafter(const costmodel::ResolvedLatencyModel& resolved, int gamma,
-                                     int64_t c, costmodel::DrafterCost* d, double* t_aux_s,
-                                     double* l_ar_s) const {
-  return CostErrorInFlags(ops::CostRequest::PriceDrafter(resolved, gamma, c, d, t_aux_s, l_ar_s));
-}
-
-absl::StatusOr<costmodel::ResolvedLatencyModel> CostFlags::Resolve(costmodel::DType dtype) const {
-  auto resolved = ResolveSpec(dtype);
-  if (!resolved.ok()) return CostErrorInFlags(resolved.status());
-  return resolved;
-}
-
 absl::Status CostFlags::CheckRemote() const {
   if (profile.empty() && latency_model.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(

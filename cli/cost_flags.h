@@ -23,25 +23,14 @@ namespace specplan::cli {
 struct RemoteCost;  // cli/remote.h
 
 // The cost request (ops/cost_request.h: its fields and the pricing logic) with the flags' words:
-// every method returns ops::CostRequest's answer with its errors mapped to flag names
-// (CostErrorInFlags: "drafter = 'x': ..." -> "--drafter x: ..."). What stays here is flag
-// registration (AddCostFlags) and the --server helpers.
+// Parse returns ops::CostRequest::Parse's answer with its errors mapped to flag names
+// (CostErrorInFlags: "drafter = 'x': ..." -> "--drafter x: ..."), as a command maps the errors of
+// the operation it runs. What stays here is flag registration (AddCostFlags) and the --server
+// helpers.
 struct CostFlags : ops::CostRequest {
   using Parsed = ops::CostRequest::Parsed;
   // --drafter and --dtype parsed, drafter first ("--drafter 'x': ...").
   absl::StatusOr<Parsed> Parse(double t_draft_ms) const;
-  // ops::CostRequest::StepOptionsFor, errors naming the flag.
-  absl::StatusOr<costmodel::StepOptions> StepOptionsFor(const std::string& engine,
-                                                        double draft_s) const;
-  // The step model over a resolved cost (its verify model must outlive the result).
-  absl::StatusOr<costmodel::StepModel> Step(const costmodel::ResolvedLatencyModel& resolved,
-                                            double draft_s) const;
-  // ops::CostRequest::PriceDrafter, errors naming the flag.
-  absl::Status PriceDrafter(const costmodel::ResolvedLatencyModel& resolved, int gamma, int64_t c,
-                            costmodel::DrafterCost* drafter, double* t_aux_s, double* l_ar_s) const;
-  // The one in-process resolution of these flags: ops::CostRequest::ResolveSpec, its errors in
-  // the flags' words.
-  absl::StatusOr<costmodel::ResolvedLatencyModel> Resolve(costmodel::DType dtype) const;
   // For a --server call: InvalidArgument when --profile or --latency-model, which are local, was
   // given (the server prices with its stored profile for --gpu/--model/--dtype/--engine).
   absl::Status CheckRemote() const;

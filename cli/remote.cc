@@ -59,8 +59,8 @@ absl::StatusOr<client::CostRequest> ToCostRequest(client::PlannerClient* client,
     }
   }
 
-  // The step's options as in-process (CostFlags::StepOptionsFor's checks, in the flags' words);
-  // the server checks them again in the request's.
+  // The step's options as in-process (ops::CostRequest::StepOptionsFor's checks, in the flags'
+  // words); the server checks them again in the request's.
   if (!in.step.architecture.empty()) {
     costmodel::StepOptions o;
     o.drafter = in.step.architecture;
