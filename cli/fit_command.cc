@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/command_util.h"
@@ -55,13 +56,13 @@ int Fail(const absl::Status& st) {
   return 1;
 }
 
-// The --score samples, read before anything is fitted or written (none: an empty list).
-absl::StatusOr<std::vector<specplan::costmodel::LatencySample>> ReadScoreSamples(const FitArgs& a) {
-  if (a.score.empty()) return std::vector<specplan::costmodel::LatencySample>{};
-  auto samples = specplan::costmodel::ReadSamplesFile(a.score);
+// The samples file `path` a flag names (--score, --add-samples), its errors after "<flag>: ".
+absl::StatusOr<std::vector<specplan::costmodel::LatencySample>> ReadFlagSamples(
+    const std::string& flag, const std::string& path) {
+  auto samples = specplan::costmodel::ReadSamplesFile(path);
   if (!samples.ok()) {
     return absl::Status(samples.status().code(),
-                        absl::StrCat("--score: ", samples.status().message()));
+                        absl::StrCat(flag, ": ", samples.status().message()));
   }
   return samples;
 }
@@ -81,6 +82,40 @@ void PrintScores(const specplan::costmodel::Profile& p, const std::string& file,
   }
 }
 
+// What a fit and a refit share once their inputs are read: the --score samples are read (before
+// anything is fitted or written), `samples` are fitted on `model` x `gpu` with --holdout and
+// --seed (a failure reads "<what>: <error>"), `annotate` records what the fit cannot know (where
+// the samples were measured), and the profile is written to `out`; then prints
+// "profile  <out><title>", the fit and the scores. Returns the command's exit code.
+int FitAndWrite(const FitArgs& a, const specplan::costmodel::ModelSpec& model,
+                const specplan::costmodel::GpuSpec& gpu,
+                const std::vector<specplan::costmodel::LatencySample>& samples,
+                const std::string& what, const std::string& out, const std::string& title,
+                absl::FunctionRef<void(specplan::costmodel::Profile&)> annotate) {
+  using namespace specplan::costmodel;
+  std::vector<LatencySample> score;
+  if (!a.score.empty()) {
+    auto read = ReadFlagSamples("--score", a.score);
+    if (!read.ok()) return Fail(read.status());
+    score = *std::move(read);
+  }
+  FitOptions options;
+  options.heldout_fraction = a.holdout;
+  options.seed = a.seed;
+  auto fitted = FitProfile(model, gpu, samples, options);
+  if (!fitted.ok()) {
+    return Fail(
+        absl::Status(fitted.status().code(), absl::StrCat(what, ": ", fitted.status().message())));
+  }
+  Profile& p = *fitted;
+  annotate(p);
+  if (absl::Status st = SaveProfile(p, out); !st.ok()) return Fail(st);
+  std::cout << absl::StrFormat("profile  %s%s\n", out, title);
+  std::cout << DescribeFit(p);
+  PrintScores(p, a.score, score);
+  return 0;
+}
+
 // Refits a profile's own samples (held-out ones too unless --holdout asks for a new split) on its
 // own model_spec and gpu_spec, and carries its measurement metadata over to the new profile.
 int RunRefit(const FitArgs& a) {
@@ -98,49 +133,34 @@ int RunRefit(const FitArgs& a) {
   }
   auto old = LoadProfile(a.refit);
   if (!old.ok()) return Fail(old.status());
-  auto score = ReadScoreSamples(a);
-  if (!score.ok()) return Fail(score.status());
   std::vector<LatencySample> samples;
   for (const ProfileSample& x : old->samples) samples.push_back(x.sample);
   std::vector<LatencySample> added;
   if (!a.add.empty()) {
-    auto read = ReadSamplesFile(a.add);
-    if (!read.ok()) {
-      return Fail(absl::Status(read.status().code(),
-                               absl::StrCat("--add-samples: ", read.status().message())));
-    }
+    auto read = ReadFlagSamples("--add-samples", a.add);
+    if (!read.ok()) return Fail(read.status());
     added = *std::move(read);
     samples.insert(samples.end(), added.begin(), added.end());
   }
-  FitOptions options;
-  options.heldout_fraction = a.holdout;
-  options.seed = a.seed;
-  auto fitted = FitProfile(old->model_spec, old->gpu_spec, samples, options);
-  if (!fitted.ok()) {
-    return Fail(absl::Status(fitted.status().code(),
-                             absl::StrCat(a.refit, ": refit: ", fitted.status().message())));
-  }
-  Profile& p = *fitted;
-  p.gpu = old->gpu;
-  p.model = old->model;
-  p.device_name = old->device_name;
-  p.timer = old->timer;
-  p.software = old->software;
-  p.created_utc = old->created_utc;
-  p.provenance = old->provenance;
-  p.engine = old->engine;
-  p.engine_version = old->engine_version;
-  p.notes.push_back(absl::StrCat(
-      "refit ", UtcTimestamp(), " by `specplan fit --refit` from the profile's own samples",
-      added.empty() ? ""
-                    : absl::StrCat(" and ", added.size(), " added from ", a.add,
-                                   " (measured apart: their run is not created_utc)"),
-      "; created_utc is when the profile's first samples were measured"));
-  if (absl::Status st = SaveProfile(p, out); !st.ok()) return Fail(st);
-  std::cout << absl::StrFormat("profile  %s (refit of %s)\n", out, a.refit);
-  std::cout << DescribeFit(p);
-  PrintScores(p, a.score, *score);
-  return 0;
+  return FitAndWrite(
+      a, old->model_spec, old->gpu_spec, samples, absl::StrCat(a.refit, ": refit"), out,
+      absl::StrCat(" (refit of ", a.refit, ")"), [&](Profile& p) {
+        p.gpu = old->gpu;
+        p.model = old->model;
+        p.device_name = old->device_name;
+        p.timer = old->timer;
+        p.software = old->software;
+        p.created_utc = old->created_utc;
+        p.provenance = old->provenance;
+        p.engine = old->engine;
+        p.engine_version = old->engine_version;
+        p.notes.push_back(absl::StrCat(
+            "refit ", UtcTimestamp(), " by `specplan fit --refit` from the profile's own samples",
+            added.empty() ? ""
+                          : absl::StrCat(" and ", added.size(), " added from ", a.add,
+                                         " (measured apart: their run is not created_utc)"),
+            "; created_utc is when the profile's first samples were measured"));
+      });
 }
 
 int RunFit(const FitArgs& a) {
@@ -177,25 +197,12 @@ int RunFit(const FitArgs& a) {
   }
   auto samples = ReadSamplesFile(a.samples);
   if (!samples.ok()) return fail(samples.status());
-  auto score = ReadScoreSamples(a);
-  if (!score.ok()) return fail(score.status());
-  FitOptions options;
-  options.heldout_fraction = a.holdout;
-  options.seed = a.seed;
-  auto fitted = FitProfile(*model, *gpu, *samples, options);
-  if (!fitted.ok()) {
-    return fail(absl::Status(fitted.status().code(),
-                             absl::StrCat(a.samples, ": fit: ", fitted.status().message())));
-  }
-  Profile& p = *fitted;
-  p.timer = "external";
-  p.device_name = "unknown (external samples)";
-  p.provenance = a.provenance;
-  if (absl::Status st = SaveProfile(p, out); !st.ok()) return fail(st);
-  std::cout << absl::StrFormat("profile  %s\n", out);
-  std::cout << DescribeFit(p);
-  PrintScores(p, a.score, *score);
-  return 0;
+  return FitAndWrite(a, *model, *gpu, *samples, absl::StrCat(a.samples, ": fit"), out, "",
+                     [&](Profile& p) {
+                       p.timer = "external";
+                       p.device_name = "unknown (external samples)";
+                       p.provenance = a.provenance;
+                     });
 }
 
 }  // namespace
