@@ -46,4 +46,12 @@ CLI::Option* AddAcceptanceFlags(CLI::App* cmd, AcceptanceFlags* f) {
   return path;
 }
 
+CLI::Option* AddAcceptanceContextOption(CLI::App* cmd, int64_t* context) {
+  return cmd
+      ->add_option("--context", *context,
+                   "With --acceptance of rates: every request's cached context, tokens")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+}
+
 }  // namespace specplan::cli

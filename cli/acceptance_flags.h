@@ -6,6 +6,7 @@
 #define SPECPLAN_CLI_ACCEPTANCE_FLAGS_H_
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 
 #include "absl/status/statusor.h"
 #include "ops/acceptance_op.h"
@@ -24,6 +25,10 @@ struct AcceptanceFlags : ops::AcceptanceRequest {
 
 // Registers the four flags on `cmd`, bound to `flags` (which must outlive the parse).
 CLI::Option* AddAcceptanceFlags(CLI::App* cmd, AcceptanceFlags* flags);
+
+// --context N, in [0, 2^24]: with --acceptance of rates (priced under independence), every
+// request's cached context, tokens (whatif --concurrency and schedule).
+CLI::Option* AddAcceptanceContextOption(CLI::App* cmd, int64_t* context);
 
 }  // namespace specplan::cli
 

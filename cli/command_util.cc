@@ -34,6 +34,14 @@ void AddBudgetOptions(CLI::App* cmd, int* n_max, int* budget, int max,
   group->require_option(1);
 }
 
+CLI::Option* AddDraftTimeOption(CLI::App* cmd, double* t_draft_ms, const std::string& help) {
+  return cmd->add_option("--t-draft-ms", *t_draft_ms, help)->check(CLI::NonNegativeNumber);
+}
+
+CLI::Option* AddDraftBatchGrowthOption(CLI::App* cmd, double* growth, const std::string& help) {
+  return cmd->add_option("--draft-batch-growth", *growth, help)->check(CLI::NonNegativeNumber);
+}
+
 void AddSglangLayoutOptions(CLI::App* cmd, CLI::Option* layout, std::string* tree_mask_mode,
                             int* draft_token_num, const std::string& draft_token_num_help) {
   cmd->add_option("--tree-mask-mode", *tree_mask_mode,

@@ -56,6 +56,12 @@ void SetBudgetMode(int n_max, int budget, bool scan, Options* options) {
   }
 }
 
+// --t-draft-ms MS (>= 0): the drafter's network time, as `help` says for the command.
+CLI::Option* AddDraftTimeOption(CLI::App* cmd, double* t_draft_ms, const std::string& help);
+// --draft-batch-growth F (>= 0): the fraction of one sequence's draft time each further sequence
+// in a batched draft pass adds, as `help` says for the command.
+CLI::Option* AddDraftBatchGrowthOption(CLI::App* cmd, double* growth, const std::string& help);
+
 // --tree-mask-mode and --draft-token-num for --layout sglang (`layout`, which they need).
 void AddSglangLayoutOptions(CLI::App* cmd, CLI::Option* layout, std::string* tree_mask_mode,
                             int* draft_token_num, const std::string& draft_token_num_help);

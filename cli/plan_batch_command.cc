@@ -243,13 +243,12 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
                    "Search N = 0..N draft nodes in all (first decrease of the goodput, or its "
                    "argmax with --scan)",
                    "Fixed: exactly min(N, lattice sizes) draft nodes in all");
-  cmd->add_option("--t-draft-ms", args->t_draft_ms,
-                  "Draft network time for one sequence, ms (per step for ar, per block otherwise)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--draft-batch-growth", args->draft_batch_growth,
-                  "Fraction of one sequence's draft time each further sequence adds (0 = "
-                  "weight-bound drafter)")
-      ->check(CLI::NonNegativeNumber);
+  AddDraftTimeOption(
+      cmd, &args->t_draft_ms,
+      "Draft network time for one sequence, ms (per step for ar, per block otherwise)");
+  AddDraftBatchGrowthOption(cmd, &args->draft_batch_growth,
+                            "Fraction of one sequence's draft time each further sequence adds (0 "
+                            "= weight-bound drafter)");
   cmd->add_flag("--scan", args->scan, "Evaluate every N and take the argmax");
   cmd->add_option("--max-ms-per-token", args->max_ms_per_token,
                   "Per-request bound: expected ms per accepted token (cycle / Â_i) for every "

@@ -174,9 +174,8 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   AddBudgetOptions(cmd, &args->n_max, &args->budget, 8191,
                    "Controller mode: search n = 0..N draft nodes",
                    "Fixed mode: exactly min(N, lattice size) draft nodes");
-  cmd->add_option("--t-draft-ms", args->t_draft_ms,
-                  "Draft network time, ms (per step for ar, per block otherwise)")
-      ->check(CLI::NonNegativeNumber);
+  AddDraftTimeOption(cmd, &args->t_draft_ms,
+                     "Draft network time, ms (per step for ar, per block otherwise)");
   cmd->add_flag("--scan", args->scan,
                 "Evaluate every n <= N and take the argmax (stepped / measured costs)");
   cmd->add_flag("--json", args->json, "Print one JSON object");

@@ -209,14 +209,13 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
                   "request) and longest chain (vllm, trtllm: K up to min(N, the marginals' gamma))")
       ->check(CLI::Range(1, 8191))
       ->capture_default_str();
-  cmd->add_option("--t-draft-ms", args->t_draft_ms,
-                  "Drafter network time of one request's draft pass, ms")
-      ->check(CLI::NonNegativeNumber);
+  AddDraftTimeOption(cmd, &args->t_draft_ms,
+                     "Drafter network time of one request's draft pass, ms");
   args->draft_batch_growth_option =
-      cmd->add_option("--draft-batch-growth", args->draft_batch_growth,
-                      "Each further request in a batched draft pass adds this fraction of one "
-                      "request's drafting time, T_draft(B) = T_draft(1) (1 + F (B - 1))")
-          ->check(CLI::NonNegativeNumber)
+      AddDraftBatchGrowthOption(
+          cmd, &args->draft_batch_growth,
+          "Each further request in a batched draft pass adds this fraction of one request's "
+          "drafting time, T_draft(B) = T_draft(1) (1 + F (B - 1))")
           ->capture_default_str();
   cmd->add_flag("--calibrate", args->calibrate,
                 "The batch planner (the comparison row) calibrates its surrogate online, as a "
@@ -247,10 +246,7 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
           "replayed over it on the engine's whole step (a per-step trace with B requests in "
           "flight, rates under independence at --context); --format sglang then writes SGLang's "
           "batch-size-aware adaptive configuration (--speculative-adaptive-config)");
-  cmd->add_option("--context", args->context,
-                  "With --acceptance of rates: every request's cached context, tokens")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  AddAcceptanceContextOption(cmd, &args->context);
 }
 
 }  // namespace specplan::cli

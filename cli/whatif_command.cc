@@ -335,9 +335,8 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                   "--concurrency: per request, and fixed's size")
       ->check(CLI::Range(0, 8191))
       ->capture_default_str();
-  cmd->add_option("--t-draft-ms", args->t_draft_ms,
-                  "Marginals drafter network time, ms (per step for ar, per block otherwise)")
-      ->check(CLI::NonNegativeNumber);
+  AddDraftTimeOption(cmd, &args->t_draft_ms,
+                     "Marginals drafter network time, ms (per step for ar, per block otherwise)");
   cmd->add_option("--policy-forward-ms", args->policy_forward_ms,
                   "Drafter time per forward (tree level) for dynatree/fixed/linear, ms")
       ->check(CLI::NonNegativeNumber);
@@ -366,12 +365,11 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                   "request) and batch, and the B where speculation stops paying; or \"recorded\": "
                   "replay a batch run's recorded passes (specplan-bench --batch B --record-trace) "
                   "as they happened; in-process only");
-  cmd->add_option(
-         "--draft-batch-growth", args->draft_batch_growth,
-         "With --concurrency: each further request in a batched draft pass adds this "
-         "fraction of one request's drafting time, T_draft(B) = T_draft(1) (1 + F (B - 1)); "
-         "0 = a weight-bound drafter whose batched pass costs what one request's does")
-      ->check(CLI::NonNegativeNumber)
+  AddDraftBatchGrowthOption(
+      cmd, &args->draft_batch_growth,
+      "With --concurrency: each further request in a batched draft pass adds this fraction of one "
+      "request's drafting time, T_draft(B) = T_draft(1) (1 + F (B - 1)); 0 = a weight-bound "
+      "drafter whose batched pass costs what one request's does")
       ->capture_default_str();
   cmd->add_flag("--batch-scan", args->batch_scan,
                 "With --concurrency: the batch planner takes the argmax of its goodput G(N) "
@@ -400,10 +398,7 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--independent", args->independent,
                 "With --acceptance of a trace: use its per-position rates under independence "
                 "between steps instead of replaying it step by step");
-  cmd->add_option("--context", args->context,
-                  "With --acceptance of rates: every request's cached context, tokens")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  AddAcceptanceContextOption(cmd, &args->context);
   cmd->add_option("--max-requests", args->max_requests,
                   "With --acceptance of a trace: replay only its first N requests (0 = all)")
       ->check(CLI::NonNegativeNumber);
