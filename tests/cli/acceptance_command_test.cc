@@ -57,39 +57,45 @@ TEST(AcceptanceCommand, JsonHasTheContractFieldsAndTokensPerStep) {
   EXPECT_EQ(j["requests"], 2);
 }
 
-TEST(AcceptanceCommand, ReadsEveryFormat) {
-  const std::string scrape = WriteTemp("acc_metrics.txt", kScrape);
+// Reads `path` with `acceptance <path><flags> --json`, checks the format it was read as and
+// returns the JSON.
+nlohmann::json ReadAs(const std::string& format, const std::string& path,
+                      const std::string& flags = "") {
   nlohmann::json j;
-  RunJson("acceptance " + scrape + " --json", &j);
-  EXPECT_EQ(j["format"], "vllm-prometheus");
-  EXPECT_DOUBLE_EQ(j["per_position"][1].get<double>(), 0.4);
-  EXPECT_DOUBLE_EQ(j["tokens_per_step"][2].get<double>(), 2.1);
+  RunJson("acceptance " + path + flags + " --json", &j);
+  EXPECT_EQ(j["format"], format) << path;
+  return j;
+}
 
-  const std::string log = WriteTemp(
-      "acc_vllm.log",
-      "INFO 08-12 10:00:00 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 2.10, "
-      "Accepted throughput: 5.00 tokens/s, Drafted throughput: 10.00 tokens/s, Accepted: 110 "
-      "tokens, Drafted: 200 tokens, Per-position acceptance rate: 0.700, 0.400, Avg Draft "
-      "acceptance rate: 55.0%\n");
-  RunJson("acceptance " + log + " --format vllm-log --json", &j);
-  EXPECT_EQ(j["format"], "vllm-log");
-  EXPECT_EQ(j["drafts"], 100);
+TEST(AcceptanceCommand, ReadsEveryFormat) {
+  const nlohmann::json scrape = ReadAs("vllm-prometheus", WriteTemp("acc_metrics.txt", kScrape));
+  EXPECT_DOUBLE_EQ(scrape["per_position"][1].get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ(scrape["tokens_per_step"][2].get<double>(), 2.1);
 
-  const std::string requests =
+  const nlohmann::json log = ReadAs(
+      "vllm-log",
+      WriteTemp(
+          "acc_vllm.log",
+          "INFO 08-12 10:00:00 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 2.10, "
+          "Accepted throughput: 5.00 tokens/s, Drafted throughput: 10.00 tokens/s, Accepted: 110 "
+          "tokens, Drafted: 200 tokens, Per-position acceptance rate: 0.700, 0.400, Avg Draft "
+          "acceptance rate: 55.0%\n"),
+      " --format vllm-log");
+  EXPECT_EQ(log["drafts"], 100);
+
+  const nlohmann::json requests = ReadAs(
+      "vllm-requests",
       WriteTemp("acc_requests.jsonl",
                 "{\"metrics\": {\"speculative_decoding\": {\"acceptance_histogram\": [3, 1, 6], "
-                "\"num_spec_steps\": 10, \"num_spec_tokens\": 2}}}\n");
-  RunJson("acceptance " + requests + " --json", &j);
-  EXPECT_EQ(j["format"], "vllm-requests");
-  EXPECT_DOUBLE_EQ(j["per_position"][0].get<double>(), 0.7);
+                "\"num_spec_steps\": 10, \"num_spec_tokens\": 2}}}\n"));
+  EXPECT_DOUBLE_EQ(requests["per_position"][0].get<double>(), 0.7);
 
   const std::string sglang =
       WriteTemp("acc_sglang.log",
                 "[2025-01-01 10:00:00] Decode batch. #running-req: 1, #token: 99, token usage: "
                 "0.01, accept len: 2.00, gen throughput (token/s): 90.00, #queue-req: 0\n");
-  RunJson("acceptance " + sglang + " --k-max 2 --json", &j);
-  EXPECT_EQ(j["format"], "sglang-log");
-  EXPECT_NEAR(j["tokens_per_step"][2].get<double>(), 2.0, 1e-9);
+  const nlohmann::json sglang_json = ReadAs("sglang-log", sglang, " --k-max 2");
+  EXPECT_NEAR(sglang_json["tokens_per_step"][2].get<double>(), 2.0, 1e-9);
   ExpectRun("acceptance " + sglang + " --k-max 2", 0, "geometric model");
 }
 

@@ -164,14 +164,19 @@ TEST(ProfilesCommand, ChecksAProfileFile) {
   EXPECT_THAT(r.output, HasSubstr("version = 7"));
 }
 
+// Passes of b = 4 sequences over the (s, c) grid {1, 64} x {0, 4096} ("b,s,c,latency_ms" rows):
+// fitted beside b = 1 and b = 16 passes, and added to a profile of b = 1 passes.
+constexpr char kBatch4Rows[] = "4,1,0,6.3\n4,64,0,8.1\n4,1,4096,7.0\n4,64,4096,11.2\n";
+// A samples file refused at its line 2 (b = 0).
+constexpr char kZeroBatchCsv[] = "b,s,c,seconds\n0,1,0,0.01\n";
+
 // Samples with a b column fit with the rest; --score scores the written profile on other samples,
 // and a bad --score file fails before anything is written.
 TEST(FitCommand, BatchSamplesAndScoringOnOtherSamples) {
-  const std::string csv = WriteTemp("fit_batch.csv",
-                                    "b,s,c,latency_ms\n1,1,0,6.2\n1,64,0,6.5\n1,1,4096,6.4\n"
-                                    "1,64,4096,7.3\n4,1,0,6.3\n4,64,0,8.1\n4,1,4096,7.0\n"
-                                    "4,64,4096,11.2\n16,1,0,6.5\n16,64,0,19.0\n"
-                                    "16,1,4096,9.1\n16,64,4096,30.5\n");
+  const std::string rows = std::string("1,1,0,6.2\n1,64,0,6.5\n1,1,4096,6.4\n1,64,4096,7.3\n") +
+                           kBatch4Rows +
+                           "16,1,0,6.5\n16,64,0,19.0\n16,1,4096,9.1\n16,64,4096,30.5\n";
+  const std::string csv = WriteTemp("fit_batch.csv", "b,s,c,latency_ms\n" + rows);
   const std::string score = WriteTemp("fit_score.csv",
                                       "b,s,c,latency_ms\n8,16,1024,7.4\n"
                                       "8,64,0,12.0\n");
@@ -188,7 +193,7 @@ TEST(FitCommand, BatchSamplesAndScoringOnOtherSamples) {
   ASSERT_TRUE(p->table.has_value());
   EXPECT_EQ(p->table->b_grid, (std::vector<int64_t>{4, 16}));
 
-  const std::string bad_score = WriteTemp("fit_bad_score.csv", "b,s,c,seconds\n0,1,0,0.01\n");
+  const std::string bad_score = WriteTemp("fit_bad_score.csv", kZeroBatchCsv);
   const std::string unwritten = ::testing::TempDir() + "/fit_unwritten.json";
   ExpectRefused({{"fit --model qwen3-8b --gpu h100 --from-samples " + csv + " --score " +
                       bad_score + " --out " + unwritten,
@@ -200,9 +205,8 @@ TEST(FitCommand, RefitAddsSamplesMeasuredApart) {
   const std::string single = WriteTemp("refit_single.csv",
                                        "s,c,latency_ms\n1,0,6.2\n64,0,6.5\n1,4096,6.4\n"
                                        "64,4096,7.3\n");
-  const std::string batch = WriteTemp("refit_batch.csv",
-                                      "b,s,c,latency_ms\n4,1,0,6.3\n4,64,0,8.1\n4,1,4096,7.0\n"
-                                      "4,64,4096,11.2\n");
+  const std::string batch =
+      WriteTemp("refit_batch.csv", std::string("b,s,c,latency_ms\n") + kBatch4Rows);
   const std::string out = ::testing::TempDir() + "/refit_base.json";
   ASSERT_EQ(
       RunSpecplan("fit --model qwen3-8b --gpu h100 --from-samples " + single + " --out " + out)
@@ -220,7 +224,7 @@ TEST(FitCommand, RefitAddsSamplesMeasuredApart) {
   EXPECT_EQ(p->table->b_grid, (std::vector<int64_t>{4}));
 
   // Only with --refit, and a bad file is named before anything is written.
-  const std::string bad = WriteTemp("refit_bad.csv", "b,s,c,seconds\n0,1,0,0.01\n");
+  const std::string bad = WriteTemp("refit_bad.csv", kZeroBatchCsv);
   const std::string unwritten = ::testing::TempDir() + "/refit_unwritten.json";
   ExpectRefused({
       {"fit --model qwen3-8b --gpu h100 --from-samples " + single + " --add-samples " + batch +

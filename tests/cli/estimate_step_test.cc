@@ -18,17 +18,7 @@ namespace {
 
 using namespace ::specplan::testing;
 
-// A command line refused with exit status 1 and `message`, writing nothing.
-Refusal Refused(const std::string& args, const std::string& message) {
-  return Refusal{args, message, 1, ""};
-}
-
 const std::string kBase = "estimate --model llama-3.1-8b --gpu h100 --engine vllm ";
-
-// Two requests; k_max = 3 (the largest acc_len is 4).
-const char kTrace[] =
-    "{\"id\": \"a\", \"prompt_tokens\": 10, \"acc_len\": [1, 3, 1, 2, 4, 1, 1]}\n"
-    "{\"id\": \"b\", \"prompt_tokens\": 20, \"acc_len\": [1, 2, 2, 1]}\n";
 
 nlohmann::json Json(const std::string& args) {
   nlohmann::json j;
@@ -143,7 +133,7 @@ TEST(EstimateStep, HostOverridesReplaceTheEnginesDefaults) {
 }
 
 TEST(EstimateStep, BadDrafterFlagsAreRefusedByName) {
-  const std::string trace = WriteTemp("estimate_step_trace.jsonl", kTrace);
+  const std::string trace = WriteTemp("estimate_step_trace.jsonl", kTwoRequestStepTrace);
   ExpectRefused({
       Refused(kBase + "--s 4 --c 1024 --drafter nonsense",
               "--drafter nonsense: unknown (known: eagle, eagle3, mtp, draft:MODEL, block:MODEL, "
@@ -165,7 +155,7 @@ TEST(EstimateStep, BadDrafterFlagsAreRefusedByName) {
 }
 
 TEST(EstimateStep, AcceptanceGivesTheSpeedupOverThePlainStep) {
-  const std::string trace = WriteTemp("estimate_step_trace.jsonl", kTrace);
+  const std::string trace = WriteTemp("estimate_step_trace.jsonl", kTwoRequestStepTrace);
   auto acceptance = planner::LoadEngineAcceptance(trace);
   ASSERT_TRUE(acceptance.ok()) << acceptance.status();
   for (int s : {2, 3, 4}) {

@@ -42,6 +42,12 @@ inline std::string WriteTemp(const std::string& name, const std::string& text) {
   return path;
 }
 
+// A SpecDecode-Bench per-step trace (planner/acceptance/engine_acceptance.h) of two requests, for
+// the tests of --acceptance; k_max = 3 (the largest acc_len is 4).
+inline constexpr char kTwoRequestStepTrace[] =
+    "{\"id\": \"a\", \"prompt_tokens\": 10, \"acc_len\": [1, 3, 1, 2, 4, 1, 1]}\n"
+    "{\"id\": \"b\", \"prompt_tokens\": 20, \"acc_len\": [1, 2, 2, 1]}\n";
+
 // Any non-zero exit status (a flag refused by the argument parser rather than by the command).
 constexpr int kAnyFailure = -1;
 
@@ -68,6 +74,11 @@ struct Refusal {
   int exit_code = 1;
   std::string unwritten;
 };
+
+// A command line refused with exit status 1 and `message`, writing nothing.
+inline Refusal Refused(const std::string& args, const std::string& message) {
+  return Refusal{args, message, 1, ""};
+}
 
 // Runs every refusal and checks its exit status, its message and that it wrote nothing.
 inline void ExpectRefused(const std::vector<Refusal>& refusals) {

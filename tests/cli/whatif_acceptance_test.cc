@@ -19,16 +19,7 @@ namespace {
 
 using namespace ::specplan::testing;
 
-// A command line refused with exit status 1 and `message`, writing nothing.
-Refusal Refused(const std::string& args, const std::string& message) {
-  return Refusal{args, message, 1, ""};
-}
-
 const std::string kBase = "whatif --model llama-3.1-8b --gpu h100 --engine vllm ";
-
-const char kTrace[] =
-    "{\"id\": \"a\", \"prompt_tokens\": 10, \"acc_len\": [1, 3, 1, 2, 4, 1, 1]}\n"
-    "{\"id\": \"b\", \"prompt_tokens\": 20, \"acc_len\": [1, 2, 2, 1]}\n";
 
 const char kRatesLog[] =
     "INFO 08-12 10:00:00 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 2.00, "
@@ -36,7 +27,7 @@ const char kRatesLog[] =
     "tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.500, 0.300, 0.200, Avg Draft "
     "acceptance rate: 33.3%\n";
 
-std::string Trace() { return WriteTemp("whatif_acceptance_trace.jsonl", kTrace); }
+std::string Trace() { return WriteTemp("whatif_acceptance_trace.jsonl", kTwoRequestStepTrace); }
 std::string Rates() { return WriteTemp("whatif_acceptance_rates.log", kRatesLog); }
 
 nlohmann::json Json(const std::string& args) {
