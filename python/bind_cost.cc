@@ -29,6 +29,7 @@
 #include "costmodel/step/drafter_arch.h"
 #include "costmodel/step/host_time.h"
 #include "costmodel/step/step_model.h"
+#include "ops/compose_op.h"
 #include "ops/cost_request.h"
 #include "ops/estimate.h"
 #include "planner/policies/best_first.h"
@@ -696,37 +697,42 @@ default_model, provenance. Files that do not load are skipped (`specplan profile
       [](const std::string& kernels, const std::string& model, const std::string& engine,
          const std::string& gpu, int64_t tp, const std::string& dtype, bool unmeasured_terms,
          bool allow_extrapolation, std::vector<int64_t> b_grid, std::vector<int64_t> s_grid,
-         std::vector<int64_t> c_grid, const std::string& out) {
-        costmodel::ComposeOptions o;
-        o.engine = engine;
-        o.gpu = gpu;
-        if (tp < 1) ThrowInvalid(absl::StrCat("tp = ", tp, ": must be >= 1"));
-        o.tp = tp;
-        o.dtype = ReadDType(dtype);
-        o.unmeasured_terms = unmeasured_terms;
-        o.allow_extrapolation = allow_extrapolation;
-        o.b_grid = std::move(b_grid);
-        o.s_grid = std::move(s_grid);
-        o.c_grid = std::move(c_grid);
-        auto tables = costmodel::LoadEngineKernelTables(kernels);
-        if (!tables.ok()) ThrowStatus(tables.status());
-        PyProfile p{ValueOrThrow(costmodel::ComposeProfile(*tables, model, o)), ""};
-        if (!out.empty()) {
-          ThrowIfError(costmodel::SaveProfile(p.profile, out));
-          p.path = out;
-        }
-        return p;
+         std::vector<int64_t> c_grid, std::vector<std::string> drafters, const std::string& out,
+         bool force) {
+        ops::ComposeRequest req;  // the operation `specplan profiles compose` calls
+        req.kernel_dirs = {kernels};
+        req.models = {model};
+        req.dtype = dtype;
+        req.options.engine = engine;
+        req.options.gpu = gpu;
+        req.options.tp = tp;
+        req.options.unmeasured_terms = unmeasured_terms;
+        req.options.allow_extrapolation = allow_extrapolation;
+        req.options.b_grid = std::move(b_grid);
+        req.options.s_grid = std::move(s_grid);
+        req.options.c_grid = std::move(c_grid);
+        req.options.drafters = std::move(drafters);
+        req.out_file = out;
+        // The profiles the module reads are not overwritten unless force.
+        for (const auto& [where, dir] : CalibSearchPath()) req.protected_dirs.push_back(dir);
+        req.force = force;
+        ops::ComposeResult r = ValueOrThrow(ops::Compose(req));
+        ThrowIfError(ops::Write(r));
+        return PyProfile{std::move(r.profiles[0].profile), r.profiles[0].path};
       },
       py::arg("kernels"), py::arg("model"), py::kw_only(), py::arg("engine") = "",
       py::arg("gpu") = "", py::arg("tp") = 1, py::arg("dtype") = "bf16",
       py::arg("unmeasured_terms") = true, py::arg("allow_extrapolation") = true,
       py::arg("b_grid") = std::vector<int64_t>{}, py::arg("s_grid") = std::vector<int64_t>{},
-      py::arg("c_grid") = std::vector<int64_t>{}, py::arg("out") = "",
+      py::arg("c_grid") = std::vector<int64_t>{}, py::arg("drafters") = std::vector<std::string>{},
+      py::arg("out") = "", py::arg("force") = false,
       R"doc(An engine-grade profile composed from an engine's kernel tables, as `specplan profiles
-compose --kernels DIR --model M` does: kernels is a folder such as
+compose --kernels DIR --model M` does (the operation ops::Compose): kernels is a folder such as
 data/kernels/h100_sxm/sglang-0.5.14 (aiconfigurator's layout), model a registry name or HF
-config.json. engine/gpu default to the folder's; grids default to b 1..256, s 1..256, c 0..32768.
-With out=PATH the profile is also written there. Returns a specplan.Profile.)doc");
+config.json. engine/gpu default to the folder's; grids default to b 1..256, s 1..256, c 0..32768;
+drafters (eagle, eagle3, mtp, draft:MODEL, block:MODEL; ["none"]: none) default to eagle, eagle3,
+mtp. With out=PATH the profile is also written there; a path inside a directory of
+calib_search_path() is refused unless force=True. Returns a specplan.Profile.)doc");
 
   m.def(
       "default_calib_dir", [] { return CalibDir(""); },

@@ -408,7 +408,9 @@ def compose_profile(
     b_grid: _t.Sequence[int] = ...,
     s_grid: _t.Sequence[int] = ...,
     c_grid: _t.Sequence[int] = ...,
+    drafters: _t.Sequence[str] = ...,
     out: str = "",
+    force: bool = False,
 ) -> Profile: ...
 def default_calib_dir() -> str: ...
 def calib_search_path() -> _t.List[_t.Tuple[str, str]]: ...

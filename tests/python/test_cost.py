@@ -181,6 +181,19 @@ def test_compose_errors(tmp_path):
         specplan.compose_profile(kernels, "qwen3-8b", engine="vllm")
 
 
+def test_compose_into_the_profiles_it_reads_needs_force(tmp_path, monkeypatch):
+    kernels = str(SOURCE_DIR / "data/kernels/h100_sxm/sglang-0.5.14")
+    grids = dict(b_grid=[1, 64], s_grid=[1, 8], c_grid=[0, 1024], drafters=["none"])
+    monkeypatch.setenv("SPECPLAN_CALIB_DIR", str(tmp_path))
+    out = tmp_path / "h100-sxm" / "mine.json"
+    with pytest.raises(specplan.InvalidArgumentError, match="shipped profiles directory"):
+        specplan.compose_profile(kernels, "qwen3-8b", out=str(out), **grids)
+    assert not out.exists()
+    p = specplan.compose_profile(kernels, "qwen3-8b", out=str(out), force=True, **grids)
+    assert out.exists() and p.path == str(out)
+    assert specplan.compose_profile(kernels, "qwen3-8b", **grids).path == ""
+
+
 def test_registries():
     assert "h100-sxm" in specplan.known_gpus()
     assert "qwen3-8b" in specplan.known_models()
