@@ -83,10 +83,10 @@ struct ResolvedCost {
   // (L_AR is then the planner's T_verify(1, c)).
   double l_ar_s = 0;
 
-  // How a plan prices its cycle with a step model, exactly as the CLI's ops::CostRequest::PriceDrafter:
-  // costmodel::PlannerTermsFor(*step, gamma, c) replaces `drafter`, adds the step's sample and
-  // host terms to t_aux_s, sets l_ar_s and rebuilds `cycle` at `context`. Without a step model it
-  // does nothing. Call it at most once per resolved cost.
+  // How a plan prices its cycle with a step model, exactly as the CLI's
+  // ops::CostRequest::PriceDrafter: costmodel::PlannerTermsFor(*step, gamma, c) replaces `drafter`,
+  // adds the step's sample and host terms to t_aux_s, sets l_ar_s and rebuilds `cycle` at
+  // `context`. Without a step model it does nothing. Call it at most once per resolved cost.
   void PriceStep(int gamma, int64_t c);
 
   // The cost as the operations take it (ops/cost_request.h): the source's latency model, the step
