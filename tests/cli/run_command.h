@@ -7,6 +7,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -33,12 +34,16 @@ inline CommandResult RunSpecplan(const std::string& args) {
   return RunBinary(SpecplanBinary(), args);
 }
 
-// Writes `text` to ::testing::TempDir()/name and returns the path.
+// Writes `text` to ::testing::TempDir()/name and returns the path. CTest runs test cases in
+// parallel processes, and several write the same file: it is written under a name of this
+// process's own and renamed into place, so a reader never sees it half-written.
 inline std::string WriteTemp(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + "/" + name;
-  FILE* f = fopen(path.c_str(), "w");
+  const std::string staged = path + ".tmp." + std::to_string(getpid());
+  FILE* f = fopen(staged.c_str(), "w");
   fputs(text.c_str(), f);
   fclose(f);
+  std::filesystem::rename(staged, path);
   return path;
 }
 
