@@ -1,6 +1,5 @@
 #include "ops/compose_op.h"
 
-#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,15 +11,12 @@
 #include "costmodel/latency/table_latency.h"
 #include "costmodel/profile/calib_dir.h"
 #include "costmodel/profile/profile_json.h"
+#include "util/clock.h"
 #include "util/shipped_dir.h"
 #include "util/status_macros.h"
 
 namespace specplan::ops {
 namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // T(1, 1, 1024) and T(64, 1, 1024) on the profile's own table, in ms: the two figures a user reads
 // to see the table is sane and what batching buys.
@@ -58,12 +54,12 @@ absl::StatusOr<ComposeResult> Compose(const ComposeRequest& req) {
   costmodel::ComposeOptions options = req.options;
   SPECPLAN_ASSIGN_OR_RETURN(options.dtype, costmodel::ParseDType(req.dtype));
   ComposeResult out;
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = NowSeconds();
   for (const std::string& dir : req.kernel_dirs) {
     SPECPLAN_ASSIGN_OR_RETURN(costmodel::EngineKernelTables tables,
                               costmodel::LoadEngineKernelTables(dir));
     for (const std::string& model : req.models) {
-      const auto start = std::chrono::steady_clock::now();
+      const double start = NowSeconds();
       absl::StatusOr<costmodel::Profile> p = costmodel::ComposeProfile(tables, model, options);
       if (!p.ok()) {
         return absl::Status(p.status().code(),
@@ -78,7 +74,7 @@ absl::StatusOr<ComposeResult> Compose(const ComposeRequest& req) {
                                                c.profile.dtype, c.profile.model_spec.tp,
                                                c.profile.engine);
       }
-      c.seconds = SecondsSince(start);
+      c.seconds = NowSeconds() - start;
       PriceSamples(&c);
       out.profiles.push_back(std::move(c));
     }
@@ -89,7 +85,7 @@ absl::StatusOr<ComposeResult> Compose(const ComposeRequest& req) {
     SPECPLAN_RETURN_IF_ERROR(CheckNotShipped(req.out_file.empty() ? "out_dir writes" : "out_file",
                                              c.path, req.protected_dirs, req.force));
   }
-  out.seconds = SecondsSince(t0);
+  out.seconds = NowSeconds() - t0;
   return out;
 }
 

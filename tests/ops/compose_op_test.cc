@@ -11,6 +11,7 @@
 
 #include "costmodel/profile/profile_json.h"
 #include "tests/paths/test_paths.h"
+#include "tests/util/temp_dir.h"
 
 namespace specplan::ops {
 namespace {
@@ -29,12 +30,6 @@ ComposeRequest Request(const std::string& out_dir) {
   req.options.c_grid = {0, 1024, 4096};
   req.options.drafters = {"none"};
   return req;
-}
-
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) / name;
-  fs::remove_all(dir);
-  return dir;
 }
 
 TEST(ComposeOp, ValidatorNamesFields) {
@@ -61,7 +56,7 @@ TEST(ComposeOp, ValidatorNamesFields) {
 }
 
 TEST(ComposeOp, ComposesWritesAndReadsBack) {
-  const fs::path dir = FreshDir("compose_op_out");
+  const fs::path dir = test::FreshTestDir("compose_op_");
   auto r = Compose(Request(dir.string()));
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->profiles.size(), 1u);
@@ -87,13 +82,13 @@ TEST(ComposeOp, ComposesWritesAndReadsBack) {
 }
 
 TEST(ComposeOp, ProtectedDirectoryIsRefusedUnlessForced) {
-  const fs::path dir = FreshDir("compose_op_protected");
+  const fs::path dir = test::FreshTestDir("compose_op_");
   ComposeRequest req = Request(dir.string());
   req.protected_dirs = {dir.string()};
   auto refused = Compose(req);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("inside the shipped profiles directory"));
-  EXPECT_FALSE(fs::exists(dir)) << "nothing is written on a refusal";
+  EXPECT_TRUE(fs::is_empty(dir)) << "nothing is written on a refusal";
   req.force = true;
   auto forced = Compose(req);
   ASSERT_TRUE(forced.ok()) << forced.status();
