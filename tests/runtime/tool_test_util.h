@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "tests/paths/test_paths.h"
+#include "tests/util/temp_dir.h"
 
 namespace specplan::runtime::testing {
 
@@ -37,14 +38,10 @@ inline std::string ReadText(const std::string& path) {
 // (whether the test passed or not).
 class TempDir {
  public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ =
-        std::filesystem::temp_directory_path() / ("specplan_" + std::to_string(::getpid()) + "_" +
-                                                  info->test_suite_name() + "_" + info->name());
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
+  TempDir()
+      : path_(::specplan::test::FreshTestDir(
+            std::string("specplan_") +
+            ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name() + "_")) {}
   ~TempDir() {
     std::error_code ignored;
     std::filesystem::remove_all(path_, ignored);
