@@ -21,8 +21,9 @@ defaults() {
 # falls back to the default compiler without the fuzz targets; fuzz.sh then refuses to run.
 # Sets SANITIZED_CXX to the compiler used ("" = the default) and SANITIZED_GRPC to ON or OFF.
 configure_sanitized() {
-  local dir=$1
+  local dir=$1 root
   shift
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   SANITIZED_CXX="${FUZZ_CXX:-$(command -v clang++ || command -v clang++-14 || true)}"
   SANITIZED_GRPC=OFF
   if pkg-config --exists grpc++ 2>/dev/null; then SANITIZED_GRPC=ON; fi
