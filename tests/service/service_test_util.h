@@ -28,6 +28,7 @@
 #include "costmodel/latency/linear_latency.h"
 #include "costmodel/latency/roofline_latency.h"
 #include "costmodel/profile/profile.h"
+#include "costmodel/profile/profile_json.h"
 #include "planner/marginals/marginals.h"
 #include "planner/tree/tree.h"
 #include "service/convert.h"
@@ -53,7 +54,8 @@ using ::specplan::testing::ReadAll;
 
 // A fitted profile for (a100, qwen3-4b, bf16); `scale` multiplies the synthetic measurements so
 // that two versions predict different latencies. The fit (an overlap Levenberg-Marquardt fit, about
-// 5 s) is deterministic, so each scale is fitted once per test binary and every caller gets a copy.
+// 5 s) is deterministic, so each scale is fitted once per test binary (SyntheticProfile) and every
+// caller gets a copy.
 inline costmodel::Profile FitSyntheticProfile(double scale) {
   const costmodel::RooflineLatency r(*costmodel::LookupModel("qwen3-4b"),
                                      *costmodel::LookupGpu("a100"));
@@ -78,12 +80,36 @@ inline costmodel::Profile FitSyntheticProfile(double scale) {
   return *p;
 }
 
+// FitSyntheticProfile(scale) through a file beside the test binary. CTest runs every test in a
+// process of its own, so a per-process cache alone paid the fit in each of some thirty tests (and
+// more under the sanitizers); the file is named by the binary's modification time, so a rebuilt
+// binary fits again, and written by SaveProfile's rename, so parallel tests read a whole file or
+// none. A file that does not load is fitted again and replaced.
+inline costmodel::Profile CachedSyntheticProfile(double scale) {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return FitSyntheticProfile(scale);
+  const auto mtime = fs::last_write_time(exe, ec).time_since_epoch().count();
+  if (ec) return FitSyntheticProfile(scale);
+  const fs::path file = exe.parent_path() / "synthetic_profiles" /
+                        (exe.filename().string() + "-" + std::to_string(mtime) + "-x" +
+                         std::to_string(scale) + ".json");
+  if (fs::exists(file, ec)) {
+    auto loaded = costmodel::LoadProfile(file.string());
+    if (loaded.ok()) return *std::move(loaded);
+  }
+  costmodel::Profile p = FitSyntheticProfile(scale);
+  fs::create_directories(file.parent_path(), ec);
+  if (!ec) (void)costmodel::SaveProfile(p, file.string());  // best effort: a cache
+  return p;
+}
+
 inline costmodel::Profile SyntheticProfile(double scale = 1.0) {
   static std::mutex mu;
   static std::map<double, costmodel::Profile> fitted;
   std::lock_guard<std::mutex> lock(mu);
   auto it = fitted.find(scale);
-  if (it == fitted.end()) it = fitted.emplace(scale, FitSyntheticProfile(scale)).first;
+  if (it == fitted.end()) it = fitted.emplace(scale, CachedSyntheticProfile(scale)).first;
   return it->second;
 }
 
