@@ -11,55 +11,14 @@
 #include "costmodel/profile/engines.h"
 
 namespace specplan::cli {
-namespace {
-
-// The one table of request field -> flag: the CostSpec fields ResolveCost names, the
-// ops::CostRequest fields, and the fields the operations' requests share.
-const std::vector<costmodel::CostFieldName>& RequestFlagNames() {
-  static const auto* names = new std::vector<costmodel::CostFieldName>{
-      {"model", "--model"},
-      {"gpu", "--gpu"},
-      {"engine", "--engine"},
-      {"tp", "--tp"},
-      {"dtype", "--dtype"},
-      {"latency_model", "--latency-model"},
-      {"profile_path", "--profile"},
-      {"profile", "--profile"},
-      {"drafter", "--drafter"},
-      {"draft_steps", "--draft-steps"},
-      {"topk", "--topk"},
-      {"draft_vocab", "--draft-vocab"},
-      {"draft_s", "--t-draft-ms"},
-      {"t_draft_ms", "--t-draft-ms"},
-      {"host_file", "--host-file"},
-      {"host_step_ms", "--host-step-ms"},
-      {"host_per_seq_ms", "--host-per-seq-ms"},
-      {"host_per_draft_ms", "--host-per-draft-ms"},
-      {"sample_ms", "--sample-ms"},
-      {"t_aux_ms", "--t-aux-ms"},
-      {"s", "--s"},
-      {"c", "--c"},
-      {"b", "--b"},
-      {"gamma", "--gamma"},
-      {"t_net_ms", "--t-net-ms"},
-      {"t_head_ms", "--t-head-ms"},
-      {"t_light_ms", "--t-light-ms"},
-      {"n_max", "--n-max"},
-      {"max_ms_per_token", "--max-ms-per-token"},
-      {"draft_batch_growth", "--draft-batch-growth"},
-  };
-  return *names;
-}
-
-}  // namespace
 
 absl::Status CostErrorInFlags(const absl::Status& status) {
   if (status.ok()) return status;
-  const absl::Status named = costmodel::CostErrorInNames(status, RequestFlagNames());
+  const absl::Status named = costmodel::CostErrorInNames(status, ops::CostRequestFlagNames());
   if (named.message() != status.message()) return named;
   // "<field>: rest" -> "<flag>: rest" (an enum's "dtype: unknown value 'x' (known: ...)").
   const absl::string_view msg = status.message();
-  for (const costmodel::CostFieldName& n : RequestFlagNames()) {
+  for (const costmodel::CostFieldName& n : ops::CostRequestFlagNames()) {
     const std::string lead = absl::StrCat(n.field, ": ");
     if (absl::StartsWith(msg, lead)) {
       return absl::Status(status.code(), absl::StrCat(n.name, msg.substr(lead.size() - 2)));

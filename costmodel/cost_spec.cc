@@ -253,12 +253,6 @@ absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& mode
   return ResolveCost(spec);
 }
 
-const std::vector<CostFieldName> kCostFlagNames = {
-    {"model", "--model"},         {"gpu", "--gpu"},
-    {"engine", "--engine"},       {"tp", "--tp"},
-    {"dtype", "--dtype"},         {"latency_model", "--latency-model"},
-    {"profile_path", "--profile"}};
-
 absl::Status CostErrorInNames(const absl::Status& status, const std::vector<CostFieldName>& names) {
   if (status.ok()) return status;
   const absl::string_view msg = status.message();

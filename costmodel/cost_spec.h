@@ -110,13 +110,12 @@ struct ResolvedLatencyModel {
 //   Unknown model or GPU names, unreadable or invalid profiles: the registry's or loader's error.
 absl::StatusOr<ResolvedLatencyModel> ResolveCost(const CostSpec& spec);
 
-// A CostSpec field and what a front end calls it ({"engine", "--engine"}).
+// A CostSpec field and what a front end calls it ({"engine", "--engine"}; the command lines'
+// table: ops/cost_request.h CostRequestFlagNames).
 struct CostFieldName {
   const char* field;
   const char* name;
 };
-// The flags of specplan's command lines (the CLI and specplan-bench) for CostSpec's fields.
-extern const std::vector<CostFieldName> kCostFlagNames;
 // A ResolveCost error in a front end's words: its leading "<field> = '<value>': " becomes
 // "<name> <value>: " ("engine = 'foo': unknown ..." -> "--engine foo: unknown ..."), and the advice
 // "(or set profile_path)" becomes "(or pass <name of profile_path>)". Other messages, and fields

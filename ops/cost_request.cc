@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "costmodel/step/host_fit.h"
@@ -11,6 +12,42 @@
 #include "util/status_macros.h"
 
 namespace specplan::ops {
+
+const std::vector<costmodel::CostFieldName>& CostRequestFlagNames() {
+  static const auto* names = new std::vector<costmodel::CostFieldName>{
+      {"model", "--model"},
+      {"gpu", "--gpu"},
+      {"engine", "--engine"},
+      {"tp", "--tp"},
+      {"dtype", "--dtype"},
+      {"latency_model", "--latency-model"},
+      {"profile_path", "--profile"},
+      {"profile", "--profile"},
+      {"drafter", "--drafter"},
+      {"draft_steps", "--draft-steps"},
+      {"topk", "--topk"},
+      {"draft_vocab", "--draft-vocab"},
+      {"draft_s", "--t-draft-ms"},
+      {"t_draft_ms", "--t-draft-ms"},
+      {"host_file", "--host-file"},
+      {"host_step_ms", "--host-step-ms"},
+      {"host_per_seq_ms", "--host-per-seq-ms"},
+      {"host_per_draft_ms", "--host-per-draft-ms"},
+      {"sample_ms", "--sample-ms"},
+      {"t_aux_ms", "--t-aux-ms"},
+      {"s", "--s"},
+      {"c", "--c"},
+      {"b", "--b"},
+      {"gamma", "--gamma"},
+      {"t_net_ms", "--t-net-ms"},
+      {"t_head_ms", "--t-head-ms"},
+      {"t_light_ms", "--t-light-ms"},
+      {"n_max", "--n-max"},
+      {"max_ms_per_token", "--max-ms-per-token"},
+      {"draft_batch_growth", "--draft-batch-growth"},
+  };
+  return *names;
+}
 
 CycleTerms PriceCycle(const CostView& cost, int gamma, int64_t c) {
   CycleTerms t;

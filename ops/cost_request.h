@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -142,6 +143,14 @@ struct CostRequest {
   // once Parse(t_draft_ms) succeeds (bad dtype and drafter names are refused either way).
   absl::StatusOr<std::optional<ResolvedCost>> ResolveIfNeeded(bool needed, double t_draft_ms) const;
 };
+
+// The flags specplan's command lines (the specplan CLI, specplan-bench) name request fields
+// with: the one table of field -> flag ({"engine", "--engine"}), holding the CostSpec fields
+// costmodel::ResolveCost names (profile_path is --profile), CostRequest's own fields and the
+// fields the operations' requests share (s, c, b, gamma, n_max, ...). A front end renames an
+// error's field with it (costmodel::CostErrorInNames; the CLI's cli/cost_flags.h
+// CostErrorInFlags).
+const std::vector<costmodel::CostFieldName>& CostRequestFlagNames();
 
 // A CostRequest resolved in-process; owns what its View() points into. Movable.
 struct ResolvedCost {

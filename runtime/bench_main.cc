@@ -37,6 +37,7 @@
 #include "costmodel/cost_spec.h"
 #include "costmodel/hardware/model_registry.h"
 #include "costmodel/hardware/model_spec.h"
+#include "ops/cost_request.h"
 #include "runtime/batch_decoder.h"
 #include "runtime/draft_heads.h"
 #include "runtime/model_loader.h"
@@ -44,6 +45,7 @@
 #include "runtime/text_prompts.h"
 #include "runtime/tool_main.h"
 #include "runtime/trace_recorder.h"
+#include "util/check.h"
 #include "util/clock.h"
 #include "util/percentile.h"
 #include "util/status_macros.h"
@@ -213,8 +215,10 @@ absl::StatusOr<std::unique_ptr<costmodel::LatencyModel>> ResolveLatency(const Ar
     }
   }
   // Errors in this program's flags: "--engine sglang: no profile ..." (its --target is the model).
-  std::vector<costmodel::CostFieldName> names = costmodel::kCostFlagNames;
-  names.front().name = "--target";
+  std::vector<costmodel::CostFieldName> names = ops::CostRequestFlagNames();
+  for (costmodel::CostFieldName& n : names) {
+    if (absl::string_view(n.field) == "model") n.name = "--target";
+  }
   auto resolved = costmodel::ResolveCost(spec);
   if (!resolved.ok()) return costmodel::CostErrorInNames(resolved.status(), names);
   costmodel::ResolvedLatencyModel r = *std::move(resolved);
@@ -222,6 +226,16 @@ absl::StatusOr<std::unique_ptr<costmodel::LatencyModel>> ResolveLatency(const Ar
                 {"profile", r.profile_id.empty() ? nlohmann::json() : nlohmann::json(r.profile_id)},
                 {"engine", r.engine.empty() ? nlohmann::json() : nlohmann::json(r.engine)}};
   return std::move(r.model);
+}
+
+// The flag of a cost field (CostSpec's, "profile_path" -> "--profile"), as the specplan CLI names
+// it and as ResolveLatency's errors name it (ops::CostRequestFlagNames).
+std::string CostFlag(absl::string_view field) {
+  for (const costmodel::CostFieldName& n : ops::CostRequestFlagNames()) {
+    if (field == n.field) return n.name;
+  }
+  SPECPLAN_CHECK(false, "a cost field without a flag");
+  return "";
 }
 
 std::string ShellQuote(const std::string& arg) {
@@ -587,20 +601,29 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--temperature", args.temperature, "0 = greedy; > 0 = sampling")
       ->capture_default_str();
-  app.add_option("--profile", args.profile,
-                 "calibrated latency profile (calib/...json) the controllers price T_verify with; "
-                 "default: --gpu's bundled profile, else T_verify measured on the target");
-  app.add_option("--gpu", args.gpu,
-                 "price T_verify with the bundled profile of the target on this GPU (registry "
-                 "name or JSON spec; --dtype, --tp, --engine choose the file; none: the bare "
-                 "roofline), as the specplan CLI does");
-  app.add_option("--engine", args.engine,
-                 "with --gpu/--profile: whose kernels the profile describes (sglang, vllm, "
-                 "trtllm, specplan; default: the first with a bundled profile)");
-  app.add_option("--latency-model", args.latency_model,
-                 "with --gpu/--profile: a model of the profile other than its default (roofline, "
-                 "linear, per_term, overlap, kernel_sum, table)");
-  app.add_option("--tp", args.tp,
+  // The cost flags, named as the specplan CLI names them (CostFlag).
+  const struct {
+    const char* field;
+    std::string* value;
+    const char* help;
+  } cost_flags[] = {
+      {"profile_path", &args.profile,
+       "calibrated latency profile (calib/...json) the controllers price T_verify with; "
+       "default: --gpu's bundled profile, else T_verify measured on the target"},
+      {"gpu", &args.gpu,
+       "price T_verify with the bundled profile of the target on this GPU (registry name or JSON "
+       "spec; --dtype, --tp, --engine choose the file; none: the bare roofline), as the specplan "
+       "CLI does"},
+      {"engine", &args.engine,
+       "with --gpu/--profile: whose kernels the profile describes (sglang, vllm, trtllm, "
+       "specplan; default: the first with a bundled profile)"},
+      {"latency_model", &args.latency_model,
+       "with --gpu/--profile: a model of the profile other than its default (roofline, linear, "
+       "per_term, overlap, kernel_sum, table)"}};
+  for (const auto& f : cost_flags) {
+    app.add_option(specplan::runtime::CostFlag(f.field), *f.value, f.help);
+  }
+  app.add_option(specplan::runtime::CostFlag("tp"), args.tp,
                  "with --gpu/--profile: tensor parallelism of the profile (default: the "
                  "profile's, else 1)")
       ->check(CLI::NonNegativeNumber);

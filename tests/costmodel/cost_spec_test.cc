@@ -106,7 +106,8 @@ TEST(CostErrorInNames, LeadingFieldBecomesTheFrontEndsName) {
       absl::NotFoundError("engine = 'sglang': no profile for x (or set profile_path)"), names);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(s.message(), "engine= sglang: no profile for x (or pass profile=)");
-  EXPECT_EQ(CostErrorInNames(absl::InvalidArgumentError("tp = 3: must divide 64"), kCostFlagNames)
+  EXPECT_EQ(CostErrorInNames(absl::InvalidArgumentError("tp = 3: must divide 64"),
+                             {{"engine", "--engine"}, {"tp", "--tp"}})
                 .message(),
             "--tp 3: must divide 64");
   // A field the table does not list, and a message without a leading field, pass unchanged.
