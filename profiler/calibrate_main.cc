@@ -41,7 +41,7 @@ extern "C" void OnInterrupt(int) { g_interrupted.store(true); }
 int main(int argc, char** argv) {
   using specplan::profiler::CalibrateOptions;
   CalibrateOptions o;
-  std::string s_grid, c_grid, b_grid, timer = "auto";
+  std::string timer = "auto";
   bool no_plot = false;
 
   std::string mode = "kernels";
@@ -54,11 +54,10 @@ int main(int argc, char** argv) {
       "does. --mode runtime: time tree-verification passes of specplan's runtime over an (s, c) "
       "grid, fit the cost model and write the profile plus a measured-vs-predicted plot (PNG). "
       "Progress goes to stderr."};
-  app.add_option("--mode", mode,
-                 "kernels (default): time kernels and compose; runtime: time whole passes of "
-                 "specplan's runtime and fit")
-      ->check(CLI::IsMember({"kernels", "runtime"}))
-      ->capture_default_str();
+  specplan::runtime::AddChoiceOption(
+      app, "--mode", &mode, {"kernels", "runtime"},
+      "kernels (default): time kernels and compose; runtime: time whole passes of "
+      "specplan's runtime and fit");
   app.add_flag("--kernels", kernels_flag, "Same as --mode kernels (the default)");
   app.add_option("--budget-s", o.budget_s,
                  "Kernels mode: cap on the timing's wall time in seconds; the kernel grid is "
@@ -78,18 +77,30 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--config", o.config, "HuggingFace config.json (file or directory) of the target");
   app.add_option("--dtype", o.dtype, "fp32 | bf16 | fp16 (default: fp32 on CPU, bf16 on CUDA)");
-  app.add_option("--s-grid", s_grid,
-                 "Tokens per pass, comma-separated (default CPU 1,2,4,8,16,32; CUDA "
-                 "1,2,4,8,16,24,32,48,64,96,128,192,256). Kernels mode: the composed profile's s "
-                 "grid, from which the kernel grid is derived");
-  app.add_option("--c-grid", c_grid,
-                 "Cached tokens, comma-separated (default CPU 0,64,128,256; CUDA "
-                 "0,256,512,1024,2048,4096). Kernels mode: the profile's c grid");
-  app.add_option("--b-grid", b_grid,
-                 "Sequences per pass, comma-separated, including 1 (default 1): each b > 1 also "
-                 "times one ragged pass of b sequences per (s, c), each with its own tree of s "
-                 "tokens over its own c cached tokens; the fits and the table use these batch "
-                 "samples");
+  // The grid flags: the flag, its help, its smallest entry, the option it sets and the flag's
+  // text, parsed after the command line (none: CalibrateOptions' defaults for the device).
+  struct Grid {
+    const char* flag;
+    const char* help;
+    int64_t min;
+    std::vector<int64_t>* grid;
+    std::string text = {};  // the flag's text, set while parsing
+  } grids[] = {{"--s-grid",
+                "Tokens per pass, comma-separated (default CPU 1,2,4,8,16,32; CUDA "
+                "1,2,4,8,16,24,32,48,64,96,128,192,256). Kernels mode: the composed profile's s "
+                "grid, from which the kernel grid is derived",
+                1, &o.s_grid},
+               {"--c-grid",
+                "Cached tokens, comma-separated (default CPU 0,64,128,256; CUDA "
+                "0,256,512,1024,2048,4096). Kernels mode: the profile's c grid",
+                0, &o.c_grid},
+               {"--b-grid",
+                "Sequences per pass, comma-separated, including 1 (default 1): each b > 1 also "
+                "times one ragged pass of b sequences per (s, c), each with its own tree of s "
+                "tokens over its own c cached tokens; the fits and the table use these batch "
+                "samples",
+                1, &o.b_grid}};
+  for (Grid& g : grids) app.add_option(g.flag, g.text, g.help);
   app.add_option("--repeats", o.repeats,
                  "Timed passes per cell, median kept (default 5 CPU, 10 CUDA; kernels mode: "
                  "samples per kernel point, default 7 CPU, 20 CUDA)")
@@ -120,12 +131,11 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed,
                  "Seed of the random weights, trees, held-out split and k-fold shuffle")
       ->capture_default_str();
-  app.add_option("--holdout", o.holdout,
-                 "Fraction of the samples held out of the fit and scored (0 = fit on everything; "
-                 "the default model is chosen by cross-validation over the fitted samples either "
-                 "way)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.95));
+  specplan::runtime::AddRangeOption(
+      app, "--holdout", &o.holdout, 0.0, 0.95,
+      "Fraction of the samples held out of the fit and scored (0 = fit on everything; "
+      "the default model is chosen by cross-validation over the fitted samples either "
+      "way)");
   app.add_option("--provenance", o.provenance,
                  "Where --from-samples data come from, recorded in the profile and shown by "
                  "specplan profiles (e.g. \"derived from public measurements: SOURCE, COMMIT\")");
@@ -143,17 +153,7 @@ int main(int argc, char** argv) {
   auto fail = [](const absl::Status& st) {
     return specplan::runtime::ReportFailure("calibrate", st);
   };
-  // The grids given (else CalibrateOptions' defaults for the device): the flag's text, its name,
-  // its smallest entry and the option it sets.
-  const struct {
-    const std::string& text;
-    const char* flag;
-    int64_t min;
-    std::vector<int64_t>* grid;
-  } grids[] = {{s_grid, "--s-grid", 1, &o.s_grid},
-               {c_grid, "--c-grid", 0, &o.c_grid},
-               {b_grid, "--b-grid", 1, &o.b_grid}};
-  for (const auto& g : grids) {
+  for (const Grid& g : grids) {
     if (g.text.empty()) continue;
     auto parsed = specplan::profiler::ParseGrid(g.text, g.flag, g.min);
     if (!parsed.ok()) return fail(parsed.status());

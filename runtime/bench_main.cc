@@ -558,16 +558,14 @@ int main(int argc, char** argv) {
                  "JSONL file, one {\"ids\": [int, ...]} or (with --tokenizer) {\"text\": \"...\"} "
                  "per line")
       ->capture_default_str();
-  app.add_option("--merged-b", args.merged_b,
-                 "merged's second tree: lookup (prompt lookup n-grams) or heads (best-first over "
-                 "the parallel draft heads, --heads)")
-      ->check(CLI::IsMember({"lookup", "heads"}))
-      ->capture_default_str();
-  app.add_option("--trace-marginals", args.trace_marginals,
-                 "--record-trace's marginals: chain (the draft model's greedy chain lattice) or "
-                 "heads (the parallel draft heads, --heads)")
-      ->check(CLI::IsMember({"chain", "heads"}))
-      ->capture_default_str();
+  specplan::runtime::AddChoiceOption(
+      app, "--merged-b", &args.merged_b, {"lookup", "heads"},
+      "merged's second tree: lookup (prompt lookup n-grams) or heads (best-first over "
+      "the parallel draft heads, --heads)");
+  specplan::runtime::AddChoiceOption(
+      app, "--trace-marginals", &args.trace_marginals, {"chain", "heads"},
+      "--record-trace's marginals: chain (the draft model's greedy chain lattice) or "
+      "heads (the parallel draft heads, --heads)");
   app.add_option("--tokenizer", args.tokenizer,
                  "SentencePiece model of the target (models/tokenizer.model): encodes text prompts "
                  "and decodes outputs, through the specplan-tokenizer binary");
@@ -576,26 +574,22 @@ int main(int argc, char** argv) {
                  "PATH)");
   app.add_flag("--print-text", args.print_text,
                "Print each prompt and the first strategy's continuation as text (--tokenizer)");
-  app.add_option("--max-new-tokens", args.max_new_tokens, "tokens generated per prompt")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
+  specplan::runtime::AddRangeOption(app, "--max-new-tokens", &args.max_new_tokens, 1, 1 << 20,
+                                    "tokens generated per prompt");
   app.add_option("--max-prompts", args.max_prompts, "use only the first N prompts (0 = all)");
-  app.add_option("--batch", args.batch,
-                 "sequences decoded together, one verification pass per step; a waiting prompt "
-                 "joins as soon as one finishes")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+  specplan::runtime::AddRangeOption(
+      app, "--batch", &args.batch, 1, 4096,
+      "sequences decoded together, one verification pass per step; a waiting prompt "
+      "joins as soon as one finishes");
   specplan::runtime::AddDeviceFlag(app, &args.device);
   app.add_option("--dtype", args.dtype, "fp32 | bf16 | fp16")->capture_default_str();
   app.add_option("--json", args.json_out, "write the report (outputs and metrics) here");
   app.add_option("--seed", args.seed, "random-weight and sampling seed")->capture_default_str();
   specplan::runtime::AddThreadsFlag(app, &args.threads);
-  app.add_option(
-         "--gate", args.gate,
-         "on: bestfirst and dynatree decide before drafting whether to draft (and "
-         "bestfirst how deep; planner/acceptance/speculation_gate.h); off: they always draft")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"on", "off"}));
+  specplan::runtime::AddChoiceOption(
+      app, "--gate", &args.gate, {"on", "off"},
+      "on: bestfirst and dynatree decide before drafting whether to draft (and "
+      "bestfirst how deep; planner/acceptance/speculation_gate.h); off: they always draft");
   app.add_option("--kv-update", args.kv_update,
                  "gather (compact accepted K/V) | rebuild (re-forward the accepted path)")
       ->capture_default_str();
@@ -631,18 +625,15 @@ int main(int argc, char** argv) {
                  "also record the first listed strategy's run as a what-if trace (JSONL, "
                  "whatif/trace.h) to FILE, each step with its verification pass under --batch; "
                  "greedy only (--temperature 0)");
-  app.add_option("--trace-nodes", args.trace_nodes,
-                 "recorded draft-tree nodes per trace step (root included)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
+  specplan::runtime::AddRangeOption(app, "--trace-nodes", &args.trace_nodes, 1, 1024,
+                                    "recorded draft-tree nodes per trace step (root included)");
   app.add_option(
       "--planner", args.planner,
       "HOST:PORT of a specplan-server that plans every best-first, merged and batch step "
       "(same plans and tokens as in-process; default: plan in-process)");
-  app.add_option("--planner-connect-s", args.planner_connect_s,
-                 "seconds to wait for the --planner server to answer before failing")
-      ->capture_default_str()
-      ->check(CLI::Range(0.01, 3600.0));
+  specplan::runtime::AddRangeOption(
+      app, "--planner-connect-s", &args.planner_connect_s, 0.01, 3600.0,
+      "seconds to wait for the --planner server to answer before failing");
   CLI11_PARSE(app, argc, argv);
   args.command_line = "specplan-bench";  // argv[0] without the build directory
   for (int i = 1; i < argc; ++i) {

@@ -1,6 +1,7 @@
 // What the main() of the LibTorch command-line tools (specplan-bench, specplan-logits,
-// specplan-train, calibrate) share: how a failure ends the program, and the flags that mean the
-// same in every tool, registered once so that their names and help agree. Header-only: the tools
+// specplan-train, calibrate) share: how a failure ends the program, the flags that mean the
+// same in every tool, registered once so that their names and help agree, and the kinds of
+// option they all declare (a choice among names, a number in a range). Header-only: the tools
 // link CLI11, the runtime library does not.
 #ifndef SPECPLAN_RUNTIME_TOOL_MAIN_H_
 #define SPECPLAN_RUNTIME_TOOL_MAIN_H_
@@ -9,6 +10,7 @@
 #include <iostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -33,6 +35,22 @@ inline CLI::Option* AddThreadsFlag(CLI::App& app, int* threads) {
 // --device: where the models run (runtime::ParseDevice reads it).
 inline CLI::Option* AddDeviceFlag(CLI::App& app, std::string* device) {
   return app.add_option("--device", *device, "cpu | cuda | cuda:N")->capture_default_str();
+}
+
+// An option that takes one of `choices` (CLI11 refuses any other while parsing); --help shows the
+// choices and the default.
+inline CLI::Option* AddChoiceOption(CLI::App& app, const std::string& name, std::string* value,
+                                    const std::vector<std::string>& choices,
+                                    const std::string& help) {
+  return app.add_option(name, *value, help)->check(CLI::IsMember(choices))->capture_default_str();
+}
+
+// A numeric option in [lo, hi] (CLI11 refuses any other value while parsing); --help shows the
+// range and the default.
+template <typename T, typename Bound>
+CLI::Option* AddRangeOption(CLI::App& app, const std::string& name, T* value, Bound lo, Bound hi,
+                            const std::string& help) {
+  return app.add_option(name, *value, help)->capture_default_str()->check(CLI::Range(lo, hi));
 }
 
 }  // namespace specplan::runtime
