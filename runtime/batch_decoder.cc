@@ -41,7 +41,7 @@ absl::StatusOr<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const Transfo
   }
   if (options.strategy == Strategy::kBatch) {
     d->batch_planner_ = std::make_unique<BatchStepPlanner>(d->options_, d->latency_, ctx.backend);
-    if (options.gate.enabled) {  // the slots' BatchStrategy::Create validated options.gate
+    if (options.gate.enabled) {  // the slots' GatedChainStrategy::Create validated options.gate
       d->batch_gate_.emplace(options.gate);
       SPECPLAN_RETURN_IF_ERROR(SeedDraftLevel(d->options_, ctx, &*d->batch_gate_));
       for (auto& q : d->slots_)

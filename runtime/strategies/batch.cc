@@ -41,17 +41,10 @@ absl::Status BatchStepPlanner::Plan(absl::Span<const planner::Marginals* const> 
   return backend_->PlanBatch(requests_, options_, &cost, plan);
 }
 
-absl::StatusOr<std::unique_ptr<BatchStrategy>> BatchStrategy::Create(const StrategyOptions& options,
-                                                                     const StrategyContext& ctx) {
-  SPECPLAN_RETURN_IF_ERROR(CheckContext("batch", options, ctx));
-  std::unique_ptr<BatchStrategy> s(new BatchStrategy(options, ctx));
-  s->planner_ = std::make_unique<BatchStepPlanner>(options, s->latency_, ctx.backend);
-  SPECPLAN_RETURN_IF_ERROR(s->SeedGate(options, ctx));
-  return s;
-}
-
 BatchStrategy::BatchStrategy(const StrategyOptions& options, const StrategyContext& ctx)
-    : GatedChainStrategy(options, ctx), fixed_step_s_(options.batch_draft_step_s) {}
+    : GatedChainStrategy(options, ctx),
+      fixed_step_s_(options.batch_draft_step_s),
+      planner_(std::make_unique<BatchStepPlanner>(options, latency_, ctx.backend)) {}
 
 costmodel::DrafterCost BatchStrategy::drafter_cost() const {
   costmodel::DrafterCost dc;

@@ -57,12 +57,9 @@ class BatchStepPlanner {
   std::vector<planner::BatchRequest> requests_;
 };
 
+// Made by GatedChainStrategy::Create.
 class BatchStrategy final : public GatedChainStrategy {
  public:
-  // ctx.draft and ctx.latency (T_verify) must be non-null.
-  static absl::StatusOr<std::unique_ptr<BatchStrategy>> Create(const StrategyOptions& options,
-                                                               const StrategyContext& ctx);
-
   const char* Name() const override { return StrategyName(Strategy::kBatch); }
   // A batch of one: the gate, DraftMarginals, then the batch planner over this sequence alone.
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
@@ -79,6 +76,7 @@ class BatchStrategy final : public GatedChainStrategy {
   costmodel::DrafterCost drafter_cost() const;
 
  private:
+  friend class GatedChainStrategy;  // Create
   BatchStrategy(const StrategyOptions& options, const StrategyContext& ctx);
 
   double fixed_step_s_;                        // StrategyOptions::batch_draft_step_s

@@ -6,14 +6,6 @@
 
 namespace specplan::runtime {
 
-absl::StatusOr<std::unique_ptr<BestFirstStrategy>> BestFirstStrategy::Create(
-    const StrategyOptions& options, const StrategyContext& ctx) {
-  SPECPLAN_RETURN_IF_ERROR(CheckContext("bestfirst", options, ctx));
-  std::unique_ptr<BestFirstStrategy> s(new BestFirstStrategy(options, ctx));
-  SPECPLAN_RETURN_IF_ERROR(s->SeedGate(options, ctx));
-  return s;
-}
-
 BestFirstStrategy::BestFirstStrategy(const StrategyOptions& options, const StrategyContext& ctx)
     : GatedChainStrategy(options, ctx), planner_options_(options.bestfirst), backend_(ctx.backend) {
   if (planner_options_.n_max > options.max_tree_nodes) {

@@ -18,18 +18,15 @@
 
 namespace specplan::runtime {
 
+// Made by GatedChainStrategy::Create. options.bestfirst.n_max is capped at options.max_tree_nodes.
 class BestFirstStrategy final : public GatedChainStrategy {
  public:
-  // ctx.draft and ctx.latency (T_verify) must be non-null. options.bestfirst.n_max is capped at
-  // options.max_tree_nodes.
-  static absl::StatusOr<std::unique_ptr<BestFirstStrategy>> Create(const StrategyOptions& options,
-                                                                   const StrategyContext& ctx);
-
   const char* Name() const override { return StrategyName(Strategy::kBestFirst); }
   absl::Status BuildTree(const DecodeState& state, planner::Tree* tree) override;
   absl::Status Observe(const planner::Tree& tree, const planner::AcceptResult& accept) override;
 
  private:
+  friend class GatedChainStrategy;  // Create
   BestFirstStrategy(const StrategyOptions& options, const StrategyContext& ctx);
 
   planner::BestFirstOptions planner_options_;

@@ -36,7 +36,7 @@ absl::StatusOr<std::unique_ptr<DraftStrategy>> CreateDraftStrategy(const Strateg
     case Strategy::kDynaTree:
       return DraftTreeStrategy::Create(options.strategy, options, ctx);
     case Strategy::kBestFirst:
-      return BestFirstStrategy::Create(options, ctx);
+      return GatedChainStrategy::Create<BestFirstStrategy>(Strategy::kBestFirst, options, ctx);
     case Strategy::kLookup:
       return std::make_unique<LookupStrategy>(
           options.ngram, ctx.target->config().vocab_size,
@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<DraftStrategy>> CreateDraftStrategy(const Strateg
     case Strategy::kMerged:
       return MergedStrategy::Create(options, ctx);
     case Strategy::kBatch:
-      return BatchStrategy::Create(options, ctx);
+      return GatedChainStrategy::Create<BatchStrategy>(Strategy::kBatch, options, ctx);
     case Strategy::kHeads:
     case Strategy::kCausal:
       return HeadsStrategy::Create(options, ctx);

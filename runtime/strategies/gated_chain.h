@@ -7,6 +7,7 @@
 #define SPECPLAN_RUNTIME_STRATEGIES_GATED_CHAIN_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "planner/acceptance/speculation_gate.h"
@@ -17,6 +18,19 @@ namespace specplan::runtime {
 
 class GatedChainStrategy : public DraftStrategy {
  public:
+  // Strategy S (`which`: bestfirst or batch) for options and ctx: InvalidArgument "strategy
+  // <name>: needs a draft model" without ctx.draft and the gate options' errors, then S(options,
+  // ctx) with its own gate given its first draft-level seconds (SeedDraftLevel). ctx.latency
+  // (T_verify) must be non-null. S makes GatedChainStrategy its friend.
+  template <typename S>
+  static absl::StatusOr<std::unique_ptr<S>> Create(Strategy which, const StrategyOptions& options,
+                                                   const StrategyContext& ctx) {
+    if (absl::Status st = CheckContext(StrategyName(which), options, ctx); !st.ok()) return st;
+    std::unique_ptr<S> s(new S(options, ctx));
+    if (absl::Status st = s->SeedGate(options, ctx); !st.ok()) return st;
+    return s;
+  }
+
   void Reset() override { drafter_.Reset(); }
   const DrafterCounters* drafter_counters() const override { return &drafter_.counters(); }
   const planner::GateStats* gate_stats() const override {
@@ -39,11 +53,10 @@ class GatedChainStrategy : public DraftStrategy {
  protected:
   GatedChainStrategy(const StrategyOptions& options, const StrategyContext& ctx);
 
-  // InvalidArgument "strategy <name>: needs a draft model" without ctx.draft; the gate options'
-  // errors.
+  // Create's checks.
   static absl::Status CheckContext(const char* name, const StrategyOptions& options,
                                    const StrategyContext& ctx);
-  // Gives the strategy's own gate its first draft-level seconds (SeedDraftLevel).
+  // Gives the strategy's own gate its first draft-level seconds (Create).
   absl::Status SeedGate(const StrategyOptions& options, const StrategyContext& ctx) {
     return SeedDraftLevel(options, ctx, &own_gate_);
   }
