@@ -284,9 +284,24 @@ class CuptiTimer : public PassTimer {
 
 namespace {
 
-// What a timer this build lacks answers: "<timer>: not in this build (configure with
-// -DSPECPLAN_WITH_CUPTI=ON where <library> is found)".
-[[maybe_unused]] absl::Status NotInThisBuild(const char* timer, const char* library) {
+// A CUDA timer's Create, null in a build without that timer.
+using TimerFactory = absl::StatusOr<std::unique_ptr<PassTimer>> (*)(int device_index);
+#if SPECPLAN_HAVE_CUDA
+constexpr TimerFactory kCudaEventTimer = &CudaEventTimer::Create;
+#else
+constexpr TimerFactory kCudaEventTimer = nullptr;
+#endif
+#if SPECPLAN_HAVE_CUPTI
+constexpr TimerFactory kCuptiTimer = &CuptiTimer::Create;
+#else
+constexpr TimerFactory kCuptiTimer = nullptr;
+#endif
+
+// factory(device_index); a timer this build lacks (a null factory) answers "<timer>: not in this
+// build (configure with -DSPECPLAN_WITH_CUPTI=ON where <library> is found)".
+absl::StatusOr<std::unique_ptr<PassTimer>> MakeIfBuilt(TimerFactory factory, int device_index,
+                                                       const char* timer, const char* library) {
+  if (factory != nullptr) return factory(device_index);
   return absl::UnimplementedError(
       absl::StrCat(timer, ": not in this build (configure with -DSPECPLAN_WITH_CUPTI=ON where ",
                    library, " is found)"));
@@ -298,21 +313,11 @@ bool BuiltWithCudaTimers() { return SPECPLAN_HAVE_CUDA != 0; }
 bool BuiltWithCupti() { return SPECPLAN_HAVE_CUPTI != 0; }
 
 absl::StatusOr<std::unique_ptr<PassTimer>> MakeCudaEventTimer(int device_index) {
-#if SPECPLAN_HAVE_CUDA
-  return CudaEventTimer::Create(device_index);
-#else
-  (void)device_index;
-  return NotInThisBuild("cuda_events", "CUDA");
-#endif
+  return MakeIfBuilt(kCudaEventTimer, device_index, "cuda_events", "CUDA");
 }
 
 absl::StatusOr<std::unique_ptr<PassTimer>> MakeCuptiTimer(int device_index) {
-#if SPECPLAN_HAVE_CUPTI
-  return CuptiTimer::Create(device_index);
-#else
-  (void)device_index;
-  return NotInThisBuild("cupti", "CUPTI");
-#endif
+  return MakeIfBuilt(kCuptiTimer, device_index, "cupti", "CUPTI");
 }
 
 int CudaDeviceCount() {
