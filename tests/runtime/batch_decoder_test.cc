@@ -110,7 +110,6 @@ class BatchGreedyTest : public testing::StrategyAndDraftTest {};
 // different lengths (so sequences finish at different steps and newcomers join).
 TEST_P(BatchGreedyTest, EqualsArPerPrompt) {
   const Strategy strategy = ParamStrategy();
-  const testing::DraftKind& kind = ParamDraftKind();
   for (uint64_t seed : {41u, 42u}) {
     const auto [target, draft] = ParamModels(seed);
     const int new_tokens = 14;
@@ -125,8 +124,7 @@ TEST_P(BatchGreedyTest, EqualsArPerPrompt) {
       BatchCounters counters;
       const auto out = Batched(*target, draft.get(), o, b, prompts, new_tokens, &counters);
       for (size_t i = 0; i < prompts.size(); ++i) {
-        EXPECT_EQ(out[i], ar[i]) << StrategyName(strategy) << " draft " << kind.name << " seed "
-                                 << seed << " batch " << b << " prompt " << i;
+        EXPECT_EQ(out[i], ar[i]) << RunName(seed) << " batch " << b << " prompt " << i;
       }
       EXPECT_LE(counters.mean_batch(), b);
       EXPECT_EQ(counters.decode.prompts, 7);

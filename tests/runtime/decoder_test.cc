@@ -16,7 +16,6 @@ namespace specplan::runtime {
 namespace {
 
 using testing::DecodeAlone;
-using testing::RandomTokens;
 using testing::ReferenceGreedy;
 using testing::TinyModel;
 
@@ -48,7 +47,7 @@ TEST_P(GreedyExactTest, EqualsArTokens) {
       DecodeCounters counters;
       std::vector<planner::TokenId> spec =
           DecodeAlone(*target, draft.get(), UngatedOptions(), prompt, new_tokens, &counters);
-      EXPECT_EQ(spec, ar) << StrategyName(strategy) << " draft " << kind.name << " seed " << seed;
+      EXPECT_EQ(spec, ar) << RunName(seed);
       accepted += counters.accepted();
       drafted += counters.drafted();
       iterations += counters.iterations();

@@ -62,6 +62,13 @@ class StrategyAndDraftTest : public ::testing::TestWithParam<StrategyAndDraft> {
     return o;
   }
 
+  // What a failure of the parameter's run on the models of `seed` names: "<strategy> draft <kind>
+  // seed <seed>".
+  std::string RunName(uint64_t seed) const {
+    return std::string(StrategyName(ParamStrategy())) + " draft " + ParamDraftKind().name +
+           " seed " + std::to_string(seed);
+  }
+
   // The tiny target with weights `seed` and the parameter's draft for it.
   struct TargetAndDraft {
     std::unique_ptr<Transformer> target, draft;
