@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
                  "to record")
       ->required();
   app.add_option("--config", o.config, "HuggingFace config.json (file or directory) of the target");
-  app.add_option("--dtype", o.dtype, "fp32 | bf16 | fp16 (default: fp32 on CPU, bf16 on CUDA)");
+  specplan::runtime::AddDtypeFlag(app, &o.dtype, "default: fp32 on CPU, bf16 on CUDA");
   // The grid flags: the flag, its help, its smallest entry, the option it sets and the flag's
   // text, parsed after the command line (none: CalibrateOptions' defaults for the device).
   struct Grid {
@@ -126,8 +126,8 @@ int main(int argc, char** argv) {
   app.add_flag("--force", o.force,
                "Calibrate even if --gpu does not match the device, and allow writing into the "
                "shipped profiles directory (calib/), over the profiles specplan ships");
-  app.add_option("--device", o.device,
-                 "cpu | cuda | cuda:N (default: cpu for --gpu cpu, else cuda when available)");
+  specplan::runtime::AddDeviceFlag(app, &o.device,
+                                   "default: cpu for --gpu cpu, else cuda when available");
   app.add_option("--seed", o.seed,
                  "Seed of the random weights, trees, held-out split and k-fold shuffle")
       ->capture_default_str();

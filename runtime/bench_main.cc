@@ -582,7 +582,7 @@ int main(int argc, char** argv) {
       "sequences decoded together, one verification pass per step; a waiting prompt "
       "joins as soon as one finishes");
   specplan::runtime::AddDeviceFlag(app, &args.device);
-  app.add_option("--dtype", args.dtype, "fp32 | bf16 | fp16")->capture_default_str();
+  specplan::runtime::AddDtypeFlag(app, &args.dtype);
   app.add_option("--json", args.json_out, "write the report (outputs and metrics) here");
   app.add_option("--seed", args.seed, "random-weight and sampling seed")->capture_default_str();
   specplan::runtime::AddThreadsFlag(app, &args.threads);

@@ -32,9 +32,26 @@ inline CLI::Option* AddThreadsFlag(CLI::App& app, int* threads) {
   return app.add_option("--threads", *threads, "torch intra-op threads (0 = default)");
 }
 
-// --device: where the models run (runtime::ParseDevice reads it).
-inline CLI::Option* AddDeviceFlag(CLI::App& app, std::string* device) {
-  return app.add_option("--device", *device, "cpu | cuda | cuda:N")->capture_default_str();
+// "<values>", or "<values> (<note>)" with a note: the help of a flag whose values every tool
+// shares.
+inline std::string FlagHelp(std::string_view values, std::string_view note) {
+  std::string help(values);
+  if (!note.empty()) help.append(" (").append(note).append(")");
+  return help;
+}
+
+// --device: where the models run (runtime::ParseDevice reads it); `note` says more (the tool's
+// default when it is not a value).
+inline CLI::Option* AddDeviceFlag(CLI::App& app, std::string* device, std::string_view note = "") {
+  return app.add_option("--device", *device, FlagHelp("cpu | cuda | cuda:N", note))
+      ->capture_default_str();
+}
+
+// --dtype: the models' weights and activations (runtime::ParseDtype reads it); `note` as
+// AddDeviceFlag's.
+inline CLI::Option* AddDtypeFlag(CLI::App& app, std::string* dtype, std::string_view note = "") {
+  return app.add_option("--dtype", *dtype, FlagHelp("fp32 | bf16 | fp16", note))
+      ->capture_default_str();
 }
 
 // An option that takes one of `choices` (CLI11 refuses any other while parsing); --help shows the

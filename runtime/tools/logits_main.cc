@@ -206,8 +206,7 @@ int main(int argc, char** argv) {
                  "also write FILE.safetensors with input_ids (int64 [T]) and logits "
                  "(float32 [T][V])");
   specplan::runtime::AddDeviceFlag(app, &args.device);
-  app.add_option("--dtype", args.dtype, "fp32 | bf16 | fp16 (logits are written as float32)")
-      ->capture_default_str();
+  specplan::runtime::AddDtypeFlag(app, &args.dtype, "logits are written as float32");
   app.add_option("--seed", args.seed, "weight seed for random: models")->capture_default_str();
   specplan::runtime::AddThreadsFlag(app, &args.threads);
   CLI11_PARSE(app, argc, argv);
