@@ -149,6 +149,90 @@ class FrontierHeap {
   std::vector<FrontierKey> v_;
 };
 
+// (hi, lo) = the larger of the keys (hi, lo) and (b_hi, b_lo), without a jump: the tournament
+// below is one chain of these, and GCC compiles `less ? b : a` on the keys into a jump over a
+// vector move, mispredicted about every other time there. On x86-64 the comparison's borrow drives
+// two conditional moves (a few cycles a step); elsewhere the plain selection.
+inline void MaxKeyInPlace(uint64_t& hi, uint64_t& lo, uint64_t b_hi, uint64_t b_lo) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  uint64_t t;
+  asm("cmp %[blo], %[lo]\n\t"  // lo - b_lo: borrow when lo < b_lo
+      "mov %[hi], %[t]\n\t"
+      "sbb %[bhi], %[t]\n\t"  // hi - b_hi - borrow: borrow when (hi, lo) < (b_hi, b_lo)
+      "cmovc %[blo], %[lo]\n\t"
+      "cmovc %[bhi], %[hi]"
+      : [hi] "+r"(hi), [lo] "+r"(lo), [t] "=&r"(t)
+      : [bhi] "r"(b_hi), [blo] "r"(b_lo)
+      : "cc");
+#else
+  if (FrontierKeyLess({hi, lo}, {b_hi, b_lo})) hi = b_hi, lo = b_lo;
+#endif
+}
+
+// FrontierTournament: the largest key over a fixed set of slots (a "winner tree"), for frontiers
+// whose candidates are the heads of a known set of sorted streams (marginals_frontier.h: one slot
+// per (depth, rank)), or of a known set of requests (batch_plan.cc's merge).
+//
+// Layout: a complete binary tree in one array: node 1 is the root, node j has children 2j and
+// 2j + 1, and slot s is the leaf size + s (size = slots rounded up to a power of two). Every inner
+// node holds the larger key of its two children, so the root holds the maximum. Changing a slot
+// replays its path to the root, one comparison with the sibling per level. Why this is faster than
+// the heap for these frontiers: the path and the siblings' addresses depend only on the slot, so
+// the loads do not wait for the comparisons, the maximum is taken with conditional moves, and the
+// walk always has log2(size) levels; a heap's sift stops at a data-dependent level, a mispredicted
+// jump about every other pop (perf, docs/planner.md). An empty slot holds the zero key, which is
+// below every real key: a real key's lo = ~tie is never 0 (the tie-breaker's depth is < 255).
+class FrontierTournament {
+ public:
+  // Sets `slots` empty slots (at least one). Keeps capacity.
+  void Reset(size_t slots) {
+    size_ = 1;
+    while (size_ < slots) size_ *= 2;
+    v_.assign(2 * size_, FrontierKey{});
+  }
+  bool empty() const { return (v_[1].hi | v_[1].lo) == 0; }
+  const FrontierKey& top() const { return v_[1]; }
+
+  // Sets slot s to `key` (FrontierKey{} empties it) and replays its path.
+  void Set(size_t s, const FrontierKey& key) {
+    FrontierKey* v = v_.data();
+    size_t j = size_ + s;
+    v[j] = key;
+    uint64_t hi = key.hi, lo = key.lo;  // the winner so far
+    for (; j > 1; j >>= 1) {
+      MaxKeyInPlace(hi, lo, v[j ^ 1].hi, v[j ^ 1].lo);
+      v[j >> 1].hi = hi;
+      v[j >> 1].lo = lo;
+    }
+  }
+
+  // Sets the `count` slots first, first + 1, ... to key_of(0), key_of(1), ... and replays their
+  // paths once, level by level: a wake of w adjacent streams costs about 2w + log2(size)
+  // comparisons, not w log2(size).
+  template <class KeyOf>
+  void SetRange(size_t first, size_t count, KeyOf key_of) {
+    if (count == 0) return;
+    FrontierKey* v = v_.data();
+    size_t a = size_ + first;
+    size_t b = a + count - 1;
+    for (size_t j = a; j <= b; ++j) v[j] = key_of(j - a);
+    while (a > 1) {
+      a >>= 1;
+      b >>= 1;
+      for (size_t j = a; j <= b; ++j) {
+        uint64_t hi = v[2 * j].hi, lo = v[2 * j].lo;
+        MaxKeyInPlace(hi, lo, v[2 * j + 1].hi, v[2 * j + 1].lo);
+        v[j].hi = hi;
+        v[j].lo = lo;
+      }
+    }
+  }
+
+ private:
+  size_t size_ = 1;             // leaves: a power of two >= the slots
+  std::vector<FrontierKey> v_;  // [2 * size_] v_[1] the root, v_[size_ + s] slot s; v_[0] unused
+};
+
 }  // namespace specplan::planner
 
 #endif  // SPECPLAN_PLANNER_MARGINALS_FRONTIER_HEAP_H_

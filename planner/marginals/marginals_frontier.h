@@ -4,11 +4,13 @@
 // count from the root, d = 0). So for a fixed (d, r) the candidates "child r of a depth-(d - 1)
 // node" come in the parents' pop order with non-increasing score rho(p) * q_d[r]: they form a
 // sorted stream over the list of depth-(d - 1) nodes in pop order (a linked list through the tree's
-// node indices). The frontier keeps a heap (FrontierHeap) of the head of every non-empty stream, at
-// most gamma * k entries. A pop moves that stream to the popped node's successor in the list and
-// replaces the heap's top by the new head: one sift-down, where the lazy frontier (best_first.h)
-// pops and then pushes the popped node's next sibling and first child into a heap of up to 2n
-// entries.
+// node indices). The frontier keeps the head of every stream in a tournament tree
+// (FrontierTournament, frontier_heap.h) with one slot per (d, r), gamma * k slots, empty while the
+// stream waits. A pop moves that stream to the popped node's successor in the list and sets its
+// slot to the new head: one replay of log2(gamma * k) branch-free steps, where the lazy frontier
+// (best_first.h) pops and then pushes the popped node's next sibling and first child into a heap of
+// up to 2n entries. (A 4-ary heap of the stream heads, used before, spent most of the planner's
+// time in its sift's mispredicted early stop.)
 //
 // The pop order equals the lazy frontier's node for node. Both pop the largest key among the
 // children of popped nodes: the head of stream (d, r) may be child r of p before child r - 1 of p
@@ -50,8 +52,7 @@ class MarginalsFrontier {
     const int gamma = gamma_;
     last_.assign(static_cast<size_t>(gamma), -1);
     waiting_.assign(static_cast<size_t>(gamma), m->k);
-    heap_.clear();
-    heap_.reserve(static_cast<size_t>(gamma) * m->k);  // every stream's head at most
+    heads_.Reset(static_cast<size_t>(std::max(gamma, 1)) * std::max(m->k, 1));
     if (gamma > 0) ExpandAt(0, 0);
   }
 
@@ -61,13 +62,13 @@ class MarginalsFrontier {
     if (next_.size() <= static_cast<size_t>(n_max)) next_.resize(static_cast<size_t>(n_max) + 1);
   }
 
-  bool empty() const { return heap_.empty(); }
-  const FrontierKey& top() const { return heap_.top(); }
+  bool empty() const { return heads_.empty(); }
+  const FrontierKey& top() const { return heads_.top(); }
 
   // Removes the best candidate and returns it. Requires !empty(). The caller adds it to the tree
   // and, to let its children in, calls Expand with the new node.
   FrontierCandidate Pop() {
-    const uint64_t tie = heap_.top().tie();
+    const uint64_t tie = heads_.top().tie();
     FrontierCandidate c;
     c.depth = TieDepth(tie);
     c.parent = TieParent(tie);
@@ -78,10 +79,11 @@ class MarginalsFrontier {
     c.token = tokens_[row + c.rank];
     // Move stream (depth, rank) to the parent's successor at its depth.
     const int32_t next = next_[c.parent];
+    const size_t slot = row + c.rank;  // stream (depth, rank)
     if (next >= 0) {
-      heap_.ReplaceTop(Key(next, c.depth, c.rank, q));
+      heads_.Set(slot, Key(next, c.depth, c.rank, q));
     } else {
-      heap_.pop();
+      heads_.Set(slot, FrontierKey{});     // the stream waits for its next parent
       waiting_[c.depth - 1] = c.rank + 1;  // ranks 0..rank have all caught up (see the header)
     }
     return c;
@@ -104,8 +106,10 @@ class MarginalsFrontier {
     if (last_[depth] >= 0) next_[last_[depth]] = node;
     last_[depth] = node;
     int& w = waiting_[depth];
-    const size_t row = static_cast<size_t>(depth) * k_;
-    for (int r = 0; r < w; ++r) heap_.push(Key(node, depth + 1, r, probs_[row + r]));
+    const size_t row = static_cast<size_t>(depth) * k_;  // streams (depth + 1, r) are slots row + r
+    heads_.SetRange(row, static_cast<size_t>(w), [&](size_t r) {
+      return Key(node, depth + 1, static_cast<int>(r), probs_[row + r]);
+    });
     w = 0;
   }
 
@@ -125,7 +129,7 @@ class MarginalsFrontier {
                                // yet; entries of nodes not expanded in this run are stale
   std::vector<int32_t> last_;  // [gamma] last expanded node at depth d, -1 = none
   std::vector<int> waiting_;   // [gamma] streams of depth d + 1 caught up: ranks 0..w-1
-  FrontierHeap heap_;          // heads of the non-empty streams
+  FrontierTournament heads_;   // [gamma * k] head of stream (d, r) in slot (d - 1) * k + r
 };
 
 }  // namespace specplan::planner
