@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "ops/validate.h"
+#include "planner/tree/tree.h"
 #include "util/atomic_file.h"
 #include "whatif/trace.h"
 
@@ -34,6 +36,12 @@ void AddBudgetOptions(CLI::App* cmd, int* n_max, int* budget, int max,
   group->require_option(1);
 }
 
+CLI::Option* AddTreeNMaxOption(CLI::App* cmd, int* n_max, int min, const std::string& help) {
+  return cmd->add_option("--n-max", *n_max, help)
+      ->check(CLI::Range(min, planner::kMaxTreeNodes - 1))
+      ->capture_default_str();
+}
+
 CLI::Option* AddDraftTimeOption(CLI::App* cmd, double* t_draft_ms, const std::string& help) {
   return cmd->add_option("--t-draft-ms", *t_draft_ms, help)->check(CLI::NonNegativeNumber);
 }
@@ -58,6 +66,22 @@ bool LayoutWithoutJson(std::string_view cmd, const std::string& layout, bool jso
   if (layout.empty() || json) return false;
   std::cerr << cmd << "--layout " << layout << " needs --json\n";
   return true;
+}
+
+CLI::Option* AddJsonFlag(CLI::App* cmd, bool* json, std::string_view what) {
+  return cmd->add_flag("--json", *json, absl::StrCat("Print one JSON object", std::string(what)));
+}
+
+CLI::Option* AddCachedContextOption(CLI::App* cmd, int64_t* c) {
+  return cmd->add_option("--c", *c, "Cached context tokens")
+      ->required()
+      ->check(CLI::Range(int64_t{0}, ops::kMaxContext));
+}
+
+CLI::Option* AddForceFlag(CLI::App* cmd, bool* force) {
+  return cmd->add_flag("--force", *force,
+                       "Allow writing into the shipped profiles directory (calib/, or "
+                       "$SPECPLAN_CALIB_DIR), over the profiles specplan ships");
 }
 
 CLI::Option* AddTraceOption(CLI::App* cmd, std::string* trace, std::string_view kind) {

@@ -1,10 +1,13 @@
 // What the `specplan` subcommands share besides their cost flags (cli/cost_flags.h): printing an
-// error after the command's name, the --server, --n-max / --budget and SGLang layout options, the
-// budget mode those options choose, and writing a --plot PNG.
+// error after the command's name, the options several commands take (--server, --n-max / --budget,
+// the SGLang layout options, --json, --c, --force, ...; each named and checked here once, with the
+// help a command gives where it says more), the budget mode those options choose, and writing a
+// --plot PNG.
 #ifndef SPECPLAN_CLI_COMMAND_UTIL_H_
 #define SPECPLAN_CLI_COMMAND_UTIL_H_
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -43,6 +46,10 @@ CLI::Option* AddServerOption(CLI::App* cmd, std::string* server, std::string_vie
 void AddBudgetOptions(CLI::App* cmd, int* n_max, int* budget, int max,
                       const std::string& n_max_help, const std::string& budget_help);
 
+// --n-max N, in [min, planner::kMaxTreeNodes - 1] (one tree's draft nodes), its default shown: as
+// `help` says for the command.
+CLI::Option* AddTreeNMaxOption(CLI::App* cmd, int* n_max, int min, const std::string& help);
+
 // The mode and n_max --n-max / --budget / --scan choose: --budget N: kFixed with n_max N; else
 // kScan (--scan) or kController with n_max = --n-max.
 template <typename Options>
@@ -67,6 +74,17 @@ void AddSglangLayoutOptions(CLI::App* cmd, CLI::Option* layout, std::string* tre
                             int* draft_token_num, const std::string& draft_token_num_help);
 // True after printing "<cmd>--layout X needs --json" when a layout is asked for without --json.
 bool LayoutWithoutJson(std::string_view cmd, const std::string& layout, bool json);
+
+// --json: "Print one JSON object<what>" (what the object holds, or what it replaces).
+CLI::Option* AddJsonFlag(CLI::App* cmd, bool* json, std::string_view what = "");
+
+// --c C (required), in [0, 2^24] (ops::kMaxContext): the cached context tokens the pass verifies
+// over.
+CLI::Option* AddCachedContextOption(CLI::App* cmd, int64_t* c);
+
+// --force: allows writing a profile into the shipped profiles directory (the check is
+// util/shipped_dir.h CheckNotShipped, the operation's or the command's).
+CLI::Option* AddForceFlag(CLI::App* cmd, bool* force);
 
 // --trace FILE: "<kind> trace (JSONL, whatif/trace.h); default: the bundled trace <path>".
 CLI::Option* AddTraceOption(CLI::App* cmd, std::string* trace, std::string_view kind);

@@ -132,9 +132,7 @@ void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
   cmd->add_flag("--kernels-only", a->kernels_only,
                 "Leave out the terms the tables do not hold (GEMM + attention + LM head only)");
   cmd->add_flag("--quiet", a->quiet, "Print nothing on success");
-  cmd->add_flag("--force", a->force,
-                "Allow writing into the shipped profiles directory (calib/, or "
-                "$SPECPLAN_CALIB_DIR), over the profiles specplan ships");
+  AddForceFlag(cmd, &a->force);
 }
 
 }  // namespace specplan::cli

@@ -225,9 +225,7 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--s", args->s, "Tokens verified in the pass (draft nodes + 1 root)")
       ->required()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  cmd->add_option("--c", args->c, "Cached context tokens")
-      ->required()
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  AddCachedContextOption(cmd, &args->c);
   cmd->add_option("--b", args->b,
                   "Sequences verified in one ragged pass, each s tokens over c cached (the "
                   "prediction is the whole pass, also given per sequence and per token)")
@@ -241,7 +239,7 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--t-light-ms", args->t_light_ms, "Light causal-correction step, ms (causal)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--json", args->json, "Print one JSON object");
+  AddJsonFlag(cmd, &args->json);
   AddAcceptanceFlags(cmd, &args->acceptance);
   cmd->add_flag("--warn-memory", args->warn_memory,
                 "Answer a pass whose weights and KV cache cannot fit in the GPU's memory, with a "

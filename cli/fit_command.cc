@@ -232,9 +232,7 @@ void RegisterFitCommand(CLI::App& app, int* exit_code) {
                   "Profile path to write. Without it a new fit is refused (its default, "
                   "calib/<gpu>/<model>-<dtype>.json, is a shipped profile) unless --force; with "
                   "--refit the default is the refitted profile itself");
-  cmd->add_flag("--force", args->force,
-                "Allow writing into the shipped profiles directory (calib/, or "
-                "$SPECPLAN_CALIB_DIR), over the profiles specplan ships");
+  AddForceFlag(cmd, &args->force);
   cmd->add_option("--holdout", args->holdout,
                   "Fraction of the samples held out of the fit and scored (0 = fit on everything; "
                   "the default model is chosen by cross-validation either way)")

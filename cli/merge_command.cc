@@ -123,7 +123,7 @@ void RegisterMergeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--c", args->c, "Cached context tokens: positions are c + depth")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  cmd->add_flag("--json", args->json, "Print JSON instead of text");
+  AddJsonFlag(cmd, &args->json, " instead of the text");
   AddServerOption(cmd, &args->server, "Merge", " instead of in-process (same output)");
 }
 

@@ -254,7 +254,7 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
                   "Per-request bound: expected ms per accepted token (cycle / Â_i) for every "
                   "request; maximises goodput under it")
       ->check(CLI::PositiveNumber);
-  cmd->add_flag("--json", args->json, "Print one JSON object");
+  AddJsonFlag(cmd, &args->json);
   AddServerOption(cmd, &args->server, "Plan",
                   " (the PlanBatch RPC) instead of in-process (same output)");
   auto* layout = cmd->add_option("--layout", args->layout,

@@ -39,6 +39,7 @@
 #include "planner/marginals/marginals.h"
 #include "planner/policies/best_first.h"
 #include "planner/tree/engine_layouts.h"
+#include "planner/tree/tree.h"
 #include "planner/tree/tree_outputs.h"
 #include "util/enum_names.h"
 
@@ -168,17 +169,15 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
                   "[[K]]*gamma}")
       ->required();
   AddCostFlags(cmd, args);
-  cmd->add_option("--c", args->c, "Cached context tokens")
-      ->required()
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
-  AddBudgetOptions(cmd, &args->n_max, &args->budget, 8191,
+  AddCachedContextOption(cmd, &args->c);
+  AddBudgetOptions(cmd, &args->n_max, &args->budget, planner::kMaxTreeNodes - 1,
                    "Controller mode: search n = 0..N draft nodes",
                    "Fixed mode: exactly min(N, lattice size) draft nodes");
   AddDraftTimeOption(cmd, &args->t_draft_ms,
                      "Draft network time, ms (per step for ar, per block otherwise)");
   cmd->add_flag("--scan", args->scan,
                 "Evaluate every n <= N and take the argmax (stepped / measured costs)");
-  cmd->add_flag("--json", args->json, "Print one JSON object");
+  AddJsonFlag(cmd, &args->json);
   AddServerOption(cmd, &args->server, "Plan", " instead of in-process (same output)");
   cmd->add_option("--repeat", args->repeat,
                   "Plan R times and report plan_us (mean per plan; round trip with --server)")

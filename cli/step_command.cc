@@ -82,7 +82,7 @@ void RegisterStepCommand(CLI::App& app, int* exit_code) {
                   "where k > 0)")
       ->required();
   cmd->add_option("--out", args->out, "Write the fitted host terms as JSON (for --host-file)");
-  cmd->add_flag("--json", args->json, "Print one JSON object");
+  AddJsonFlag(cmd, &args->json);
 }
 
 }  // namespace specplan::cli
