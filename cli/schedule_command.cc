@@ -39,21 +39,15 @@ namespace {
 
 constexpr char kCmd[] = "specplan schedule: ";
 
-struct ScheduleArgs : CostFlags {
+struct ScheduleArgs : CostFlags, ReplayFlags {
   std::string format;
-  std::string trace;
   std::string out;
   std::string batch_sizes = "1,2,4,8,16,32,64,128,256";
   int n_max = 64;
-  double t_draft_ms = 0;
-  double draft_batch_growth = whatif::kDefaultDraftBatchGrowth;
-  bool calibrate = false;
-  bool batch_scan = false;
   int min_draft_len = 0;
   bool unconstrained = false;
   std::string context_grid;
   bool quiet = false;
-  const CLI::Option* draft_batch_growth_option = nullptr;  // set when registered
   AcceptanceFlags acceptance;  // chains over the user's acceptance instead of --trace
   int64_t context = 1024;      // --acceptance of rates: every request's context
 };
@@ -148,13 +142,9 @@ bool RequestOf(const ScheduleArgs& a, ops::ScheduleRequest* req) {
   }
   ops::WhatIfConcurrencyRequest& r = req->replay;
   r.cost = a;
-  r.trace = a.trace;
-  r.t_draft_ms = a.t_draft_ms;
+  a.Fill(&r);
   r.batch_sizes = *std::move(sizes);
   r.n_max = a.n_max;
-  if (a.draft_batch_growth_option->count() > 0) r.draft_batch_growth = a.draft_batch_growth;
-  r.calibrate = a.calibrate;
-  r.batch_scan = a.batch_scan;
   req->min_draft_len = a.min_draft_len;
   req->monotone = !a.unconstrained;
   req->context = a.context;
@@ -204,11 +194,10 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
                   "Comma-separated grid of batch sizes, starting at 1 (each in [1, 4096]); the "
                   "setting chosen at a grid point applies up to the next one")
       ->capture_default_str();
-  cmd->add_option("--n-max", args->n_max,
-                  "Largest draft tree (sglang: budgets 1, 2, 3, 4, 6, 8, ... up to N nodes per "
-                  "request) and longest chain (vllm, trtllm: K up to min(N, the marginals' gamma))")
-      ->check(CLI::Range(1, 8191))
-      ->capture_default_str();
+  AddTreeNMaxOption(cmd, &args->n_max, 1,
+                    "Largest draft tree (sglang: budgets 1, 2, 3, 4, 6, 8, ... up to N nodes per "
+                    "request) and longest chain (vllm, trtllm: K up to min(N, the marginals' "
+                    "gamma))");
   AddDraftTimeOption(cmd, &args->t_draft_ms,
                      "Drafter network time of one request's draft pass, ms");
   args->draft_batch_growth_option =
@@ -217,12 +206,12 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
           "Each further request in a batched draft pass adds this fraction of one request's "
           "drafting time, T_draft(B) = T_draft(1) (1 + F (B - 1))")
           ->capture_default_str();
-  cmd->add_flag("--calibrate", args->calibrate,
-                "The batch planner (the comparison row) calibrates its surrogate online, as a "
-                "planner fed ReportAcceptance would");
-  cmd->add_flag("--batch-scan", args->batch_scan,
-                "The batch planner takes the argmax of its goodput G(N) instead of its first "
-                "decrease (for stepped, measured profiles)");
+  AddCalibrateFlag(cmd, args,
+                   "The batch planner (the comparison row) calibrates its surrogate online, as a "
+                   "planner fed ReportAcceptance would");
+  AddBatchScanFlag(cmd, args,
+                   "The batch planner takes the argmax of its goodput G(N) instead of its first "
+                   "decrease (for stepped, measured profiles)");
   cmd->add_option("--min-draft-len", args->min_draft_len,
                   "vllm, trtllm: choose among draft lengths K >= this (0 = speculation may be "
                   "off). TensorRT-LLM PR #16888 floors one-engine drafters' scheduled draft "

@@ -46,12 +46,10 @@
 namespace specplan::cli {
 namespace {
 
-struct WhatIfArgs : CostFlags {
-  std::string trace;
+struct WhatIfArgs : CostFlags, ReplayFlags {
   std::string budgets = "1,2,4,8,16,32,64,128";
   std::string strategies = "all";
   int n_max = 0;
-  double t_draft_ms = 0;
   double policy_forward_ms = 0;
   int fixed_depth = 8;
   int fixed_branch = 3;
@@ -61,11 +59,8 @@ struct WhatIfArgs : CostFlags {
   std::string plot;
   std::string server;
   std::string concurrency;  // --concurrency LIST; empty: the budget sweep
-  double draft_batch_growth = whatif::kDefaultDraftBatchGrowth;
-  bool batch_scan = false;
   bool best_fixed = false;
   bool best_chain = false;
-  bool calibrate = false;
   AcceptanceFlags acceptance;       // --acceptance: chains over the user's acceptance
   std::string batching = "copies";  // with --acceptance: copies or mixed
   std::string chains;               // with --acceptance: K list; "" = 0 .. min(k_max, 8)
@@ -224,16 +219,12 @@ int RunConcurrency(const WhatIfArgs& a, int n_max) {
   if (SweepFlagWithConcurrency(a)) return 1;
   ops::WhatIfConcurrencyRequest req;
   req.cost = a;
-  req.trace = a.trace;
-  req.t_draft_ms = a.t_draft_ms;
+  a.Fill(&req);
   req.batch_sizes = *sizes;
   req.recorded = recorded;
   req.n_max = n_max;
-  if (Given(a, "--draft-batch-growth")) req.draft_batch_growth = a.draft_batch_growth;
-  req.batch_scan = a.batch_scan;
   req.best_fixed = a.best_fixed;
   req.best_chain = a.best_chain;
-  req.calibrate = a.calibrate;
   return RunWhatIfConcurrency(req, a.json, a.plot);
 }
 
@@ -330,11 +321,9 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                   "Comma-separated: bestfirst, controller, scan, dynatree, fixed, linear, or all "
                   "(see planner/strategy.h)")
       ->capture_default_str();
-  cmd->add_option("--n-max", args->n_max,
-                  "Controller/scan search n = 0..N draft nodes (0: the largest budget); with "
-                  "--concurrency: per request, and fixed's size")
-      ->check(CLI::Range(0, 8191))
-      ->capture_default_str();
+  AddTreeNMaxOption(cmd, &args->n_max, 0,
+                    "Controller/scan search n = 0..N draft nodes (0: the largest budget); with "
+                    "--concurrency: per request, and fixed's size");
   AddDraftTimeOption(cmd, &args->t_draft_ms,
                      "Marginals drafter network time, ms (per step for ar, per block otherwise)");
   cmd->add_option("--policy-forward-ms", args->policy_forward_ms,
@@ -350,7 +339,7 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                   "fixed tau: minimum draft prob of a kept candidate")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
+  AddJsonFlag(cmd, &args->json, " instead of the table");
   cmd->add_flag("--per-step", args->per_step, "JSON: add every row's per-step results");
   cmd->add_option("--plot", args->plot,
                   "Write a PNG: speedup and accepted length vs budget, controller and oracle "
@@ -365,15 +354,17 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                   "request) and batch, and the B where speculation stops paying; or \"recorded\": "
                   "replay a batch run's recorded passes (specplan-bench --batch B --record-trace) "
                   "as they happened; in-process only");
-  AddDraftBatchGrowthOption(
-      cmd, &args->draft_batch_growth,
-      "With --concurrency: each further request in a batched draft pass adds this fraction of one "
-      "request's drafting time, T_draft(B) = T_draft(1) (1 + F (B - 1)); 0 = a weight-bound "
-      "drafter whose batched pass costs what one request's does")
-      ->capture_default_str();
-  cmd->add_flag("--batch-scan", args->batch_scan,
-                "With --concurrency: the batch planner takes the argmax of its goodput G(N) "
-                "instead of stopping at its first decrease (for measured, stepped profiles)");
+  args->draft_batch_growth_option =
+      AddDraftBatchGrowthOption(
+          cmd, &args->draft_batch_growth,
+          "With --concurrency: each further request in a batched draft pass adds this fraction of "
+          "one "
+          "request's drafting time, T_draft(B) = T_draft(1) (1 + F (B - 1)); 0 = a weight-bound "
+          "drafter whose batched pass costs what one request's does")
+          ->capture_default_str();
+  AddBatchScanFlag(cmd, args.get(),
+                   "With --concurrency: the batch planner takes the argmax of its goodput G(N) "
+                   "instead of stopping at its first decrease (for measured, stepped profiles)");
   cmd->add_flag("--best-fixed", args->best_fixed,
                 "With --concurrency: add a best-fixed row per B, the static budget (of 1, 2, 3, "
                 "4, 6, 8, ... up to --n-max, or none) with the highest throughput at that B, "
@@ -382,11 +373,12 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                 "With --concurrency: add a best-chain row per B, the top-1 chain length K (1 .. "
                 "the marginals' gamma, or none) with the highest throughput at that B: the best a "
                 "per-batch-size draft length (vLLM, TensorRT-LLM) could do");
-  cmd->add_flag("--calibrate", args->calibrate,
-                "Calibrate the surrogate online: controller, scan (and with --concurrency the "
-                "batch planner) price a node at s x rho, s = realised over promised draft tokens "
-                "so far (planner::AcceptanceEstimator::surrogate_scale), as a planner fed "
-                "ReportAcceptance would");
+  AddCalibrateFlag(
+      cmd, args.get(),
+      "Calibrate the surrogate online: controller, scan (and with --concurrency the "
+      "batch planner) price a node at s x rho, s = realised over promised draft "
+      "tokens so far (planner::AcceptanceEstimator::surrogate_scale), as a planner fed "
+      "ReportAcceptance would");
   AddAcceptanceFlags(cmd, &args->acceptance);
   cmd->add_option("--batching", args->batching,
                   "With --acceptance of a per-step trace: copies (each request as B identical "

@@ -57,6 +57,22 @@ std::vector<plot::Chart> MakeConcurrencyCharts(const whatif::ConcurrencyReport& 
 
 }  // namespace
 
+CLI::Option* AddCalibrateFlag(CLI::App* cmd, ReplayFlags* flags, const std::string& help) {
+  return cmd->add_flag("--calibrate", flags->calibrate, help);
+}
+
+CLI::Option* AddBatchScanFlag(CLI::App* cmd, ReplayFlags* flags, const std::string& help) {
+  return cmd->add_flag("--batch-scan", flags->batch_scan, help);
+}
+
+void ReplayFlags::Fill(ops::WhatIfConcurrencyRequest* req) const {
+  req->trace = trace;
+  req->t_draft_ms = t_draft_ms;
+  if (draft_batch_growth_option->count() > 0) req->draft_batch_growth = draft_batch_growth;
+  req->calibrate = calibrate;
+  req->batch_scan = batch_scan;
+}
+
 absl::Status WhatIfErrorInFlags(const absl::Status& status) {
   if (absl::StartsWith(status.message(), "trace ")) {
     return absl::Status(status.code(), absl::StrCat("--", status.message()));

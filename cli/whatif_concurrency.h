@@ -1,15 +1,41 @@
 // What `specplan whatif` prints, and its --concurrency and --acceptance forms: each calls its
 // operation (ops/whatif_op.h) and prints the result: the JSON form (ops::ToJson), or the source's
-// header lines and the result's table, and a --plot PNG drawn from the result.
+// header lines and the result's table, and a --plot PNG drawn from the result. Also the flags of
+// the replay with B requests in flight that whatif --concurrency and schedule share.
 #ifndef SPECPLAN_CLI_WHATIF_CONCURRENCY_H_
 #define SPECPLAN_CLI_WHATIF_CONCURRENCY_H_
 
+#include <CLI/CLI.hpp>
 #include <string>
 
 #include "absl/status/status.h"
 #include "ops/whatif_op.h"
+#include "whatif/concurrency.h"
 
 namespace specplan::cli {
+
+// The flags of a replay with B requests in flight (ops::WhatIfConcurrencyRequest) that whatif
+// --concurrency and schedule share: a command's Args derives from ReplayFlags and registers each
+// flag with its own help (AddTraceOption, AddDraftTimeOption, AddDraftBatchGrowthOption, which
+// sets draft_batch_growth_option, and --calibrate, --batch-scan); Fill reads them into the request
+// in one place.
+struct ReplayFlags {
+  std::string trace;                                             // --trace; "" = the bundled trace
+  double t_draft_ms = 0;                                         // --t-draft-ms
+  double draft_batch_growth = whatif::kDefaultDraftBatchGrowth;  // --draft-batch-growth F
+  const CLI::Option* draft_batch_growth_option = nullptr;        // set when registered
+  bool calibrate = false;   // --calibrate: the batch planner calibrates its surrogate online
+  bool batch_scan = false;  // --batch-scan: the batch planner takes the argmax of G(N)
+
+  // The request's trace, t_draft_ms, calibrate and batch_scan, and its draft_batch_growth when
+  // --draft-batch-growth was given (else the request's own default stays).
+  void Fill(ops::WhatIfConcurrencyRequest* req) const;
+};
+
+// --calibrate and --batch-scan, bound to `flags` (which must outlive the parse), as `help` says
+// for the command.
+CLI::Option* AddCalibrateFlag(CLI::App* cmd, ReplayFlags* flags, const std::string& help);
+CLI::Option* AddBatchScanFlag(CLI::App* cmd, ReplayFlags* flags, const std::string& help);
 
 // An operation's error in the words of whatif's flags: "trace <msg>" -> "--trace <msg>", the cost
 // request's fields as their flags (CostErrorInFlags); a replay's "<trace path>: ..." as it is.
