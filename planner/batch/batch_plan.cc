@@ -324,16 +324,27 @@ auto BatchPlanner::PathFrontier(int i, BatchPlan* plan) {
 template <class Frontier>
 void BatchPlanner::PopAhead(Frontier& f, int i, int chunk, BatchPlan* plan) {
   Tree& tree = plan->trees[i];
-  std::vector<FrontierKey>& keys = keys_[i];
+  std::vector<FrontierKey>& keys = keys_[i];  // one per pop: keys.size() = tree.size() - 1
   int popped = tree.size() - 1;
   const int stop = std::min(cap_[i], popped + chunk);
+  if (popped >= stop) return;
+  // Written by index into arrays sized for the whole chunk, then cut to the pops made (as
+  // RunBestFirst does): five appends per pop cost about as much as the pop.
+  tree.Resize(stop + 1);
+  keys.resize(static_cast<size_t>(stop));
   while (popped < stop && !f.empty()) {
-    keys.push_back(f.top());
+    keys[static_cast<size_t>(popped)] = f.top();
     const FrontierCandidate e = f.Pop();
-    const int32_t node = tree.AddNode(e.parent, e.token, e.rho);
+    const int32_t node = ++popped;
+    tree.tokens[node] = e.token;
+    tree.parents[node] = e.parent;
+    tree.depths[node] = tree.depths[e.parent] + 1;
+    tree.path_probs[node] = e.rho;
     f.Added(node, e);
-    if (++popped < cap_[i]) f.Expand(node, e);
+    if (popped < cap_[i]) f.Expand(node, e);
   }
+  tree.Resize(popped + 1);
+  keys.resize(static_cast<size_t>(popped));
 }
 
 void BatchPlanner::Refill(int i, int chunk, BatchPlan* plan) {
@@ -360,8 +371,6 @@ void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
     plan->curve.clear();
     plan->lattice_exhausted = false;
   }
-  merge_.clear();
-  merge_.reserve(static_cast<size_t>(B));
   order_.clear();
   for (int i = 0; i < B; ++i) {
     const BatchRequest& r = requests[i];
@@ -377,8 +386,10 @@ void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
       PathFrontier(i, plan).Start(/*root_handle=*/0, /*expand_root=*/true);
     }
     Refill(i, first_chunk, plan);
-    if (!keys_[i].empty()) merge_.push(keys_[i][0]);
   }
+  merge_.Reset(static_cast<size_t>(B));
+  merge_.SetRange(0, static_cast<size_t>(B),
+                  [&](size_t i) { return keys_[i].empty() ? FrontierKey{} : keys_[i][0]; });
 }
 
 int BatchPlanner::TakeAboveOpenStreams(int n_max, BatchPlan* plan) {
@@ -404,22 +415,20 @@ int BatchPlanner::TakeAboveOpenStreams(int n_max, BatchPlan* plan) {
     return 0;
   }
   // An open stream keeps its last key (<= M); a closed one may be used up.
-  merge_.clear();
-  for (int i = 0; i < B; ++i) {
+  merge_.SetRange(0, static_cast<size_t>(B), [&](size_t i) {
     const size_t next = static_cast<size_t>(plan->n[i]);
-    if (next < keys_[i].size()) merge_.push(keys_[i][next]);
-  }
+    return next < keys_[i].size() ? keys_[i][next] : FrontierKey{};
+  });
   return c;
 }
 
 void BatchPlanner::AdvanceMerge(int i, int taken, int chunk, BatchPlan* plan) {
   std::vector<FrontierKey>& keys = keys_[i];
   if (static_cast<size_t>(taken) == keys.size()) Refill(i, chunk, plan);
-  if (static_cast<size_t>(taken) < keys.size()) {
-    merge_.ReplaceTop(keys[static_cast<size_t>(taken)]);
-  } else {
-    merge_.pop();
-  }
+  // Request i's slot holds the merge's top.
+  merge_.Set(static_cast<size_t>(i), static_cast<size_t>(taken) < keys.size()
+                                         ? keys[static_cast<size_t>(taken)]
+                                         : FrontierKey{});
 }
 
 int BatchPlanner::MergeFixedBudget(int n_max, int chunk, BatchPlan* plan, int* n) {

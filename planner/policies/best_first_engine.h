@@ -188,8 +188,9 @@ void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* pla
     plan->cycle_s = p.cycle_s;
     plan->speedup = p.speedup;
   } else {
-    double a = 1.0;
-    for (int i = 1; i <= best_n; ++i) a += tree.path_probs[i];
+    // A fixed budget takes every pop (best_n = n), and a_hat summed them from 1 in the same
+    // order as Tree::expected_accepted would: the same double, without a second pass.
+    const double a = a_hat;
     plan->expected_accepted = a;
     if (spec.cost != nullptr) {
       plan->cycle_s = spec.cost->Seconds(best_n);
