@@ -4,6 +4,10 @@
 // (positions, packed mask and retrieve for every request's tree).
 //
 // BENCH: BM_PlanBatchFixed/{8,64}/4096       fixed total budget N = 4096 + outputs
+// BENCH: BM_PlanBatchFixedPrevalidated/{8,64}/4096  the same with the marginals validated once
+//                                             before the loop (ValidateMarginals per request) and
+//                                             BatchPlanOptions::validate = false in the timed
+//                                             calls, as a caller that checks marginals on arrival
 // BENCH: BM_PlanBatchScan/{8,64}/4096        argmax of the goodput over N = 0..4096 + outputs
 // BENCH: BM_PlanBatchController/{8,64}/4096  first decrease of the goodput + outputs
 #include <benchmark/benchmark.h>
@@ -22,7 +26,7 @@ namespace {
 
 using microbench::BenchMarginals;
 
-void RunBatch(benchmark::State& state, BudgetMode mode) {
+void RunBatch(benchmark::State& state, BudgetMode mode, bool validate = true) {
   const int B = static_cast<int>(state.range(0));
   std::vector<Marginals> ms;
   std::vector<BatchRequest> reqs;
@@ -36,6 +40,15 @@ void RunBatch(benchmark::State& state, BudgetMode mode) {
   BatchPlanOptions options;
   options.mode = mode;
   options.n_max = static_cast<int>(state.range(1));
+  options.validate = validate;
+  if (!validate) {
+    for (const Marginals& m : ms) {
+      if (!ValidateMarginals(m).ok()) {
+        state.SkipWithError("invalid marginals");
+        return;
+      }
+    }
+  }
   BatchPlanner planner;
   BatchPlan plan;
   std::vector<TreeOutputs> out(static_cast<size_t>(B));
@@ -57,10 +70,17 @@ void RunBatch(benchmark::State& state, BudgetMode mode) {
 }
 
 void BM_PlanBatchFixed(benchmark::State& state) { RunBatch(state, BudgetMode::kFixed); }
+void BM_PlanBatchFixedPrevalidated(benchmark::State& state) {
+  RunBatch(state, BudgetMode::kFixed, /*validate=*/false);
+}
 void BM_PlanBatchScan(benchmark::State& state) { RunBatch(state, BudgetMode::kScan); }
 void BM_PlanBatchController(benchmark::State& state) { RunBatch(state, BudgetMode::kController); }
 
 BENCHMARK(BM_PlanBatchFixed)->Args({8, 4096})->Args({64, 4096})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PlanBatchFixedPrevalidated)
+    ->Args({8, 4096})
+    ->Args({64, 4096})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanBatchScan)->Args({8, 4096})->Args({64, 4096})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanBatchController)->Args({8, 4096})->Args({64, 4096})->Unit(benchmark::kMicrosecond);
 
