@@ -321,30 +321,72 @@ auto BatchPlanner::PathFrontier(int i, BatchPlan* plan) {
                                                             scale_[i], static_cast<uint32_t>(i));
 }
 
+namespace {
+
+// One request's pops ahead of the merge: pops its frontier up to `chunk` more times (not past its
+// cap), adding each pop to its tree and its key to `keys` (one per pop: keys.size() = tree.size()
+// - 1). The tree and keys are written by index into arrays sized for the whole chunk and cut to
+// the pops made by Finish (as RunBestFirst does): five appends per pop cost about as much as the
+// pop.
+template <class Frontier>
+class PopCursor {
+ public:
+  PopCursor(Frontier& f, Tree& tree, std::vector<FrontierKey>& keys, int cap, int chunk)
+      : f_(f), tree_(tree), keys_(keys), cap_(cap), popped_(tree.size() - 1) {
+    stop_ = std::min(cap_, popped_ + chunk);
+    if (popped_ < stop_) {
+      tree_.Resize(stop_ + 1);
+      keys_.resize(static_cast<size_t>(stop_));
+    }
+  }
+  bool more() const { return popped_ < stop_ && !f_.empty(); }
+  void Step() {
+    keys_[static_cast<size_t>(popped_)] = f_.top();
+    const FrontierCandidate e = f_.Pop();
+    const int32_t node = ++popped_;
+    tree_.tokens[node] = e.token;
+    tree_.parents[node] = e.parent;
+    tree_.depths[node] = tree_.depths[e.parent] + 1;
+    tree_.path_probs[node] = e.rho;
+    f_.Added(node, e);
+    if (popped_ < cap_) f_.Expand(node, e);
+  }
+  void Finish() {
+    tree_.Resize(popped_ + 1);
+    keys_.resize(static_cast<size_t>(popped_));
+  }
+
+ private:
+  Frontier& f_;
+  Tree& tree_;
+  std::vector<FrontierKey>& keys_;
+  int cap_;
+  int popped_;  // draft nodes in the tree
+  int stop_;
+};
+
+}  // namespace
+
 template <class Frontier>
 void BatchPlanner::PopAhead(Frontier& f, int i, int chunk, BatchPlan* plan) {
-  Tree& tree = plan->trees[i];
-  std::vector<FrontierKey>& keys = keys_[i];  // one per pop: keys.size() = tree.size() - 1
-  int popped = tree.size() - 1;
-  const int stop = std::min(cap_[i], popped + chunk);
-  if (popped >= stop) return;
-  // Written by index into arrays sized for the whole chunk, then cut to the pops made (as
-  // RunBestFirst does): five appends per pop cost about as much as the pop.
-  tree.Resize(stop + 1);
-  keys.resize(static_cast<size_t>(stop));
-  while (popped < stop && !f.empty()) {
-    keys[static_cast<size_t>(popped)] = f.top();
-    const FrontierCandidate e = f.Pop();
-    const int32_t node = ++popped;
-    tree.tokens[node] = e.token;
-    tree.parents[node] = e.parent;
-    tree.depths[node] = tree.depths[e.parent] + 1;
-    tree.path_probs[node] = e.rho;
-    f.Added(node, e);
-    if (popped < cap_[i]) f.Expand(node, e);
+  PopCursor<Frontier> c(f, plan->trees[i], keys_[i], cap_[i], chunk);
+  while (c.more()) c.Step();
+  c.Finish();
+}
+
+void BatchPlanner::PopAheadPair(int i, int j, int chunk, BatchPlan* plan) {
+  PopCursor<MarginalsFrontier> a(frontiers_[i], plan->trees[i], keys_[i], cap_[i], chunk);
+  PopCursor<MarginalsFrontier> b(frontiers_[j], plan->trees[j], keys_[j], cap_[j], chunk);
+  // Alternating steps: each pop waits on its frontier's previous pop (the new maximum), and the
+  // two requests' chains are independent, so the core overlaps them.
+  while (a.more() && b.more()) {
+    a.Step();
+    b.Step();
   }
-  tree.Resize(popped + 1);
-  keys.resize(static_cast<size_t>(popped));
+  while (a.more()) a.Step();
+  while (b.more()) b.Step();
+  a.Finish();
+  b.Finish();
 }
 
 void BatchPlanner::Refill(int i, int chunk, BatchPlan* plan) {
@@ -385,8 +427,22 @@ void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
       if (options.n_max == 0 || cap_[i] == 0) continue;
       PathFrontier(i, plan).Start(/*root_handle=*/0, /*expand_root=*/true);
     }
-    Refill(i, first_chunk, plan);
   }
+  // The first pops ahead: marginals requests two at a time (PopAheadPair), provider requests
+  // alone. A request's pops do not depend on the others', so the order does not matter.
+  int pending = -1;  // a marginals request waiting for a partner
+  for (int i = 0; i < B; ++i) {
+    if (options.n_max == 0 || cap_[i] == 0) continue;
+    if (path_slot_[i] >= 0) {
+      Refill(i, first_chunk, plan);
+    } else if (pending < 0) {
+      pending = i;
+    } else {
+      PopAheadPair(pending, i, first_chunk, plan);
+      pending = -1;
+    }
+  }
+  if (pending >= 0) Refill(pending, first_chunk, plan);
   merge_.Reset(static_cast<size_t>(B));
   merge_.SetRange(0, static_cast<size_t>(B),
                   [&](size_t i) { return keys_[i].empty() ? FrontierKey{} : keys_[i][0]; });

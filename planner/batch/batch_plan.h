@@ -169,6 +169,8 @@ class BatchPlanner {
   template <class Frontier>
   void PopAhead(Frontier& f, int i, int chunk, BatchPlan* plan);
   void Refill(int i, int chunk, BatchPlan* plan);  // PopAhead on request i's own frontier
+  // PopAhead on the frontiers of marginals requests i and j, their pops interleaved.
+  void PopAheadPair(int i, int j, int chunk, BatchPlan* plan);
   // Whether request i's stream may have keys beyond those recorded in keys_[i].
   bool StreamOpen(int i) const;
   // Starts a round: every request at its root, popped ahead by first_chunk, its first key in
