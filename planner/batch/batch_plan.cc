@@ -375,8 +375,8 @@ void BatchPlanner::PopAhead(Frontier& f, int i, int chunk, BatchPlan* plan) {
 }
 
 void BatchPlanner::PopAheadPair(int i, int j, int chunk, BatchPlan* plan) {
-  PopCursor<MarginalsFrontier> a(frontiers_[i], plan->trees[i], keys_[i], cap_[i], chunk);
-  PopCursor<MarginalsFrontier> b(frontiers_[j], plan->trees[j], keys_[j], cap_[j], chunk);
+  PopCursor<BatchMarginalsFrontier> a(frontiers_[i], plan->trees[i], keys_[i], cap_[i], chunk);
+  PopCursor<BatchMarginalsFrontier> b(frontiers_[j], plan->trees[j], keys_[j], cap_[j], chunk);
   // Alternating steps: each pop waits on its frontier's previous pop (the new maximum), and the
   // two requests' chains are independent, so the core overlaps them.
   while (a.more() && b.more()) {

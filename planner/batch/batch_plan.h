@@ -210,9 +210,9 @@ class BatchPlanner {
   // smaller value pops first: depth (bits 56..63), request (40..55), parent (8..39), rank (0..7)
   // (FrontierTie). merge_ holds the key of every growing request's next unmerged pop (keys_) in
   // slot i (empty: the request takes no more), a tournament like the streams' (frontier_heap.h).
-  std::vector<MarginalsFrontier> frontiers_;  // [>= B] one per request, reused
-  FrontierTournament merge_;                  // [B] slots
-  std::vector<int32_t> order_;                // request of each merged pop, in the global pop order
+  std::vector<BatchMarginalsFrontier> frontiers_;  // [>= B] one per request, reused
+  FrontierTournament merge_;                       // [B] slots
+  std::vector<int32_t> order_;  // request of each merged pop, in the global pop order
   std::vector<std::vector<FrontierKey>> keys_;  // [>= B] key of each of request i's pops so far
   std::vector<double> scale_;                   // [B] w_i / kappa_i
   std::vector<int> cap_;                        // [B] most draft nodes request i may take

@@ -4,13 +4,22 @@
 // count from the root, d = 0). So for a fixed (d, r) the candidates "child r of a depth-(d - 1)
 // node" come in the parents' pop order with non-increasing score rho(p) * q_d[r]: they form a
 // sorted stream over the list of depth-(d - 1) nodes in pop order (a linked list through the tree's
-// node indices). The frontier keeps the head of every stream in a tournament tree
-// (FrontierTournament, frontier_heap.h) with one slot per (d, r), gamma * k slots, empty while the
-// stream waits. A pop moves that stream to the popped node's successor in the list and sets its
-// slot to the new head: one replay of log2(gamma * k) branch-free steps, where the lazy frontier
-// (best_first.h) pops and then pushes the popped node's next sibling and first child into a heap of
-// up to 2n entries. (A 4-ary heap of the stream heads, used before, spent most of the planner's
-// time in its sift's mispredicted early stop.)
+// node indices). The frontier keeps the heads of the non-empty streams, at most gamma * k, in a
+// `Heads` structure (below). A pop moves that stream to the popped node's successor in the list
+// and replaces its head, where the lazy frontier (best_first.h) pops and then pushes the popped
+// node's next sibling and first child into a heap of up to 2n entries.
+//
+// Two `Heads`, measured on the micro-benchmarks (docs/planner.md, Performance):
+//   HeapHeads        a 4-ary heap (FrontierHeap): a replace-top sifts down with an early stop,
+//   short
+//                    on average but ending at a data-dependent level. Best when one frontier runs
+//                    alone (BestFirstPlanner), where each pop waits on the previous one: the short
+//                    average chain wins (N = 1024: about 18 against 20 us with the tournament).
+//   TournamentHeads  a tournament tree (FrontierTournament) with a slot per (d, r): a pop replays
+//                    the slot's log2(gamma * k) levels with conditional moves, no jump on the keys.
+//                    Best when PlanBatch pops two requests' frontiers in alternation, where the
+//                    core overlaps the chains and the heap's mispredictions cost throughput
+//                    (B = 64, N = 4096: about 195 against 260 us).
 //
 // The pop order equals the lazy frontier's node for node. Both pop the largest key among the
 // children of popped nodes: the head of stream (d, r) may be child r of p before child r - 1 of p
@@ -37,7 +46,45 @@ namespace specplan::planner {
 
 static_assert(kMaxMarginalsGamma < 256 && kMaxMarginalsK < 256 && kMaxTreeNodes < (1LL << 32));
 
-class MarginalsFrontier {
+// The heads as a 4-ary heap of their keys; the top is always the stream just popped.
+class HeapHeads {
+ public:
+  void Reset(size_t slots) {
+    heap_.clear();
+    heap_.reserve(slots);  // every stream's head at most
+  }
+  bool empty() const { return heap_.empty(); }
+  FrontierKey top() const { return heap_.top(); }
+  void Advance(size_t /*slot*/, const FrontierKey& key) { heap_.ReplaceTop(key); }
+  void Retire(size_t /*slot*/) { heap_.pop(); }
+  template <class KeyOf>
+  void Wake(size_t /*first*/, size_t count, KeyOf key_of) {
+    for (size_t r = 0; r < count; ++r) heap_.push(key_of(r));
+  }
+
+ private:
+  FrontierHeap heap_;
+};
+
+// The heads in a tournament tree, stream (d, r) in slot (d - 1) * k + r (empty while it waits).
+class TournamentHeads {
+ public:
+  void Reset(size_t slots) { t_.Reset(slots); }
+  bool empty() const { return t_.empty(); }
+  FrontierKey top() const { return t_.top(); }
+  void Advance(size_t slot, const FrontierKey& key) { t_.Set(slot, key); }
+  void Retire(size_t slot) { t_.Set(slot, FrontierKey{}); }
+  template <class KeyOf>
+  void Wake(size_t first, size_t count, KeyOf key_of) {
+    t_.SetRange(first, count, key_of);
+  }
+
+ private:
+  FrontierTournament t_;
+};
+
+template <class Heads>
+class MarginalsFrontierT {
  public:
   // Starts the frontier of a tree that holds only its root (node 0 of `tree`). `m` and `tree` must
   // outlive the use; `tree` is read (path_probs) as the caller grows it. Keeps capacity.
@@ -63,7 +110,7 @@ class MarginalsFrontier {
   }
 
   bool empty() const { return heads_.empty(); }
-  const FrontierKey& top() const { return heads_.top(); }
+  FrontierKey top() const { return heads_.top(); }
 
   // Removes the best candidate and returns it. Requires !empty(). The caller adds it to the tree
   // and, to let its children in, calls Expand with the new node.
@@ -81,9 +128,9 @@ class MarginalsFrontier {
     const int32_t next = next_[c.parent];
     const size_t slot = row + c.rank;  // stream (depth, rank)
     if (next >= 0) {
-      heads_.Set(slot, Key(next, c.depth, c.rank, q));
+      heads_.Advance(slot, Key(next, c.depth, c.rank, q));
     } else {
-      heads_.Set(slot, FrontierKey{});     // the stream waits for its next parent
+      heads_.Retire(slot);                 // the stream waits for its next parent
       waiting_[c.depth - 1] = c.rank + 1;  // ranks 0..rank have all caught up (see the header)
     }
     return c;
@@ -107,7 +154,7 @@ class MarginalsFrontier {
     last_[depth] = node;
     int& w = waiting_[depth];
     const size_t row = static_cast<size_t>(depth) * k_;  // streams (depth + 1, r) are slots row + r
-    heads_.SetRange(row, static_cast<size_t>(w), [&](size_t r) {
+    heads_.Wake(row, static_cast<size_t>(w), [&](size_t r) {
       return Key(node, depth + 1, static_cast<int>(r), probs_[row + r]);
     });
     w = 0;
@@ -129,8 +176,13 @@ class MarginalsFrontier {
                                // yet; entries of nodes not expanded in this run are stale
   std::vector<int32_t> last_;  // [gamma] last expanded node at depth d, -1 = none
   std::vector<int> waiting_;   // [gamma] streams of depth d + 1 caught up: ranks 0..w-1
-  FrontierTournament heads_;   // [gamma * k] head of stream (d, r) in slot (d - 1) * k + r
+  Heads heads_;                // the heads of the non-empty streams
 };
+
+// BestFirstPlanner's frontier (one request alone).
+using MarginalsFrontier = MarginalsFrontierT<HeapHeads>;
+// PlanBatch's (requests popped two at a time; see above).
+using BatchMarginalsFrontier = MarginalsFrontierT<TournamentHeads>;
 
 }  // namespace specplan::planner
 
