@@ -188,8 +188,12 @@ class FrontierTournament {
   void Reset(size_t slots) {
     size_ = 1;
     while (size_ < slots) size_ *= 2;
-    hi_.assign(2 * size_, 0);
-    lo_.assign(2 * size_, 0);
+    // resize + memset: vector::assign fills word by word (a tenth of PlanBatch's time, which
+    // resets 64 tournaments of 256 nodes per call).
+    hi_.resize(2 * size_);
+    lo_.resize(2 * size_);
+    std::memset(hi_.data(), 0, 2 * size_ * sizeof(uint64_t));
+    std::memset(lo_.data(), 0, 2 * size_ * sizeof(uint64_t));
   }
   bool empty() const { return (hi_[1] | lo_[1]) == 0; }
   FrontierKey top() const { return {hi_[1], lo_[1]}; }
