@@ -101,12 +101,24 @@ UsedEngine RemoteProfileEngine(const std::string& server, const std::string& id)
   return used;
 }
 
+CLI::Option* AddModelOption(CLI::App* cmd, std::string* model) {
+  return cmd->add_option("--model", *model,
+                         "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json");
+}
+
+CLI::Option* AddGpuOption(CLI::App* cmd, std::string* gpu) {
+  return cmd->add_option("--gpu", *gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
+}
+
+CLI::Option* AddDTypeOption(CLI::App* cmd, std::string* dtype) {
+  return cmd->add_option("--dtype", *dtype, "Element type: bf16, fp16, fp32, fp8")
+      ->capture_default_str();
+}
+
 CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* f) {
   CostFlagOptions o;
-  o.model =
-      cmd->add_option("--model", f->model,
-                      "Target model: built-in name (e.g. qwen3-8b) or path to a HF config.json");
-  o.gpu = cmd->add_option("--gpu", f->gpu, "GPU: registry name (e.g. h100) or path to a JSON spec");
+  o.model = AddModelOption(cmd, &f->model);
+  o.gpu = AddGpuOption(cmd, &f->gpu);
   cmd->add_option("--engine", f->engine,
                   "Whose kernels the costs describe: sglang, vllm, trtllm (engine-grade profiles "
                   "composed from the engine's kernel timings) or specplan (profiles measured on "
@@ -123,8 +135,7 @@ CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* f) {
   cmd->add_option("--tp", f->tp,
                   "Tensor parallelism: split the model over N GPUs (per-GPU roofline plus two "
                   "all-reduces per layer; default: the profile's, else 1)");
-  cmd->add_option("--dtype", f->dtype, "Element type: bf16, fp16, fp32, fp8")
-      ->capture_default_str();
+  AddDTypeOption(cmd, &f->dtype);
   o.drafter =
       cmd->add_option("--drafter", f->drafter,
                       "Drafter architecture, priced from the profile's kernel tables: eagle, "

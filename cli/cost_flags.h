@@ -57,6 +57,13 @@ struct CostFlagOptions {
 // --profile)". Other messages are returned as they are.
 absl::Status CostErrorInFlags(const absl::Status& status);
 
+// --model, --gpu and --dtype as every command that names a target, a GPU and an element type takes
+// them (the cost flags below, and fit, which fits a profile for them): registry names or files,
+// resolved by costmodel::ResolveModel / ResolveGpu / ParseDType.
+CLI::Option* AddModelOption(CLI::App* cmd, std::string* model);
+CLI::Option* AddGpuOption(CLI::App* cmd, std::string* gpu);
+CLI::Option* AddDTypeOption(CLI::App* cmd, std::string* dtype);  // its default shown
+
 // Registers --model, --gpu, --engine, --profile, --latency-model, --tp, --dtype, --drafter,
 // --draft-steps, --topk, --draft-vocab, the host-time overrides (--host-step-ms,
 // --host-per-seq-ms, --host-per-draft-ms, --sample-ms) and --t-aux-ms, bound to `flags` (which

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/command_util.h"
 #include "cli/commands.h"
+#include "cli/cost_flags.h"
 #include "costmodel/fit/profile_fit.h"
 #include "costmodel/fit/samples_file.h"
 #include "costmodel/hardware/model_registry.h"
@@ -213,9 +214,9 @@ void RegisterFitCommand(CLI::App& app, int* exit_code) {
       "Fit a latency profile to samples measured elsewhere (no LibTorch needed; the same fit as "
       "calibrate --from-samples) and write it",
       exit_code, &RunFit);
-  cmd->add_option("--model", args->model, "Target model: registry name or HF config.json");
-  cmd->add_option("--gpu", args->gpu, "GPU: registry name or GPU spec JSON");
-  cmd->add_option("--dtype", args->dtype, "fp32 | bf16 | fp16 | fp8")->capture_default_str();
+  AddModelOption(cmd, &args->model);
+  AddGpuOption(cmd, &args->gpu);
+  AddDTypeOption(cmd, &args->dtype);
   cmd->add_option("--from-samples", args->samples,
                   "CSV (header s,c and one of seconds, latency_s, latency_ms, latency_us; an "
                   "optional b column marks passes of b sequences) or JSON");
