@@ -140,9 +140,9 @@ py::object HostRecord(const costmodel::HostTime& h) {
   d["step_s"] = h.step_s;
   d["per_sequence_s"] = h.per_sequence_s;
   d["per_draft_forward_s"] = h.per_draft_forward_s;
-  d["ngram_per_sequence_s"] = h.ngram_per_sequence_s;
   d["sample_call_s"] = h.sample_call_s;
   d["verify_per_token_s"] = h.verify_per_token_s;
+  d["ngram_verify_fraction"] = h.ngram_verify_fraction;
   d["provenance"] = h.provenance;
   return MakeRecord<HostTag>(d);
 }
@@ -365,13 +365,16 @@ const PyCost* ReadCost(py::handle obj) {
 
 void BindCost(py::module_& m) {
   BindRecord<HostTag>(
-      m, "HostTime", "The engine's host time per step a step model charges (seconds).",
+      m, "HostTime",
+      "The engine's host time per step a step model charges (seconds; ngram_verify_fraction a "
+      "fraction).",
       {{"step_s", "fixed host work per step"},
        {"per_sequence_s", "host work per sequence in the pass"},
        {"per_draft_forward_s", "host work per draft forward"},
-       {"ngram_per_sequence_s", "n-gram lookup per sequence (ngram / suffix drafters)"},
        {"sample_call_s", "one sampling call"},
        {"verify_per_token_s", "per verified token"},
+       {"ngram_verify_fraction",
+        "n-gram proposal (ngram / suffix drafters) as a fraction of the verify time, in draft_s"},
        {"provenance", "where the figures come from"}});
   BindRecord<StepTag>(
       m, "StepBreakdown",

@@ -252,9 +252,9 @@ void HostTimeToProto(const costmodel::HostTime& in, v1::HostTime* out) {
   out->set_step_s(in.step_s);
   out->set_per_sequence_s(in.per_sequence_s);
   out->set_per_draft_forward_s(in.per_draft_forward_s);
-  out->set_ngram_per_sequence_s(in.ngram_per_sequence_s);
   out->set_sample_call_s(in.sample_call_s);
   out->set_verify_per_token_s(in.verify_per_token_s);
+  out->set_ngram_verify_fraction(in.ngram_verify_fraction);
   out->set_provenance(in.provenance);
 }
 
@@ -263,9 +263,9 @@ costmodel::HostTime HostTimeFromProto(const v1::HostTime& in) {
   out.step_s = in.step_s();
   out.per_sequence_s = in.per_sequence_s();
   out.per_draft_forward_s = in.per_draft_forward_s();
-  out.ngram_per_sequence_s = in.ngram_per_sequence_s();
   out.sample_call_s = in.sample_call_s();
   out.verify_per_token_s = in.verify_per_token_s();
+  out.ngram_verify_fraction = in.ngram_verify_fraction();
   out.provenance = in.provenance();
   return out;
 }

@@ -138,7 +138,7 @@ std::string StepKey(const costmodel::StepOptions& o) {
   if (o.host) {
     for (double v :
          {o.host->step_s, o.host->per_sequence_s, o.host->per_draft_forward_s,
-          o.host->ngram_per_sequence_s, o.host->sample_call_s, o.host->verify_per_token_s}) {
+          o.host->sample_call_s, o.host->verify_per_token_s, o.host->ngram_verify_fraction}) {
       add(&v, sizeof v);
     }
     key += o.host->provenance;

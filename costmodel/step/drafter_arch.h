@@ -13,7 +13,8 @@
 //                 forward, one decoder layer of the target's width, the target's LM head.
 //   draft:MODEL   a separate draft model (registry name or HF config path), all of its layers.
 //   block:MODEL   a parallel (block) drafter: one forward of MODEL over the gamma positions.
-//   ngram, suffix prompt-lookup / suffix-tree drafters: no network, host time only.
+//   ngram, suffix prompt-lookup / suffix-tree drafters: no network; they propose on the host,
+//                 priced as a fraction of the verify pass (HostTime::ngram_verify_fraction).
 //
 // The heads (eagle, eagle3, mtp) of a mixture-of-experts target are priced as dense layers whose
 // MLP is as wide as the experts one token activates (experts_active x expert_ffn + shared).

@@ -136,6 +136,9 @@ absl::StatusOr<HostFit> FitHostTime(const LatencyModel* verify, const ModelSpec&
   bare.draft_steps = -1;
   bare.host = HostTime{};
   bare.host->sample_call_s = defaults.host().sample_call_s;
+  // The n-gram proposal is a fraction of the verify pass, not seconds the least squares could
+  // fit beside the others: it keeps its default and is priced with the kernels.
+  bare.host->ngram_verify_fraction = defaults.host().ngram_verify_fraction;
   SPECPLAN_ASSIGN_OR_RETURN(const StepModel kernels,
                             StepModel::Create(verify, target, gpu, drafters, engine, bare));
   const int n = static_cast<int>(points.size());
@@ -159,7 +162,11 @@ absl::StatusOr<HostFit> FitHostTime(const LatencyModel* verify, const ModelSpec&
     x(i, 0) = 1;
     x(i, 1) = static_cast<double>(p.b);
     x(i, 2) = r.draft_forwards;
-    x(i, 3) = static_cast<double>(p.b * (p.k + 1));
+    // An n-gram proposal is a fraction of the whole verify term, so each verified token's engine
+    // time also grows the proposal by that fraction.
+    const bool proposes = p.k > 0 && kernels.draft_priced_by() == "host only";
+    x(i, 3) = static_cast<double>(p.b * (p.k + 1)) *
+              (proposes ? 1 + kernels.host().ngram_verify_fraction : 1.0);
   }
   // The best non-negative least-squares solution among the subsets of columns of full rank.
   double best_rss = std::numeric_limits<double>::infinity();
@@ -200,8 +207,13 @@ absl::StatusOr<HostFit> FitHostTime(const LatencyModel* verify, const ModelSpec&
       fit.fitted.push_back(absl::StrCat(kTerms[j].name, " (0: no better non-negative fit)"));
     } else {
       fit.kept.push_back(
-          absl::StrCat(kTerms[j].name, " (no point has speculation, so none measures it)"));
+          absl::StrCat(kTerms[j].name, " (no point runs a drafter forward, so none measures it)"));
     }
+  }
+  if (defaults.draft_priced_by() == "host only") {
+    fit.kept.push_back(
+        "ngram_verify_fraction (a fraction of the verify pass, not fitted: priced with the kernels "
+        "at its default)");
   }
   fit.host.provenance = absl::StrCat("fitted to ", n, " measured steps (specplan step fit) over ",
                                      engine.empty() ? "no engine's" : engine + "'s",
@@ -229,15 +241,17 @@ absl::StatusOr<HostTime> HostTimeFromJson(const nlohmann::json& j) {
       {"step_s", &HostTime::step_s},
       {"per_sequence_s", &HostTime::per_sequence_s},
       {"per_draft_forward_s", &HostTime::per_draft_forward_s},
-      {"ngram_per_sequence_s", &HostTime::ngram_per_sequence_s},
       {"sample_call_s", &HostTime::sample_call_s},
-      {"verify_per_token_s", &HostTime::verify_per_token_s}};
+      {"verify_per_token_s", &HostTime::verify_per_token_s},
+      {"ngram_verify_fraction", &HostTime::ngram_verify_fraction}};
   for (const auto& [name, field] : fields) {
     if (!j.contains(name) || !j[name].is_number() || !(j[name].get<double>() >= 0) ||
         j[name].get<double>() > 1) {
-      return absl::InvalidArgumentError(absl::StrCat("host.", name, ": ",
-                                                     j.contains(name) ? j[name].dump() : "missing",
-                                                     ": expected seconds in [0, 1]"));
+      const bool fraction = field == &HostTime::ngram_verify_fraction;
+      return absl::InvalidArgumentError(
+          absl::StrCat("host.", name, ": ", j.contains(name) ? j[name].dump() : "missing",
+                       fraction ? ": expected a fraction in [0, 1] of the verify time"
+                                : ": expected seconds in [0, 1]"));
     }
     h.*field = j[name].get<double>();
   }

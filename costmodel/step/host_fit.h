@@ -4,8 +4,12 @@
 // time) and the sampling calls, is fitted as
 //   step_s + per_sequence_s b + per_draft_forward_s forwards + verify_per_token_s tokens
 // by least squares with every coefficient >= 0 (the best of the non-negative subsets; four
-// unknowns). sample_call_s keeps the engine's default. A term no point can tell apart (e.g. the
-// per-draft-forward time with no speculative point) keeps its default, and the fit says so.
+// unknowns). sample_call_s keeps the engine's default, and so does ngram_verify_fraction (a
+// fraction of the verify pass, not seconds: the ngram/suffix proposal is priced with the kernels
+// at its default before the fit, and listed as kept; the per-token column of a point that
+// proposes is scaled by 1 + the fraction, since the proposal grows with the whole verify term).
+// A term no point can tell apart (e.g. the per-draft-forward time with no point that runs a
+// drafter forward) keeps its default, and the fit says so.
 #ifndef SPECPLAN_COSTMODEL_STEP_HOST_FIT_H_
 #define SPECPLAN_COSTMODEL_STEP_HOST_FIT_H_
 
@@ -54,7 +58,8 @@ absl::StatusOr<HostFit> FitHostTime(const LatencyModel* verify, const ModelSpec&
                                     const std::string& engine, const StepOptions& options,
                                     const std::vector<StepPoint>& points);
 
-// HostTime as host_time.h HostTimeToJson writes it, and back (every field required, >= 0).
+// HostTime as host_time.h HostTimeToJson writes it, and back (every field required, in [0, 1]:
+// seconds, and ngram_verify_fraction a fraction).
 absl::StatusOr<HostTime> HostTimeFromJson(const nlohmann::json& j);
 nlohmann::json HostFitToJson(const HostFit& fit);
 

@@ -16,14 +16,17 @@
 namespace specplan::costmodel {
 
 struct HostTime {
-  double step_s = 0;                // seconds per engine step, speculative or plain
-  double per_sequence_s = 0;        // seconds per sequence in the batch, per step
-  double per_draft_forward_s = 0;   // seconds per drafter forward (input preparation, launches)
-  double ngram_per_sequence_s = 0;  // n-gram / suffix proposal on the host, per sequence per step
-  double sample_call_s = 0;         // one sampling call: the target's, and each drafter forward's
+  double step_s = 0;               // seconds per engine step, speculative or plain
+  double per_sequence_s = 0;       // seconds per sequence in the batch, per step
+  double per_draft_forward_s = 0;  // seconds per drafter forward (input preparation, launches)
+  double sample_call_s = 0;        // one sampling call: the target's, and each drafter forward's
   // Seconds per token of the target's pass that a real engine spends beyond the composed kernels
   // (isolated kernel timings miss it); counted in T_verify.
   double verify_per_token_s = 0;
+  // The n-gram / suffix drafters' proposal (on the host) as a fraction of the step's T_verify,
+  // dimensionless, in [0, 1]; counted in T_draft. Not seconds: SpecDecode-Bench publishes it as a
+  // fraction of the verify time, which grows with the batch far slower than per sequence would.
+  double ngram_verify_fraction = 0;
   std::string provenance;  // where each number comes from
 };
 
@@ -32,10 +35,13 @@ struct HostTime {
 // figures. INVALID_ARGUMENT for another name.
 absl::StatusOr<HostTime> DefaultHostTime(const std::string& engine);
 
-nlohmann::json HostTimeToJson(const HostTime& h);  // the fields above, in seconds
+// The fields above (seconds; ngram_verify_fraction a fraction) and the provenance.
+nlohmann::json HostTimeToJson(const HostTime& h);
 
 // Every term in [0, 1] seconds; INVALID_ARGUMENT "<prefix><field> = <value>: must be in [0, 1]
-// seconds" otherwise (prefix "host." for the step model's options, "gate.host." for the gate's).
+// seconds" otherwise (prefix "host." for the step model's options, "gate.host." for the gate's);
+// ngram_verify_fraction in [0, 1]: "<prefix>ngram_verify_fraction = <value>: must be a fraction
+// in [0, 1] of the verify time".
 absl::Status ValidateHostTime(const HostTime& h, const std::string& prefix);
 
 // Host terms a front end was given, in milliseconds (unset: keep the base's).

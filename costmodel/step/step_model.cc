@@ -135,14 +135,19 @@ double StepModel::DraftForwardSeconds(int64_t b, int64_t s, int64_t c) const {
   return b == 1 ? draft_->VerifySeconds(s, c) : draft_->VerifyBatchSeconds(Uniform(b, s, c));
 }
 
-void StepModel::AddHost(int64_t b, StepBreakdown* r) const {
+void StepModel::AddHost(int64_t b, int d, StepBreakdown* r) const {
   const double bd = static_cast<double>(b);
-  // The drafter's own host work per forward is part of drafting (unless drafting was given by
-  // hand, which then is the whole of it).
-  if (!options_.draft_s) r->draft_s += host_.per_draft_forward_s * r->draft_forwards;
+  // The drafter's own host work is part of drafting (unless drafting was given by hand, which
+  // then is the whole of it): per forward, or, for a drafter without a network (ngram, suffix)
+  // that drafts, its proposal as a fraction of the verify pass.
+  if (!options_.draft_s) {
+    r->draft_s += host_.per_draft_forward_s * r->draft_forwards;
+    if (d > 0 && has_drafter() && !arch_.has_network()) {
+      r->draft_s += host_.ngram_verify_fraction * r->verify_s;
+    }
+  }
   r->sample_s = host_.sample_call_s * (1 + r->draft_forwards);
-  r->host_s = host_.step_s + host_.per_sequence_s * bd +
-              (has_drafter() && !arch_.has_network() ? host_.ngram_per_sequence_s * bd : 0.0);
+  r->host_s = host_.step_s + host_.per_sequence_s * bd;
 }
 
 double StepModel::DraftSeconds(int64_t b, int64_t s, int64_t c, int d, int* forwards) const {
@@ -190,7 +195,7 @@ StepBreakdown StepModel::Step(int64_t b, int64_t s, int64_t c) const {
                  host_.verify_per_token_s * static_cast<double>(b * s);
     r.draft_s = TableLatency::ReadAt(*draft_table_, point);
     r.draft_forwards = DraftForwardCount(arch_, DraftStepsFor(s));
-    AddHost(b, &r);
+    AddHost(b, DraftStepsFor(s), &r);
     return r;
   }
   // The uniform batch is built once (b adds): the target's pass and the drafter's extend forward
@@ -202,7 +207,7 @@ StepBreakdown StepModel::Step(int64_t b, int64_t s, int64_t c) const {
   const int d = DraftStepsFor(s);
   r.draft_s = DraftTime(*this, draft_.get(), arch_, b, s, c, d, uniform ? &*uniform : nullptr,
                         &r.draft_forwards);
-  AddHost(b, &r);
+  AddHost(b, d, &r);
   return r;
 }
 
@@ -219,7 +224,7 @@ StepBreakdown StepModel::Step(const BatchShape& batch) const {
   const int d =
       options_.draft_steps >= 0 ? options_.draft_steps : static_cast<int>(batch.max_s() - 1);
   r.draft_s = DraftSeconds(b, s_mean, c_mean, d, &r.draft_forwards);
-  AddHost(b, &r);
+  AddHost(b, d, &r);
   return r;
 }
 
@@ -262,9 +267,10 @@ PlannerStepTerms PlannerTermsFor(const StepModel& step, int gamma, int64_t c) {
   t.drafter.batch_growth =
       one.draft_s > 0 ? std::max(0.0, (many.draft_s / one.draft_s - 1) / 15) : 0;
   const HostTime& h = step.host();
-  // Per step: the sampling calls and the host's step work (n-gram proposal included); per
-  // sequence and per verified token: the cycle's own terms (DrafterCost), so a batch of B pays
-  // them B times and a tree of n nodes (n + 1) times.
+  // Per step: the sampling calls and the host's step work; per sequence and per verified token:
+  // the cycle's own terms (DrafterCost), so a batch of B pays them B times and a tree of n nodes
+  // (n + 1) times. (An n-gram drafter's proposal is in T_draft: its fraction of the verify pass
+  // of gamma + 1 tokens.)
   t.drafter.per_sequence_s = h.per_sequence_s;
   t.drafter.per_token_s = h.verify_per_token_s;
   t.drafter.plain_step_s = h.step_s + h.sample_call_s;

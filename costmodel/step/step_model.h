@@ -5,10 +5,12 @@
 //   T_draft   the drafter's forwards (drafter_arch.h DraftForwards), each priced by the drafter's
 //             table composed from the same kernel tables as the target (Profile::drafters), or by
 //             the drafter's roofline when the profile holds no such table (measured profiles, the
-//             bare roofline), plus HostTime::per_draft_forward_s per forward; or by hand
+//             bare roofline), plus HostTime::per_draft_forward_s per forward; for the ngram and
+//             suffix drafters (no network: they propose on the host),
+//             HostTime::ngram_verify_fraction x T_verify when the step drafts (D > 0); or by hand
 //             (StepOptions::draft_s, the whole of it)
 //   T_sample  HostTime::sample_call_s for the target's sampling and one per drafter forward
-//   T_host    HostTime::step_s + per_sequence_s b + ngram_per_sequence_s b (ngram/suffix drafters)
+//   T_host    HostTime::step_s + per_sequence_s b
 // and one plain decoding step of the same batch (ArStep): T_verify(s = 1) + one sampling call +
 // step_s + per_sequence_s b. A speedup is (tokens per step) x ArStep / Step.
 #ifndef SPECPLAN_COSTMODEL_STEP_STEP_MODEL_H_
@@ -81,7 +83,8 @@ class StepModel {
   bool has_drafter() const { return !options_.drafter.empty(); }
   // How T_draft is priced: "kernel tables" (the profile's composed drafter), "roofline" (the
   // drafter's bare roofline: the profile holds no composed table for it), "given" (by hand),
-  // "host only" (ngram, suffix), "none" (no drafter).
+  // "host only" (ngram, suffix: no network; their proposal on the host is priced as
+  // HostTime::ngram_verify_fraction of the step's T_verify), "none" (no drafter).
   const std::string& draft_priced_by() const { return draft_priced_by_; }
   // Seconds of one drafter forward of b sequences, each s new tokens over c cached.
   double DraftForwardSeconds(int64_t b, int64_t s, int64_t c) const;
@@ -103,8 +106,10 @@ class StepModel {
   StepModel() = default;
   // T_draft of b sequences at (s, c) drafting d positions; *forwards = the forwards run.
   double DraftSeconds(int64_t b, int64_t s, int64_t c, int d, int* forwards) const;
-  // Fills r's sample and host terms from its draft_forwards, for b sequences.
-  void AddHost(int64_t b, StepBreakdown* r) const;
+  // Fills r's sample and host terms from its draft_forwards, for b sequences, and adds the
+  // drafter's host work to its draft term: per forward; for ngram/suffix drafting d > 0
+  // positions, the fraction of its verify term (which must be set).
+  void AddHost(int64_t b, int d, StepBreakdown* r) const;
 
   // D for a step verifying s tokens per sequence (the options' draft_steps, else s - 1).
   int DraftStepsFor(int64_t s) const {

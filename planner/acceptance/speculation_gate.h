@@ -136,10 +136,10 @@ struct SpeculationGateOptions {
   double probe_budget = 0.02;     // most a probe may cost, as a fraction of the AR time until the
                                   // next one, in [0, 1]; 0: the interval alone spaces probes
   // The engine's host work per step (the step model's terms; per_draft_forward_s and
-  // ngram_per_sequence_s are not read: the measured draft level holds the drafter's). Default 0:
-  // specplan's runtime (DefaultHostTime("specplan")). An engine passes DefaultHostTime(engine)
-  // or its refit (`specplan step fit`), so the gate trades drafting against the same step the
-  // planners price.
+  // ngram_verify_fraction are not read: the measured draft level holds the drafter's). Default 0:
+  // specplan's runtime (DefaultHostTime("specplan") in every term read here). An engine passes
+  // DefaultHostTime(engine) or its refit (`specplan step fit`), so the gate trades drafting against
+  // the same step the planners price.
   costmodel::HostTime host;
 };
 

@@ -106,8 +106,11 @@ TEST(EstimateStep, DrafterChoosesHowDraftingIsPriced) {
             "roofline");
   const nlohmann::json ngram = Json("--b 4 --s 4 --c 1024 --drafter ngram");
   EXPECT_EQ(ngram["step"]["draft_priced_by"], "host only");
-  EXPECT_EQ(ngram["step"]["draft_s"], 0.0);
-  EXPECT_DOUBLE_EQ(ngram["step"]["host_s"].get<double>(), 1.207e-3 + 4 * 36e-6);
+  // The n-gram proposal: vLLM's fraction of the verify pass, as drafting; the host term is the
+  // plain step's.
+  EXPECT_DOUBLE_EQ(ngram["step"]["draft_s"].get<double>(),
+                   0.005875 * ngram["step"]["verify_s"].get<double>());
+  EXPECT_DOUBLE_EQ(ngram["step"]["host_s"].get<double>(), 1.207e-3);
   const nlohmann::json given = Json("--s 4 --c 1024 --t-net-ms 2");
   EXPECT_EQ(given["step"]["draft_priced_by"], "given");
   EXPECT_DOUBLE_EQ(given["step"]["draft_s"].get<double>(), 2e-3);

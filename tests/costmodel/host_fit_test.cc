@@ -81,6 +81,42 @@ TEST(HostFit, KeepsTheDraftTermWithoutSpeculativePoints) {
   EXPECT_THAT(fit->kept[0], HasSubstr("per_draft_forward_s"));
 }
 
+TEST(HostFit, KeepsTheNgramFractionAndPricesItWithTheKernels) {
+  // Steps of an n-gram drafter with known host terms: the proposal (a fraction of the verify
+  // pass) is not a column of the fit; priced before it, it leaves the seconds terms exact.
+  const ResolvedLatencyModel& r = Vllm();
+  HostTime truth = *DefaultHostTime("vllm");
+  truth.step_s = 0.9e-3;
+  truth.per_sequence_s = 3e-6;
+  truth.verify_per_token_s = 5e-6;
+  truth.ngram_verify_fraction = 0.05;
+  StepOptions o;
+  o.drafter = "ngram";
+  o.host = truth;
+  auto m = StepModel::Create(r.model.get(), r.model_spec, r.gpu_spec, &r.drafters, r.engine, o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<StepPoint> points;
+  for (int64_t b : {1, 8, 32, 64}) {
+    for (int k : {0, 3}) {
+      StepPoint p;
+      p.b = b;
+      p.k = k;
+      p.c = 512;
+      p.step_s = k == 0 ? m->ArStep(b, p.c).step_s() : m->Step(b, k + 1, p.c).step_s();
+      points.push_back(p);
+    }
+  }
+  auto fit = FitHostTime(r.model.get(), r.model_spec, r.gpu_spec, &r.drafters, r.engine, o, points);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_EQ(fit->host.ngram_verify_fraction, 0.05);  // the options' default, kept
+  EXPECT_NEAR(fit->host.step_s, truth.step_s, 1e-9);
+  EXPECT_NEAR(fit->host.per_sequence_s, truth.per_sequence_s, 1e-10);
+  EXPECT_NEAR(fit->host.verify_per_token_s, truth.verify_per_token_s, 1e-10);
+  EXPECT_LT(fit->mape, 1e-9);
+  ASSERT_FALSE(fit->kept.empty());
+  EXPECT_THAT(fit->kept.back(), HasSubstr("ngram_verify_fraction (a fraction of the verify pass"));
+}
+
 TEST(HostFit, RefusesTooFewPointsAndStepsBelowTheKernels) {
   EXPECT_THAT(std::string(Fit({StepPoint{1, 0, 0, 0.01, 2}}).status().message()),
               HasSubstr("at least 2"));
@@ -123,7 +159,16 @@ TEST(HostFit, HostFileRoundTripsAndNamesABadField) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->step_s, h.step_s);
   EXPECT_EQ(back->verify_per_token_s, h.verify_per_token_s);
+  EXPECT_EQ(back->ngram_verify_fraction, h.ngram_verify_fraction);
   nlohmann::json bad = HostTimeToJson(h);
+  bad["ngram_verify_fraction"] = 2;
+  EXPECT_THAT(std::string(HostTimeFromJson(bad).status().message()),
+              HasSubstr("host.ngram_verify_fraction: 2: expected a fraction in [0, 1] of the "
+                        "verify time"));
+  bad.erase("ngram_verify_fraction");
+  EXPECT_THAT(std::string(HostTimeFromJson(bad).status().message()),
+              HasSubstr("host.ngram_verify_fraction: missing"));
+  bad = HostTimeToJson(h);
   bad["per_draft_forward_s"] = -1;
   EXPECT_THAT(std::string(HostTimeFromJson(bad).status().message()),
               HasSubstr("host.per_draft_forward_s: -1"));

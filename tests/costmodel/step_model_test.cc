@@ -159,7 +159,9 @@ TEST(StepModel, DraftGivenByHandReplacesDraftingWithoutPerForwardHost) {
   EXPECT_EQ(Make(o).Step(4, 4, 1024).draft_s, 0);
 }
 
-TEST(StepModel, NgramIsHostOnly) {
+TEST(StepModel, NgramDraftIsAFractionOfTheVerifyPass) {
+  const HostTime h = VllmHost();
+  ASSERT_EQ(h.ngram_verify_fraction, 0.005875);
   for (const char* name : {"ngram", "suffix"}) {
     SCOPED_TRACE(name);
     StepOptions o;
@@ -167,16 +169,53 @@ TEST(StepModel, NgramIsHostOnly) {
     const StepModel m = Make(o);
     EXPECT_EQ(m.draft_priced_by(), "host only");
     EXPECT_EQ(m.DraftForwardSeconds(8, 4, 1024), 0);
-    const HostTime h = VllmHost();
-    const StepBreakdown r = m.Step(8, 4, 1024);
-    EXPECT_EQ(r.draft_s, 0);
-    EXPECT_EQ(r.draft_forwards, 0);
-    EXPECT_EQ(r.sample_s, h.sample_call_s);
-    EXPECT_DOUBLE_EQ(r.host_s, h.step_s + h.per_sequence_s * 8 + h.ngram_per_sequence_s * 8);
-    EXPECT_DOUBLE_EQ(r.verify_s, TargetPass(8, 4, 1024) + h.verify_per_token_s * 32);
+    for (const auto& [b, s, c] : {std::tuple<int64_t, int64_t, int64_t>{1, 4, 1024},
+                                  {8, 4, 1024},
+                                  {64, 4, 186},
+                                  {128, 4, 186},
+                                  {256, 6, 3000}}) {
+      SCOPED_TRACE(testing::Message() << "b = " << b << ", s = " << s << ", c = " << c);
+      const StepBreakdown r = m.Step(b, s, c);
+      const double bd = static_cast<double>(b);
+      EXPECT_DOUBLE_EQ(r.verify_s, TargetPass(b, s, c) + h.verify_per_token_s * bd * s);
+      // The proposal is the drafter's time: the fraction of this step's verify term.
+      EXPECT_DOUBLE_EQ(r.draft_s, h.ngram_verify_fraction * r.verify_s);
+      EXPECT_EQ(r.draft_forwards, 0);
+      EXPECT_EQ(r.sample_s, h.sample_call_s);
+      // The host term is the plain step's: nothing per sequence for the proposal.
+      EXPECT_DOUBLE_EQ(r.host_s, h.step_s + h.per_sequence_s * bd);
+      EXPECT_EQ(r.host_s, m.ArStep(b, c).host_s);
+      ExpectSum(r);
+    }
+    // A ragged batch: the fraction of its own verify pass.
+    BatchShape ragged;
+    ragged.Add(4, 100);
+    ragged.Add(2, 3000);
+    ragged.Add(4, 700);
+    const StepBreakdown r = m.Step(ragged);
+    EXPECT_DOUBLE_EQ(r.draft_s, h.ngram_verify_fraction * r.verify_s);
+    EXPECT_DOUBLE_EQ(r.host_s, h.step_s + h.per_sequence_s * 3);
     // The plain step has no n-gram proposal.
+    EXPECT_EQ(m.ArStep(8, 1024).draft_s, 0);
     EXPECT_DOUBLE_EQ(m.ArStep(8, 1024).host_s, h.step_s + h.per_sequence_s * 8);
   }
+  // The draft term is proportional to the fraction (0: none), and drafting by hand replaces it.
+  StepOptions o;
+  o.drafter = "ngram";
+  o.host = h;
+  o.host->ngram_verify_fraction = 0.1;
+  const StepBreakdown tenth = Make(o).Step(32, 4, 1024);
+  EXPECT_DOUBLE_EQ(tenth.draft_s, 0.1 * tenth.verify_s);
+  o.host->ngram_verify_fraction = 0;
+  EXPECT_EQ(Make(o).Step(32, 4, 1024).draft_s, 0);
+  // A step that drafts nothing proposes nothing.
+  o.host = std::nullopt;
+  o.draft_steps = 0;
+  EXPECT_EQ(Make(o).Step(32, 4, 1024).draft_s, 0);
+  o.draft_steps = -1;
+  EXPECT_EQ(Make(o).Step(32, 1, 1024).draft_s, 0);  // D = s - 1 = 0
+  o.draft_s = 2e-3;
+  EXPECT_EQ(Make(o).Step(32, 4, 1024).draft_s, 2e-3);
 }
 
 TEST(StepModel, RooflineWhenTheProfileLacksTheDrafter) {
@@ -269,12 +308,15 @@ TEST(StepModel, DraftingIsDraftForwardsPricedOneByOneOverAGrid) {
                 t += f.count * m.DraftForwardSeconds(f.batch, f.tokens, f.context);
               }
               t += h.per_draft_forward_s * forwards;
+              // n-gram: no forward; a step that drafts pays its proposal, a fraction of verify.
+              const bool proposes = !arch.has_network() && d > 0;
               const StepBreakdown r = m.Step(b, s, c);
               EXPECT_EQ(r.draft_forwards, forwards);
-              EXPECT_EQ(r.draft_s, t);
+              EXPECT_EQ(r.draft_s, proposes ? t + h.ngram_verify_fraction * r.verify_s : t);
               const StepBreakdown ragged = m.Step(Uniform(b, s, c));
               EXPECT_EQ(ragged.draft_forwards, forwards);
-              EXPECT_EQ(ragged.draft_s, t);
+              EXPECT_EQ(ragged.draft_s,
+                        proposes ? t + h.ngram_verify_fraction * ragged.verify_s : t);
               ++checked;
             }
           }
@@ -412,9 +454,12 @@ TEST(StepModel, HostOverridesAreValidatedNamingTheField) {
            {&HostTime::step_s, -1e-3, "host.step_s = -0.001: must be in [0, 1] seconds"},
            {&HostTime::per_sequence_s, -1, "host.per_sequence_s = -1"},
            {&HostTime::per_draft_forward_s, 2, "host.per_draft_forward_s = 2"},
-           {&HostTime::ngram_per_sequence_s, -1, "host.ngram_per_sequence_s = -1"},
            {&HostTime::sample_call_s, std::nan(""), "host.sample_call_s = nan"},
-           {&HostTime::verify_per_token_s, -1, "host.verify_per_token_s = -1"}}) {
+           {&HostTime::verify_per_token_s, -1, "host.verify_per_token_s = -1"},
+           {&HostTime::ngram_verify_fraction, -0.1,
+            "host.ngram_verify_fraction = -0.1: must be a fraction in [0, 1] of the verify time"},
+           {&HostTime::ngram_verify_fraction, 1.5, "host.ngram_verify_fraction = 1.5"},
+           {&HostTime::ngram_verify_fraction, std::nan(""), "host.ngram_verify_fraction = nan"}}) {
     StepOptions b;
     b.host = VllmHost();
     (*b.host).*bad.field = bad.value;
@@ -463,9 +508,9 @@ TEST(DefaultHostTime, EachEngineAndAnUnknownOne) {
   EXPECT_EQ(v.step_s, 1.207e-3);
   EXPECT_EQ(v.per_sequence_s, 0);
   EXPECT_EQ(v.per_draft_forward_s, 0.355e-3);
-  EXPECT_EQ(v.ngram_per_sequence_s, 36e-6);
   EXPECT_EQ(v.sample_call_s, 43e-6);
   EXPECT_EQ(v.verify_per_token_s, 8.73e-6);
+  EXPECT_EQ(v.ngram_verify_fraction, 0.005875);  // SpecDecode-Bench's simulator
   EXPECT_THAT(v.provenance, HasSubstr("SpecDecode-Bench"));
 
   auto none = DefaultHostTime("");
@@ -480,21 +525,26 @@ TEST(DefaultHostTime, EachEngineAndAnUnknownOne) {
   EXPECT_EQ(sglang->per_draft_forward_s, v.per_draft_forward_s);
   EXPECT_EQ(sglang->sample_call_s, v.sample_call_s);
   EXPECT_EQ(sglang->verify_per_token_s, v.verify_per_token_s);
+  EXPECT_EQ(sglang->ngram_verify_fraction, v.ngram_verify_fraction);
   EXPECT_THAT(sglang->provenance, StartsWith("SGLang"));
 
   auto trt = DefaultHostTime("trtllm");
   ASSERT_TRUE(trt.ok());
   EXPECT_EQ(trt->step_s, v.step_s);
   EXPECT_EQ(trt->per_draft_forward_s, v.per_draft_forward_s);
+  EXPECT_EQ(trt->ngram_verify_fraction, v.ngram_verify_fraction);
   EXPECT_THAT(trt->provenance, StartsWith("TensorRT-LLM: no public measurement"));
 
   auto own = DefaultHostTime("specplan");
   ASSERT_TRUE(own.ok());
-  for (double x : {own->step_s, own->per_sequence_s, own->per_draft_forward_s,
-                   own->ngram_per_sequence_s, own->sample_call_s, own->verify_per_token_s}) {
+  for (double x : {own->step_s, own->per_sequence_s, own->per_draft_forward_s, own->sample_call_s,
+                   own->verify_per_token_s}) {
     EXPECT_EQ(x, 0);
   }
+  // Its n-gram lookup proposes outside the passes calibrate times: vLLM's fraction stands in.
+  EXPECT_EQ(own->ngram_verify_fraction, v.ngram_verify_fraction);
   EXPECT_THAT(own->provenance, HasSubstr("calibrate times whole passes"));
+  EXPECT_THAT(own->provenance, HasSubstr("vLLM's 0.5875 % of the verify time"));
 
   for (const char* bad : {"tgi", "vLLM", "sglang-0.5.14"}) {
     auto h = DefaultHostTime(bad);
@@ -508,7 +558,9 @@ TEST(DefaultHostTime, EachEngineAndAnUnknownOne) {
   EXPECT_EQ(j["step_s"], v.step_s);
   EXPECT_EQ(j["per_draft_forward_s"], v.per_draft_forward_s);
   EXPECT_EQ(j["verify_per_token_s"], v.verify_per_token_s);
+  EXPECT_EQ(j["ngram_verify_fraction"], v.ngram_verify_fraction);
   EXPECT_EQ(j["provenance"], v.provenance);
+  EXPECT_EQ(j.size(), 7u);  // six terms and the provenance
 }
 
 TEST(StepModel, EnginesHostTimeChangesOnlyTheHostTerms) {
@@ -553,6 +605,9 @@ TEST(PlannerTermsFor, AuxIsSampleAndHostArIsThePlainStepDraftIsTheStepsDraft) {
       EXPECT_EQ(t.drafter.cls, DrafterClass::kParallelBlock);
       EXPECT_EQ(t.drafter.gamma, gamma);
       EXPECT_EQ(t.drafter.t_net_s, one.draft_s);
+      if (o.drafter == "ngram") {  // its proposal: the fraction of the verify pass, in T_draft
+        EXPECT_DOUBLE_EQ(t.drafter.t_net_s, m.host().ngram_verify_fraction * one.verify_s);
+      }
       EXPECT_EQ(t.t_aux_s, one.sample_s + one.host_s);
       EXPECT_EQ(t.l_ar_s, m.ArStep(1, 1024).step_s());
       if (one.draft_s > 0) {

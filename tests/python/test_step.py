@@ -74,6 +74,19 @@ def test_a_drafter_the_profile_cannot_price_is_priced_by_its_roofline(tmp_path):
         "host only"
 
 
+def test_ngram_draft_is_a_fraction_of_the_verify_pass():
+    cost = specplan.Cost(gpu="h100", model="llama-3.1-8b", engine="vllm", drafter="ngram")
+    h = cost.host
+    assert "ngram_verify_fraction" in h._fields and h.ngram_verify_fraction == 0.005875
+    assert h.to_dict()["ngram_verify_fraction"] == h.ngram_verify_fraction
+    for b in (1, 16, 64, 128):
+        step = cost.step(b, 4, 186)
+        assert step.draft_priced_by == "host only" and step.draft_forwards == 0
+        assert step.draft_s == pytest.approx(h.ngram_verify_fraction * step.verify_s, rel=1e-12)
+        # the host term does not grow with the proposal: it is the plain step's
+        assert step.host_s == cost.ar_step(b, 186).host_s
+
+
 def test_host_time_and_repr():
     cost = specplan.Cost(gpu="h100", model="qwen3-8b", engine="vllm", host_step_ms=2)
     assert cost.host.step_s == pytest.approx(2e-3)

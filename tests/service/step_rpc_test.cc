@@ -136,6 +136,7 @@ TEST_F(StepRpcTest, EstimateReturnsTheStepModelsStepFromTheStoredProfile) {
     // The host time is SGLang's defaults, with their provenance.
     const costmodel::HostTime host = *costmodel::DefaultHostTime("sglang");
     EXPECT_SAME(resp.host().per_draft_forward_s(), host.per_draft_forward_s);
+    EXPECT_SAME(resp.host().ngram_verify_fraction(), host.ngram_verify_fraction);
     EXPECT_EQ(resp.host().provenance(), host.provenance);
   }
 }
@@ -154,11 +155,20 @@ TEST_F(StepRpcTest, ADrafterTheProfileCannotPriceIsPricedByItsRoofline) {
     EXPECT_GT(resp.points(0).step().draft_s(), 0);
     ExpectStepEq(resp.points(0).step(), want.step->Step(1, 4, 256));
   }
-  // ngram drafts on the host only.
+  // ngram drafts on the host only: its proposal is the fraction of the step's verify pass, as
+  // in process.
   v1::EstimateLatencyResponse resp;
   ASSERT_TRUE(Estimate(Cost(true, "ngram"), 4, 256, &resp).ok());
-  EXPECT_EQ(resp.points(0).step().draft_priced_by(), "host only");
-  EXPECT_EQ(resp.points(0).step().draft_forwards(), 0);
+  costmodel::StepOptions o;
+  o.drafter = "ngram";
+  const InProcess want = Reference(composed_, o);
+  const v1::StepBreakdown& ngram = resp.points(0).step();
+  EXPECT_EQ(ngram.draft_priced_by(), "host only");
+  EXPECT_EQ(ngram.draft_forwards(), 0);
+  ExpectStepEq(ngram, want.step->Step(1, 4, 256));
+  EXPECT_GT(ngram.draft_s(), 0);
+  EXPECT_SAME(ngram.draft_s(), resp.host().ngram_verify_fraction() * ngram.verify_s());
+  EXPECT_SAME(ngram.host_s(), resp.points(0).ar_step().host_s());
 }
 
 TEST_F(StepRpcTest, HostOverridesAndDraftingByHandReachTheStep) {
