@@ -238,21 +238,6 @@ absl::StatusOr<ResolvedLatencyModel> ResolveCost(const CostSpec& spec) {
   return out;
 }
 
-absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(const std::string& model,
-                                                         const std::string& gpu,
-                                                         const std::string& profile_path,
-                                                         DType dtype, const std::string& kind,
-                                                         int64_t tp) {
-  CostSpec spec;
-  spec.model = model;
-  spec.gpu = gpu;
-  spec.profile_path = profile_path;
-  spec.latency_model = kind;
-  spec.dtype = dtype;
-  spec.tp = tp;
-  return ResolveCost(spec);
-}
-
 absl::Status CostErrorInNames(const absl::Status& status, const std::vector<CostFieldName>& names) {
   if (status.ok()) return status;
   const absl::string_view msg = status.message();

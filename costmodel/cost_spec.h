@@ -127,16 +127,6 @@ absl::Status CostErrorInNames(const absl::Status& status, const std::vector<Cost
 std::vector<std::string> BundledEngines(const std::string& calib_dir, const std::string& gpu,
                                         const std::string& model, DType dtype, int64_t tp = 1);
 
-// ResolveCost of a spec without an engine: with profile_path set, loads
-// it (and checks it matches model/gpu when those are given); otherwise the first bundled profile
-// of KnownEngines() for (gpu, model, dtype, tp), else the bare roofline. `kind` picks a model of
-// the profile other than its default (errors name latency_model); `tp` as CostSpec::tp (0 = not
-// given).
-// Kept for callers that do not choose an engine; see ResolveCost for the rules and errors.
-absl::StatusOr<ResolvedLatencyModel> ResolveLatencyModel(
-    const std::string& model, const std::string& gpu, const std::string& profile_path,
-    DType dtype = DType::kBFloat16, const std::string& kind = "", int64_t tp = 0);
-
 }  // namespace specplan::costmodel
 
 #endif  // SPECPLAN_COSTMODEL_COST_SPEC_H_

@@ -18,6 +18,7 @@
 #include "costmodel/profile/engines.h"
 #include "costmodel/profile/profile.h"
 #include "costmodel/profile/profile_json.h"
+#include "tests/costmodel/cost_test_util.h"
 #include "tests/util/temp_dir.h"
 
 namespace specplan::costmodel {
@@ -300,12 +301,12 @@ TEST_F(CostSpecTest, UnknownEnginesAndMislabelledFilesAreRefused) {
   EXPECT_EQ(r.status().message(), path + ": engine = 'vllm': the file name says engine 'sglang'");
 }
 
-TEST_F(CostSpecTest, TheOldEntryPointsAreThinWrappers) {
-  // ResolveLatencyModel reads DefaultCalibDir(); the same lookup with no engine.
+TEST_F(CostSpecTest, WithoutCalibDirTheDefaultCalibDirIsSearched) {
+  // No calib_dir: DefaultCalibDir() (SPECPLAN_CALIB_DIR), with the engine rule of no engine named.
   setenv("SPECPLAN_CALIB_DIR", dir_.c_str(), 1);
   const std::string sglang = Ship(EngineProfile("sglang", 2.5));
   Ship(EngineProfile("specplan", 1.4));
-  auto r = ResolveLatencyModel("qwen3-8b", "h100", "");
+  auto r = ResolveModelOn("qwen3-8b", "h100");
   unsetenv("SPECPLAN_CALIB_DIR");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->profile_path, sglang);

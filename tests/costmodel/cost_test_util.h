@@ -22,6 +22,18 @@
 
 namespace specplan::costmodel {
 
+// ResolveCost of a model and a GPU (and a profile file), with no engine named: what a caller that
+// does not choose an engine resolves.
+inline absl::StatusOr<ResolvedLatencyModel> ResolveModelOn(const std::string& model,
+                                                           const std::string& gpu,
+                                                           const std::string& profile_path = "") {
+  CostSpec spec;
+  spec.model = model;
+  spec.gpu = gpu;
+  spec.profile_path = profile_path;
+  return ResolveCost(spec);
+}
+
 // The bundled H100 Llama-3.1-8B vLLM profile, resolved once (the step-model tests' cost: its
 // verify table, its composed drafter tables and the vLLM engine).
 inline const ResolvedLatencyModel& H100Llama8bVllm() {

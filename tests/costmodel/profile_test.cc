@@ -16,6 +16,7 @@
 #include "costmodel/latency/roofline_latency.h"
 #include "costmodel/profile/calib_dir.h"
 #include "costmodel/profile/profile_json.h"
+#include "tests/costmodel/cost_test_util.h"
 #include "tests/util/temp_dir.h"
 
 namespace specplan::costmodel {
@@ -328,7 +329,7 @@ TEST(Profile, UnreadableFilesAreErrorsNotCrashes) {
 TEST(Profile, ResolvePrefersExplicitThenBundledThenRoofline) {
   const fs::path dir = TempDir();
   setenv("SPECPLAN_CALIB_DIR", dir.c_str(), 1);
-  auto bare = ResolveLatencyModel("qwen3-4b", "a100", "");
+  auto bare = ResolveModelOn("qwen3-4b", "a100", "");
   ASSERT_TRUE(bare.ok()) << bare.status();
   EXPECT_EQ(bare->model->Kind(), "roofline");
   EXPECT_TRUE(bare->profile_path.empty());
@@ -337,14 +338,14 @@ TEST(Profile, ResolvePrefersExplicitThenBundledThenRoofline) {
   const std::string bundled =
       BundledProfilePath(dir.string(), "a100-80g", "qwen3-4b", DType::kBFloat16);
   ASSERT_TRUE(SaveProfile(p, bundled).ok());
-  auto found = ResolveLatencyModel("qwen3-4b", "a100", "");
+  auto found = ResolveModelOn("qwen3-4b", "a100", "");
   ASSERT_TRUE(found.ok()) << found.status();
   EXPECT_EQ(found->profile_path, bundled);
   EXPECT_EQ(found->model->Kind(), p.default_model);
 
-  auto explicit_ok = ResolveLatencyModel("qwen3-4b", "a100-80g", bundled);
+  auto explicit_ok = ResolveModelOn("qwen3-4b", "a100-80g", bundled);
   ASSERT_TRUE(explicit_ok.ok()) << explicit_ok.status();
-  auto mismatch = ResolveLatencyModel("qwen3-8b", "a100", bundled);
+  auto mismatch = ResolveModelOn("qwen3-8b", "a100", bundled);
   ASSERT_FALSE(mismatch.ok());
   EXPECT_THAT(std::string(mismatch.status().message()), HasSubstr("qwen3-4b"));
 
@@ -355,10 +356,10 @@ TEST(Profile, ResolvePrefersExplicitThenBundledThenRoofline) {
   tiny.gpu = tiny.gpu_spec.name = "my-box";
   const std::string tiny_path = (dir / "tiny.json").string();
   ASSERT_TRUE(SaveProfile(tiny, tiny_path).ok());
-  auto by_own_name = ResolveLatencyModel("tiny", "my-box", tiny_path);
+  auto by_own_name = ResolveModelOn("tiny", "my-box", tiny_path);
   ASSERT_TRUE(by_own_name.ok()) << by_own_name.status();
   EXPECT_EQ(by_own_name->model_spec.name, "tiny");
-  EXPECT_FALSE(ResolveLatencyModel("tinyx", "my-box", tiny_path).ok());
+  EXPECT_FALSE(ResolveModelOn("tinyx", "my-box", tiny_path).ok());
   unsetenv("SPECPLAN_CALIB_DIR");
   fs::remove_all(dir);
 }

@@ -194,12 +194,20 @@ TEST(TensorParallel, CalibratedFormsAddCommunication) {
             "model_spec.tp = 4: gpu 'h100-sxm' has no interconnect (link_bw = 0)");
 }
 
-TEST(TensorParallel, ResolveLatencyModelNamesTheField) {
-  auto r = ResolveLatencyModel("llama-3.3-70b", "h100", "", DType::kBFloat16, "", 3);
+TEST(TensorParallel, ResolveCostNamesTheField) {
+  CostSpec spec;
+  spec.model = "llama-3.3-70b";
+  spec.gpu = "h100";
+  spec.tp = 3;
+  auto r = ResolveCost(spec);
   EXPECT_EQ(r.status().message(), "tp = 3: must divide n_q = 64 (query heads)");
-  r = ResolveLatencyModel("llama-3.3-70b", "cpu", "", DType::kBFloat16, "", 2);
+  spec.gpu = "cpu";
+  spec.tp = 2;
+  r = ResolveCost(spec);
   EXPECT_EQ(r.status().message(), "tp = 2: gpu 'cpu' has no interconnect (link_bw = 0)");
-  r = ResolveLatencyModel("llama-3.3-70b", "h100", "", DType::kBFloat16, "", 4);
+  spec.gpu = "h100";
+  spec.tp = 4;
+  r = ResolveCost(spec);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->model_spec.tp, 4);
   // Roofline at tp = 4 (no bundled profile): per-GPU memory time plus 160 all-reduces.

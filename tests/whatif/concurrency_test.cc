@@ -38,10 +38,12 @@ Trace Load(const std::string& path) {
 // does not move what these tests pin: the replay mechanics over a measured, stepped cost.
 const costmodel::LatencyModel& H100Qwen3() {
   static const costmodel::ResolvedLatencyModel* resolved = [] {
-    auto r =
-        costmodel::ResolveLatencyModel("qwen3-8b", "h100",
-                                       ::specplan::test_paths::SourceDir() +
-                                           "/tests/whatif/data/h100-qwen3-8b-single-sequence.json");
+    costmodel::CostSpec spec;
+    spec.model = "qwen3-8b";
+    spec.gpu = "h100";
+    spec.profile_path = ::specplan::test_paths::SourceDir() +
+                        "/tests/whatif/data/h100-qwen3-8b-single-sequence.json";
+    auto r = costmodel::ResolveCost(spec);
     SPECPLAN_CHECK(r.ok());
     return new costmodel::ResolvedLatencyModel(*std::move(r));
   }();
