@@ -18,31 +18,14 @@
 #include "costmodel/profile/profile.h"
 #include "costmodel/profile/profile_json.h"
 #include "run_command.h"
+#include "tests/costmodel/cost_test_util.h"
 
 namespace specplan {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace ::specplan::testing;
-
-// qwen3-8b on an H100 fitted to `scale` x the roofline plus 1 ms, of `engine`.
-costmodel::Profile EngineProfile(const std::string& engine, double scale,
-                                 const std::string& version) {
-  const costmodel::ModelSpec model = *costmodel::LookupModel("qwen3-8b");
-  const costmodel::GpuSpec gpu = *costmodel::LookupGpu("h100");
-  const costmodel::RooflineLatency roofline(model, gpu);
-  std::vector<costmodel::LatencySample> samples;
-  for (int64_t c : {0, 512, 2048}) {
-    for (int64_t s : {1, 8, 32, 128}) {
-      samples.push_back({s, c, scale * roofline.VerifySeconds(s, c) + 1e-3});
-    }
-  }
-  auto p = costmodel::FitProfile(model, gpu, samples);
-  EXPECT_TRUE(p.ok()) << p.status();
-  p->engine = engine;
-  p->engine_version = version;
-  return *p;
-}
+using costmodel::EngineProfile;
 
 // A calib dir with h100-sxm/qwen3-8b under specplan's runtime (the file without "@") and sglang
 // (priced 2.5x the runtime's slope), as SPECPLAN_CALIB_DIR for the commands run.

@@ -27,24 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// A profile of qwen3-8b on an H100 fitted to `scale` x the roofline plus 1 ms, of `engine`.
-Profile EngineProfile(const std::string& engine, double scale, const std::string& version = "") {
-  const ModelSpec model = *LookupModel("qwen3-8b");
-  const GpuSpec gpu = *LookupGpu("h100");
-  const RooflineLatency roofline(model, gpu);
-  std::vector<LatencySample> samples;
-  for (int64_t c : {0, 512, 2048}) {
-    for (int64_t s : {1, 8, 32, 128}) {
-      samples.push_back({s, c, scale * roofline.VerifySeconds(s, c) + 1e-3});
-    }
-  }
-  auto p = FitProfile(model, gpu, samples);
-  EXPECT_TRUE(p.ok()) << p.status();
-  p->engine = engine;
-  p->engine_version = version;
-  return *p;
-}
-
 class CostSpecTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = test::FreshTestDir("specplan_cost_spec_test_"); }

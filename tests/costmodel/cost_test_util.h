@@ -12,12 +12,15 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "costmodel/cost_spec.h"
+#include "costmodel/fit/profile_fit.h"
 #include "costmodel/hardware/model_registry.h"
 #include "costmodel/hardware/model_spec.h"
 #include "costmodel/latency/kernel_sum_latency.h"
 #include "costmodel/latency/roofline_latency.h"
+#include "costmodel/profile/profile.h"
 #include "tests/paths/test_paths.h"
 
 namespace specplan::costmodel {
@@ -32,6 +35,26 @@ inline absl::StatusOr<ResolvedLatencyModel> ResolveModelOn(const std::string& mo
   spec.gpu = gpu;
   spec.profile_path = profile_path;
   return ResolveCost(spec);
+}
+
+// A profile of qwen3-8b on an H100 fitted to `scale` x the roofline plus 1 ms, of `engine`
+// (the engine-choice tests of the cost model and the CLI ship it as a bundled profile).
+inline Profile EngineProfile(const std::string& engine, double scale,
+                             const std::string& version = "") {
+  const ModelSpec model = *LookupModel("qwen3-8b");
+  const GpuSpec gpu = *LookupGpu("h100");
+  const RooflineLatency roofline(model, gpu);
+  std::vector<LatencySample> samples;
+  for (int64_t c : {0, 512, 2048}) {
+    for (int64_t s : {1, 8, 32, 128}) {
+      samples.push_back({s, c, scale * roofline.VerifySeconds(s, c) + 1e-3});
+    }
+  }
+  auto p = FitProfile(model, gpu, samples);
+  EXPECT_TRUE(p.ok()) << p.status();
+  p->engine = engine;
+  p->engine_version = version;
+  return *p;
 }
 
 // The bundled H100 Llama-3.1-8B vLLM profile, resolved once (the step-model tests' cost: its
