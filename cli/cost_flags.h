@@ -49,8 +49,8 @@ struct CostFlagOptions {
 };
 
 // An operation's error (ops/) in the words of the command line, from one table of request field
-// -> flag names (cost_flags.cc kRequestFlagNames: the CostSpec and ops::CostRequest fields and
-// the fields the operations' requests share, s, c, b, n_max, t_draft_ms, ...): a leading
+// -> flag names (ops/cost_request.h CostRequestFlagNames(): the CostSpec and ops::CostRequest
+// fields and the fields the operations' requests share, s, c, b, n_max, t_draft_ms, ...): a leading
 // "<field> = '<value>': " or "<field> = <value>: " becomes "--<flag> <value>: " ("engine = 'foo':
 // unknown ..." -> "--engine foo: unknown ...", "tp = 3: ..." -> "--tp 3: ..."), a leading
 // "<field>: " becomes "--<flag>: ", and the advice "(or set profile_path)" becomes "(or pass
