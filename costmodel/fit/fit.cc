@@ -345,6 +345,20 @@ class BestStart {
   double cost_ = std::numeric_limits<double>::infinity();
 };
 
+// The multi-start fit of a GEMM-tiled form (`kind`: "overlap", "kernel_sum"): checks the samples,
+// then for each tile of kGemmTiles, smallest first, `fit_tile`(tile, y_scale, &best) runs its
+// starts (y_scale = FastestSeconds(samples)) and offers their results to `best`. Returns the best
+// coefficients, or an error naming `kind` when no start converged.
+template <typename Coefficients, typename FitTile>
+absl::StatusOr<Coefficients> FitOverGemmTiles(const std::vector<LatencySample>& samples,
+                                              const char* kind, const FitTile& fit_tile) {
+  SPECPLAN_RETURN_IF_ERROR(CheckFitSamples(samples, kind));
+  const double y_scale = FastestSeconds(samples);
+  BestStart<Coefficients> best;
+  for (int64_t tile : kGemmTiles) fit_tile(tile, y_scale, &best);
+  return best.Result(kind);
+}
+
 // Parameters of the overlap fit in log space: u = [log(overhead / y_min), log k_g, log k_a,
 // log k_w, log k_kv, log(p - 1)].
 constexpr int kOverlapParams = 6;
@@ -396,29 +410,26 @@ double FitOverlapFrom(OverlapParams* u, double y_scale, int64_t tile,
 
 absl::StatusOr<OverlapCoefficients> FitOverlap(const RooflineLatency& roofline,
                                                const std::vector<LatencySample>& samples) {
-  SPECPLAN_RETURN_IF_ERROR(CheckFitSamples(samples, "overlap"));
-  const double y_scale = FastestSeconds(samples);
-  BestStart<OverlapCoefficients> best;
-  for (int64_t tile : kGemmTiles) {
-    std::vector<OverlapFeatures> f(samples.size());
-    for (size_t i = 0; i < samples.size(); ++i) {
-      f[i] =
-          ComputeOverlapFeatures(roofline.model(), roofline.gpu(), SampleTotals(samples[i]), tile);
-    }
-    // Starts: overhead 1 % or 20 % of the fastest pass, efficiencies 1 or 2, p = 2 or 8.
-    for (double b0 : {0.01, 0.2}) {
-      for (double k0 : {1.0, 2.0}) {
-        for (double p0 : {2.0, 8.0}) {
-          OverlapParams u;
-          u << std::log(b0), std::log(k0), std::log(k0), std::log(k0), std::log(k0),
-              std::log(p0 - 1);
-          const double cost = FitOverlapFrom(&u, y_scale, tile, f, samples);
-          best.Offer(cost, [&] { return OverlapFromParams(u, y_scale, tile); });
+  return FitOverGemmTiles<OverlapCoefficients>(
+      samples, "overlap", [&](int64_t tile, double y_scale, BestStart<OverlapCoefficients>* best) {
+        std::vector<OverlapFeatures> f(samples.size());
+        for (size_t i = 0; i < samples.size(); ++i) {
+          f[i] = ComputeOverlapFeatures(roofline.model(), roofline.gpu(), SampleTotals(samples[i]),
+                                        tile);
         }
-      }
-    }
-  }
-  return best.Result("overlap");
+        // Starts: overhead 1 % or 20 % of the fastest pass, efficiencies 1 or 2, p = 2 or 8.
+        for (double b0 : {0.01, 0.2}) {
+          for (double k0 : {1.0, 2.0}) {
+            for (double p0 : {2.0, 8.0}) {
+              OverlapParams u;
+              u << std::log(b0), std::log(k0), std::log(k0), std::log(k0), std::log(k0),
+                  std::log(p0 - 1);
+              const double cost = FitOverlapFrom(&u, y_scale, tile, f, samples);
+              best->Offer(cost, [&] { return OverlapFromParams(u, y_scale, tile); });
+            }
+          }
+        }
+      });
 }
 
 namespace {
@@ -509,52 +520,50 @@ double FitKernelSumFrom(KernelSumParams* u, const KernelSumProblem& prob) {
 
 absl::StatusOr<KernelSumCoefficients> FitKernelSum(const RooflineLatency& roofline,
                                                    const std::vector<LatencySample>& samples) {
-  SPECPLAN_RETURN_IF_ERROR(CheckFitSamples(samples, "kernel_sum"));
-  const double y_scale = FastestSeconds(samples);
-  BestStart<KernelSumCoefficients> best;
-  for (int64_t tile : kGemmTiles) {
-    KernelSumParams warm;
-    bool have_warm = false;
-    std::vector<int64_t> last_waves;
-    for (int64_t attention_tile : {2048, 1024, 512, 256, 128, 64}) {
-      KernelSumProblem prob{y_scale, tile, attention_tile, {}, &samples};
-      prob.f.resize(samples.size());
-      std::vector<int64_t> waves(samples.size());
-      for (size_t i = 0; i < samples.size(); ++i) {
-        prob.f[i] = ComputeKernelSumFeatures(roofline.model(), roofline.gpu(), samples[i].s,
-                                             samples[i].c, tile, attention_tile, samples[i].b);
-        waves[i] = prob.f[i].waves;
-      }
-      // A tile that splits no sampled s differently from the larger one fits the same.
-      if (waves == last_waves) continue;
-      last_waves = waves;
-      // Starts: the next larger attention tile's optimum and one cold start, or two cold starts
-      // for the largest tile (overhead 30 % or 5 % of the fastest pass; efficiencies 1 or 2;
-      // p = 8 or 2; score FLOPs 0.1 or 1).
-      std::vector<KernelSumParams> starts;
-      if (have_warm) starts.push_back(warm);
-      for (int k = have_warm ? 1 : 0; k < 2; ++k) {
-        const double b0 = k == 0 ? 0.3 : 0.05, k0 = k == 0 ? 1.0 : 2.0, p0 = k == 0 ? 8 : 2,
-                     a0 = k == 0 ? 0.1 : 1.0;
-        KernelSumParams u;
-        u << std::log(b0), std::log(k0), std::log(k0), std::log(p0 - 1), std::log(k0), std::log(k0),
-            std::log(b0 / 10), std::log(a0), std::log(k0);
-        starts.push_back(u);
-      }
-      double tile_cost = std::numeric_limits<double>::infinity();
-      for (KernelSumParams u : starts) {
-        const double cost = FitKernelSumFrom(&u, prob);
-        if (cost < tile_cost) {
-          tile_cost = cost;
-          warm = u;
-          have_warm = true;
+  return FitOverGemmTiles<KernelSumCoefficients>(
+      samples, "kernel_sum",
+      [&](int64_t tile, double y_scale, BestStart<KernelSumCoefficients>* best) {
+        KernelSumParams warm;
+        bool have_warm = false;
+        std::vector<int64_t> last_waves;
+        for (int64_t attention_tile : {2048, 1024, 512, 256, 128, 64}) {
+          KernelSumProblem prob{y_scale, tile, attention_tile, {}, &samples};
+          prob.f.resize(samples.size());
+          std::vector<int64_t> waves(samples.size());
+          for (size_t i = 0; i < samples.size(); ++i) {
+            prob.f[i] = ComputeKernelSumFeatures(roofline.model(), roofline.gpu(), samples[i].s,
+                                                 samples[i].c, tile, attention_tile, samples[i].b);
+            waves[i] = prob.f[i].waves;
+          }
+          // A tile that splits no sampled s differently from the larger one fits the same.
+          if (waves == last_waves) continue;
+          last_waves = waves;
+          // Starts: the next larger attention tile's optimum and one cold start, or two cold starts
+          // for the largest tile (overhead 30 % or 5 % of the fastest pass; efficiencies 1 or 2;
+          // p = 8 or 2; score FLOPs 0.1 or 1).
+          std::vector<KernelSumParams> starts;
+          if (have_warm) starts.push_back(warm);
+          for (int k = have_warm ? 1 : 0; k < 2; ++k) {
+            const double b0 = k == 0 ? 0.3 : 0.05, k0 = k == 0 ? 1.0 : 2.0, p0 = k == 0 ? 8 : 2,
+                         a0 = k == 0 ? 0.1 : 1.0;
+            KernelSumParams u;
+            u << std::log(b0), std::log(k0), std::log(k0), std::log(p0 - 1), std::log(k0),
+                std::log(k0), std::log(b0 / 10), std::log(a0), std::log(k0);
+            starts.push_back(u);
+          }
+          double tile_cost = std::numeric_limits<double>::infinity();
+          for (KernelSumParams u : starts) {
+            const double cost = FitKernelSumFrom(&u, prob);
+            if (cost < tile_cost) {
+              tile_cost = cost;
+              warm = u;
+              have_warm = true;
+            }
+          }
+          best->Offer(tile_cost,
+                      [&] { return KernelSumFromParams(warm, y_scale, tile, attention_tile); });
         }
-      }
-      best.Offer(tile_cost,
-                 [&] { return KernelSumFromParams(warm, y_scale, tile, attention_tile); });
-    }
-  }
-  return best.Result("kernel_sum");
+      });
 }
 
 absl::StatusOr<FitStats> CrossValidate(const LatencyFitter& fitter,
