@@ -6,6 +6,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "planner/policies/best_first.h"
@@ -26,17 +27,55 @@ T Or(T value, T fallback) {
   return value == T{} ? fallback : value;
 }
 
-// policy = Policy::Create(options) once its node budget `n` (field `policy_field.budget_field`)
-// is within the server limit; Create's errors are prefixed with `policy_field`.
+// Policy::Create(options) once its node budget `options.*budget` (field
+// `policy_field.budget_field`) is within the server limit; Create's errors are prefixed with
+// `policy_field`.
 template <class Policy, class Options>
-absl::Status CreatePolicy(const Options& options, int64_t n, const ServiceLimits& limits,
-                          absl::string_view policy_field, absl::string_view budget_field,
-                          std::unique_ptr<planner::TreePolicy>* policy) {
-  SPECPLAN_RETURN_IF_ERROR(CheckNMax(n, limits, absl::StrCat(policy_field, ".", budget_field)));
+absl::StatusOr<std::unique_ptr<planner::TreePolicy>> CreatePolicy(const Options& options,
+                                                                  int32_t Options::*budget,
+                                                                  const ServiceLimits& limits,
+                                                                  absl::string_view policy_field,
+                                                                  absl::string_view budget_field) {
+  SPECPLAN_RETURN_IF_ERROR(
+      CheckNMax(options.*budget, limits, absl::StrCat(policy_field, ".", budget_field)));
   auto p = Policy::Create(options);
   if (!p.ok()) return Prefixed(policy_field, p.status());
-  *policy = *std::move(p);
-  return absl::OkStatus();
+  return std::unique_ptr<planner::TreePolicy>(*std::move(p));
+}
+
+// The tree policy `start` names: fixed, linear, dynatree or eagle2 (best_first is not a
+// TreePolicy; the driver runs it itself).
+absl::StatusOr<std::unique_ptr<planner::TreePolicy>> TreePolicyFromProto(
+    const v1::SessionStart& start, const ServiceLimits& limits) {
+  switch (start.policy_case()) {
+    case v1::SessionStart::kFixed:
+      return CreatePolicy<planner::FixedTreePolicy>(FixedTreeOptionsFromProto(start.fixed()),
+                                                    &planner::FixedTreeOptions::max_nodes, limits,
+                                                    "start.fixed", "max_nodes");
+    case v1::SessionStart::kLinear: {
+      planner::LinearChainOptions o;
+      o.k = Or(start.linear().k(), o.k);
+      return CreatePolicy<planner::LinearChainPolicy>(o, &planner::LinearChainOptions::k, limits,
+                                                      "start.linear", "k");
+    }
+    case v1::SessionStart::kDynatree:
+      return CreatePolicy<planner::DynaTreePolicy>(DynaTreeOptionsFromProto(start.dynatree()),
+                                                   &planner::DynaTreeOptions::n_max, limits,
+                                                   "start.dynatree", "n_max");
+    case v1::SessionStart::kEagle2: {
+      const v1::Eagle2Config& c = start.eagle2();
+      planner::Eagle2Options o;
+      o.top_k = Or(c.top_k(), o.top_k);
+      o.depth = Or(c.depth(), o.depth);
+      o.total_tokens = Or(c.total_tokens(), o.total_tokens);
+      return CreatePolicy<planner::Eagle2Policy>(o, &planner::Eagle2Options::total_tokens, limits,
+                                                 "start.eagle2", "total_tokens");
+    }
+    case v1::SessionStart::kBestFirst:
+    case v1::SessionStart::POLICY_NOT_SET:
+      break;
+  }
+  return Invalid("start.policy: required (fixed, linear, dynatree, eagle2 or best_first)");
 }
 
 }  // namespace
@@ -85,90 +124,54 @@ absl::Status PlanSessionDriver::Start(const v1::SessionStart& start,
   position_offset_ = start.context_tokens();
   outputs_ = OutputsFromProto(start.has_outputs(), start.outputs());
 
-  switch (start.policy_case()) {
-    case v1::SessionStart::kFixed: {
-      const planner::FixedTreeOptions o = FixedTreeOptionsFromProto(start.fixed());
-      SPECPLAN_RETURN_IF_ERROR(CreatePolicy<planner::FixedTreePolicy>(
-          o, o.max_nodes, limits, "start.fixed", "max_nodes", &policy_));
-      break;
-    }
-    case v1::SessionStart::kLinear: {
-      planner::LinearChainOptions o;
-      o.k = Or(start.linear().k(), o.k);
-      SPECPLAN_RETURN_IF_ERROR(
-          CreatePolicy<planner::LinearChainPolicy>(o, o.k, limits, "start.linear", "k", &policy_));
-      break;
-    }
-    case v1::SessionStart::kDynatree: {
-      const planner::DynaTreeOptions o = DynaTreeOptionsFromProto(start.dynatree());
-      SPECPLAN_RETURN_IF_ERROR(CreatePolicy<planner::DynaTreePolicy>(
-          o, o.n_max, limits, "start.dynatree", "n_max", &policy_));
-      break;
-    }
-    case v1::SessionStart::kEagle2: {
-      const v1::Eagle2Config& c = start.eagle2();
-      planner::Eagle2Options o;
-      o.top_k = Or(c.top_k(), o.top_k);
-      o.depth = Or(c.depth(), o.depth);
-      o.total_tokens = Or(c.total_tokens(), o.total_tokens);
-      SPECPLAN_RETURN_IF_ERROR(CreatePolicy<planner::Eagle2Policy>(
-          o, o.total_tokens, limits, "start.eagle2", "total_tokens", &policy_));
-      break;
-    }
-    case v1::SessionStart::kBestFirst: {
-      const v1::BestFirstConfig& c = start.best_first();
-      planner::PathConditionedOptions& o = pc_options_;
-      SPECPLAN_RETURN_IF_ERROR(
-          BudgetModeFromProto(c.mode(), "start.best_first.mode", &o.budget.mode));
-      SPECPLAN_RETURN_IF_ERROR(CheckNMax(c.n_max(), limits, "start.best_first.n_max"));
-      o.budget.n_max = c.n_max();
-      if (!std::isfinite(c.l_ar_s())) {
-        return Invalid(absl::StrCat("start.best_first.l_ar_s = ", c.l_ar_s(), ": must be finite"));
-      }
-      o.budget.l_ar_s = c.l_ar_s();
-      o.gamma = Or(c.gamma(), 16);
-      o.k = Or(c.k(), 8);
-      if (o.gamma < 0 || o.k < 0) {
-        return Invalid(absl::StrCat("start.best_first.", o.gamma < 0 ? "gamma = " : "k = ",
-                                    o.gamma < 0 ? o.gamma : o.k, ": must be >= 1"));
-      }
-      if (o.gamma > limits.max_gamma) {
-        return absl::ResourceExhaustedError(absl::StrCat("start.best_first.gamma = ", o.gamma,
-                                                         ": exceeds the server limit ",
-                                                         limits.max_gamma, " (--max-gamma)"));
-      }
-      if (o.k > limits.max_k) {
-        return absl::ResourceExhaustedError(absl::StrCat("start.best_first.k = ", o.k,
-                                                         ": exceeds the server limit ",
-                                                         limits.max_k, " (--max-k)"));
-      }
-      const bool has_source =
-          c.has_cost() && c.cost().source_case() != v1::CostSpec::SOURCE_NOT_SET;
-      if (o.budget.mode != planner::BudgetMode::kFixed && !has_source) {
-        return Invalid(
-            "start.best_first.cost: required in CONTROLLER and SCAN modes (set "
-            "cost.profile or cost.inline_model)");
-      }
-      if (has_source) {
-        SPECPLAN_ASSIGN_OR_RETURN(cost_,
-                                  costs_->Resolve(c.cost(), o.gamma, "start.best_first.cost"));
-        // A drafter architecture: its whole step priced into the cycle and L_AR (a given l_ar_s
-        // > 0 stands), as PlanTree does.
-        cost_->PriceStep(cost_->drafter.gamma, cost_->context);
-        if (cost_->l_ar_s > 0 && o.budget.l_ar_s <= 0) o.budget.l_ar_s = cost_->l_ar_s;
-        position_offset_ = cost_->context;
-      }
-      name_ = absl::StrCat("bestfirst(", EnumName(planner::kBudgetModeNames, o.budget.mode),
-                           ", n_max=", o.budget.n_max, ", gamma=", o.gamma, ", k=", o.k, ")");
-      kind_ = Kind::kBestFirst;
-      step_ = 0;
-      return BeginStep(start.root_token(), out);
-    }
-    case v1::SessionStart::POLICY_NOT_SET:
-      return Invalid("start.policy: required (fixed, linear, dynatree, eagle2 or best_first)");
+  if (start.policy_case() != v1::SessionStart::kBestFirst) {
+    SPECPLAN_ASSIGN_OR_RETURN(policy_, TreePolicyFromProto(start, limits));
+    name_ = policy_->Name();
+    kind_ = Kind::kPolicy;
+    step_ = 0;
+    return BeginStep(start.root_token(), out);
   }
-  name_ = policy_->Name();
-  kind_ = Kind::kPolicy;
+  const v1::BestFirstConfig& c = start.best_first();
+  planner::PathConditionedOptions& o = pc_options_;
+  SPECPLAN_RETURN_IF_ERROR(BudgetModeFromProto(c.mode(), "start.best_first.mode", &o.budget.mode));
+  SPECPLAN_RETURN_IF_ERROR(CheckNMax(c.n_max(), limits, "start.best_first.n_max"));
+  o.budget.n_max = c.n_max();
+  if (!std::isfinite(c.l_ar_s())) {
+    return Invalid(absl::StrCat("start.best_first.l_ar_s = ", c.l_ar_s(), ": must be finite"));
+  }
+  o.budget.l_ar_s = c.l_ar_s();
+  o.gamma = Or(c.gamma(), 16);
+  o.k = Or(c.k(), 8);
+  if (o.gamma < 0 || o.k < 0) {
+    return Invalid(absl::StrCat("start.best_first.", o.gamma < 0 ? "gamma = " : "k = ",
+                                o.gamma < 0 ? o.gamma : o.k, ": must be >= 1"));
+  }
+  if (o.gamma > limits.max_gamma) {
+    return absl::ResourceExhaustedError(absl::StrCat("start.best_first.gamma = ", o.gamma,
+                                                     ": exceeds the server limit ",
+                                                     limits.max_gamma, " (--max-gamma)"));
+  }
+  if (o.k > limits.max_k) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "start.best_first.k = ", o.k, ": exceeds the server limit ", limits.max_k, " (--max-k)"));
+  }
+  const bool has_source = c.has_cost() && c.cost().source_case() != v1::CostSpec::SOURCE_NOT_SET;
+  if (o.budget.mode != planner::BudgetMode::kFixed && !has_source) {
+    return Invalid(
+        "start.best_first.cost: required in CONTROLLER and SCAN modes (set "
+        "cost.profile or cost.inline_model)");
+  }
+  if (has_source) {
+    SPECPLAN_ASSIGN_OR_RETURN(cost_, costs_->Resolve(c.cost(), o.gamma, "start.best_first.cost"));
+    // A drafter architecture: its whole step priced into the cycle and L_AR (a given l_ar_s
+    // > 0 stands), as PlanTree does.
+    cost_->PriceStep(cost_->drafter.gamma, cost_->context);
+    if (cost_->l_ar_s > 0 && o.budget.l_ar_s <= 0) o.budget.l_ar_s = cost_->l_ar_s;
+    position_offset_ = cost_->context;
+  }
+  name_ = absl::StrCat("bestfirst(", EnumName(planner::kBudgetModeNames, o.budget.mode),
+                       ", n_max=", o.budget.n_max, ", gamma=", o.gamma, ", k=", o.k, ")");
+  kind_ = Kind::kBestFirst;
   step_ = 0;
   return BeginStep(start.root_token(), out);
 }
