@@ -67,6 +67,16 @@ class LoadgenServer : public ::testing::Test {
     ASSERT_EQ(m->k, 8);
     base_.plan_request = MakePlanRequest(*m, 256, 1024, "h100", "qwen3-8b", "");
   }
+  // A soak of this server: `clients` clients for at most `seconds` s, a `mix_invalid` share of
+  // the calls invalid; the cases are the caller's.
+  SoakConfig Soak(int clients, double seconds, double mix_invalid) const {
+    SoakConfig c;
+    c.target = base_.target;
+    c.clients = clients;
+    c.seconds = seconds;
+    c.mix_invalid = mix_invalid;
+    return c;
+  }
   std::unique_ptr<TestServer> server_;
   LoadConfig base_;
 };
@@ -136,12 +146,8 @@ TEST_F(LoadgenServer, BadRequestsFailTheWarmupOrAreCounted) {
 }
 
 TEST_F(LoadgenServer, ShortSoakGetsTheExpectedStatusForEveryRequest) {
-  SoakConfig c;
-  c.target = base_.target;
-  c.clients = 3;
-  c.seconds = 2.5;
+  SoakConfig c = Soak(/*clients=*/3, /*seconds=*/2.5, /*mix_invalid=*/0.5);
   c.qps = 120;
-  c.mix_invalid = 0.5;
   c.rss_pid = 0;  // the server runs in this process
   c.cases = MakeSoakCases(base_.plan_request);
   ASSERT_TRUE(ValidateSoakConfig(c).ok());
@@ -191,12 +197,8 @@ TEST_F(LoadgenServer, SoakCountsWrongExpectationsByMethodAndCode) {
   EXPECT_EQ(expected["merge_mismatched_roots"], "INVALID_ARGUMENT");
   // A mix whose "valid" PlanTree is in fact invalid: every call is counted as unexpected, by
   // method and code.
-  SoakConfig c;
-  c.target = base_.target;
-  c.clients = 1;
+  SoakConfig c = Soak(/*clients=*/1, /*seconds=*/30, /*mix_invalid=*/0);
   c.requests = 10;
-  c.seconds = 30;
-  c.mix_invalid = 0;
   c.cases = {cases[4]};  // plan_nan_probs
   ASSERT_EQ(c.cases[0].name, "plan_nan_probs");
   c.cases[0].expected = absl::StatusCode::kOk;
