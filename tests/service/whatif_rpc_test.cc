@@ -9,6 +9,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -41,79 +43,77 @@ std::string FixtureText() {
 bool Same(double a, double b) {
   return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
 }
-#define EXPECT_SAME(a, b) EXPECT_TRUE(Same((a), (b))) << #a << " = " << (a) << " vs " << (b)
+
+// One field of two structs: doubles the Same, everything else ==.
+template <typename V>
+void ExpectFieldSame(const V& x, const V& y, const std::string& name) {
+  if constexpr (std::is_same_v<V, double>) {
+    EXPECT_TRUE(Same(x, y)) << name << " = " << x << " vs " << y;
+  } else {
+    EXPECT_EQ(x, y) << name;
+  }
+}
+
+template <typename Tie, size_t... I>
+void ExpectTiesSame(const Tie& x, const Tie& y, const std::vector<std::string>& names,
+                    std::index_sequence<I...>) {
+  (ExpectFieldSame(std::get<I>(x), std::get<I>(y), names[I]), ...);
+}
+
+// Each field of `a` and `b` that `tie` lists ((const T&) -> std::tie of the fields) is the same;
+// `names` spells the fields, comma-separated, for the failure messages.
+template <typename T, typename Tie>
+void ExpectFieldsSame(const T& a, const T& b, const Tie& tie, const std::string& names) {
+  std::vector<std::string> name;
+  for (size_t begin = 0; begin <= names.size();) {
+    size_t end = names.find(',', begin);
+    if (end == std::string::npos) end = names.size();
+    name.push_back(names.substr(begin, end - begin));
+    begin = names.find_first_not_of(' ', end + 1);
+    if (begin == std::string::npos) break;
+  }
+  const auto x = tie(a), y = tie(b);
+  constexpr size_t kFields = std::tuple_size_v<std::decay_t<decltype(x)>>;
+  ASSERT_EQ(name.size(), kFields) << names;
+  ExpectTiesSame(x, y, name, std::make_index_sequence<kFields>());
+}
+
+// EXPECT_FIELDS_SAME(a, b, o, o.x, o.y.z, ...): fields o.x, o.y.z, ... of a and b are the same
+// (doubles bit for bit).
+#define EXPECT_FIELDS_SAME(a, b, o, ...) \
+  ExpectFieldsSame((a), (b), [](const auto& o) { return std::tie(__VA_ARGS__); }, #__VA_ARGS__)
 
 void ExpectSummaryEq(const whatif::ControllerSummary& a, const whatif::ControllerSummary& b) {
-  EXPECT_EQ(a.found, b.found);
-  EXPECT_SAME(a.speedup, b.speedup);
-  EXPECT_SAME(a.accepted_per_step, b.accepted_per_step);
-  EXPECT_SAME(a.mean_tree_size, b.mean_tree_size);
-  EXPECT_SAME(a.ratio_to_oracle, b.ratio_to_oracle);
+  EXPECT_FIELDS_SAME(a, b, o, o.found, o.speedup, o.accepted_per_step, o.mean_tree_size,
+                     o.ratio_to_oracle);
 }
 
 // Every field of two reports.
 void ExpectReportsEqual(const whatif::WhatIfReport& a, const whatif::WhatIfReport& b) {
-  EXPECT_EQ(a.target, b.target);
-  EXPECT_EQ(a.draft, b.draft);
-  EXPECT_EQ(a.vocab, b.vocab);
-  EXPECT_EQ(a.steps, b.steps);
-  EXPECT_EQ(a.steps_with_marginals, b.steps_with_marginals);
-  EXPECT_EQ(a.steps_with_nodes, b.steps_with_nodes);
-  EXPECT_EQ(a.prompts, b.prompts);
-  EXPECT_EQ(a.latency_model, b.latency_model);
-  EXPECT_EQ(a.budgets, b.budgets);
-  EXPECT_EQ(a.strategies, b.strategies);
-  EXPECT_EQ(a.n_max, b.n_max);
-  EXPECT_EQ(a.drafter.cls, b.drafter.cls);
-  EXPECT_EQ(a.drafter.gamma, b.drafter.gamma);
-  EXPECT_SAME(a.drafter.t_net_s, b.drafter.t_net_s);
-  EXPECT_SAME(a.drafter.t_head_s, b.drafter.t_head_s);
-  EXPECT_SAME(a.drafter.t_light_s, b.drafter.t_light_s);
-  EXPECT_SAME(a.policy_forward_s, b.policy_forward_s);
-  EXPECT_SAME(a.t_aux_s, b.t_aux_s);
+  EXPECT_FIELDS_SAME(a, b, o, o.target, o.draft, o.vocab, o.steps, o.steps_with_marginals,
+                     o.steps_with_nodes, o.prompts, o.latency_model, o.budgets, o.strategies,
+                     o.n_max, o.drafter.cls, o.drafter.gamma, o.drafter.t_net_s, o.drafter.t_head_s,
+                     o.drafter.t_light_s, o.policy_forward_s, o.t_aux_s);
   ASSERT_EQ(a.rows.size(), b.rows.size());
   for (size_t i = 0; i < a.rows.size(); ++i) {
     SCOPED_TRACE(::testing::Message() << "row " << i);
     const whatif::WhatIfRow &x = a.rows[i], &y = b.rows[i];
-    EXPECT_EQ(x.strategy, y.strategy);
-    EXPECT_EQ(x.budget, y.budget);
-    EXPECT_EQ(x.params, y.params);
-    EXPECT_EQ(x.steps_used, y.steps_used);
-    EXPECT_EQ(x.steps_skipped, y.steps_skipped);
-    EXPECT_SAME(x.accepted_per_step, y.accepted_per_step);
-    EXPECT_SAME(x.predicted_accepted_per_step, y.predicted_accepted_per_step);
-    EXPECT_SAME(x.mean_tree_size, y.mean_tree_size);
-    EXPECT_SAME(x.cycle_s, y.cycle_s);
-    EXPECT_SAME(x.t_ar_s, y.t_ar_s);
-    EXPECT_SAME(x.speedup, y.speedup);
-    EXPECT_SAME(x.predicted_speedup, y.predicted_speedup);
-    EXPECT_SAME(x.pearson, y.pearson);
+    EXPECT_FIELDS_SAME(x, y, r, r.strategy, r.budget, r.params, r.steps_used, r.steps_skipped,
+                       r.accepted_per_step, r.predicted_accepted_per_step, r.mean_tree_size,
+                       r.cycle_s, r.t_ar_s, r.speedup, r.predicted_speedup, r.pearson);
     ASSERT_EQ(x.per_step.size(), y.per_step.size());
     for (size_t k = 0; k < x.per_step.size(); ++k) {
-      const whatif::StepResult &p = x.per_step[k], &q = y.per_step[k];
-      EXPECT_EQ(p.step, q.step);
-      EXPECT_EQ(p.n, q.n);
-      EXPECT_EQ(p.accepted, q.accepted);
-      EXPECT_SAME(p.predicted_accepted, q.predicted_accepted);
-      EXPECT_SAME(p.cycle_s, q.cycle_s);
-      EXPECT_SAME(p.t_ar_s, q.t_ar_s);
-      EXPECT_SAME(p.speedup, q.speedup);
+      SCOPED_TRACE(::testing::Message() << "per_step " << k);
+      EXPECT_FIELDS_SAME(x.per_step[k], y.per_step[k], p, p.step, p.n, p.accepted,
+                         p.predicted_accepted, p.cycle_s, p.t_ar_s, p.speedup);
     }
   }
-  EXPECT_EQ(a.oracle.found, b.oracle.found);
-  EXPECT_EQ(a.oracle.budget, b.oracle.budget);
-  EXPECT_SAME(a.oracle.speedup, b.oracle.speedup);
-  EXPECT_SAME(a.oracle.accepted_per_step, b.oracle.accepted_per_step);
+  EXPECT_FIELDS_SAME(a.oracle, b.oracle, o, o.found, o.budget, o.speedup, o.accepted_per_step);
   ExpectSummaryEq(a.controller, b.controller);
   ExpectSummaryEq(a.scan, b.scan);
-  const whatif::SurrogateQuality &s = a.surrogate, &t = b.surrogate;
-  EXPECT_EQ(s.steps, t.steps);
-  EXPECT_SAME(s.chain_pearson, t.chain_pearson);
-  EXPECT_SAME(s.chain_spearman, t.chain_spearman);
-  EXPECT_SAME(s.chain_predicted_mean, t.chain_predicted_mean);
-  EXPECT_SAME(s.chain_accepted_mean, t.chain_accepted_mean);
-  EXPECT_SAME(s.controller_pearson, t.controller_pearson);
-  EXPECT_SAME(s.controller_spearman, t.controller_spearman);
+  EXPECT_FIELDS_SAME(a.surrogate, b.surrogate, s, s.steps, s.chain_pearson, s.chain_spearman,
+                     s.chain_predicted_mean, s.chain_accepted_mean, s.controller_pearson,
+                     s.controller_spearman);
   // What the CLI prints from them.
   EXPECT_EQ(whatif::FormatWhatIfTable(a), whatif::FormatWhatIfTable(b));
   EXPECT_EQ(whatif::WhatIfReportToJson(a).dump(2), whatif::WhatIfReportToJson(b).dump(2));
