@@ -135,14 +135,19 @@ py::object StepRecord(const costmodel::StepBreakdown& b, const std::string& draf
   return MakeRecord<StepTag>(StepFields(b, draft_priced_by));
 }
 
+// HostTime's record fields: its terms (costmodel::HostTimeTerms), then the provenance.
+std::vector<RecordField> HostRecordFields() {
+  std::vector<RecordField> fields;
+  for (const costmodel::HostTimeTerm& t : costmodel::HostTimeTerms()) {
+    fields.push_back({t.name, t.what});
+  }
+  fields.push_back({"provenance", "where the figures come from"});
+  return fields;
+}
+
 py::object HostRecord(const costmodel::HostTime& h) {
   py::dict d;
-  d["step_s"] = h.step_s;
-  d["per_sequence_s"] = h.per_sequence_s;
-  d["per_draft_forward_s"] = h.per_draft_forward_s;
-  d["sample_call_s"] = h.sample_call_s;
-  d["verify_per_token_s"] = h.verify_per_token_s;
-  d["ngram_verify_fraction"] = h.ngram_verify_fraction;
+  for (const costmodel::HostTimeTerm& t : costmodel::HostTimeTerms()) d[t.name] = h.*t.member;
   d["provenance"] = h.provenance;
   return MakeRecord<HostTag>(d);
 }
@@ -368,14 +373,7 @@ void BindCost(py::module_& m) {
       m, "HostTime",
       "The engine's host time per step a step model charges (seconds; ngram_verify_fraction a "
       "fraction).",
-      {{"step_s", "fixed host work per step"},
-       {"per_sequence_s", "host work per sequence in the pass"},
-       {"per_draft_forward_s", "host work per draft forward"},
-       {"sample_call_s", "one sampling call"},
-       {"verify_per_token_s", "per verified token"},
-       {"ngram_verify_fraction",
-        "n-gram proposal (ngram / suffix drafters) as a fraction of the verify time, in draft_s"},
-       {"provenance", "where the figures come from"}});
+      HostRecordFields());
   BindRecord<StepTag>(
       m, "StepBreakdown",
       "One engine step (Cost.step, Cost.ar_step, Estimate.step): its terms in seconds.",

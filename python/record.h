@@ -47,7 +47,7 @@ struct RecordField {
 // field; arrays compared with numpy.array_equal) and _fields (the names, in order).
 template <class Tag>
 void BindRecord(py::module_& m, const char* name, const char* doc,
-                std::initializer_list<RecordField> fields) {
+                const std::vector<RecordField>& fields) {
   using R = Record<Tag>;
   py::class_<R> cls(m, name, doc);
   auto names = std::make_shared<std::vector<std::string>>();

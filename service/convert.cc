@@ -7,6 +7,9 @@
 
 #include "service/convert.h"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -17,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "costmodel/profile/engines.h"
+#include "costmodel/step/host_time.h"
 #include "ops/validate.h"
 #include "util/check.h"
 #include "util/status_macros.h"
@@ -248,24 +252,32 @@ costmodel::StepBreakdown StepBreakdownFromProto(const v1::StepBreakdown& in) {
   return out;
 }
 
+// Field by field through costmodel::HostTimeTerms(): the proto names its fields as the terms are
+// named (proto/specplan/v1/planner.proto HostTime), which tests/service/step_rpc_test.cc checks by
+// round-tripping every term.
+namespace {
+const google::protobuf::FieldDescriptor& HostTimeField(const char* name) {
+  const google::protobuf::FieldDescriptor* f = v1::HostTime::descriptor()->FindFieldByName(name);
+  SPECPLAN_CHECK(f != nullptr && f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE,
+                 "v1.HostTime lacks a double field named as a costmodel::HostTimeTerms() term");
+  return *f;
+}
+}  // namespace
+
 void HostTimeToProto(const costmodel::HostTime& in, v1::HostTime* out) {
-  out->set_step_s(in.step_s);
-  out->set_per_sequence_s(in.per_sequence_s);
-  out->set_per_draft_forward_s(in.per_draft_forward_s);
-  out->set_sample_call_s(in.sample_call_s);
-  out->set_verify_per_token_s(in.verify_per_token_s);
-  out->set_ngram_verify_fraction(in.ngram_verify_fraction);
+  const google::protobuf::Reflection& r = *out->GetReflection();
+  for (const costmodel::HostTimeTerm& t : costmodel::HostTimeTerms()) {
+    r.SetDouble(out, &HostTimeField(t.name), in.*t.member);
+  }
   out->set_provenance(in.provenance);
 }
 
 costmodel::HostTime HostTimeFromProto(const v1::HostTime& in) {
   costmodel::HostTime out;
-  out.step_s = in.step_s();
-  out.per_sequence_s = in.per_sequence_s();
-  out.per_draft_forward_s = in.per_draft_forward_s();
-  out.sample_call_s = in.sample_call_s();
-  out.verify_per_token_s = in.verify_per_token_s();
-  out.ngram_verify_fraction = in.ngram_verify_fraction();
+  const google::protobuf::Reflection& r = *in.GetReflection();
+  for (const costmodel::HostTimeTerm& t : costmodel::HostTimeTerms()) {
+    out.*t.member = r.GetDouble(in, &HostTimeField(t.name));
+  }
   out.provenance = in.provenance();
   return out;
 }

@@ -18,6 +18,7 @@
 #include "costmodel/profile/calib_dir.h"
 #include "costmodel/profile/engines.h"
 #include "costmodel/step/drafter_arch.h"
+#include "costmodel/step/host_time.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "util/status_macros.h"
 
@@ -136,9 +137,8 @@ std::string StepKey(const costmodel::StepOptions& o) {
   const double draft_s = o.draft_s.value_or(-1);
   add(&draft_s, sizeof draft_s);
   if (o.host) {
-    for (double v :
-         {o.host->step_s, o.host->per_sequence_s, o.host->per_draft_forward_s,
-          o.host->sample_call_s, o.host->verify_per_token_s, o.host->ngram_verify_fraction}) {
+    for (const costmodel::HostTimeTerm& t : costmodel::HostTimeTerms()) {
+      const double v = (*o.host).*t.member;
       add(&v, sizeof v);
     }
     key += o.host->provenance;

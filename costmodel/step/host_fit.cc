@@ -237,23 +237,16 @@ absl::StatusOr<HostFit> FitHostTime(const LatencyModel* verify, const ModelSpec&
 absl::StatusOr<HostTime> HostTimeFromJson(const nlohmann::json& j) {
   if (!j.is_object()) return absl::InvalidArgumentError("host: expected an object");
   HostTime h;
-  const std::pair<const char*, double HostTime::*> fields[] = {
-      {"step_s", &HostTime::step_s},
-      {"per_sequence_s", &HostTime::per_sequence_s},
-      {"per_draft_forward_s", &HostTime::per_draft_forward_s},
-      {"sample_call_s", &HostTime::sample_call_s},
-      {"verify_per_token_s", &HostTime::verify_per_token_s},
-      {"ngram_verify_fraction", &HostTime::ngram_verify_fraction}};
-  for (const auto& [name, field] : fields) {
+  for (const HostTimeTerm& t : HostTimeTerms()) {
+    const char* name = t.name;
     if (!j.contains(name) || !j[name].is_number() || !(j[name].get<double>() >= 0) ||
         j[name].get<double>() > 1) {
-      const bool fraction = field == &HostTime::ngram_verify_fraction;
       return absl::InvalidArgumentError(
           absl::StrCat("host.", name, ": ", j.contains(name) ? j[name].dump() : "missing",
-                       fraction ? ": expected a fraction in [0, 1] of the verify time"
-                                : ": expected seconds in [0, 1]"));
+                       t.fraction ? ": expected a fraction in [0, 1] of the verify time"
+                                  : ": expected seconds in [0, 1]"));
     }
-    h.*field = j[name].get<double>();
+    h.*t.member = j[name].get<double>();
   }
   if (j.contains("provenance") && j["provenance"].is_string()) {
     h.provenance = j["provenance"].get<std::string>();

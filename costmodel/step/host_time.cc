@@ -50,6 +50,20 @@ HostTime VllmDefaults() {
 
 }  // namespace
 
+const std::array<HostTimeTerm, 6>& HostTimeTerms() {
+  static constexpr std::array<HostTimeTerm, 6> kTerms = {{
+      {"step_s", &HostTime::step_s, "fixed host work per step", false},
+      {"per_sequence_s", &HostTime::per_sequence_s, "host work per sequence in the pass", false},
+      {"per_draft_forward_s", &HostTime::per_draft_forward_s, "host work per draft forward", false},
+      {"sample_call_s", &HostTime::sample_call_s, "one sampling call", false},
+      {"verify_per_token_s", &HostTime::verify_per_token_s, "per verified token", false},
+      {"ngram_verify_fraction", &HostTime::ngram_verify_fraction,
+       "n-gram proposal (ngram / suffix drafters) as a fraction of the verify time, in draft_s",
+       true},
+  }};
+  return kTerms;
+}
+
 absl::StatusOr<HostTime> DefaultHostTime(const std::string& engine) {
   HostTime h = VllmDefaults();
   if (engine == "vllm" || engine.empty()) {
@@ -118,31 +132,21 @@ absl::StatusOr<HostTime> OverrideHostTime(const HostTime& base, const HostOverri
 }
 
 nlohmann::json HostTimeToJson(const HostTime& h) {
-  return {{"step_s", h.step_s},
-          {"per_sequence_s", h.per_sequence_s},
-          {"per_draft_forward_s", h.per_draft_forward_s},
-          {"sample_call_s", h.sample_call_s},
-          {"verify_per_token_s", h.verify_per_token_s},
-          {"ngram_verify_fraction", h.ngram_verify_fraction},
-          {"provenance", h.provenance}};
+  nlohmann::json j;
+  for (const HostTimeTerm& t : HostTimeTerms()) j[t.name] = h.*t.member;
+  j["provenance"] = h.provenance;
+  return j;
 }
 
 absl::Status ValidateHostTime(const HostTime& h, const std::string& prefix) {
-  const std::pair<const char*, double> fields[] = {{"step_s", h.step_s},
-                                                   {"per_sequence_s", h.per_sequence_s},
-                                                   {"per_draft_forward_s", h.per_draft_forward_s},
-                                                   {"sample_call_s", h.sample_call_s},
-                                                   {"verify_per_token_s", h.verify_per_token_s}};
-  for (const auto& [name, v] : fields) {
+  for (const HostTimeTerm& t : HostTimeTerms()) {
+    const double v = h.*t.member;
     if (!(v >= 0) || v > 1) {
       return absl::InvalidArgumentError(
-          absl::StrCat(prefix, name, " = ", v, ": must be in [0, 1] seconds"));
+          absl::StrCat(prefix, t.name, " = ", v,
+                       t.fraction ? ": must be a fraction in [0, 1] of the verify time"
+                                  : ": must be in [0, 1] seconds"));
     }
-  }
-  if (!(h.ngram_verify_fraction >= 0) || h.ngram_verify_fraction > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(prefix, "ngram_verify_fraction = ", h.ngram_verify_fraction,
-                     ": must be a fraction in [0, 1] of the verify time"));
   }
   return absl::OkStatus();
 }

@@ -30,6 +30,17 @@ struct HostTime {
   std::string provenance;  // where each number comes from
 };
 
+// HostTime's numeric terms in declaration order: the name JSON, the wire and Python give each, the
+// member, a one-line description, and whether it is a fraction of T_verify (else seconds). The one
+// list every reader and writer of HostTime loops over.
+struct HostTimeTerm {
+  const char* name;
+  double HostTime::*member;
+  const char* what;
+  bool fraction;
+};
+const std::array<HostTimeTerm, 6>& HostTimeTerms();
+
 // The defaults for a canonical engine name (costmodel/profile/engines.h): "vllm", "sglang",
 // "trtllm", "specplan"; "" (the bare roofline, no engine) takes vLLM's, the engine with published
 // figures. INVALID_ARGUMENT for another name.

@@ -107,6 +107,24 @@ void ExpectStepEq(const v1::StepBreakdown& got, const costmodel::StepBreakdown& 
   EXPECT_EQ(got.draft_forwards(), want.draft_forwards);
 }
 
+// Every HostTime term crosses the wire (convert.cc goes field by field through HostTimeTerms by
+// name): distinct values per term, then back.
+TEST(HostTimeWire, EveryTermRoundTrips) {
+  costmodel::HostTime h;
+  double v = 0.125;
+  for (const costmodel::HostTimeTerm& t : costmodel::HostTimeTerms()) h.*t.member = (v /= 2);
+  h.provenance = "test";
+  v1::HostTime wire;
+  HostTimeToProto(h, &wire);
+  EXPECT_EQ(wire.step_s(), h.step_s);
+  EXPECT_EQ(wire.ngram_verify_fraction(), h.ngram_verify_fraction);
+  const costmodel::HostTime back = HostTimeFromProto(wire);
+  for (const costmodel::HostTimeTerm& t : costmodel::HostTimeTerms()) {
+    EXPECT_EQ(back.*t.member, h.*t.member) << t.name;
+  }
+  EXPECT_EQ(back.provenance, "test");
+}
+
 TEST_F(StepRpcTest, EstimateReturnsTheStepModelsStepFromTheStoredProfile) {
   for (const auto& [s, topk, draft_steps] :
        std::vector<std::tuple<int64_t, int, int>>{{4, 1, -1}, {9, 4, 3}, {1, 1, 0}}) {
