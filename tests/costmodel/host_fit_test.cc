@@ -6,8 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/cost_spec.h"
@@ -22,24 +25,30 @@ using ::testing::HasSubstr;
 
 const ResolvedLatencyModel& Vllm() { return H100Llama8bVllm(); }
 
-absl::StatusOr<HostFit> Fit(const std::vector<StepPoint>& points) {
+// The fit of `points` for `drafter`, over the engine's default host terms or `base`.
+absl::StatusOr<HostFit> Fit(const std::vector<StepPoint>& points,
+                            const std::string& drafter = "eagle3",
+                            std::optional<HostTime> base = std::nullopt) {
   const ResolvedLatencyModel& r = Vllm();
   StepOptions o;
-  o.drafter = "eagle3";
+  o.drafter = drafter;
+  o.host = std::move(base);
   return FitHostTime(r.model.get(), r.model_spec, r.gpu_spec, &r.drafters, r.engine, o, points);
 }
 
-// Points a step model with `truth` as its host terms predicts exactly.
-std::vector<StepPoint> PointsFrom(const HostTime& truth) {
+// Points (b = 1, 8, 32, 64 at c = 512; chains of each k, 0 = plain decoding) that a step model of
+// `drafter` with `truth` as its host terms predicts exactly.
+std::vector<StepPoint> PointsFrom(const HostTime& truth, const std::string& drafter = "eagle3",
+                                  std::initializer_list<int> ks = {0, 2, 4}) {
   const ResolvedLatencyModel& r = Vllm();
   StepOptions o;
-  o.drafter = "eagle3";
+  o.drafter = drafter;
   o.host = truth;
   auto m = StepModel::Create(r.model.get(), r.model_spec, r.gpu_spec, &r.drafters, r.engine, o);
   SPECPLAN_CHECK(m.ok());
   std::vector<StepPoint> points;
   for (int64_t b : {1, 8, 32, 64}) {
-    for (int k : {0, 2, 4}) {
+    for (int k : ks) {
       StepPoint p;
       p.b = b;
       p.k = k;
@@ -84,29 +93,12 @@ TEST(HostFit, KeepsTheDraftTermWithoutSpeculativePoints) {
 TEST(HostFit, KeepsTheNgramFractionAndPricesItWithTheKernels) {
   // Steps of an n-gram drafter with known host terms: the proposal (a fraction of the verify
   // pass) is not a column of the fit; priced before it, it leaves the seconds terms exact.
-  const ResolvedLatencyModel& r = Vllm();
   HostTime truth = *DefaultHostTime("vllm");
   truth.step_s = 0.9e-3;
   truth.per_sequence_s = 3e-6;
   truth.verify_per_token_s = 5e-6;
   truth.ngram_verify_fraction = 0.05;
-  StepOptions o;
-  o.drafter = "ngram";
-  o.host = truth;
-  auto m = StepModel::Create(r.model.get(), r.model_spec, r.gpu_spec, &r.drafters, r.engine, o);
-  ASSERT_TRUE(m.ok()) << m.status();
-  std::vector<StepPoint> points;
-  for (int64_t b : {1, 8, 32, 64}) {
-    for (int k : {0, 3}) {
-      StepPoint p;
-      p.b = b;
-      p.k = k;
-      p.c = 512;
-      p.step_s = k == 0 ? m->ArStep(b, p.c).step_s() : m->Step(b, k + 1, p.c).step_s();
-      points.push_back(p);
-    }
-  }
-  auto fit = FitHostTime(r.model.get(), r.model_spec, r.gpu_spec, &r.drafters, r.engine, o, points);
+  auto fit = Fit(PointsFrom(truth, "ngram", {0, 3}), "ngram", truth);
   ASSERT_TRUE(fit.ok()) << fit.status();
   EXPECT_EQ(fit->host.ngram_verify_fraction, 0.05);  // the options' default, kept
   EXPECT_NEAR(fit->host.step_s, truth.step_s, 1e-9);

@@ -36,6 +36,7 @@
 #include "specplan/v1/planner.grpc.pb.h"
 #include "tests/paths/test_paths.h"
 #include "tests/planner/plan_test_util.h"
+#include "tests/planner/random_marginals.h"
 #include "tests/server_process.h"
 #include "tests/service/remote_backend_fixture.h"
 #include "util/status_macros.h"
@@ -57,25 +58,18 @@ using planner::testing::ExpectSamePlan;
 using planner::testing::RandomWeightedTree;
 using planner::testing::SteppedLatency;
 
-// Rows sorted by descending prob, distinct tokens, row sums in [0.3, 1).
+// Random marginals (tests/planner/random_marginals.h: rows sorted by descending prob, row sums in
+// [0.3, 1)) seeded from `rng`, with the distinct tokens 100 + 17 d + r.
 planner::Marginals RandomMarginals(std::mt19937_64& rng, int gamma, int k) {
+  std::mt19937 row_rng(static_cast<uint32_t>(rng()));
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  planner::Marginals m;
-  m.root_token = 5;
-  m.gamma = gamma;
-  m.k = k;
-  for (int d = 0; d < gamma; ++d) {
-    std::vector<double> row(k);
-    double sum = 0;
-    for (double& x : row) sum += (x = u(rng) * u(rng) + 1e-3);
-    const double mass = 0.3 + 0.69 * u(rng);
-    std::sort(row.begin(), row.end(), std::greater<double>());
-    for (int r = 0; r < k; ++r) {
-      m.tokens.push_back(100 + 17 * d + r);
-      m.probs.push_back(static_cast<float>(row[r] / sum * mass));
-    }
-  }
-  return m;
+  return planner::testing::RandomMarginalsWith(
+      row_rng, 5, gamma, k, [&] { return u(row_rng) * u(row_rng) + 1e-3; },
+      [k](int d) {
+        std::vector<int32_t> tokens(k);
+        for (int r = 0; r < k; ++r) tokens[r] = 100 + 17 * d + r;
+        return tokens;
+      });
 }
 
 // ---------------------------------------------------------------------------------------------
