@@ -76,6 +76,18 @@ void ExpectSum(const StepBreakdown& r) {
   EXPECT_EQ(r.step_s(), r.verify_s + r.draft_s + r.sample_s + r.host_s);
 }
 
+// m.Step(b, s, c) with the terms every drafter shares checked: T_verify is the pass plus the
+// engine's per-token excess, T_host the work per step and per sequence (nothing for drafting), and
+// the terms sum to step_s.
+StepBreakdown CheckedStep(const StepModel& m, const HostTime& h, int64_t b, int64_t s, int64_t c) {
+  const StepBreakdown r = m.Step(b, s, c);
+  const double bd = static_cast<double>(b);
+  EXPECT_DOUBLE_EQ(r.verify_s, TargetPass(b, s, c) + h.verify_per_token_s * bd * s);
+  EXPECT_DOUBLE_EQ(r.host_s, h.step_s + h.per_sequence_s * bd);
+  ExpectSum(r);
+  return r;
+}
+
 TEST(StepModel, StepIsVerifyPlusDraftPlusSamplePlusHost) {
   ASSERT_EQ(Vllm().engine, "vllm");
   ASSERT_TRUE(Vllm().drafters.count("eagle3"));
@@ -91,11 +103,8 @@ TEST(StepModel, StepIsVerifyPlusDraftPlusSamplePlusHost) {
                                 {16, 6, 300},
                                 {3, 2, 5000}}) {
     SCOPED_TRACE(testing::Message() << "b = " << b << ", s = " << s << ", c = " << c);
-    const StepBreakdown r = m.Step(b, s, c);
-    const double bd = static_cast<double>(b);
+    const StepBreakdown r = CheckedStep(m, h, b, s, c);  // T_verify, T_host, the sum
     const int d = static_cast<int>(s - 1);
-    // T_verify: the pass + the engine's per-token excess.
-    EXPECT_DOUBLE_EQ(r.verify_s, TargetPass(b, s, c) + h.verify_per_token_s * bd * s);
     // T_draft: the extend over s verified tokens, then D - 1 single-token forwards at c + s, each
     // with the host's per-forward time.
     double want_draft = draft(b, s, c) + h.per_draft_forward_s;
@@ -105,9 +114,6 @@ TEST(StepModel, StepIsVerifyPlusDraftPlusSamplePlusHost) {
     EXPECT_DOUBLE_EQ(m.DraftForwardSeconds(b, s, c), draft(b, s, c));
     // T_sample: the target's call and one per drafter forward.
     EXPECT_DOUBLE_EQ(r.sample_s, h.sample_call_s * (1 + d));
-    // T_host: per step and per sequence (no n-gram term).
-    EXPECT_DOUBLE_EQ(r.host_s, h.step_s + h.per_sequence_s * bd);
-    ExpectSum(r);
     EXPECT_GT(r.draft_s, 0);
   }
 }
@@ -175,17 +181,13 @@ TEST(StepModel, NgramDraftIsAFractionOfTheVerifyPass) {
                                   {128, 4, 186},
                                   {256, 6, 3000}}) {
       SCOPED_TRACE(testing::Message() << "b = " << b << ", s = " << s << ", c = " << c);
-      const StepBreakdown r = m.Step(b, s, c);
-      const double bd = static_cast<double>(b);
-      EXPECT_DOUBLE_EQ(r.verify_s, TargetPass(b, s, c) + h.verify_per_token_s * bd * s);
+      // T_verify and T_host as for any drafter: nothing per sequence for the proposal.
+      const StepBreakdown r = CheckedStep(m, h, b, s, c);
       // The proposal is the drafter's time: the fraction of this step's verify term.
       EXPECT_DOUBLE_EQ(r.draft_s, h.ngram_verify_fraction * r.verify_s);
       EXPECT_EQ(r.draft_forwards, 0);
       EXPECT_EQ(r.sample_s, h.sample_call_s);
-      // The host term is the plain step's: nothing per sequence for the proposal.
-      EXPECT_DOUBLE_EQ(r.host_s, h.step_s + h.per_sequence_s * bd);
-      EXPECT_EQ(r.host_s, m.ArStep(b, c).host_s);
-      ExpectSum(r);
+      EXPECT_EQ(r.host_s, m.ArStep(b, c).host_s);  // the plain step's host term
     }
     // A ragged batch: the fraction of its own verify pass.
     BatchShape ragged;
