@@ -77,6 +77,12 @@ void ExpectSum(const StepBreakdown& r) {
   EXPECT_EQ(r.step_s(), r.verify_s + r.draft_s + r.sample_s + r.host_s);
 }
 
+// The (b, s, c) cells the step tests price: one sequence to 256, chains of 1 to 5 drafted tokens,
+// short to long contexts.
+const std::tuple<int64_t, int64_t, int64_t> kStepCells[] = {
+    {1, 4, 1024}, {8, 4, 1024}, {64, 4, 1024}, {16, 6, 300},
+    {3, 2, 5000}, {64, 4, 186}, {128, 4, 186}, {256, 6, 3000}};
+
 // m.Step(b, s, c) with the terms every drafter shares checked: T_verify is the pass plus the
 // engine's per-token excess, T_host the work per step and per sequence (nothing for drafting), and
 // the terms sum to step_s.
@@ -98,11 +104,7 @@ TEST(StepModel, StepIsVerifyPlusDraftPlusSamplePlusHost) {
   EXPECT_TRUE(m.has_drafter());
   const HostTime h = VllmHost();
   const DrafterTable draft("eagle3");
-  for (const auto& [b, s, c] : {std::tuple<int64_t, int64_t, int64_t>{1, 4, 1024},
-                                {8, 4, 1024},
-                                {64, 4, 1024},
-                                {16, 6, 300},
-                                {3, 2, 5000}}) {
+  for (const auto& [b, s, c] : kStepCells) {
     SCOPED_TRACE(testing::Message() << "b = " << b << ", s = " << s << ", c = " << c);
     const StepBreakdown r = CheckedStep(m, h, b, s, c);  // T_verify, T_host, the sum
     const int d = static_cast<int>(s - 1);
@@ -176,11 +178,7 @@ TEST(StepModel, NgramDraftIsAFractionOfTheVerifyPass) {
     const StepModel m = Make(o);
     EXPECT_EQ(m.draft_priced_by(), "host only");
     EXPECT_EQ(m.DraftForwardSeconds(8, 4, 1024), 0);
-    for (const auto& [b, s, c] : {std::tuple<int64_t, int64_t, int64_t>{1, 4, 1024},
-                                  {8, 4, 1024},
-                                  {64, 4, 186},
-                                  {128, 4, 186},
-                                  {256, 6, 3000}}) {
+    for (const auto& [b, s, c] : kStepCells) {
       SCOPED_TRACE(testing::Message() << "b = " << b << ", s = " << s << ", c = " << c);
       // T_verify and T_host as for any drafter: nothing per sequence for the proposal.
       const StepBreakdown r = CheckedStep(m, h, b, s, c);
