@@ -256,18 +256,28 @@ costmodel::StepBreakdown StepBreakdownFromProto(const v1::StepBreakdown& in) {
 // named (proto/specplan/v1/planner.proto HostTime), which tests/service/step_rpc_test.cc checks by
 // round-tripping every term.
 namespace {
-const google::protobuf::FieldDescriptor& HostTimeField(const char* name) {
-  const google::protobuf::FieldDescriptor* f = v1::HostTime::descriptor()->FindFieldByName(name);
-  SPECPLAN_CHECK(f != nullptr && f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE,
-                 "v1.HostTime lacks a double field named as a costmodel::HostTimeTerms() term");
-  return *f;
+// v1.HostTime's field of each term, in HostTimeTerms() order, looked up once.
+const std::vector<const google::protobuf::FieldDescriptor*>& HostTimeFields() {
+  static const auto* fields = [] {
+    auto* f = new std::vector<const google::protobuf::FieldDescriptor*>(
+        costmodel::HostTimeTerms().size());
+    for (size_t i = 0; i < f->size(); ++i) {
+      const char* name = costmodel::HostTimeTerms()[i].name;
+      (*f)[i] = v1::HostTime::descriptor()->FindFieldByName(name);
+      SPECPLAN_CHECK((*f)[i] != nullptr &&
+                         (*f)[i]->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE,
+                     "v1.HostTime lacks a double field named as a costmodel::HostTimeTerms() term");
+    }
+    return f;
+  }();
+  return *fields;
 }
 }  // namespace
 
 void HostTimeToProto(const costmodel::HostTime& in, v1::HostTime* out) {
   const google::protobuf::Reflection& r = *out->GetReflection();
-  for (const costmodel::HostTimeTerm& t : costmodel::HostTimeTerms()) {
-    r.SetDouble(out, &HostTimeField(t.name), in.*t.member);
+  for (size_t i = 0; i < HostTimeFields().size(); ++i) {
+    r.SetDouble(out, HostTimeFields()[i], in.*costmodel::HostTimeTerms()[i].member);
   }
   out->set_provenance(in.provenance);
 }
@@ -275,8 +285,8 @@ void HostTimeToProto(const costmodel::HostTime& in, v1::HostTime* out) {
 costmodel::HostTime HostTimeFromProto(const v1::HostTime& in) {
   costmodel::HostTime out;
   const google::protobuf::Reflection& r = *in.GetReflection();
-  for (const costmodel::HostTimeTerm& t : costmodel::HostTimeTerms()) {
-    out.*t.member = r.GetDouble(in, &HostTimeField(t.name));
+  for (size_t i = 0; i < HostTimeFields().size(); ++i) {
+    out.*costmodel::HostTimeTerms()[i].member = r.GetDouble(in, HostTimeFields()[i]);
   }
   out.provenance = in.provenance();
   return out;
