@@ -21,6 +21,10 @@ while (($#)); do
 done
 # ccache keys on paths relative to the checkout, so fresh clones (CI) reuse earlier builds' objects.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+# The LibTorch code compiles through a precompiled header (runtime/torch_pch.h, -include'd by
+# CMake); ccache caches such compilations only with this sloppiness (ccache(1), "Precompiled
+# headers"). No source of ours uses __TIME__, __DATE__ or __TIMESTAMP__.
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
   -DSPECPLAN_WITH_GRPC=ON -DSPECPLAN_WITH_TORCH=ON "${cmake_args[@]}" >/dev/null
 start=$(date +%s)
