@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "costmodel/hardware/model_spec.h"
+#include "runtime/layer_ops.h"
 #include "runtime/safetensors.h"
 #include "util/check.h"
 #include "util/enum_names.h"
@@ -56,20 +57,6 @@ torch::Tensor InverseFrequencies(const ModelConfig& c) {
     inv[i] = static_cast<float>(f);
   }
   return torch::from_blob(inv.data(), {dim / 2}, torch::kFloat32).clone();
-}
-
-torch::Tensor Act(Activation a, const torch::Tensor& x) {
-  switch (a) {
-    case Activation::kSilu:
-      return torch::silu(x);
-    case Activation::kGelu:
-      return torch::gelu(x);
-    case Activation::kGeluTanh:
-      return torch::gelu(x, "tanh");
-    case Activation::kRelu:
-      return torch::relu(x);
-  }
-  return x;
 }
 
 bool IgnoredCheckpointTensor(const std::string& name) {
@@ -140,6 +127,25 @@ void Transformer::Allocate(bool trainable) {
     *t = torch::empty(shape, opts);
     named_.emplace_back(name, *t);
   };
+  // Inference models: the named tensors `parts` become consecutive row blocks of one new tensor
+  // *fused (one GEMM for all of them); named_ keeps the blocks, so loading and init fill it.
+  auto fuse = [&](torch::Tensor* fused, std::initializer_list<torch::Tensor*> parts) {
+    if (trainable) return;
+    int64_t rows = 0;
+    for (torch::Tensor* p : parts) rows += p->size(0);
+    std::vector<int64_t> shape = (*parts.begin())->sizes().vec();
+    shape[0] = rows;
+    *fused = torch::empty(shape, opts);
+    int64_t at = 0;
+    for (torch::Tensor* p : parts) {
+      torch::Tensor block = fused->narrow(0, at, p->size(0));
+      for (auto& [name, t] : named_) {
+        if (t.is_same(*p)) t = block;
+      }
+      at += p->size(0);
+      *p = block;
+    }
+  };
   const bool neox = c.family == ArchFamily::kGptNeox;
   const std::string base = neox ? "gpt_neox." : "model.";
   add(base + (neox ? "embed_in.weight" : "embed_tokens.weight"), &embed_, {V, h});
@@ -167,6 +173,8 @@ void Transformer::Allocate(bool trainable) {
       if (c.attention_bias) add(p + "self_attn.k_proj.bias", &L.k_b, {c.kv_width()});
       add(p + "self_attn.v_proj.weight", &L.v_w, {c.kv_width(), h});
       if (c.attention_bias) add(p + "self_attn.v_proj.bias", &L.v_b, {c.kv_width()});
+      fuse(&L.qkv_w, {&L.q_w, &L.k_w, &L.v_w});
+      if (c.attention_bias) fuse(&L.qkv_b, {&L.q_b, &L.k_b, &L.v_b});
       add(p + "self_attn.o_proj.weight", &L.o_w, {h, c.q_width()});
       if (c.attention_out_bias) add(p + "self_attn.o_proj.bias", &L.o_b, {h});
       if (c.qk_norm) {
@@ -177,6 +185,8 @@ void Transformer::Allocate(bool trainable) {
       if (c.mlp_bias) add(p + "mlp.gate_proj.bias", &L.gate_b, {f});
       add(p + "mlp.up_proj.weight", &L.up_w, {f, h});
       if (c.mlp_bias) add(p + "mlp.up_proj.bias", &L.up_b, {f});
+      fuse(&L.gate_up_w, {&L.gate_w, &L.up_w});
+      if (c.mlp_bias) fuse(&L.gate_up_b, {&L.gate_b, &L.up_b});
       add(p + "mlp.down_proj.weight", &L.down_w, {h, f});
       if (c.mlp_bias) add(p + "mlp.down_proj.bias", &L.down_b, {h});
     }
@@ -339,23 +349,12 @@ torch::Tensor Transformer::Norm(const torch::Tensor& x, const torch::Tensor& w,
   if (config_.family == ArchFamily::kGptNeox) {
     return torch::layer_norm(x, {x.size(-1)}, w, b, config_.norm_eps);
   }
-  // HF LlamaRMSNorm: normalise in float32, cast back, then scale.
-  torch::Tensor xf = x.to(torch::kFloat32);
-  xf = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + config_.norm_eps);
-  return w * xf.to(x.scalar_type());
+  return RmsNorm(x, w, config_.norm_eps);
 }
 
 torch::Tensor Transformer::Rope(const torch::Tensor& x, const torch::Tensor& cos,
                                 const torch::Tensor& sin) const {
-  const int64_t rd = config_.rotary_dim();
-  const int64_t d = x.size(-1);
-  torch::Tensor xr = rd == d ? x : x.narrow(-1, 0, rd);
-  torch::Tensor x1 = xr.narrow(-1, 0, rd / 2);
-  torch::Tensor x2 = xr.narrow(-1, rd / 2, rd / 2);
-  torch::Tensor rotated = torch::cat({-x2, x1}, -1);
-  torch::Tensor out = xr * cos + rotated * sin;
-  if (rd == d) return out;
-  return torch::cat({out, x.narrow(-1, rd, d - rd)}, -1);
+  return ApplyRotary(x, cos, sin, config_.rotary_dim());
 }
 
 void Transformer::ProjectQkv(const Layer& L, const torch::Tensor& x, const torch::Tensor& cos,
@@ -369,9 +368,17 @@ void Transformer::ProjectQkv(const Layer& L, const torch::Tensor& x, const torch
     *k = qkv.narrow(-1, d, d);
     *v = qkv.narrow(-1, 2 * d, d);
   } else {
-    *q = torch::linear(x, L.q_w, L.q_b).view({S, nq, d});
-    *k = torch::linear(x, L.k_w, L.k_b).view({S, nkv, d});
-    *v = torch::linear(x, L.v_w, L.v_b).view({S, nkv, d});
+    if (L.qkv_w.defined()) {  // one GEMM; q, k and v are column blocks of its output
+      const int64_t qw = nq * d, kvw = nkv * d;
+      torch::Tensor qkv = torch::linear(x, L.qkv_w, L.qkv_b);
+      *q = qkv.narrow(1, 0, qw).view({S, nq, d});
+      *k = qkv.narrow(1, qw, kvw).view({S, nkv, d});
+      *v = qkv.narrow(1, qw + kvw, kvw).view({S, nkv, d});
+    } else {
+      *q = torch::linear(x, L.q_w, L.q_b).view({S, nq, d});
+      *k = torch::linear(x, L.k_w, L.k_b).view({S, nkv, d});
+      *v = torch::linear(x, L.v_w, L.v_b).view({S, nkv, d});
+    }
     if (c.qk_norm) {
       *q = Norm(*q, L.q_norm_w, {});
       *k = Norm(*k, L.k_norm_w, {});
@@ -443,10 +450,16 @@ torch::Tensor Transformer::AttendSegment(int64_t index, const torch::Tensor& q,
 
 torch::Tensor Transformer::Mlp(const Layer& L, const torch::Tensor& x) const {
   if (config_.family == ArchFamily::kGptNeox) {
-    return torch::linear(Act(config_.hidden_act, torch::linear(x, L.up_w, L.up_b)), L.down_w,
+    return torch::linear(Activate(config_.hidden_act, torch::linear(x, L.up_w, L.up_b)), L.down_w,
                          L.down_b);
   }
-  torch::Tensor gate = Act(config_.hidden_act, torch::linear(x, L.gate_w, L.gate_b));
+  if (L.gate_up_w.defined()) {  // one GEMM; gate and up are column blocks of its output
+    const int64_t f = config_.intermediate_size;
+    torch::Tensor gu = torch::linear(x, L.gate_up_w, L.gate_up_b);
+    return torch::linear(Activate(config_.hidden_act, gu.narrow(-1, 0, f)) * gu.narrow(-1, f, f),
+                         L.down_w, L.down_b);
+  }
+  torch::Tensor gate = Activate(config_.hidden_act, torch::linear(x, L.gate_w, L.gate_b));
   return torch::linear(gate * torch::linear(x, L.up_w, L.up_b), L.down_w, L.down_b);
 }
 

@@ -134,9 +134,15 @@ class Transformer {
   struct Layer {
     torch::Tensor ln1_w, ln1_b, ln2_w, ln2_b;              // norms ([h]; biases only for LayerNorm)
     torch::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b;  // llama family
-    torch::Tensor qkv_w, qkv_b;                            // gpt_neox fused [3h][h]
-    torch::Tensor q_norm_w, k_norm_w;                      // qwen3 [d]
+    // gpt_neox: its fused [3h][h] (per head q, k, v). llama family, inference models: q_w, k_w
+    // and v_w are row blocks of one [q_width + 2 kv_width][h] tensor (biases likewise), so the
+    // projection is one GEMM, as engines run it; trainable models keep them apart (undefined).
+    torch::Tensor qkv_w, qkv_b;
+    torch::Tensor q_norm_w, k_norm_w;                          // qwen3 [d]
     torch::Tensor gate_w, up_w, down_w, gate_b, up_b, down_b;  // MLP (gpt_neox: up/down only)
+    // Inference models: gate_w and up_w are the row blocks of one [2 ffn][h] (biases likewise),
+    // one GEMM; undefined for trainable models and gpt_neox.
+    torch::Tensor gate_up_w, gate_up_b;
   };
 
   Transformer(ModelConfig config, RuntimeOptions options);
