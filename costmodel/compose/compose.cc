@@ -164,6 +164,14 @@ double ComposedCost::ElementwiseSeconds(double bytes) const {
   return std::max(tables_->gemm.floor_s(), bytes / bandwidth_);
 }
 
+double ComposedCost::Elementwise(const std::string& op, int64_t m, int64_t width,
+                                 double bytes) const {
+  if (tables_->elementwise.has_value()) {
+    if (const std::optional<double> t = tables_->elementwise->Seconds(op, m, width)) return *t;
+  }
+  return ElementwiseSeconds(bytes);
+}
+
 absl::StatusOr<AttentionLookup> ComposedCost::Attention(int64_t b, int64_t s, int64_t c) const {
   const double bd = static_cast<double>(b), sd = static_cast<double>(s),
                cd = static_cast<double>(c);
@@ -208,15 +216,19 @@ absl::StatusOr<ComposedPass> ComposedCost::Pass(int64_t b, int64_t s, int64_t c)
   if (unmeasured_) {
     const double bp = M.bytes_per_element(), md = static_cast<double>(m);
     const double hd = static_cast<double>(h), qk = static_cast<double>(q_width + kv_width);
-    double layer = 2 * ElementwiseSeconds(4 * md * hd * bp);       // fused add + RMSNorm, twice
+    const int64_t qk_width = q_width + kv_width;
+    const double add_norm = Elementwise("add_norm", m, h, 4 * md * hd * bp);  // add + RMSNorm
+    double layer = 2 * add_norm;
     if (M.model_type == "qwen3" || M.model_type == "qwen3_moe") {  // q/k RMSNorm
-      layer += ElementwiseSeconds(2 * md * qk * bp);
+      layer += Elementwise("qk_norm", m, qk_width, 2 * md * qk * bp);
     }
-    layer += ElementwiseSeconds(2 * md * qk * bp);                                 // RoPE on q, k
-    layer += ElementwiseSeconds(2 * 2 * md * static_cast<double>(kv_width) * bp);  // KV store
-    layer += ElementwiseSeconds((M.gated_mlp ? 3 : 2) * md * static_cast<double>(ffn) * bp);
-    p.unmeasured_s = L * layer + ElementwiseSeconds(2 * md * hd * bp)  // embedding gather
-                     + ElementwiseSeconds(4 * md * hd * bp);           // final add + RMSNorm
+    layer += Elementwise("rope", m, qk_width, 2 * md * qk * bp);  // RoPE on q, k
+    layer +=
+        Elementwise("kv_store", m, 2 * kv_width, 2 * 2 * md * static_cast<double>(kv_width) * bp);
+    layer +=
+        Elementwise("act_mul", m, ffn, (M.gated_mlp ? 3 : 2) * md * static_cast<double>(ffn) * bp);
+    p.elementwise_s = L * layer + Elementwise("embedding", m, h, 2 * md * hd * bp)  // gather
+                      + add_norm;  // final add + RMSNorm
   }
   if (tp > 1) p.comm_s = CommunicationSeconds(M, gpu_, static_cast<double>(m));
   return p;
@@ -448,13 +460,21 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, ModelSp
   // What the unmeasured terms add at one reference shape.
   SPECPLAN_ASSIGN_OR_RETURN(const ComposedPass bare, measured_only.Pass(1, 1, 1024));
   SPECPLAN_ASSIGN_OR_RETURN(const ComposedPass full, with_all.Pass(1, 1, 1024));
+  const std::string priced = absl::StrFormat(
+      "priced as memory-bound kernels, max(%.2f us launch floor, bytes / %.0f GB/s), both from "
+      "the GEMM table",
+      tables.gemm.floor_s() * 1e6, with_all.bandwidth() / 1e9);
   prof.notes.push_back(absl::StrFormat(
-      "unmeasured terms (norms, q/k norms, RoPE, SiLU-mul, residual adds, KV-cache write, "
-      "embedding, final norm) priced as memory-bound kernels, max(%.2f us launch floor, bytes / "
-      "%.0f GB/s), both from the GEMM table; at b = 1, s = 1, c = 1024 they add %.3f ms to %.3f "
-      "ms of GEMM + attention + LM head (+%.1f %%)%s",
-      tables.gemm.floor_s() * 1e6, with_all.bandwidth() / 1e9, full.unmeasured_s * 1e3,
-      bare.measured_s() * 1e3, 100 * full.unmeasured_s / bare.measured_s(),
+      "%s (norms, q/k norms, RoPE, SiLU-mul, residual adds, KV-cache write, embedding, final "
+      "norm) %s; at b = 1, s = 1, c = 1024 they add %.3f ms to %.3f ms of GEMM + attention + LM "
+      "head (+%.1f %%)%s",
+      tables.elementwise.has_value() ? "elementwise terms" : "unmeasured terms",
+      tables.elementwise.has_value()
+          ? absl::StrCat("from ", tables.elementwise->source(),
+                         " where it measured the op at the model's width, the rest ", priced)
+          : priced,
+      full.elementwise_s * 1e3, bare.measured_s() * 1e3,
+      100 * full.elementwise_s / bare.measured_s(),
       o.unmeasured_terms ? "" : "; this profile leaves them out"));
   // A decode below the weight-streaming floor means the GEMM table read weights from the cache.
   const double floor_s = EstimateRoofline(spec, gpu, 1, 0).terms.total_bytes() / gpu.mem_bw;

@@ -26,8 +26,10 @@
 //          and s inside its measured s range: that table at (b, s, kv_len = c + s), measured
 //          under a tree mask; outside its s range, or without the table, the bound above.
 //
-// The terms the tables do not hold (norms, q/k norms, RoPE, SiLU-mul, residual adds, the KV-cache
-// write, embedding gather, final norm) are priced as memory-bound kernels: each costs
+// The elementwise kernels (norms, q/k norms, RoPE, SiLU-mul, residual adds, the KV-cache write,
+// embedding gather, final norm) come from the folder's elementwise.csv where it measured the op at
+// the model's width (ElementwiseTable; `calibrate --kernels` writes one); the rest, and every one
+// in folders without it (aiconfigurator's), are priced as memory-bound kernels: each costs
 // max(floor, bytes / bandwidth), where floor = the smallest GEMM time in the table (a
 // launch-bound kernel on that GPU in that engine) and bandwidth = the best DRAM bandwidth the
 // table's memory-bound GEMMs achieve (GemmTable::stream_bandwidth), capped at the GPU's peak. Per
@@ -53,15 +55,15 @@ namespace specplan::costmodel {
 
 // Seconds of one pass, by part.
 struct ComposedPass {
-  double gemm_s = 0;        // the L layers' four GEMMs
-  double attention_s = 0;   // the L layers' attention
-  double lm_head_s = 0;     // the LM head GEMM
-  double unmeasured_s = 0;  // norms, RoPE, activation, adds, KV write, embedding, final norm
-  double comm_s = 0;        // all-reduces at tp > 1 (roofline.h CommunicationSeconds)
+  double gemm_s = 0;         // the L layers' four GEMMs
+  double attention_s = 0;    // the L layers' attention
+  double lm_head_s = 0;      // the LM head GEMM
+  double elementwise_s = 0;  // norms, RoPE, activation, adds, KV write, embedding, final norm
+  double comm_s = 0;         // all-reduces at tp > 1 (roofline.h CommunicationSeconds)
   bool extrapolated = false;
   std::string why;  // the first lookup past the measured grid, when extrapolated
-  double measured_s() const { return gemm_s + attention_s + lm_head_s; }
-  double total_s() const { return measured_s() + unmeasured_s + comm_s; }
+  double measured_s() const { return gemm_s + attention_s + lm_head_s; }  // GEMM/attention tables
+  double total_s() const { return measured_s() + elementwise_s + comm_s; }
 };
 
 struct ComposeOptions {
@@ -100,8 +102,11 @@ class ComposedCost {
   absl::StatusOr<ComposedPass> Pass(int64_t b, int64_t s, int64_t c) const;
   // One layer's attention (seconds) and whether it left the measured grid.
   absl::StatusOr<AttentionLookup> Attention(int64_t b, int64_t s, int64_t c) const;
-  // The price of one unmeasured kernel that moves `bytes`.
+  // The price of one memory-bound kernel that moves `bytes`: max(launch floor, bytes / bandwidth).
   double ElementwiseSeconds(double bytes) const;
+  // One elementwise kernel `op` (ElementwiseTable::OpNames) over m tokens of `width`: the
+  // elementwise table's time where it holds (op, width), else ElementwiseSeconds(bytes).
+  double Elementwise(const std::string& op, int64_t m, int64_t width, double bytes) const;
   // Bytes/s the unmeasured kernels stream at: GemmTable::stream_bandwidth capped at the GPU's
   // DRAM peak (the GPU's peak when the table has no memory-bound row to read it from).
   double bandwidth() const { return bandwidth_; }

@@ -488,6 +488,47 @@ void ReadSourceAndLicence(const std::string& text, std::string* source, std::str
 
 }  // namespace
 
+const std::vector<std::string>& ElementwiseTable::OpNames() {
+  static const std::vector<std::string> names = {"add_norm", "qk_norm", "rope",
+                                                 "kv_store", "act_mul", "embedding"};
+  return names;
+}
+
+absl::StatusOr<ElementwiseTable> ElementwiseTable::Parse(const std::string& text,
+                                                         const std::string& source) {
+  SPECPLAN_ASSIGN_OR_RETURN(Csv csv, ParseCsv(text, source, {"op", "m", "width", "latency_ms"}));
+  ElementwiseTable t;
+  t.source_ = source;
+  const std::vector<std::string>& known = OpNames();
+  for (const CsvRow& row : csv.rows) {
+    const std::string& op = row.fields[csv.columns.at("op")];
+    if (std::find(known.begin(), known.end(), op) == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", row.line, ": op = '", op,
+                                                     "': expected one of ",
+                                                     absl::StrJoin(known, ", ")));
+    }
+    SPECPLAN_ASSIGN_OR_RETURN(const int64_t m, IntField(csv, row, "m", source));
+    SPECPLAN_ASSIGN_OR_RETURN(const int64_t width, IntField(csv, row, "width", source));
+    SPECPLAN_ASSIGN_OR_RETURN(const double sec, LatencyField(csv, row, source));
+    t.by_op_[{op, width}].push_back({m, sec});
+  }
+  for (auto& [key, pts] : t.by_op_) {
+    std::sort(pts.begin(), pts.end());
+    AverageRepeats(&pts);
+    t.max_change_ = std::max(t.max_change_, Isotonic(&pts));
+  }
+  t.kernel_sources_ = KernelSources(csv);
+  return t;
+}
+
+std::optional<double> ElementwiseTable::Seconds(const std::string& op, int64_t m,
+                                                int64_t width) const {
+  const auto it = by_op_.find({op, width});
+  if (it == by_op_.end()) return std::nullopt;
+  bool above = false;
+  return Interpolate(it->second, static_cast<double>(std::max<int64_t>(m, 1)), &above);
+}
+
 absl::StatusOr<EngineKernelTables> LoadEngineKernelTables(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -524,6 +565,11 @@ absl::StatusOr<EngineKernelTables> LoadEngineKernelTables(const std::string& dir
   if (fs::is_regular_file(folder / "tree_attention.csv", ec)) {
     SPECPLAN_ASSIGN_OR_RETURN(auto tree, read("tree_attention.csv"));
     SPECPLAN_ASSIGN_OR_RETURN(t.tree, TreeAttentionTable::Parse(tree.second, tree.first));
+  }
+  if (fs::is_regular_file(folder / "elementwise.csv", ec)) {
+    SPECPLAN_ASSIGN_OR_RETURN(auto elementwise, read("elementwise.csv"));
+    SPECPLAN_ASSIGN_OR_RETURN(t.elementwise,
+                              ElementwiseTable::Parse(elementwise.second, elementwise.first));
   }
   if (auto text = ReadFileToString((folder / "SOURCE.txt").string()); text.ok()) {
     for (absl::string_view line : absl::StrSplit(*text, '\n')) {

@@ -13,6 +13,9 @@
 //                             head_dim,latency_ms: s new tokens per sequence under a tree mask
 //                             over kv_len keys (the c cached ones plus the s new ones, kv_len =
 //                             c + s), one layer
+//   elementwise.csv           (optional; written by `calibrate --kernels`) kernel_source,op,m,
+//                             width,latency_ms: the memory-bound kernels between the GEMMs and
+//                             attention, one call over m tokens (ElementwiseTable below)
 //   SOURCE.txt                (optional) which source files and rows, "device <name>" and
 //                             "dtype <fp32|bf16|...>" (absent: bf16)
 // The tables are read as measured, except that a shape measured more than once keeps the mean of
@@ -164,6 +167,37 @@ class TreeAttentionTable {
   std::vector<std::string> kernel_sources_;
 };
 
+// The memory-bound kernels of a layer by (op, width), along m tokens. The ops, with the width
+// each is timed at (per GPU):
+//   add_norm   residual add + the layer's norm over [m, hidden]            width = hidden
+//   qk_norm    q and k RMSNorm per head (qwen3-style models)              width = (q + kv heads) d
+//   rope       rotary embedding of q and k                                width = (q + kv heads) d
+//   kv_store   k and v written into the KV cache                          width = 2 kv heads d
+//   act_mul    the MLP's activation (times up for gated MLPs) over [m, ffn] width = ffn
+//   embedding  gather of m rows of the embedding matrix                   width = hidden
+// Seconds(op, m, width) on a measured (op, width): linear in m between the measured m; below the
+// smallest, the smallest's time; above the largest, the line through the last two points. Series
+// are read as their isotonic fit along m, as the other tables.
+class ElementwiseTable {
+ public:
+  // The op names above, in that order.
+  static const std::vector<std::string>& OpNames();
+  // Errors name the file, line and the bad field (an unknown op lists the known ones).
+  static absl::StatusOr<ElementwiseTable> Parse(const std::string& csv_text,
+                                                const std::string& source);
+  // Seconds of one call; nullopt when (op, width) was not measured. m >= 1.
+  std::optional<double> Seconds(const std::string& op, int64_t m, int64_t width) const;
+  const std::string& source() const { return source_; }
+  const std::vector<std::string>& kernel_sources() const { return kernel_sources_; }
+  double max_change() const { return max_change_; }
+
+ private:
+  std::string source_;
+  std::map<std::pair<std::string, int64_t>, std::vector<std::pair<int64_t, double>>> by_op_;
+  std::vector<std::string> kernel_sources_;
+  double max_change_ = 0;
+};
+
 // One engine folder, e.g. .../h100_sxm/sglang-0.5.14.
 struct EngineKernelTables {
   std::string dir;
@@ -177,14 +211,15 @@ struct EngineKernelTables {
   GemmTable gemm;
   AttentionTable context;
   AttentionTable generation;
-  std::optional<TreeAttentionTable> tree;  // tree_attention.csv when present
+  std::optional<TreeAttentionTable> tree;       // tree_attention.csv when present
+  std::optional<ElementwiseTable> elementwise;  // elementwise.csv when present
 };
 
 // Reads the three tables of `dir` (every one required; errors name the file, line and column),
-// tree_attention.csv and SOURCE.txt when present, and the data's source and licence from the first
-// README.md or NOTICE found in dir, its parent or its grandparent (a line "Source: `owner/repo`,
-// commit <sha>" and a licence named as "(<Name> License <version>", as data/kernels/README.md has
-// them).
+// tree_attention.csv, elementwise.csv and SOURCE.txt when present, and the data's source and
+// licence from the first README.md or NOTICE found in dir, its parent or its grandparent (a line
+// "Source: `owner/repo`, commit <sha>" and a licence named as "(<Name> License <version>", as
+// data/kernels/README.md has them).
 absl::StatusOr<EngineKernelTables> LoadEngineKernelTables(const std::string& dir);
 
 }  // namespace specplan::costmodel

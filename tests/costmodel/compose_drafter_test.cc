@@ -91,7 +91,7 @@ TEST(ComposedDrafterPass, Eagle3ExtendIsTheLayerPassWithAWideQkvAndTheFc) {
     EXPECT_GT(p.gemm_s, one_layer.gemm_s);
     // Everything else is the one layer's pass; the LM head is the 32000-token draft vocabulary.
     EXPECT_EQ(p.attention_s, one_layer.attention_s);
-    EXPECT_EQ(p.unmeasured_s, one_layer.unmeasured_s);
+    EXPECT_EQ(p.elementwise_s, one_layer.elementwise_s);
     EXPECT_EQ(p.comm_s, 0);
     EXPECT_EQ(p.lm_head_s, one_layer.lm_head_s);
     EXPECT_DOUBLE_EQ(p.lm_head_s, Gemm(m, 32000, kH));

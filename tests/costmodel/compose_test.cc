@@ -70,12 +70,12 @@ TEST(Compose, VllmH100ReproducesThePublicForwardPasses) {
   for (const LatencySample& x : *ref) {
     auto p = bare.Pass(1, x.s, x.c);
     ASSERT_TRUE(p.ok()) << p.status();
-    EXPECT_EQ(p->unmeasured_s, 0);
+    EXPECT_EQ(p->elementwise_s, 0);
     ape += std::abs(p->total_s() - x.seconds) / x.seconds;
     auto q = full.Pass(1, x.s, x.c);
     ASSERT_TRUE(q.ok());
     EXPECT_DOUBLE_EQ(q->measured_s(), p->measured_s());
-    added += q->unmeasured_s / q->measured_s();
+    added += q->elementwise_s / q->measured_s();
   }
   const double mape = ape / static_cast<double>(ref->size());
   EXPECT_LT(mape, 0.05);

@@ -11,8 +11,8 @@
 #include "costmodel/compose/kernel_tables.h"
 #include "costmodel/hardware/gpu_spec.h"
 #include "costmodel/hardware/model_registry.h"
+#include "tests/costmodel/scratch_engine_folder.h"
 #include "tests/paths/test_paths.h"
-#include "tests/util/temp_dir.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -82,58 +82,33 @@ TEST(TreeAttentionTableTest, RefusesBadRows) {
   EXPECT_THAT(std::string(t.status().message()), HasSubstr("missing column 's'"));
 }
 
-// An engine folder built from the shipped H100 SGLang tables, with or without a tree table.
-class ComposerTreeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    root_ = test::FreshTestDir("specplan_tree_attention_");
-    dir_ = root_ / "h100_sxm" / "sglang-0.5.14";
-    fs::create_directories(dir_);
-    const fs::path src = fs::path(::specplan::test_paths::SourceDir()) / "data" / "kernels" /
-                         "h100_sxm" / "sglang-0.5.14";
-    for (const char* f :
-         {"gemm.csv", "context_attention.csv", "generation_attention.csv", "SOURCE.txt"}) {
-      fs::copy_file(src / f, dir_ / f);
-    }
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  void Write(const std::string& file, const std::string& text) {
-    std::ofstream(dir_ / file) << text;
-  }
-  fs::path root_, dir_;
-};
+// The shipped H100 SGLang tables, with or without a tree table.
+using ComposerTreeTest = testing::ScratchEngineFolder;
 
 TEST_F(ComposerTreeTest, UsesTheTreeTableWhenPresentAndTheBoundOtherwise) {
-  auto spec = ResolveModel("qwen3-8b");
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  auto gpu = LookupGpu("h100-sxm");
-  ASSERT_TRUE(gpu.ok());
-
   // Absent: today's rule, max(generation at c + s, context at the equal-pairs isl).
-  auto plain = LoadEngineKernelTables(dir_.string());
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  EXPECT_FALSE(plain->tree.has_value());
-  auto bound = ComposedCost::Create(&*plain, *spec, *gpu, false);
+  const EngineKernelTables plain = Load();
+  EXPECT_FALSE(plain.tree.has_value());
+  auto bound = ComposedCost::Create(&plain, spec_, gpu_, false);
   ASSERT_TRUE(bound.ok()) << bound.status();
   const int64_t b = 4, s = 5, c = 700;
   const double pairs = 5.0 * 700 + 5.0 * 6 / 2;
   const double n_eq = (std::sqrt(8 * pairs + 1) - 1) / 2;
-  const double gen = plain->generation.Seconds(kHeads, b, c + s)->seconds;
-  const double ctx = plain->context.Seconds(kHeads, b, n_eq)->seconds;
+  const double gen = plain.generation.Seconds(kHeads, b, c + s)->seconds;
+  const double ctx = plain.context.Seconds(kHeads, b, n_eq)->seconds;
   auto without = bound->Attention(b, s, c);
   ASSERT_TRUE(without.ok()) << without.status();
   EXPECT_DOUBLE_EQ(without->seconds, std::max(gen, ctx));
 
   // Present: the tree table at kv_len = c + s for s inside its range.
   Write("tree_attention.csv", kTree);
-  auto with_tree = LoadEngineKernelTables(dir_.string());
-  ASSERT_TRUE(with_tree.ok()) << with_tree.status();
-  ASSERT_TRUE(with_tree->tree.has_value());
-  auto tree_cost = ComposedCost::Create(&*with_tree, *spec, *gpu, false);
+  const EngineKernelTables with_tree = Load();
+  ASSERT_TRUE(with_tree.tree.has_value());
+  auto tree_cost = ComposedCost::Create(&with_tree, spec_, gpu_, false);
   ASSERT_TRUE(tree_cost.ok());
   auto with = tree_cost->Attention(b, s, c);
   ASSERT_TRUE(with.ok()) << with.status();
-  EXPECT_DOUBLE_EQ(with->seconds, with_tree->tree->Seconds(kHeads, b, s, c + s)->seconds);
+  EXPECT_DOUBLE_EQ(with->seconds, with_tree.tree->Seconds(kHeads, b, s, c + s)->seconds);
   EXPECT_NE(with->seconds, without->seconds);
   // s = 1 still reads the generation table; s past the tree table's range falls back to the
   // bound.
@@ -146,14 +121,14 @@ TEST_F(ComposerTreeTest, UsesTheTreeTableWhenPresentAndTheBoundOtherwise) {
   o.s_grid = {1, 4, 16};
   o.c_grid = {0, 1024};
   o.drafters = {"none"};
-  auto prof = ComposeProfile(*with_tree, "qwen3-8b", o);
+  auto prof = ComposeProfile(with_tree, "qwen3-8b", o);
   ASSERT_TRUE(prof.ok()) << prof.status();
   EXPECT_EQ(prof->software.at("tree_attention_kernels"), "t");
   bool said = false;
   for (const std::string& n : prof->notes)
     said |= n.find("at s = 2 .. 8: the tree-attention") != std::string::npos;
   EXPECT_TRUE(said);
-  auto prof_plain = ComposeProfile(*plain, "qwen3-8b", o);
+  auto prof_plain = ComposeProfile(plain, "qwen3-8b", o);
   ASSERT_TRUE(prof_plain.ok());
   // s = 1 cells are the same; s = 4 cells differ (the tree table), s = 16 the same (the bound).
   EXPECT_DOUBLE_EQ(prof->table->seconds[1][0], prof_plain->table->seconds[1][0]);
