@@ -27,7 +27,9 @@
 #include "costmodel/profile/calib_dir.h"
 #include "costmodel/profile/profile_json.h"
 #include "costmodel/step/drafter_arch.h"
+#include "runtime/layer_ops.h"
 #include "util/atomic_file.h"
+#include "util/check.h"
 #include "util/clock.h"
 #include "util/shipped_dir.h"
 #include "util/status_macros.h"
@@ -295,6 +297,79 @@ class AttentionBench {
   torch::Tensor q_, k_, v_, mask_;
 };
 
+// The elementwise ops of a layer of `m` (the target), as the runtime computes them
+// (runtime/layer_ops.h and the Transformer's residual add, cache copy and embedding gather), over
+// m tokens. Tensors are made for the largest m once; each call reads its first m rows.
+class ElementwiseBench {
+ public:
+  ElementwiseBench(const ModelSpec& m, torch::TensorOptions opts, int64_t m_max)
+      : gated_(m.gated_mlp), nq_(m.n_q), nkv_(m.n_kv), d_(m.head_dim) {
+    x_ = torch::randn({m_max, m.hidden}, opts);
+    a_ = torch::randn({m_max, m.hidden}, opts);
+    norm_w_ = torch::randn({m.hidden}, opts);
+    norm_b_ = torch::randn({m.hidden}, opts);
+    head_w_ = torch::randn({d_}, opts);
+    q_ = torch::randn({m_max, nq_, d_}, opts);
+    k_ = torch::randn({m_max, nkv_, d_}, opts);
+    v_ = torch::randn({m_max, nkv_, d_}, opts);
+    cos_ = torch::randn({m_max, 1, d_}, opts);
+    sin_ = torch::randn({m_max, 1, d_}, opts);
+    kc_ = torch::zeros({m_max, nkv_, d_}, opts);
+    vc_ = torch::zeros({m_max, nkv_, d_}, opts);
+    gate_ = torch::randn({m_max, m.ffn}, opts);
+    up_ = torch::randn({m_max, m.ffn}, opts);
+    // The gather's cost is the m rows it copies; a vocabulary past 32768 rows only adds memory.
+    embed_ = torch::randn({std::min<int64_t>(m.vocab, 32768), m.hidden}, opts);
+    ids_ = torch::randint(embed_.size(0), {m_max},
+                          torch::TensorOptions().dtype(torch::kInt64).device(opts.device()));
+  }
+
+  // op: costmodel::ElementwiseTable::OpNames.
+  std::function<void()> Make(const std::string& op, int64_t m) {
+    const auto rows = [m](const torch::Tensor& t) { return t.narrow(0, 0, m); };
+    const torch::Tensor x = rows(x_), a = rows(a_), q = rows(q_), k = rows(k_), v = rows(v_),
+                        cos = rows(cos_), sin = rows(sin_), kc = rows(kc_), vc = rows(vc_),
+                        gate = rows(gate_), up = rows(up_), ids = rows(ids_);
+    const torch::Tensor w = norm_w_, b = norm_b_, hw = head_w_, embed = embed_;
+    const int64_t d = d_;
+    constexpr double kEps = 1e-6;
+    if (op == "add_norm") {
+      if (gated_) return [=] { runtime::RmsNorm(x + a, w, kEps); };
+      return [=] { torch::layer_norm(x + a, {x.size(-1)}, w, b, kEps); };
+    }
+    if (op == "qk_norm") {
+      return [=] {
+        runtime::RmsNorm(q, hw, kEps);
+        runtime::RmsNorm(k, hw, kEps);
+      };
+    }
+    if (op == "rope") {
+      return [=] {
+        runtime::ApplyRotary(q, cos, sin, d);
+        runtime::ApplyRotary(k, cos, sin, d);
+      };
+    }
+    if (op == "kv_store") {
+      return [=]() mutable {
+        kc.copy_(k);
+        vc.copy_(v);
+      };
+    }
+    if (op == "act_mul") {
+      if (gated_) return [=] { runtime::Activate(runtime::Activation::kSilu, gate) * up; };
+      return [=] { runtime::Activate(runtime::Activation::kGelu, gate); };
+    }
+    SPECPLAN_CHECK(op == "embedding", "unknown elementwise op");
+    return [=] { torch::embedding(embed, ids); };
+  }
+
+ private:
+  bool gated_;
+  int64_t nq_, nkv_, d_;
+  torch::Tensor x_, a_, norm_w_, norm_b_, head_w_, q_, k_, v_, cos_, sin_, kc_, vc_, gate_, up_,
+      embed_, ids_;
+};
+
 // Estimated seconds of timing one point: the calls it makes at an estimated time per call.
 struct CostModel {
   double floor_s = 1e-6;  // one small call
@@ -328,6 +403,7 @@ double EstimateSeconds(const KernelGrid& g, const CostModel& cm) {
       }
     }
   }
+  t += static_cast<double>(g.elementwise_points()) * cm.Point(0);  // launch-bound calls
   return t;
 }
 
@@ -351,8 +427,12 @@ int64_t KernelGrid::context_points() const {
 int64_t KernelGrid::tree_points() const {
   return static_cast<int64_t>(heads.size() * batch.size() * tree_s.size() * tree_c.size());
 }
+int64_t KernelGrid::elementwise_points() const {
+  return static_cast<int64_t>(elementwise.size() * gemm_m.size());
+}
 int64_t KernelGrid::points() const {
-  return gemm_points() + generation_points() + context_points() + tree_points();
+  return gemm_points() + generation_points() + context_points() + tree_points() +
+         elementwise_points();
 }
 
 ProfileGrids DefaultKernelProfileGrids(bool cuda) {
@@ -392,6 +472,14 @@ absl::StatusOr<KernelGrid> KernelGridFor(const ModelSpec& target,
   }
   for (const auto& [nk, what] : by_nk) g.gemm_shapes.push_back({nk.first, nk.second, what});
   g.heads.assign(heads.begin(), heads.end());
+  // The target's elementwise ops at the widths the composer reads them (compose.h).
+  const int64_t qk_width = (target.n_q + target.n_kv) * target.head_dim;
+  g.elementwise = {{"add_norm", target.hidden}};
+  if (target.model_type == "qwen3") g.elementwise.push_back({"qk_norm", qk_width});
+  g.elementwise.push_back({"rope", qk_width});
+  g.elementwise.push_back({"kv_store", 2 * target.n_kv * target.head_dim});
+  g.elementwise.push_back({"act_mul", target.ffn});
+  g.elementwise.push_back({"embedding", target.hidden});
 
   const int64_t b_max = grids.b.back(), s_max = grids.s.back(), c_max = grids.c.back();
   const int64_t m_max = b_max * s_max;
@@ -465,6 +553,16 @@ GridMemory LargestPoint(const KernelGrid& g, DType dtype, bool fused) {
     }
   }
   return r;
+}
+
+std::string ElementwiseCsv(const std::string& kernel_source,
+                           const std::vector<ElementwiseRow>& rows) {
+  std::string csv = "kernel_source,op,m,width,latency_ms,min_ms,max_ms,repeats\n";
+  for (const ElementwiseRow& r : rows) {
+    absl::StrAppend(&csv, kernel_source, ",", r.op, ",", r.m, ",", r.width, ",", TimingColumns(r.t),
+                    "\n");
+  }
+  return csv;
 }
 
 std::string GemmCsv(const std::string& kernel_source, const std::vector<GemmRow>& rows) {
@@ -743,6 +841,25 @@ absl::StatusOr<CalibrationResult> RunKernelCalibration(const CalibrateOptions& o
                                grid.heads.size(), grid.batch.size(), grid.tree_s.size(),
                                grid.tree_c.size(), grid.tree_points()));
   SPECPLAN_RETURN_IF_ERROR(attention_table("tree", "tree_attention.csv", grid.tree_points()));
+  {  // Elementwise ops, as the runtime computes them.
+    progress.Say(absl::StrFormat("elementwise: %d ops x %d m = %d points", grid.elementwise.size(),
+                                 grid.gemm_m.size(), grid.elementwise_points()));
+    progress.StartTable();
+    ElementwiseBench eb(spec, opts, grid.gemm_m.back());
+    std::vector<ElementwiseRow> rows;
+    for (const auto& [op, width] : grid.elementwise) {
+      for (int64_t m : grid.gemm_m) {
+        auto t = kt.Time(eb.Make(op, m));
+        if (!t.ok()) return interrupted(t.status());
+        rows.push_back({op, m, width, *t});
+        done_estimate += cm.Point(0);
+        progress.Update("elementwise", static_cast<int64_t>(rows.size()), grid.elementwise_points(),
+                        done_estimate);
+      }
+    }
+    SPECPLAN_RETURN_IF_ERROR(
+        finish_table("elementwise.csv", ElementwiseCsv("specplan_runtime_ops", rows)));
+  }
   const double timing_s = progress.elapsed();
 
   // Compose, reading the tables back exactly as the engine tables are read.

@@ -14,6 +14,11 @@
 //   context_attention.csv     kernel_source,batch_size,isl,...: isl new tokens, causal, no cache
 //   tree_attention.csv        kernel_source,batch_size,s,kv_len,...: s new tokens under a random
 //                             tree mask over kv_len = c + s keys (the c cached ones all visible)
+//   elementwise.csv           kernel_source,op,m,width,latency_ms,min_ms,max_ms,repeats: the
+//                             memory-bound kernels of a layer over m tokens, timed as the runtime
+//                             computes them (runtime/layer_ops.h: RMSNorm, rotary, activation;
+//                             the residual add, the KV-cache copy, the embedding gather), op and
+//                             width as costmodel::ElementwiseTable names them
 //   SOURCE.txt                device, dtype, LibTorch version, timer, repeats, and the tables done
 // The trailing min_ms, max_ms and repeats columns record the spread; the composer reads the
 // columns aiconfigurator's tables have and ignores the rest.
@@ -22,9 +27,10 @@
 // additive mask, softmax in fp32, PV) unless LibTorch has at::scaled_dot_product_attention with
 // native GQA (>= 2.5), which then runs with the mask (kernel_source says which).
 //
-// What is not timed: the memory-bound elementwise kernels (norms, RoPE, SiLU-mul, residual adds,
-// the KV-cache store); the composer prices them from the GEMM table's launch floor and bandwidth,
-// as it does for the engine tables.
+// The elementwise table times LibTorch's composition of each op (an RMSNorm is several kernels),
+// which is what specplan's runtime runs; an engine's fused kernels cost less on a GPU. Ops at
+// widths the table lacks (a drafter's other widths) are priced from the GEMM table's launch floor
+// and bandwidth, as for the engine tables.
 #ifndef SPECPLAN_PROFILER_KERNEL_BENCH_H_
 #define SPECPLAN_PROFILER_KERNEL_BENCH_H_
 
@@ -56,10 +62,14 @@ struct KernelGrid {
   std::vector<int64_t> isl;     // context
   std::vector<int64_t> tree_s;  // s > 1
   std::vector<int64_t> tree_c;  // cached tokens (kv_len = c + s)
+  // Elementwise ops (costmodel::ElementwiseTable::OpNames; qk_norm only for qwen3-style models)
+  // and their widths, timed at every gemm m.
+  std::vector<std::pair<std::string, int64_t>> elementwise;
   int64_t gemm_points() const;  // |shapes| x |m|
   int64_t generation_points() const;
   int64_t context_points() const;
   int64_t tree_points() const;
+  int64_t elementwise_points() const;  // |elementwise| x |m|
   int64_t points() const;
 };
 
@@ -79,6 +89,7 @@ ProfileGrids DefaultKernelProfileGrids(bool cuda);
 //   isl:     the s grid and powers of two up to the isl whose causal block scores as many pairs as
 //            max s tokens over max c (the composer's bound for s outside the tree table)
 //   tree:    s > 1 of the s grid, c of the c grid
+//   elementwise: the target's ops at its widths, over the gemm m
 absl::StatusOr<KernelGrid> KernelGridFor(const costmodel::ModelSpec& target,
                                          const std::vector<std::string>& drafters,
                                          const ProfileGrids& grids, int coarsen);
@@ -106,13 +117,20 @@ struct AttentionRow {
   costmodel::AttentionHeads heads;
   KernelTiming t;
 };
+struct ElementwiseRow {
+  std::string op;
+  int64_t m, width;
+  KernelTiming t;
+};
 std::string GemmCsv(const std::string& kernel_source, const std::vector<GemmRow>& rows);
+std::string ElementwiseCsv(const std::string& kernel_source,
+                           const std::vector<ElementwiseRow>& rows);
 // table: "generation" | "context" | "tree".
 std::string AttentionCsv(const std::string& table, const std::string& kernel_source,
                          const std::vector<AttentionRow>& rows);
 
 // Runs kernels mode: checks every input (gpu, device, model, dtype, grids, memory) before any
-// timing, times the four tables, writing each atomically as it completes, then composes and
+// timing, times the five tables, writing each atomically as it completes, then composes and
 // saves the profile (atomically). Errors, nothing timed: bad options (naming the flag), a
 // device/--gpu mismatch without --force (FAILED_PRECONDITION), an unknown model
 // (INVALID_ARGUMENT), a grid whose largest point does not fit the device's memory

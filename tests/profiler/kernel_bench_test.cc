@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "costmodel/compose/compose.h"
@@ -66,9 +67,22 @@ TEST(KernelGridTest, CoversTheModelsFusedWidthsAndTheProfileGrid) {
   EXPECT_GE(g->isl.back() * (g->isl.back() + 1) / 2, 8 * 256 + 36);
   EXPECT_EQ(g->heads.size(), 1u);
   EXPECT_EQ(g->heads[0].ToString(), "4/2/16");
-  EXPECT_EQ(g->points(),
-            g->gemm_points() + g->generation_points() + g->context_points() + g->tree_points());
+  EXPECT_EQ(g->points(), g->gemm_points() + g->generation_points() + g->context_points() +
+                             g->tree_points() + g->elementwise_points());
   EXPECT_EQ(g->tree_points(), 1 * 3 * 2 * 3);
+  // The elementwise ops at the widths the composer reads them (tiny is llama-style, no q/k norm).
+  using Op = std::pair<std::string, int64_t>;
+  EXPECT_EQ(g->elementwise, (std::vector<Op>{{"add_norm", 64},
+                                             {"rope", (4 + 2) * 16},
+                                             {"kv_store", 2 * 2 * 16},
+                                             {"act_mul", 128},
+                                             {"embedding", 64}}));
+  EXPECT_EQ(g->elementwise_points(), static_cast<int64_t>(5 * g->gemm_m.size()));
+  auto qwen3 = ResolveTarget("tiny-qwen3", "", costmodel::DType::kFloat32);
+  ASSERT_TRUE(qwen3.ok()) << qwen3.status();
+  auto q = KernelGridFor(qwen3->spec, {}, pg, 0);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->elementwise[1].first, "qk_norm");
 
   // Drafters add their widths: eagle3's 2h-wide QKV input, its 3h fc and 32000-token LM head.
   auto d = KernelGridFor(Tiny(), {"eagle3"}, pg, 0);
@@ -113,6 +127,13 @@ TEST(KernelTablesWriterTest, TheComposersParsersReadBackWhatWasWritten) {
   auto tree = costmodel::TreeAttentionTable::Parse(tree_csv, "tree_attention.csv");
   ASSERT_TRUE(tree.ok()) << tree.status();
   EXPECT_DOUBLE_EQ(tree->Seconds(h, 1, 4, 68)->seconds, 0.125e-3);
+
+  const std::string elementwise = ElementwiseCsv("ops", {{"rope", 2, 96, t}, {"rope", 8, 96, t}});
+  EXPECT_THAT(elementwise, HasSubstr("kernel_source,op,m,width,latency_ms,min_ms,max_ms,repeats\n"
+                                     "ops,rope,2,96,0.125,0.1,0.2,7\n"));
+  auto e = costmodel::ElementwiseTable::Parse(elementwise, "elementwise.csv");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_DOUBLE_EQ(*e->Seconds("rope", 4, 96), 0.125e-3);
 }
 
 CalibrateOptions SmallRun(const testing::TempDir& dir) {
@@ -152,7 +173,8 @@ TEST(KernelCalibrationTest, WritesTheTablesAndAComposedProfileOnTheCpu) {
   EXPECT_EQ(folder.parent_path().parent_path(), fs::path(dir.File("out/cpu/kernels")));
   EXPECT_THAT(folder.filename().string(), ::testing::StartsWith("specplan-libtorch"));
   EXPECT_EQ(r->tables, (std::vector<std::string>{"gemm.csv", "generation_attention.csv",
-                                                 "context_attention.csv", "tree_attention.csv"}));
+                                                 "context_attention.csv", "tree_attention.csv",
+                                                 "elementwise.csv"}));
   for (const std::string& f : r->tables) EXPECT_TRUE(fs::exists(folder / f)) << f;
   auto source = ReadFileToString((folder / "SOURCE.txt").string());
   ASSERT_TRUE(source.ok());
@@ -163,6 +185,16 @@ TEST(KernelCalibrationTest, WritesTheTablesAndAComposedProfileOnTheCpu) {
   // Progress: each grid's size before it starts, the wall time at the end.
   EXPECT_THAT(progress.str(), HasSubstr("calibrate: gemm: "));
   EXPECT_THAT(progress.str(), HasSubstr("calibrate: tree attention: 1 heads x 2 b x 1 s x 2 c"));
+  EXPECT_THAT(progress.str(), HasSubstr("calibrate: elementwise: 5 ops x "));
+  // Every op of the grid at every m, as the composer reads them.
+  auto elementwise = ReadFileToString((folder / "elementwise.csv").string());
+  ASSERT_TRUE(elementwise.ok());
+  auto parsed = costmodel::ElementwiseTable::Parse(*elementwise, "elementwise.csv");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  for (const char* op : {"add_norm", "rope", "kv_store", "act_mul", "embedding"}) {
+    EXPECT_THAT(*elementwise, HasSubstr(absl::StrCat("specplan_runtime_ops,", op, ",1,")));
+  }
+  EXPECT_TRUE(parsed->Seconds("act_mul", 8, 128).has_value());
   EXPECT_THAT(progress.str(), HasSubstr(" s wall "));
 
   auto p = costmodel::LoadProfile(o.out);
@@ -187,7 +219,8 @@ TEST(KernelCalibrationTest, WritesTheTablesAndAComposedProfileOnTheCpu) {
   const std::pair<const char*, size_t> files[] = {{"gemm.csv", 5},
                                                   {"generation_attention.csv", 7},
                                                   {"context_attention.csv", 7},
-                                                  {"tree_attention.csv", 8}};
+                                                  {"tree_attention.csv", 8},
+                                                  {"elementwise.csv", 5}};
   for (const auto& [file, columns] : files) {
     std::ofstream(plain / file) << KeepColumns(*ReadFileToString((folder / file).string()),
                                                columns);

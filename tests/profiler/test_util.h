@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/paths/test_paths.h"
 #include "tests/run_binary.h"
 #include "tests/runtime/tool_test_util.h"
 
@@ -33,7 +34,8 @@ using specplan::testing::CommandResult;
 
 // Runs the built calibrate binary with `args` (shell words).
 inline CommandResult RunCalibrate(const std::string& args) {
-  return specplan::testing::RunBinary(SPECPLAN_CALIBRATE_BINARY, args);
+  return specplan::testing::RunBinary(::specplan::test_paths::BinaryDir() + "/profiler/calibrate",
+                                      args);
 }
 
 }  // namespace specplan::profiler::testing
