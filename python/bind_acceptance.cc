@@ -329,12 +329,8 @@ now and then to refresh its estimates.
              o.max_probe_interval = max_probe_interval;
              o.probe_depth = probe_depth;
              o.probe_budget = probe_budget;
-             if (!host.is_none()) {  // a HostTime (Cost.host): the engine's host work per step
-               o.host.step_s = host.attr("step_s").cast<double>();
-               o.host.per_sequence_s = host.attr("per_sequence_s").cast<double>();
-               o.host.sample_call_s = host.attr("sample_call_s").cast<double>();
-               o.host.verify_per_token_s = host.attr("verify_per_token_s").cast<double>();
-             }
+             // A HostTime (Cost.host): the engine's host work per step.
+             if (!host.is_none()) o.host = HostFromRecord(host, "host");
              ThrowIfError(planner::ValidateSpeculationGateOptions(o));
              return planner::SpeculationGate(o);
            }),

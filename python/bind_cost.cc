@@ -152,6 +152,23 @@ py::object HostRecord(const costmodel::HostTime& h) {
   return MakeRecord<HostTag>(d);
 }
 
+}  // namespace
+
+costmodel::HostTime HostFromRecord(py::handle record, const std::string& arg) {
+  costmodel::HostTime h;
+  for (const costmodel::HostTimeTerm& t : costmodel::HostTimeTerms()) {
+    if (!py::hasattr(record, t.name)) {
+      ThrowInvalid(absl::StrCat(arg, ": expected a HostTime (Cost.host), got an object without '",
+                                t.name, "'"));
+    }
+    h.*t.member = ReadFloat(record.attr(t.name), absl::StrCat(arg, ".", t.name));
+  }
+  if (py::hasattr(record, "provenance")) h.provenance = py::str(record.attr("provenance"));
+  return h;
+}
+
+namespace {
+
 const costmodel::StepModel& StepOrThrow(const PyCost& c, const char* method) {
   if (c.step == nullptr) {
     ThrowInvalid(absl::StrCat("Cost.", method,

@@ -183,6 +183,10 @@ std::shared_ptr<const costmodel::StepModel> StepWithDraft(const PyCost& cost, do
 ops::CostView CostViewOf(const PyCost& cost, const DrafterArgs& args, int gamma,
                          std::shared_ptr<const costmodel::StepModel>* hold);
 
+// A HostTime record (Cost.host) back as a costmodel::HostTime: every term of
+// costmodel::HostTimeTerms() and the provenance, by attribute; errors name `arg` and the term.
+costmodel::HostTime HostFromRecord(py::handle record, const std::string& arg);
+
 // "controller" | "scan" | "fixed" -> planner::BudgetMode (as an int, to keep this header light);
 // errors name `mode`.
 int ParseBudgetMode(const std::string& mode);

@@ -263,7 +263,14 @@ def test_gate_prices_the_engines_host_work_when_given_the_costs_host():
     assert bare.ar_tokens_per_s == pytest.approx(1 / t1)
     host_s = h.step_s + h.per_sequence_s + h.sample_call_s + h.verify_per_token_s
     assert hosted.ar_tokens_per_s == pytest.approx(1 / (t1 + host_s))
+    # Every HostTime term travels to the gate (one list: costmodel::HostTimeTerms), checked there.
+    terms = {name: getattr(h, name) for name in ("step_s", "per_sequence_s", "sample_call_s",
+                                                  "verify_per_token_s", "per_draft_forward_s",
+                                                  "ngram_verify_fraction")}
     with pytest.raises(ValueError, match="gate.host.step_s"):
-        bad = type("Host", (), {"step_s": -1.0, "per_sequence_s": 0.0, "sample_call_s": 0.0,
-                                "verify_per_token_s": 0.0})()
-        specplan.SpeculationGate(host=bad)
+        specplan.SpeculationGate(host=type("Host", (), {**terms, "step_s": -1.0})())
+    with pytest.raises(ValueError, match="gate.host.ngram_verify_fraction"):
+        specplan.SpeculationGate(host=type("Host", (), {**terms, "ngram_verify_fraction": 2.0})())
+    partial = {k: v for k, v in terms.items() if k != "per_draft_forward_s"}
+    with pytest.raises(ValueError, match="host: .*without 'per_draft_forward_s'"):
+        specplan.SpeculationGate(host=type("Host", (), partial)())
