@@ -67,7 +67,7 @@ TEST_F(BenchCliTest, TextPromptsWithTheShippedFamily) {
   if (!fs::exists(bin_dir / "tokenizer" / "specplan-tokenizer")) {
     GTEST_SKIP() << "built without the tokenizer (SPECPLAN_WITH_TOKENIZER=OFF)";
   }
-  const fs::path models = fs::path(SPECPLAN_RUNTIME_PROMPTS_DIR) / ".." / ".." / "models";
+  const fs::path models = fs::path(::specplan::test_paths::SourceDir()) / "models";
   const std::string prompts = Path("p.jsonl");
   std::ofstream(prompts) << "{\"text\": \"And God said, Let there be light\"}\n"
                          << "{\"text\": \"The quick brown fox\"}\n";

@@ -14,6 +14,7 @@
 
 #include "runtime/draft_heads.h"
 #include "runtime/model_loader.h"
+#include "tests/paths/test_paths.h"
 #include "tests/run_binary.h"
 #include "tests/train/counting_corpus.h"
 #include "train/heads_training.h"
@@ -21,6 +22,9 @@
 
 namespace specplan::train {
 namespace {
+
+// The built specplan-train binary.
+std::string TrainBinary() { return ::specplan::test_paths::BinaryDir() + "/train/specplan-train"; }
 
 using planner::TokenId;
 using ::testing::HasSubstr;
@@ -113,7 +117,7 @@ void RunTraining(const std::string& args, const std::string& out, int steps, dou
                  nlohmann::json* log) {
   const std::string last = "step " + std::to_string(steps) + "/" + std::to_string(steps);
   auto r = specplan::testing::RunBinary(
-      SPECPLAN_TRAIN_BINARY, args + "--steps " + std::to_string(steps) + " --out " + out);
+      TrainBinary(), args + "--steps " + std::to_string(steps) + " --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr(last));
   std::ifstream log_file(out + "/training.json");
@@ -147,14 +151,13 @@ TEST(TrainCli, TrainsWritesAndRecordsAReproducibleHeldOutLoss) {
   // Bad input is named, and nothing is written.
   WriteStream(dir + "/bad.ids", {1, 2, 99});
   auto bad = specplan::testing::RunBinary(
-      SPECPLAN_TRAIN_BINARY, "--config " + dir + "/config.json --train " + dir +
-                                 "/bad.ids --heldout " + dir + "/heldout.ids --out " + dir +
-                                 "/unwritten");
+      TrainBinary(), "--config " + dir + "/config.json --train " + dir + "/bad.ids --heldout " +
+                         dir + "/heldout.ids --out " + dir + "/unwritten");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_THAT(bad.output, HasSubstr("bad.ids: token 2 = 99: outside the vocabulary [0, 48)"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/unwritten"));
-  auto steps = specplan::testing::RunBinary(SPECPLAN_TRAIN_BINARY,
-                                            common + "--steps 0 --out " + dir + "/unwritten");
+  auto steps =
+      specplan::testing::RunBinary(TrainBinary(), common + "--steps 0 --out " + dir + "/unwritten");
   EXPECT_NE(steps.exit_code, 0);
   EXPECT_THAT(steps.output, HasSubstr("steps = 0"));
 }
@@ -170,9 +173,9 @@ TEST(TrainCli, TrainsDraftHeadsOnAFrozenTarget) {
   WriteStream(dir + "/heldout.ids", Corpus(3000, 2));
   const std::string data = " --train " + dir + "/train.ids --heldout " + dir +
                            "/heldout.ids --batch 8 --seq-len 32 --lr 1e-2 --warmup 5 --threads 1 ";
-  auto target = specplan::testing::RunBinary(
-      SPECPLAN_TRAIN_BINARY,
-      "--config " + dir + "/config.json" + data + "--steps 40 --out " + dir + "/target");
+  auto target =
+      specplan::testing::RunBinary(TrainBinary(), "--config " + dir + "/config.json" + data +
+                                                      "--steps 40 --out " + dir + "/target");
   ASSERT_EQ(target.exit_code, 0) << target.output;
   nlohmann::json log;
   ASSERT_NO_FATAL_FAILURE(
@@ -195,8 +198,8 @@ TEST(TrainCli, TrainsDraftHeadsOnAFrozenTarget) {
   // A config that does not fit the target is named.
   std::ofstream(dir + "/bad.json") << R"({"num_heads": 2, "hidden_size": 7})";
   auto bad = specplan::testing::RunBinary(
-      SPECPLAN_TRAIN_BINARY, "--heads-for " + dir + "/target --config " + dir + "/bad.json" + data +
-                                 "--steps 2 --out " + dir + "/unwritten");
+      TrainBinary(), "--heads-for " + dir + "/target --config " + dir + "/bad.json" + data +
+                         "--steps 2 --out " + dir + "/unwritten");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_THAT(bad.output, HasSubstr("hidden_size = 7"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/unwritten"));

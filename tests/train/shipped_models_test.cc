@@ -7,6 +7,7 @@
 
 #include "runtime/draft_heads.h"
 #include "runtime/model_loader.h"
+#include "tests/paths/test_paths.h"
 #include "train/checkpoint.h"
 #include "train/heads_training.h"
 #include "train/lm_training.h"
@@ -15,7 +16,7 @@
 namespace specplan::train {
 namespace {
 
-const std::string kModels = SPECPLAN_MODELS_DIR;
+const std::string kModels = ::specplan::test_paths::SourceDir() + "/models";
 
 nlohmann::json Recorded() {
   auto j = json_util::ReadJsonFile(kModels + "/heldout-slice.json");
