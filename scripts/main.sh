@@ -6,10 +6,11 @@
 # Environment: SPECPLAN_LISTEN (default 127.0.0.1:50051), BUILD_DIR (default build/).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-"$root/scripts/setup.sh"
+"$root/scripts/setup.sh" --main
 # Only what this job runs: the CLI, the server and the Python module (target specplan_main, top-level
-# CMakeLists.txt); the test binaries, the LibTorch runtime and the trainer are scripts/test.sh's.
-"$root/scripts/build.sh" -- specplan_main
+# CMakeLists.txt); the test binaries, the LibTorch runtime and the trainer are scripts/test.sh's,
+# which configures LibTorch back in (build.sh's default) and installs what it needs.
+"$root/scripts/build.sh" -DSPECPLAN_WITH_TORCH=OFF -- specplan_main
 build="${BUILD_DIR:-$root/build}"
 BUILD_DIR="$build" "$root/scripts/install_python.sh"  # `import specplan` for python3 (docs/python.md); prints the import check
 listen="${SPECPLAN_LISTEN:-127.0.0.1:50051}"
