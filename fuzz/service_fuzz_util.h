@@ -91,9 +91,15 @@ void FuzzRequest(const uint8_t* data, size_t size, Handler<Req, Resp> handler,
   if (after != nullptr) after(req);
 }
 
-// libFuzzer's entry point of a request fuzzer: FuzzRequest(data, size,
-// &service::PlannerService::HANDLER, check[, wanted[, after]]).
+// libFuzzer's entry points of a request fuzzer: FuzzRequest(data, size,
+// &service::PlannerService::HANDLER, check[, wanted[, after]]) per input, and the service (its
+// profile fitted, several seconds under the sanitizers) built once before the first input, so
+// libFuzzer's per-input -timeout times the handler alone.
 #define SPECPLAN_REQUEST_FUZZER(HANDLER, ...)                                                \
+  extern "C" int LLVMFuzzerInitialize(int*, char***) {                                       \
+    ::specplan::fuzz::FuzzService();                                                         \
+    return 0;                                                                                \
+  }                                                                                          \
   extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {                  \
     ::specplan::fuzz::FuzzRequest(data, size, &::specplan::service::PlannerService::HANDLER, \
                                   __VA_ARGS__);                                              \

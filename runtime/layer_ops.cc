@@ -8,8 +8,8 @@ torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& w, double eps
   return w * xf.to(x.scalar_type());
 }
 
-torch::Tensor ApplyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                          int64_t rotary_dim) {
+torch::Tensor ApplyRotary(const torch::Tensor& x, const torch::Tensor& cos,
+                          const torch::Tensor& sin, int64_t rotary_dim) {
   const int64_t rd = rotary_dim, d = x.size(-1);
   torch::Tensor xr = rd == d ? x : x.narrow(-1, 0, rd);
   torch::Tensor x1 = xr.narrow(-1, 0, rd / 2);

@@ -18,8 +18,8 @@ torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& w, double eps
 
 // Rotary embedding (rotate-half) on the first rotary_dim channels of x ([..., d]); cos and sin
 // broadcast against x's first rotary_dim channels. rotary_dim even, <= d.
-torch::Tensor ApplyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                          int64_t rotary_dim);
+torch::Tensor ApplyRotary(const torch::Tensor& x, const torch::Tensor& cos,
+                          const torch::Tensor& sin, int64_t rotary_dim);
 
 // The MLP's activation.
 torch::Tensor Activate(Activation a, const torch::Tensor& x);

@@ -65,11 +65,11 @@ TEST(ElementwiseTableTest, BadRowsAreNamedWithTheirLine) {
               HasSubstr("elementwise.csv:3: m = '0': expected an integer >= 1"));
   EXPECT_THAT(bad("t,rope,1,wide,0.01\n").message(), HasSubstr("width = 'wide'"));
   EXPECT_THAT(bad("t,rope,1,64,nan\n").message(), HasSubstr("latency_ms = 'nan'"));
-  EXPECT_THAT(ElementwiseTable::Parse("kernel_source,op,m,latency_ms\nt,rope,1,0.01\n",
-                                      "elementwise.csv")
-                  .status()
-                  .message(),
-              HasSubstr("missing column 'width'"));
+  EXPECT_THAT(
+      ElementwiseTable::Parse("kernel_source,op,m,latency_ms\nt,rope,1,0.01\n", "elementwise.csv")
+          .status()
+          .message(),
+      HasSubstr("missing column 'width'"));
 }
 
 // The shipped H100 SGLang tables, with or without elementwise.csv.
@@ -109,10 +109,11 @@ TEST_F(ComposerElementwiseTest, MeasuredOpsComeFromTheTableTheRestFromBandwidth)
   auto p = ComposeProfile(tables, "qwen3-8b", {});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_THAT(p->notes,
-              ::testing::Contains(HasSubstr("elementwise terms (norms, q/k norms, RoPE, SiLU-mul, residual adds, KV-cache "
-                                            "write, embedding, final norm) from "
-                                            "h100_sxm/sglang-0.5.14/elementwise.csv where it "
-                                            "measured the op at the model's width")));
+              ::testing::Contains(HasSubstr(
+                  "elementwise terms (norms, q/k norms, RoPE, SiLU-mul, residual adds, KV-cache "
+                  "write, embedding, final norm) from "
+                  "h100_sxm/sglang-0.5.14/elementwise.csv where it "
+                  "measured the op at the model's width")));
 }
 
 }  // namespace
