@@ -303,19 +303,20 @@ class AttentionBench {
 class ElementwiseBench {
  public:
   ElementwiseBench(const ModelSpec& m, torch::TensorOptions opts, int64_t m_max)
-      : gated_(m.gated_mlp), nq_(m.n_q), nkv_(m.n_kv), d_(m.head_dim) {
+      : gated_(m.gated_mlp), d_(m.head_dim) {
+    const int64_t nq = m.n_q, nkv = m.n_kv;
     x_ = torch::randn({m_max, m.hidden}, opts);
     a_ = torch::randn({m_max, m.hidden}, opts);
     norm_w_ = torch::randn({m.hidden}, opts);
     norm_b_ = torch::randn({m.hidden}, opts);
     head_w_ = torch::randn({d_}, opts);
-    q_ = torch::randn({m_max, nq_, d_}, opts);
-    k_ = torch::randn({m_max, nkv_, d_}, opts);
-    v_ = torch::randn({m_max, nkv_, d_}, opts);
+    q_ = torch::randn({m_max, nq, d_}, opts);
+    k_ = torch::randn({m_max, nkv, d_}, opts);
+    v_ = torch::randn({m_max, nkv, d_}, opts);
     cos_ = torch::randn({m_max, 1, d_}, opts);
     sin_ = torch::randn({m_max, 1, d_}, opts);
-    kc_ = torch::zeros({m_max, nkv_, d_}, opts);
-    vc_ = torch::zeros({m_max, nkv_, d_}, opts);
+    kc_ = torch::zeros({m_max, nkv, d_}, opts);
+    vc_ = torch::zeros({m_max, nkv, d_}, opts);
     gate_ = torch::randn({m_max, m.ffn}, opts);
     up_ = torch::randn({m_max, m.ffn}, opts);
     // The gather's cost is the m rows it copies; a vocabulary past 32768 rows only adds memory.
@@ -350,7 +351,7 @@ class ElementwiseBench {
       };
     }
     if (op == "kv_store") {
-      return [=]() mutable {
+      return [=] {
         kc.copy_(k);
         vc.copy_(v);
       };
@@ -365,7 +366,7 @@ class ElementwiseBench {
 
  private:
   bool gated_;
-  int64_t nq_, nkv_, d_;
+  int64_t d_;
   torch::Tensor x_, a_, norm_w_, norm_b_, head_w_, q_, k_, v_, cos_, sin_, kc_, vc_, gate_, up_,
       embed_, ids_;
 };
@@ -472,14 +473,12 @@ absl::StatusOr<KernelGrid> KernelGridFor(const ModelSpec& target,
   }
   for (const auto& [nk, what] : by_nk) g.gemm_shapes.push_back({nk.first, nk.second, what});
   g.heads.assign(heads.begin(), heads.end());
-  // The target's elementwise ops at the widths the composer reads them (compose.h).
-  const int64_t qk_width = (target.n_q + target.n_kv) * target.head_dim;
-  g.elementwise = {{"add_norm", target.hidden}};
-  if (target.model_type == "qwen3") g.elementwise.push_back({"qk_norm", qk_width});
-  g.elementwise.push_back({"rope", qk_width});
-  g.elementwise.push_back({"kv_store", 2 * target.n_kv * target.head_dim});
-  g.elementwise.push_back({"act_mul", target.ffn});
-  g.elementwise.push_back({"embedding", target.hidden});
+  // The target's elementwise ops at the widths the composer reads them.
+  for (const std::string& op : costmodel::ElementwiseTable::OpNames()) {
+    if (const int64_t width = costmodel::ElementwiseWidth(target, op); width > 0) {
+      g.elementwise.push_back({op, width});
+    }
+  }
 
   const int64_t b_max = grids.b.back(), s_max = grids.s.back(), c_max = grids.c.back();
   const int64_t m_max = b_max * s_max;

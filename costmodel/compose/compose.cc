@@ -164,10 +164,12 @@ double ComposedCost::ElementwiseSeconds(double bytes) const {
   return std::max(tables_->gemm.floor_s(), bytes / bandwidth_);
 }
 
-double ComposedCost::Elementwise(const std::string& op, int64_t m, int64_t width,
-                                 double bytes) const {
+double ComposedCost::Elementwise(const std::string& op, int64_t m, double bytes) const {
   if (tables_->elementwise.has_value()) {
-    if (const std::optional<double> t = tables_->elementwise->Seconds(op, m, width)) return *t;
+    if (const std::optional<double> t =
+            tables_->elementwise->Seconds(op, m, ElementwiseWidth(model_, op))) {
+      return *t;
+    }
   }
   return ElementwiseSeconds(bytes);
 }
@@ -216,18 +218,13 @@ absl::StatusOr<ComposedPass> ComposedCost::Pass(int64_t b, int64_t s, int64_t c)
   if (unmeasured_) {
     const double bp = M.bytes_per_element(), md = static_cast<double>(m);
     const double hd = static_cast<double>(h), qk = static_cast<double>(q_width + kv_width);
-    const int64_t qk_width = q_width + kv_width;
-    const double add_norm = Elementwise("add_norm", m, h, 4 * md * hd * bp);  // add + RMSNorm
+    const double add_norm = Elementwise("add_norm", m, 4 * md * hd * bp);  // add + RMSNorm
     double layer = 2 * add_norm;
-    if (M.model_type == "qwen3" || M.model_type == "qwen3_moe") {  // q/k RMSNorm
-      layer += Elementwise("qk_norm", m, qk_width, 2 * md * qk * bp);
-    }
-    layer += Elementwise("rope", m, qk_width, 2 * md * qk * bp);  // RoPE on q, k
-    layer +=
-        Elementwise("kv_store", m, 2 * kv_width, 2 * 2 * md * static_cast<double>(kv_width) * bp);
-    layer +=
-        Elementwise("act_mul", m, ffn, (M.gated_mlp ? 3 : 2) * md * static_cast<double>(ffn) * bp);
-    p.elementwise_s = L * layer + Elementwise("embedding", m, h, 2 * md * hd * bp)  // gather
+    if (ElementwiseWidth(M, "qk_norm") > 0) layer += Elementwise("qk_norm", m, 2 * md * qk * bp);
+    layer += Elementwise("rope", m, 2 * md * qk * bp);  // RoPE on q, k
+    layer += Elementwise("kv_store", m, 2 * 2 * md * static_cast<double>(kv_width) * bp);
+    layer += Elementwise("act_mul", m, (M.gated_mlp ? 3 : 2) * md * static_cast<double>(ffn) * bp);
+    p.elementwise_s = L * layer + Elementwise("embedding", m, 2 * md * hd * bp)  // gather
                       + add_norm;  // final add + RMSNorm
   }
   if (tp > 1) p.comm_s = CommunicationSeconds(M, gpu_, static_cast<double>(m));

@@ -104,9 +104,9 @@ class ComposedCost {
   absl::StatusOr<AttentionLookup> Attention(int64_t b, int64_t s, int64_t c) const;
   // The price of one memory-bound kernel that moves `bytes`: max(launch floor, bytes / bandwidth).
   double ElementwiseSeconds(double bytes) const;
-  // One elementwise kernel `op` (ElementwiseTable::OpNames) over m tokens of `width`: the
-  // elementwise table's time where it holds (op, width), else ElementwiseSeconds(bytes).
-  double Elementwise(const std::string& op, int64_t m, int64_t width, double bytes) const;
+  // One elementwise kernel `op` (ElementwiseTable::OpNames) over m tokens: the elementwise
+  // table's time where it holds (op, ElementwiseWidth(model, op)), else ElementwiseSeconds(bytes).
+  double Elementwise(const std::string& op, int64_t m, double bytes) const;
   // Bytes/s the unmeasured kernels stream at: GemmTable::stream_bandwidth capped at the GPU's
   // DRAM peak (the GPU's peak when the table has no memory-bound row to read it from).
   double bandwidth() const { return bandwidth_; }

@@ -494,6 +494,16 @@ const std::vector<std::string>& ElementwiseTable::OpNames() {
   return names;
 }
 
+int64_t ElementwiseWidth(const ModelSpec& m, const std::string& op) {
+  const int64_t qk = m.n_q * m.head_dim / m.tp + m.kv_heads_per_gpu() * m.head_dim;
+  if (op == "add_norm" || op == "embedding") return m.hidden;
+  if (op == "qk_norm") return m.model_type == "qwen3" || m.model_type == "qwen3_moe" ? qk : 0;
+  if (op == "rope") return qk;
+  if (op == "kv_store") return 2 * m.kv_heads_per_gpu() * m.head_dim;
+  if (op == "act_mul") return m.ffn / m.tp;
+  return 0;
+}
+
 absl::StatusOr<ElementwiseTable> ElementwiseTable::Parse(const std::string& text,
                                                          const std::string& source) {
   SPECPLAN_ASSIGN_OR_RETURN(Csv csv, ParseCsv(text, source, {"op", "m", "width", "latency_ms"}));

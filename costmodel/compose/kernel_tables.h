@@ -198,6 +198,10 @@ class ElementwiseTable {
   double max_change_ = 0;
 };
 
+// The width (per GPU, as above) at which `model`'s op is timed by `calibrate --kernels` and read
+// by the composer; 0 when the model has no such op (qk_norm outside qwen3-style models).
+int64_t ElementwiseWidth(const ModelSpec& model, const std::string& op);
+
 // One engine folder, e.g. .../h100_sxm/sglang-0.5.14.
 struct EngineKernelTables {
   std::string dir;
