@@ -131,12 +131,10 @@ void BindAcceptance(py::module_& m) {
        {"undrafted", "decisions of depth 0"},
        {"probes", "probe steps"}});
   py::class_<PyAcceptResult>(m, "AcceptResult", "What verification accepted (accept_greedy).")
-      .def_property_readonly(
-          "accepted_nodes",
-          [](py::object self) {
-            return View(self.cast<const PyAcceptResult&>().result.accepted_nodes, self);
-          },
-          "int32 [accepted_length + 1]: node indices, root first")
+      .def_property_readonly("accepted_nodes",
+                             MemberView<PyAcceptResult>(&PyAcceptResult::result,
+                                                        &planner::AcceptResult::accepted_nodes),
+                             "int32 [accepted_length + 1]: node indices, root first")
       .def_property_readonly(
           "accepted_length", [](const PyAcceptResult& r) { return r.result.accepted_length; },
           "accepted draft tokens (root and bonus excluded)")
@@ -144,8 +142,7 @@ void BindAcceptance(py::module_& m) {
           "bonus_token", [](const PyAcceptResult& r) { return r.result.bonus_token; },
           "the target's token after the last accepted node")
       .def_property_readonly(
-          "emitted",
-          [](py::object self) { return View(self.cast<const PyAcceptResult&>().emitted, self); },
+          "emitted", MemberView<PyAcceptResult>(&PyAcceptResult::emitted),
           "int32 [accepted_length + 1]: the accepted draft tokens, then the bonus token (what this "
           "step appends)")
       .def_property_readonly("num_draft", [](const PyAcceptResult& r) { return r.step.num_draft; })

@@ -280,9 +280,8 @@ views of the result's own buffers (no copies).)doc")
           "int64 [B+1]: request i is nodes offsets[i]..offsets[i+1]-1 of the flat arrays")
       .def_property_readonly("n", PerRequest(&planner::BatchPlan::n),
                              "int32 [B] draft nodes per request (0 = do not speculate)")
-      .def_property_readonly(
-          "c", [](py::object self) { return View(self.cast<const PyBatchPlan&>().c, self); },
-          "int64 [B] context lengths")
+      .def_property_readonly("c", MemberView<PyBatchPlan>(&PyBatchPlan::c),
+                             "int64 [B] context lengths")
       .def_property_readonly("expected_accepted",
                              PerRequest(&planner::BatchPlan::expected_accepted),
                              "float64 [B] Â_i, root included")

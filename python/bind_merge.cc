@@ -26,14 +26,10 @@ index -> merged index, -1 when the budget dropped it) and each node's source (1 
       .def_property_readonly("path_probs",
                              TreeColumn<planner::MergedTree>(&planner::Tree::path_probs),
                              "float64 [N], or empty when an input had none")
-      .def_property_readonly(
-          "phi_a",
-          [](py::object self) { return View(self.cast<const planner::MergedTree&>().phi_a, self); },
-          "int32 [|A|]")
-      .def_property_readonly(
-          "phi_b",
-          [](py::object self) { return View(self.cast<const planner::MergedTree&>().phi_b, self); },
-          "int32 [|B|]")
+      .def_property_readonly("phi_a", MemberView<planner::MergedTree>(&planner::MergedTree::phi_a),
+                             "int32 [|A|]")
+      .def_property_readonly("phi_b", MemberView<planner::MergedTree>(&planner::MergedTree::phi_b),
+                             "int32 [|B|]")
       .def_property_readonly(
           "source",
           [](py::object self) {

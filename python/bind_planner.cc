@@ -264,9 +264,7 @@ Arrays are NumPy views of the result's own buffers (no copies).)doc")
                              "float64 [s], rho (1 for the root)")
       .def_property_readonly(
           "positions",
-          [](py::object self) {
-            return View(self.cast<const PyTreePlan&>().outputs.positions, self);
-          },
+          MemberView<PyTreePlan>(&PyTreePlan::outputs, &planner::TreeOutputs::positions),
           "int64 [s], c + depth")
       .def_property_readonly(
           "retrieve",

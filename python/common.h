@@ -85,11 +85,21 @@ template <class T>
 py::array_t<T> View(const std::vector<T>& v, py::handle owner) {
   return View<T>(v.data(), {static_cast<py::ssize_t>(v.size())}, owner);
 }
+// The getter of a read-only property: a view of the vector an `Owner` reaches through the member
+// pointers `path` (e.g. &PyTreePlan::outputs, &planner::TreeOutputs::positions); the view keeps
+// self alive.
+template <class Owner, class... Members>
+auto MemberView(Members... path) {
+  return [path...](py::object self) {
+    const Owner& owner = self.cast<const Owner&>();
+    return View((owner.*....*path), self);  // a fold: owner.*path[0].*path[1]...
+  };
+}
 // The getter of a read-only property: a view of one per-node vector of the planner tree an
 // `Owner` (a TreePlan, a MergedTree) holds as its member `tree`.
 template <class Owner, class T>
 auto TreeColumn(std::vector<T> planner::Tree::*column) {
-  return [column](py::object self) { return View(self.cast<const Owner&>().tree.*column, self); };
+  return MemberView<Owner>(&Owner::tree, column);
 }
 // An array that takes over `v` (no copy): the vector moves to the heap and a capsule frees it.
 template <class T>
