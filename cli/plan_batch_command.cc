@@ -16,7 +16,6 @@
 // byte; the cost is the server's stored profile for --gpu/--model/--dtype when it has one, else
 // the bare roofline (--profile and --latency-model are local only, as for `plan`).
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -35,6 +34,7 @@
 #include "planner/marginals/marginals.h"
 #include "util/enum_names.h"
 #include "util/json_util.h"
+#include "util/lines.h"
 
 namespace specplan::cli {
 namespace {
@@ -107,14 +107,8 @@ absl::StatusOr<RequestLine> ParseRequestLine(const nlohmann::json& j) {
 // "requests.jsonl:4 (requests[3]): marginals.probs[2][1] = ...", and a syntax error its column:
 // "requests.jsonl:2:3: not valid JSON: ... (requests[1])".
 absl::StatusOr<std::vector<RequestLine>> LoadRequests(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::vector<RequestLine> out;
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  absl::Status read = ForEachNonBlankLine(path, [&](const std::string& line, int line_no) {
     const std::string where = absl::StrCat(path, ":", line_no, " (requests[", out.size(), "])");
     // "<path>:<line>:<column>: not valid JSON: <what> (requests[i])" (util/json_error.h).
     absl::StatusOr<nlohmann::json> j = json_util::ParseJson(line, path, line_no);
@@ -130,7 +124,9 @@ absl::StatusOr<std::vector<RequestLine>> LoadRequests(const std::string& path) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": more than ", planner::kMaxBatchRequests, " requests"));
     }
-  }
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
   if (out.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no requests"));
   return out;
 }

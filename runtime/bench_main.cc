@@ -47,6 +47,7 @@
 #include "runtime/trace_recorder.h"
 #include "util/check.h"
 #include "util/clock.h"
+#include "util/lines.h"
 #include "util/percentile.h"
 #include "util/status_macros.h"
 
@@ -57,16 +58,10 @@ namespace {
 // specplan-tokenizer call).
 absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(
     const std::string& path, int64_t vocab, const TokenizerProcess* tokenizer) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::vector<std::vector<planner::TokenId>> prompts;
   std::vector<std::string> texts, text_where;
   std::vector<size_t> text_index;
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  absl::Status read = ForEachNonBlankLine(path, [&](const std::string& line, int lineno) {
     const std::string where = absl::StrCat(path, ":", lineno, ": ");
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
@@ -86,7 +81,7 @@ absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(
       texts.push_back(j["text"].get<std::string>());
       text_where.push_back(where);
       prompts.emplace_back();
-      continue;
+      return absl::OkStatus();
     }
     if (!j.contains("ids") || !j["ids"].is_array() || j["ids"].empty()) {
       return absl::InvalidArgumentError(where + "ids: missing, not an array, or empty");
@@ -101,7 +96,9 @@ absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(
       ids.push_back(static_cast<planner::TokenId>(v.get<int64_t>()));  // < vocab: fits
     }
     prompts.push_back(std::move(ids));
-  }
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
   if (prompts.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no prompts"));
   if (!texts.empty()) {
     absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ids = tokenizer->Encode(texts);
