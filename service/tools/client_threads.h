@@ -87,6 +87,14 @@ struct Phase {
   }
 };
 
+// What a throughput or soak client reports besides its measurements: why its warm-up failed
+// (OK when it did not; the run fails with the first such status) and when its last measured call
+// ended (the run lasts until the latest).
+struct ClientOutcome {
+  absl::Status warmup_status;
+  Phase::Clock::time_point last_end{};
+};
+
 // What to reserve for one client's calls: the number a paced client of `config` makes (plus 16),
 // `unpaced` when it runs flat out.
 template <class Config>

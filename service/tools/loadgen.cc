@@ -63,13 +63,11 @@ bool IsLoopback(const sockaddr* sa) {
 }
 
 // What one client thread measured.
-struct ClientResult {
+struct ClientResult : ClientOutcome {
   std::vector<double> latency_us;
   std::vector<double> server_us;
   int64_t errors = 0;
   std::string first_error;
-  Clock::time_point last_end{};
-  absl::Status warmup_status;
 };
 
 class Client : public ClientBase<LoadConfig> {
@@ -477,13 +475,11 @@ namespace {
 
 inline constexpr int kNumCodes = 17;  // grpc::StatusCode 0..16
 
-struct SoakClientResult {
+struct SoakClientResult : ClientOutcome {
   LatencyHistogram valid_latency;
   std::vector<int64_t> sent, as_expected;                                    // [cases]
   std::array<std::array<int64_t, kNumCodes>, kNumSoakMethods> unexpected{};  // [method][code]
   std::string first_unexpected;
-  Clock::time_point last_end{};
-  absl::Status warmup_status;
 };
 
 class SoakClient : public ClientBase<SoakConfig> {
