@@ -312,22 +312,11 @@ views of the result's own buffers (no copies).)doc")
       .def_property_readonly(
           "curve",
           [](const PyBatchPlan& p) {
-            std::vector<int32_t> n;
-            std::vector<double> a, w, c, g;
-            for (const auto& q : p.plan.curve) {
-              n.push_back(q.n);
-              a.push_back(q.expected_accepted);
-              w.push_back(q.weighted_accepted);
-              c.push_back(q.cycle_s);
-              g.push_back(q.goodput);
-            }
-            py::dict d;
-            d["n"] = Own(std::move(n));
-            d["expected_accepted"] = Own(std::move(a));
-            d["weighted_accepted"] = Own(std::move(w));
-            d["cycle_s"] = Own(std::move(c));
-            d["goodput"] = Own(std::move(g));
-            return MakeRecord<BatchCurveTag>(d);
+            using P = planner::BatchCurvePoint;
+            return ColumnsRecord<BatchCurveTag>(p.plan.curve, "n", &P::n, "expected_accepted",
+                                                &P::expected_accepted, "weighted_accepted",
+                                                &P::weighted_accepted, "cycle_s", &P::cycle_s,
+                                                "goodput", &P::goodput);
           },
           "BatchCurve: arrays n, expected_accepted (sum Â_i), weighted_accepted (sum w_i Â'_i, "
           "the objective's numerator), cycle_s, goodput (sum Â'_i / C, tokens/s) per evaluated N "

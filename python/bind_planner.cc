@@ -62,20 +62,9 @@ auto MarginalsMatrix(std::vector<T> planner::Marginals::*matrix) {
 }
 
 py::object CurveRecord(const std::vector<planner::CurvePoint>& curve) {
-  std::vector<int32_t> n(curve.size());
-  std::vector<double> a(curve.size()), c(curve.size()), s(curve.size());
-  for (size_t i = 0; i < curve.size(); ++i) {
-    n[i] = curve[i].n;
-    a[i] = curve[i].expected_accepted;
-    c[i] = curve[i].cycle_s;
-    s[i] = curve[i].speedup;
-  }
-  py::dict d;
-  d["n"] = Own(std::move(n));
-  d["expected_accepted"] = Own(std::move(a));
-  d["cycle_s"] = Own(std::move(c));
-  d["speedup"] = Own(std::move(s));
-  return MakeRecord<TreeCurveTag>(d);
+  using P = planner::CurvePoint;
+  return ColumnsRecord<TreeCurveTag>(curve, "n", &P::n, "expected_accepted", &P::expected_accepted,
+                                     "cycle_s", &P::cycle_s, "speedup", &P::speedup);
 }
 
 // `specplan plan --json`'s form: ops::ToJson of the operation's request and result.

@@ -29,6 +29,29 @@ py::object MakeRecord(py::dict d) {
   return py::cast(Record<Tag>{std::move(d)});
 }
 
+// AddColumns(&d, points, "a", &Point::a, "b", &Point::b, ...) sets d["a"] to an array of every
+// point's field a, d["b"] to one of field b, and so on.
+template <class Point>
+void AddColumns(py::dict* /*d*/, const std::vector<Point>& /*points*/) {}
+template <class Point, class T, class... Rest>
+void AddColumns(py::dict* d, const std::vector<Point>& points, const char* name, T Point::*field,
+                Rest... rest) {
+  std::vector<T> column;
+  column.reserve(points.size());
+  for (const Point& p : points) column.push_back(p.*field);
+  (*d)[name] = Own(std::move(column));
+  AddColumns(d, points, rest...);
+}
+
+// `points` (a plan's curve) as a record of class Tag with one array per named field, in the order
+// given: ColumnsRecord<Tag>(points, "n", &Point::n, "cycle_s", &Point::cycle_s, ...).
+template <class Tag, class Point, class... Fields>
+py::object ColumnsRecord(const std::vector<Point>& points, Fields... fields) {
+  py::dict d;
+  AddColumns(&d, points, fields...);
+  return MakeRecord<Tag>(d);
+}
+
 // The record's dict form: each value's to_dict() where it has one (records, lists of them),
 // else the value.
 py::dict RecordToDict(const py::dict& fields);
