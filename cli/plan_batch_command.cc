@@ -108,7 +108,7 @@ absl::StatusOr<RequestLine> ParseRequestLine(const nlohmann::json& j) {
 // "requests.jsonl:2:3: not valid JSON: ... (requests[1])".
 absl::StatusOr<std::vector<RequestLine>> LoadRequests(const std::string& path) {
   std::vector<RequestLine> out;
-  absl::Status read = ForEachNonBlankLine(path, [&](const std::string& line, int line_no) {
+  absl::Status read = ForEachNonBlankLine(path, [&](std::string_view line, size_t line_no) {
     const std::string where = absl::StrCat(path, ":", line_no, " (requests[", out.size(), "])");
     // "<path>:<line>:<column>: not valid JSON: <what> (requests[i])" (util/json_error.h).
     absl::StatusOr<nlohmann::json> j = json_util::ParseJson(line, path, line_no);

@@ -61,7 +61,7 @@ absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(
   std::vector<std::vector<planner::TokenId>> prompts;
   std::vector<std::string> texts, text_where;
   std::vector<size_t> text_index;
-  absl::Status read = ForEachNonBlankLine(path, [&](const std::string& line, int lineno) {
+  absl::Status read = ForEachNonBlankLine(path, [&](std::string_view line, size_t lineno) {
     const std::string where = absl::StrCat(path, ":", lineno, ": ");
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {

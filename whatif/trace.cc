@@ -13,6 +13,7 @@
 #include "util/atomic_file.h"
 #include "util/file.h"
 #include "util/json_util.h"
+#include "util/lines.h"
 #include "util/status_macros.h"
 
 namespace specplan::whatif {
@@ -325,16 +326,7 @@ absl::StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source_
   Trace trace;
   bool have_header = false;
   std::set<std::pair<int64_t, int64_t>> passes;  // (pass, prompt) of the steps so far
-  size_t line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+  absl::Status read = ForEachNonBlankLineOf(text, [&](std::string_view line, size_t line_no) {
     auto fail = [&](const std::string& msg) {
       return Invalid(absl::StrCat(std::string(source_name), ":", line_no, ": ", msg));
     };
@@ -348,7 +340,7 @@ absl::StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source_
       if (!h.ok()) return fail(std::string(h.status().message()));
       trace.header = std::move(*h);
       have_header = true;
-      continue;
+      return absl::OkStatus();
     }
     if (static_cast<int64_t>(trace.steps.size()) >= kMaxTraceSteps) {
       return fail(absl::StrCat("more than ", kMaxTraceSteps, " steps"));
@@ -360,7 +352,9 @@ absl::StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source_
                                " already has a step in this pass"));
     }
     trace.steps.push_back(std::move(*step));
-  }
+    return absl::OkStatus();
+  });
+  if (!read.ok()) return read;
   if (!have_header) {
     return Invalid(
         absl::StrCat(std::string(source_name), ": empty trace (expected a header line)"));
