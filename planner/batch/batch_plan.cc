@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "planner/policies/best_first_engine.h"
@@ -30,7 +31,9 @@ namespace {
 constexpr int64_t kPriceProbeTokens = 16;
 // Pops a request takes ahead of the merge at a time (see Plan).
 constexpr int kRefillChunk = 8;
-constexpr int kControllerChunk = 2;  // the controller's (see Plan)
+constexpr int kControllerChunk = 2;   // the controller's (see Plan)
+constexpr int kLevelChunk = 16;       // TakeLeveled's pops ahead at a time
+constexpr int kLevelFinishChunk = 2;  // the merge's after a bulk take
 
 absl::Status ValidateRequests(const std::vector<BatchRequest>& requests, bool marginals) {
   if (requests.empty()) return absl::InvalidArgumentError("requests: empty batch");
@@ -340,6 +343,8 @@ class PopCursor {
     }
   }
   bool more() const { return popped_ < stop_ && !f_.empty(); }
+  // more(), and the next key is above t.
+  bool more_above(const FrontierKey& t) const { return more() && FrontierKeyLess(t, f_.top()); }
   void Step() {
     keys_[static_cast<size_t>(popped_)] = f_.top();
     const FrontierCandidate e = f_.Pop();
@@ -368,34 +373,59 @@ class PopCursor {
 }  // namespace
 
 template <class Frontier>
-void BatchPlanner::PopAhead(Frontier& f, int i, int chunk, BatchPlan* plan) {
+void BatchPlanner::PopAhead(Frontier& f, int i, int chunk, const FrontierKey& above,
+                            BatchPlan* plan) {
   PopCursor<Frontier> c(f, plan->trees[i], keys_[i], cap_[i], chunk);
-  while (c.more()) c.Step();
+  while (c.more_above(above)) c.Step();
   c.Finish();
 }
 
-void BatchPlanner::PopAheadPair(int i, int j, int chunk, BatchPlan* plan) {
+void BatchPlanner::PopAheadPair(int i, int j, int chunk, const FrontierKey& above,
+                                BatchPlan* plan) {
   PopCursor<BatchMarginalsFrontier> a(frontiers_[i], plan->trees[i], keys_[i], cap_[i], chunk);
   PopCursor<BatchMarginalsFrontier> b(frontiers_[j], plan->trees[j], keys_[j], cap_[j], chunk);
   // Alternating steps: each pop waits on its frontier's previous pop (the new maximum), and the
   // two requests' chains are independent, so the core overlaps them.
-  while (a.more() && b.more()) {
+  while (a.more_above(above) && b.more_above(above)) {
     a.Step();
     b.Step();
   }
-  while (a.more()) a.Step();
-  while (b.more()) b.Step();
+  while (a.more_above(above)) a.Step();
+  while (b.more_above(above)) b.Step();
   a.Finish();
   b.Finish();
 }
 
-void BatchPlanner::Refill(int i, int chunk, BatchPlan* plan) {
+void BatchPlanner::Refill(int i, int chunk, BatchPlan* plan, const FrontierKey& above) {
   if (path_slot_[i] < 0) {
-    PopAhead(frontiers_[i], i, chunk, plan);
+    PopAhead(frontiers_[i], i, chunk, above, plan);
   } else {
     internal::LazyFrontier<internal::PathLatticeStore> f = PathFrontier(i, plan);
-    PopAhead(f, i, chunk, plan);
+    PopAhead(f, i, chunk, above, plan);
   }
+}
+
+bool BatchPlanner::PopAllAhead(int chunk, const FrontierKey& above, BatchPlan* plan) {
+  // Marginals requests two at a time (PopAheadPair), provider requests alone. A request's pops
+  // do not depend on the others', so the order does not matter.
+  const int B = static_cast<int>(cap_.size());
+  int pending = -1;  // a marginals request waiting for a partner
+  for (int i = 0; i < B; ++i) {
+    if (!StreamOpen(i) || !FrontierKeyLess(above, NextKey(i))) continue;
+    if (path_slot_[i] >= 0) {
+      Refill(i, chunk, plan, above);
+    } else if (pending < 0) {
+      pending = i;
+    } else {
+      PopAheadPair(pending, i, chunk, above, plan);
+      pending = -1;
+    }
+  }
+  if (pending >= 0) Refill(pending, chunk, plan, above);
+  for (int i = 0; i < B; ++i) {
+    if (StreamOpen(i) && FrontierKeyLess(above, NextKey(i))) return true;
+  }
+  return false;
 }
 
 bool BatchPlanner::StreamOpen(int i) const {
@@ -428,54 +458,99 @@ void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
       PathFrontier(i, plan).Start(/*root_handle=*/0, /*expand_root=*/true);
     }
   }
-  // The first pops ahead: marginals requests two at a time (PopAheadPair), provider requests
-  // alone. A request's pops do not depend on the others', so the order does not matter.
-  int pending = -1;  // a marginals request waiting for a partner
-  for (int i = 0; i < B; ++i) {
-    if (options.n_max == 0 || cap_[i] == 0) continue;
-    if (path_slot_[i] >= 0) {
-      Refill(i, first_chunk, plan);
-    } else if (pending < 0) {
-      pending = i;
-    } else {
-      PopAheadPair(pending, i, first_chunk, plan);
-      pending = -1;
-    }
-  }
-  if (pending >= 0) Refill(pending, first_chunk, plan);
+  // The first pops ahead (none where n_max = 0: every stream is closed).
+  if (options.n_max > 0) PopAllAhead(first_chunk, FrontierKey{}, plan);
   merge_.Reset(static_cast<size_t>(B));
   merge_.SetRange(0, static_cast<size_t>(B),
                   [&](size_t i) { return keys_[i].empty() ? FrontierKey{} : keys_[i][0]; });
 }
 
-int BatchPlanner::TakeAboveOpenStreams(int n_max, BatchPlan* plan) {
-  const int B = static_cast<int>(plan->n.size());
-  bool any_open = false;
+FrontierKey BatchPlanner::NextKey(int i) const {
+  return path_slot_[i] < 0 ? frontiers_[i].top() : paths_[path_slot_[i]].ws.heap.top();
+}
+
+FrontierKey BatchPlanner::OpenBound() const {
   FrontierKey m;
-  for (int i = 0; i < B; ++i) {
-    if (keys_[i].empty() || !StreamOpen(i)) continue;
-    if (!any_open || FrontierKeyLess(m, keys_[i].back())) m = keys_[i].back();
-    any_open = true;
+  for (int i = 0; i < static_cast<int>(cap_.size()); ++i) {
+    if (!StreamOpen(i)) continue;
+    const FrontierKey k = NextKey(i);
+    if (FrontierKeyLess(m, k)) m = k;
   }
-  if (!any_open) return 0;
+  return m;
+}
+
+int BatchPlanner::CountAbove(const FrontierKey& t, std::vector<int>* n) const {
   int c = 0;
-  for (int i = 0; i < B; ++i) {
+  for (size_t i = 0; i < cap_.size(); ++i) {
     const std::vector<FrontierKey>& keys = keys_[i];
-    const auto end = std::partition_point(
-        keys.begin(), keys.end(), [&](const FrontierKey& k) { return FrontierKeyLess(m, k); });
-    plan->n[i] = static_cast<int>(end - keys.begin());
-    c += plan->n[i];
+    const int above = static_cast<int>(
+        std::partition_point(keys.begin(), keys.end(),
+                             [&](const FrontierKey& k) { return FrontierKeyLess(t, k); }) -
+        keys.begin());
+    if (n != nullptr) (*n)[i] = above;
+    c += above;
   }
-  if (c == 0 || c >= n_max) {
-    std::fill(plan->n.begin(), plan->n.end(), 0);
-    return 0;
+  return c;
+}
+
+int BatchPlanner::TakeLeveled(int n_max, BatchPlan* plan) {
+  const int B = static_cast<int>(plan->n.size());
+  // The threshold taken so far and its exact count (nothing: the merge starts at the top).
+  FrontierKey take = OpenBound();
+  int taken = CountAbove(take, nullptr);
+  const bool open = FrontierKeyLess(FrontierKey{}, take);
+  if (taken >= n_max) {
+    take = FrontierKey{~uint64_t{0}, ~uint64_t{0}};  // above every key: nothing is taken
+    taken = 0;
   }
-  // An open stream keeps its last key (<= M); a closed one may be used up.
+  if (open && taken > 0) {
+    // Two exact points (score, count) of C: at the open bound, and at the geometric mean of its
+    // score and the highest score, where every key is recorded too.
+    double t_b = take.score();
+    double c_b = taken;
+    double top = 0;
+    for (int i = 0; i < B; ++i) {
+      if (!keys_[i].empty()) top = std::max(top, keys_[i][0].score());
+    }
+    double t_a = std::sqrt(top * t_b);
+    double c_a = CountAbove(FrontierKey::Make(t_a, ~uint64_t{0}), nullptr);
+    for (const double aim : {0.9, 0.97}) {
+      const double target = aim * n_max;
+      if (c_b >= target) continue;
+      if (!(c_a >= 1 && c_b > c_a && t_a > t_b && t_b > 0)) break;
+      // C(t) = c_b (t / t_b)^-alpha through both points, solved for C = target.
+      const double alpha = std::log(c_b / c_a) / std::log(t_a / t_b);
+      const double t = t_b * std::pow(c_b / target, 1.0 / alpha);
+      if (!(t > 0 && t < t_b)) break;
+      // The key below every key of score >= t (a real key's lo is never 0).
+      const FrontierKey key = FrontierKey::Make(t, ~uint64_t{0});
+      // Every open stream pops until its next key is <= key, in passes of about twice the pops
+      // a stream needs on average.
+      const int chunk = std::max(kLevelChunk, static_cast<int>(2 * (target - c_b) / B));
+      while (PopAllAhead(chunk, key, plan)) {
+      }
+      const int c = CountAbove(key, nullptr);
+      if (c >= n_max) break;  // past the budget: the previous threshold stands
+      t_a = t_b, c_a = c_b;
+      t_b = t, c_b = c;
+      take = key, taken = c;
+    }
+    // Every stream has been popped past its own next key, which may be lower still.
+    const FrontierKey m = OpenBound();
+    const int c = CountAbove(m, nullptr);
+    if (c < n_max && c > taken) take = m, taken = c;
+  }
+  CountAbove(take, &plan->n);
+  // The merge continues from each request's next key: an open stream whose recorded keys are all
+  // taken pops ahead first.
+  for (int i = 0; i < B; ++i) {
+    if (static_cast<size_t>(plan->n[i]) == keys_[i].size() && StreamOpen(i)) Refill(i, 1, plan);
+  }
   merge_.SetRange(0, static_cast<size_t>(B), [&](size_t i) {
     const size_t next = static_cast<size_t>(plan->n[i]);
     return next < keys_[i].size() ? keys_[i][next] : FrontierKey{};
   });
-  return c;
+  return taken;
 }
 
 void BatchPlanner::AdvanceMerge(int i, int taken, int chunk, BatchPlan* plan) {
@@ -593,7 +668,10 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
   // usually stops much earlier, so it pops ahead less (pops ahead of the stop are wasted).
   const bool to_the_end = !evaluate || choice.scan;
   const int chunk = to_the_end ? kRefillChunk : kControllerChunk;
-  const int first_chunk = to_the_end ? std::max(chunk, (options.n_max + B - 1) / B) : chunk;
+  // A fixed budget pops half of that first and the rest up to thresholds (TakeLeveled).
+  const int first_chunk = !evaluate     ? std::max(chunk, (options.n_max + 2 * B - 1) / (2 * B))
+                          : choice.scan ? std::max(chunk, (options.n_max + B - 1) / B)
+                                        : chunk;
 
   plan->provider_rounds = 0;
   for (;;) {  // rounds (one without providers; see the header)
@@ -608,8 +686,9 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
     } else {
       // A fixed budget needs only the counts plan->n (N* is every pop, and the sums are made
       // by CutToSelected).
-      int n = options.n_max > 0 ? TakeAboveOpenStreams(options.n_max, plan) : 0;
-      last = MergeFixedBudget(options.n_max, chunk, plan, &n);
+      int n = options.n_max > 0 ? TakeLeveled(options.n_max, plan) : 0;
+      // After a bulk take the merge makes the last few percent: it pops ahead little.
+      last = MergeFixedBudget(options.n_max, n > 0 ? kLevelFinishChunk : chunk, plan, &n);
       choice.best_n = n;
     }
     if (num_paths == 0) break;

@@ -161,30 +161,46 @@ class BatchPlanner {
   // returns the number of provider requests and sets *weight_sum = Σ w_i.
   int PrepareRequests(const std::vector<BatchRequest>& requests, const BatchPlan& plan,
                       double* weight_sum);
-  // Pops request i's frontier f up to `chunk` more times ahead of the merge (not past its cap),
-  // recording each pop's key in keys_[i].
   // Request i's lazy frontier (a provider request) over its lattice, tree and workspace; its type
   // is the best-first engine's (batch_plan.cc).
   auto PathFrontier(int i, BatchPlan* plan);
+  // Pops request i's frontier f up to `chunk` more times ahead of the merge (not past its cap),
+  // while its next key is above `above` (FrontierKey{}: every key is), recording each pop's key
+  // in keys_[i].
   template <class Frontier>
-  void PopAhead(Frontier& f, int i, int chunk, BatchPlan* plan);
-  void Refill(int i, int chunk, BatchPlan* plan);  // PopAhead on request i's own frontier
+  void PopAhead(Frontier& f, int i, int chunk, const FrontierKey& above, BatchPlan* plan);
+  // PopAhead on request i's own frontier.
+  void Refill(int i, int chunk, BatchPlan* plan, const FrontierKey& above = FrontierKey{});
   // PopAhead on the frontiers of marginals requests i and j, their pops interleaved.
-  void PopAheadPair(int i, int j, int chunk, BatchPlan* plan);
+  void PopAheadPair(int i, int j, int chunk, const FrontierKey& above, BatchPlan* plan);
+  // PopAhead on every request that may pop more, marginals requests in pairs; returns whether
+  // some request's next key is still above `above`.
+  bool PopAllAhead(int chunk, const FrontierKey& above, BatchPlan* plan);
   // Whether request i's stream may have keys beyond those recorded in keys_[i].
   bool StreamOpen(int i) const;
   // Starts a round: every request at its root, popped ahead by first_chunk, its first key in
   // merge_ (a later round first clears what the previous one took).
   void StartRound(const std::vector<BatchRequest>& requests, const BatchPlanOptions& options,
                   int first_chunk, BatchPlan* plan);
-  // Fixed budget, after the first pops ahead: let M be the largest last recorded key of a stream
-  // that may have more. Every key > M is recorded (a stream's keys decrease), so the keys > M are
-  // the first c pops of the global order, whatever their order among themselves; a fixed budget
-  // needs only the counts, so when c < n_max they are taken at once (plan->n[i] = request i's
-  // keys > M) and merge_ is rebuilt from each request's next key. Returns c (0 when nothing is
-  // taken). With the benchmark's 64 requests this takes about 60 % of the pops without a sift of
-  // the merge heap.
-  int TakeAboveOpenStreams(int n_max, BatchPlan* plan);
+  // Fixed budget, after the first pops ahead (half of n_max / B each): takes in bulk the pops
+  // above a threshold T that all requests have been popped past, so that the merge only finishes
+  // the last few percent. A fixed budget needs only the counts: when every key > T is recorded
+  // (every open stream's next key is <= T), the keys > T are the first C pops of the global order,
+  // whatever their order among themselves, so plan->n[i] = request i's keys > T. T is lowered in
+  // up to two rounds toward the n_max-th key: the count C(t) of keys above a score t is fitted as
+  // a power law through the last two exact counts and solved for 90 % and then 97 % of n_max, and
+  // every open stream is popped until its next key is <= T (PopAllAhead). A round that would
+  // take n_max or more is not taken (the previous T stands), so the merge always makes the last
+  // pop. The fit only decides how far ahead the requests pop; the taken pops are exact. Returns C
+  // (0: nothing taken) and leaves merge_ holding each request's next key.
+  int TakeLeveled(int n_max, BatchPlan* plan);
+  // The largest next key of a request that may pop more (FrontierKey{} when none may): every key
+  // above it is recorded in keys_.
+  FrontierKey OpenBound() const;
+  // Request i's next key, the key of its next pop; requires StreamOpen(i).
+  FrontierKey NextKey(int i) const;
+  // Number of recorded keys > t over the batch (with per-request counts in *n when not null).
+  int CountAbove(const FrontierKey& t, std::vector<int>* n) const;
   // Request i's next key into merge_ after it has taken `taken` nodes, popping ahead when the
   // recorded ones are used up; a request that is full (its cap) or whose lattice ran out leaves
   // the merge.

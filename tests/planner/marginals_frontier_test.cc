@@ -8,12 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <tuple>
 #include <vector>
 
 #include "planner/batch/batch_plan.h"
 #include "planner/policies/best_first.h"
+#include "tests/planner/random_marginals.h"
 
 namespace specplan::planner {
 namespace {
@@ -140,6 +142,64 @@ TEST(MarginalsFrontierTest, BatchEqualsOracleUnderHeavyTiesWeightsAndCaps) {
     }
   }
   EXPECT_GT(capped, 10);  // the caps were reached, not only declared
+}
+
+// Large batches and budgets, where a fixed budget takes most pops in bulk above thresholds that
+// every request has been popped past (BatchPlanner::TakeLeveled) and the merge makes only the last
+// few: random rows of very different shapes (near-greedy, flat, tied powers of two), weights and
+// caps, against the oracle pop by pop.
+TEST(MarginalsFrontierTest, BatchEqualsOracleWithBulkTakes) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  BatchPlanner planner;
+  BatchPlan plan;
+  struct Case {
+    int batch;
+    int n_max;
+  };
+  for (const Case c :
+       {Case{64, 2048}, Case{40, 1500}, Case{17, 900}, Case{64, 300}, Case{9, 2000}}) {
+    std::vector<Marginals> ms;
+    for (int i = 0; i < c.batch; ++i) {
+      if (i % 5 == 4) {
+        ms.push_back(TiedMarginals(rng, 3 + i % 9, 1 + i % 4, i));
+        continue;
+      }
+      const double power = i % 3 == 0 ? 0.5 : i % 3 == 1 ? 3.0 : 8.0;  // flat .. near-greedy
+      ms.push_back(testing::RandomMarginalsWith(
+          rng, i, 4 + i % 13, 2 + i % 7, [&] { return std::pow(u(rng), power); },
+          [&](int d) {
+            std::vector<int32_t> t(static_cast<size_t>(2 + i % 7));
+            for (size_t r = 0; r < t.size(); ++r) t[r] = 100 * d + static_cast<int32_t>(r);
+            return t;
+          }));
+    }
+    std::vector<BatchRequest> reqs(static_cast<size_t>(c.batch));
+    std::vector<OracleRequest> oracle(static_cast<size_t>(c.batch));
+    for (int i = 0; i < c.batch; ++i) {
+      reqs[i].marginals = &ms[i];
+      reqs[i].weight = i % 4 == 0 ? 0.5 : i % 7 == 0 ? 3.0 : 1.0;
+      reqs[i].n_max = i % 6 == 0 ? 5 + i : -1;
+      oracle[i].m = &ms[i];
+      oracle[i].scale = reqs[i].weight;
+      oracle[i].cap = reqs[i].n_max;
+    }
+    BatchPlanOptions o;
+    o.mode = BudgetMode::kFixed;
+    o.n_max = c.n_max;
+    const absl::Status st = planner.Plan(reqs, o, nullptr, &plan);
+    ASSERT_TRUE(st.ok()) << st;
+    OraclePops(&oracle, o.n_max);
+    int total = 0;
+    for (int i = 0; i < c.batch; ++i) {
+      const Tree& want = oracle[i].tree;
+      ASSERT_EQ(plan.trees[i].parents, want.parents) << "B " << c.batch << " request " << i;
+      ASSERT_EQ(plan.trees[i].tokens, want.tokens) << "B " << c.batch << " request " << i;
+      ASSERT_EQ(plan.trees[i].path_probs, want.path_probs) << "B " << c.batch << " request " << i;
+      total += want.num_draft();
+    }
+    EXPECT_EQ(plan.n_total, total);
+  }
 }
 
 }  // namespace
