@@ -8,6 +8,8 @@
 //                                             before the loop (ValidateMarginals per request) and
 //                                             BatchPlanOptions::validate = false in the timed
 //                                             calls, as a caller that checks marginals on arrival
+// BENCH: BM_PlanBatchFixedPlanOnly/{8,64}/4096  BatchPlanner::Plan alone (validation included),
+//                                             without the outputs
 // BENCH: BM_PlanBatchScan/{8,64}/4096        argmax of the goodput over N = 0..4096 + outputs
 // BENCH: BM_PlanBatchController/{8,64}/4096  first decrease of the goodput + outputs
 #include <benchmark/benchmark.h>
@@ -26,7 +28,8 @@ namespace {
 
 using microbench::BenchMarginals;
 
-void RunBatch(benchmark::State& state, BudgetMode mode, bool validate = true) {
+void RunBatch(benchmark::State& state, BudgetMode mode, bool validate = true,
+              bool outputs = true) {
   const int B = static_cast<int>(state.range(0));
   std::vector<Marginals> ms;
   std::vector<BatchRequest> reqs;
@@ -58,7 +61,7 @@ void RunBatch(benchmark::State& state, BudgetMode mode, bool validate = true) {
       state.SkipWithError("PlanBatch failed");
       return;
     }
-    for (int i = 0; i < B; ++i) {
+    for (int i = 0; outputs && i < B; ++i) {
       TreeOutputOptions o;
       o.position_offset = reqs[i].c;
       ComputeTreeOutputs(plan.trees[i], o, &out[i]);
@@ -73,11 +76,18 @@ void BM_PlanBatchFixed(benchmark::State& state) { RunBatch(state, BudgetMode::kF
 void BM_PlanBatchFixedPrevalidated(benchmark::State& state) {
   RunBatch(state, BudgetMode::kFixed, /*validate=*/false);
 }
+void BM_PlanBatchFixedPlanOnly(benchmark::State& state) {
+  RunBatch(state, BudgetMode::kFixed, /*validate=*/true, /*outputs=*/false);
+}
 void BM_PlanBatchScan(benchmark::State& state) { RunBatch(state, BudgetMode::kScan); }
 void BM_PlanBatchController(benchmark::State& state) { RunBatch(state, BudgetMode::kController); }
 
 BENCHMARK(BM_PlanBatchFixed)->Args({8, 4096})->Args({64, 4096})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlanBatchFixedPrevalidated)
+    ->Args({8, 4096})
+    ->Args({64, 4096})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PlanBatchFixedPlanOnly)
     ->Args({8, 4096})
     ->Args({64, 4096})
     ->Unit(benchmark::kMicrosecond);

@@ -541,25 +541,29 @@ int BatchPlanner::TakeLeveled(int n_max, BatchPlan* plan) {
     if (c < n_max && c > taken) take = m, taken = c;
   }
   CountAbove(take, &plan->n);
-  // The merge continues from each request's next key: an open stream whose recorded keys are all
-  // taken pops ahead first.
-  for (int i = 0; i < B; ++i) {
-    if (static_cast<size_t>(plan->n[i]) == keys_[i].size() && StreamOpen(i)) Refill(i, 1, plan);
-  }
+  // The merge continues from each request's next key, recorded or not (TakeNext pops it).
   merge_.SetRange(0, static_cast<size_t>(B), [&](size_t i) {
     const size_t next = static_cast<size_t>(plan->n[i]);
-    return next < keys_[i].size() ? keys_[i][next] : FrontierKey{};
+    return next < keys_[i].size() ? keys_[i][next]
+           : StreamOpen(static_cast<int>(i)) ? NextKey(static_cast<int>(i))
+                                             : FrontierKey{};
   });
   return taken;
 }
 
-void BatchPlanner::AdvanceMerge(int i, int taken, int chunk, BatchPlan* plan) {
-  std::vector<FrontierKey>& keys = keys_[i];
-  if (static_cast<size_t>(taken) == keys.size()) Refill(i, chunk, plan);
+int BatchPlanner::TakeNext(int i, int chunk, BatchPlan* plan) {
+  // The slot held the frontier's next key, not yet popped: pop it now, with the chunk behind it.
+  if (static_cast<size_t>(plan->n[i]) == keys_[i].size()) Refill(i, chunk, plan);
+  return ++plan->n[i];
+}
+
+void BatchPlanner::AdvanceMerge(int i, int taken, BatchPlan* plan) {
+  const std::vector<FrontierKey>& keys = keys_[i];
   // Request i's slot holds the merge's top.
   merge_.Set(static_cast<size_t>(i), static_cast<size_t>(taken) < keys.size()
                                          ? keys[static_cast<size_t>(taken)]
-                                         : FrontierKey{});
+                                     : StreamOpen(i) ? NextKey(i)
+                                                     : FrontierKey{});
 }
 
 int BatchPlanner::MergeFixedBudget(int n_max, int chunk, BatchPlan* plan, int* n) {
@@ -569,9 +573,9 @@ int BatchPlanner::MergeFixedBudget(int n_max, int chunk, BatchPlan* plan, int* n
       break;
     }
     const int32_t i = static_cast<int32_t>(TieRequest(merge_.top().tie()));
-    const int taken = ++plan->n[i];
+    const int taken = TakeNext(i, chunk, plan);
     if (++*n == n_max) return i;
-    AdvanceMerge(i, taken, chunk, plan);
+    AdvanceMerge(i, taken, plan);
   }
   return -1;
 }
@@ -585,7 +589,7 @@ int BatchPlanner::MergeAndPrice(const std::vector<BatchRequest>& requests, int n
       break;
     }
     const int32_t i = static_cast<int32_t>(TieRequest(merge_.top().tie()));
-    const int taken = ++plan->n[i];  // the tree node this pop added
+    const int taken = TakeNext(i, chunk, plan);  // the tree node this pop added
     const double rho = plan->trees[i].path_probs[static_cast<size_t>(taken)];
     ++n;
     order_.push_back(i);
@@ -593,7 +597,7 @@ int BatchPlanner::MergeAndPrice(const std::vector<BatchRequest>& requests, int n
     shape_.Grow(i);
     choice->Add(i, rho, requests[i].weight, plan->expected_accepted);
     if (!choice->Consider(n, shape_, plan) || n == n_max) return i;
-    AdvanceMerge(i, taken, chunk, plan);
+    AdvanceMerge(i, taken, plan);
   }
   return -1;
 }

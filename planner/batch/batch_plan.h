@@ -192,7 +192,7 @@ class BatchPlanner {
   // every open stream is popped until its next key is <= T (PopAllAhead). A round that would
   // take n_max or more is not taken (the previous T stands), so the merge always makes the last
   // pop. The fit only decides how far ahead the requests pop; the taken pops are exact. Returns C
-  // (0: nothing taken) and leaves merge_ holding each request's next key.
+  // (0: nothing taken) and leaves merge_ holding each request's next key (as AdvanceMerge).
   int TakeLeveled(int n_max, BatchPlan* plan);
   // The largest next key of a request that may pop more (FrontierKey{} when none may): every key
   // above it is recorded in keys_.
@@ -201,10 +201,13 @@ class BatchPlanner {
   FrontierKey NextKey(int i) const;
   // Number of recorded keys > t over the batch (with per-request counts in *n when not null).
   int CountAbove(const FrontierKey& t, std::vector<int>* n) const;
-  // Request i's next key into merge_ after it has taken `taken` nodes, popping ahead when the
-  // recorded ones are used up; a request that is full (its cap) or whose lattice ran out leaves
-  // the merge.
-  void AdvanceMerge(int i, int taken, int chunk, BatchPlan* plan);
+  // The merge takes request i's next pop: pops it (and up to chunk - 1 more) ahead when it is not
+  // recorded yet; returns plan->n[i], the tree node it is.
+  int TakeNext(int i, int chunk, BatchPlan* plan);
+  // Request i's next key into merge_ after it has taken `taken` nodes: the next recorded key, else
+  // its frontier's next key (popped when taken); a request that is full (its cap) or whose lattice
+  // ran out leaves the merge.
+  void AdvanceMerge(int i, int taken, BatchPlan* plan);
   // The merge without a cost (fixed budget): takes pops until *n = n_max, counting them in
   // plan->n. Returns the request of the last pop when it stopped right after taking it, else -1.
   int MergeFixedBudget(int n_max, int chunk, BatchPlan* plan, int* n);
@@ -224,7 +227,7 @@ class BatchPlanner {
 
   // Request i's frontier keys are the score w_i rho / kappa_i, then a tie-breaker in which a
   // smaller value pops first: depth (bits 56..63), request (40..55), parent (8..39), rank (0..7)
-  // (FrontierTie). merge_ holds the key of every growing request's next unmerged pop (keys_) in
+  // (FrontierTie). merge_ holds the key of every growing request's next unmerged pop (keys_, or its frontier's) in
   // slot i (empty: the request takes no more), a tournament like the streams' (frontier_heap.h).
   std::vector<BatchMarginalsFrontier> frontiers_;  // [>= B] one per request, reused
   FrontierTournament merge_;                       // [B] slots
