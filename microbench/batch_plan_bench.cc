@@ -28,8 +28,7 @@ namespace {
 
 using microbench::BenchMarginals;
 
-void RunBatch(benchmark::State& state, BudgetMode mode, bool validate = true,
-              bool outputs = true) {
+void RunBatch(benchmark::State& state, BudgetMode mode, bool validate = true, bool outputs = true) {
   const int B = static_cast<int>(state.range(0));
   std::vector<Marginals> ms;
   std::vector<BatchRequest> reqs;

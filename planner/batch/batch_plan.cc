@@ -544,7 +544,7 @@ int BatchPlanner::TakeLeveled(int n_max, BatchPlan* plan) {
   // The merge continues from each request's next key, recorded or not (TakeNext pops it).
   merge_.SetRange(0, static_cast<size_t>(B), [&](size_t i) {
     const size_t next = static_cast<size_t>(plan->n[i]);
-    return next < keys_[i].size() ? keys_[i][next]
+    return next < keys_[i].size()            ? keys_[i][next]
            : StreamOpen(static_cast<int>(i)) ? NextKey(static_cast<int>(i))
                                              : FrontierKey{};
   });

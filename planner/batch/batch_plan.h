@@ -227,8 +227,9 @@ class BatchPlanner {
 
   // Request i's frontier keys are the score w_i rho / kappa_i, then a tie-breaker in which a
   // smaller value pops first: depth (bits 56..63), request (40..55), parent (8..39), rank (0..7)
-  // (FrontierTie). merge_ holds the key of every growing request's next unmerged pop (keys_, or its frontier's) in
-  // slot i (empty: the request takes no more), a tournament like the streams' (frontier_heap.h).
+  // (FrontierTie). merge_ holds the key of every growing request's next unmerged pop (keys_, or its
+  // frontier's) in slot i (empty: the request takes no more), a tournament like the streams'
+  // (frontier_heap.h).
   std::vector<BatchMarginalsFrontier> frontiers_;  // [>= B] one per request, reused
   FrontierTournament merge_;                       // [B] slots
   std::vector<int32_t> order_;  // request of each merged pop, in the global pop order

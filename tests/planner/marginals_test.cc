@@ -8,7 +8,10 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace specplan::planner {
 namespace {
@@ -109,6 +112,92 @@ TEST(MarginalsTest, LoadFileReportsPath) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->tokens, (std::vector<int32_t>{4, 5}));
   std::remove(path.c_str());
+}
+
+// ValidateMarginals screens whole marginals four entries at a time and runs the per-entry checks
+// only when the screen fails; whatever path it takes, it must accept exactly the marginals that
+// this plain statement of the rules accepts, and name the first bad entry when it refuses. Every
+// kind of defect is planted at every place a four-lane block can put it (first lane, last lane,
+// across a row start, in the last k % 4 entries) for k = 1..13.
+bool PlainRulesHold(const Marginals& m) {
+  for (int d = 0; d < m.gamma; ++d) {
+    double sum = 0;
+    for (int r = 0; r < m.k; ++r) {
+      const float p = m.prob(d, r);
+      if (m.token(d, r) < 0 || !(p >= 0.0f && p <= 1.0f)) return false;
+      if (r > 0 && p > m.prob(d, r - 1)) return false;
+      for (int r2 = 0; r2 < r; ++r2) {
+        if (m.token(d, r2) == m.token(d, r)) return false;
+      }
+      sum += p;
+    }
+    if (sum > 1.0 + kMarginalsRowSumTolerance) return false;
+  }
+  return true;
+}
+
+TEST(MarginalsTest, ValidationAgreesWithThePlainRulesForEveryDefectAndPlace) {
+  int refused = 0;
+  int accepted = 0;
+  for (int k = 1; k <= 13; ++k) {
+    for (int gamma = 1; gamma <= 3; ++gamma) {
+      const int n = gamma * k;
+      Marginals base;
+      base.root_token = 0;
+      base.gamma = gamma;
+      base.k = k;
+      for (int d = 0; d < gamma; ++d) {
+        for (int r = 0; r < k; ++r) {
+          base.tokens.push_back(1000 * d + 7 * r);
+          base.probs.push_back(0.9f / static_cast<float>(k) * static_cast<float>(k - r) /
+                               static_cast<float>(k));
+        }
+      }
+      ASSERT_TRUE(ValidateMarginals(base).ok()) << "k " << k << " gamma " << gamma;
+      for (int at = 0; at < n; ++at) {
+        const int r = at % k;
+        for (int defect = 0; defect < 7; ++defect) {
+          Marginals m = base;
+          switch (defect) {
+            case 0:
+              m.tokens[at] = -1 - at;
+              break;
+            case 1:
+              m.tokens[at] = m.tokens[at - r + (r + 1 + at) % k];
+              break;  // a repeat, or itself
+            case 2:
+              m.probs[at] = std::numeric_limits<float>::quiet_NaN();
+              break;
+            case 3:
+              m.probs[at] = 1.5f;
+              break;
+            case 4:
+              m.probs[at] = -0.25f;
+              break;
+            case 5:
+              m.probs[at] += 0.3f;
+              break;  // a rise, unless at a row start
+            case 6:
+              m.probs[at - r] = 1.0f;
+              break;  // the row sums to more than 1, if k > 1
+          }
+          const absl::Status st = ValidateMarginals(m);
+          ASSERT_EQ(st.ok(), PlainRulesHold(m)) << "k " << k << " gamma " << gamma << " at " << at
+                                                << " defect " << defect << ": " << st;
+          if (st.ok()) {
+            ++accepted;
+            continue;
+          }
+          ++refused;
+          const std::string msg(st.message());
+          const std::string row = absl::StrCat("[", at / k, "]");
+          EXPECT_THAT(msg, HasSubstr(row)) << msg;  // names the row of the planted defect
+        }
+      }
+    }
+  }
+  EXPECT_GT(refused, 1000);
+  EXPECT_GT(accepted, 50);  // repeats of itself, rises at row starts, k = 1 sums
 }
 
 }  // namespace
