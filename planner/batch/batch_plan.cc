@@ -356,9 +356,12 @@ class PopCursor {
     f_.Added(node, e);
     if (popped_ < cap_) f_.Expand(node, e);
   }
-  void Finish() {
+  // Cuts the tree and keys to the pops made; returns whether the chunk ran out before the cap
+  // (the frontier may have more keys to pop).
+  bool Finish() {
     tree_.Resize(popped_ + 1);
     keys_.resize(static_cast<size_t>(popped_));
+    return popped_ == stop_ && popped_ < cap_;
   }
 
  private:
@@ -373,14 +376,14 @@ class PopCursor {
 }  // namespace
 
 template <class Frontier>
-void BatchPlanner::PopAhead(Frontier& f, int i, int chunk, const FrontierKey& above,
+bool BatchPlanner::PopAhead(Frontier& f, int i, int chunk, const FrontierKey& above,
                             BatchPlan* plan) {
   PopCursor<Frontier> c(f, plan->trees[i], keys_[i], cap_[i], chunk);
   while (c.more_above(above)) c.Step();
-  c.Finish();
+  return c.Finish();
 }
 
-void BatchPlanner::PopAheadPair(int i, int j, int chunk, const FrontierKey& above,
+bool BatchPlanner::PopAheadPair(int i, int j, int chunk, const FrontierKey& above,
                                 BatchPlan* plan) {
   PopCursor<BatchMarginalsFrontier> a(frontiers_[i], plan->trees[i], keys_[i], cap_[i], chunk);
   PopCursor<BatchMarginalsFrontier> b(frontiers_[j], plan->trees[j], keys_[j], cap_[j], chunk);
@@ -392,40 +395,35 @@ void BatchPlanner::PopAheadPair(int i, int j, int chunk, const FrontierKey& abov
   }
   while (a.more_above(above)) a.Step();
   while (b.more_above(above)) b.Step();
-  a.Finish();
-  b.Finish();
+  const bool more = a.Finish();
+  return b.Finish() || more;
 }
 
-void BatchPlanner::Refill(int i, int chunk, BatchPlan* plan, const FrontierKey& above) {
-  if (path_slot_[i] < 0) {
-    PopAhead(frontiers_[i], i, chunk, above, plan);
-  } else {
-    internal::LazyFrontier<internal::PathLatticeStore> f = PathFrontier(i, plan);
-    PopAhead(f, i, chunk, above, plan);
-  }
+bool BatchPlanner::Refill(int i, int chunk, BatchPlan* plan, const FrontierKey& above) {
+  if (path_slot_[i] < 0) return PopAhead(frontiers_[i], i, chunk, above, plan);
+  internal::LazyFrontier<internal::PathLatticeStore> f = PathFrontier(i, plan);
+  return PopAhead(f, i, chunk, above, plan);
 }
 
 bool BatchPlanner::PopAllAhead(int chunk, const FrontierKey& above, BatchPlan* plan) {
   // Marginals requests two at a time (PopAheadPair), provider requests alone. A request's pops
   // do not depend on the others', so the order does not matter.
   const int B = static_cast<int>(cap_.size());
-  int pending = -1;  // a marginals request waiting for a partner
+  bool more = false;  // some chunk ran out
+  int pending = -1;   // a marginals request waiting for a partner
   for (int i = 0; i < B; ++i) {
     if (!StreamOpen(i) || !FrontierKeyLess(above, NextKey(i))) continue;
     if (path_slot_[i] >= 0) {
-      Refill(i, chunk, plan, above);
+      more |= Refill(i, chunk, plan, above);
     } else if (pending < 0) {
       pending = i;
     } else {
-      PopAheadPair(pending, i, chunk, above, plan);
+      more |= PopAheadPair(pending, i, chunk, above, plan);
       pending = -1;
     }
   }
-  if (pending >= 0) Refill(pending, chunk, plan, above);
-  for (int i = 0; i < B; ++i) {
-    if (StreamOpen(i) && FrontierKeyLess(above, NextKey(i))) return true;
-  }
-  return false;
+  if (pending >= 0) more |= Refill(pending, chunk, plan, above);
+  return more;
 }
 
 bool BatchPlanner::StreamOpen(int i) const {

@@ -166,15 +166,15 @@ class BatchPlanner {
   auto PathFrontier(int i, BatchPlan* plan);
   // Pops request i's frontier f up to `chunk` more times ahead of the merge (not past its cap),
   // while its next key is above `above` (FrontierKey{}: every key is), recording each pop's key
-  // in keys_[i].
+  // in keys_[i]. Returns whether it stopped on the chunk (it may have more to pop).
   template <class Frontier>
-  void PopAhead(Frontier& f, int i, int chunk, const FrontierKey& above, BatchPlan* plan);
+  bool PopAhead(Frontier& f, int i, int chunk, const FrontierKey& above, BatchPlan* plan);
   // PopAhead on request i's own frontier.
-  void Refill(int i, int chunk, BatchPlan* plan, const FrontierKey& above = FrontierKey{});
+  bool Refill(int i, int chunk, BatchPlan* plan, const FrontierKey& above = FrontierKey{});
   // PopAhead on the frontiers of marginals requests i and j, their pops interleaved.
-  void PopAheadPair(int i, int j, int chunk, const FrontierKey& above, BatchPlan* plan);
-  // PopAhead on every request that may pop more, marginals requests in pairs; returns whether
-  // some request's next key is still above `above`.
+  bool PopAheadPair(int i, int j, int chunk, const FrontierKey& above, BatchPlan* plan);
+  // PopAhead on every request whose next key is above `above`, marginals requests in pairs;
+  // returns whether some request stopped on the chunk (another pass may pop more).
   bool PopAllAhead(int chunk, const FrontierKey& above, BatchPlan* plan);
   // Whether request i's stream may have keys beyond those recorded in keys_[i].
   bool StreamOpen(int i) const;
