@@ -327,19 +327,21 @@ auto BatchPlanner::PathFrontier(int i, BatchPlan* plan) {
 namespace {
 
 // One request's pops ahead of the merge: pops its frontier up to `chunk` more times (not past its
-// cap), adding each pop to its tree and its key to `keys` (one per pop: keys.size() = tree.size()
-// - 1). The tree and keys are written by index into arrays sized for the whole chunk and cut to
-// the pops made by Finish (as RunBestFirst does): five appends per pop cost about as much as the
-// pop.
+// cap), adding each pop to its tree and its key to `keys`, and counting them in `recorded` (the
+// tree's first recorded + 1 nodes and the first `recorded` keys are the pops; see
+// BatchPlanner::recorded_). The tree and keys are written by index into arrays that only grow,
+// by doubling, and are cut by CutToSelected: five appends per pop cost about as much as the pop,
+// and growing and cutting them for every chunk filled each new entry with zeros again.
 template <class Frontier>
 class PopCursor {
  public:
-  PopCursor(Frontier& f, Tree& tree, std::vector<FrontierKey>& keys, int cap, int chunk)
-      : f_(f), tree_(tree), keys_(keys), cap_(cap), popped_(tree.size() - 1) {
+  PopCursor(Frontier& f, Tree& tree, std::vector<FrontierKey>& keys, int& recorded, int cap,
+            int chunk)
+      : f_(f), tree_(tree), keys_(keys), recorded_(recorded), cap_(cap), popped_(recorded) {
     stop_ = std::min(cap_, popped_ + chunk);
-    if (popped_ < stop_) {
-      tree_.Resize(stop_ + 1);
-      keys_.resize(static_cast<size_t>(stop_));
+    if (tree_.size() < stop_ + 1) tree_.Resize(std::max(stop_ + 1, 2 * tree_.size()));
+    if (keys_.size() < static_cast<size_t>(stop_)) {
+      keys_.resize(std::max(static_cast<size_t>(stop_), 2 * keys_.size()));
     }
   }
   bool more() const { return popped_ < stop_ && !f_.empty(); }
@@ -356,11 +358,10 @@ class PopCursor {
     f_.Added(node, e);
     if (popped_ < cap_) f_.Expand(node, e);
   }
-  // Cuts the tree and keys to the pops made; returns whether the chunk ran out before the cap
-  // (the frontier may have more keys to pop).
+  // Records the pops made; returns whether the chunk ran out before the cap (the frontier may
+  // have more keys to pop).
   bool Finish() {
-    tree_.Resize(popped_ + 1);
-    keys_.resize(static_cast<size_t>(popped_));
+    recorded_ = popped_;
     return popped_ == stop_ && popped_ < cap_;
   }
 
@@ -368,25 +369,37 @@ class PopCursor {
   Frontier& f_;
   Tree& tree_;
   std::vector<FrontierKey>& keys_;
+  int& recorded_;
   int cap_;
   int popped_;  // draft nodes in the tree
   int stop_;
 };
+
+// Starts a tree at its root, keeping the nodes behind it as room for the pops (PopCursor).
+void RestartTree(Tree& tree, TokenId root_token) {
+  if (tree.size() == 0) tree.Resize(1);
+  tree.tokens[0] = root_token;
+  tree.parents[0] = -1;
+  tree.depths[0] = 0;
+  tree.path_probs[0] = 1.0;
+}
 
 }  // namespace
 
 template <class Frontier>
 bool BatchPlanner::PopAhead(Frontier& f, int i, int chunk, const FrontierKey& above,
                             BatchPlan* plan) {
-  PopCursor<Frontier> c(f, plan->trees[i], keys_[i], cap_[i], chunk);
+  PopCursor<Frontier> c(f, plan->trees[i], keys_[i], recorded_[i], cap_[i], chunk);
   while (c.more_above(above)) c.Step();
   return c.Finish();
 }
 
 bool BatchPlanner::PopAheadPair(int i, int j, int chunk, const FrontierKey& above,
                                 BatchPlan* plan) {
-  PopCursor<BatchMarginalsFrontier> a(frontiers_[i], plan->trees[i], keys_[i], cap_[i], chunk);
-  PopCursor<BatchMarginalsFrontier> b(frontiers_[j], plan->trees[j], keys_[j], cap_[j], chunk);
+  PopCursor<BatchMarginalsFrontier> a(frontiers_[i], plan->trees[i], keys_[i], recorded_[i],
+                                      cap_[i], chunk);
+  PopCursor<BatchMarginalsFrontier> b(frontiers_[j], plan->trees[j], keys_[j], recorded_[j],
+                                      cap_[j], chunk);
   // Alternating steps: each pop waits on its frontier's previous pop (the new maximum), and the
   // two requests' chains are independent, so the core overlaps them.
   while (a.more_above(above) && b.more_above(above)) {
@@ -427,7 +440,7 @@ bool BatchPlanner::PopAllAhead(int chunk, const FrontierKey& above, BatchPlan* p
 }
 
 bool BatchPlanner::StreamOpen(int i) const {
-  if (static_cast<int>(keys_[i].size()) >= cap_[i]) return false;
+  if (recorded_[i] >= cap_[i]) return false;
   return path_slot_[i] < 0 ? !frontiers_[i].empty() : !paths_[path_slot_[i]].ws.heap.empty();
 }
 
@@ -444,13 +457,13 @@ void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
   order_.clear();
   for (int i = 0; i < B; ++i) {
     const BatchRequest& r = requests[i];
-    keys_[i].clear();
+    recorded_[i] = 0;
     if (path_slot_[i] < 0) {
-      plan->trees[i].ResetRoot(r.marginals->root_token);
+      RestartTree(plan->trees[i], r.marginals->root_token);
       if (options.n_max == 0 || cap_[i] == 0) continue;
       frontiers_[i].Reset(r.marginals, &plan->trees[i], scale_[i], static_cast<uint32_t>(i));
     } else {
-      plan->trees[i].ResetRoot(r.root_token);
+      RestartTree(plan->trees[i], r.root_token);
       paths_[path_slot_[i]].ws.missing.clear();
       if (options.n_max == 0 || cap_[i] == 0) continue;
       PathFrontier(i, plan).Start(/*root_handle=*/0, /*expand_root=*/true);
@@ -460,7 +473,7 @@ void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
   if (options.n_max > 0) PopAllAhead(first_chunk, FrontierKey{}, plan);
   merge_.Reset(static_cast<size_t>(B));
   merge_.SetRange(0, static_cast<size_t>(B),
-                  [&](size_t i) { return keys_[i].empty() ? FrontierKey{} : keys_[i][0]; });
+                  [&](size_t i) { return recorded_[i] == 0 ? FrontierKey{} : keys_[i][0]; });
 }
 
 FrontierKey BatchPlanner::NextKey(int i) const {
@@ -480,11 +493,11 @@ FrontierKey BatchPlanner::OpenBound() const {
 int BatchPlanner::CountAbove(const FrontierKey& t, std::vector<int>* n) const {
   int c = 0;
   for (size_t i = 0; i < cap_.size(); ++i) {
-    const std::vector<FrontierKey>& keys = keys_[i];
+    const FrontierKey* keys = keys_[i].data();
     const int above = static_cast<int>(
-        std::partition_point(keys.begin(), keys.end(),
+        std::partition_point(keys, keys + recorded_[i],
                              [&](const FrontierKey& k) { return FrontierKeyLess(t, k); }) -
-        keys.begin());
+        keys);
     if (n != nullptr) (*n)[i] = above;
     c += above;
   }
@@ -508,7 +521,7 @@ int BatchPlanner::TakeLeveled(int n_max, BatchPlan* plan) {
     double c_b = taken;
     double top = 0;
     for (int i = 0; i < B; ++i) {
-      if (!keys_[i].empty()) top = std::max(top, keys_[i][0].score());
+      if (recorded_[i] > 0) top = std::max(top, keys_[i][0].score());
     }
     double t_a = std::sqrt(top * t_b);
     double c_a = CountAbove(FrontierKey::Make(t_a, ~uint64_t{0}), nullptr);
@@ -542,26 +555,24 @@ int BatchPlanner::TakeLeveled(int n_max, BatchPlan* plan) {
   // The merge continues from each request's next key, recorded or not (TakeNext pops it).
   merge_.SetRange(0, static_cast<size_t>(B), [&](size_t i) {
     const size_t next = static_cast<size_t>(plan->n[i]);
-    return next < keys_[i].size()            ? keys_[i][next]
-           : StreamOpen(static_cast<int>(i)) ? NextKey(static_cast<int>(i))
-                                             : FrontierKey{};
+    return next < static_cast<size_t>(recorded_[i]) ? keys_[i][next]
+           : StreamOpen(static_cast<int>(i))        ? NextKey(static_cast<int>(i))
+                                                    : FrontierKey{};
   });
   return taken;
 }
 
 int BatchPlanner::TakeNext(int i, int chunk, BatchPlan* plan) {
   // The slot held the frontier's next key, not yet popped: pop it now, with the chunk behind it.
-  if (static_cast<size_t>(plan->n[i]) == keys_[i].size()) Refill(i, chunk, plan);
+  if (plan->n[i] == recorded_[i]) Refill(i, chunk, plan);
   return ++plan->n[i];
 }
 
-void BatchPlanner::AdvanceMerge(int i, int taken, BatchPlan* plan) {
-  const std::vector<FrontierKey>& keys = keys_[i];
+void BatchPlanner::AdvanceMerge(int i, int taken) {
   // Request i's slot holds the merge's top.
-  merge_.Set(static_cast<size_t>(i), static_cast<size_t>(taken) < keys.size()
-                                         ? keys[static_cast<size_t>(taken)]
-                                     : StreamOpen(i) ? NextKey(i)
-                                                     : FrontierKey{});
+  merge_.Set(static_cast<size_t>(i), taken < recorded_[i] ? keys_[i][static_cast<size_t>(taken)]
+                                     : StreamOpen(i)      ? NextKey(i)
+                                                          : FrontierKey{});
 }
 
 int BatchPlanner::MergeFixedBudget(int n_max, int chunk, BatchPlan* plan, int* n) {
@@ -573,7 +584,7 @@ int BatchPlanner::MergeFixedBudget(int n_max, int chunk, BatchPlan* plan, int* n
     const int32_t i = static_cast<int32_t>(TieRequest(merge_.top().tie()));
     const int taken = TakeNext(i, chunk, plan);
     if (++*n == n_max) return i;
-    AdvanceMerge(i, taken, plan);
+    AdvanceMerge(i, taken);
   }
   return -1;
 }
@@ -595,7 +606,7 @@ int BatchPlanner::MergeAndPrice(const std::vector<BatchRequest>& requests, int n
     shape_.Grow(i);
     choice->Add(i, rho, requests[i].weight, plan->expected_accepted);
     if (!choice->Consider(n, shape_, plan) || n == n_max) return i;
-    AdvanceMerge(i, taken, plan);
+    AdvanceMerge(i, taken);
   }
   return -1;
 }
@@ -665,6 +676,7 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
   // every pop; perf put most of the time there.)
   if (frontiers_.size() < static_cast<size_t>(B)) frontiers_.resize(static_cast<size_t>(B));
   if (keys_.size() < static_cast<size_t>(B)) keys_.resize(static_cast<size_t>(B));
+  recorded_.resize(static_cast<size_t>(B));
   order_.reserve(static_cast<size_t>(options.n_max));
   // Chunk sizes: a fixed budget or a scan takes about n_max / B pops per request; the controller
   // usually stops much earlier, so it pops ahead less (pops ahead of the stop are wasted).
@@ -694,6 +706,10 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
       choice.best_n = n;
     }
     if (num_paths == 0) break;
+    // The providers see each tree as popped so far (PopCursor leaves room behind the pops).
+    for (int i = 0; i < B; ++i) {
+      if (path_slot_[i] >= 0) plan->trees[i].Resize(recorded_[i] + 1);
+    }
     bool asked = false;
     if (absl::Status st = AskProviders(requests, last, *plan, &asked); !st.ok()) return st;
     if (!asked) break;

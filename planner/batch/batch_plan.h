@@ -207,7 +207,7 @@ class BatchPlanner {
   // Request i's next key into merge_ after it has taken `taken` nodes: the next recorded key, else
   // its frontier's next key (popped when taken); a request that is full (its cap) or whose lattice
   // ran out leaves the merge.
-  void AdvanceMerge(int i, int taken, BatchPlan* plan);
+  void AdvanceMerge(int i, int taken);
   // The merge without a cost (fixed budget): takes pops until *n = n_max, counting them in
   // plan->n. Returns the request of the last pop when it stopped right after taking it, else -1.
   int MergeFixedBudget(int n_max, int chunk, BatchPlan* plan, int* n);
@@ -233,9 +233,13 @@ class BatchPlanner {
   std::vector<BatchMarginalsFrontier> frontiers_;  // [>= B] one per request, reused
   FrontierTournament merge_;                       // [B] slots
   std::vector<int32_t> order_;  // request of each merged pop, in the global pop order
-  std::vector<std::vector<FrontierKey>> keys_;  // [>= B] key of each of request i's pops so far
-  std::vector<double> scale_;                   // [B] w_i / kappa_i
-  std::vector<int> cap_;                        // [B] most draft nodes request i may take
+  // [>= B] key of each of request i's pops so far: the first recorded_[i] entries (the vectors
+  // only grow, as the trees do during a call: plan->trees[i] holds recorded_[i] + 1 nodes and
+  // room behind them until CutToSelected).
+  std::vector<std::vector<FrontierKey>> keys_;
+  std::vector<int> recorded_;  // [B] pops of request i so far
+  std::vector<double> scale_;  // [B] w_i / kappa_i
+  std::vector<int> cap_;       // [B] most draft nodes request i may take
   costmodel::BatchShape shape_;
   // Path-conditioned requests: request i's state is paths_[path_slot_[i]] (-1: marginals): its
   // revealed lattice, the lazy frontier's workspace and the provider's pending request and reply
