@@ -318,6 +318,15 @@ int BatchPlanner::PrepareRequests(const std::vector<BatchRequest>& requests, con
   return num_paths;
 }
 
+inline bool BatchPlanner::StreamOpen(int i) const {
+  if (recorded_[i] >= cap_[i]) return false;
+  return path_slot_[i] < 0 ? !frontiers_[i].empty() : !paths_[path_slot_[i]].ws.heap.empty();
+}
+
+inline FrontierKey BatchPlanner::NextKey(int i) const {
+  return path_slot_[i] < 0 ? frontiers_[i].top() : paths_[path_slot_[i]].ws.heap.top();
+}
+
 auto BatchPlanner::PathFrontier(int i, BatchPlan* plan) {
   PathState& ps = paths_[path_slot_[i]];
   return internal::LazyFrontier<internal::PathLatticeStore>(ps.lattice, plan->trees[i], &ps.ws,
@@ -439,11 +448,6 @@ bool BatchPlanner::PopAllAhead(int chunk, const FrontierKey& above, BatchPlan* p
   return more;
 }
 
-bool BatchPlanner::StreamOpen(int i) const {
-  if (recorded_[i] >= cap_[i]) return false;
-  return path_slot_[i] < 0 ? !frontiers_[i].empty() : !paths_[path_slot_[i]].ws.heap.empty();
-}
-
 void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
                               const BatchPlanOptions& options, int first_chunk, BatchPlan* plan) {
   const int B = static_cast<int>(requests.size());
@@ -474,10 +478,6 @@ void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
   merge_.Reset(static_cast<size_t>(B));
   merge_.SetRange(0, static_cast<size_t>(B),
                   [&](size_t i) { return recorded_[i] == 0 ? FrontierKey{} : keys_[i][0]; });
-}
-
-FrontierKey BatchPlanner::NextKey(int i) const {
-  return path_slot_[i] < 0 ? frontiers_[i].top() : paths_[path_slot_[i]].ws.heap.top();
 }
 
 FrontierKey BatchPlanner::OpenBound() const {
@@ -634,7 +634,7 @@ void BatchPlanner::CutToSelected(const std::vector<BatchRequest>& requests,
     const double calibrated = CalibratedAccepted(a, options.acceptance_scale);
     plan->weighted_accepted += requests[i].weight * calibrated;
     total_accepted += calibrated;
-    shape_.Add(plan->n[i] + 1, requests[i].c);
+    if (cost != nullptr) shape_.Add(plan->n[i] + 1, requests[i].c);
   }
   if (cost != nullptr) {
     plan->cycle_s = cost->Seconds(shape_);
