@@ -508,11 +508,13 @@ int BatchPlanner::TakeLeveled(int n_max, BatchPlan* plan) {
   const int B = static_cast<int>(plan->n.size());
   // The threshold taken so far and its exact count (nothing: the merge starts at the top).
   FrontierKey take = OpenBound();
-  int taken = CountAbove(take, nullptr);
+  int taken = CountAbove(take, &plan->n);
+  bool counted = true;  // plan->n holds each request's keys above `take`
   const bool open = FrontierKeyLess(FrontierKey{}, take);
   if (taken >= n_max) {
     take = FrontierKey{~uint64_t{0}, ~uint64_t{0}};  // above every key: nothing is taken
     taken = 0;
+    counted = false;
   }
   if (open && taken > 0) {
     // Two exact points (score, count) of C: at the open bound, and at the geometric mean of its
@@ -540,18 +542,26 @@ int BatchPlanner::TakeLeveled(int n_max, BatchPlan* plan) {
       const int chunk = std::max(kLevelChunk, static_cast<int>(2 * (target - c_b) / B));
       while (PopAllAhead(chunk, key, plan)) {
       }
-      const int c = CountAbove(key, nullptr);
-      if (c >= n_max) break;  // past the budget: the previous threshold stands
+      const int c = CountAbove(key, &plan->n);
+      if (c >= n_max) {  // past the budget: the previous threshold stands
+        counted = false;
+        break;
+      }
       t_a = t_b, c_a = c_b;
       t_b = t, c_b = c;
       take = key, taken = c;
     }
     // Every stream has been popped past its own next key, which may be lower still.
     const FrontierKey m = OpenBound();
-    const int c = CountAbove(m, nullptr);
-    if (c < n_max && c > taken) take = m, taken = c;
+    const int c = CountAbove(m, &plan->n);  // >= taken: m <= take
+    if (c < n_max) {
+      take = m, taken = c;
+      counted = true;
+    } else {
+      counted = false;
+    }
   }
-  CountAbove(take, &plan->n);
+  if (!counted) CountAbove(take, &plan->n);
   // The merge continues from each request's next key, recorded or not (TakeNext pops it).
   merge_.SetRange(0, static_cast<size_t>(B), [&](size_t i) {
     const size_t next = static_cast<size_t>(plan->n[i]);
