@@ -142,7 +142,10 @@ class MarginalsFrontierT {
   void Added(int32_t /*node*/, const FrontierCandidate& /*c*/) {}  // nothing to record
 
  private:
-  void ExpandAt(int32_t node, int depth) {
+  // Inlined into the pop that calls it (Expand, Reset): as a call of its own it cost PlanBatch
+  // about 4 % (BM_PlanBatchFixed/64/4096 96.5 -> 92.3 us on the VM of
+  // docs/planner-performance.md).
+  [[gnu::always_inline]] void ExpandAt(int32_t node, int depth) {
     if (depth >= gamma_) return;
     // next_ only grows (Reset keeps it: an entry is written here before it is read), and by
     // doubling, where growing it by one node at a time cost a call per expansion.
