@@ -539,8 +539,22 @@ int BatchPlanner::TakeLeveled(int n_max, BatchPlan* plan) {
       const FrontierKey key = FrontierKey::Make(t, ~uint64_t{0});
       // Every open stream pops until its next key is <= key, in passes of about twice the pops
       // a stream needs on average.
+      // A fit far off (a count that grows much faster below the points than above them) would
+      // pop far past the budget: past 2 n_max recorded pops the round is given up, and the
+      // open bound below takes what is exact.
       const int chunk = std::max(kLevelChunk, static_cast<int>(2 * (target - c_b) / B));
+      bool given_up = false;
       while (PopAllAhead(chunk, key, plan)) {
+        int64_t recorded = 0;
+        for (int i = 0; i < B; ++i) recorded += recorded_[i];
+        if (recorded > 2 * static_cast<int64_t>(n_max)) {
+          given_up = true;
+          break;
+        }
+      }
+      if (given_up) {
+        counted = false;
+        break;
       }
       const int c = CountAbove(key, &plan->n);
       if (c >= n_max) {  // past the budget: the previous threshold stands

@@ -191,8 +191,10 @@ class BatchPlanner {
   // a power law through the last two exact counts and solved for 90 % and then 97 % of n_max, and
   // every open stream is popped until its next key is <= T (PopAllAhead). A round that would
   // take n_max or more is not taken (the previous T stands), so the merge always makes the last
-  // pop. The fit only decides how far ahead the requests pop; the taken pops are exact. Returns C
-  // (0: nothing taken) and leaves merge_ holding each request's next key (as AdvanceMerge).
+  // pop; one that passes 2 n_max recorded pops is given up. Last, the open bound (OpenBound, at or
+  // below T) is taken instead when fewer than n_max keys are above it. The fit only
+  // decides how far ahead the requests pop; the taken pops are exact. Returns C (0: nothing taken)
+  // and leaves merge_ holding each request's next key (as AdvanceMerge).
   int TakeLeveled(int n_max, BatchPlan* plan);
   // The largest next key of a request that may pop more (FrontierKey{} when none may): every key
   // above it is recorded in keys_.
