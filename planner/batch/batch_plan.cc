@@ -577,12 +577,8 @@ int BatchPlanner::TakeLeveled(int n_max, BatchPlan* plan) {
   }
   if (!counted) CountAbove(take, &plan->n);
   // The merge continues from each request's next key, recorded or not (TakeNext pops it).
-  merge_.SetRange(0, static_cast<size_t>(B), [&](size_t i) {
-    const size_t next = static_cast<size_t>(plan->n[i]);
-    return next < static_cast<size_t>(recorded_[i]) ? keys_[i][next]
-           : StreamOpen(static_cast<int>(i))        ? NextKey(static_cast<int>(i))
-                                                    : FrontierKey{};
-  });
+  merge_.SetRange(0, static_cast<size_t>(B),
+                  [&](size_t i) { return MergeKey(static_cast<int>(i), plan->n[i]); });
   return taken;
 }
 
@@ -592,11 +588,14 @@ int BatchPlanner::TakeNext(int i, int chunk, BatchPlan* plan) {
   return ++plan->n[i];
 }
 
+FrontierKey BatchPlanner::MergeKey(int i, int taken) const {
+  if (taken < recorded_[i]) return keys_[i][static_cast<size_t>(taken)];
+  return StreamOpen(i) ? NextKey(i) : FrontierKey{};
+}
+
 void BatchPlanner::AdvanceMerge(int i, int taken) {
   // Request i's slot holds the merge's top.
-  merge_.Set(static_cast<size_t>(i), taken < recorded_[i] ? keys_[i][static_cast<size_t>(taken)]
-                                     : StreamOpen(i)      ? NextKey(i)
-                                                          : FrontierKey{});
+  merge_.Set(static_cast<size_t>(i), MergeKey(i, taken));
 }
 
 int BatchPlanner::MergeFixedBudget(int n_max, int chunk, BatchPlan* plan, int* n) {

@@ -194,7 +194,7 @@ class BatchPlanner {
   // pop; one that passes 2 n_max recorded pops is given up. Last, the open bound (OpenBound, at or
   // below T) is taken instead when fewer than n_max keys are above it. The fit only
   // decides how far ahead the requests pop; the taken pops are exact. Returns C (0: nothing taken)
-  // and leaves merge_ holding each request's next key (as AdvanceMerge).
+  // and leaves merge_ holding each request's MergeKey.
   int TakeLeveled(int n_max, BatchPlan* plan);
   // The largest next key of a request that may pop more (FrontierKey{} when none may): every key
   // above it is recorded in keys_.
@@ -206,9 +206,11 @@ class BatchPlanner {
   // The merge takes request i's next pop: pops it (and up to chunk - 1 more) ahead when it is not
   // recorded yet; returns plan->n[i], the tree node it is.
   int TakeNext(int i, int chunk, BatchPlan* plan);
-  // Request i's next key into merge_ after it has taken `taken` nodes: the next recorded key, else
-  // its frontier's next key (popped when taken); a request that is full (its cap) or whose lattice
-  // ran out leaves the merge.
+  // Request i's key in merge_ after it has taken `taken` nodes: the next recorded key, else its
+  // frontier's next key (popped when taken); FrontierKey{} (it leaves the merge) when it is full
+  // (its cap) or its lattice ran out.
+  FrontierKey MergeKey(int i, int taken) const;
+  // Puts request i's MergeKey into merge_ after it has taken `taken` nodes.
   void AdvanceMerge(int i, int taken);
   // The merge without a cost (fixed budget): takes pops until *n = n_max, counting them in
   // plan->n. Returns the request of the last pop when it stopped right after taking it, else -1.
