@@ -116,10 +116,10 @@ absl::StatusOr<std::vector<MeasuredCell>> MeasureGrid(
     const std::vector<int64_t>& b_grid, int repeats, const TimerRequest& request,
     std::unique_ptr<PassTimer>* timer, std::vector<std::string>* notes, bool* all_graphs) {
   const torch::Device device = model.options().device;
-  std::vector<runtime::KvCache> caches;  // one per sequence of the largest batch
-  for (int64_t i = 0; i < b_grid.back(); ++i) {
-    caches.push_back(model.NewCache(c_grid.back() + s_grid.back()));
-  }
+  // One cache per sequence of the largest batch, consecutive rows of one arena: a pass attends
+  // for all b sequences in one call per layer, as an engine's batched attention does.
+  std::vector<runtime::KvCache> caches = runtime::KvCache::Batch(
+      model.config(), b_grid.back(), c_grid.back() + s_grid.back(), model.options().dtype, device);
   c10::InferenceMode guard;
   std::mt19937_64 rng(o.seed ^ 0x5bd1e995ULL);
   const int64_t vocab = model.config().vocab_size;

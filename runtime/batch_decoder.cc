@@ -34,9 +34,13 @@ absl::StatusOr<std::unique_ptr<BatchDecoder>> BatchDecoder::Create(const Transfo
                           int64_t{max_batch} * (options.max_tree_nodes + 1), &d->storage_));
   d->latency_ = ctx.latency;
   d->draft_latency_ = ctx.draft_latency;
+  // The slots' target caches are consecutive rows of one arena, so a pass over slots in order
+  // attends for all of them in one call per layer (Transformer::ForwardBatch).
+  std::vector<KvCache> caches = KvCache::Batch(target->config(), max_batch, ctx.max_len,
+                                               target->options().dtype, target->options().device);
   for (int i = 0; i < max_batch; ++i) {
     SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<DecodeSequence> q,
-                              NewDecodeSequence(d->options_, ctx));
+                              NewDecodeSequence(d->options_, ctx, std::move(caches[i])));
     d->slots_.push_back(std::move(q));
   }
   if (options.strategy == Strategy::kBatch) {

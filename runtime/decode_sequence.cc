@@ -14,11 +14,11 @@
 
 namespace specplan::runtime {
 DecodeSequence::DecodeSequence(const Transformer* target, std::unique_ptr<DraftStrategy> strategy,
-                               const StrategyOptions& options, int64_t max_len)
+                               const StrategyOptions& options, KvCache cache)
     : target_(target),
       options_(options),
       strategy_(std::move(strategy)),
-      cache_(target->NewCache(max_len)),
+      cache_(std::move(cache)),
       step_(target->options().device, options.max_tree_nodes + 1, options.max_tree_nodes + 1) {
   out_opt_.packed_mask = false;
   out_opt_.dense_mask = true;
@@ -232,10 +232,14 @@ absl::StatusOr<StrategyContext> MakeStrategyContext(const Transformer* target,
 }
 
 absl::StatusOr<std::unique_ptr<DecodeSequence>> NewDecodeSequence(const StrategyOptions& options,
-                                                                  const StrategyContext& ctx) {
+                                                                  const StrategyContext& ctx,
+                                                                  KvCache cache) {
   SPECPLAN_ASSIGN_OR_RETURN(std::unique_ptr<DraftStrategy> strategy,
                             CreateDraftStrategy(options, ctx));
-  return std::make_unique<DecodeSequence>(ctx.target, std::move(strategy), options, ctx.max_len);
+  if (cache.num_layers() == 0) cache = ctx.target->NewCache(ctx.max_len);
+  SPECPLAN_CHECK(cache.max_len() == ctx.max_len);
+  return std::make_unique<DecodeSequence>(ctx.target, std::move(strategy), options,
+                                          std::move(cache));
 }
 
 absl::Status ValidatePrompt(const std::vector<planner::TokenId>& prompt, int64_t vocab,

@@ -79,10 +79,10 @@ struct SequenceLogits {
 
 class DecodeSequence {
  public:
-  // `target` is not owned; `strategy` drafts for this sequence only. `max_len` sizes the target
-  // cache (prompt + new tokens + one tree).
+  // `target` is not owned; `strategy` drafts for this sequence only. `cache` is the target cache,
+  // of prompt + new tokens + one tree slots (its own, or a row of a batch's arena).
   DecodeSequence(const Transformer* target, std::unique_ptr<DraftStrategy> strategy,
-                 const StrategyOptions& options, int64_t max_len);
+                 const StrategyOptions& options, KvCache cache);
 
   // A new prompt (validated by the caller): resets the cache and the strategy, seeds the RNG with
   // `seed` (a lone Generate call uses options.sampling.seed) and clears the result.
@@ -177,10 +177,11 @@ absl::StatusOr<StrategyContext> MakeStrategyContext(const Transformer* target,
                                                     int64_t max_context, int64_t max_verify_tokens,
                                                     StrategyContextStorage* storage);
 
-// A sequence with its own strategy of options.strategy, created in `ctx`, and a target cache of
-// ctx.max_len slots.
+// A sequence with its own strategy of options.strategy, created in `ctx`, and `cache` as its
+// target cache (ctx.max_len slots), or a new cache of its own when `cache` has none.
 absl::StatusOr<std::unique_ptr<DecodeSequence>> NewDecodeSequence(const StrategyOptions& options,
-                                                                  const StrategyContext& ctx);
+                                                                  const StrategyContext& ctx,
+                                                                  KvCache cache = KvCache());
 
 // InvalidArgument naming the bad field: an empty prompt, an id outside [0, vocab), max_new_tokens
 // < 1, or prompt + max_new_tokens over max_context.

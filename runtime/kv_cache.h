@@ -12,6 +12,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -19,12 +20,28 @@
 
 namespace specplan::runtime {
 
+// The K and V of `rows` caches of one model in one tensor per layer, [rows][max_len][n_kv][d]
+// (KvCache::Batch). Caches that are consecutive rows of one arena let a batched forward attend
+// for all of them in one call per layer (Transformer::ForwardBatch) instead of one per sequence.
+struct KvArena {
+  std::vector<torch::Tensor> k, v;  // per layer, [rows][max_len][n_kv][d]
+  int64_t rows = 0, max_len = 0;
+};
+
 class KvCache {
  public:
   KvCache() = default;
   // Allocates [max_len][n_kv][head_dim] K and V per layer (zeros).
   KvCache(const ModelConfig& config, int64_t max_len, torch::ScalarType dtype,
           torch::Device device);
+  // `count` caches of max_len slots each, rows 0 .. count - 1 of one new arena (zeros). Each
+  // behaves as a cache made by the constructor; the arena lives while any of them does.
+  static std::vector<KvCache> Batch(const ModelConfig& config, int64_t count, int64_t max_len,
+                                    torch::ScalarType dtype, torch::Device device);
+
+  // The arena this cache is a row of, or null for a cache of its own; and that row.
+  const KvArena* arena() const { return arena_.get(); }
+  int64_t arena_row() const { return arena_row_; }
 
   int64_t max_len() const { return max_len_; }
   int64_t num_layers() const { return static_cast<int64_t>(k_.size()); }
@@ -48,10 +65,17 @@ class KvCache {
  private:
   std::vector<torch::Tensor> k_;
   std::vector<torch::Tensor> v_;
+  std::shared_ptr<const KvArena> arena_;
+  int64_t arena_row_ = -1;
   int64_t max_len_ = 0;
   int64_t length_ = 0;
   torch::Device device_ = torch::kCPU;
 };
+
+// How a batched forward over these caches (in this order) groups its attention: maximal runs of
+// consecutive rows r, r + 1, ... of one arena attend in one call per layer; any other cache is a
+// run of one. Returns each run's length, in order (they sum to caches.size()).
+std::vector<int64_t> ArenaRuns(absl::Span<const KvCache* const> caches);
 
 }  // namespace specplan::runtime
 

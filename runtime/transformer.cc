@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -24,6 +25,13 @@
 #include "util/check.h"
 #include "util/enum_names.h"
 #include "util/status_macros.h"
+
+// SDPA with native GQA (enable_gqa) arrived in LibTorch 2.5.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#define SPECPLAN_SDPA_GQA 1
+#else
+#define SPECPLAN_SDPA_GQA 0
+#endif
 
 namespace specplan::runtime {
 namespace {
@@ -390,22 +398,136 @@ void Transformer::ProjectQkv(const Layer& L, const torch::Tensor& x, const torch
 
 torch::Tensor Transformer::Attention(const Layer& L, int64_t index, const torch::Tensor& x,
                                      const torch::Tensor& cos, const torch::Tensor& sin,
-                                     absl::Span<const Segment> segments) const {
+                                     absl::Span<const Segment> segments,
+                                     absl::Span<const Group> groups) const {
   torch::Tensor q, k, v;
   ProjectQkv(L, x, cos, sin, &q, &k, &v);
+  auto attend = [&](const Group& g) {
+    const bool all = groups.size() == 1;  // the group holds every packed row
+    const torch::Tensor gq = all ? q : q.narrow(0, g.offset, g.rows);
+    const torch::Tensor gk = all ? k : k.narrow(0, g.offset, g.rows);
+    const torch::Tensor gv = all ? v : v.narrow(0, g.offset, g.rows);
+    return g.count == 1 ? AttendSegment(index, gq, gk, gv, segments[g.first])
+                        : AttendGroup(index, gq, gk, gv, g);
+  };
   torch::Tensor out;
-  if (segments.size() == 1) {
-    out = AttendSegment(index, q, k, v, segments[0]);
+  if (groups.size() == 1) {
+    out = attend(groups[0]);
   } else {
     std::vector<torch::Tensor> outs;
-    outs.reserve(segments.size());
-    for (const Segment& g : segments) {
-      outs.push_back(AttendSegment(index, q.narrow(0, g.offset, g.s), k.narrow(0, g.offset, g.s),
-                                   v.narrow(0, g.offset, g.s), g));
-    }
+    outs.reserve(groups.size());
+    for (const Group& g : groups) outs.push_back(attend(g));
     out = torch::cat(outs, 0);
   }
   return torch::linear(out, L.o_w, L.o_b);
+}
+
+std::vector<Transformer::Group> Transformer::GroupSegments(std::vector<Segment>* segments) const {
+  std::vector<Segment>& segs = *segments;
+  std::vector<const KvCache*> caches;
+  caches.reserve(segs.size());
+  for (const Segment& sg : segs) caches.push_back(sg.cache);
+  std::vector<Group> groups;
+  size_t i = 0;
+  for (const int64_t run : ArenaRuns(caches)) {
+    const KvArena* arena = segs[i].cache->arena();
+    const size_t end = i + static_cast<size_t>(run);
+    Group g;
+    g.first = static_cast<int64_t>(i);
+    g.count = static_cast<int64_t>(end - i);
+    g.offset = segs[i].offset;
+    for (size_t j = i; j < end; ++j) {
+      g.rows += segs[j].s;
+      g.s_max = std::max(g.s_max, segs[j].s);
+      g.t_max = std::max(g.t_max, segs[j].start_slot + segs[j].s);
+    }
+    if (g.count > 1) {
+      g.arena = arena;
+      g.row0 = segs[i].cache->arena_row();
+      std::vector<int64_t> pad, write;
+      pad.reserve(g.rows);
+      write.reserve(g.rows);
+      bool ragged = false, masked = false;
+      for (size_t j = i; j < end; ++j) {
+        const Segment& sg = segs[j];
+        const int64_t b = static_cast<int64_t>(j - i);
+        for (int64_t r = 0; r < sg.s; ++r) {
+          pad.push_back(b * g.s_max + r);
+          write.push_back(sg.cache->arena_row() * arena->max_len + sg.start_slot + r);
+        }
+        ragged = ragged || sg.s != g.s_max;
+        masked = masked || sg.mask.defined() || sg.start_slot + sg.s != g.t_max;
+      }
+      const torch::Device dev = options_.device;
+      if (ragged) g.pad_index = torch::tensor(pad, torch::kInt64).to(dev);
+      g.write_index = torch::tensor(write, torch::kInt64).to(dev);
+      if (masked || ragged) {
+        const auto opts = torch::TensorOptions()
+                              .dtype(UseFusedAttention() ? options_.dtype : torch::kFloat32)
+                              .device(dev);
+        g.mask = torch::zeros({g.count, g.s_max, g.t_max}, opts);
+        for (size_t j = i; j < end; ++j) {
+          Segment& sg = segs[j];
+          const int64_t T = sg.start_slot + sg.s;
+          torch::Tensor row = g.mask.select(0, static_cast<int64_t>(j - i));
+          if (T < g.t_max) {
+            row.narrow(1, T, g.t_max - T).fill_(-std::numeric_limits<float>::infinity());
+          }
+          if (sg.mask.defined()) row.narrow(0, 0, sg.s).narrow(1, 0, T).copy_(sg.mask);
+          sg.mask = torch::Tensor();
+        }
+      }
+    }
+    groups.push_back(std::move(g));
+    i = end;
+  }
+  return groups;
+}
+
+torch::Tensor Transformer::AttendGroup(int64_t index, const torch::Tensor& q,
+                                       const torch::Tensor& k, const torch::Tensor& v,
+                                       const Group& gr) const {
+  const ModelConfig& c = config_;
+  const int64_t d = c.head_dim, nq = c.num_heads, nkv = c.num_kv_heads, g = nq / nkv;
+  const int64_t b = gr.count, sm = gr.s_max, T = gr.t_max;
+  const KvArena& a = *gr.arena;
+  a.k[index].view({a.rows * a.max_len, nkv, d}).index_copy_(0, gr.write_index, k);
+  a.v[index].view({a.rows * a.max_len, nkv, d}).index_copy_(0, gr.write_index, v);
+  // [b][nkv][T][d] strided views of the arena rows: K/V are not copied here.
+  const torch::Tensor keys = a.k[index].narrow(0, gr.row0, b).narrow(1, 0, T).permute({0, 2, 1, 3});
+  const torch::Tensor values =
+      a.v[index].narrow(0, gr.row0, b).narrow(1, 0, T).permute({0, 2, 1, 3});
+  torch::Tensor qp =
+      gr.pad_index.defined()
+          ? torch::zeros({b * sm, nq, d}, q.options()).index_copy_(0, gr.pad_index, q)
+          : q;
+  qp = qp.reshape({b, sm, nq, d});
+  torch::Tensor out;  // [b * sm][nq * d]
+  if (UseFusedAttention()) {
+#if SPECPLAN_SDPA_GQA
+    // One SDPA call for the whole group, native GQA, the mask broadcast over heads.
+    const torch::Tensor q4 = qp.permute({0, 2, 1, 3});  // [b][nq][sm][d]
+    out = gr.mask.defined()
+              ? at::scaled_dot_product_attention(q4, keys, values, gr.mask.unsqueeze(1), 0.0, false,
+                                                 {}, true)
+              : at::scaled_dot_product_attention(q4, keys, values, {}, 0.0, false, {}, true);
+    out = out.permute({0, 2, 1, 3}).reshape({b * sm, nq * d});
+#endif
+  } else {
+    // As AttendSegment's explicit path, with the group's sequences as a batch dimension.
+    torch::Tensor qg =
+        qp.view({b, sm, nkv, g, d}).permute({0, 2, 3, 1, 4}).reshape({b, nkv, g * sm, d});
+    torch::Tensor scores =
+        torch::matmul(qg, keys.transpose(-2, -1)).view({b, nkv, g, sm, T}).to(torch::kFloat32) *
+        (1.0 / std::sqrt(static_cast<double>(d)));
+    if (gr.mask.defined()) scores = scores + gr.mask.view({b, 1, 1, sm, T});
+    torch::Tensor p = torch::softmax(scores, -1).to(values.scalar_type()).view({b, nkv, g * sm, T});
+    out = torch::matmul(p, values)
+              .view({b, nkv, g, sm, d})
+              .permute({0, 3, 1, 2, 4})
+              .reshape({b * sm, nq * d});
+  }
+  return gr.pad_index.defined() ? out.index_select(0, gr.pad_index) : out;
 }
 
 torch::Tensor Transformer::AttendSegment(int64_t index, const torch::Tensor& q,
@@ -424,7 +546,7 @@ torch::Tensor Transformer::AttendSegment(int64_t index, const torch::Tensor& q,
   torch::Tensor values = vc.narrow(0, 0, T).permute({1, 0, 2});  // [nkv][T][d]
   torch::Tensor out;
   if (UseFusedAttention()) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#if SPECPLAN_SDPA_GQA
     // SDPA with native GQA (query head h reads kv head h / g, as HF's repeat_kv) over strided
     // views of the cache: K/V are never copied. mask: [s][T] in the model dtype, or undefined when
     // every row sees every slot (a single decode token), so SDPA may pick FlashAttention.
@@ -464,7 +586,7 @@ torch::Tensor Transformer::Mlp(const Layer& L, const torch::Tensor& x) const {
 }
 
 bool Transformer::UseFusedAttention() const {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#if SPECPLAN_SDPA_GQA
   return options_.device.is_cuda();
 #else
   return false;
@@ -531,11 +653,14 @@ torch::Tensor Transformer::ForwardBatch(absl::Span<const ForwardSegment> segment
   torch::Tensor cos, sin;
   RopeTables(pos, &cos, &sin);
 
+  const std::vector<Group> groups = GroupSegments(&segs);
+
   torch::Tensor x = torch::embedding(embed_, tok);  // [S][h]
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& L = layers_[i];
     x = FinishBlock(
-        L, x, Attention(L, static_cast<int64_t>(i), Norm(x, L.ln1_w, L.ln1_b), cos, sin, segs));
+        L, x,
+        Attention(L, static_cast<int64_t>(i), Norm(x, L.ln1_w, L.ln1_b), cos, sin, segs, groups));
   }
   x = Norm(x, final_w_, final_b_);
   if (hidden != nullptr) *hidden = x;

@@ -110,12 +110,14 @@ class Transformer {
 
   // B sequences in ONE pass, each over its own cache: the token-wise work (embedding, norms,
   // QKV / output / MLP projections, LM head) runs once over the S = Σ s_i packed tokens, so the
-  // weights are read once per pass; attention runs per sequence over that sequence's cache and
-  // mask. Nothing is padded: time and memory scale with S and Σ s_i (c_i + s_i), not with B times
-  // the largest tree. Returns packed logits [S][V] float32 on the model's device, segment i's rows
-  // at offset Σ_{j<i} s_j. Forward is the one-segment case (the same kernels, the same numbers).
-  // `hidden`, when given, receives the final-norm hidden states [S][h] in the model's dtype (the
-  // rows the LM head reads; what parallel draft heads read, runtime/draft_heads.h).
+  // weights are read once per pass. Attention runs per sequence over that sequence's cache and
+  // mask, unpadded (time and memory scale with Σ s_i (c_i + s_i)); except that consecutive
+  // segments whose caches are consecutive rows of one arena (KvCache::Batch) attend in one call
+  // per layer, padded to their longest tree and context (b s_max (c + s)_max). Returns packed
+  // logits [S][V] float32 on the model's device, segment i's rows at offset Σ_{j<i} s_j. Forward is
+  // the one-segment case (the same kernels, the same numbers). `hidden`, when given, receives the
+  // final-norm hidden states [S][h] in the model's dtype (the rows the LM head reads; what parallel
+  // draft heads read, runtime/draft_heads.h).
   torch::Tensor ForwardBatch(absl::Span<const ForwardSegment> segments,
                              torch::Tensor* hidden = nullptr) const;
 
@@ -171,10 +173,38 @@ class Transformer {
   // the MLP, sequential or parallel (GPT-NeoX) as the config says.
   torch::Tensor FinishBlock(const Layer& layer, const torch::Tensor& x,
                             const torch::Tensor& a) const;
-  // Projections over the packed rows x [S][h]; attention per segment.
+  // Segments [first, first + count) of a batched forward, attended together: one segment, or
+  // several whose caches are consecutive rows row0, row0 + 1, ... of one arena (KvCache::Batch).
+  // A group of several runs one attention call per layer over those arena rows, each segment's
+  // queries padded to s_max and its keys to t_max (masked), so a pass of b such sequences makes
+  // one attention launch per layer, not b. Built once per forward (GroupSegments).
+  struct Group {
+    int64_t first = 0, count = 0;
+    int64_t offset = 0, rows = 0;  // the packed rows [offset, offset + rows)
+    const KvArena* arena = nullptr;
+    int64_t row0 = 0, s_max = 0, t_max = 0;
+    // Additive [count][s_max][t_max] (LayerMask's dtype): hides slots past each segment's end and
+    // holds its LayerMask; padded query rows see their segment's slots (their output is dropped).
+    // Undefined when every row sees every slot of its t_max.
+    torch::Tensor mask;
+    // [rows] int64 on the device: packed row -> row of the padded [count * s_max] queries;
+    // undefined when every segment has s_max rows.
+    torch::Tensor pad_index;
+    // [rows] int64 on the device: packed row -> its slot in the arena's flattened
+    // [arena rows * max_len] K/V.
+    torch::Tensor write_index;
+  };
+  // Splits the validated segments into groups (in order); moves grouped segments' masks into
+  // their group's.
+  std::vector<Group> GroupSegments(std::vector<Segment>* segments) const;
+  // Projections over the packed rows x [S][h]; attention per group.
   torch::Tensor Attention(const Layer& layer, int64_t index, const torch::Tensor& x,
                           const torch::Tensor& cos, const torch::Tensor& sin,
-                          absl::Span<const Segment> segments) const;
+                          absl::Span<const Segment> segments, absl::Span<const Group> groups) const;
+  // A group of several segments' attention: q [rows][nq][d], k and v [rows][nkv][d] after RoPE;
+  // writes k and v into the arena and returns [rows][nq * d].
+  torch::Tensor AttendGroup(int64_t index, const torch::Tensor& q, const torch::Tensor& k,
+                            const torch::Tensor& v, const Group& group) const;
   // One segment's attention: q [s][nq][d], k and v [s][nkv][d] after RoPE; writes k and v into
   // its cache and returns [s][nq * d].
   torch::Tensor AttendSegment(int64_t index, const torch::Tensor& q, const torch::Tensor& k,

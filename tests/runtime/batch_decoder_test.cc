@@ -51,58 +51,120 @@ std::vector<std::vector<planner::TokenId>> Batched(
   return tokens;
 }
 
-TEST(ForwardBatchTest, EqualsEachSegmentAlone) {
+// A batched pass's segments: cached contexts, tree sizes (nodes beyond the root; -1: a causal
+// segment of 4 tokens, as a prefill chunk) and where each segment's cache lives: -1 a cache of its
+// own, else that row of one arena (KvCache::Batch).
+struct BatchCase {
+  std::string name;
+  std::vector<int64_t> contexts;
+  std::vector<int> nodes;
+  std::vector<int> rows;
+  std::vector<int64_t> runs;  // the attention groups' sizes (ArenaRuns)
+  friend void PrintTo(const BatchCase& c, std::ostream* os) { *os << c.name; }
+};
+
+class ForwardBatchTest : public ::testing::TestWithParam<BatchCase> {};
+
+// Each segment's rows and cache writes equal its lone pass, whether it attends alone or in a
+// group of consecutive arena rows (one call per layer, padded to the group's longest tree and
+// context).
+TEST_P(ForwardBatchTest, EqualsEachSegmentAlone) {
+  const BatchCase& bc = GetParam();
   auto model = TinyModel("tiny", 7);
   std::mt19937_64 rng(3);
   const int64_t V = model->config().vocab_size;
-  // Three sequences: different cached contexts, tree sizes and shapes (one a single token).
-  const std::vector<int64_t> contexts = {5, 0, 11};
-  const std::vector<int> nodes = {6, 0, 9};
-  std::vector<KvCache> batch_caches, alone_caches;
-  std::vector<std::vector<planner::TokenId>> ctx_tokens;
-  for (int64_t c : contexts) {
-    batch_caches.push_back(model->NewCache(32));
-    alone_caches.push_back(model->NewCache(32));
-    ctx_tokens.push_back(RandomTokens(static_cast<int>(c), static_cast<int>(V), rng));
+  const size_t n = bc.contexts.size();
+  std::vector<KvCache> arena = KvCache::Batch(model->config(), 8, 40, torch::kFloat32, torch::kCPU);
+  std::vector<KvCache> own, alone_caches;
+  std::vector<KvCache*> batch_caches;
+  for (size_t i = 0; i < n; ++i) {
+    own.push_back(model->NewCache(40));
+    alone_caches.push_back(model->NewCache(40));
   }
-  std::vector<planner::Tree> trees;
+  for (size_t i = 0; i < n; ++i)
+    batch_caches.push_back(bc.rows[i] < 0 ? &own[i] : &arena[bc.rows[i]]);
+  std::vector<planner::Tree> trees(n);
+  std::vector<planner::TreeOutputs> outs(n);
   std::vector<ForwardSegment> segments;
   std::vector<torch::Tensor> expected;
-  for (size_t i = 0; i < contexts.size(); ++i) {
-    if (contexts[i] > 0) {
-      model->ForwardCausal(ctx_tokens[i], 0, &batch_caches[i]);
-      model->ForwardCausal(ctx_tokens[i], 0, &alone_caches[i]);
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t c = bc.contexts[i];
+    const std::vector<planner::TokenId> prefix =
+        RandomTokens(static_cast<int>(c), static_cast<int>(V), rng);
+    if (c > 0) {
+      model->ForwardCausal(prefix, 0, batch_caches[i]);
+      model->ForwardCausal(prefix, 0, &alone_caches[i]);
     }
-    trees.push_back(RandomTree(nodes[i], static_cast<int>(V), rng));
-    expected.push_back(testing::VerifyTree(*model, trees[i], contexts[i], &alone_caches[i]));
-  }
-  std::vector<planner::TreeOutputs> outs(trees.size());
-  for (size_t i = 0; i < trees.size(); ++i) {
+    if (bc.nodes[i] < 0) {  // causal chunk of 4 tokens
+      const std::vector<planner::TokenId> chunk = RandomTokens(4, static_cast<int>(V), rng);
+      expected.push_back(model->ForwardCausal(chunk, c, &alone_caches[i]));
+      segments.push_back({torch::tensor(chunk, torch::kInt32),
+                          torch::arange(c, c + 4, torch::kInt64), c, torch::Tensor(),
+                          batch_caches[i]});
+      sizes.push_back(4);
+      continue;
+    }
+    trees[i] = RandomTree(bc.nodes[i], static_cast<int>(V), rng);
+    expected.push_back(testing::VerifyTree(*model, trees[i], c, &alone_caches[i]));
     planner::TreeOutputOptions opt;
-    opt.position_offset = contexts[i];
+    opt.position_offset = c;
     opt.dense_mask = true;
     planner::ComputeTreeOutputs(trees[i], opt, &outs[i]);
     const int64_t s = trees[i].size();
     segments.push_back({torch::tensor(trees[i].tokens, torch::kInt32),
-                        torch::tensor(outs[i].positions, torch::kInt64), contexts[i],
+                        torch::tensor(outs[i].positions, torch::kInt64), c,
                         s > 1 ? TreeMaskBlock(outs[i].mask_dense, s, torch::kCPU) : torch::Tensor(),
-                        &batch_caches[i]});
+                        batch_caches[i]});
+    sizes.push_back(s);
   }
+  EXPECT_EQ(ArenaRuns(std::vector<const KvCache*>(batch_caches.begin(), batch_caches.end())),
+            bc.runs);
   const torch::Tensor packed = model->ForwardBatch(segments);
   int64_t offset = 0;
-  for (size_t i = 0; i < trees.size(); ++i) {
-    const int64_t s = trees[i].size();
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t s = sizes[i], T = bc.contexts[i] + s;
     EXPECT_TRUE(torch::allclose(packed.narrow(0, offset, s), expected[i], 1e-4, 1e-5))
         << "segment " << i;
-    // Each segment wrote its own cache, as the lone pass did.
+    // Each segment wrote its own cache (its arena row), as the lone pass did.
     for (int64_t l = 0; l < model->config().num_layers; ++l) {
-      EXPECT_TRUE(torch::allclose(batch_caches[i].k(l).narrow(0, 0, contexts[i] + s),
-                                  alone_caches[i].k(l).narrow(0, 0, contexts[i] + s), 1e-4, 1e-5));
+      EXPECT_TRUE(torch::allclose(batch_caches[i]->k(l).narrow(0, 0, T),
+                                  alone_caches[i].k(l).narrow(0, 0, T), 1e-4, 1e-5))
+          << "segment " << i << " layer " << l;
+      EXPECT_TRUE(torch::allclose(batch_caches[i]->v(l).narrow(0, 0, T),
+                                  alone_caches[i].v(l).narrow(0, 0, T), 1e-4, 1e-5))
+          << "segment " << i << " layer " << l;
     }
     offset += s;
   }
   EXPECT_EQ(packed.size(0), offset);
+  // Arena rows no segment used are untouched.
+  for (int r = 0; r < 8; ++r) {
+    if (std::find(bc.rows.begin(), bc.rows.end(), r) != bc.rows.end()) continue;
+    for (int64_t l = 0; l < model->config().num_layers; ++l) {
+      EXPECT_EQ(arena[r].k(l).abs().sum().item<float>(), 0.0f) << "row " << r;
+    }
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, ForwardBatchTest,
+    ::testing::Values(
+        // Caches of their own: attention per segment.
+        BatchCase{"Own", {5, 0, 11}, {6, 0, 9}, {-1, -1, -1}, {1, 1, 1}},
+        // One arena, rows in order: one group (ragged trees and contexts, a causal chunk).
+        BatchCase{"OneGroup", {5, 0, 11, 3, 7}, {6, 0, 9, -1, 12}, {0, 1, 2, 3, 4}, {5}},
+        // Groups broken by a lone cache, a gap in the rows and rows out of order.
+        BatchCase{"Mixed",
+                  {5, 2, 11, 3, 7, 1, 4},
+                  {6, 0, 9, 2, 12, 3, -1},
+                  {2, 3, -1, 0, 1, 5, 4},
+                  {2, 1, 2, 1, 1}},
+        // Equal trees over unequal contexts (no query padding, masked slots).
+        BatchCase{"EqualTrees", {5, 13, 8}, {4, 4, 4}, {1, 2, 3}, {3}},
+        // Single tokens over equal contexts: every row sees every slot (no mask at all).
+        BatchCase{"DecodeEqualContexts", {6, 6, 6, 6}, {0, 0, 0, 0}, {4, 5, 6, 7}, {4}}),
+    [](const ::testing::TestParamInfo<BatchCase>& info) { return info.param.name; });
 
 class BatchGreedyTest : public testing::StrategyAndDraftTest {};
 
@@ -220,8 +282,8 @@ TEST(BatchDecoderTest, PerSequenceKvCompactionEqualsRecomputation) {
   std::vector<DecodeSequence*> ptrs;
   const auto prompts = Prompts(3, 53);
   for (int i = 0; i < 3; ++i) {
-    seqs.push_back(
-        std::make_unique<DecodeSequence>(target.get(), *CreateDraftStrategy(o, ctx), o, 128));
+    seqs.push_back(std::make_unique<DecodeSequence>(target.get(), *CreateDraftStrategy(o, ctx), o,
+                                                    target->NewCache(128)));
     seqs.back()->Start(prompts[i], 40, 0);
     ptrs.push_back(seqs.back().get());
   }

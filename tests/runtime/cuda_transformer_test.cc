@@ -81,51 +81,58 @@ TEST_P(CudaTransformerTest, TreeVerificationMatchesCpuFp32AlongEveryPath) {
   }
 }
 
-// Several sequences in one ragged pass (ForwardBatch: per-segment SDPA over each cache): every
-// segment's rows match the CPU fp32 verification of that segment alone.
+// Several sequences in one ragged pass (ForwardBatch): every segment's rows match the CPU fp32
+// verification of that segment alone, with caches of their own (SDPA per segment) and with caches
+// that are consecutive rows of one arena (one SDPA call per layer for the whole batch, padded).
 TEST_P(CudaTransformerTest, ForwardBatchMatchesCpuFp32PerSegment) {
   const int V = static_cast<int>(cpu_->config().vocab_size);
-  std::mt19937_64 rng(11);
-  const std::vector<int> contexts = {5, 0, 11}, nodes = {6, 0, 9};
-  std::vector<KvCache> gpu_caches, cpu_caches;
-  std::vector<planner::Tree> trees;
-  std::vector<planner::TreeOutputs> outs(contexts.size());
-  std::vector<ForwardSegment> segments;
-  std::vector<torch::Tensor> expected;
-  for (size_t i = 0; i < contexts.size(); ++i) {
-    gpu_caches.push_back(gpu_->NewCache(32));
-    cpu_caches.push_back(cpu_->NewCache(32));
-  }
-  for (size_t i = 0; i < contexts.size(); ++i) {
-    const std::vector<planner::TokenId> prefix = RandomTokens(contexts[i], V, rng);
-    if (contexts[i] > 0) {
-      gpu_->ForwardCausal(prefix, 0, &gpu_caches[i]);
-      cpu_->ForwardCausal(prefix, 0, &cpu_caches[i]);
+  for (const bool arena : {false, true}) {
+    std::mt19937_64 rng(11);
+    const std::vector<int> contexts = {5, 0, 11, 7}, nodes = {6, 0, 9, 9};
+    std::vector<KvCache> gpu_caches, cpu_caches;
+    std::vector<planner::Tree> trees;
+    std::vector<planner::TreeOutputs> outs(contexts.size());
+    std::vector<ForwardSegment> segments;
+    std::vector<torch::Tensor> expected;
+    if (arena) {
+      gpu_caches = KvCache::Batch(gpu_->config(), static_cast<int64_t>(contexts.size()), 32,
+                                  gpu_->options().dtype, gpu_->options().device);
     }
-    trees.push_back(RandomTree(nodes[i], V, rng));
-    expected.push_back(VerifyTree(*cpu_, trees[i], contexts[i], &cpu_caches[i]));
-    planner::TreeOutputOptions opt;
-    opt.position_offset = contexts[i];
-    opt.dense_mask = true;
-    planner::ComputeTreeOutputs(trees[i], opt, &outs[i]);
-    const int64_t s = trees[i].size();
-    const torch::Device dev = gpu_->options().device;
-    segments.push_back({torch::tensor(trees[i].tokens, torch::kInt32).to(dev),
-                        torch::tensor(outs[i].positions, torch::kInt64).to(dev), contexts[i],
-                        s > 1 ? TreeMaskBlock(outs[i].mask_dense, s, dev) : torch::Tensor(),
-                        &gpu_caches[i]});
-  }
-  const torch::Tensor packed = gpu_->ForwardBatch(segments);
-  ASSERT_TRUE(packed.is_cuda());
-  int64_t offset = 0;
-  for (size_t i = 0; i < trees.size(); ++i) {
-    for (int j = 0; j < trees[i].size(); ++j) {
-      EXPECT_LT(RelativeError(packed[offset + j], expected[i][j]), Tolerance(dtype_))
-          << arch_ << " segment " << i << " node " << j;
+    for (size_t i = 0; i < contexts.size(); ++i) {
+      if (!arena) gpu_caches.push_back(gpu_->NewCache(32));
+      cpu_caches.push_back(cpu_->NewCache(32));
     }
-    offset += trees[i].size();
+    for (size_t i = 0; i < contexts.size(); ++i) {
+      const std::vector<planner::TokenId> prefix = RandomTokens(contexts[i], V, rng);
+      if (contexts[i] > 0) {
+        gpu_->ForwardCausal(prefix, 0, &gpu_caches[i]);
+        cpu_->ForwardCausal(prefix, 0, &cpu_caches[i]);
+      }
+      trees.push_back(RandomTree(nodes[i], V, rng));
+      expected.push_back(VerifyTree(*cpu_, trees[i], contexts[i], &cpu_caches[i]));
+      planner::TreeOutputOptions opt;
+      opt.position_offset = contexts[i];
+      opt.dense_mask = true;
+      planner::ComputeTreeOutputs(trees[i], opt, &outs[i]);
+      const int64_t s = trees[i].size();
+      const torch::Device dev = gpu_->options().device;
+      segments.push_back({torch::tensor(trees[i].tokens, torch::kInt32).to(dev),
+                          torch::tensor(outs[i].positions, torch::kInt64).to(dev), contexts[i],
+                          s > 1 ? TreeMaskBlock(outs[i].mask_dense, s, dev) : torch::Tensor(),
+                          &gpu_caches[i]});
+    }
+    const torch::Tensor packed = gpu_->ForwardBatch(segments);
+    ASSERT_TRUE(packed.is_cuda());
+    int64_t offset = 0;
+    for (size_t i = 0; i < trees.size(); ++i) {
+      for (int j = 0; j < trees[i].size(); ++j) {
+        EXPECT_LT(RelativeError(packed[offset + j], expected[i][j]), Tolerance(dtype_))
+            << arch_ << (arena ? " arena" : " own caches") << " segment " << i << " node " << j;
+      }
+      offset += trees[i].size();
+    }
+    EXPECT_EQ(packed.size(0), offset);
   }
-  EXPECT_EQ(packed.size(0), offset);
 }
 
 TEST_P(CudaTransformerTest, ChunkedPrefillAndSingleTokenDecodeMatchCpuFp32) {
