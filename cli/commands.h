@@ -11,6 +11,7 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code);  // estimate_comman
 void RegisterProfilesCommand(CLI::App& app, int* exit_code);  // profiles_command.cc
 // `specplan profiles compose`, a subcommand of `profiles` (compose_command.cc).
 void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code);
+void RegisterProfilesCompareKernelsCommand(CLI::App* profiles, int* exit_code);
 void RegisterPlanCommand(CLI::App& app, int* exit_code);        // plan_command.cc
 void RegisterMergeCommand(CLI::App& app, int* exit_code);       // merge_command.cc
 void RegisterWhatIfCommand(CLI::App& app, int* exit_code);      // whatif_command.cc

@@ -158,6 +158,7 @@ void RegisterProfilesCommand(CLI::App& app, int* exit_code) {
                   "List the profiles a specplan-server at HOST:PORT (or replicas: A:P,B:Q,... or "
                   "dns:///NAME:PORT, round robin with retries) holds instead of a local dir");
   RegisterProfilesComposeCommand(cmd, exit_code);
+  RegisterProfilesCompareKernelsCommand(cmd, exit_code);
   // A sub-subcommand (`profiles compose`) runs its own callback; the listing runs without one.
   cmd->callback([cmd, args, exit_code] {
     if (!cmd->get_subcommands().empty()) return;

@@ -219,6 +219,14 @@ absl::StatusOr<GemmTable> GemmTable::Parse(const std::string& text, const std::s
   return t;
 }
 
+std::vector<GemmTable::Point> GemmTable::Points() const {
+  std::vector<Point> out;
+  for (const auto& [nk, pts] : by_nk_) {
+    for (const auto& [m, sec] : pts) out.push_back({m, nk.first, nk.second, sec});
+  }
+  return out;
+}
+
 absl::StatusOr<double> GemmTable::AtPair(int64_t m, int64_t n, int64_t k) const {
   const auto it = by_nk_.find({n, k});
   if (it == by_nk_.end()) {
@@ -331,6 +339,16 @@ AttentionTable AttentionTable::Build(const std::string& source, const std::strin
 std::vector<AttentionHeads> AttentionTable::HeadConfigs() const {
   std::vector<AttentionHeads> out;
   for (const auto& [h, unused] : by_heads_) out.push_back(h);
+  return out;
+}
+
+std::vector<AttentionTable::MeasuredPoint> AttentionTable::Points() const {
+  std::vector<MeasuredPoint> out;
+  for (const auto& [heads, by_b] : by_heads_) {
+    for (const auto& [b, pts] : by_b) {
+      for (const auto& [x, sec] : pts) out.push_back({heads, b, x, sec});
+    }
+  }
   return out;
 }
 

@@ -56,6 +56,14 @@ class GemmTable {
   // the interpolation was not measured.
   absl::StatusOr<double> Seconds(int64_t m, int64_t n, int64_t k) const;
 
+  // Every measured shape with its time as the table reads it (repeats averaged, isotonic in m),
+  // ordered by (n, k, m).
+  struct Point {
+    int64_t m = 0, n = 0, k = 0;
+    double seconds = 0;
+  };
+  std::vector<Point> Points() const;
+
   // The smallest measured latency (seconds): what a launch-bound kernel costs on this GPU in
   // this engine.
   double floor_s() const { return floor_s_; }
@@ -115,6 +123,15 @@ class AttentionTable {
   std::vector<AttentionHeads> HeadConfigs() const;
   // NOT_FOUND naming the head configuration when the table does not hold it. b >= 1, x >= 1.
   absl::StatusOr<AttentionLookup> Seconds(const AttentionHeads& heads, double b, double x) const;
+  // Every measured (heads, batch size, length) with its time as the table reads it (repeats
+  // averaged, isotonic in the length), ordered by heads, batch size and length.
+  struct MeasuredPoint {
+    AttentionHeads heads;
+    int64_t b = 0, x = 0;
+    double seconds = 0;
+  };
+  std::vector<MeasuredPoint> Points() const;
+  const std::string& length_column() const { return length_column_; }
   const std::string& source() const { return source_; }
   const std::vector<std::string>& kernel_sources() const { return kernel_sources_; }
   // The largest relative change the isotonic fit along the length made to a point.

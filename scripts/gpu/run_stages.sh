@@ -15,6 +15,11 @@
 #                the runtime over s = 1..1024, c = 0..16k, with the measured cells as CSV
 #   calib-batch:MODEL  the same with the batch axis: --b-grid 1..64 (B_GRID) over s = 1..128,
 #                c = 0, 1024, 4096 (S_GRID, C_GRID)
+#   kernels:MODEL  calibrate --kernels --gpu $GPU --model MODEL (bf16): LibTorch's GEMM, attention,
+#                tree-attention and elementwise tables at MODEL's shapes under $res/kernels/, and
+#                the profile composed from them; KERNELS_BUDGET_S (default 240) caps the timing.
+#                Compare the tables here afterwards with `specplan profiles compare-kernels --ours
+#                <results>/kernels/<gpu>/specplan-libtorch* --theirs data/kernels/<gpu>/<engine>`
 #   hfref        tiny HF checkpoints + reference logits (scripts/gpu/hf_reference.py)
 #   hfbench      copy bandwidth, transformers' generate on a qwen3-8b config (hf_decode_bench.py)
 #   bench        specplan-bench --device cuda: AR decode at c = 1024 and every strategy with a
@@ -144,6 +149,15 @@ stage_headers() {
   ls -la "${OUT:-/tmp}"/torch_include.tar.xz
 }
 
+stage_kernels() {
+  local model=$1
+  mkdir -p "$res/calib/$gpu" "$res/kernels"
+  run "kernels_$model" $((${KERNELS_BUDGET_S:-240} + 60)) "$build/profiler/calibrate" --kernels \
+    --gpu "$gpu" --model "$model" --dtype bf16 --budget-s "${KERNELS_BUDGET_S:-240}" \
+    --kernels-dir "$res/kernels" --out "$res/calib/$gpu/$model-bf16@specplan-kernels.json"
+  tail -12 "$res/kernels_$model.log"
+}
+
 stage_hfref() {
   run hfref 120 python3 scripts/gpu/hf_reference.py "$res/hf_reference"
   tail -5 "$res/hfref.log"
@@ -216,6 +230,7 @@ for stage in "$@"; do
     tests) stage_tests ;;
     calib:*) stage_calib "${stage#calib:}" ;;
     calib-batch:*) stage_calib_batch "${stage#calib-batch:}" ;;
+    kernels:*) stage_kernels "${stage#kernels:}" ;;
     hfref) stage_hfref ;;
     debug) stage_debug ;;
     attnbench) stage_attnbench ;;

@@ -83,6 +83,33 @@ TEST(ComposeCommand, BadInputWritesNothing) {
   EXPECT_FALSE(fs::exists(dir / "p.json"));
 }
 
+// `specplan profiles compare-kernels`: vLLM's H100 GEMM table against SGLang's (both
+// aiconfigurator's) shares their shapes; a folder against itself agrees everywhere; bad folders
+// and options are named.
+TEST(CompareKernelsCommand, ReportsSharedShapesAndRefusesBadInput) {
+  const std::string vllm = SourcePath("data/kernels/h100_sxm/vllm-0.24.0");
+  const std::string sglang = SourcePath("data/kernels/h100_sxm/sglang-0.5.14");
+  ExpectSucceeds({
+      {"profiles compare-kernels --ours " + vllm + " --theirs " + sglang, "gemm: "},
+      {"profiles compare-kernels --ours " + vllm + " --theirs " + sglang, "  m <= 16: "},
+      {"profiles compare-kernels --ours " + vllm + " --theirs " + vllm,
+       "median ours/theirs 1.000, geometric mean 1.000, 100 % within 10 %"},
+  });
+  nlohmann::json j;
+  RunJson("profiles compare-kernels --ours " + vllm + " --theirs " + sglang + " --json", &j);
+  const nlohmann::json& gemm = j["tables"]["gemm"];
+  EXPECT_GT(gemm["summary"]["shapes"].get<int>(), 1000);
+  EXPECT_EQ(gemm["shapes"].size(), gemm["summary"]["shapes"].get<size_t>());
+  EXPECT_TRUE(gemm["bands"].contains("m > 512"));
+  ExpectRefused({
+      Refused("profiles compare-kernels --ours /no/such --theirs " + sglang, "--ours /no/such"),
+      Refused("profiles compare-kernels --ours " + vllm + " --theirs /no/such",
+              "--theirs /no/such"),
+      Refused("profiles compare-kernels --ours " + vllm + " --theirs " + sglang + " --tolerance 0",
+              "--tolerance 0: must be in (0, 10)"),
+  });
+}
+
 }  // namespace
 }  // namespace specplan
 
