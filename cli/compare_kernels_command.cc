@@ -62,8 +62,7 @@ absl::StatusOr<costmodel::EngineKernelTables> Load(const char* me, const std::st
                                                    const std::string& dir) {
   absl::StatusOr<costmodel::EngineKernelTables> t = costmodel::LoadEngineKernelTables(dir);
   if (!t.ok()) {
-    std::cerr << me << flag << " " << absl::StripPrefix(t.status().message(), "--kernels ")
-              << "\n";
+    std::cerr << me << flag << " " << absl::StripPrefix(t.status().message(), "--kernels ") << "\n";
   }
   return t;
 }

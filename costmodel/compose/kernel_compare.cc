@@ -25,12 +25,14 @@ KernelTableComparison CompareGemm(const GemmTable& ours, const GemmTable& theirs
   for (const GemmTable::Point& p : a) {
     const auto it = by_shape.find({p.m, p.n, p.k});
     if (it == by_shape.end()) continue;
-    t.shared.push_back({absl::StrCat("m = ", p.m, ", n = ", p.n, ", k = ", p.k), p.m, p.seconds,
-                        it->second});
+    t.shared.push_back(
+        {absl::StrCat("m = ", p.m, ", n = ", p.n, ", k = ", p.k), p.m, p.seconds, it->second});
   }
   t.all = SummarizeRatios(t.shared, tolerance);
   const std::pair<const char*, std::pair<int64_t, int64_t>> bands[] = {
-      {"m <= 16", {1, 16}}, {"16 < m <= 512", {17, 512}}, {"m > 512", {513, std::numeric_limits<int64_t>::max()}}};
+      {"m <= 16", {1, 16}},
+      {"16 < m <= 512", {17, 512}},
+      {"m > 512", {513, std::numeric_limits<int64_t>::max()}}};
   for (const auto& [name, range] : bands) {
     std::vector<SharedKernelShape> in;
     for (const SharedKernelShape& s : t.shared) {
@@ -57,9 +59,9 @@ KernelTableComparison CompareAttention(const std::string& name, const AttentionT
     const auto it =
         by_shape.find({p.heads.num_heads, p.heads.num_kv_heads, p.heads.head_dim, p.b, p.x});
     if (it == by_shape.end()) continue;
-    t.shared.push_back({absl::StrCat(p.heads.ToString(), ", b = ", p.b, ", ",
-                                     ours.length_column(), " = ", p.x),
-                        0, p.seconds, it->second});
+    t.shared.push_back(
+        {absl::StrCat(p.heads.ToString(), ", b = ", p.b, ", ", ours.length_column(), " = ", p.x), 0,
+         p.seconds, it->second});
   }
   t.all = SummarizeRatios(t.shared, tolerance);
   return t;

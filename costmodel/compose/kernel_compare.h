@@ -28,10 +28,10 @@ struct SharedKernelShape {
 // A summary of ratios ours / theirs over some shared shapes.
 struct RatioSummary {
   size_t count = 0;
-  double median = 0;          // median ratio
-  double geomean = 0;         // geometric mean ratio
-  double within = 0;          // fraction with |ratio - 1| <= the tolerance
-  double worst_error = 0;     // ratio - 1 of the shape with the largest |ratio - 1|
+  double median = 0;       // median ratio
+  double geomean = 0;      // geometric mean ratio
+  double within = 0;       // fraction with |ratio - 1| <= the tolerance
+  double worst_error = 0;  // ratio - 1 of the shape with the largest |ratio - 1|
 };
 RatioSummary SummarizeRatios(const std::vector<SharedKernelShape>& shapes, double tolerance);
 

@@ -34,16 +34,16 @@ fs::path Folder(const std::string& name, const std::string& gemm, const std::str
 }
 
 TEST(KernelCompare, SharedShapesRatiosAndBands) {
-  const fs::path ours = Folder("ours",
-                               "x,1,64,64,0.010\nx,32,64,64,0.020\nx,1024,64,64,0.500\n"
-                               "x,8,128,64,0.030\n",
-                               "x,1,1024,32,8,128,0.020\nx,1,2048,32,8,128,0.030\n",
-                               "x,1,128,32,8,128,0.050\n");
-  const fs::path theirs = Folder("theirs",
-                                 "y,1,64,64,0.011\nx,32,64,64,0.020\ny,1024,64,64,0.400\n"
-                                 "y,2048,64,64,0.800\n",
-                                 "y,1,1024,32,8,128,0.025\ny,1,1024,16,8,128,0.010\n",
-                                 "y,1,256,32,8,128,0.090\n");
+  const fs::path ours =
+      Folder("ours",
+             "x,1,64,64,0.010\nx,32,64,64,0.020\nx,1024,64,64,0.500\n"
+             "x,8,128,64,0.030\n",
+             "x,1,1024,32,8,128,0.020\nx,1,2048,32,8,128,0.030\n", "x,1,128,32,8,128,0.050\n");
+  const fs::path theirs =
+      Folder("theirs",
+             "y,1,64,64,0.011\nx,32,64,64,0.020\ny,1024,64,64,0.400\n"
+             "y,2048,64,64,0.800\n",
+             "y,1,1024,32,8,128,0.025\ny,1,1024,16,8,128,0.010\n", "y,1,256,32,8,128,0.090\n");
   auto a = LoadEngineKernelTables(ours.string());
   auto b = LoadEngineKernelTables(theirs.string());
   ASSERT_TRUE(a.ok()) << a.status();
