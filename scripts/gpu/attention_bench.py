@@ -9,6 +9,14 @@ per kv head, head_dim 128, bf16), s tree tokens over c cached tokens, three ways
   gqa      SDPA with enable_gqa and a [s][c + s] mask (no folding), for reference
 Prints median microseconds per call (CUDA events, 50 calls after 5 warm-ups) and each variant's
 relative error against float64 attention.
+
+Then a batch of b sequences, each s tree tokens over its own c cached tokens, the caches rows of
+one arena [b][c + s][nkv][d] (runtime/kv_cache.h KvCache::Batch), two ways:
+  per_seq   one gqa call per sequence (the runtime before one call per layer, 2161ce3)
+  batched   one SDPA call, enable_gqa, a [b][1][s][c + s] mask (Transformer::AttendGroup); also
+            forced onto the memory-efficient and the math backends (batched_efficient,
+            batched_math: an error says the backend refused the call)
+with each variant's relative error against float64 attention of every sequence.
 """
 import json
 import math
@@ -108,6 +116,56 @@ def timeit(fn):
     return statistics.median(ts)
 
 
+def batch_inputs(b, s, c, gen):
+    T = c + s
+    ks = torch.randn(b, T, NKV, D, device="cuda", dtype=torch.bfloat16, generator=gen)
+    vs = torch.randn(b, T, NKV, D, device="cuda", dtype=torch.bfloat16, generator=gen)
+    qs = torch.randn(b, s, NKV * G, D, device="cuda", dtype=torch.bfloat16, generator=gen)
+    tree = inputs(s, 0, gen)[3]  # one random tree's [s][s] mask for every sequence
+    mask = torch.zeros(b, 1, s, T, device="cuda", dtype=torch.bfloat16)
+    mask[:, 0, :, c:] = tree.to(torch.bfloat16)
+    return qs, ks, vs, tree, mask
+
+
+def per_seq(qs, ks, vs, tree, mask, s, c):
+    return torch.stack([gqa(qs[i], ks[i], vs[i], tree, s, c) for i in range(qs.size(0))])
+
+
+def batched(qs, ks, vs, tree, mask, s, c):
+    o = torch.nn.functional.scaled_dot_product_attention(
+        qs.permute(0, 2, 1, 3), ks.permute(0, 2, 1, 3), vs.permute(0, 2, 1, 3), mask,
+        enable_gqa=True)
+    return o.permute(0, 2, 1, 3).reshape(qs.size(0), s, -1)
+
+
+def forced(backend):
+    def fn(*args):
+        from torch.nn.attention import sdpa_kernel
+        with sdpa_kernel(backend):
+            return batched(*args)
+    return fn
+
+
+def batch_rows(gen):
+    from torch.nn.attention import SDPBackend
+    variants = [("per_seq", per_seq), ("batched", batched),
+                ("batched_efficient", forced(SDPBackend.EFFICIENT_ATTENTION)),
+                ("batched_math", forced(SDPBackend.MATH))]
+    for b, s, c in [(64, 1, 1024), (64, 4, 1024), (64, 16, 1024), (16, 64, 1024), (64, 4, 4096)]:
+        args = batch_inputs(b, s, c, gen) + (s, c)
+        qs, ks, vs, tree, _ = args[:5]
+        ref = torch.stack([reference(qs[i], ks[i], vs[i], tree, s, c) for i in range(b)])
+        row = {"b": b, "s": s, "c": c}
+        for name, fn in variants:
+            try:
+                out = fn(*args)
+                row[name + "_err"] = float((out.double() - ref).norm() / ref.norm())
+                row[name + "_us"] = timeit(lambda: fn(*args))
+            except Exception as e:  # noqa: BLE001
+                row[name + "_error"] = str(e)[:200]
+        print(json.dumps(row), flush=True)
+
+
 def main():
     gen = torch.Generator(device="cuda").manual_seed(0)
     rows = []
@@ -124,6 +182,7 @@ def main():
                 row[name + "_error"] = str(e)[:200]
         rows.append(row)
         print(json.dumps(row), flush=True)
+    batch_rows(gen)
 
 
 if __name__ == "__main__":
