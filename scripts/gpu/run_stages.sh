@@ -154,7 +154,7 @@ stage_kernels() {
   mkdir -p "$res/calib/$gpu" "$res/kernels"
   run "kernels_$model" $((${KERNELS_BUDGET_S:-240} + 60)) "$build/profiler/calibrate" --kernels \
     --gpu "$gpu" --model "$model" --dtype bf16 --budget-s "${KERNELS_BUDGET_S:-240}" \
-    --kernels-dir "$res/kernels" --out "$res/calib/$gpu/$model-bf16@specplan-kernels.json"
+    --kernels-dir "$res/kernels" --out "$res/calib/$gpu/$model-bf16@specplan.json"
   tail -12 "$res/kernels_$model.log"
 }
 
