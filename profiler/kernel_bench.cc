@@ -357,7 +357,7 @@ class ElementwiseBench {
       };
     }
     if (op == "act_mul") {
-      if (gated_) return [=] { runtime::Activate(runtime::Activation::kSilu, gate) * up; };
+      if (gated_) return [=] { runtime::GatedActivation(runtime::Activation::kSilu, gate, up); };
       return [=] { runtime::Activate(runtime::Activation::kGelu, gate); };
     }
     SPECPLAN_CHECK(op == "embedding", "unknown elementwise op");

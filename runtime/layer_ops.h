@@ -13,6 +13,9 @@
 
 namespace specplan::runtime {
 
+// On a CUDA device each op below runs as one fused kernel where the build has them
+// (runtime/fused_ops.h), with the same arithmetic; elsewhere as LibTorch's ops.
+
 // HF LlamaRMSNorm over the last axis: normalise in float32, cast back, then scale by w ([width]).
 torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& w, double eps);
 
@@ -23,6 +26,10 @@ torch::Tensor ApplyRotary(const torch::Tensor& x, const torch::Tensor& cos,
 
 // The MLP's activation.
 torch::Tensor Activate(Activation a, const torch::Tensor& x);
+
+// A gated MLP's activation(gate) * up, gate and up [rows][ffn] (views into one gate/up GEMM's
+// output, or two tensors).
+torch::Tensor GatedActivation(Activation a, const torch::Tensor& gate, const torch::Tensor& up);
 
 }  // namespace specplan::runtime
 

@@ -578,11 +578,13 @@ torch::Tensor Transformer::Mlp(const Layer& L, const torch::Tensor& x) const {
   if (L.gate_up_w.defined()) {  // one GEMM; gate and up are column blocks of its output
     const int64_t f = config_.intermediate_size;
     torch::Tensor gu = torch::linear(x, L.gate_up_w, L.gate_up_b);
-    return torch::linear(Activate(config_.hidden_act, gu.narrow(-1, 0, f)) * gu.narrow(-1, f, f),
-                         L.down_w, L.down_b);
+    return torch::linear(
+        GatedActivation(config_.hidden_act, gu.narrow(-1, 0, f), gu.narrow(-1, f, f)), L.down_w,
+        L.down_b);
   }
-  torch::Tensor gate = Activate(config_.hidden_act, torch::linear(x, L.gate_w, L.gate_b));
-  return torch::linear(gate * torch::linear(x, L.up_w, L.up_b), L.down_w, L.down_b);
+  return torch::linear(GatedActivation(config_.hidden_act, torch::linear(x, L.gate_w, L.gate_b),
+                                       torch::linear(x, L.up_w, L.up_b)),
+                       L.down_w, L.down_b);
 }
 
 bool Transformer::UseFusedAttention() const {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clang-format over every tracked C++ source and header (the style is .clang-format).
+# clang-format over every tracked C++ and CUDA source and header (the style is .clang-format).
 #   scripts/format.sh          rewrites the files in place
 #   scripts/format.sh --check  changes nothing; lists every file clang-format would change and
 #                              fails when there is one (what CI runs)
@@ -7,7 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh" clang-format >/dev/null
 cd "$root"
-mapfile -t files < <(git ls-files '*.cc' '*.h')
+mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cu')
 if [[ "${1:-}" == "--check" ]]; then
   bad=()
   for f in "${files[@]}"; do

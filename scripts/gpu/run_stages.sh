@@ -6,9 +6,12 @@
 #
 # Stages (in the order given; each is time-limited and logged, and a failing stage does not stop
 # the next one):
-#   build        configure + build runtime/, profiler/ and their tests with CUDA and CUPTI against
-#                python3's PyTorch LibTorch (gRPC, PLplot, the tokenizer and Google Benchmark off)
-#   gputests     the CUDA tests: transformer exactness (fp32/bf16/fp16), KV gather, random init,
+#   build        configure + build runtime/, profiler/ and their tests with CUDA, CUPTI and the fused
+#                CUDA kernels (runtime/cuda/; without them if they fail to build) against python3's
+#                PyTorch LibTorch (gRPC, PLplot, the tokenizer and Google Benchmark off).
+#                SPECPLAN_FUSED_KERNELS=0 switches the kernels off at run time, for comparison
+#   gputests     the CUDA tests: the fused kernels against LibTorch's composition, transformer
+#                exactness (fp32/bf16/fp16, fused kernels on), KV gather, random init,
 #                CUDA-event and CUPTI timers, calibrate on CUDA
 #   tests        every runtime and profiler test
 #   calib:MODEL  calibrate --mode runtime --gpu $GPU --model MODEL (bf16, CUPTI): whole passes of
@@ -71,19 +74,32 @@ deps() {
   for f in "$root"/.deps/*.deb; do dpkg -x "$f" /tmp/deps; done
 }
 
-stage_build() {
-  deps || return 1
+# configure_and_build KERNELS(ON|OFF): one configure and build of the GPU targets.
+configure_and_build() {
   local torch_prefix
   torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-  export TORCH_CUDA_ARCH_LIST=9.0
-  export PATH="/usr/local/cuda/bin:$PATH"
-  run configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  run "configure_kernels_$1" 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DSPECPLAN_WITH_TORCH=ON -DSPECPLAN_WITH_CUPTI=ON -DSPECPLAN_WITH_GRPC=OFF \
     -DSPECPLAN_WITH_PLOT=OFF -DSPECPLAN_WITH_TOKENIZER=OFF -DSPECPLAN_BUILD_BENCHMARKS=OFF \
+    -DSPECPLAN_WITH_CUDA_KERNELS="$1" -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DCMAKE_PREFIX_PATH="$torch_prefix;/tmp/deps/usr" -DCUDAToolkit_ROOT=/usr/local/cuda \
-    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc || { tail -40 "$res/configure.log"; return 1; }
-  run build 420 cmake --build "$build" -j"$(nproc)" --target specplan-bench calibrate \
-    runtime_tests profiler_tests -- -k 0 || { grep -B2 -A12 "error" "$res/build.log" | head -80; return 1; }
+    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc ||
+    { tail -40 "$res/configure_kernels_$1.log"; return 1; }
+  run "build_kernels_$1" 420 cmake --build "$build" -j"$(nproc)" --target specplan-bench \
+    calibrate runtime_tests profiler_tests -- -k 0 ||
+    { grep -B2 -A12 "error" "$res/build_kernels_$1.log" | head -80; return 1; }
+}
+
+# With the fused CUDA kernels (runtime/cuda/, SPECPLAN_WITH_CUDA_KERNELS); should that configure or
+# build fail, the build without them, so that the other stages still run (the summary says which).
+stage_build() {
+  deps || return 1
+  export TORCH_CUDA_ARCH_LIST=9.0
+  export PATH="/usr/local/cuda/bin:$PATH"
+  configure_and_build ON && return 0
+  log "build: the fused CUDA kernels failed to build; building without them"
+  rm -rf "$build"
+  configure_and_build OFF
 }
 
 stage_gputests() {
