@@ -7,35 +7,34 @@
 namespace specplan::runtime::cuda {
 namespace {
 
+// Float <-> element type: to float exactly, back with round-to-nearest-even, as LibTorch converts.
 template <typename T>
-__device__ __forceinline__ float ToFloat(T v);
+struct Elem;
 template <>
-__device__ __forceinline__ float ToFloat<float>(float v) {
-  return v;
-}
+struct Elem<float> {
+  static __device__ __forceinline__ float ToFloat(float v) { return v; }
+  static __device__ __forceinline__ float FromFloat(float v) { return v; }
+};
 template <>
-__device__ __forceinline__ float ToFloat<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
+struct Elem<__nv_bfloat16> {
+  static __device__ __forceinline__ float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 FromFloat(float v) {
+    return __float2bfloat16_rn(v);
+  }
+};
 template <>
-__device__ __forceinline__ float ToFloat<__half>(__half v) {
-  return __half2float(v);
-}
+struct Elem<__half> {
+  static __device__ __forceinline__ float ToFloat(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half FromFloat(float v) { return __float2half_rn(v); }
+};
 
-// Round to nearest even, as LibTorch's float -> bfloat16 / half conversions.
 template <typename T>
-__device__ __forceinline__ T FromFloat(float v);
-template <>
-__device__ __forceinline__ float FromFloat<float>(float v) {
-  return v;
+__device__ __forceinline__ float ToFloat(T v) {
+  return Elem<T>::ToFloat(v);
 }
-template <>
-__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half FromFloat<__half>(float v) {
-  return __float2half_rn(v);
+template <typename T>
+__device__ __forceinline__ T FromFloat(float v) {
+  return Elem<T>::FromFloat(v);
 }
 
 // The block's sum of v, returned to every thread. blockDim.x is a multiple of 32, at most 1024.
