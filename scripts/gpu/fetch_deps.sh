@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Downloads (on a Debian bookworm machine with apt) the .deb files scripts/gpu/run_stages.sh unpacks on
 # a GPU machine that lacks them: abseil (headers + shared libraries), Eigen, nlohmann-json, CLI11
-# and GoogleTest/GoogleMock. They land in .deps/ (ignored by git: add `/.deps/` to
-# .git/info/exclude) and travel with the working tree (about 3.5 MB).
+# and GoogleTest/GoogleMock. They land in .deps/ (ignored by git, .gitignore); a `device` call
+# takes them along when its `carry` names .deps (about 3.5 MB).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$root/.deps"
