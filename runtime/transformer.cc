@@ -444,24 +444,49 @@ std::vector<Transformer::Group> Transformer::GroupSegments(std::vector<Segment>*
     if (g.count > 1) {
       g.arena = arena;
       g.row0 = segs[i].cache->arena_row();
-      std::vector<int64_t> pad, write;
-      pad.reserve(g.rows);
-      write.reserve(g.rows);
-      bool ragged = false, masked = false;
+      bool ragged = false, masked = false, same_start = true;
       for (size_t j = i; j < end; ++j) {
         const Segment& sg = segs[j];
-        const int64_t b = static_cast<int64_t>(j - i);
-        for (int64_t r = 0; r < sg.s; ++r) {
-          pad.push_back(b * g.s_max + r);
-          write.push_back(sg.cache->arena_row() * arena->max_len + sg.start_slot + r);
-        }
         ragged = ragged || sg.s != g.s_max;
         masked = masked || sg.mask.defined() || sg.start_slot + sg.s != g.t_max;
+        same_start = same_start && sg.start_slot == segs[i].start_slot;
       }
       const torch::Device dev = options_.device;
-      if (ragged) g.pad_index = torch::tensor(pad, torch::kInt64).to(dev);
-      g.write_index = torch::tensor(write, torch::kInt64).to(dev);
-      if (masked || ragged) {
+      const auto longs = torch::TensorOptions().dtype(torch::kInt64).device(dev);
+      if (!ragged && same_start) {
+        // Every segment s tokens from the same slot (calibrate's cells, a batch of decode steps
+        // over equal contexts): the slots from device arange, with no copy from the host, so
+        // that a CUDA graph can capture the pass.
+        g.write_index =
+            ((torch::arange(g.count, longs) + g.row0) * arena->max_len + segs[i].start_slot)
+                .unsqueeze(1)
+                .add(torch::arange(g.s_max, longs))
+                .reshape({-1});
+      } else {
+        // Ragged trees or contexts: index lists built here and copied to the device (eager
+        // passes; a capturing stream cannot copy from pageable host memory).
+        std::vector<int64_t> pad, write;
+        pad.reserve(g.rows);
+        write.reserve(g.rows);
+        for (size_t j = i; j < end; ++j) {
+          const Segment& sg = segs[j];
+          const int64_t b = static_cast<int64_t>(j - i);
+          for (int64_t r = 0; r < sg.s; ++r) {
+            pad.push_back(b * g.s_max + r);
+            write.push_back(sg.cache->arena_row() * arena->max_len + sg.start_slot + r);
+          }
+        }
+        if (ragged) g.pad_index = torch::tensor(pad, torch::kInt64).to(dev);
+        g.write_index = torch::tensor(write, torch::kInt64).to(dev);
+      }
+      bool all_masks = true;
+      for (size_t j = i; j < end; ++j) all_masks = all_masks && segs[j].mask.defined();
+      if (!ragged && same_start && all_masks) {  // equal [s][T] masks: one stack
+        std::vector<torch::Tensor> masks;
+        masks.reserve(g.count);
+        for (size_t j = i; j < end; ++j) masks.push_back(std::move(segs[j].mask));
+        g.mask = torch::stack(masks);
+      } else if (masked || ragged) {
         const auto opts = torch::TensorOptions()
                               .dtype(UseFusedAttention() ? options_.dtype : torch::kFloat32)
                               .device(dev);

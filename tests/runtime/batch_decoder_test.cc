@@ -162,6 +162,8 @@ INSTANTIATE_TEST_SUITE_P(
                   {2, 1, 2, 1, 1}},
         // Equal trees over unequal contexts (no query padding, masked slots).
         BatchCase{"EqualTrees", {5, 13, 8}, {4, 4, 4}, {1, 2, 3}, {3}},
+        // Equal trees over equal contexts from row 2 (slots and masks built on the device).
+        BatchCase{"UniformTrees", {7, 7, 7}, {5, 5, 5}, {2, 3, 4}, {3}},
         // Single tokens over equal contexts: every row sees every slot (no mask at all).
         BatchCase{"DecodeEqualContexts", {6, 6, 6, 6}, {0, 0, 0, 0}, {4, 5, 6, 7}, {4}}),
     [](const ::testing::TestParamInfo<BatchCase>& info) { return info.param.name; });
