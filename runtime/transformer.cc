@@ -518,10 +518,9 @@ torch::Tensor Transformer::AttendGroup(int64_t index, const torch::Tensor& q,
   const KvArena& a = *gr.arena;
   a.k[index].view({a.rows * a.max_len, nkv, d}).index_copy_(0, gr.write_index, k);
   a.v[index].view({a.rows * a.max_len, nkv, d}).index_copy_(0, gr.write_index, v);
-  // [b][nkv][T][d] strided views of the arena rows: K/V are not copied here.
-  const torch::Tensor keys = a.k[index].narrow(0, gr.row0, b).narrow(1, 0, T).permute({0, 2, 1, 3});
-  const torch::Tensor values =
-      a.v[index].narrow(0, gr.row0, b).narrow(1, 0, T).permute({0, 2, 1, 3});
+  // The group's arena rows up to T, [b][T][nkv][d]: strided views, K/V are not copied here.
+  const torch::Tensor rows_k = a.k[index].narrow(0, gr.row0, b).narrow(1, 0, T);
+  const torch::Tensor rows_v = a.v[index].narrow(0, gr.row0, b).narrow(1, 0, T);
   torch::Tensor qp =
       gr.pad_index.defined()
           ? torch::zeros({b * sm, nq, d}, q.options()).index_copy_(0, gr.pad_index, q)
@@ -531,7 +530,9 @@ torch::Tensor Transformer::AttendGroup(int64_t index, const torch::Tensor& q,
   if (UseFusedAttention()) {
 #if SPECPLAN_SDPA_GQA
     // One SDPA call for the whole group, native GQA, the mask broadcast over heads.
-    const torch::Tensor q4 = qp.permute({0, 2, 1, 3});  // [b][nq][sm][d]
+    const torch::Tensor q4 = qp.permute({0, 2, 1, 3});        // [b][nq][sm][d]
+    const torch::Tensor keys = rows_k.permute({0, 2, 1, 3});  // [b][nkv][T][d]
+    const torch::Tensor values = rows_v.permute({0, 2, 1, 3});
     out = gr.mask.defined()
               ? at::scaled_dot_product_attention(q4, keys, values, gr.mask.unsqueeze(1), 0.0, false,
                                                  {}, true)
@@ -539,15 +540,25 @@ torch::Tensor Transformer::AttendGroup(int64_t index, const torch::Tensor& q,
     out = out.permute({0, 2, 1, 3}).reshape({b * sm, nq * d});
 #endif
   } else {
-    // As AttendSegment's explicit path, with the group's sequences as a batch dimension.
-    torch::Tensor qg =
+    // As AttendSegment's explicit path, with the group's sequences as a batch dimension, one
+    // bmm per kv head: a head's keys over the group's arena rows are one uniform batch stride,
+    // so bmm reads them in place (a 4-D matmul over sequences and heads would copy them).
+    const torch::Tensor qg =
         qp.view({b, sm, nkv, g, d}).permute({0, 2, 3, 1, 4}).reshape({b, nkv, g * sm, d});
-    torch::Tensor scores =
-        torch::matmul(qg, keys.transpose(-2, -1)).view({b, nkv, g, sm, T}).to(torch::kFloat32) *
-        (1.0 / std::sqrt(static_cast<double>(d)));
-    if (gr.mask.defined()) scores = scores + gr.mask.view({b, 1, 1, sm, T});
-    torch::Tensor p = torch::softmax(scores, -1).to(values.scalar_type()).view({b, nkv, g * sm, T});
-    out = torch::matmul(p, values)
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    std::vector<torch::Tensor> heads;
+    heads.reserve(nkv);
+    for (int64_t j = 0; j < nkv; ++j) {
+      torch::Tensor scores = torch::bmm(qg.select(1, j), rows_k.select(2, j).transpose(1, 2))
+                                 .view({b, g, sm, T})
+                                 .to(torch::kFloat32) *
+                             scale;
+      if (gr.mask.defined()) scores = scores + gr.mask.view({b, 1, sm, T});
+      const torch::Tensor p =
+          torch::softmax(scores, -1).to(rows_v.scalar_type()).view({b, g * sm, T});
+      heads.push_back(torch::bmm(p, rows_v.select(2, j)));  // [b][g * sm][d]
+    }
+    out = torch::stack(heads, 1)
               .view({b, nkv, g, sm, d})
               .permute({0, 3, 1, 2, 4})
               .reshape({b * sm, nq * d});
