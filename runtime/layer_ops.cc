@@ -5,10 +5,7 @@
 namespace specplan::runtime {
 
 torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
-  if (x.is_cuda()) {
-    torch::Tensor fused = FusedRmsNorm(x, w, eps);
-    if (fused.defined()) return fused;
-  }
+  if (torch::Tensor fused = FusedRmsNorm(x, w, eps); fused.defined()) return fused;
   torch::Tensor xf = x.to(torch::kFloat32);
   xf = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return w * xf.to(x.scalar_type());
@@ -16,10 +13,7 @@ torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& w, double eps
 
 torch::Tensor ApplyRotary(const torch::Tensor& x, const torch::Tensor& cos,
                           const torch::Tensor& sin, int64_t rotary_dim) {
-  if (x.is_cuda()) {
-    torch::Tensor fused = FusedRotary(x, cos, sin, rotary_dim);
-    if (fused.defined()) return fused;
-  }
+  if (torch::Tensor fused = FusedRotary(x, cos, sin, rotary_dim); fused.defined()) return fused;
   const int64_t rd = rotary_dim, d = x.size(-1);
   torch::Tensor xr = rd == d ? x : x.narrow(-1, 0, rd);
   torch::Tensor x1 = xr.narrow(-1, 0, rd / 2);
@@ -45,9 +39,8 @@ torch::Tensor Activate(Activation a, const torch::Tensor& x) {
 }
 
 torch::Tensor GatedActivation(Activation a, const torch::Tensor& gate, const torch::Tensor& up) {
-  if (a == Activation::kSilu && gate.is_cuda()) {
-    torch::Tensor fused = FusedSiluMul(gate, up);
-    if (fused.defined()) return fused;
+  if (a == Activation::kSilu) {
+    if (torch::Tensor fused = FusedSiluMul(gate, up); fused.defined()) return fused;
   }
   return Activate(a, gate) * up;
 }

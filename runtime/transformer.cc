@@ -402,11 +402,10 @@ torch::Tensor Transformer::Attention(const Layer& L, int64_t index, const torch:
                                      absl::Span<const Group> groups) const {
   torch::Tensor q, k, v;
   ProjectQkv(L, x, cos, sin, &q, &k, &v);
-  auto attend = [&](const Group& g) {
-    const bool all = groups.size() == 1;  // the group holds every packed row
-    const torch::Tensor gq = all ? q : q.narrow(0, g.offset, g.rows);
-    const torch::Tensor gk = all ? k : k.narrow(0, g.offset, g.rows);
-    const torch::Tensor gv = all ? v : v.narrow(0, g.offset, g.rows);
+  auto attend = [&](const Group& g) {  // the group's packed rows, as views
+    const torch::Tensor gq = q.narrow(0, g.offset, g.rows);
+    const torch::Tensor gk = k.narrow(0, g.offset, g.rows);
+    const torch::Tensor gv = v.narrow(0, g.offset, g.rows);
     return g.count == 1 ? AttendSegment(index, gq, gk, gv, segments[g.first])
                         : AttendGroup(index, gq, gk, gv, g);
   };
@@ -444,12 +443,13 @@ std::vector<Transformer::Group> Transformer::GroupSegments(std::vector<Segment>*
     if (g.count > 1) {
       g.arena = arena;
       g.row0 = segs[i].cache->arena_row();
-      bool ragged = false, masked = false, same_start = true;
+      bool ragged = false, masked = false, same_start = true, all_masks = true;
       for (size_t j = i; j < end; ++j) {
         const Segment& sg = segs[j];
         ragged = ragged || sg.s != g.s_max;
         masked = masked || sg.mask.defined() || sg.start_slot + sg.s != g.t_max;
         same_start = same_start && sg.start_slot == segs[i].start_slot;
+        all_masks = all_masks && sg.mask.defined();
       }
       const torch::Device dev = options_.device;
       const auto longs = torch::TensorOptions().dtype(torch::kInt64).device(dev);
@@ -479,8 +479,6 @@ std::vector<Transformer::Group> Transformer::GroupSegments(std::vector<Segment>*
         if (ragged) g.pad_index = torch::tensor(pad, torch::kInt64).to(dev);
         g.write_index = torch::tensor(write, torch::kInt64).to(dev);
       }
-      bool all_masks = true;
-      for (size_t j = i; j < end; ++j) all_masks = all_masks && segs[j].mask.defined();
       if (!ragged && same_start && all_masks) {  // equal [s][T] masks: one stack
         std::vector<torch::Tensor> masks;
         masks.reserve(g.count);
