@@ -42,15 +42,16 @@ bool ElemTypeOf(const torch::Tensor& t, cuda::ElemType* type) {
   }
 }
 
-// The kernels apply: enabled, every tensor on the same CUDA device with one supported dtype, and
-// each one's last axis contiguous.
+// The kernels apply: enabled, every tensor on the same CUDA device with one supported dtype, each
+// one's last axis contiguous, and none recording gradients (the kernels have no backward: training
+// composes the ops, whose autograd LibTorch provides).
 bool Applies(std::initializer_list<const torch::Tensor*> ts, cuda::ElemType* type) {
   if (!FusedKernelsEnabled()) return false;
   const torch::Tensor& first = **ts.begin();
   if (!first.is_cuda() || !ElemTypeOf(first, type)) return false;
   for (const torch::Tensor* t : ts) {
     if (!t->is_cuda() || t->device() != first.device() || t->scalar_type() != first.scalar_type() ||
-        t->dim() < 1 || t->stride(-1) != 1) {
+        t->dim() < 1 || t->stride(-1) != 1 || t->requires_grad()) {
       return false;
     }
   }

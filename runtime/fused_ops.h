@@ -5,7 +5,8 @@
 // Each returns an undefined tensor when it does not apply, and the caller then composes the op
 // from LibTorch's kernels: a CPU tensor, a build without the kernels, the kernels switched off
 // (SetFusedKernelsEnabled(false), or SPECPLAN_FUSED_KERNELS=0 in the environment), a dtype other
-// than fp32 / bf16 / fp16, or a layout the kernel does not take (its last axis not contiguous).
+// than fp32 / bf16 / fp16, a layout the kernel does not take (its last axis not contiguous), or a
+// tensor that records gradients (the kernels have no backward; training composes the ops).
 #ifndef SPECPLAN_RUNTIME_FUSED_OPS_H_
 #define SPECPLAN_RUNTIME_FUSED_OPS_H_
 

@@ -2,8 +2,8 @@
 // the same GPU: the rotary embedding and SiLU x up bit for bit (they round where LibTorch's ops
 // round), RMSNorm to float32 summation order, in fp32, bf16 and fp16, over contiguous and strided
 // inputs (q and k as views of one QKV output), partial rotary and widths that are not multiples of
-// the block. Skipped without a CUDA device or without the kernels in the build; on the CPU the
-// wrappers decline and layer_ops composes the ops.
+// the block; and that they decline where gradients are recorded. Skipped without a CUDA device or
+// without the kernels in the build; on the CPU the wrappers decline and layer_ops composes the ops.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -67,6 +67,19 @@ TEST_P(FusedOpsCudaTest, RmsNormMatchesComposition) {
   const auto [fused, composed] = Both([&] { return RmsNorm(q, hw, 1e-6); });
   const double tol = GetParam() == torch::kFloat32 ? 1e-5 : 1e-2;
   EXPECT_TRUE(torch::allclose(fused.to(torch::kFloat32), composed.to(torch::kFloat32), tol, tol));
+}
+
+// Training: the kernels have no backward, so a tensor that records gradients is composed, and
+// the gradient reaches the weight.
+TEST_P(FusedOpsCudaTest, DeclineWhereGradientsAreRecorded) {
+  const torch::Tensor x = torch::randn({4, 256}, Opts());
+  const torch::Tensor w = (1 + 0.1 * torch::randn({256}, Opts())).requires_grad_(true);
+  EXPECT_FALSE(FusedRmsNorm(x, w, 1e-6).defined());
+  RmsNorm(x, w, 1e-6).sum().backward();
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_GT(w.grad().abs().sum().item<float>(), 0.0f);
+  const torch::Tensor gate = torch::randn({4, 64}, Opts()).requires_grad_(true);
+  EXPECT_FALSE(FusedSiluMul(gate, torch::randn({4, 64}, Opts())).defined());
 }
 
 TEST_P(FusedOpsCudaTest, RotaryIsBitIdentical) {
