@@ -14,9 +14,10 @@ Each run times, one after the other on this machine's CPU:
 then prices every measured cell with `specplan estimate --profile <kernel profile> [--b B] --json`
 (the kernel profile composed over the same --b-grid) and
 prints the cells, the mean signed error (the bias) and the MAPE of the kernel profile against the
-measured passes, over all cells and per b. On a shared machine (a VM) the speed of the whole machine drifts between the two
-calibrations, and only ever slows a measurement down, so the report ends with the best of the N
-runs on both sides: each cell's fastest measured pass against its lowest kernel-profile price.
+measured passes, over all cells and per b. On a shared machine (a VM) the speed of the whole
+machine drifts between the two calibrations, and only ever slows a measurement down, so the report
+ends with the best of the N runs on both sides: each cell's fastest measured pass against its
+lowest kernel-profile price.
 --threads sets OMP_NUM_THREADS for both calibrations (default: LibTorch's own). --check M exits
 1 when that best-of-N MAPE exceeds M percent. Progress goes to stderr, the report (Markdown) to
 stdout.
@@ -72,9 +73,13 @@ def one_run(args, index, env):
     return rows
 
 
+def mape(errors):
+    return sum(abs(e) for e in errors) / len(errors)
+
+
 def summary(errors):
-    return (f"MAPE {sum(abs(e) for e in errors) / len(errors):.1f} %, mean error "
-            f"{sum(errors) / len(errors):+.1f} %, worst {max(errors, key=abs):+.1f} %")
+    return (f"MAPE {mape(errors):.1f} %, mean error {sum(errors) / len(errors):+.1f} %, "
+            f"worst {max(errors, key=abs):+.1f} %")
 
 
 def main():
@@ -114,9 +119,8 @@ def main():
             cell = best.setdefault((b, s, c), [m, p])
             cell[0], cell[1] = min(cell[0], m), min(cell[1], p)
         errors = [e for *_, e in rows]
-        mape = sum(abs(e) for e in errors) / len(errors)
         worst = max(rows, key=lambda r: abs(r[5]))
-        mapes.append(mape)
+        mapes.append(mape(errors))
         print(f"run {i}: {len(rows)} cells, {summary(errors)} (b = {worst[0]}, s = {worst[1]}, "
               f"c = {worst[2]})")
         if i == 1:
@@ -127,7 +131,7 @@ def main():
             print()
     print(f"\nMAPE of each run: " + ", ".join(f"{m:.1f} %" for m in mapes))
     errors = [100 * (p / m - 1) for m, p in best.values()]
-    best_mape = sum(abs(e) for e in errors) / len(errors)
+    best_mape = mape(errors)
     print(f"best of {len(mapes)} run(s), {len(best)} cells: {summary(errors)}")
     if len(bs) > 1:
         for b in sorted(set(bs)):
