@@ -13,22 +13,39 @@
 namespace specplan::costmodel {
 namespace {
 
-KernelTableComparison CompareGemm(const GemmTable& ours, const GemmTable& theirs,
-                                  double tolerance) {
+// The shapes of `ours` that `theirs` measured too (the same key(point)), in the order of `ours`,
+// each named by describe(point), and their summary.
+template <typename Point, typename Key, typename Describe>
+KernelTableComparison Join(const std::string& table, const std::vector<Point>& ours,
+                           const std::vector<Point>& theirs, Key key, Describe describe,
+                           double tolerance) {
   KernelTableComparison t;
-  t.table = "gemm";
-  const std::vector<GemmTable::Point> a = ours.Points(), b = theirs.Points();
-  t.ours_points = a.size();
-  t.theirs_points = b.size();
-  std::map<std::tuple<int64_t, int64_t, int64_t>, double> by_shape;
-  for (const GemmTable::Point& p : b) by_shape[{p.m, p.n, p.k}] = p.seconds;
-  for (const GemmTable::Point& p : a) {
-    const auto it = by_shape.find({p.m, p.n, p.k});
-    if (it == by_shape.end()) continue;
-    t.shared.push_back(
-        {absl::StrCat("m = ", p.m, ", n = ", p.n, ", k = ", p.k), p.m, p.seconds, it->second});
+  t.table = table;
+  t.ours_points = ours.size();
+  t.theirs_points = theirs.size();
+  std::map<decltype(key(ours.front())), double> by_shape;
+  for (const Point& p : theirs) by_shape[key(p)] = p.seconds;
+  for (const Point& p : ours) {
+    const auto it = by_shape.find(key(p));
+    if (it != by_shape.end()) t.shared.push_back(describe(p, it->second));
   }
   t.all = SummarizeRatios(t.shared, tolerance);
+  return t;
+}
+
+KernelTableComparison CompareGemm(const GemmTable& ours, const GemmTable& theirs,
+                                  double tolerance) {
+  using Point = GemmTable::Point;
+  KernelTableComparison t = Join(
+      "gemm", ours.Points(), theirs.Points(),
+      [](const Point& p) {
+        return std::tuple{p.m, p.n, p.k};
+      },
+      [](const Point& p, double theirs_s) {
+        return SharedKernelShape{absl::StrCat("m = ", p.m, ", n = ", p.n, ", k = ", p.k), p.m,
+                                 p.seconds, theirs_s};
+      },
+      tolerance);
   const std::pair<const char*, std::pair<int64_t, int64_t>> bands[] = {
       {"m <= 16", {1, 16}},
       {"16 < m <= 512", {17, 512}},
@@ -45,26 +62,18 @@ KernelTableComparison CompareGemm(const GemmTable& ours, const GemmTable& theirs
 
 KernelTableComparison CompareAttention(const std::string& name, const AttentionTable& ours,
                                        const AttentionTable& theirs, double tolerance) {
-  KernelTableComparison t;
-  t.table = name;
-  const auto a = ours.Points(), b = theirs.Points();
-  t.ours_points = a.size();
-  t.theirs_points = b.size();
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
-  std::map<Key, double> by_shape;
-  for (const auto& p : b) {
-    by_shape[{p.heads.num_heads, p.heads.num_kv_heads, p.heads.head_dim, p.b, p.x}] = p.seconds;
-  }
-  for (const auto& p : a) {
-    const auto it =
-        by_shape.find({p.heads.num_heads, p.heads.num_kv_heads, p.heads.head_dim, p.b, p.x});
-    if (it == by_shape.end()) continue;
-    t.shared.push_back(
-        {absl::StrCat(p.heads.ToString(), ", b = ", p.b, ", ", ours.length_column(), " = ", p.x), 0,
-         p.seconds, it->second});
-  }
-  t.all = SummarizeRatios(t.shared, tolerance);
-  return t;
+  using Point = AttentionTable::MeasuredPoint;
+  return Join(
+      name, ours.Points(), theirs.Points(),
+      [](const Point& p) {
+        return std::tuple{p.heads.num_heads, p.heads.num_kv_heads, p.heads.head_dim, p.b, p.x};
+      },
+      [&](const Point& p, double theirs_s) {
+        return SharedKernelShape{
+            absl::StrCat(p.heads.ToString(), ", b = ", p.b, ", ", ours.length_column(), " = ", p.x),
+            0, p.seconds, theirs_s};
+      },
+      tolerance);
 }
 
 }  // namespace
