@@ -31,6 +31,9 @@ struct ComposeArgs {
   std::string out_dir;
   std::vector<int64_t> b_grid, s_grid, c_grid;
   std::vector<std::string> drafters;  // --drafters; empty = the defaults (eagle, eagle3, mtp)
+  int64_t moe_ep = 1;
+  std::string moe_dtype;
+  std::string routing = "balanced";
   bool no_extrapolate = false;
   bool kernels_only = false;
   bool quiet = false;
@@ -67,6 +70,9 @@ int RunCompose(const ComposeArgs& a) {
   req.options.s_grid = a.s_grid;
   req.options.c_grid = a.c_grid;
   req.options.drafters = a.drafters;
+  req.options.moe.ep = a.moe_ep;
+  req.options.moe.dtype = a.moe_dtype;
+  req.options.moe.distribution = a.routing;
   req.out_file = a.out;
   req.out_dir = a.out_dir;
   req.protected_dirs = ShippedCalibDirs(costmodel::DefaultCalibDir());
@@ -127,6 +133,17 @@ void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
                   "eagle3, mtp, draft:MODEL, block:MODEL; default: eagle, eagle3, mtp; none: "
                   "none)")
       ->delimiter(',');
+  cmd->add_option("--moe-ep", a->moe_ep,
+                  "MoE targets: GPUs the experts are split over within --tp (moe.csv's "
+                  "moe_ep_size; each expert's width is split over tp / moe-ep)")
+      ->capture_default_str();
+  cmd->add_option("--moe-dtype", a->moe_dtype,
+                  "MoE targets: moe.csv's moe_dtype of the experts (default: w4a16_mxfp4 for "
+                  "gpt_oss, else bfloat16)");
+  cmd->add_option("--routing", a->routing,
+                  "MoE targets: moe.csv's routing distribution (balanced: assumes nothing about "
+                  "the traffic and prices the largest MoE tax; power_law_1.01, power_law_1.2)")
+      ->capture_default_str();
   cmd->add_flag("--no-extrapolate", a->no_extrapolate,
                 "Refuse a grid cell that reads a table past its largest measured point");
   cmd->add_flag("--kernels-only", a->kernels_only,

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "costmodel/compose/kernel_tables.h"
@@ -98,11 +99,16 @@ absl::Status Write(const ComposeResult& result) {
 }
 
 std::string WrittenLine(const ComposedProfile& c) {
-  return absl::StrFormat(
+  std::string line = absl::StrFormat(
       "wrote %s: %s %s on %s, T(1,1,1024) = %.3f ms, T(64,1,1024) = %.3f ms (%.2fx), composed "
       "in %.0f ms\n",
       c.path, c.profile.engine, c.profile.engine_version, c.profile.gpu, c.t1_ms, c.t64_ms,
       c.t64_ms / c.t1_ms, c.seconds * 1e3);
+  // A MoE target: which measured block priced it, and how when its shape was not measured.
+  for (const std::string& note : c.profile.notes) {
+    if (absl::StartsWith(note, "MoE ")) absl::StrAppend(&line, "  ", note, "\n");
+  }
+  return line;
 }
 
 nlohmann::json ToJson(const ComposeResult& result) {

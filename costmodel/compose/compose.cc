@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <limits>
+#include <set>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -122,14 +125,118 @@ absl::StatusOr<GpuSpec> GpuForKernelTables(const EngineKernelTables& t) {
   return g;
 }
 
-absl::StatusOr<ComposedCost> ComposedCost::Create(const EngineKernelTables* tables, ModelSpec model,
-                                                  GpuSpec gpu, bool unmeasured_terms) {
-  if (model.is_moe()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model ", model.name,
-                     ": a mixture-of-experts model; the kernel tables hold dense "
-                     "GEMMs only (no grouped expert GEMMs)"));
+std::string DefaultMoeDtype(const ModelSpec& model, DType table_dtype) {
+  if (model.model_type == "gpt_oss") return "w4a16_mxfp4";
+  switch (table_dtype) {
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kFloat8:
+      return "fp8";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kFloat32:
+      return "float32";
   }
+  return "bfloat16";
+}
+
+namespace {
+
+// Bytes of one expert weight element in a moe_dtype: MXFP4 is 4-bit values with one 8-bit scale
+// per 32 (4.25 bits), fp8 one byte, the rest two.
+double MoeWeightBytes(const std::string& dtype) {
+  if (dtype == "w4a16_mxfp4") return 4.25 / 8;
+  if (absl::StartsWith(dtype, "fp8")) return 1;
+  if (dtype == "float32") return 4;
+  return 2;
+}
+
+// Expert weight bytes one GPU streams and the expert FLOPs it computes for one MoE block over
+// `tokens` tokens, under uniform routing: each GPU holds experts / moe_ep experts of width
+// inter / moe_tp and a token picks topk of all experts.
+std::pair<double, double> MoeWork(const MoeShape& s, double tokens) {
+  const double E = static_cast<double>(s.experts), k = static_cast<double>(s.topk);
+  const double distinct = E / static_cast<double>(s.moe_ep) * (1 - std::pow(1 - k / E, tokens));
+  const double width = static_cast<double>(s.inter) / static_cast<double>(s.moe_tp);
+  const double h = static_cast<double>(s.hidden);
+  const double bytes = distinct * 3 * h * width * MoeWeightBytes(s.dtype);
+  const double flops = 2 * 3 * tokens * k * h * width / static_cast<double>(s.moe_ep);
+  return {bytes, flops};
+}
+
+double LogDistance(const MoeShape& a, const MoeShape& b) {
+  double d = 0;
+  for (const auto& [x, y] : {std::pair{a.hidden, b.hidden}, std::pair{a.inter, b.inter},
+                             std::pair{a.topk, b.topk}, std::pair{a.experts, b.experts}}) {
+    d += std::abs(std::log(static_cast<double>(x) / static_cast<double>(y)));
+  }
+  return d;
+}
+
+// The MoE block a model reads: the exact shape when held, else the nearest of the same dtype,
+// shard and distribution.
+absl::Status ResolveMoeBlock(const EngineKernelTables& tables, const ModelSpec& m,
+                             const MoeCompose& o, MoeShape* want, MoeShape* ref) {
+  if (!tables.moe.has_value()) {
+    return absl::NotFoundError(absl::StrCat(
+        "--kernels ", tables.dir, ": no moe.csv; --model ", m.name,
+        " is a mixture of experts, whose MoE block is priced from the engine's measured MoE "
+        "table"));
+  }
+  if (o.ep < 1 || m.tp % o.ep != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--moe-ep ", o.ep, ": must divide --tp ", m.tp));
+  }
+  if (m.experts % o.ep != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--moe-ep ", o.ep, ": must divide the expert count ", m.experts));
+  }
+  *want = MoeShape{o.dtype.empty() ? DefaultMoeDtype(m, tables.dtype) : o.dtype,
+                   m.hidden,
+                   m.expert_ffn,
+                   m.experts_active,
+                   m.experts,
+                   m.tp / o.ep,
+                   o.ep,
+                   o.distribution};
+  const MoeTable& t = *tables.moe;
+  if (t.Holds(*want)) {
+    *ref = *want;
+    return absl::OkStatus();
+  }
+  double best = std::numeric_limits<double>::infinity();
+  std::set<std::string> held;  // what the table holds of this dtype (or at all)
+  for (const MoeShape& s : t.Shapes()) {
+    if (s.dtype != want->dtype) continue;
+    held.insert(absl::StrCat("tp", s.moe_tp, " ep", s.moe_ep, " ", s.distribution));
+    if (s.moe_tp != want->moe_tp || s.moe_ep != want->moe_ep ||
+        s.distribution != want->distribution) {
+      continue;
+    }
+    const double d = LogDistance(s, *want);
+    if (d < best) {
+      best = d;
+      *ref = s;
+    }
+  }
+  if (std::isfinite(best)) return absl::OkStatus();
+  if (held.empty()) {
+    std::set<std::string> dtypes;
+    for (const MoeShape& s : t.Shapes()) dtypes.insert(s.dtype);
+    return absl::NotFoundError(absl::StrCat(t.source(), ": no MoE block of moe_dtype ", want->dtype,
+                                            " (held: ", absl::StrJoin(dtypes, ", "),
+                                            "); pass --moe-dtype"));
+  }
+  return absl::NotFoundError(absl::StrCat(
+      t.source(), ": no ", want->dtype, " MoE block at moe_tp_size ", want->moe_tp,
+      ", moe_ep_size ", want->moe_ep, ", distribution ", want->distribution, " (held for ",
+      want->dtype, ": ", absl::StrJoin(held, ", "), "); change --tp, --moe-ep or --routing"));
+}
+
+}  // namespace
+
+absl::StatusOr<ComposedCost> ComposedCost::Create(const EngineKernelTables* tables, ModelSpec model,
+                                                  GpuSpec gpu, bool unmeasured_terms,
+                                                  const MoeCompose& moe) {
   if (model.dtype != tables->dtype) {
     return absl::InvalidArgumentError(absl::StrCat("--dtype ", DTypeName(model.dtype),
                                                    ": the kernel tables hold ",
@@ -139,6 +246,9 @@ absl::StatusOr<ComposedCost> ComposedCost::Create(const EngineKernelTables* tabl
     return absl::InvalidArgumentError(absl::StrCat("--tp ", model.tp, ": ", why));
   }
   ComposedCost c(tables, std::move(model), std::move(gpu), unmeasured_terms);
+  if (c.model_.is_moe()) {
+    SPECPLAN_RETURN_IF_ERROR(ResolveMoeBlock(*tables, c.model_, moe, &c.moe_shape_, &c.moe_ref_));
+  }
   c.heads_ = {c.model_.n_q / c.model_.tp, c.model_.kv_heads_per_gpu(), c.model_.head_dim};
   for (const AttentionTable* table : {&tables->generation, &tables->context}) {
     if (!table->Holds(c.heads_)) {
@@ -158,6 +268,36 @@ absl::StatusOr<ComposedCost> ComposedCost::Create(const EngineKernelTables* tabl
                      ? std::min(tables->gemm.stream_bandwidth(), c.gpu_.mem_bw)
                      : c.gpu_.mem_bw;
   return c;
+}
+
+double ComposedCost::MoeScale(double tokens) const {
+  if (!moe_scaled()) return 1;
+  const auto [ref_bytes, ref_flops] = MoeWork(moe_ref_, tokens);
+  const auto [bytes, flops] = MoeWork(moe_shape_, tokens);
+  const double t_mem = ref_bytes / gpu_.mem_bw, t_flops = ref_flops / gpu_.peak_flops;
+  const double f = t_mem / (t_mem + t_flops);
+  return f * bytes / ref_bytes + (1 - f) * flops / ref_flops;
+}
+
+absl::StatusOr<AttentionLookup> ComposedCost::MoeBlock(double tokens) const {
+  SPECPLAN_ASSIGN_OR_RETURN(AttentionLookup r, tables_->moe->Seconds(moe_ref_, tokens));
+  r.seconds *= MoeScale(tokens);
+  return r;
+}
+
+absl::StatusOr<AttentionLookup> ComposedCost::AllReduces(double tokens, bool* measured) const {
+  AttentionLookup r;
+  *measured = false;
+  if (model_.tp == 1) return r;
+  if (tables_->allreduce.has_value() && tables_->allreduce->Holds(model_.tp)) {
+    SPECPLAN_ASSIGN_OR_RETURN(
+        r, tables_->allreduce->Seconds(model_.tp, tokens * static_cast<double>(model_.hidden)));
+    r.seconds *= 2 * static_cast<double>(model_.layers);
+    *measured = true;
+    return r;
+  }
+  r.seconds = CommunicationSeconds(model_, gpu_, tokens);
+  return r;
 }
 
 double ComposedCost::ElementwiseSeconds(double bytes) const {
@@ -199,6 +339,7 @@ absl::StatusOr<ComposedPass> ComposedCost::Pass(int64_t b, int64_t s, int64_t c)
         absl::StrCat("pass b = ", b, ", s = ", s, ", c = ", c, ": need b, s >= 1 and c >= 0"));
   }
   const ModelSpec& M = model_;
+  if (M.is_moe()) return MoePass(b, s, c);
   const int64_t tp = M.tp, m = b * s, h = M.hidden;
   const int64_t q_width = M.n_q * M.head_dim / tp, kv_width = M.kv_heads_per_gpu() * M.head_dim;
   const int64_t ffn = M.ffn / tp;
@@ -227,7 +368,78 @@ absl::StatusOr<ComposedPass> ComposedCost::Pass(int64_t b, int64_t s, int64_t c)
     p.elementwise_s = L * layer + Elementwise("embedding", m, 2 * md * hd * bp)  // gather
                       + add_norm;  // final add + RMSNorm
   }
-  if (tp > 1) p.comm_s = CommunicationSeconds(M, gpu_, static_cast<double>(m));
+  if (tp > 1) {
+    bool measured = false;
+    SPECPLAN_ASSIGN_OR_RETURN(const AttentionLookup comm,
+                              AllReduces(static_cast<double>(m), &measured));
+    p.comm_s = comm.seconds;
+    if (comm.extrapolated && !p.extrapolated) {
+      p.extrapolated = true;
+      p.why = comm.why;
+    }
+  }
+  return p;
+}
+
+absl::StatusOr<ComposedPass> ComposedCost::MoePass(int64_t b, int64_t s, int64_t c) const {
+  const ModelSpec& M = model_;
+  const int64_t tp = M.tp, m = b * s, h = M.hidden;
+  const int64_t q_width = M.n_q * M.head_dim / tp, kv_width = M.kv_heads_per_gpu() * M.head_dim;
+  const int64_t shared = M.shared_expert_ffn / tp, dense = M.dense_ffn / tp;
+  const GemmTable& g = tables_->gemm;
+  ComposedPass p;
+  SPECPLAN_ASSIGN_OR_RETURN(const double qkv, g.Seconds(m, q_width + 2 * kv_width, h));
+  SPECPLAN_ASSIGN_OR_RETURN(const double o, g.Seconds(m, h, q_width));
+  SPECPLAN_ASSIGN_OR_RETURN(const double router, g.Seconds(m, M.experts, h));
+  double shared_s = 0, dense_s = 0;
+  if (shared > 0) {
+    SPECPLAN_ASSIGN_OR_RETURN(const double up, g.Seconds(m, 2 * shared, h));
+    SPECPLAN_ASSIGN_OR_RETURN(const double down, g.Seconds(m, h, shared));
+    shared_s = up + down;
+  }
+  if (M.dense_layers > 0) {
+    SPECPLAN_ASSIGN_OR_RETURN(const double up, g.Seconds(m, 2 * dense, h));
+    SPECPLAN_ASSIGN_OR_RETURN(const double down, g.Seconds(m, h, dense));
+    dense_s = up + down;
+  }
+  SPECPLAN_ASSIGN_OR_RETURN(const AttentionLookup attn, Attention(b, s, c));
+  SPECPLAN_ASSIGN_OR_RETURN(const AttentionLookup block, MoeBlock(static_cast<double>(m)));
+  SPECPLAN_ASSIGN_OR_RETURN(p.lm_head_s, g.Seconds(m, M.vocab / tp, h));
+  const double L = static_cast<double>(M.layers), Ld = static_cast<double>(M.dense_layers);
+  const double Lm = L - Ld;
+  p.gemm_s = L * (qkv + o) + Lm * (router + shared_s) + Ld * dense_s;
+  p.attention_s = L * attn.seconds;
+  p.moe_s = Lm * block.seconds;
+  p.extrapolated = attn.extrapolated || block.extrapolated;
+  p.why = attn.extrapolated ? attn.why : block.why;
+  if (unmeasured_) {
+    const double bp = M.bytes_per_element(), md = static_cast<double>(m);
+    const double hd = static_cast<double>(h), qk = static_cast<double>(q_width + kv_width);
+    const double add_norm = Elementwise("add_norm", m, 4 * md * hd * bp);  // add + RMSNorm
+    double layer = 2 * add_norm;
+    if (ElementwiseWidth(M, "qk_norm") > 0) layer += Elementwise("qk_norm", m, 2 * md * qk * bp);
+    layer += Elementwise("rope", m, 2 * md * qk * bp);  // RoPE on q, k
+    layer += Elementwise("kv_store", m, 2 * 2 * md * static_cast<double>(kv_width) * bp);
+    // The routed experts' SiLU-mul is inside the measured block; the shared experts' and the
+    // dense layers' are not.
+    const double shared_act =
+        shared > 0 ? Elementwise("act_mul", m, 3 * md * static_cast<double>(shared) * bp) : 0;
+    const double dense_act =
+        dense > 0 ? Elementwise("act_mul", m, 3 * md * static_cast<double>(dense) * bp) : 0;
+    p.elementwise_s = L * layer + Lm * shared_act + Ld * dense_act +
+                      Elementwise("embedding", m, 2 * md * hd * bp)  // gather
+                      + add_norm;                                    // final add + RMSNorm
+  }
+  if (tp > 1) {
+    bool measured = false;
+    SPECPLAN_ASSIGN_OR_RETURN(const AttentionLookup comm,
+                              AllReduces(static_cast<double>(m), &measured));
+    p.comm_s = comm.seconds;
+    if (comm.extrapolated && !p.extrapolated) {
+      p.extrapolated = true;
+      p.why = comm.why;
+    }
+  }
   return p;
 }
 
@@ -371,10 +583,12 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, ModelSp
     SPECPLAN_ASSIGN_OR_RETURN(gpu, ResolveGpu(o.gpu));
   }
   // Both forms: the table is priced by the one the options ask for, the notes compare the two.
-  SPECPLAN_ASSIGN_OR_RETURN(const ComposedCost measured_only,
-                            ComposedCost::Create(&tables, spec, gpu, /*unmeasured_terms=*/false));
-  SPECPLAN_ASSIGN_OR_RETURN(const ComposedCost with_all,
-                            ComposedCost::Create(&tables, spec, gpu, /*unmeasured_terms=*/true));
+  SPECPLAN_ASSIGN_OR_RETURN(
+      const ComposedCost measured_only,
+      ComposedCost::Create(&tables, spec, gpu, /*unmeasured_terms=*/false, o.moe));
+  SPECPLAN_ASSIGN_OR_RETURN(
+      const ComposedCost with_all,
+      ComposedCost::Create(&tables, spec, gpu, /*unmeasured_terms=*/true, o.moe));
   const ComposedCost& cost = o.unmeasured_terms ? with_all : measured_only;
 
   LatencyTable table;
@@ -424,6 +638,14 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, ModelSp
   if (tables.tree.has_value()) {
     prof.software["tree_attention_kernels"] = absl::StrJoin(tables.tree->kernel_sources(), ", ");
   }
+  bool allreduce_measured = false;
+  if (spec.tp > 1) {
+    SPECPLAN_RETURN_IF_ERROR(cost.AllReduces(1, &allreduce_measured).status());
+    if (allreduce_measured) {
+      prof.software["allreduce_kernels"] = absl::StrJoin(tables.allreduce->kernel_sources(), ", ");
+    }
+  }
+  if (spec.is_moe()) prof.software["moe_kernels"] = tables.moe->KernelSource(cost.moe_reference());
   prof.created_utc = UtcTimestamp();
   prof.default_model = "table";
   prof.table = std::move(table);
@@ -432,14 +654,60 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, ModelSp
       absl::StrCat("composed from ", engine, " ", tables.engine_version, " kernel timings on ",
                    tables.device.empty() ? gpu.name : tables.device, " (", source, ", ",
                    tables.gpu_folder, "/", engine, "-", tables.engine_version, ")");
+  if (spec.is_moe()) {
+    const MoeShape& want = cost.moe_shape();
+    const MoeShape& ref = cost.moe_reference();
+    absl::StrAppend(&prof.provenance, "; MoE block from moe.csv (", ref.ToString(), ")");
+    if (cost.moe_scaled()) {
+      absl::StrAppend(&prof.provenance, ", scaled to the model's ", want.ToString(),
+                      " by expert weight bytes and FLOPs (the table does not hold that shape)");
+    }
+  }
   if (!tables.licence.empty()) {
     prof.notes.push_back(absl::StrCat("kernel data: ", source, ", licensed under the ",
                                       tables.licence, "; keep this attribution"));
   }
-  prof.notes.push_back(
-      "T(b, s, c) = embedding + L x (QKV, O, gate/up, down GEMMs at m = b s + attention + "
-      "unmeasured terms) + final norm + LM head GEMM; QKV and gate/up fused as the engines run "
-      "them");
+  if (spec.is_moe()) {
+    const MoeShape& want = cost.moe_shape();
+    const MoeShape& ref = cost.moe_reference();
+    prof.notes.push_back(absl::StrCat(
+        "T(b, s, c) = embedding + L x (QKV, O GEMMs + attention + unmeasured terms) + ",
+        spec.layers - spec.dense_layers,
+        " MoE layers x (router GEMM (m, experts, h) + the MoE block of moe.csv at num_tokens = m",
+        spec.shared_expert_ffn > 0 ? " + shared-expert gate/up and down GEMMs" : "", ")",
+        spec.dense_layers > 0
+            ? absl::StrCat(" + ", spec.dense_layers,
+                           " dense layers (first_k_dense_replace) x gate/up, down GEMMs")
+            : "",
+        " + final norm + LM head GEMM; the block holds routing, grouped expert GEMMs, their "
+        "activation and the combine"));
+    prof.notes.push_back(absl::StrCat(
+        "MoE block: ", tables.moe->source(), " ", ref.ToString(), " (kernel ",
+        tables.moe->KernelSource(ref),
+        "), linear in num_tokens between measured counts; expert "
+        "shard moe_tp_size = tp / moe_ep = ",
+        want.moe_tp, ", moe_ep_size = ", want.moe_ep, "; routing distribution ", want.distribution,
+        want.distribution == "balanced"
+            ? " (the default: it assumes nothing about the traffic and touches the most distinct "
+              "experts per token count, so its MoE tax bounds the skewed measurements'; "
+              "--routing power_law_1.01 or power_law_1.2 reads those)"
+            : " (--routing)"));
+    if (cost.moe_scaled()) {
+      prof.notes.push_back(absl::StrFormat(
+          "MoE shape not in the table: the model needs %s; priced from the nearest measured "
+          "shape %s (smallest sum of |log ratio| of hidden, expert width, top-k and experts), "
+          "scaled at each token count by f x bytes ratio + (1 - f) x FLOPs ratio of the expert "
+          "work (uniform routing; f = the reference's memory-bound share on the %s): x%.3f at "
+          "1 token, x%.3f at 64, x%.3f at 4096",
+          want.ToString(), ref.ToString(), gpu.name, cost.MoeScale(1), cost.MoeScale(64),
+          cost.MoeScale(4096)));
+    }
+  } else {
+    prof.notes.push_back(
+        "T(b, s, c) = embedding + L x (QKV, O, gate/up, down GEMMs at m = b s + attention + "
+        "unmeasured terms) + final norm + LM head GEMM; QKV and gate/up fused as the engines run "
+        "them");
+  }
   const AttentionHeads heads{spec.n_q / spec.tp, spec.kv_heads_per_gpu(), spec.head_dim};
   if (tables.tree.has_value() && tables.tree->Holds(heads)) {
     prof.notes.push_back(absl::StrCat(
@@ -482,7 +750,13 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, ModelSp
         "peak, so they were likely measured with weights resident in the L2 cache",
         full.total_s() * 1e3, floor_s * 1e3, gpu.name, gpu.mem_bw / 1e9));
   }
-  if (spec.tp > 1) {
+  if (spec.tp > 1 && allreduce_measured) {
+    prof.notes.push_back(
+        absl::StrCat("all-reduces at tp > 1: two per layer of [m x hidden] elements from ",
+                     tables.allreduce->source(), " (", spec.tp, " GPUs, ",
+                     absl::StrJoin(tables.allreduce->kernel_sources(), ", "),
+                     "), linear in message_size between measured sizes"));
+  } else if (spec.tp > 1) {
     prof.notes.push_back(
         "all-reduces at tp > 1: priced by the roofline's ring all-reduce over the GPU's link "
         "(not in the tables)");
@@ -499,6 +773,12 @@ absl::StatusOr<Profile> ComposeProfile(const EngineKernelTables& tables, ModelSp
       "time by up to %.1f %%, a context-attention time by up to %.1f %% from the measured value",
       100 * tables.gemm.max_change(), 100 * tables.generation.max_change(),
       100 * tables.context.max_change()));
+  if (spec.is_moe()) {
+    prof.notes.push_back(absl::StrFormat(
+        "the MoE table's series are read the same way (sorted by num_tokens, repeats averaged, "
+        "isotonic): it moved an MoE block time by up to %.1f %% somewhere in the table",
+        100 * tables.moe->max_change()));
+  }
   if (const size_t repeats =
           tables.gemm.repeats() + tables.context.repeats() + tables.generation.repeats();
       repeats > 0) {

@@ -35,6 +35,28 @@
 // table's memory-bound GEMMs achieve (GemmTable::stream_bandwidth), capped at the GPU's peak. Per
 // layer: two fused add + RMSNorm kernels (4 m h bytes-of-element each), q/k RMSNorm for qwen3-style
 // models, RoPE on q and k, the KV-cache store, and SiLU-mul (3 m ffn / tp elements; GELU: 2).
+//
+// Mixture-of-experts targets (ModelSpec::is_moe), from the folder's moe.csv and allreduce.csv:
+//   T = embedding + L x [QKV + O GEMMs + attention (as above)]
+//       + (L - L_d) x [router GEMM (m, E, h) + MoE block(m) + shared-expert GEMMs
+//                      (m, 2 h_sh / tp, h) and (m, h, h_sh / tp)]
+//       + L_d x [dense gate/up (m, 2 h_d / tp, h) + down (m, h, h_d / tp)]   (first_k_dense)
+//       + elementwise + final norm + LM head + all-reduces
+//   MoE block(m) = moe.csv at num_tokens = m for the shape (hidden, expert width, top-k, experts),
+//   the expert shard (moe_tp_size = tp / moe_ep, moe_ep_size = moe_ep), moe_dtype and routing
+//   distribution (MoeCompose below), linear in tokens between measured counts. The block holds
+//   the routing, the grouped expert GEMMs, their activation and the combine: the routed experts'
+//   activation is not priced again. The router GEMM is replicated on every GPU.
+//   A shape the table does not hold is priced from the nearest measured shape of the same
+//   moe_dtype, shard and distribution (distance: the sum of |log ratio| of hidden, expert width,
+//   top-k and experts), scaled at each token count by
+//     f x bytes(target) / bytes(ref) + (1 - f) x flops(target) / flops(ref),
+//   bytes = expected distinct experts per GPU x 3 h h_e / moe_tp x bytes per weight (uniform
+//   routing), flops = 2 x 3 m k h h_e / (moe_tp moe_ep), and f = the reference shape's
+//   memory-bound share, bytes / DRAM peak over (bytes / DRAM peak + flops / FLOP peak), on the
+//   GPU; the profile's provenance and notes name the reference shape and the rule.
+//   All-reduces at tp > 1 (dense and MoE): two per layer of [m x h] elements, from allreduce.csv
+//   (its CUDA-graph variant) when it holds tp GPUs, else the roofline's ring all-reduce.
 // Sampling and the host's scheduling are priced by the step model (costmodel/step/step_model.h).
 // ComposeOptions::unmeasured_terms = false leaves them out (GEMM + attention + LM head only, as
 // aiconfigurator sums a forward).
@@ -59,12 +81,30 @@ struct ComposedPass {
   double attention_s = 0;    // the L layers' attention
   double lm_head_s = 0;      // the LM head GEMM
   double elementwise_s = 0;  // norms, RoPE, activation, adds, KV write, embedding, final norm
-  double comm_s = 0;         // all-reduces at tp > 1 (roofline.h CommunicationSeconds)
+  double comm_s = 0;         // all-reduces at tp > 1 (allreduce.csv, else the roofline's)
+  double moe_s = 0;          // the MoE layers' MoE blocks (moe.csv); 0 for a dense model
   bool extrapolated = false;
   std::string why;  // the first lookup past the measured grid, when extrapolated
-  double measured_s() const { return gemm_s + attention_s + lm_head_s; }  // GEMM/attention tables
+  // GEMM, attention and MoE tables.
+  double measured_s() const { return gemm_s + attention_s + lm_head_s + moe_s; }
   double total_s() const { return measured_s() + elementwise_s + comm_s; }
 };
+
+// How a MoE target's MoE block is read from moe.csv.
+struct MoeCompose {
+  // moe.csv's moe_dtype; "" = the model's own expert format: w4a16_mxfp4 for gpt_oss (its
+  // released MXFP4 experts), else the tables' dtype ("bfloat16" for bf16, "fp8" for fp8).
+  std::string dtype;
+  // GPUs the experts are split over (moe_ep_size) within the tp group; each expert's width is split
+  // over tp / moe_ep (moe_tp_size). 1 = the engines' default tensor-parallel experts.
+  int64_t ep = 1;
+  // moe.csv's distribution. Default balanced: the measurement that assumes nothing about the
+  // deployment's traffic, and the one with the most distinct experts per token count, so the MoE
+  // tax it prices is an upper bound of the skewed ones (power_law_1.01, power_law_1.2).
+  std::string distribution = "balanced";
+};
+// The moe_dtype MoeCompose::dtype = "" resolves to for `model` with tables of `table_dtype`.
+std::string DefaultMoeDtype(const ModelSpec& model, DType table_dtype);
 
 struct ComposeOptions {
   std::string engine;              // "" = from the folder name ("sglang-0.5.14" -> "sglang")
@@ -80,6 +120,7 @@ struct ComposeOptions {
   // Drafter architectures to compose beside the target (costmodel/step/drafter_arch.h names);
   // empty = DefaultComposedDrafters(target); {"none"} = none.
   std::vector<std::string> drafters;
+  MoeCompose moe;  // MoE targets only
 };
 const std::vector<int64_t>& DefaultComposeBGrid();  // 1 .. 256
 const std::vector<int64_t>& DefaultComposeSGrid();  // 1 .. 256
@@ -94,10 +135,13 @@ absl::StatusOr<GpuSpec> GpuForKernelTables(const EngineKernelTables& tables);
 
 class ComposedCost {
  public:
-  // Checks that the model is dense, tp splits it, dtype is the tables', and both attention tables
-  // hold its per-GPU heads; errors name the field and value.
+  // Checks that tp splits the model, dtype is the tables', and both attention tables hold its
+  // per-GPU heads; for a MoE model, that the folder has a moe.csv holding the block's moe_dtype,
+  // shard and distribution (the exact shape, or a nearest one to scale); errors name the field
+  // and value.
   static absl::StatusOr<ComposedCost> Create(const EngineKernelTables* tables, ModelSpec model,
-                                             GpuSpec gpu, bool unmeasured_terms);
+                                             GpuSpec gpu, bool unmeasured_terms,
+                                             const MoeCompose& moe = {});
   // b, s >= 1, c >= 0.
   absl::StatusOr<ComposedPass> Pass(int64_t b, int64_t s, int64_t c) const;
   // One layer's attention (seconds) and whether it left the measured grid.
@@ -113,8 +157,20 @@ class ComposedCost {
   const ModelSpec& model() const { return model_; }
   const GpuSpec& gpu() const { return gpu_; }
   const EngineKernelTables& tables() const { return *tables_; }
+  // MoE models: the shape the model needs and the measured one its block is read from (the
+  // same when the table holds it), and one MoE block of one layer at `tokens`.
+  const MoeShape& moe_shape() const { return moe_shape_; }
+  const MoeShape& moe_reference() const { return moe_ref_; }
+  bool moe_scaled() const { return !(moe_shape_ == moe_ref_); }
+  absl::StatusOr<AttentionLookup> MoeBlock(double tokens) const;
+  // The scale MoeBlock applies to the reference shape's time at `tokens` (1 when not scaled).
+  double MoeScale(double tokens) const;
+  // Two all-reduces per layer of [tokens x hidden] at tp > 1 (0 at tp = 1); `measured` says
+  // whether allreduce.csv priced them.
+  absl::StatusOr<AttentionLookup> AllReduces(double tokens, bool* measured) const;
 
  private:
+  absl::StatusOr<ComposedPass> MoePass(int64_t b, int64_t s, int64_t c) const;
   ComposedCost(const EngineKernelTables* tables, ModelSpec model, GpuSpec gpu, bool unmeasured)
       : tables_(tables), model_(std::move(model)), gpu_(std::move(gpu)), unmeasured_(unmeasured) {}
   const EngineKernelTables* tables_;
@@ -123,6 +179,7 @@ class ComposedCost {
   bool unmeasured_;
   AttentionHeads heads_;
   double bandwidth_ = 0;
+  MoeShape moe_shape_, moe_ref_;
 };
 
 // Composes the profile of `model` (registry name or HF config.json path) on the tables' GPU,

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -557,6 +558,191 @@ std::optional<double> ElementwiseTable::Seconds(const std::string& op, int64_t m
   return Interpolate(it->second, static_cast<double>(std::max<int64_t>(m, 1)), &above);
 }
 
+bool MoeShape::operator<(const MoeShape& o) const {
+  return std::tie(dtype, hidden, inter, topk, experts, moe_tp, moe_ep, distribution) <
+         std::tie(o.dtype, o.hidden, o.inter, o.topk, o.experts, o.moe_tp, o.moe_ep,
+                  o.distribution);
+}
+
+std::string MoeShape::ToString() const {
+  return absl::StrCat(dtype, " ", hidden, "/", inter, " ", experts, "x", topk, " tp", moe_tp, " ep",
+                      moe_ep, " ", distribution);
+}
+
+namespace {
+
+std::string FieldText(const Csv& csv, const CsvRow& row, const std::string& column) {
+  return row.fields[csv.columns.at(column)];
+}
+
+// Sorts, averages repeats and fits each series isotonically; returns the largest change.
+template <typename Key>
+double FinishSeries(std::map<Key, std::vector<std::pair<int64_t, double>>>* series,
+                    size_t* repeats) {
+  double change = 0;
+  for (auto& [key, pts] : *series) {
+    std::sort(pts.begin(), pts.end());
+    *repeats += AverageRepeats(&pts);
+    change = std::max(change, Isotonic(&pts));
+  }
+  return change;
+}
+
+}  // namespace
+
+absl::StatusOr<MoeTable> MoeTable::Parse(const std::string& text, const std::string& source) {
+  SPECPLAN_ASSIGN_OR_RETURN(Csv csv, ParseCsv(text, source,
+                                              {"moe_dtype", "num_tokens", "hidden_size",
+                                               "inter_size", "topk", "num_experts", "moe_tp_size",
+                                               "moe_ep_size", "distribution", "latency_ms"}));
+  std::map<MoeShape, std::vector<std::pair<int64_t, double>>> series;
+  std::map<std::pair<MoeShape, int64_t>, std::pair<int, double>> first;  // -> (line, seconds)
+  MoeTable t;
+  const auto kernel_col = csv.columns.find("kernel_source");
+  for (const CsvRow& row : csv.rows) {
+    MoeShape shape;
+    shape.dtype = FieldText(csv, row, "moe_dtype");
+    shape.distribution = FieldText(csv, row, "distribution");
+    for (const auto& [column, text] :
+         {std::pair{"moe_dtype", shape.dtype}, std::pair{"distribution", shape.distribution}}) {
+      if (text.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(source, ":", row.line, ": ", column, " = '': expected a name"));
+      }
+    }
+    SPECPLAN_ASSIGN_OR_RETURN(const int64_t tokens, IntField(csv, row, "num_tokens", source));
+    SPECPLAN_ASSIGN_OR_RETURN(shape.hidden, IntField(csv, row, "hidden_size", source));
+    SPECPLAN_ASSIGN_OR_RETURN(shape.inter, IntField(csv, row, "inter_size", source));
+    SPECPLAN_ASSIGN_OR_RETURN(shape.topk, IntField(csv, row, "topk", source));
+    SPECPLAN_ASSIGN_OR_RETURN(shape.experts, IntField(csv, row, "num_experts", source));
+    SPECPLAN_ASSIGN_OR_RETURN(shape.moe_tp, IntField(csv, row, "moe_tp_size", source));
+    SPECPLAN_ASSIGN_OR_RETURN(shape.moe_ep, IntField(csv, row, "moe_ep_size", source));
+    SPECPLAN_ASSIGN_OR_RETURN(const double sec, LatencyField(csv, row, source));
+    if (shape.topk > shape.experts) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", row.line, ": topk = ", shape.topk,
+                                                     ": more than num_experts = ", shape.experts));
+    }
+    const auto [it, inserted] = first.try_emplace({shape, tokens}, row.line, sec);
+    if (!inserted) {
+      const double ratio = std::max(sec, it->second.second) / std::min(sec, it->second.second);
+      if (ratio > kMoeRepeatTolerance) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s:%d: num_tokens = %d: repeats line %d's token count of %s with a time %.2fx "
+            "apart (%.6g vs %.6g ms); the token axis needs one time per token count (repeats "
+            "within %.1fx are averaged)",
+            source, row.line, tokens, it->second.first, shape.ToString(), ratio, sec * 1e3,
+            it->second.second * 1e3, kMoeRepeatTolerance));
+      }
+    }
+    series[shape].push_back({tokens, sec});
+    if (kernel_col != csv.columns.end() && t.kernel_of_.count(shape) == 0) {
+      t.kernel_of_[shape] = row.fields[kernel_col->second];
+    }
+  }
+  t.source_ = source;
+  t.by_shape_ = std::move(series);
+  t.max_change_ = FinishSeries(&t.by_shape_, &t.repeats_);
+  t.kernel_sources_ = KernelSources(csv);
+  return t;
+}
+
+MoeTable MoeTable::FromSeries(const std::string& source,
+                              std::map<MoeShape, std::vector<std::pair<int64_t, double>>> series) {
+  MoeTable t;
+  t.source_ = source;
+  t.by_shape_ = std::move(series);
+  t.max_change_ = FinishSeries(&t.by_shape_, &t.repeats_);
+  return t;
+}
+
+std::vector<MoeShape> MoeTable::Shapes() const {
+  std::vector<MoeShape> out;
+  for (const auto& [shape, unused] : by_shape_) out.push_back(shape);
+  return out;
+}
+
+const std::vector<std::pair<int64_t, double>>& MoeTable::Series(const MoeShape& shape) const {
+  return by_shape_.at(shape);
+}
+
+std::string MoeTable::KernelSource(const MoeShape& shape) const {
+  const auto it = kernel_of_.find(shape);
+  return it == kernel_of_.end() ? "" : it->second;
+}
+
+absl::StatusOr<AttentionLookup> MoeTable::Seconds(const MoeShape& shape, double tokens) const {
+  const auto it = by_shape_.find(shape);
+  if (it == by_shape_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat(source_, ": no rows for the MoE block ", shape.ToString()));
+  }
+  AttentionLookup r;
+  r.seconds = Interpolate(it->second, std::max(tokens, 1.0), &r.extrapolated);
+  if (r.extrapolated) {
+    r.why = absl::StrCat(source_, ": num_tokens ", tokens, " of ", shape.ToString(),
+                         " is past the largest measured num_tokens ", it->second.back().first);
+  }
+  return r;
+}
+
+absl::StatusOr<AllReduceTable> AllReduceTable::Parse(const std::string& text,
+                                                     const std::string& source) {
+  SPECPLAN_ASSIGN_OR_RETURN(Csv csv,
+                            ParseCsv(text, source, {"num_gpus", "message_size", "latency_ms"}));
+  const auto kernel_col = csv.columns.find("kernel_source");
+  bool any_graph = false;
+  if (kernel_col != csv.columns.end()) {
+    for (const CsvRow& row : csv.rows) {
+      any_graph = any_graph ||
+                  absl::StrContains(absl::AsciiStrToLower(row.fields[kernel_col->second]), "graph");
+    }
+  }
+  AllReduceTable t;
+  t.source_ = source;
+  std::set<std::string> kernels;
+  for (const CsvRow& row : csv.rows) {
+    SPECPLAN_ASSIGN_OR_RETURN(const int64_t gpus, IntField(csv, row, "num_gpus", source));
+    SPECPLAN_ASSIGN_OR_RETURN(const int64_t size, IntField(csv, row, "message_size", source));
+    SPECPLAN_ASSIGN_OR_RETURN(const double sec, LatencyField(csv, row, source));
+    if (gpus < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", row.line, ": num_gpus = ", gpus,
+                                                     ": an all-reduce needs >= 2 GPUs"));
+    }
+    if (any_graph) {
+      const std::string& kernel = row.fields[kernel_col->second];
+      if (!absl::StrContains(absl::AsciiStrToLower(kernel), "graph")) continue;
+    }
+    if (kernel_col != csv.columns.end()) kernels.insert(row.fields[kernel_col->second]);
+    t.by_gpus_[gpus].push_back({size, sec});
+  }
+  size_t repeats = 0;
+  FinishSeries(&t.by_gpus_, &repeats);
+  t.kernel_sources_.assign(kernels.begin(), kernels.end());
+  return t;
+}
+
+std::vector<int64_t> AllReduceTable::GpuCounts() const {
+  std::vector<int64_t> out;
+  for (const auto& [gpus, unused] : by_gpus_) out.push_back(gpus);
+  return out;
+}
+
+absl::StatusOr<AttentionLookup> AllReduceTable::Seconds(int64_t gpus, double elements) const {
+  const auto it = by_gpus_.find(gpus);
+  if (it == by_gpus_.end()) {
+    return absl::NotFoundError(absl::StrCat(source_, ": no rows for num_gpus = ", gpus,
+                                            " (held: ", absl::StrJoin(GpuCounts(), ", "), ")"));
+  }
+  AttentionLookup r;
+  r.seconds = Interpolate(it->second, std::max(elements, 1.0), &r.extrapolated);
+  if (r.extrapolated) {
+    r.why =
+        absl::StrCat(source_, ": message_size ", elements, " over ", gpus,
+                     " GPUs is past the largest measured message_size ", it->second.back().first);
+  }
+  return r;
+}
+
 absl::StatusOr<EngineKernelTables> LoadEngineKernelTables(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -598,6 +784,15 @@ absl::StatusOr<EngineKernelTables> LoadEngineKernelTables(const std::string& dir
     SPECPLAN_ASSIGN_OR_RETURN(auto elementwise, read("elementwise.csv"));
     SPECPLAN_ASSIGN_OR_RETURN(t.elementwise,
                               ElementwiseTable::Parse(elementwise.second, elementwise.first));
+  }
+  if (fs::is_regular_file(folder / "moe.csv", ec)) {
+    SPECPLAN_ASSIGN_OR_RETURN(auto moe, read("moe.csv"));
+    SPECPLAN_ASSIGN_OR_RETURN(t.moe, MoeTable::Parse(moe.second, moe.first));
+  }
+  if (fs::is_regular_file(folder / "allreduce.csv", ec)) {
+    SPECPLAN_ASSIGN_OR_RETURN(auto allreduce, read("allreduce.csv"));
+    SPECPLAN_ASSIGN_OR_RETURN(t.allreduce,
+                              AllReduceTable::Parse(allreduce.second, allreduce.first));
   }
   if (auto text = ReadFileToString((folder / "SOURCE.txt").string()); text.ok()) {
     for (absl::string_view line : absl::StrSplit(*text, '\n')) {

@@ -16,6 +16,14 @@
 //   elementwise.csv           (optional; written by `calibrate --kernels`) kernel_source,op,m,
 //                             width,latency_ms: the memory-bound kernels between the GEMMs and
 //                             attention, one call over m tokens (ElementwiseTable below)
+//   moe.csv                   (optional) kernel_source,moe_dtype,num_tokens,hidden_size,
+//                             inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,
+//                             latency_ms: one whole MoE block of one layer (routing, grouped
+//                             expert GEMMs, combine) over num_tokens tokens, on one GPU holding a
+//                             moe_tp_size x moe_ep_size shard (MoeTable below)
+//   allreduce.csv             (optional) kernel_source,dtype,num_gpus,message_size,latency_ms:
+//                             the engine's custom all-reduce of message_size elements over
+//                             num_gpus GPUs (AllReduceTable below)
 //   SOURCE.txt                (optional) which source files and rows, "device <name>" and
 //                             "dtype <fp32|bf16|...>" (absent: bf16)
 // The tables are read as measured, except that a shape measured more than once keeps the mean of
@@ -215,6 +223,88 @@ class ElementwiseTable {
   double max_change_ = 0;
 };
 
+// One measured MoE block configuration: moe.csv's columns other than num_tokens and latency.
+struct MoeShape {
+  std::string dtype;    // moe_dtype as the table writes it: bfloat16, fp8, fp8_block, w4a16_mxfp4
+  int64_t hidden = 0;   // hidden_size
+  int64_t inter = 0;    // inter_size: one routed expert's intermediate width (whole, not per GPU)
+  int64_t topk = 0;     // experts per token
+  int64_t experts = 0;  // num_experts (routed)
+  int64_t moe_tp = 1;   // moe_tp_size: each expert's width split over this many GPUs
+  int64_t moe_ep = 1;   // moe_ep_size: the experts split over this many GPUs
+  std::string distribution;  // balanced, power_law_1.01, power_law_1.2 (how tokens were routed)
+  bool operator<(const MoeShape& o) const;
+  bool operator==(const MoeShape& o) const { return !(*this < o) && !(o < *this); }
+  // "bfloat16 2048/768 128x8 tp1 ep1 balanced"
+  std::string ToString() const;
+};
+
+// MoE block latencies by shape, along num_tokens (tokens of the whole pass). Each shape's series
+// is sorted by num_tokens (the source files list them in any order), a token count measured
+// more than once keeps the mean of its times (repeats()) unless the times disagree by more than
+// kMoeRepeatTolerance (then Parse refuses the row: two measurements of one point that far apart
+// cannot both be interpolated through), and the series is read as its isotonic fit along
+// num_tokens as the other tables. Seconds(shape, tokens): linear between the measured token
+// counts; below the smallest, the smallest's time; above the largest, the line through the last
+// two points (extrapolated).
+class MoeTable {
+ public:
+  // The largest ratio between two times of one (shape, num_tokens) that Parse averages; the
+  // public tables' repeats (a100_sxm/sglang-0.5.10) agree within 1.6x.
+  static constexpr double kMoeRepeatTolerance = 2.0;
+  // Errors name the file, line and field: a missing column, a latency that is not a finite
+  // number > 0, a size that is not an integer >= 1, or a conflicting repeat of a token count.
+  static absl::StatusOr<MoeTable> Parse(const std::string& csv_text, const std::string& source);
+  // A table of the given series (seconds, any order; repeats averaged, isotonic), for tests and
+  // the leave-one-out check.
+  static MoeTable FromSeries(const std::string& source,
+                             std::map<MoeShape, std::vector<std::pair<int64_t, double>>> series);
+  bool Holds(const MoeShape& shape) const { return by_shape_.count(shape) != 0; }
+  std::vector<MoeShape> Shapes() const;
+  // The series of a held shape as the table reads it: (num_tokens, seconds) ascending.
+  const std::vector<std::pair<int64_t, double>>& Series(const MoeShape& shape) const;
+  // NOT_FOUND naming the shape when it is not held. tokens >= 1.
+  absl::StatusOr<AttentionLookup> Seconds(const MoeShape& shape, double tokens) const;
+  // The kernel_source of a held shape's rows ("" when the file has no such column).
+  std::string KernelSource(const MoeShape& shape) const;
+  const std::string& source() const { return source_; }
+  const std::vector<std::string>& kernel_sources() const { return kernel_sources_; }
+  double max_change() const { return max_change_; }
+  size_t repeats() const { return repeats_; }
+
+ private:
+  std::string source_;
+  std::map<MoeShape, std::vector<std::pair<int64_t, double>>> by_shape_;
+  std::map<MoeShape, std::string> kernel_of_;
+  std::vector<std::string> kernel_sources_;
+  double max_change_ = 0;
+  size_t repeats_ = 0;
+};
+
+// The engine's custom all-reduce by number of GPUs, along message_size (elements; a
+// [tokens x hidden] tensor has tokens * hidden). Where a kernel_source's name contains "graph"
+// (SGLang's and vLLM's CUDA-graph variants beside their eager ones), only those rows are read:
+// the composer assumes CUDA-graph replay. Seconds(gpus, elements) on a measured GPU count:
+// linear between measured sizes; below the smallest, the smallest's time; above the largest, the
+// line through the last two points (extrapolated). Series are isotonic along the size.
+class AllReduceTable {
+ public:
+  static absl::StatusOr<AllReduceTable> Parse(const std::string& csv_text,
+                                              const std::string& source);
+  bool Holds(int64_t gpus) const { return by_gpus_.count(gpus) != 0; }
+  std::vector<int64_t> GpuCounts() const;
+  // NOT_FOUND naming the GPU count (and the held ones) when it was not measured.
+  absl::StatusOr<AttentionLookup> Seconds(int64_t gpus, double elements) const;
+  const std::string& source() const { return source_; }
+  // The kernel sources of the rows read (the graph variants where there are any).
+  const std::vector<std::string>& kernel_sources() const { return kernel_sources_; }
+
+ private:
+  std::string source_;
+  std::map<int64_t, std::vector<std::pair<int64_t, double>>> by_gpus_;
+  std::vector<std::string> kernel_sources_;
+};
+
 // The width (per GPU, as above) at which `model`'s op is timed by `calibrate --kernels` and read
 // by the composer; 0 when the model has no such op (qk_norm outside qwen3-style models).
 int64_t ElementwiseWidth(const ModelSpec& model, const std::string& op);
@@ -234,13 +324,15 @@ struct EngineKernelTables {
   AttentionTable generation;
   std::optional<TreeAttentionTable> tree;       // tree_attention.csv when present
   std::optional<ElementwiseTable> elementwise;  // elementwise.csv when present
+  std::optional<MoeTable> moe;                  // moe.csv when present
+  std::optional<AllReduceTable> allreduce;      // allreduce.csv when present
 };
 
 // Reads the three tables of `dir` (every one required; errors name the file, line and column),
-// tree_attention.csv, elementwise.csv and SOURCE.txt when present, and the data's source and
-// licence from the first README.md or NOTICE found in dir, its parent or its grandparent (a line
-// "Source: `owner/repo`, commit <sha>" and a licence named as "(<Name> License <version>", as
-// data/kernels/README.md has them).
+// tree_attention.csv, elementwise.csv, moe.csv, allreduce.csv and SOURCE.txt when present, and the
+// data's source and licence from the first README.md or NOTICE found in dir, its parent or its
+// grandparent (a line "Source: `owner/repo`, commit <sha>" and a licence named as "(<Name> License
+// <version>", as data/kernels/README.md has them).
 absl::StatusOr<EngineKernelTables> LoadEngineKernelTables(const std::string& dir);
 
 }  // namespace specplan::costmodel

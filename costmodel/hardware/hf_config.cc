@@ -43,7 +43,7 @@ int64_t TokenIdOr(const nlohmann::json& j, const char* key) {
 }
 
 constexpr const char* kDenseTypes[] = {"llama", "mistral", "qwen2", "qwen3", "gpt_neox"};
-constexpr const char* kMoeTypes[] = {"qwen3_moe", "gpt_oss", "mixtral"};
+constexpr const char* kMoeTypes[] = {"qwen3_moe", "glm4_moe", "gpt_oss", "mixtral"};
 
 template <typename List>
 bool OneOf(const std::string& s, const List& list) {
@@ -77,7 +77,7 @@ absl::Status ReadRopeScaling(const nlohmann::json& j, const std::string& field, 
   r = RopeScaling{};
   if (!j.is_object()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, " = ", j.dump(), ": expected an object or null"));
+        absl::StrCat(field, " = ", json_util::Quote(j), ": expected an object or null"));
   }
   std::string type;
   if (Has(j, "rope_type")) {
@@ -122,14 +122,20 @@ absl::Status ReadRopeScaling(const nlohmann::json& j, const std::string& field, 
   return absl::OkStatus();
 }
 
-// The expert fields of a MoE config (transformers' Qwen3MoeConfig, GptOssConfig, MixtralConfig):
-//   qwen3_moe  num_experts, num_experts_per_tok, moe_intermediate_size (every layer sparse:
-//              decoder_sparse_step 1 and mlp_only_layers empty, else unsupported)
-//   gpt_oss    num_local_experts, num_experts_per_tok (or experts_per_token), intermediate_size
-//   mixtral    num_local_experts, num_experts_per_tok, intermediate_size
-// The expert width goes to expert_ffn; intermediate_size (the dense MLP width) is 0.
+// The expert fields of a MoE config (transformers' Qwen3MoeConfig, Glm4MoeConfig, GptOssConfig,
+// MixtralConfig, DeepseekV3Config):
+//   qwen3_moe    num_experts, num_experts_per_tok, moe_intermediate_size (every layer sparse:
+//                decoder_sparse_step 1 and mlp_only_layers empty, else unsupported)
+//   glm4_moe,    n_routed_experts, num_experts_per_tok, moe_intermediate_size, n_shared_experts
+//   deepseek_v3  (shared width = n_shared_experts x moe_intermediate_size; transformers' default
+//                1), first_k_dense_replace (the first layers keep a dense MLP of
+//                intermediate_size; transformers' default 1 for glm4_moe, 3 for deepseek_v3)
+//   gpt_oss      num_local_experts, num_experts_per_tok (or experts_per_token), intermediate_size
+//   mixtral      num_local_experts, num_experts_per_tok, intermediate_size
+// The routed expert width goes to expert_ffn; intermediate_size (the dense MLP width) is 0.
 absl::Status ReadExperts(const nlohmann::json& j, HfConfig* c) {
   const std::string& type = c->model_type;
+  const bool deepseek_style = type == "glm4_moe" || type == "deepseek_v3";
   if (type == "qwen3_moe") {
     SPECPLAN_ASSIGN_OR_RETURN(c->experts, PositiveInt(j, "num_experts"));
     SPECPLAN_ASSIGN_OR_RETURN(c->expert_ffn, PositiveInt(j, "moe_intermediate_size"));
@@ -143,8 +149,35 @@ absl::Status ReadExperts(const nlohmann::json& j, HfConfig* c) {
     if (Has(j, "mlp_only_layers") &&
         !(j["mlp_only_layers"].is_array() && j["mlp_only_layers"].empty())) {
       return absl::InvalidArgumentError(
-          absl::StrCat("mlp_only_layers = ", j["mlp_only_layers"].dump(),
+          absl::StrCat("mlp_only_layers = ", json_util::Quote(j["mlp_only_layers"]),
                        ": unsupported (only every layer MoE, [])"));
+    }
+  } else if (deepseek_style) {
+    SPECPLAN_ASSIGN_OR_RETURN(c->experts, PositiveInt(j, "n_routed_experts"));
+    SPECPLAN_ASSIGN_OR_RETURN(c->expert_ffn, PositiveInt(j, "moe_intermediate_size"));
+    SPECPLAN_ASSIGN_OR_RETURN(const int64_t shared, IntOr(j, "n_shared_experts", 1));
+    if (shared < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("n_shared_experts = ", shared, ": must be >= 0"));
+    }
+    c->shared_expert_ffn = shared * c->expert_ffn;
+    SPECPLAN_ASSIGN_OR_RETURN(c->dense_layers,
+                              IntOr(j, "first_k_dense_replace", type == "glm4_moe" ? 1 : 3));
+    if (c->dense_layers < 0 || (c->num_layers > 0 && c->dense_layers >= c->num_layers)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("first_k_dense_replace = ", c->dense_layers,
+                       ": must be in [0, num_hidden_layers = ", c->num_layers, ")"));
+    }
+    if (c->dense_layers > 0) {
+      SPECPLAN_ASSIGN_OR_RETURN(c->dense_ffn, PositiveInt(j, "intermediate_size"));
+    }
+    if (Has(j, "moe_layer_freq")) {
+      SPECPLAN_ASSIGN_OR_RETURN(const int64_t freq, ju::GetInt(j, "moe_layer_freq"));
+      if (freq != 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("moe_layer_freq = ", freq,
+                         ": unsupported (only every layer after the dense ones MoE)"));
+      }
     }
   } else {
     SPECPLAN_ASSIGN_OR_RETURN(c->experts, PositiveInt(j, "num_local_experts"));
@@ -161,6 +194,23 @@ absl::Status ReadExperts(const nlohmann::json& j, HfConfig* c) {
   return absl::OkStatus();
 }
 
+// deepseek_v3 (DeepSeek-V3/R1) and kimi_k2 (Kimi-K2, the same architecture) attend with
+// multi-head latent attention.
+bool IsMlaType(const std::string& t) { return t == "deepseek_v3" || t == "kimi_k2"; }
+
+// The named refusal of MLA attention: the kernel tables hold none, and pricing it as GQA would
+// misstate both its KV cache (a latent of kv_lora_rank + qk_rope_head_dim per token) and its FLOPs.
+absl::Status MlaRefusal(const nlohmann::json& j, const std::string& type) {
+  std::string key = absl::StrCat("model_type = \"", type, "\"");
+  if (Has(j, "kv_lora_rank") && j["kv_lora_rank"].is_number_integer()) {
+    key = absl::StrCat("kv_lora_rank = ", j["kv_lora_rank"].get<int64_t>());
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      key, ": MLA attention (multi-head latent attention, ", type,
+      ") is not priced: the engines' kernel tables hold no MLA attention and the roofline models "
+      "GQA only, which would misstate its KV cache and FLOPs (the MoE FFN itself is read)"));
+}
+
 // Norms, RoPE, biases and activation, with each family's transformers defaults.
 absl::Status ReadLayerDetails(const nlohmann::json& j, HfConfig* c) {
   const std::string& t = c->model_type;
@@ -173,6 +223,9 @@ absl::Status ReadLayerDetails(const nlohmann::json& j, HfConfig* c) {
     SPECPLAN_ASSIGN_OR_RETURN(c->norm_eps, NumberOr(j, "rms_norm_eps", 1e-6));
     SPECPLAN_ASSIGN_OR_RETURN(c->rope_theta, NumberOr(j, "rope_theta", 10000.0));
     c->qk_norm = t == "qwen3" || t == "qwen3_moe";
+    if (t == "glm4_moe") {
+      SPECPLAN_ASSIGN_OR_RETURN(c->qk_norm, BoolOr(j, "use_qk_norm", false));
+    }
     // Qwen2 hard-codes bias on q/k/v; the others read attention_bias (default false).
     SPECPLAN_ASSIGN_OR_RETURN(c->attention_bias, BoolOr(j, "attention_bias", t == "qwen2"));
     c->attention_out_bias = t == "qwen2" ? false : c->attention_bias;
@@ -263,10 +316,12 @@ absl::StatusOr<HfConfig> HfConfigFromJson(const nlohmann::json& j, const std::st
   SPECPLAN_ASSIGN_OR_RETURN(c.model_type, ju::GetString(j, "model_type"));
   const std::string& t = c.model_type;
   const bool moe = OneOf(t, kMoeTypes);
+  if (IsMlaType(t)) return MlaRefusal(j, t);
   if (!OneOf(t, kDenseTypes) && !moe) {
     return absl::InvalidArgumentError(
         absl::StrCat("model_type = \"", t, "\": unsupported (", absl::StrJoin(kDenseTypes, ", "),
-                     "; the cost model also reads ", absl::StrJoin(kMoeTypes, ", "), ")"));
+                     "; the cost model also reads ", absl::StrJoin(kMoeTypes, ", "),
+                     "; deepseek_v3 and kimi_k2 are refused for their MLA attention)"));
   }
   if (moe) {
     Unsupported(&c, absl::StrCat("model_type = \"", t,
@@ -309,6 +364,21 @@ absl::StatusOr<HfConfig> HfConfigFromJson(const nlohmann::json& j, const std::st
   return c;
 }
 
+absl::StatusOr<HfConfig> HfMoeFieldsFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("config: expected a JSON object");
+  HfConfig c;
+  SPECPLAN_ASSIGN_OR_RETURN(c.model_type, ju::GetString(j, "model_type"));
+  if (!OneOf(c.model_type, kMoeTypes) && !IsMlaType(c.model_type)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model_type = \"", c.model_type, "\": not a mixture of experts (",
+                     absl::StrJoin(kMoeTypes, ", "), ", deepseek_v3, kimi_k2)"));
+  }
+  if (c.model_type == "kimi_k2") c.model_type = "deepseek_v3";
+  SPECPLAN_ASSIGN_OR_RETURN(c.num_layers, PositiveInt(j, "num_hidden_layers"));
+  SPECPLAN_RETURN_IF_ERROR(ReadExperts(j, &c));
+  return c;
+}
+
 absl::StatusOr<HfConfig> HfConfigFromFile(const std::string& path) {
   std::filesystem::path p(path);
   if (std::filesystem::is_directory(p)) p /= "config.json";
@@ -334,6 +404,9 @@ ModelSpec ToModelSpec(const HfConfig& c) {
   m.experts = c.experts;
   m.experts_active = c.experts_active;
   m.expert_ffn = c.expert_ffn;
+  m.shared_expert_ffn = c.shared_expert_ffn;
+  m.dense_layers = c.dense_layers;
+  m.dense_ffn = c.dense_ffn;
   return m;
 }
 

@@ -4,7 +4,10 @@
 // and the built-in registry (costmodel/hardware/model_registry.h) stores its models as HfConfigs.
 //
 // Supported model_type values: llama, mistral, qwen2, qwen3, gpt_neox (dense: the runtime runs
-// them), and qwen3_moe, gpt_oss, mixtral (mixture of experts: the cost model only).
+// them), and qwen3_moe, glm4_moe, gpt_oss, mixtral (mixture of experts: the cost model only).
+// deepseek_v3's FFN (routed and shared experts, first_k_dense_replace) is read by
+// HfMoeFieldsFromJson, but a deepseek_v3 config is refused as a whole: its attention is
+// multi-head latent attention (MLA), which no kernel table holds and the roofline does not price.
 #ifndef SPECPLAN_COSTMODEL_HF_CONFIG_H_
 #define SPECPLAN_COSTMODEL_HF_CONFIG_H_
 
@@ -69,6 +72,9 @@ struct HfConfig {
   int64_t experts = 0;
   int64_t experts_active = 0;
   int64_t expert_ffn = 0;
+  int64_t shared_expert_ffn = 0;  // n_shared_experts x moe_intermediate_size (glm4_moe, deepseek)
+  int64_t dense_layers = 0;       // first_k_dense_replace: the first layers have a dense MLP
+  int64_t dense_ffn = 0;          // their width (intermediate_size); 0 when dense_layers = 0
 
   // The first thing in the config the runtime cannot execute, as an error message that names the
   // key ("model_type = \"mixtral\": ...", "rope_scaling.rope_type = \"yarn\": unsupported ...",
@@ -89,6 +95,10 @@ absl::Status ValidateHfConfig(const HfConfig& config);
 // "model_type = \"gpt2\": unsupported (...)", "hidden_size: missing",
 // "rope_scaling.low_freq_factor: missing".
 absl::StatusOr<HfConfig> HfConfigFromJson(const nlohmann::json& config, const std::string& name);
+// The expert fields alone (experts, experts_active, expert_ffn, shared_expert_ffn, dense_layers,
+// dense_ffn, model_type) of a MoE config of type qwen3_moe, glm4_moe, gpt_oss, mixtral or
+// deepseek_v3 (whose attention HfConfigFromJson refuses). Errors name the key and value.
+absl::StatusOr<HfConfig> HfMoeFieldsFromJson(const nlohmann::json& config);
 // Reads DIR/config.json (or a path to the json file itself); errors are prefixed with the path.
 // The config's name is its directory.
 absl::StatusOr<HfConfig> HfConfigFromFile(const std::string& path);

@@ -68,7 +68,7 @@ HfConfig NeoX(int64_t L, int64_t h, int64_t heads, int64_t ffn, int64_t V) {
 }
 
 // Every layer a router over E gated experts of width he, k per token; no dense MLP, no shared
-// expert, untied embeddings (all five MoE models).
+// expert, untied embeddings (the Qwen3, gpt-oss and Mixtral MoE models).
 HfConfig Moe(const char* type, int64_t L, int64_t h, int64_t nq, int64_t nkv, int64_t d, int64_t E,
              int64_t k, int64_t he, int64_t V) {
   HfConfig c = Gated(type, L, h, nq, nkv, d, 0, V, false);
@@ -84,6 +84,24 @@ HfConfig Moe(const char* type, int64_t L, int64_t h, int64_t nq, int64_t nkv, in
 HfConfig GptOss(HfConfig c) {
   c.rope_theta = 150000;
   c.rope_scaling.type = RopeScalingType::kUnsupported;
+  c.norm_eps = 1e-5;
+  c.max_position_embeddings = 131072;
+  return c;
+}
+
+// GLM-4.5 family (glm4_moe): a router over E experts of width he with one shared expert of the
+// same width, the first `dense` layers a dense MLP of width ffn; attention_bias true,
+// partial_rotary_factor 0.5, rope_theta 1e6, rms_norm_eps 1e-5, max_position_embeddings 131072.
+HfConfig Glm45(int64_t L, int64_t h, int64_t nq, int64_t nkv, int64_t d, int64_t E, int64_t k,
+               int64_t he, int64_t dense, int64_t ffn, bool qk_norm) {
+  HfConfig c = Moe("glm4_moe", L, h, nq, nkv, d, E, k, he, 151552);
+  c.shared_expert_ffn = he;
+  c.dense_layers = dense;
+  c.dense_ffn = ffn;
+  c.attention_bias = c.attention_out_bias = true;
+  c.qk_norm = qk_norm;
+  c.rotary_pct = 0.5;
+  c.rope_theta = 1e6;
   c.norm_eps = 1e-5;
   c.max_position_embeddings = 131072;
   return c;
@@ -114,11 +132,18 @@ HfConfig Mixtral(HfConfig c) {
 //   mistralai/Mixtral-8x7B-v0.1: 32 layers, hidden 4096, 32/8 heads (head_dim 128),
 //     num_local_experts 8, num_experts_per_tok 2, intermediate_size 14336 (per expert), vocab
 //     32000.
+//   zai-org/GLM-4.5-Air: 46 layers, hidden 4096, 96/8 heads, head_dim 128, n_routed_experts 128,
+//     num_experts_per_tok 8, moe_intermediate_size 1408, n_shared_experts 1,
+//     first_k_dense_replace 1, intermediate_size 10944, vocab 151552, use_qk_norm false.
+//   zai-org/GLM-4.5: 92 layers, hidden 5120, 96/8 heads, head_dim 128, n_routed_experts 160,
+//     num_experts_per_tok 8, moe_intermediate_size 1536, n_shared_experts 1,
+//     first_k_dense_replace 3, intermediate_size 12288, vocab 151552, use_qk_norm true.
+//   (Their MTP layer, num_nextn_predict_layers 1, is a drafter, not part of the target.)
 // Parameter counts from these (ModelSpec::ParameterCount): 30.5B, 235.1B, 20.9B, 116.8B, 46.7B,
-// matching the published totals. Not modelled by the cost model: gpt-oss's MXFP4 expert weights
-// (every weight is costed at the spec's dtype, bf16 by default) and its 128-token sliding window on
-// alternate layers (every layer is costed as full attention over c), so gpt-oss estimates are
-// upper bounds.
+// 106.9B, 352.8B, matching the published totals (GLM's 106B and 355B include the MTP layer). Not
+// modelled by the cost model: gpt-oss's MXFP4 expert weights (every weight is costed at the spec's
+// dtype, bf16 by default) and its 128-token sliding window on alternate layers (every layer is
+// costed as full attention over c), so gpt-oss estimates are upper bounds.
 const std::vector<BuiltinModel>& Builtins() {
   static const std::vector<BuiltinModel> kModels = {
       {"qwen3-0.6b", Qwen3(Gated("qwen3", 28, 1024, 16, 8, 128, 3072, 151936, true))},
@@ -138,6 +163,8 @@ const std::vector<BuiltinModel>& Builtins() {
       {"gpt-oss-20b", GptOss(Moe("gpt_oss", 24, 2880, 64, 8, 64, 32, 4, 2880, 201088))},
       {"gpt-oss-120b", GptOss(Moe("gpt_oss", 36, 2880, 64, 8, 64, 128, 4, 2880, 201088))},
       {"mixtral-8x7b", Mixtral(Moe("mixtral", 32, 4096, 32, 8, 128, 8, 2, 14336, 32000))},
+      {"glm-4.5-air", Glm45(46, 4096, 96, 8, 128, 128, 8, 1408, 1, 10944, false)},
+      {"glm-4.5", Glm45(92, 5120, 96, 8, 128, 160, 8, 1536, 3, 12288, true)},
   };
   return kModels;
 }

@@ -49,6 +49,10 @@ int64_t ModelSpec::ParameterCount() const {
                                      3 * hidden * shared_expert_ffn + hidden * experts  // router
                                : (gated_mlp ? 3 : 2) * hidden * ffn;
   const int64_t emb = (tied_embeddings ? 1 : 2) * vocab * hidden;
+  if (is_moe() && dense_layers > 0) {  // the first dense_layers have a dense MLP instead
+    return layers * attn + (layers - dense_layers) * mlp + dense_layers * 3 * hidden * dense_ffn +
+           emb;
+  }
   return layers * (attn + mlp) + emb;
 }
 
@@ -94,6 +98,14 @@ absl::Status ValidateExperts(const ModelSpec& m) {
                             "); the expert width is expert_ffn"));
   }
   if (!m.gated_mlp) return bad("gated_mlp", "false", "MoE experts are gated (SwiGLU) MLPs");
+  if (m.dense_layers < 0 || m.dense_layers >= m.layers) {
+    return bad("dense_layers", m.dense_layers,
+               absl::StrCat("must be in [0, layers = ", m.layers, ")"));
+  }
+  if ((m.dense_layers > 0) != (m.dense_ffn > 0) || m.dense_ffn < 0) {
+    return bad("dense_ffn", m.dense_ffn,
+               absl::StrCat("must be > 0 exactly when dense_layers = ", m.dense_layers, " > 0"));
+  }
   if (!std::isfinite(m.routing_skew) || m.routing_skew < 0 || m.routing_skew > 16) {
     return bad("routing_skew", m.routing_skew, "must be in [0, 16] (0 = uniform routing)");
   }
@@ -128,10 +140,13 @@ absl::Status ValidateModelSpec(const ModelSpec& m) {
                                            static_cast<double>(m.shared_expert_ffn)) +
                                       h * static_cast<double>(m.experts)
                                 : (m.gated_mlp ? 3 : 2) * h * static_cast<double>(m.ffn);
+  const double dense_mlp =
+      m.is_moe() ? 3 * h * static_cast<double>(m.dense_ffn) * static_cast<double>(m.dense_layers)
+                 : 0;
   const double params =
       static_cast<double>(m.layers) * (2 * h * (static_cast<double>(m.n_q) * m.head_dim) +
                                        2 * h * (static_cast<double>(m.n_kv) * m.head_dim) + mlp) +
-      (m.tied_embeddings ? 1 : 2) * static_cast<double>(m.vocab) * h;
+      dense_mlp + (m.tied_embeddings ? 1 : 2) * static_cast<double>(m.vocab) * h;
   if (!(params <= kMaxParameters)) {
     return absl::InvalidArgumentError(
         absl::StrCat("parameters = ", params, ": must be <= ", kMaxParameters,
@@ -159,6 +174,10 @@ nlohmann::json ModelSpecToJson(const ModelSpec& m) {
     j["expert_ffn"] = m.expert_ffn;
     j["shared_expert_ffn"] = m.shared_expert_ffn;
     j["routing_skew"] = m.routing_skew;
+    if (m.dense_layers > 0) {
+      j["dense_layers"] = m.dense_layers;
+      j["dense_ffn"] = m.dense_ffn;
+    }
   }
   if (m.tp != 1) j["tp"] = m.tp;
   return j;
@@ -183,6 +202,8 @@ absl::StatusOr<ModelSpec> ModelSpecFromJson(const nlohmann::json& j) {
                             {"experts_active", &m.experts_active},
                             {"expert_ffn", &m.expert_ffn},
                             {"shared_expert_ffn", &m.shared_expert_ffn},
+                            {"dense_layers", &m.dense_layers},
+                            {"dense_ffn", &m.dense_ffn},
                             {"tp", &m.tp}}) {
     if (j.is_object() && j.contains(key)) {
       SPECPLAN_ASSIGN_OR_RETURN(*field, json_util::GetInt(j, key, p));

@@ -40,6 +40,13 @@ struct ModelSpec {
   int64_t experts_active = 0;     // [k] routed experts per token (top-k), 1 <= k <= E
   int64_t expert_ffn = 0;         // [h_e] intermediate width of one routed expert
   int64_t shared_expert_ffn = 0;  // [h_sh] summed width of the shared experts; 0 = none
+  // The first dense_layers of the L layers keep a dense gated MLP of width dense_ffn instead of
+  // the experts (HF first_k_dense_replace: GLM-4.5, DeepSeek-V3); 0 = every layer is MoE. MoE
+  // models only: a dense model ignores both (and they are not written for it). The roofline
+  // (costmodel/latency/roofline.h) prices every layer as MoE; the composer
+  // (costmodel/compose/compose.h) and ParameterCount() price these layers as dense.
+  int64_t dense_layers = 0;  // [L_d] 0 <= L_d < L
+  int64_t dense_ffn = 0;     // [h_d] > 0 iff dense_layers > 0
   // Zipf exponent alpha of expert popularity (roofline.h ExpectedDistinctExperts): expert i
   // (1-based) is chosen by a token with probability min(1, k * i^-alpha / sum_j j^-alpha);
   // 0 = uniform routing. A measured figure for the deployment's traffic, not a config value.
