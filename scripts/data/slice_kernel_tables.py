@@ -44,6 +44,8 @@ MOE_MODELS = {
     "gpt-oss-20b": (24, 2880, 64, 8, 64, 32, [], 201088, (1, 2)),
     "glm-4.5-air": (46, 4096, 96, 8, 128, 128, [1408, 10944], 151552, (2, 4, 8)),
 }
+# The MLP width one token activates (top-k x expert width + shared experts), by hidden size.
+ACTIVE_FFN = {2048: 8 * 768, 2880: 4 * 2880, 4096: 8 * 1408 + 1408}
 # moe.csv (moe_dtype, hidden_size, inter_size, topk, num_experts) the MoE models read: Qwen3-30B-A3B,
 # GPT-OSS-20B (MXFP4 experts, the only form measured), GLM-4.5-Air's nearest measured shape
 # (4096/1536, 128 experts top-8; its own 4096/1408 is not in the tables).
@@ -99,6 +101,15 @@ def gemm_shapes():
                 yield (2 * f // tp, h)
                 yield (h, f // tp)
             yield (vocab // tp, h)  # LM head
+            # The EAGLE-3 head composed beside a MoE target (costmodel/step/drafter_arch.h): one
+            # dense layer whose MLP is as wide as the experts a token activates (k x expert width,
+            # plus the shared experts), its fc, wide QKV and draft LM head.
+            f = ACTIVE_FFN[h]
+            yield (2 * f // tp, h)
+            yield (h, f // tp)
+            yield (h, 3 * h)
+            yield (q + 2 * kv, 2 * h)
+            yield (EAGLE3_DRAFT_VOCAB // tp, h)
 
 
 def heads():

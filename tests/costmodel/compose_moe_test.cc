@@ -16,6 +16,8 @@
 #include "costmodel/compose/compose.h"
 #include "costmodel/compose/kernel_tables.h"
 #include "costmodel/hardware/model_registry.h"
+#include "costmodel/profile/calib_dir.h"
+#include "costmodel/profile/profile_json.h"
 #include "tests/costmodel/scratch_engine_folder.h"
 #include "tests/paths/test_paths.h"
 #include "util/file.h"
@@ -294,6 +296,46 @@ TEST(ComposeMoeShipped, LeaveOneOutOverTokensWithinFivePercentMedian) {
               << 100 * median << " %\n";
     EXPECT_LT(median, 0.05);
   }
+}
+
+// The shipped MoE profiles (calib/h100-sxm/, README) are what the composer makes of the shipped
+// tables, with the EAGLE-3 head composed beside each target.
+TEST(ComposeMoeShipped, ShippedMoeProfilesAreTheComposersOutput) {
+  const std::string root = ::specplan::test_paths::SourceDir();
+  const std::pair<const char*, int64_t> targets[] = {
+      {"qwen3-30b-a3b", 1}, {"qwen3-30b-a3b", 2}, {"gpt-oss-20b", 1}, {"glm-4.5-air", 4}};
+  int checked = 0;
+  for (const char* engine : {"sglang-0.5.14", "vllm-0.24.0", "trtllm-1.3.0rc20"}) {
+    auto tables = LoadEngineKernelTables(root + "/data/kernels/h100_sxm/" + engine);
+    ASSERT_TRUE(tables.ok()) << tables.status();
+    for (const auto& [model, tp] : targets) {
+      const std::string path = BundledProfilePath(root + "/calib", "h100-sxm", model,
+                                                  DType::kBFloat16, tp, tables->engine);
+      SCOPED_TRACE(path);
+      auto shipped = LoadProfile(path);
+      ASSERT_TRUE(shipped.ok()) << shipped.status();
+      ComposeOptions o;
+      o.tp = tp;
+      o.drafters = {"eagle3"};
+      auto fresh = ComposeProfile(*tables, model, o);
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      EXPECT_EQ(shipped->provenance, fresh->provenance);
+      EXPECT_EQ(shipped->notes, fresh->notes);
+      ASSERT_EQ(shipped->table->b_grid, fresh->table->b_grid);
+      for (size_t b = 0; b < fresh->table->batch_seconds.size(); ++b) {
+        for (size_t c = 0; c < fresh->table->batch_seconds[b].size(); ++c) {
+          for (size_t s = 0; s < fresh->table->batch_seconds[b][c].size(); ++s) {
+            ASSERT_NEAR(shipped->table->batch_seconds[b][c][s],
+                        fresh->table->batch_seconds[b][c][s],
+                        1e-9 * fresh->table->batch_seconds[b][c][s]);
+          }
+        }
+      }
+      ASSERT_EQ(shipped->drafters.count("eagle3"), 1u);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 12);
 }
 
 }  // namespace
