@@ -4,8 +4,10 @@
 // --out-dir DIR/<gpu>/ <model>-<dtype>@<engine>.json each. Every profile is composed before any
 // file is written, so bad input writes nothing, and nothing is written into the shipped profiles
 // directory (calib/) unless --force (util/shipped_dir.h).
+#include <filesystem>
 #include <iostream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -38,6 +40,7 @@ struct ComposeArgs {
   bool kernels_only = false;
   bool quiet = false;
   bool force = false;  // --force: write into the shipped profiles directory
+  bool mkdir = false;  // --mkdir: create --out's parent or --out-dir when missing
 };
 
 // The operation's field names in this command's flags ("out_file /x.json: ..." -> "--out /x.json:
@@ -77,6 +80,14 @@ int RunCompose(const ComposeArgs& a) {
   req.out_dir = a.out_dir;
   req.protected_dirs = ShippedCalibDirs(costmodel::DefaultCalibDir());
   req.force = a.force;
+  // The writers' convention (cli/command_util.h OutputFlags): a missing directory needs --mkdir.
+  if (!a.out.empty() && Failed(me, CheckOutputPath("--out", a.out, {a.force, a.mkdir}))) return 1;
+  if (std::error_code ec;
+      !a.out_dir.empty() && !a.mkdir && !std::filesystem::is_directory(a.out_dir, ec)) {
+    std::cerr << me << "--out-dir " << a.out_dir
+              << ": not an existing directory (pass --mkdir to create it)\n";
+    return 1;
+  }
   // Every profile composed and every path checked before anything is written.
   absl::StatusOr<ops::ComposeResult> r = ops::Compose(req);
   if (r.ok()) {
@@ -152,4 +163,5 @@ void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
   AddForceFlag(cmd, &a->force);
 }
 
+  AddMkdirFlag(cmd, &a->mkdir);
 }  // namespace specplan::cli

@@ -59,6 +59,7 @@ struct WhatIfArgs : CostFlags, ReplayFlags {
   std::string plot;
   std::string server;
   std::string concurrency;  // --concurrency LIST; empty: the budget sweep
+  OutputFlags output;  // --force, --mkdir for --plot
   bool best_fixed = false;
   bool best_chain = false;
   AcceptanceFlags acceptance;       // --acceptance: chains over the user's acceptance
@@ -268,6 +269,8 @@ int RunWhatIf(const WhatIfArgs& a) {
   }
   auto budgets = whatif::ParseBudgetList(a.budgets);
   if (Failed(kCmd, budgets.status(), "--budgets ")) return 1;
+  // The --plot path first: nothing runs (or is written) for a path the command would refuse.
+  if (!a.plot.empty() && Failed(kCmd, CheckOutputPath("--plot", a.plot, a.output))) return 1;
   auto strategies = whatif::ParseStrategyList(a.strategies);
   if (Failed(kCmd, strategies.status(), "--strategies ")) return 1;
   auto parsed = a.Parse(a.t_draft_ms);
@@ -328,7 +331,7 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                      "Marginals drafter network time, ms (per step for ar, per block otherwise)");
   cmd->add_option("--policy-forward-ms", args->policy_forward_ms,
                   "Drafter time per forward (tree level) for dynatree/fixed/linear, ms")
-      ->check(CLI::NonNegativeNumber);
+      ->check(MsRange());
   cmd->add_option("--fixed-depth", args->fixed_depth, "fixed D: maximum depth")
       ->check(CLI::Range(1, 8191))
       ->capture_default_str();
@@ -337,7 +340,7 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--fixed-tau", args->fixed_tau,
                   "fixed tau: minimum draft prob of a kept candidate")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(FiniteRange(0, 1))
       ->capture_default_str();
   AddJsonFlag(cmd, &args->json, " instead of the table");
   cmd->add_flag("--per-step", args->per_step, "JSON: add every row's per-step results");
@@ -368,6 +371,7 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--best-fixed", args->best_fixed,
                 "With --concurrency: add a best-fixed row per B, the static budget (of 1, 2, 3, "
                 "4, 6, 8, ... up to --n-max, or none) with the highest throughput at that B, "
+  AddOutputFlags(cmd, &args->output);
                 "chosen in hindsight: the best a per-batch-size table could do");
   cmd->add_flag("--best-chain", args->best_chain,
                 "With --concurrency: add a best-chain row per B, the top-1 chain length K (1 .. "

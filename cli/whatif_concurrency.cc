@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/numbers.h"
 #include "cli/command_util.h"
 #include "cli/cost_flags.h"
 #include "plot/chart.h"
@@ -92,7 +95,7 @@ void PrintWhatIfText(const ops::WhatIfSource& source, const std::string& table,
 }
 
 int RunWhatIfConcurrency(const ops::WhatIfConcurrencyRequest& given, bool json,
-                         const std::string& plot) {
+                         const std::string& plot, const OutputFlags& output) {
   ops::WhatIfConcurrencyRequest req = given;
   if (isatty(STDERR_FILENO) && req.batch_sizes.size() > 1 && !req.recorded) {
     req.progress = [](int done, int total) {

@@ -32,6 +32,7 @@
 #include "ops/compose_op.h"
 #include "ops/cost_request.h"
 #include "ops/estimate.h"
+#include "ops/validate.h"
 #include "planner/policies/best_first.h"
 #include "record.h"
 
@@ -266,13 +267,9 @@ PyCost CostOfProfile(const costmodel::Profile& p, const std::string& latency_mod
   return c;
 }
 
-void CheckShape(int64_t s, int64_t c, int64_t b) {
-  if (s < 1) ThrowInvalid(absl::StrCat("s = ", s, ": must be >= 1 (tokens verified per sequence)"));
-  if (c < 0) ThrowInvalid(absl::StrCat("c = ", c, ": must be >= 0 (cached tokens)"));
-  if (b < 1 || b > (int64_t{1} << 16)) {
-    ThrowInvalid(absl::StrCat("b = ", b, ": must be in [1, 65536] (sequences in the pass)"));
-  }
-}
+// The operations' bounds (ops::CheckPassShape, as estimate() checks them): s in [1, 2^20],
+// c in [0, 2^24], b in [1, 65536].
+void CheckShape(int64_t s, int64_t c, int64_t b) { ThrowIfError(ops::CheckPassShape(s, c, b)); }
 
 double PassSeconds(const PyCost& cost, int64_t b, int64_t s, int64_t c) {
   if (b == 1) return cost.model->VerifySeconds(s, c);

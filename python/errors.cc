@@ -7,6 +7,7 @@
 //   FAILED_PRECONDITION             -> FailedPreconditionError(Error, RuntimeError)
 //   UNIMPLEMENTED                   -> UnimplementedError(Error, NotImplementedError)
 //   RESOURCE_EXHAUSTED              -> ResourceExhaustedError(Error, RuntimeError)
+//   PERMISSION_DENIED               -> PermissionDeniedError(Error, PermissionError)
 //   anything else                   -> InternalError(Error, RuntimeError)
 // The message is the Status message, which names the field and value
 // ("probs[2][0] = 1.3: must be in [0, 1]"); the exception's `code` attribute is the code's name.
@@ -14,6 +15,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include <string_view>
 #include "absl/strings/str_cat.h"
 #include "common.h"
 
@@ -41,6 +43,17 @@ py::handle MakeType(py::module_& m, const char* name, py::tuple bases, const cha
 
 void RegisterErrors(py::module_& m) {
   py::module_ builtins = py::module_::import("builtins");
+// Raises `cls` with `message` decoded as UTF-8, bytes that are not UTF-8 backslash-escaped
+// (PyErr_SetString would raise a UnicodeDecodeError instead).
+[[noreturn]] void SetError(py::handle cls, std::string_view message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+                                        "backslashreplace");
+  if (text == nullptr) throw py::error_already_set();
+  PyErr_SetObject(cls.ptr(), text);
+  Py_DECREF(text);
+  throw py::error_already_set();
+}
+
   g_errors.error = MakeType(m, "Error", py::make_tuple(builtins.attr("Exception")), "UNKNOWN",
                             "Base class of every error specplan raises.");
   auto sub = [&](const char* name, const char* builtin, const char* code, const char* doc) {
@@ -65,6 +78,9 @@ void RegisterErrors(py::module_& m) {
                           "Any other failure reported by the C++ library.");
 }
 
+  g_errors.denied = sub("PermissionDeniedError", "PermissionError", "PERMISSION_DENIED",
+                        "A file the call reads may not be read (the message names the path and "
+                        "the OS's reason). Also a PermissionError.");
 void ThrowStatus(const absl::Status& status) {
   // The table at the top of this file; any other code is an InternalError.
   const std::pair<absl::StatusCode, py::handle> classes[] = {
@@ -73,24 +89,18 @@ void ThrowStatus(const absl::Status& status) {
       {absl::StatusCode::kNotFound, g_errors.not_found},
       {absl::StatusCode::kFailedPrecondition, g_errors.precondition},
       {absl::StatusCode::kUnimplemented, g_errors.unimplemented},
-      {absl::StatusCode::kResourceExhausted, g_errors.exhausted}};
+      {absl::StatusCode::kResourceExhausted, g_errors.exhausted},
+      {absl::StatusCode::kPermissionDenied, g_errors.denied}};
   py::handle cls = g_errors.internal;
   for (const auto& [code, type] : classes) {
     if (code == status.code()) cls = type;
   }
-  PyErr_SetString(cls.ptr(), std::string(status.message()).c_str());
-  throw py::error_already_set();
+  SetError(cls, std::string_view(status.message().data(), status.message().size()));
 }
 
-void ThrowInvalid(const std::string& message) {
-  PyErr_SetString(g_errors.invalid.ptr(), message.c_str());
-  throw py::error_already_set();
-}
+void ThrowInvalid(const std::string& message) { SetError(g_errors.invalid, message); }
 
-void ThrowType(const std::string& message) {
-  PyErr_SetString(g_errors.type.ptr(), message.c_str());
-  throw py::error_already_set();
-}
+void ThrowType(const std::string& message) { SetError(g_errors.type, message); }
 
 void ThrowWrongType(const std::string& arg, py::handle obj, const std::string& expected) {
   ThrowType(absl::StrCat(arg, ": got ",

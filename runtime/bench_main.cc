@@ -47,6 +47,7 @@
 #include "runtime/trace_recorder.h"
 #include "util/check.h"
 #include "util/clock.h"
+#include "util/json_util.h"
 #include "util/lines.h"
 #include "util/percentile.h"
 #include "util/status_macros.h"
@@ -63,8 +64,10 @@ absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(
   std::vector<size_t> text_index;
   absl::Status read = ForEachNonBlankLine(path, [&](std::string_view line, size_t lineno) {
     const std::string where = absl::StrCat(path, ":", lineno, ": ");
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    absl::StatusOr<nlohmann::json> parsed = json_util::ParseJson(line, path, lineno);
+    if (!parsed.ok()) return parsed.status();
+    nlohmann::json j = *std::move(parsed);
+    if (!j.is_object()) {
       return absl::InvalidArgumentError(
           where + "expected a JSON object {\"ids\": [int, ...]} or {\"text\": \"...\"}");
     }
@@ -90,7 +93,7 @@ absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(
     for (size_t i = 0; i < j["ids"].size(); ++i) {
       const auto& v = j["ids"][i];
       if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "ids[", i, "] = ", v.dump(),
+        return absl::InvalidArgumentError(absl::StrCat(where, "ids[", i, "] = ", json_util::Quote(v),
                                                        ": must be an integer in [0, ", vocab, ")"));
       }
       ids.push_back(static_cast<planner::TokenId>(v.get<int64_t>()));  // < vocab: fits

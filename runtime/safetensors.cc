@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "util/atomic_file.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::runtime {
@@ -126,9 +127,10 @@ absl::StatusOr<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::Op
     files.push_back(path);
   } else if (fs::exists(fs::path(path) / "model.safetensors.index.json")) {
     const std::string index = (fs::path(path) / "model.safetensors.index.json").string();
-    std::ifstream in(index);
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    absl::StatusOr<nlohmann::json> parsed = json_util::ReadJsonFile(index);
+    if (!parsed.ok()) return parsed.status();
+    nlohmann::json j = *std::move(parsed);
+    if (!j.is_object()) {
       return absl::InvalidArgumentError(absl::StrCat(index, ": not a JSON object"));
     }
     if (!j.contains("weight_map") || !j["weight_map"].is_object()) {
@@ -139,7 +141,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::Op
     for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
       if (!it.value().is_string()) {
         return absl::InvalidArgumentError(absl::StrCat(index, ": weight_map[\"", it.key(),
-                                                       "\"] = ", it.value().dump(),
+                                                       "\"] = ", json_util::Quote(it.value()),
                                                        ": expected a file name"));
       }
       const std::string shard = it.value().get<std::string>();

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "util/json_util.h"
 
 namespace specplan::runtime {
 namespace {
@@ -29,10 +30,10 @@ int64_t SafetensorsElementSize(const std::string& dtype) {
 absl::StatusOr<std::vector<SafetensorsEntry>> ParseSafetensorsHeader(std::string_view header_json,
                                                                      int64_t data_size,
                                                                      const std::string& where) {
-  nlohmann::json j = nlohmann::json::parse(header_json, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": header: not valid JSON"));
-  }
+  absl::StatusOr<nlohmann::json> parsed =
+      json_util::ParseJson(header_json, absl::StrCat(where, ": header"));
+  if (!parsed.ok()) return parsed.status();  // "<where>: header:1:5: not valid JSON: ..."
+  nlohmann::json j = *std::move(parsed);
   if (!j.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": header: expected a JSON object"));
   }
@@ -60,13 +61,13 @@ absl::StatusOr<std::vector<SafetensorsEntry>> ParseSafetensorsHeader(std::string
       const auto& d = v["shape"][i];
       if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > (int64_t{1} << 40)) {
         return absl::InvalidArgumentError(
-            absl::StrCat(pre, "shape[", i, "] = ", d.dump(), ": must be an integer >= 0"));
+            absl::StrCat(pre, "shape[", i, "] = ", json_util::Quote(d), ": must be an integer >= 0"));
       }
       e.shape.push_back(d.get<int64_t>());
       // Both factors are <= 2^50 and 2^40 here only if checked before multiplying.
       if (e.shape.back() != 0 && numel > (int64_t{1} << 50) / e.shape.back()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(pre, "shape = ", v["shape"].dump(), ": too many elements"));
+            absl::StrCat(pre, "shape = ", json_util::Quote(v["shape"]), ": too many elements"));
       }
       numel *= e.shape.back();
     }

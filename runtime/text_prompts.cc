@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "util/file.h"
+#include "util/json_util.h"
 
 extern char** environ;
 
@@ -104,8 +105,9 @@ absl::StatusOr<std::vector<std::vector<planner::TokenId>>> TokenizerProcess::Enc
   std::vector<std::vector<planner::TokenId>> ids;
   std::string line;
   while (std::getline(out, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.contains("ids")) {
+    absl::StatusOr<nlohmann::json> parsed = json_util::ParseJson(line, "tokenizer output");
+    const nlohmann::json j = parsed.ok() ? *std::move(parsed) : nlohmann::json();
+    if (!j.is_object() || !j.contains("ids")) {
       return absl::InternalError(absl::StrCat("tokenizer: unexpected output line: ", line));
     }
     ids.push_back(j["ids"].get<std::vector<planner::TokenId>>());

@@ -34,6 +34,7 @@
 #include "planner/tree/engine_layouts.h"
 #include "planner/tree/merge.h"
 #include "service/plan_session.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 #include "whatif/sweep.h"
 #include "whatif/trace.h"
@@ -611,10 +612,11 @@ grpc::Status PlannerService::GetProfile(grpc::ServerContext* ctx, const v1::GetP
   });
 }
 
-absl::Status PlannerService::CheckWriteAuth(const grpc::ServerContext& ctx) const {
+absl::Status PlannerService::CheckWriteAuth(const grpc::ServerContext& ctx,
+                                            absl::string_view method) const {
   if (options_.auth_token.empty()) {
-    return absl::PermissionDeniedError(
-        "PutProfile: writes are disabled on this server (start it with --auth-token-file)");
+    return absl::PermissionDeniedError(absl::StrCat(
+        method, ": writes are disabled on this server (start it with --auth-token-file)"));
   }
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");
@@ -634,12 +636,12 @@ absl::Status PlannerService::CheckWriteAuth(const grpc::ServerContext& ctx) cons
 grpc::Status PlannerService::PutProfile(grpc::ServerContext* ctx, const v1::PutProfileRequest* req,
                                         v1::PutProfileResponse* resp) {
   return Serve(Method::kPutProfile, ctx, [&]() -> absl::Status {
-    SPECPLAN_RETURN_IF_ERROR(CheckWriteAuth(*ctx));
+    SPECPLAN_RETURN_IF_ERROR(CheckWriteAuth(*ctx, "PutProfile"));
     if (req->profile_json().empty()) return Invalid("profile_json: empty");
-    const nlohmann::json j = nlohmann::json::parse(req->profile_json(), nullptr,
-                                                   /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Invalid("profile_json: not valid JSON");
-    auto profile = costmodel::ProfileFromJson(j);
+    // util/json_error.h: its depth and size limits; "profile_json:1:5: not valid JSON: ...".
+    auto j = json_util::ParseJson(req->profile_json(), "profile_json");
+    if (!j.ok()) return absl::InvalidArgumentError(j.status().message());
+    auto profile = costmodel::ProfileFromJson(*j);
     if (!profile.ok()) return Prefixed("profile_json", profile.status());
     bool replaced = false;
     auto entry = store_->Put(*std::move(profile), &replaced);
@@ -658,6 +660,8 @@ grpc::Status PlannerService::ReportAcceptance(grpc::ServerContext* ctx,
                                               const v1::ReportAcceptanceRequest* req,
                                               v1::ReportAcceptanceResponse* resp) {
   return Serve(Method::kReportAcceptance, ctx, [&]() -> absl::Status {
+    // The statistics and the EMA correction are shared by every client of the profile: a write.
+    SPECPLAN_RETURN_IF_ERROR(CheckWriteAuth(*ctx, "ReportAcceptance"));
     const ServiceLimits& limits = options_.limits;
     if (!req->has_profile()) return Invalid("profile: required");
     if (req->steps_size() > limits.max_report_steps) {

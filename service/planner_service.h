@@ -40,8 +40,10 @@ namespace specplan::service {
 
 struct ServiceOptions {
   ServiceLimits limits;
-  std::string auth_token;    // PutProfile needs "authorization: Bearer <token>"; empty = writes
-                             // disabled (PERMISSION_DENIED)
+  // The writes that change what every client sees (PutProfile, ReportAcceptance: the shared
+  // acceptance statistics and EMA correction) need "authorization: Bearer <token>"; empty =
+  // writes disabled (PERMISSION_DENIED).
+  std::string auth_token;
   bool log_requests = true;  // one line per call on stderr
   // --engine: the engine preferred for profile references that name none (ProfileRef.engine "");
   // a canonical name (costmodel::ParseEngine; StartServer canonicalises and checks it) or "" for
@@ -141,7 +143,8 @@ class PlannerService final
   grpc::ServerUnaryReactor* ServePlan(Method method, grpc::CallbackServerContext* ctx,
                                       absl::Status (PlannerService::*plan)(const Req&, Resp*),
                                       const Req& req, Resp* resp, Nodes nodes);
-  absl::Status CheckWriteAuth(const grpc::ServerContext& ctx) const;
+  // OK when the call carries the write token; `method` names the refused call.
+  absl::Status CheckWriteAuth(const grpc::ServerContext& ctx, absl::string_view method) const;
 
   ProfileStore* store_;
   ServiceOptions options_;

@@ -23,6 +23,7 @@
 #include "tokenizer/training.h"
 #include "util/atomic_file.h"
 #include "util/file.h"
+#include "util/json_util.h"
 
 namespace {
 
@@ -97,8 +98,11 @@ int Decode(const std::string& model, const std::string& input, const std::string
     ++line_no;
     if (line.empty()) continue;
     const std::string where = absl::StrCat(input, ":", line_no, ": ");
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("ids") || !j["ids"].is_array()) {
+    auto parsed = specplan::json_util::ParseJson(std::string_view(line.data(), line.size()), input,
+                                                 static_cast<size_t>(line_no));
+    if (!parsed.ok()) return Fail(parsed.status());
+    nlohmann::json j = *std::move(parsed);
+    if (!j.is_object() || !j.contains("ids") || !j["ids"].is_array()) {
       return Fail(absl::InvalidArgumentError(absl::StrCat(where, "expected {\"ids\": [...]}")));
     }
     std::vector<TokenId> ids;
@@ -106,7 +110,7 @@ int Decode(const std::string& model, const std::string& input, const std::string
       const nlohmann::json& v = j["ids"][i];
       if (!v.is_number_integer()) {
         return Fail(absl::InvalidArgumentError(
-            absl::StrCat(where, "ids[", i, "] = ", v.dump(), ": expected an integer")));
+            absl::StrCat(where, "ids[", i, "] = ", specplan::json_util::Quote(v), ": expected an integer")));
       }
       ids.push_back(v.get<TokenId>());
     }

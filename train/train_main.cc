@@ -37,6 +37,8 @@
 #include "train/heads_training.h"
 #include "train/lm_training.h"
 #include "util/atomic_file.h"
+#include "util/file.h"
+#include "util/json_util.h"
 
 namespace {
 
@@ -103,15 +105,18 @@ absl::StatusOr<Inputs> ReadInputs(const Args& a) {
   if (!stored.ok()) return stored.status();
   in.stored = *stored;
   if (absl::Status st = train::ValidateLmTrainOptions(a.o); !st.ok()) return st;
-  std::ifstream cf(a.config);
-  if (!cf) return absl::NotFoundError(absl::StrCat("--config ", a.config, ": cannot open"));
-  std::stringstream config_text;
-  config_text << cf.rdbuf();
-  in.config_text = config_text.str();
-  in.config_json = nlohmann::json::parse(in.config_text, nullptr, false);
-  if (in.config_json.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat("--config ", a.config, ": not JSON"));
+  auto config_text = specplan::ReadFileToString(a.config);  // its size limit, named errors
+  if (!config_text.ok()) {
+    return absl::Status(config_text.status().code(),
+                        absl::StrCat("--config ", config_text.status().message()));
   }
+  in.config_text = *std::move(config_text);
+  auto config_json = specplan::json_util::ParseJson(in.config_text, a.config);
+  if (!config_json.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--config ", config_json.status().message()));
+  }
+  in.config_json = *std::move(config_json);
   // Nothing is written until training has run: fail on an unwritable --out first.
   if (access(a.out.c_str(), F_OK) == 0 && access(a.out.c_str(), W_OK) != 0) {
     return absl::PermissionDeniedError(absl::StrCat("--out ", a.out, ": not writable"));

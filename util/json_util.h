@@ -23,6 +23,58 @@ inline nlohmann::json NumberOrNull(double x) {
 }
 
 inline std::string Field(const std::string& prefix, const std::string& key) {
+// How error messages show a JSON value: its compact dump (dump()'s text) when that is at most
+// `max_chars` long, else its first `max_chars` characters and "...". Only that prefix is ever
+// built, whatever the value's size or depth, so a message about a value of 64 MiB costs what one
+// about a number does. Strings are escaped as dump() escapes them (invalid UTF-8 replaced).
+inline constexpr size_t kQuoteChars = 64;
+
+namespace internal {
+// Appends v's compact text to *out until out->size() reaches `limit`.
+inline void AppendQuoted(const nlohmann::json& v, size_t limit, std::string* out) {
+  constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+  auto append_string = [&](const std::string& str) {
+    const size_t room = limit > out->size() ? limit - out->size() : 0;
+    *out += nlohmann::json(str.substr(0, room)).dump(-1, ' ', false, kReplace);
+  };
+  if (v.is_object() || v.is_array()) {
+    const bool object = v.is_object();
+    *out += object ? '{' : '[';
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (out->size() >= limit) return;
+      if (!first) *out += ',';
+      first = false;
+      if (object) {
+        append_string(it.key());
+        *out += ':';
+      }
+      AppendQuoted(it.value(), limit, out);
+    }
+    if (out->size() < limit) *out += object ? '}' : ']';
+  } else if (v.is_string()) {
+    append_string(v.get_ref<const std::string&>());
+  } else if (v.is_binary()) {
+    *out += "<binary>";
+  } else {
+    *out += v.dump();  // a number, true, false, null: a few characters
+  }
+}
+}  // namespace internal
+
+inline std::string Quote(const nlohmann::json& v, size_t max_chars = kQuoteChars) {
+  std::string out;
+  internal::AppendQuoted(v, max_chars + 1, &out);
+  if (out.size() > max_chars) {
+    out.resize(max_chars);
+    // Not inside a UTF-8 sequence: drop its continuation bytes and its lead byte.
+    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
+    out += "...";
+  }
+  return out;
+}
+
   return prefix.empty() ? key : absl::StrCat(prefix, ".", key);
 }
 
@@ -49,7 +101,7 @@ absl::StatusOr<T> GetKind(const nlohmann::json& obj, const std::string& key,
   if (!v.ok()) return v.status();
   if (!is_kind(**v)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(Field(prefix, key), " = ", (*v)->dump(), ": expected ", what));
+        absl::StrCat(Field(prefix, key), " = ", Quote(**v), ": expected ", what));
   }
   return (*v)->get<T>();
 }
@@ -85,8 +137,9 @@ inline absl::StatusOr<bool> GetBool(const nlohmann::json& obj, const std::string
       obj, key, prefix, [](const nlohmann::json& x) { return x.is_boolean(); }, "true or false");
 }
 
-// Reads and parses a whole JSON file; a parse error is "<path>:<line>:<column>: not valid JSON:
-// <what>" (util/json_error.h).
+// Reads and parses a whole JSON file: ReadFileToString's errors and limit (util/file.h), then
+// ParseJson's ("<path>:<line>:<column>: not valid JSON: <what>", its depth and size limits;
+// util/json_error.h).
 inline absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
   auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();

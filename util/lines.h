@@ -4,13 +4,12 @@
 #define SPECPLAN_UTIL_LINES_H_
 
 #include <cstddef>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "util/file.h"
 
 namespace specplan {
 
@@ -33,14 +32,13 @@ absl::Status ForEachNonBlankLineOf(std::string_view text, Fn fn) {
   return absl::OkStatus();
 }
 
-// The same over the file at `path`; NOT_FOUND "<path>: cannot open" when it cannot be opened.
+// The same over the file at `path`, read by ReadFileToString (util/file.h: its size limit and its
+// errors for a missing, unreadable or directory path).
 template <class Fn>
 absl::Status ForEachNonBlankLine(const std::string& path, Fn fn) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ForEachNonBlankLineOf(text.str(), fn);
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  return ForEachNonBlankLineOf(*text, fn);
 }
 
 }  // namespace specplan

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::costmodel {
@@ -242,7 +243,7 @@ absl::StatusOr<HostTime> HostTimeFromJson(const nlohmann::json& j) {
     if (!j.contains(name) || !j[name].is_number() || !(j[name].get<double>() >= 0) ||
         j[name].get<double>() > 1) {
       return absl::InvalidArgumentError(
-          absl::StrCat("host.", name, ": ", j.contains(name) ? j[name].dump() : "missing",
+          absl::StrCat("host.", name, ": ", j.contains(name) ? json_util::Quote(j[name]) : "missing",
                        t.fraction ? ": expected a fraction in [0, 1] of the verify time"
                                   : ": expected seconds in [0, 1]"));
     }

@@ -86,5 +86,6 @@ __all__ = [
     "MergedTree", "merge_trees",
     # specplan.errors
     "ArgumentTypeError", "Error", "FailedPreconditionError", "InternalError",
-    "InvalidArgumentError", "NotFoundError", "ResourceExhaustedError", "UnimplementedError",
+    "InvalidArgumentError", "NotFoundError", "PermissionDeniedError", "ResourceExhaustedError",
+    "UnimplementedError",
 ]

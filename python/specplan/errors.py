@@ -10,11 +10,13 @@ from ._specplan import (
     InternalError,
     InvalidArgumentError,
     NotFoundError,
+    PermissionDeniedError,
     ResourceExhaustedError,
     UnimplementedError,
 )
 
 __all__ = [
     "ArgumentTypeError", "Error", "FailedPreconditionError", "InternalError",
-    "InvalidArgumentError", "NotFoundError", "ResourceExhaustedError", "UnimplementedError",
+    "InvalidArgumentError", "NotFoundError", "PermissionDeniedError", "ResourceExhaustedError",
+    "UnimplementedError",
 ]

@@ -126,7 +126,7 @@ TEST(AcceptanceCommand, RefusesBadInput) {
       {"acceptance " + plain + " --format vllm-log", "no 'SpecDecoding metrics:' line", 1, ""},
       {"acceptance " + plain, "cannot tell the acceptance format", 1, ""},
       {"acceptance " + plain + " --format tgi", "--format: unknown value 'tgi'", 1, ""},
-      {"acceptance /nonexistent/acc.txt", "cannot open file", 1, ""},
+      {"acceptance /nonexistent/acc.txt", "/nonexistent/acc.txt: no such file", 1, ""},
   });
 }
 

@@ -147,7 +147,7 @@ TEST(EstimateStep, BadDrafterFlagsAreRefusedByName) {
       Refused(kBase + "--s 4 --c 1024 --topk 0", "--topk 0: must be in [1, 64]"),
       Refused(kBase + "--s 4 --c 1024 --draft-steps 65", "--draft-steps 65"),
       Refusal{kBase + "--s 4 --c 1024 --host-step-ms 2000",
-              "--host-step-ms: Value 2000 not in range", kAnyFailure, ""},
+              "--host-step-ms: value = 2000: must be in [0, 1000] (ms)", kAnyFailure, ""},
       Refused(kBase + "--s 5 --c 1024 --acceptance " + trace,
               "--s 5: a chain of 4 drafts, but --acceptance " + trace +
                   " holds positions up to 3 (pass --s 4 or less)"),

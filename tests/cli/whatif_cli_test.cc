@@ -250,7 +250,7 @@ TEST(WhatIfCommand, ServerErrorsNameTheCulprit) {
   const Case cases[] = {
       {"--trace " + bad_line, "whatif_bad_remote.jsonl):2: continuation[0] = 70"},
       {"--trace " + empty, "whatif_empty_remote.jsonl: empty trace"},
-      {"--trace /nonexistent/t.jsonl", "--trace /nonexistent/t.jsonl: cannot open file"},
+      {"--trace /nonexistent/t.jsonl", "--trace /nonexistent/t.jsonl: no such file"},
       {"--trace " + kTrace + " --profile /x.json", "--profile and --latency-model are local"},
       {"--trace " + kTrace + " --latency-model linear", "--profile and --latency-model are local"},
       {"--trace " + kTrace + " --budgets 9000", "'9000': budget must be in [1, 8191]"},

@@ -143,7 +143,7 @@ TEST(SamplesJsonTest, ParsesAndNamesBadElements) {
           {R"([{"s": 1, "c": 0, "seconds": 0}])", "[0].seconds = 0: must be finite and > 0"},
           {R"([3])", "x.json: [0] = 3: expected an object"},
           {R"({"s": 1})", "expected an array"},
-          {R"([{"s": 1,)", "x.json: not valid JSON"},
+          {R"([{"s": 1,)", "x.json:1:9: not valid JSON"},
           {R"([])", "x.json: no samples"},
       },
       [](const std::string& text) { return ParseSamplesJson(text, "x.json"); });

@@ -308,6 +308,7 @@ TEST_F(EngineRpcTest, MissingEngineIsNotFoundNamingProfileEngine) {
   report.add_steps()->set_draft_nodes(4);
   v1::ReportAcceptanceResponse reported;
   grpc::ClientContext ctx2;
+  ctx2.AddMetadata("authorization", "Bearer s3cret");  // ReportAcceptance is a write
   st = server->stub->ReportAcceptance(&ctx2, report, &reported);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(st.error_message(), HasSubstr("profile.engine = 'trtllm'"));
@@ -375,6 +376,7 @@ TEST_F(EngineRpcTest, FeedbackIsKeptPerEngine) {
   }
   v1::ReportAcceptanceResponse reported;
   grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer s3cret");  // ReportAcceptance is a write
   ASSERT_TRUE(server->stub->ReportAcceptance(&ctx, report, &reported).ok());
   EXPECT_EQ(reported.acceptance().steps(), 3);
   for (const auto& [engine, steps] :

@@ -613,6 +613,7 @@ TEST_F(ServiceTest, ReportAcceptanceKeepsStatsAndEmaCorrection) {
   }
   v1::ReportAcceptanceResponse resp;
   grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer s3cret");  // a write: the shared statistics
   ASSERT_TRUE(stub().ReportAcceptance(&ctx, req, &resp).ok());
   EXPECT_EQ(resp.acceptance().steps(), 10);
   EXPECT_EQ(resp.acceptance().accepted_tokens(), 0 + 1 + 2 + 3 + 0 + 1 + 2 + 3 + 0 + 1);
@@ -652,17 +653,20 @@ TEST_F(ServiceTest, ReportAcceptanceKeepsStatsAndEmaCorrection) {
   // Bad steps are refused as a whole: nothing is counted.
   req.mutable_steps(3)->set_draft_nodes(1);
   grpc::ClientContext ctx4;
+  ctx4.AddMetadata("authorization", "Bearer s3cret");
   grpc::Status st = stub().ReportAcceptance(&ctx4, req, &resp);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(st.error_message(), HasSubstr("steps[3].draft_nodes = 1"));
   req.mutable_steps(3)->set_draft_nodes(15);
   req.mutable_steps(5)->set_verify_s(std::nan(""));
   grpc::ClientContext ctx5;
+  ctx5.AddMetadata("authorization", "Bearer s3cret");
   st = stub().ReportAcceptance(&ctx5, req, &resp);
   EXPECT_THAT(st.error_message(), HasSubstr("steps[5].verify_s = nan"));
   req.mutable_profile()->set_model("qwen3-14b");
   req.mutable_steps(5)->set_verify_s(0);
   grpc::ClientContext ctx6;
+  ctx6.AddMetadata("authorization", "Bearer s3cret");
   st = stub().ReportAcceptance(&ctx6, req, &resp);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
   grpc::ClientContext ctx7;
