@@ -7,11 +7,12 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "costmodel/profile/calib_dir.h"
 #include "ops/validate.h"
 #include "planner/tree/tree.h"
 #include "util/atomic_file.h"
-#include "whatif/trace.h"
 #include "util/shipped_dir.h"
+#include "whatif/trace.h"
 
 namespace specplan::cli {
 
@@ -47,7 +48,6 @@ CLI::Option* AddTreeNMaxOption(CLI::App* cmd, int* n_max, int min, const std::st
       ->capture_default_str();
 }
 
-CLI::Option* AddDraftTimeOption(CLI::App* cmd, double* t_draft_ms, const std::string& help) {
 CLI::Validator FiniteRange(double lo, double hi, std::string_view what, bool lo_open) {
   const std::string unit(what);
   return CLI::Validator(
@@ -67,6 +67,7 @@ CLI::Validator FiniteRange(double lo, double hi, std::string_view what, bool lo_
 
 CLI::Validator MsRange() { return FiniteRange(0, ops::kMaxMs, "ms"); }
 
+CLI::Option* AddDraftTimeOption(CLI::App* cmd, double* t_draft_ms, const std::string& help) {
   return cmd->add_option("--t-draft-ms", *t_draft_ms, help)->check(MsRange());
 }
 
@@ -116,7 +117,6 @@ CLI::Option* AddTraceOption(CLI::App* cmd, std::string* trace, std::string_view 
                    whatif::DefaultTracePath()));
 }
 
-bool WritePlot(std::string_view cmd, const std::string& path,
 CLI::Option* AddMkdirFlag(CLI::App* cmd, bool* mkdir) {
   return cmd->add_flag("--mkdir", *mkdir,
                        "Create the output file's missing parent directories (without it a missing "
@@ -132,8 +132,8 @@ absl::Status CheckOutputPath(std::string_view flag, const std::string& path,
                              const OutputFlags& out) {
   namespace fs = std::filesystem;
   const std::string what(flag);
-  if (absl::Status st = CheckNotShipped(
-          what, path, ShippedCalibDirs(costmodel::DefaultCalibDir()), out.force);
+  if (absl::Status st =
+          CheckNotShipped(what, path, ShippedCalibDirs(costmodel::DefaultCalibDir()), out.force);
       !st.ok()) {
     return st;
   }
@@ -159,6 +159,7 @@ bool WriteOutput(std::string_view cmd, std::string_view flag, const std::string&
                  absl::StrCat(std::string(flag), " ", path, ": "));
 }
 
+bool WritePlot(std::string_view cmd, const std::string& path,
                const std::vector<plot::Chart>& charts, const OutputFlags& out) {
   if (Failed(cmd, CheckOutputPath("--plot", path, out))) return false;
   auto png = plot::RenderPng(charts, 900, 900);

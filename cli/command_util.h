@@ -74,8 +74,9 @@ CLI::Validator MsRange();
 
 // --t-draft-ms MS (in [0, 1e4]): the drafter's network time, as `help` says for the command.
 CLI::Option* AddDraftTimeOption(CLI::App* cmd, double* t_draft_ms, const std::string& help);
-// --draft-batch-growth F (>= 0): the fraction of one sequence's draft time each further sequence
-// in a batched draft pass adds, as `help` says for the command.
+// --draft-batch-growth F (in [0, 1]): the fraction of one sequence's draft time each further
+// sequence in a batched draft pass adds (at most a whole sequence's time: a sequence batched costs
+// no more than one drafted on its own), as `help` says for the command.
 CLI::Option* AddDraftBatchGrowthOption(CLI::App* cmd, double* growth, const std::string& help);
 
 // --tree-mask-mode and --draft-token-num for --layout sglang (`layout`, which they need).
@@ -95,7 +96,6 @@ CLI::Option* AddCachedContextOption(CLI::App* cmd, int64_t* c);
 // util/shipped_dir.h CheckNotShipped, the operation's or the command's).
 CLI::Option* AddForceFlag(CLI::App* cmd, bool* force);
 
-// --trace FILE: "<kind> trace (JSONL, whatif/trace.h); default: the bundled trace <path>".
 // The one convention of every command that writes a file (--out, --plot; docs/reliability.md):
 // the path is refused inside the shipped profiles directories (calib/, $SPECPLAN_CALIB_DIR)
 // unless --force, and a parent directory that does not exist is an error unless --mkdir (then
@@ -119,6 +119,7 @@ absl::Status CheckOutputPath(std::string_view flag, const std::string& path,
 bool WriteOutput(std::string_view cmd, std::string_view flag, const std::string& path,
                  std::string_view text, const OutputFlags& out);
 
+// --trace FILE: "<kind> trace (JSONL, whatif/trace.h); default: the bundled trace <path>".
 CLI::Option* AddTraceOption(CLI::App* cmd, std::string* trace, std::string_view kind);
 
 // Checks `path` (CheckOutputPath under `out`), renders `charts` (900 x 900) and writes the PNG to

@@ -138,7 +138,9 @@ void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
   cmd->add_option("--b-grid", a->b_grid, "Batch sizes of the table (default 1..256)")
       ->delimiter(',');
   cmd->add_option("--s-grid", a->s_grid, "Tokens per sequence (default 1..256)")->delimiter(',');
-  cmd->add_option("--c-grid", a->c_grid, "Cached tokens (default 0..32768)")->delimiter(',');
+  cmd->add_option("--c-grid", a->c_grid, "Cached tokens (default 0..32768)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{0}, ops::kMaxContext));
   cmd->add_option("--drafters", a->drafters,
                   "Drafter architectures to compose beside the target, comma-separated (eagle, "
                   "eagle3, mtp, draft:MODEL, block:MODEL; default: eagle, eagle3, mtp; none: "
@@ -161,7 +163,7 @@ void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
                 "Leave out the terms the tables do not hold (GEMM + attention + LM head only)");
   cmd->add_flag("--quiet", a->quiet, "Print nothing on success");
   AddForceFlag(cmd, &a->force);
+  AddMkdirFlag(cmd, &a->mkdir);
 }
 
-  AddMkdirFlag(cmd, &a->mkdir);
 }  // namespace specplan::cli

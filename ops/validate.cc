@@ -4,6 +4,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "ops/cost_request.h"
+#include "ops/estimate.h"
 
 namespace specplan::ops {
 namespace {
@@ -45,7 +47,6 @@ absl::Status CheckNonNegative(std::string_view field, double value, std::string_
       absl::StrCat(std::string(field), " = ", value, ": must be >= 0", What(what)));
 }
 
-}  // namespace specplan::ops
 absl::Status CheckMs(std::string_view field, double ms) {
   return CheckInRange(field, ms, 0.0, kMaxMs, "ms");
 }
@@ -84,3 +85,4 @@ absl::Status CheckCostRequestNumbers(const CostRequest& r) {
                       "draft vocabulary; 0 = the drafter's default");
 }
 
+}  // namespace specplan::ops

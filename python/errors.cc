@@ -10,12 +10,15 @@
 //   PERMISSION_DENIED               -> PermissionDeniedError(Error, PermissionError)
 //   anything else                   -> InternalError(Error, RuntimeError)
 // The message is the Status message, which names the field and value
-// ("probs[2][0] = 1.3: must be in [0, 1]"); the exception's `code` attribute is the code's name.
+// ("probs[2][0] = 1.3: must be in [0, 1]", "m.json: cannot read: Permission denied"); the
+// exception's `code` attribute is the code's name. A message is decoded as UTF-8 with bytes that
+// are not UTF-8 backslash-escaped, so an input's bytes in a message never turn the error into a
+// UnicodeDecodeError.
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
-#include <string_view>
 #include "absl/strings/str_cat.h"
 #include "common.h"
 
@@ -24,7 +27,8 @@ namespace {
 
 // Created once at import and never freed (they live as long as the interpreter).
 struct ErrorTypes {
-  py::handle error, invalid, type, not_found, precondition, unimplemented, exhausted, internal;
+  py::handle error, invalid, type, not_found, precondition, unimplemented, exhausted, denied,
+      internal;
 };
 ErrorTypes g_errors;
 
@@ -39,10 +43,6 @@ py::handle MakeType(py::module_& m, const char* name, py::tuple bases, const cha
   return cls.release();
 }
 
-}  // namespace
-
-void RegisterErrors(py::module_& m) {
-  py::module_ builtins = py::module_::import("builtins");
 // Raises `cls` with `message` decoded as UTF-8, bytes that are not UTF-8 backslash-escaped
 // (PyErr_SetString would raise a UnicodeDecodeError instead).
 [[noreturn]] void SetError(py::handle cls, std::string_view message) {
@@ -54,6 +54,10 @@ void RegisterErrors(py::module_& m) {
   throw py::error_already_set();
 }
 
+}  // namespace
+
+void RegisterErrors(py::module_& m) {
+  py::module_ builtins = py::module_::import("builtins");
   g_errors.error = MakeType(m, "Error", py::make_tuple(builtins.attr("Exception")), "UNKNOWN",
                             "Base class of every error specplan raises.");
   auto sub = [&](const char* name, const char* builtin, const char* code, const char* doc) {
@@ -74,13 +78,13 @@ void RegisterErrors(py::module_& m) {
                                "Not supported by this build or input.");
   g_errors.exhausted = sub("ResourceExhaustedError", "RuntimeError", "RESOURCE_EXHAUSTED",
                            "A documented limit was exceeded.");
+  g_errors.denied = sub("PermissionDeniedError", "PermissionError", "PERMISSION_DENIED",
+                        "A file the call reads may not be read (the message names the path and "
+                        "the OS's reason). Also a PermissionError.");
   g_errors.internal = sub("InternalError", "RuntimeError", "INTERNAL",
                           "Any other failure reported by the C++ library.");
 }
 
-  g_errors.denied = sub("PermissionDeniedError", "PermissionError", "PERMISSION_DENIED",
-                        "A file the call reads may not be read (the message names the path and "
-                        "the OS's reason). Also a PermissionError.");
 void ThrowStatus(const absl::Status& status) {
   // The table at the top of this file; any other code is an InternalError.
   const std::pair<absl::StatusCode, py::handle> classes[] = {

@@ -13,7 +13,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 
 namespace specplan {
 

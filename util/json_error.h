@@ -25,7 +25,7 @@
 namespace specplan::json_util {
 
 // The bounds ParseJson enforces. Shipped inputs nest at most 8 deep and weigh at most about 1 MB.
-inline constexpr size_t kMaxJsonDepth = 64;               // arrays and objects, one inside another
+inline constexpr size_t kMaxJsonDepth = 64;                // arrays and objects, one inside another
 inline constexpr size_t kMaxJsonBytes = size_t{64} << 20;  // bytes of one JSON text (64 MiB)
 struct JsonLimits {
   size_t max_depth = kMaxJsonDepth;
@@ -158,7 +158,8 @@ inline absl::StatusOr<nlohmann::json> ParseJson(std::string_view text, std::stri
 // ParseJson's limit checks alone (the two errors above, OK within them), for a reader that parses
 // into another JSON type (nlohmann::ordered_json) or with its own parser.
 inline absl::Status CheckJsonLimits(std::string_view text, std::string_view source,
-                                    size_t first_line = 1, const JsonLimits& limits = JsonLimits()) {
+                                    size_t first_line = 1,
+                                    const JsonLimits& limits = JsonLimits()) {
   auto at = [&](size_t byte) {  // "<source>:<line>:<column>: ", byte 0-based
     const TextPosition pos = PositionOfByte(text, byte + 1);
     return absl::StrCat(PrintableText(source, 4 * kMaxErrorDetailBytes), ":",
@@ -169,24 +170,24 @@ inline absl::Status CheckJsonLimits(std::string_view text, std::string_view sour
                                                      DescribeBytes(limits.max_bytes),
                                                      " (the limit)"));
   }
-  if (const size_t deep = FindDepthExcess(text, limits.max_depth);
-      deep != std::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(at(deep), "JSON nested deeper than ", limits.max_depth, " levels (the limit)"));
+  if (const size_t deep = FindDepthExcess(text, limits.max_depth); deep != std::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(at(deep), "JSON nested deeper than ",
+                                                   limits.max_depth, " levels (the limit)"));
   }
   return absl::OkStatus();
 }
 
 inline absl::StatusOr<nlohmann::json> ParseJson(std::string_view text, std::string_view source,
-                                                size_t first_line = 1) {
+                                                size_t first_line, const JsonLimits& limits) {
+  if (absl::Status st = CheckJsonLimits(text, source, first_line, limits); !st.ok()) return st;
   nlohmann::json result;
   internal::PositionedDomParser sax(result);
   nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
   if (!sax.failed) return result;
   const TextPosition pos = PositionOfByte(text, sax.error_position);
-  return absl::InvalidArgumentError(absl::StrCat(std::string(source), ":",
-                                                 first_line + pos.line - 1, ":", pos.column,
-                                                 ": not valid JSON: ", sax.error_text));
+  return absl::InvalidArgumentError(
+      absl::StrCat(PrintableText(source, 4 * kMaxErrorDetailBytes), ":", first_line + pos.line - 1,
+                   ":", pos.column, ": not valid JSON: ", PrintableText(sax.error_text)));
 }
 
 }  // namespace specplan::json_util

@@ -4,6 +4,7 @@
 #define SPECPLAN_UTIL_JSON_UTIL_H_
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -22,7 +23,6 @@ inline nlohmann::json NumberOrNull(double x) {
   return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
 }
 
-inline std::string Field(const std::string& prefix, const std::string& key) {
 // How error messages show a JSON value: its compact dump (dump()'s text) when that is at most
 // `max_chars` long, else its first `max_chars` characters and "...". Only that prefix is ever
 // built, whatever the value's size or depth, so a message about a value of 64 MiB costs what one
@@ -75,6 +75,7 @@ inline std::string Quote(const nlohmann::json& v, size_t max_chars = kQuoteChars
   return out;
 }
 
+inline std::string Field(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : absl::StrCat(prefix, ".", key);
 }
 
