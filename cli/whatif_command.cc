@@ -57,9 +57,9 @@ struct WhatIfArgs : CostFlags, ReplayFlags {
   bool json = false;
   bool per_step = false;
   std::string plot;
+  OutputFlags output;  // --force, --mkdir for --plot
   std::string server;
   std::string concurrency;  // --concurrency LIST; empty: the budget sweep
-  OutputFlags output;  // --force, --mkdir for --plot
   bool best_fixed = false;
   bool best_chain = false;
   AcceptanceFlags acceptance;       // --acceptance: chains over the user's acceptance
@@ -260,6 +260,8 @@ int RunChains(const WhatIfArgs& a) {
 
 int RunWhatIf(const WhatIfArgs& a) {
   const char* kCmd = "specplan whatif: ";
+  // The --plot path first: nothing runs (or is written) for a path the command would refuse.
+  if (!a.plot.empty() && Failed(kCmd, CheckOutputPath("--plot", a.plot, a.output))) return 1;
   for (const char* flag :
        {"--draft-batch-growth", "--batch-scan", "--best-fixed", "--best-chain"}) {
     if (a.concurrency.empty() && Given(a, flag)) {
@@ -269,8 +271,6 @@ int RunWhatIf(const WhatIfArgs& a) {
   }
   auto budgets = whatif::ParseBudgetList(a.budgets);
   if (Failed(kCmd, budgets.status(), "--budgets ")) return 1;
-  // The --plot path first: nothing runs (or is written) for a path the command would refuse.
-  if (!a.plot.empty() && Failed(kCmd, CheckOutputPath("--plot", a.plot, a.output))) return 1;
   auto strategies = whatif::ParseStrategyList(a.strategies);
   if (Failed(kCmd, strategies.status(), "--strategies ")) return 1;
   auto parsed = a.Parse(a.t_draft_ms);
@@ -347,6 +347,7 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--plot", args->plot,
                   "Write a PNG: speedup and accepted length vs budget, controller and oracle "
                   "marked (with --concurrency: throughput and speedup over ar vs B)");
+  AddOutputFlags(cmd, &args->output);
   AddServerOption(cmd, &args->server, "Sweep",
                   " (the --trace file is read here and sent; without --trace the server's bundled "
                   "trace); same output");
@@ -371,7 +372,6 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--best-fixed", args->best_fixed,
                 "With --concurrency: add a best-fixed row per B, the static budget (of 1, 2, 3, "
                 "4, 6, 8, ... up to --n-max, or none) with the highest throughput at that B, "
-  AddOutputFlags(cmd, &args->output);
                 "chosen in hindsight: the best a per-batch-size table could do");
   cmd->add_flag("--best-chain", args->best_chain,
                 "With --concurrency: add a best-chain row per B, the top-1 chain length K (1 .. "
