@@ -77,7 +77,7 @@ absl::Status ReadRopeScaling(const nlohmann::json& j, const std::string& field, 
   r = RopeScaling{};
   if (!j.is_object()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, " = ", j.dump(), ": expected an object or null"));
+        absl::StrCat(field, " = ", json_util::Quote(j), ": expected an object or null"));
   }
   std::string type;
   if (Has(j, "rope_type")) {
@@ -149,7 +149,7 @@ absl::Status ReadExperts(const nlohmann::json& j, HfConfig* c) {
     if (Has(j, "mlp_only_layers") &&
         !(j["mlp_only_layers"].is_array() && j["mlp_only_layers"].empty())) {
       return absl::InvalidArgumentError(
-          absl::StrCat("mlp_only_layers = ", j["mlp_only_layers"].dump(),
+          absl::StrCat("mlp_only_layers = ", json_util::Quote(j["mlp_only_layers"]),
                        ": unsupported (only every layer MoE, [])"));
     }
   } else if (deepseek_style) {
