@@ -87,8 +87,9 @@ absl::StatusOr<RequestLine> ParseRequestLine(const nlohmann::json& j) {
     const nlohmann::json& n = j["n_max"];
     if (!n.is_number_integer() || n.get<int64_t>() < 0 ||
         n.get<int64_t>() >= planner::kMaxTreeNodes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "n_max = ", json_util::Quote(n), ": expected an integer in [0, ", planner::kMaxTreeNodes - 1, "]"));
+      return absl::InvalidArgumentError(absl::StrCat("n_max = ", json_util::Quote(n),
+                                                     ": expected an integer in [0, ",
+                                                     planner::kMaxTreeNodes - 1, "]"));
     }
     r.n_max = static_cast<int>(n.get<int64_t>());
   }

@@ -348,8 +348,8 @@ absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> PlannerC
     v1::GetProfileResponse resp;
     SPECPLAN_RETURN_IF_ERROR(impl_->Unary(server_, &v1::Planner::Stub::GetProfile, req, &resp));
     auto j = json_util::ParseJson(resp.profile_json(), absl::StrCat("profile ", info.id()));
-    auto profile = j.ok() ? costmodel::ProfileFromJson(*j)
-                          : absl::StatusOr<costmodel::Profile>(j.status());
+    auto profile =
+        j.ok() ? costmodel::ProfileFromJson(*j) : absl::StatusOr<costmodel::Profile>(j.status());
     if (!profile.ok()) {
       return absl::Status(profile.status().code(),
                           absl::StrCat("server ", server_, ": profile ", info.id(), ": ",

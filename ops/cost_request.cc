@@ -184,10 +184,9 @@ absl::StatusOr<costmodel::ResolvedLatencyModel> CostRequest::ResolveSpec(
     costmodel::DType parsed_dtype) const {
   // A calib_dir that is not a directory is named (not a silent fall-back to the roofline).
   if (std::error_code ec; !calib_dir.empty() && !std::filesystem::is_directory(calib_dir, ec)) {
-    return absl::NotFoundError(absl::StrCat("calib_dir = '", calib_dir, "': ",
-                                            std::filesystem::exists(calib_dir, ec)
-                                                ? "not a directory"
-                                                : "no such directory"));
+    return absl::NotFoundError(absl::StrCat(
+        "calib_dir = '", calib_dir,
+        "': ", std::filesystem::exists(calib_dir, ec) ? "not a directory" : "no such directory"));
   }
   return costmodel::ResolveCost(ToCostSpec(parsed_dtype));
 }

@@ -107,7 +107,8 @@ py::object PlanTree(py::object marginals, py::object cost_obj, int64_t c, int n_
     ThrowInvalid(absl::StrCat("n_max = ", n_max, ": must be in [0, ", planner::kMaxTreeNodes - 1,
                               "] (draft nodes)"));
   }
-  // The times in their physical range (ops/validate.h: finite, [0, 1e4] ms), as the CLI checks them.
+  // The times in their physical range (ops/validate.h: finite, [0, 1e4] ms), as the CLI checks
+  // them.
   ThrowIfError(ops::CheckMs("l_ar_ms", l_ar_ms));
   ThrowIfError(ops::CheckMs("t_aux_ms", t_aux_ms));
   ThrowIfError(ops::CheckMs("t_draft_ms", t_draft_ms));

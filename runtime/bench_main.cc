@@ -93,7 +93,8 @@ absl::StatusOr<std::vector<std::vector<planner::TokenId>>> ReadPrompts(
     for (size_t i = 0; i < j["ids"].size(); ++i) {
       const auto& v = j["ids"][i];
       if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "ids[", i, "] = ", json_util::Quote(v),
+        return absl::InvalidArgumentError(absl::StrCat(where, "ids[", i,
+                                                       "] = ", json_util::Quote(v),
                                                        ": must be an integer in [0, ", vocab, ")"));
       }
       ids.push_back(static_cast<planner::TokenId>(v.get<int64_t>()));  // < vocab: fits

@@ -60,8 +60,8 @@ absl::StatusOr<std::vector<SafetensorsEntry>> ParseSafetensorsHeader(std::string
     for (size_t i = 0; i < v["shape"].size(); ++i) {
       const auto& d = v["shape"][i];
       if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > (int64_t{1} << 40)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(pre, "shape[", i, "] = ", json_util::Quote(d), ": must be an integer >= 0"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            pre, "shape[", i, "] = ", json_util::Quote(d), ": must be an integer >= 0"));
       }
       e.shape.push_back(d.get<int64_t>());
       // Both factors are <= 2^50 and 2^40 here only if checked before multiplying.

@@ -109,8 +109,8 @@ int Decode(const std::string& model, const std::string& input, const std::string
     for (size_t i = 0; i < j["ids"].size(); ++i) {
       const nlohmann::json& v = j["ids"][i];
       if (!v.is_number_integer()) {
-        return Fail(absl::InvalidArgumentError(
-            absl::StrCat(where, "ids[", i, "] = ", specplan::json_util::Quote(v), ": expected an integer")));
+        return Fail(absl::InvalidArgumentError(absl::StrCat(
+            where, "ids[", i, "] = ", specplan::json_util::Quote(v), ": expected an integer")));
       }
       ids.push_back(v.get<TokenId>());
     }

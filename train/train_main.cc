@@ -113,8 +113,7 @@ absl::StatusOr<Inputs> ReadInputs(const Args& a) {
   in.config_text = *std::move(config_text);
   auto config_json = specplan::json_util::ParseJson(in.config_text, a.config);
   if (!config_json.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--config ", config_json.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("--config ", config_json.status().message()));
   }
   in.config_json = *std::move(config_json);
   // Nothing is written until training has run: fail on an unwritable --out first.

@@ -37,7 +37,8 @@ absl::StatusOr<std::vector<int32_t>> IntArray(const json& obj, const std::string
     const json& e = (*v)[i];
     if (!e.is_number_integer() || e.get<int64_t>() < std::numeric_limits<int32_t>::min() ||
         e.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      return Invalid(absl::StrCat(field, "[", i, "] = ", json_util::Quote(e), ": expected a 32-bit integer"));
+      return Invalid(
+          absl::StrCat(field, "[", i, "] = ", json_util::Quote(e), ": expected a 32-bit integer"));
     }
     out.push_back(static_cast<int32_t>(e.get<int64_t>()));
   }
@@ -81,8 +82,8 @@ absl::Status Matrix(const json& obj, const std::string& key, const std::string& 
         out->push_back(static_cast<T>(e.get<int64_t>()));
       } else {
         if (!e.is_number()) {
-          return Invalid(
-              absl::StrCat(field, "[", r, "][", j, "] = ", json_util::Quote(e), ": expected a number"));
+          return Invalid(absl::StrCat(field, "[", r, "][", j, "] = ", json_util::Quote(e),
+                                      ": expected a number"));
         }
         out->push_back(static_cast<T>(e.get<double>()));
       }

@@ -64,8 +64,8 @@ absl::StatusOr<DrafterArch> DrafterArchFor(const std::string& name, const ModelS
   } else if (name == "eagle3") {
     // At most 2^24 tokens (ops/validate.h kMaxVocab: the physical range every front end states).
     if (options.draft_vocab < 0 || options.draft_vocab > (int64_t{1} << 24)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "draft_vocab = ", options.draft_vocab, ": must be in [0, 16777216] (0 = 32000)"));
+      return absl::InvalidArgumentError(absl::StrCat("draft_vocab = ", options.draft_vocab,
+                                                     ": must be in [0, 16777216] (0 = 32000)"));
     }
     a.kind = DrafterKind::kEagle3;
     a.layers = OneLayerOf(target, "eagle3 head of " + target.name,

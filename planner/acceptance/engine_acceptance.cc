@@ -520,9 +520,9 @@ absl::StatusOr<Json> ParseJsonLine(std::string_view text, int column_offset, con
   // util/json_error.h's bounds, checked before anything is built.
   if (const size_t deep = json_util::FindDepthExcess(text, json_util::kMaxJsonDepth);
       deep != std::string_view::npos) {
-    return Error(src, line.number, column_offset + static_cast<int>(deep) + 1,
-                 absl::StrCat("JSON nested deeper than ", json_util::kMaxJsonDepth,
-                              " levels (the limit)"));
+    return Error(
+        src, line.number, column_offset + static_cast<int>(deep) + 1,
+        absl::StrCat("JSON nested deeper than ", json_util::kMaxJsonDepth, " levels (the limit)"));
   }
   try {
     return Json::parse(text.begin(), text.end());
@@ -571,15 +571,17 @@ absl::StatusOr<std::vector<int64_t>> CountArray(const Json& obj, const std::stri
   auto it = obj.find(key);
   if (it == obj.end()) return Error(src, line.number, 1, absl::StrCat(field, ": missing"));
   if (!it->is_array()) {
-    return Error(src, line.number, ColumnOf(line.text, key),
-                 absl::StrCat(field, " = ", json_util::Quote(*it), ": expected an array of integers"));
+    return Error(
+        src, line.number, ColumnOf(line.text, key),
+        absl::StrCat(field, " = ", json_util::Quote(*it), ": expected an array of integers"));
   }
   std::vector<int64_t> out;
   for (size_t i = 0; i < it->size(); ++i) {
     const auto& v = (*it)[i];
     if (!v.is_number_integer() || v.template get<int64_t>() < 0) {
-      return Error(src, line.number, ColumnOf(line.text, key),
-                   absl::StrCat(field, "[", i, "] = ", json_util::Quote(v), ": expected an integer >= 0"));
+      return Error(
+          src, line.number, ColumnOf(line.text, key),
+          absl::StrCat(field, "[", i, "] = ", json_util::Quote(v), ": expected an integer >= 0"));
     }
     out.push_back(v.template get<int64_t>());
   }
@@ -822,8 +824,9 @@ absl::StatusOr<EngineAcceptance> ParseStepTrace(const std::string& text, const s
     // prompt
     if (auto it = obj.find("prompt_tokens"); it != obj.end()) {
       if (!it->is_number_integer() || it->get<int64_t>() < 0) {
-        return Error(src, line.number, ColumnOf(line.text, "prompt_tokens"),
-                     absl::StrCat("prompt_tokens = ", json_util::Quote(*it), ": expected an integer >= 0"));
+        return Error(
+            src, line.number, ColumnOf(line.text, "prompt_tokens"),
+            absl::StrCat("prompt_tokens = ", json_util::Quote(*it), ": expected an integer >= 0"));
       }
       req.prompt_tokens = it->get<int64_t>();
     } else if (auto ids = obj.find("prompt_token_ids"); ids != obj.end()) {
@@ -839,8 +842,9 @@ absl::StatusOr<EngineAcceptance> ParseStepTrace(const std::string& text, const s
     // k_max stated by the line
     if (auto it = obj.find("k_max"); it != obj.end()) {
       if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 4096) {
-        return Error(src, line.number, ColumnOf(line.text, "k_max"),
-                     absl::StrCat("k_max = ", json_util::Quote(*it), ": expected an integer in [1, 4096]"));
+        return Error(
+            src, line.number, ColumnOf(line.text, "k_max"),
+            absl::StrCat("k_max = ", json_util::Quote(*it), ": expected an integer in [1, 4096]"));
       }
       const int k = static_cast<int>(it->get<int64_t>());
       stated_k = stated_k == 0 ? k : std::min(stated_k, k);

@@ -206,7 +206,8 @@ absl::StatusOr<Marginals> ParseMarginalsJson(const nlohmann::json& j) {
   if (rt == j.end()) return Invalid("root_token: missing");
   if (!rt->is_number_integer() || rt->get<int64_t>() < 0 ||
       rt->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-    return Invalid(absl::StrCat("root_token = ", json_util::Quote(*rt), ": must be an integer in [0, 2^31)"));
+    return Invalid(
+        absl::StrCat("root_token = ", json_util::Quote(*rt), ": must be an integer in [0, 2^31)"));
   }
   m.root_token = static_cast<int32_t>(rt->get<int64_t>());
 
@@ -258,8 +259,8 @@ absl::StatusOr<Marginals> ParseMarginalsJson(const nlohmann::json& j) {
       m.tokens[d * k + r] = static_cast<int32_t>(t.get<int64_t>());
       const auto& p = prow[r];
       if (!p.is_number()) {
-        return Invalid(
-            absl::StrCat("probs[", d, "][", r, "] = ", json_util::Quote(p), ": must be a number in [0, 1]"));
+        return Invalid(absl::StrCat("probs[", d, "][", r, "] = ", json_util::Quote(p),
+                                    ": must be a number in [0, 1]"));
       }
       m.probs[d * k + r] = p.get<float>();
     }

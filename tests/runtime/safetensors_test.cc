@@ -137,8 +137,7 @@ TEST(SafetensorsTest, HeaderValidation) {
       32, where);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->size(), 2u);
-  EXPECT_EQ(err("{not json", 0).substr(0, 49),
-            "x.safetensors: header:1:3: not valid JSON: syntax");
+  EXPECT_EQ(err("{not json", 0).substr(0, 49), "x.safetensors: header:1:3: not valid JSON: syntax");
   // Bad headers (with the data block's size) and a piece of the error each gets.
   struct Bad {
     std::string header;
