@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/numbers.h"
 #include "cli/command_util.h"
 #include "cli/cost_flags.h"
 #include "plot/chart.h"

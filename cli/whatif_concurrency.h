@@ -9,10 +9,10 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "ops/whatif_op.h"
 #include "cli/acceptance_flags.h"
 #include "cli/command_util.h"
 #include "ops/whatif_online_op.h"
+#include "ops/whatif_op.h"
 #include "whatif/concurrency.h"
 
 namespace specplan::cli {
