@@ -41,7 +41,8 @@ TEST(ScheduleCommand, VllmJsonOnStdoutPricedByVllmsProfile) {
 TEST(ScheduleCommand, SummaryGoesToStderrAndOutWritesTheFile) {
   const std::string out = ::testing::TempDir() + "/schedule_cli/sglang.json";
   std::remove(out.c_str());
-  auto r = RunSpecplan(kBase + "--format sglang --batch-sizes 1,8,64 --quiet --out " + out);
+  // --mkdir: the directory schedule_cli/ may not exist yet (a missing one is an error without it).
+  auto r = RunSpecplan(kBase + "--format sglang --batch-sizes 1,8,64 --quiet --mkdir --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "");  // with --out and --quiet nothing is printed
   const nlohmann::json j = nlohmann::json::parse(ReadAll(out));
@@ -61,7 +62,7 @@ TEST(ScheduleCommand, SummaryGoesToStderrAndOutWritesTheFile) {
 
 TEST(ScheduleCommand, TrtllmYamlLoadsWithPyYaml) {
   const std::string out = ::testing::TempDir() + "/schedule_cli/trtllm.yaml";
-  auto r = RunSpecplan(kBase + "--format trtllm --min-draft-len 1 --quiet --out " + out);
+  auto r = RunSpecplan(kBase + "--format trtllm --min-draft-len 1 --quiet --mkdir --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string text = ReadAll(out);
   EXPECT_THAT(text, HasSubstr("# cost: qwen3-8b on h100-sxm (bf16), profile "
@@ -99,7 +100,7 @@ TEST(ScheduleCommand, ErrorsNameTheFlagAndValue) {
   // Nothing is written when the command fails.
   const std::string out = ::testing::TempDir() + "/schedule_cli/never.json";
   std::remove(out.c_str());
-  ExpectRefused({{kBase + "--format vllm --batch-sizes 0 --out " + out,
+  ExpectRefused({{kBase + "--format vllm --batch-sizes 0 --mkdir --out " + out,
                   "\"0\" must be a positive integer", 1, out}});
 }
 
