@@ -57,7 +57,6 @@ struct WhatIfArgs : CostFlags, ReplayFlags {
   bool json = false;
   bool per_step = false;
   std::string plot;
-  OutputFlags output;  // --force, --mkdir for --plot
   std::string server;
   std::string concurrency;  // --concurrency LIST; empty: the budget sweep
   bool best_fixed = false;
@@ -260,8 +259,6 @@ int RunChains(const WhatIfArgs& a) {
 
 int RunWhatIf(const WhatIfArgs& a) {
   const char* kCmd = "specplan whatif: ";
-  // The --plot path first: nothing runs (or is written) for a path the command would refuse.
-  if (!a.plot.empty() && Failed(kCmd, CheckOutputPath("--plot", a.plot, a.output))) return 1;
   for (const char* flag :
        {"--draft-batch-growth", "--batch-scan", "--best-fixed", "--best-chain"}) {
     if (a.concurrency.empty() && Given(a, flag)) {
@@ -331,7 +328,7 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                      "Marginals drafter network time, ms (per step for ar, per block otherwise)");
   cmd->add_option("--policy-forward-ms", args->policy_forward_ms,
                   "Drafter time per forward (tree level) for dynatree/fixed/linear, ms")
-      ->check(MsRange());
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--fixed-depth", args->fixed_depth, "fixed D: maximum depth")
       ->check(CLI::Range(1, 8191))
       ->capture_default_str();
@@ -340,14 +337,13 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--fixed-tau", args->fixed_tau,
                   "fixed tau: minimum draft prob of a kept candidate")
-      ->check(FiniteRange(0, 1))
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   AddJsonFlag(cmd, &args->json, " instead of the table");
   cmd->add_flag("--per-step", args->per_step, "JSON: add every row's per-step results");
   cmd->add_option("--plot", args->plot,
                   "Write a PNG: speedup and accepted length vs budget, controller and oracle "
                   "marked (with --concurrency: throughput and speedup over ar vs B)");
-  AddOutputFlags(cmd, &args->output);
   AddServerOption(cmd, &args->server, "Sweep",
                   " (the --trace file is read here and sent; without --trace the server's bundled "
                   "trace); same output");

@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -11,7 +9,6 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/command_util.h"
@@ -95,7 +92,7 @@ void PrintWhatIfText(const ops::WhatIfSource& source, const std::string& table,
 }
 
 int RunWhatIfConcurrency(const ops::WhatIfConcurrencyRequest& given, bool json,
-                         const std::string& plot, const OutputFlags& output) {
+                         const std::string& plot) {
   ops::WhatIfConcurrencyRequest req = given;
   if (isatty(STDERR_FILENO) && req.batch_sizes.size() > 1 && !req.recorded) {
     req.progress = [](int done, int total) {

@@ -1,15 +1,12 @@
 #include "ops/cost_request.h"
 
-#include <filesystem>
 #include <optional>
-#include <system_error>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "costmodel/step/host_fit.h"
 #include "costmodel/step/host_time.h"
-#include "ops/validate.h"
 #include "util/file.h"
 #include "util/json_error.h"
 #include "util/status_macros.h"
@@ -70,9 +67,6 @@ CycleTerms PriceCycle(const CostView& cost, int gamma, int64_t c) {
 bool CostRequest::DrafterIsCostClass() const { return costmodel::ParseDrafterClass(drafter).ok(); }
 
 absl::StatusOr<CostRequest::Parsed> CostRequest::Parse(double t_draft_ms) const {
-  // Every number in its physical range first (ops/validate.h): NaN, infinities, 1e308 ms.
-  if (absl::Status st = CheckCostRequestNumbers(*this); !st.ok()) return st;
-  if (absl::Status st = CheckMs("t_draft_ms", t_draft_ms); !st.ok()) return st;
   // An architecture is priced by the step model; its planner cost starts as a block cost of
   // t_draft_ms.
   costmodel::DrafterClass cls = costmodel::DrafterClass::kParallelBlock;
@@ -91,31 +85,6 @@ absl::StatusOr<CostRequest::Parsed> CostRequest::Parse(double t_draft_ms) const 
   return parsed;
 }
 
-absl::StatusOr<costmodel::HostTime> ReadHostFile(const std::string& path) {
-  // "host_file = 'PATH': <why>"
-  const std::string field = absl::StrCat("host_file = '", path, "': ");
-  auto text = ReadFileToString(path);
-  if (!text.ok()) return absl::NotFoundError(absl::StrCat(field, text.status().message()));
-  auto j = json_util::ParseJson(*text, path);
-  if (!j.ok()) return absl::InvalidArgumentError(absl::StrCat(field, j.status().message()));
-  auto read = costmodel::HostTimeFromJson(*j);
-  if (!read.ok()) return absl::InvalidArgumentError(absl::StrCat(field, read.status().message()));
-  return read;
-}
-
-absl::StatusOr<std::optional<costmodel::HostTime>> HostTermsFor(
-    const std::string& engine, const std::string& host_file,
-    const costmodel::HostOverridesMs& given, const std::array<const char*, 4>& names,
-    const std::string& who) {
-  const bool from_file = !host_file.empty();
-  auto base = from_file ? ReadHostFile(host_file) : costmodel::DefaultHostTime(engine);
-  if (!base.ok()) return base.status();
-  auto with = costmodel::OverrideHostTime(*base, given, names, who);
-  if (!with.ok()) return with.status();
-  if (!from_file && with->provenance == base->provenance) return std::nullopt;
-  return *std::move(with);
-}
-
 absl::StatusOr<costmodel::StepOptions> CostRequest::StepOptionsFor(const std::string& engine,
                                                                    double draft_s) const {
   costmodel::StepOptions o;
@@ -124,6 +93,21 @@ absl::StatusOr<costmodel::StepOptions> CostRequest::StepOptionsFor(const std::st
   o.topk = topk;
   o.drafter_options.draft_vocab = draft_vocab;
   if (draft_s > 0) o.draft_s = draft_s;
+  auto host = costmodel::DefaultHostTime(engine);
+  if (!host.ok()) return host.status();
+  bool overridden = false;
+  if (!host_file.empty()) {
+    // "host_file = 'PATH': <why>"
+    const std::string field = absl::StrCat("host_file = '", host_file, "': ");
+    auto text = ReadFileToString(host_file);
+    if (!text.ok()) return absl::NotFoundError(absl::StrCat(field, text.status().message()));
+    auto j = json_util::ParseJson(*text, host_file);
+    if (!j.ok()) return absl::InvalidArgumentError(absl::StrCat(field, j.status().message()));
+    auto read = costmodel::HostTimeFromJson(*j);
+    if (!read.ok()) return absl::InvalidArgumentError(absl::StrCat(field, read.status().message()));
+    host = *std::move(read);
+    overridden = true;
+  }
   auto opt = [](double ms) { return ms >= 0 ? std::optional<double>(ms) : std::nullopt; };
   const costmodel::HostOverridesMs given{opt(host_step_ms), opt(host_per_seq_ms),
                                          opt(host_per_draft_ms), opt(sample_ms)};
@@ -182,12 +166,6 @@ costmodel::CostSpec CostRequest::ToCostSpec(costmodel::DType parsed_dtype) const
 
 absl::StatusOr<costmodel::ResolvedLatencyModel> CostRequest::ResolveSpec(
     costmodel::DType parsed_dtype) const {
-  // A calib_dir that is not a directory is named (not a silent fall-back to the roofline).
-  if (std::error_code ec; !calib_dir.empty() && !std::filesystem::is_directory(calib_dir, ec)) {
-    return absl::NotFoundError(absl::StrCat(
-        "calib_dir = '", calib_dir,
-        "': ", std::filesystem::exists(calib_dir, ec) ? "not a directory" : "no such directory"));
-  }
   return costmodel::ResolveCost(ToCostSpec(parsed_dtype));
 }
 
