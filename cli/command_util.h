@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "ops/validate.h"
 #include "planner/policies/best_first.h"
 #include "plot/chart.h"
 
@@ -63,10 +64,19 @@ void SetBudgetMode(int n_max, int budget, bool scan, Options* options) {
   }
 }
 
-// --t-draft-ms MS (>= 0): the drafter's network time, as `help` says for the command.
+// The check of every floating flag: a finite number in [lo, hi] (in (lo, hi] when `lo_open`),
+// through ops::CheckInRange, so NaN and infinities are refused (CLI11's own Range and
+// NonNegativeNumber let "nan" through): "--t-aux-ms: value 1e+308: must be in [0, 10000] (ms)".
+CLI::Validator FiniteRange(double lo, double hi, std::string_view what = "", bool lo_open = false);
+// A time in ms: FiniteRange(0, ops::kMaxMs, "ms"), the range ops/validate.h states for every
+// time given by hand.
+CLI::Validator MsRange();
+
+// --t-draft-ms MS (in [0, 1e4]): the drafter's network time, as `help` says for the command.
 CLI::Option* AddDraftTimeOption(CLI::App* cmd, double* t_draft_ms, const std::string& help);
-// --draft-batch-growth F (>= 0): the fraction of one sequence's draft time each further sequence
-// in a batched draft pass adds, as `help` says for the command.
+// --draft-batch-growth F (in [0, 1]): the fraction of one sequence's draft time each further
+// sequence in a batched draft pass adds (at most a whole sequence's time: a sequence batched costs
+// no more than one drafted on its own), as `help` says for the command.
 CLI::Option* AddDraftBatchGrowthOption(CLI::App* cmd, double* growth, const std::string& help);
 
 // --tree-mask-mode and --draft-token-num for --layout sglang (`layout`, which they need).
@@ -86,13 +96,36 @@ CLI::Option* AddCachedContextOption(CLI::App* cmd, int64_t* c);
 // util/shipped_dir.h CheckNotShipped, the operation's or the command's).
 CLI::Option* AddForceFlag(CLI::App* cmd, bool* force);
 
+// The one convention of every command that writes a file (--out, --plot; docs/reliability.md):
+// the path is refused inside the shipped profiles directories (calib/, $SPECPLAN_CALIB_DIR)
+// unless --force, and a parent directory that does not exist is an error unless --mkdir (then
+// it is created).
+struct OutputFlags {
+  bool force = false;  // --force: write into the shipped profiles directory
+  bool mkdir = false;  // --mkdir: create the output's missing parent directories
+};
+// --mkdir, bound to `mkdir`.
+CLI::Option* AddMkdirFlag(CLI::App* cmd, bool* mkdir);
+// --force and --mkdir, bound to `out`.
+void AddOutputFlags(CLI::App* cmd, OutputFlags* out);
+// OK when `path` (given by `flag`) may be written under `out`'s rules; else INVALID_ARGUMENT
+//   "<flag> <path>: inside the shipped profiles directory <dir>, ...; ... or --force ..."
+//   "<flag> <path>: directory <parent> does not exist (pass --mkdir to create it)"
+//   "<flag> <path>: <parent> is not a directory"     "<flag> <path>: is a directory"
+absl::Status CheckOutputPath(std::string_view flag, const std::string& path,
+                             const OutputFlags& out);
+// CheckOutputPath, then the atomic write (util/atomic_file.h); false after printing
+// "<cmd><message>" (the message starts "<flag> <path>: ").
+bool WriteOutput(std::string_view cmd, std::string_view flag, const std::string& path,
+                 std::string_view text, const OutputFlags& out);
+
 // --trace FILE: "<kind> trace (JSONL, whatif/trace.h); default: the bundled trace <path>".
 CLI::Option* AddTraceOption(CLI::App* cmd, std::string* trace, std::string_view kind);
 
-// Renders `charts` (900 x 900) and writes the PNG to `path` atomically; false after printing
-// "<cmd>--plot <path>: <error>".
+// Checks `path` (CheckOutputPath under `out`), renders `charts` (900 x 900) and writes the PNG to
+// `path` atomically; false after printing "<cmd>--plot <path>: <error>".
 bool WritePlot(std::string_view cmd, const std::string& path,
-               const std::vector<plot::Chart>& charts);
+               const std::vector<plot::Chart>& charts, const OutputFlags& out);
 
 }  // namespace specplan::cli
 

@@ -4,8 +4,10 @@
 // --out-dir DIR/<gpu>/ <model>-<dtype>@<engine>.json each. Every profile is composed before any
 // file is written, so bad input writes nothing, and nothing is written into the shipped profiles
 // directory (calib/) unless --force (util/shipped_dir.h).
+#include <filesystem>
 #include <iostream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -38,6 +40,7 @@ struct ComposeArgs {
   bool kernels_only = false;
   bool quiet = false;
   bool force = false;  // --force: write into the shipped profiles directory
+  bool mkdir = false;  // --mkdir: create --out's parent or --out-dir when missing
 };
 
 // The operation's field names in this command's flags ("out_file /x.json: ..." -> "--out /x.json:
@@ -77,6 +80,14 @@ int RunCompose(const ComposeArgs& a) {
   req.out_dir = a.out_dir;
   req.protected_dirs = ShippedCalibDirs(costmodel::DefaultCalibDir());
   req.force = a.force;
+  // The writers' convention (cli/command_util.h OutputFlags): a missing directory needs --mkdir.
+  if (!a.out.empty() && Failed(me, CheckOutputPath("--out", a.out, {a.force, a.mkdir}))) return 1;
+  if (std::error_code ec;
+      !a.out_dir.empty() && !a.mkdir && !std::filesystem::is_directory(a.out_dir, ec)) {
+    std::cerr << me << "--out-dir " << a.out_dir
+              << ": not an existing directory (pass --mkdir to create it)\n";
+    return 1;
+  }
   // Every profile composed and every path checked before anything is written.
   absl::StatusOr<ops::ComposeResult> r = ops::Compose(req);
   if (r.ok()) {
@@ -127,7 +138,9 @@ void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
   cmd->add_option("--b-grid", a->b_grid, "Batch sizes of the table (default 1..256)")
       ->delimiter(',');
   cmd->add_option("--s-grid", a->s_grid, "Tokens per sequence (default 1..256)")->delimiter(',');
-  cmd->add_option("--c-grid", a->c_grid, "Cached tokens (default 0..32768)")->delimiter(',');
+  cmd->add_option("--c-grid", a->c_grid, "Cached tokens (default 0..32768)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{0}, ops::kMaxContext));
   cmd->add_option("--drafters", a->drafters,
                   "Drafter architectures to compose beside the target, comma-separated (eagle, "
                   "eagle3, mtp, draft:MODEL, block:MODEL; default: eagle, eagle3, mtp; none: "
@@ -150,6 +163,7 @@ void RegisterProfilesComposeCommand(CLI::App* profiles, int* exit_code) {
                 "Leave out the terms the tables do not hold (GEMM + attention + LM head only)");
   cmd->add_flag("--quiet", a->quiet, "Print nothing on success");
   AddForceFlag(cmd, &a->force);
+  AddMkdirFlag(cmd, &a->mkdir);
 }
 
 }  // namespace specplan::cli

@@ -6,9 +6,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cli/command_util.h"
 #include "cli/remote.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/profile/engines.h"
+#include "ops/validate.h"
 
 namespace specplan::cli {
 
@@ -147,25 +149,26 @@ CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* f) {
   cmd->add_option("--topk", f->topk, "Beams per draft forward (SGLang-style trees)")
       ->capture_default_str();
   cmd->add_option("--draft-vocab", f->draft_vocab,
-                  "eagle3's draft vocabulary (default 32000, as the released heads)");
+                  "eagle3's draft vocabulary (default 32000, as the released heads)")
+      ->check(CLI::Range(int64_t{0}, ops::kMaxVocab));
   cmd->add_option("--host-file", f->host_file,
                   "Host terms from `specplan step fit --out` (instead of the engine's defaults; "
                   "the --host-*-ms and --sample-ms flags still override single terms)");
   cmd->add_option("--host-step-ms", f->host_step_ms,
                   "Engine host work per step, ms (default: the engine's, docs/step-model.md)")
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(FiniteRange(0, 1000, "ms"));
   cmd->add_option("--host-per-seq-ms", f->host_per_seq_ms,
                   "Engine host work per sequence per step, ms (default: the engine's)")
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(FiniteRange(0, 1000, "ms"));
   cmd->add_option("--host-per-draft-ms", f->host_per_draft_ms,
                   "Engine host work per drafter forward, ms (default: the engine's)")
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(FiniteRange(0, 1000, "ms"));
   cmd->add_option("--sample-ms", f->sample_ms,
                   "One sampling call (the target's, and each drafter forward's), ms (default: the "
                   "engine's)")
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(FiniteRange(0, 1000, "ms"));
   cmd->add_option("--t-aux-ms", f->t_aux_ms, "Tree construction/sampling overhead, ms")
-      ->check(CLI::NonNegativeNumber);
+      ->check(MsRange());
   return o;
 }
 

@@ -234,11 +234,11 @@ void RegisterEstimateCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--t-net-ms", args->t_net_ms, "Draft network forward, ms (per step for ar)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(MsRange());
   cmd->add_option("--t-head-ms", args->t_head_ms, "Draft LM head, ms (per step for ar)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(MsRange());
   cmd->add_option("--t-light-ms", args->t_light_ms, "Light causal-correction step, ms (causal)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(MsRange());
   AddJsonFlag(cmd, &args->json);
   AddAcceptanceFlags(cmd, &args->acceptance);
   cmd->add_flag("--warn-memory", args->warn_memory,

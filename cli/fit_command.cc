@@ -44,12 +44,14 @@ struct FitArgs {
   uint64_t seed = 1;
   int64_t tp = 1;
   bool force = false;  // --force: write into the shipped profiles directory
+  bool mkdir = false;  // --mkdir: create --out's missing parent directories
 };
 
-// OK when `out` may be written: outside the shipped profiles directories, or --force.
+// OK when `out` may be written: outside the shipped profiles directories, or --force; a --out
+// whose directory is missing needs --mkdir (cli/command_util.h CheckOutputPath; the default path
+// under the profiles directory is created as before).
 absl::Status CheckOut(const FitArgs& a, const std::string& what, const std::string& out) {
-  return CheckNotShipped(what, out, ShippedCalibDirs(specplan::costmodel::DefaultCalibDir()),
-                         a.force);
+  return CheckOutputPath(what, out, {a.force, a.mkdir || a.out.empty()});
 }
 
 int Fail(const absl::Status& st) {
@@ -234,11 +236,12 @@ void RegisterFitCommand(CLI::App& app, int* exit_code) {
                   "calib/<gpu>/<model>-<dtype>.json, is a shipped profile) unless --force; with "
                   "--refit the default is the refitted profile itself");
   AddForceFlag(cmd, &args->force);
+  AddMkdirFlag(cmd, &args->mkdir);
   cmd->add_option("--holdout", args->holdout,
                   "Fraction of the samples held out of the fit and scored (0 = fit on everything; "
                   "the default model is chosen by cross-validation either way)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.95));
+      ->check(FiniteRange(0, 0.95));
   cmd->add_option("--tp", args->tp,
                   "Tensor parallelism the samples were measured at (recorded in the profile; "
                   "features per GPU plus two all-reduces per layer)")

@@ -42,6 +42,7 @@ constexpr char kCmd[] = "specplan schedule: ";
 struct ScheduleArgs : CostFlags, ReplayFlags {
   std::string format;
   std::string out;
+  OutputFlags output;  // --force, --mkdir for --out
   std::string batch_sizes = "1,2,4,8,16,32,64,128,256";
   int n_max = 64;
   int min_draft_len = 0;
@@ -107,11 +108,7 @@ int WriteSchedule(const ScheduleArgs& a, const ops::ScheduleResult& result) {
   if (a.out.empty()) {
     std::cout << text;
   } else {
-    absl::Status st = WriteFileAtomically(a.out, text);
-    if (!st.ok()) {
-      std::cerr << kCmd << "--out " << a.out << ": " << st.message() << "\n";
-      return 1;
-    }
+    if (!WriteOutput(kCmd, "--out", a.out, text, a.output)) return 1;
   }
   if (!a.quiet) {
     std::cerr << ops::Summary(result);
@@ -152,6 +149,8 @@ bool RequestOf(const ScheduleArgs& a, ops::ScheduleRequest* req) {
 }
 
 int RunSchedule(const ScheduleArgs& a) {
+  // The output path first: nothing runs (or is written) for a path the command would refuse.
+  if (!a.out.empty() && Failed(kCmd, CheckOutputPath("--out", a.out, a.output))) return 1;
   ops::ScheduleRequest req;
   if (!RequestOf(a, &req)) return 1;
   if (Failed(kCmd, ScheduleErrorInFlags(a, ops::Validate(req)))) return 1;
@@ -190,6 +189,7 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
           "--format names (its profile for --gpu x --model must ship, or pass --profile)");
   AddTraceOption(cmd, &args->trace, "Acceptance");
   cmd->add_option("--out", args->out, "Write the schedule to FILE (atomically) instead of stdout");
+  AddOutputFlags(cmd, &args->output);
   cmd->add_option("--batch-sizes", args->batch_sizes,
                   "Comma-separated grid of batch sizes, starting at 1 (each in [1, 4096]); the "
                   "setting chosen at a grid point applies up to the next one")

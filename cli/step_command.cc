@@ -26,10 +26,13 @@ constexpr char kCmd[] = "specplan step fit: ";
 struct StepFitArgs : CostFlags {
   std::string points;
   std::string out;
+  OutputFlags output;  // --force, --mkdir for --out
   bool json = false;
 };
 
 int RunStepFit(const StepFitArgs& a) {
+  // The output path first: nothing runs (or is written) for a path the command would refuse.
+  if (!a.out.empty() && Failed(kCmd, CheckOutputPath("--out", a.out, a.output))) return 1;
   ops::StepFitRequest req;
   req.cost = a;
   req.points = a.points;
@@ -44,10 +47,10 @@ int RunStepFit(const StepFitArgs& a) {
     Failed(kCmd, CostErrorInFlags(result.status()));
     return 1;
   }
-  if (!a.out.empty()) {
-    const absl::Status st =
-        WriteFileAtomically(a.out, costmodel::HostTimeToJson(result->fit.host).dump(2) + "\n");
-    if (Failed(kCmd, st, "--out " + a.out + ": ")) return 1;
+  if (!a.out.empty() &&
+      !WriteOutput(kCmd, "--out", a.out, costmodel::HostTimeToJson(result->fit.host).dump(2) + "\n",
+                   a.output)) {
+    return 1;
   }
   if (a.json) {
     std::cout << ops::ToJson(*result).dump(2) << "\n";
@@ -82,6 +85,7 @@ void RegisterStepCommand(CLI::App& app, int* exit_code) {
                   "where k > 0)")
       ->required();
   cmd->add_option("--out", args->out, "Write the fitted host terms as JSON (for --host-file)");
+  AddOutputFlags(cmd, &args->output);
   AddJsonFlag(cmd, &args->json);
 }
 

@@ -57,6 +57,7 @@ struct WhatIfArgs : CostFlags, ReplayFlags {
   bool json = false;
   bool per_step = false;
   std::string plot;
+  OutputFlags output;  // --force, --mkdir for --plot
   std::string server;
   std::string concurrency;  // --concurrency LIST; empty: the budget sweep
   bool best_fixed = false;
@@ -225,7 +226,7 @@ int RunConcurrency(const WhatIfArgs& a, int n_max) {
   req.n_max = n_max;
   req.best_fixed = a.best_fixed;
   req.best_chain = a.best_chain;
-  return RunWhatIfConcurrency(req, a.json, a.plot);
+  return RunWhatIfConcurrency(req, a.json, a.plot, a.output);
 }
 
 // --concurrency LIST --acceptance FILE: chains over the user's acceptance.
@@ -259,6 +260,8 @@ int RunChains(const WhatIfArgs& a) {
 
 int RunWhatIf(const WhatIfArgs& a) {
   const char* kCmd = "specplan whatif: ";
+  // The --plot path first: nothing runs (or is written) for a path the command would refuse.
+  if (!a.plot.empty() && Failed(kCmd, CheckOutputPath("--plot", a.plot, a.output))) return 1;
   for (const char* flag :
        {"--draft-batch-growth", "--batch-scan", "--best-fixed", "--best-chain"}) {
     if (a.concurrency.empty() && Given(a, flag)) {
@@ -295,7 +298,7 @@ int RunWhatIf(const WhatIfArgs& a) {
     options.t_aux_s = a.t_aux_ms * 1e-3;
     if (!RunRemote(a, parsed->dtype, options, &result)) return 1;
   }
-  if (!a.plot.empty() && !WritePlot(kCmd, a.plot, MakeCharts(result.report))) return 1;
+  if (!a.plot.empty() && !WritePlot(kCmd, a.plot, MakeCharts(result.report), a.output)) return 1;
   if (a.json) {
     std::cout << ops::ToJson(result).dump(2) << "\n";
   } else {
@@ -328,7 +331,7 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
                      "Marginals drafter network time, ms (per step for ar, per block otherwise)");
   cmd->add_option("--policy-forward-ms", args->policy_forward_ms,
                   "Drafter time per forward (tree level) for dynatree/fixed/linear, ms")
-      ->check(CLI::NonNegativeNumber);
+      ->check(MsRange());
   cmd->add_option("--fixed-depth", args->fixed_depth, "fixed D: maximum depth")
       ->check(CLI::Range(1, 8191))
       ->capture_default_str();
@@ -337,13 +340,14 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--fixed-tau", args->fixed_tau,
                   "fixed tau: minimum draft prob of a kept candidate")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(FiniteRange(0, 1))
       ->capture_default_str();
   AddJsonFlag(cmd, &args->json, " instead of the table");
   cmd->add_flag("--per-step", args->per_step, "JSON: add every row's per-step results");
   cmd->add_option("--plot", args->plot,
                   "Write a PNG: speedup and accepted length vs budget, controller and oracle "
                   "marked (with --concurrency: throughput and speedup over ar vs B)");
+  AddOutputFlags(cmd, &args->output);
   AddServerOption(cmd, &args->server, "Sweep",
                   " (the --trace file is read here and sent; without --trace the server's bundled "
                   "trace); same output");

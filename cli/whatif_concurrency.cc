@@ -92,7 +92,7 @@ void PrintWhatIfText(const ops::WhatIfSource& source, const std::string& table,
 }
 
 int RunWhatIfConcurrency(const ops::WhatIfConcurrencyRequest& given, bool json,
-                         const std::string& plot) {
+                         const std::string& plot, const OutputFlags& output) {
   ops::WhatIfConcurrencyRequest req = given;
   if (isatty(STDERR_FILENO) && req.batch_sizes.size() > 1 && !req.recorded) {
     req.progress = [](int done, int total) {
@@ -102,7 +102,9 @@ int RunWhatIfConcurrency(const ops::WhatIfConcurrencyRequest& given, bool json,
   }
   auto result = ops::WhatIfConcurrency(req);
   if (Failed(kCmd, WhatIfErrorInFlags(result.status()))) return 1;
-  if (!plot.empty() && !WritePlot(kCmd, plot, MakeConcurrencyCharts(result->report))) return 1;
+  if (!plot.empty() && !WritePlot(kCmd, plot, MakeConcurrencyCharts(result->report), output)) {
+    return 1;
+  }
   if (json) {
     std::cout << ops::ToJson(*result).dump(2) << "\n";
   } else {

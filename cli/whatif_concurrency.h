@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "cli/command_util.h"
 #include "ops/whatif_op.h"
 #include "whatif/concurrency.h"
 
@@ -49,7 +50,7 @@ void PrintWhatIfText(const ops::WhatIfSource& source, const std::string& table,
 // --concurrency LIST|recorded: runs ops::WhatIfConcurrency, writes --plot (throughput and speedup
 // over ar vs B) and prints the JSON or the table. Returns the exit code.
 int RunWhatIfConcurrency(const ops::WhatIfConcurrencyRequest& req, bool json,
-                         const std::string& plot);
+                         const std::string& plot, const OutputFlags& output);
 
 // --concurrency LIST --acceptance FILE: runs ops::WhatIfChains (its errors in the flags' words:
 // --chains, --concurrency, --context) and prints the JSON or the table. Returns the exit code.

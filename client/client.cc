@@ -15,6 +15,7 @@
 #include "service/convert.h"
 #include "specplan/v1/planner.grpc.pb.h"
 #include "util/check.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::client {
@@ -346,8 +347,9 @@ absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> PlannerC
     req.mutable_profile()->set_engine(info.engine());  // "" from a server without engines
     v1::GetProfileResponse resp;
     SPECPLAN_RETURN_IF_ERROR(impl_->Unary(server_, &v1::Planner::Stub::GetProfile, req, &resp));
-    nlohmann::json j = nlohmann::json::parse(resp.profile_json(), nullptr, false);
-    auto profile = costmodel::ProfileFromJson(j);
+    auto j = json_util::ParseJson(resp.profile_json(), absl::StrCat("profile ", info.id()));
+    auto profile =
+        j.ok() ? costmodel::ProfileFromJson(*j) : absl::StatusOr<costmodel::Profile>(j.status());
     if (!profile.ok()) {
       return absl::Status(profile.status().code(),
                           absl::StrCat("server ", server_, ": profile ", info.id(), ": ",

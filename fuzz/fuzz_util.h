@@ -22,6 +22,7 @@
 #include "costmodel/hardware/model_spec.h"
 #include "costmodel/latency/roofline_latency.h"
 #include "util/check.h"
+#include "util/json_error.h"
 
 namespace specplan::fuzz {
 
@@ -37,10 +38,11 @@ inline std::string_view AsText(const uint8_t* data, size_t size) {
     return 0;                                                               \
   }
 
-// Parses JSON text; a syntax error gives a discarded value (no exception).
+// Parses JSON text through the library's one parser (util/json_error.h ParseJson, with its depth
+// and size limits); a syntax error or a value past a limit gives a discarded value (no exception).
 inline nlohmann::json ParseJsonNoThrow(std::string_view text) {
-  return nlohmann::json::parse(text.begin(), text.end(), /*cb=*/nullptr,
-                               /*allow_exceptions=*/false);
+  absl::StatusOr<nlohmann::json> j = json_util::ParseJson(text, "fuzz input");
+  return j.ok() ? *std::move(j) : nlohmann::json(nlohmann::json::value_t::discarded);
 }
 
 // Aborts (a fuzzer crash) when `status` is not OK, printing it: an invariant the library promises.

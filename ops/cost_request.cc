@@ -1,12 +1,15 @@
 #include "ops/cost_request.h"
 
+#include <filesystem>
 #include <optional>
+#include <system_error>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "costmodel/step/host_fit.h"
 #include "costmodel/step/host_time.h"
+#include "ops/validate.h"
 #include "util/file.h"
 #include "util/json_error.h"
 #include "util/status_macros.h"
@@ -67,6 +70,9 @@ CycleTerms PriceCycle(const CostView& cost, int gamma, int64_t c) {
 bool CostRequest::DrafterIsCostClass() const { return costmodel::ParseDrafterClass(drafter).ok(); }
 
 absl::StatusOr<CostRequest::Parsed> CostRequest::Parse(double t_draft_ms) const {
+  // Every number in its physical range first (ops/validate.h): NaN, infinities, 1e308 ms.
+  if (absl::Status st = CheckCostRequestNumbers(*this); !st.ok()) return st;
+  if (absl::Status st = CheckMs("t_draft_ms", t_draft_ms); !st.ok()) return st;
   // An architecture is priced by the step model; its planner cost starts as a block cost of
   // t_draft_ms.
   costmodel::DrafterClass cls = costmodel::DrafterClass::kParallelBlock;
@@ -166,6 +172,12 @@ costmodel::CostSpec CostRequest::ToCostSpec(costmodel::DType parsed_dtype) const
 
 absl::StatusOr<costmodel::ResolvedLatencyModel> CostRequest::ResolveSpec(
     costmodel::DType parsed_dtype) const {
+  // A calib_dir that is not a directory is named (not a silent fall-back to the roofline).
+  if (std::error_code ec; !calib_dir.empty() && !std::filesystem::is_directory(calib_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat(
+        "calib_dir = '", calib_dir,
+        "': ", std::filesystem::exists(calib_dir, ec) ? "not a directory" : "no such directory"));
+  }
   return costmodel::ResolveCost(ToCostSpec(parsed_dtype));
 }
 

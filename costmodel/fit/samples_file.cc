@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "util/file.h"
+#include "util/json_util.h"
 
 namespace specplan::costmodel {
 namespace {
@@ -154,10 +155,9 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesCsv(const std::string& te
 
 absl::StatusOr<std::vector<LatencySample>> ParseSamplesJson(const std::string& text,
                                                             const std::string& source) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON"));
-  }
+  absl::StatusOr<nlohmann::json> parsed = json_util::ParseJson(text, source);
+  if (!parsed.ok()) return parsed.status();  // "<source>:<line>:<column>: not valid JSON: ..."
+  const nlohmann::json j = *std::move(parsed);
   if (!j.is_array()) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": expected an array of {\"s\", \"c\", \"seconds\"} objects"));
@@ -168,7 +168,7 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesJson(const std::string& t
     const std::string where = absl::StrCat(source, ": [", i, "].");
     if (!e.is_object()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(source, ": [", i, "] = ", e.dump(), ": expected an object"));
+          absl::StrCat(source, ": [", i, "] = ", json_util::Quote(e), ": expected an object"));
     }
     LatencySample x;
     for (const char* key : {"s", "c"}) {
@@ -183,19 +183,19 @@ absl::StatusOr<std::vector<LatencySample>> ParseSamplesJson(const std::string& t
     const char* key = lat->name;
     if (!e["s"].is_number_integer()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, "s = ", e["s"].dump(), ": expected an integer"));
+          absl::StrCat(where, "s = ", json_util::Quote(e["s"]), ": expected an integer"));
     }
     if (!e["c"].is_number_integer()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, "c = ", e["c"].dump(), ": expected an integer"));
+          absl::StrCat(where, "c = ", json_util::Quote(e["c"]), ": expected an integer"));
     }
     if (!e[key].is_number()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, key, " = ", e[key].dump(), ": expected a number"));
+          absl::StrCat(where, key, " = ", json_util::Quote(e[key]), ": expected a number"));
     }
     if (e.contains("b") && !e["b"].is_number_integer()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, "b = ", e["b"].dump(), ": expected an integer"));
+          absl::StrCat(where, "b = ", json_util::Quote(e["b"]), ": expected an integer"));
     }
     x.s = e["s"].get<int64_t>();
     x.c = e["c"].get<int64_t>();

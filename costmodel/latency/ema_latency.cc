@@ -1,5 +1,6 @@
 #include "costmodel/latency/ema_latency.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -13,7 +14,8 @@ EmaCorrectedLatency::EmaCorrectedLatency(std::shared_ptr<const LatencyModel> bas
     : base_(std::move(base)), alpha_(alpha), bias_(initial_bias) {
   SPECPLAN_CHECK(base_ != nullptr);
   SPECPLAN_CHECK(alpha > 0 && alpha <= 1, "alpha must be in (0, 1]");
-  SPECPLAN_CHECK(initial_bias > 0);
+  SPECPLAN_CHECK(initial_bias >= kMinBias && initial_bias <= kMaxBias,
+                 "initial_bias must be in [0.1, 10]");
 }
 
 std::string EmaCorrectedLatency::Kind() const {
@@ -23,8 +25,9 @@ std::string EmaCorrectedLatency::Kind() const {
 
 bool EmaCorrectedLatency::Observe(int64_t s, int64_t c, double observed_s) {
   if (!std::isfinite(observed_s) || observed_s <= 0 || s < 1 || c < 0) return false;
-  const double ratio = observed_s / base_->VerifySeconds(s, c);
-  if (!std::isfinite(ratio)) return false;
+  const double raw = observed_s / base_->VerifySeconds(s, c);
+  if (!std::isfinite(raw)) return false;
+  const double ratio = std::clamp(raw, kMinBias, kMaxBias);
   double old = bias_.load(std::memory_order_relaxed);
   while (!bias_.compare_exchange_weak(old, (1 - alpha_) * old + alpha_ * ratio,
                                       std::memory_order_relaxed)) {

@@ -55,8 +55,8 @@ absl::StatusOr<std::vector<std::vector<double>>> TableLayer(const nlohmann::json
     std::vector<double> r;
     for (size_t si = 0; si < row.size(); ++si) {
       if (!row[si].is_number()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(name, "[", ci, "][", si, "] = ", row[si].dump(), ": expected a number"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, "[", ci, "][", si, "] = ", json_util::Quote(row[si]), ": expected a number"));
       }
       r.push_back(row[si].get<double>());
     }
@@ -74,8 +74,8 @@ absl::StatusOr<std::vector<int64_t>> IntArray(const nlohmann::json& j, const std
   std::vector<int64_t> out;
   for (size_t i = 0; i < arr->size(); ++i) {
     if (!(*arr)[i].is_number_integer()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, "[", i, "] = ", (*arr)[i].dump(), ": expected an integer"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "[", i, "] = ", json_util::Quote((*arr)[i]), ": expected an integer"));
     }
     out.push_back((*arr)[i].get<int64_t>());
   }
@@ -336,8 +336,8 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
   if (!sw->is_object()) return absl::InvalidArgumentError("software: expected an object");
   for (auto it = sw->begin(); it != sw->end(); ++it) {
     if (!it.value().is_string()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("software.", it.key(), " = ", it.value().dump(), ": expected a string"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "software.", it.key(), " = ", json_util::Quote(it.value()), ": expected a string"));
     }
     p.software[it.key()] = it.value().get<std::string>();
   }
@@ -439,7 +439,7 @@ absl::StatusOr<Profile> ProfileFromJson(const nlohmann::json& j) {
     for (size_t i = 0; i < notes.size(); ++i) {
       if (!notes[i].is_string()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("notes[", i, "] = ", notes[i].dump(), ": expected a string"));
+            absl::StrCat("notes[", i, "] = ", json_util::Quote(notes[i]), ": expected a string"));
       }
       p.notes.push_back(notes[i].get<std::string>());
     }

@@ -62,9 +62,10 @@ absl::StatusOr<DrafterArch> DrafterArchFor(const std::string& name, const ModelS
     a.fc_in = 2 * h;
     a.fc_every_forward = true;
   } else if (name == "eagle3") {
-    if (options.draft_vocab < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("draft_vocab = ", options.draft_vocab, ": must be >= 0 (0 = 32000)"));
+    // At most 2^24 tokens (ops/validate.h kMaxVocab: the physical range every front end states).
+    if (options.draft_vocab < 0 || options.draft_vocab > (int64_t{1} << 24)) {
+      return absl::InvalidArgumentError(absl::StrCat("draft_vocab = ", options.draft_vocab,
+                                                     ": must be in [0, 16777216] (0 = 32000)"));
     }
     a.kind = DrafterKind::kEagle3;
     a.layers = OneLayerOf(target, "eagle3 head of " + target.name,

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::costmodel {
@@ -241,10 +242,10 @@ absl::StatusOr<HostTime> HostTimeFromJson(const nlohmann::json& j) {
     const char* name = t.name;
     if (!j.contains(name) || !j[name].is_number() || !(j[name].get<double>() >= 0) ||
         j[name].get<double>() > 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("host.", name, ": ", j.contains(name) ? j[name].dump() : "missing",
-                       t.fraction ? ": expected a fraction in [0, 1] of the verify time"
-                                  : ": expected seconds in [0, 1]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "host.", name, ": ", j.contains(name) ? json_util::Quote(j[name]) : "missing",
+          t.fraction ? ": expected a fraction in [0, 1] of the verify time"
+                     : ": expected seconds in [0, 1]"));
     }
     h.*t.member = j[name].get<double>();
   }

@@ -16,6 +16,7 @@
 #include "util/check.h"
 #include "util/enum_names.h"
 #include "util/file.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::planner {
@@ -516,6 +517,13 @@ int ColumnOf(std::string_view line, const std::string& key) {
 template <typename Json>
 absl::StatusOr<Json> ParseJsonLine(std::string_view text, int column_offset, const Line& line,
                                    const std::string& src) {
+  // util/json_error.h's bounds, checked before anything is built.
+  if (const size_t deep = json_util::FindDepthExcess(text, json_util::kMaxJsonDepth);
+      deep != std::string_view::npos) {
+    return Error(
+        src, line.number, column_offset + static_cast<int>(deep) + 1,
+        absl::StrCat("JSON nested deeper than ", json_util::kMaxJsonDepth, " levels (the limit)"));
+  }
   try {
     return Json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
@@ -549,7 +557,7 @@ absl::StatusOr<int64_t> CountField(const Json& obj, const std::string& key,
   if (it == obj.end()) return Error(src, line.number, 1, absl::StrCat(field, ": missing"));
   if (!it->is_number_integer() || it->template get<int64_t>() < 0) {
     return Error(src, line.number, ColumnOf(line.text, key),
-                 absl::StrCat(field, " = ", it->dump(), ": expected an integer >= 0"));
+                 absl::StrCat(field, " = ", json_util::Quote(*it), ": expected an integer >= 0"));
   }
   return it->template get<int64_t>();
 }
@@ -563,15 +571,17 @@ absl::StatusOr<std::vector<int64_t>> CountArray(const Json& obj, const std::stri
   auto it = obj.find(key);
   if (it == obj.end()) return Error(src, line.number, 1, absl::StrCat(field, ": missing"));
   if (!it->is_array()) {
-    return Error(src, line.number, ColumnOf(line.text, key),
-                 absl::StrCat(field, " = ", it->dump(), ": expected an array of integers"));
+    return Error(
+        src, line.number, ColumnOf(line.text, key),
+        absl::StrCat(field, " = ", json_util::Quote(*it), ": expected an array of integers"));
   }
   std::vector<int64_t> out;
   for (size_t i = 0; i < it->size(); ++i) {
     const auto& v = (*it)[i];
     if (!v.is_number_integer() || v.template get<int64_t>() < 0) {
-      return Error(src, line.number, ColumnOf(line.text, key),
-                   absl::StrCat(field, "[", i, "] = ", v.dump(), ": expected an integer >= 0"));
+      return Error(
+          src, line.number, ColumnOf(line.text, key),
+          absl::StrCat(field, "[", i, "] = ", json_util::Quote(v), ": expected an integer >= 0"));
     }
     out.push_back(v.template get<int64_t>());
   }
@@ -807,15 +817,16 @@ absl::StatusOr<EngineAcceptance> ParseStepTrace(const std::string& text, const s
     AcceptanceTraceRequest req;
     // id
     if (auto it = obj.find("id"); it != obj.end()) {
-      req.id = it->is_string() ? it->get<std::string>() : it->dump();
+      req.id = it->is_string() ? it->get<std::string>() : json_util::Quote(*it);
     } else {
       req.id = absl::StrCat("line ", line.number);
     }
     // prompt
     if (auto it = obj.find("prompt_tokens"); it != obj.end()) {
       if (!it->is_number_integer() || it->get<int64_t>() < 0) {
-        return Error(src, line.number, ColumnOf(line.text, "prompt_tokens"),
-                     absl::StrCat("prompt_tokens = ", it->dump(), ": expected an integer >= 0"));
+        return Error(
+            src, line.number, ColumnOf(line.text, "prompt_tokens"),
+            absl::StrCat("prompt_tokens = ", json_util::Quote(*it), ": expected an integer >= 0"));
       }
       req.prompt_tokens = it->get<int64_t>();
     } else if (auto ids = obj.find("prompt_token_ids"); ids != obj.end()) {
@@ -831,8 +842,9 @@ absl::StatusOr<EngineAcceptance> ParseStepTrace(const std::string& text, const s
     // k_max stated by the line
     if (auto it = obj.find("k_max"); it != obj.end()) {
       if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 4096) {
-        return Error(src, line.number, ColumnOf(line.text, "k_max"),
-                     absl::StrCat("k_max = ", it->dump(), ": expected an integer in [1, 4096]"));
+        return Error(
+            src, line.number, ColumnOf(line.text, "k_max"),
+            absl::StrCat("k_max = ", json_util::Quote(*it), ": expected an integer in [1, 4096]"));
       }
       const int k = static_cast<int>(it->get<int64_t>());
       stated_k = stated_k == 0 ? k : std::min(stated_k, k);
@@ -865,7 +877,7 @@ absl::StatusOr<EngineAcceptance> ParseStepTrace(const std::string& text, const s
       const OrderedJson& v = (*acc)[i];
       if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 1 << 20) {
         return Error(src, line.number, column,
-                     absl::StrCat(field, "[", i, "] = ", v.dump(),
+                     absl::StrCat(field, "[", i, "] = ", json_util::Quote(v),
                                   ": must be an integer >= 1 (1 + leading drafts accepted)"));
       }
       const int32_t n = static_cast<int32_t>(v.get<int64_t>());
@@ -916,7 +928,8 @@ absl::StatusOr<AcceptanceFormat> DetectFormat(const std::string& text, const std
   std::string_view body = lead == std::string_view::npos ? first : first.substr(lead);
   if (body.substr(0, 5) == "data:") body = body.substr(5);
   body = body.substr(std::min(body.size(), body.find_first_not_of(" \t")));
-  if (!body.empty() && body[0] == '{') {
+  if (!body.empty() && body[0] == '{' &&
+      json_util::FindDepthExcess(body, json_util::kMaxJsonDepth) == std::string_view::npos) {
     try {
       const nlohmann::json j = nlohmann::json::parse(body.begin(), body.end());
       std::string where;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "util/file.h"
 #include "util/json_error.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::planner {
@@ -205,7 +206,8 @@ absl::StatusOr<Marginals> ParseMarginalsJson(const nlohmann::json& j) {
   if (rt == j.end()) return Invalid("root_token: missing");
   if (!rt->is_number_integer() || rt->get<int64_t>() < 0 ||
       rt->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-    return Invalid(absl::StrCat("root_token = ", rt->dump(), ": must be an integer in [0, 2^31)"));
+    return Invalid(
+        absl::StrCat("root_token = ", json_util::Quote(*rt), ": must be an integer in [0, 2^31)"));
   }
   m.root_token = static_cast<int32_t>(rt->get<int64_t>());
 
@@ -251,14 +253,14 @@ absl::StatusOr<Marginals> ParseMarginalsJson(const nlohmann::json& j) {
       const auto& t = trow[r];
       if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
           t.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-        return Invalid(absl::StrCat("tokens[", d, "][", r, "] = ", t.dump(),
+        return Invalid(absl::StrCat("tokens[", d, "][", r, "] = ", json_util::Quote(t),
                                     ": must be an integer in [0, 2^31)"));
       }
       m.tokens[d * k + r] = static_cast<int32_t>(t.get<int64_t>());
       const auto& p = prow[r];
       if (!p.is_number()) {
-        return Invalid(
-            absl::StrCat("probs[", d, "][", r, "] = ", p.dump(), ": must be a number in [0, 1]"));
+        return Invalid(absl::StrCat("probs[", d, "][", r, "] = ", json_util::Quote(p),
+                                    ": must be a number in [0, 1]"));
       }
       m.probs[d * k + r] = p.get<float>();
     }

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "util/json_error.h"
+#include "util/json_util.h"
 #include "util/status_macros.h"
 
 namespace specplan::planner {
@@ -29,7 +30,7 @@ absl::Status FindBoundedArray(const json& obj, const char* key, bool required, c
   }
   if (!it->is_array()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(key, " = ", it->dump(), ": must be an array of ", elements));
+        absl::StrCat(key, " = ", json_util::Quote(*it), ": must be an array of ", elements));
   }
   if (it->size() > static_cast<size_t>(kMaxTreeNodes)) {
     return absl::InvalidArgumentError(
@@ -61,11 +62,11 @@ absl::Status ReadIntArray(const json& obj, const char* key, bool required,
                  value <= std::numeric_limits<int32_t>::max();
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat(key, "[", i, "] = ", v.dump(), ": must be an integer"));
+          absl::StrCat(key, "[", i, "] = ", json_util::Quote(v), ": must be an integer"));
     }
     if (!in_range) {
       return absl::InvalidArgumentError(
-          absl::StrCat(key, "[", i, "] = ", v.dump(), ": out of the int32 range"));
+          absl::StrCat(key, "[", i, "] = ", json_util::Quote(v), ": out of the int32 range"));
     }
     out->push_back(static_cast<int32_t>(value));
   }
@@ -83,7 +84,7 @@ absl::Status ReadProbArray(const json& obj, const char* key, std::vector<double>
     const json& v = (*array)[i];
     if (!v.is_number()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(key, "[", i, "] = ", v.dump(), ": must be a number"));
+          absl::StrCat(key, "[", i, "] = ", json_util::Quote(v), ": must be a number"));
     }
     out->push_back(v.get<double>());
   }
