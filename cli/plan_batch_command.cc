@@ -30,6 +30,7 @@
 #include "cli/layout_json.h"
 #include "cli/remote.h"
 #include "ops/plan_batch.h"
+#include "ops/plan_tree.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/marginals/marginals.h"
 #include "util/enum_names.h"
@@ -80,16 +81,15 @@ absl::StatusOr<RequestLine> ParseRequestLine(const nlohmann::json& j) {
   const nlohmann::json& c = j["c"];
   if (!c.is_number_integer() || c.get<int64_t>() < 0 || c.get<int64_t>() > (int64_t{1} << 24)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("c = ", json_util::Quote(c), ": expected an integer in [0, 16777216]"));
+        absl::StrCat("c = ", c.dump(), ": expected an integer in [0, 16777216]"));
   }
   r.c = c.get<int64_t>();
   if (j.contains("n_max")) {
     const nlohmann::json& n = j["n_max"];
     if (!n.is_number_integer() || n.get<int64_t>() < 0 ||
         n.get<int64_t>() >= planner::kMaxTreeNodes) {
-      return absl::InvalidArgumentError(absl::StrCat("n_max = ", json_util::Quote(n),
-                                                     ": expected an integer in [0, ",
-                                                     planner::kMaxTreeNodes - 1, "]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "n_max = ", n.dump(), ": expected an integer in [0, ", planner::kMaxTreeNodes - 1, "]"));
     }
     r.n_max = static_cast<int>(n.get<int64_t>());
   }
@@ -97,7 +97,7 @@ absl::StatusOr<RequestLine> ParseRequestLine(const nlohmann::json& j) {
     const nlohmann::json& w = j["weight"];
     if (!w.is_number() || !std::isfinite(w.get<double>()) || w.get<double>() <= 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("weight = ", json_util::Quote(w), ": expected a number > 0"));
+          absl::StrCat("weight = ", w.dump(), ": expected a number > 0"));
     }
     r.weight = w.get<double>();
   }
@@ -174,6 +174,14 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     result.priced = want_cost;
     result.latency_model = used->latency_model;
     result.profile = used->profile;
+    // The search the server ran (the same rule as in-process; marginals requests only).
+    const bool scan = req.options.mode == BudgetMode::kScan ||
+                      req.options.objective == BatchObjective::kLatencyBound;
+    result.plan.search =
+        SearchFor(req.options.mode == BudgetMode::kFixed || !want_cost ? BudgetMode::kFixed
+                  : scan                                               ? BudgetMode::kScan
+                                                                       : BudgetMode::kController,
+                  want_cost && ops::DraftsByLevel(a, a.t_draft_ms), ops::MaxGamma(req.requests));
   } else {
     auto planned = ops::PlanBatch(req);
     if (Failed(kCmd, CostErrorInFlags(planned.status()))) return 1;
@@ -202,6 +210,11 @@ int RunPlanBatch(const PlanBatchArgs& a) {
       "%.2f per request\n  expected accepted %.3f tokens in all (roots included)\n",
       mode_name, B, req.options.n_max, plan.n_total, static_cast<double>(plan.n_total) / B,
       total_a);
+  if (plan.search == PlanSearch::kFirstDecreasePerDepth ||
+      plan.search == PlanSearch::kScanPerDepth) {
+    std::cout << absl::StrFormat("  search: %s (the drafting priced per tree level)\n",
+                                 EnumName(kPlanSearchNames, plan.search));
+  }
   if (want_cost) {
     std::cout << absl::StrFormat(
         "  cycle %.4f ms, goodput %.1f tokens/s; plain decoding %.1f tokens/s (%s latency "
@@ -250,7 +263,7 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-ms-per-token", args->max_ms_per_token,
                   "Per-request bound: expected ms per accepted token (cycle / Â_i) for every "
                   "request; maximises goodput under it")
-      ->check(FiniteRange(0, ops::kMaxMs, "ms", /*lo_open=*/true));
+      ->check(CLI::PositiveNumber);
   AddJsonFlag(cmd, &args->json);
   AddServerOption(cmd, &args->server, "Plan",
                   " (the PlanBatch RPC) instead of in-process (same output)");

@@ -94,6 +94,10 @@ int RunPlan(const PlanArgs& a) {
       result.priced = want_cost;
       result.latency_model = used->latency_model;
       result.profile = used->profile;
+      // The search the server ran (the same rule as in-process).
+      result.plan.search =
+          SearchFor(want_cost ? req.options.mode : BudgetMode::kFixed,
+                    want_cost && ops::DraftsByLevel(a, a.t_draft_ms), marginals->gamma);
     }
     plan_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
@@ -146,6 +150,19 @@ int RunPlan(const PlanArgs& a) {
         "  cycle %.4f ms, L_AR %.4f ms, estimated speedup %.3fx (%s latency model%s)\n",
         plan.cycle_s * 1e3, plan.l_ar_s * 1e3, plan.speedup, result.latency_model,
         result.profile.empty() ? "" : ", profile " + result.profile);
+    if (!a.DrafterIsCostClass()) {
+      // Which drafter the cycle prices, and how its drafting follows the tree.
+      std::string how;
+      if (plan.n == 0) {
+        how = "no tree drafted, the cycle is the plain step";
+      } else if (ops::DraftsByLevel(a, a.t_draft_ms)) {
+        how = absl::StrFormat("a forward per tree level, %d levels here", outputs.max_depth);
+      } else {
+        how = "one drafting cost whatever the tree";
+      }
+      std::cout << absl::StrFormat("  drafter %s: %s; search: %s\n", a.drafter, how,
+                                   EnumName(kPlanSearchNames, plan.search));
+    }
   }
   if (req.options.mode != BudgetMode::kFixed) {
     std::cout << absl::StrFormat("  evaluated n = 0..%d\n",

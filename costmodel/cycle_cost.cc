@@ -39,6 +39,15 @@ double DrafterCost::DraftSeconds(int batch) const {
   return DraftSeconds() * (1.0 + batch_growth * static_cast<double>(batch - 1));
 }
 
+double DrafterCost::DraftSecondsAtDepth(int depth, int batch) const {
+  SPECPLAN_CHECK(batch >= 1);
+  if (depth_s.empty()) return DraftSeconds(batch);
+  const size_t d =
+      static_cast<size_t>(std::clamp<int>(depth, 0, static_cast<int>(depth_s.size()) - 1));
+  const double growth = d < depth_growth.size() ? depth_growth[d] : batch_growth;
+  return depth_s[d] * (1.0 + growth * static_cast<double>(batch - 1));
+}
+
 BatchCycleCost::BatchCycleCost(const LatencyModel* verify, DrafterCost drafter, double t_aux_s)
     : verify_(verify), drafter_(drafter), draft1_s_(drafter.DraftSeconds()), aux_s_(t_aux_s) {
   SPECPLAN_CHECK(verify != nullptr);
@@ -55,6 +64,9 @@ CycleCost::CycleCost(const LatencyModel* verify, DrafterCost drafter, double t_a
       c_(c) {
   SPECPLAN_CHECK(verify != nullptr);
   SPECPLAN_CHECK(c >= 0);
+  // Seconds(n) pays DraftSeconds(); a tree of depth d pays depth_s[d] instead.
+  depth_s_.reserve(drafter.depth_s.size());
+  for (double t : drafter.depth_s) depth_s_.push_back(t - draft_s_);
 }
 
 }  // namespace specplan::costmodel

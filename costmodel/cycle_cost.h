@@ -6,11 +6,19 @@
 //   C(n_1..n_B) = T_draft(B) + T_aux + T_verify({(n_i + 1, c_i)})
 //                 [+ per_sequence B + per_token sum (n_i + 1)]
 // The bracketed engine terms are DrafterCost's step terms (0 for a drafter priced by class).
+//
+// The cycle of a tree (DESIGN.md "Cycle cost"; TreeSeconds): a drafter that drafts level by level
+// (DrafterCost::depth_s, from costmodel::PlannerTermsFor for eagle, eagle3, mtp, draft:MODEL) pays
+// T_draft(d) for a tree of depth d, so C(T) = T_draft(depth of T) + T_aux + T_verify(|T| + 1, c)
+// [+ ...]; a block drafter or a cost class pays DraftSeconds() at every depth. A tree of no draft
+// node drafts nothing: its cycle is the plain step (PlainSeconds).
 #ifndef SPECPLAN_COSTMODEL_CYCLE_COST_H_
 #define SPECPLAN_COSTMODEL_CYCLE_COST_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "costmodel/latency/latency_model.h"
@@ -48,6 +56,26 @@ struct DrafterCost {
   double per_sequence_s = 0.0;
   double per_token_s = 0.0;
   double plain_step_s = 0.0;
+  // The drafting of a tree by its depth, for a drafter that drafts level by level (one extend
+  // forward, then a forward per level: costmodel::PlannerTermsFor): depth_s[d] = seconds of one
+  // sequence's drafting of a tree of depth d, d = 0..gamma (depth_s[0] = 0, non-decreasing), and
+  // depth_growth[d] its batch_growth. Empty: the drafting does not depend on the tree
+  // (DraftSeconds() at every depth: a block drafter, ngram, a cost class, a time given by hand).
+  std::vector<double> depth_s = {};       // [gamma + 1] seconds
+  std::vector<double> depth_growth = {};  // [gamma + 1], >= 0
+
+  // Whether the drafting steps with the tree's depth (depth_s given).
+  bool depth_stepped() const { return !depth_s.empty(); }
+  // T_draft of a tree of depth d (clamped to the table), one sequence; DraftSeconds() when
+  // depth-flat.
+  double DraftSecondsAtDepth(int depth) const {
+    if (depth_s.empty()) return DraftSeconds();
+    return depth_s[static_cast<size_t>(
+        std::clamp<int>(depth, 0, static_cast<int>(depth_s.size()) - 1))];
+  }
+  // The same for B sequences drafted together (each batched forward (1 + growth (B - 1)) times
+  // one sequence's).
+  double DraftSecondsAtDepth(int depth, int batch) const;
 
   // T_draft in seconds for this class, one sequence.
   double DraftSeconds() const;
@@ -67,6 +95,24 @@ class CycleCost {
   double Seconds(int64_t n) const {
     return fixed_s_ + per_token_s_ * static_cast<double>(n + 1) + verify_->VerifySeconds(n + 1, c_);
   }
+  // C(T) for a tree of n draft nodes and depth `depth` (see the top of this file): the drafting at
+  // that depth, T_aux and the verify pass of n + 1 tokens; n = 0 is the plain step (PlainSeconds).
+  // Seconds(n) is the cycle that pays the drafter's full depth (gamma levels).
+  double TreeSeconds(int64_t n, int depth) const {
+    if (n == 0) return PlainSeconds();
+    return Seconds(n) + DepthSeconds(depth);
+  }
+  // What a tree of depth d pays for its drafting beyond Seconds(n)'s (<= 0; 0 when depth-flat).
+  double DepthSeconds(int depth) const {
+    return depth_s_.empty() ? 0.0
+                            : depth_s_[static_cast<size_t>(std::clamp<int>(
+                                  depth, 0, static_cast<int>(depth_s_.size()) - 1))];
+  }
+  bool depth_stepped() const { return !depth_s_.empty(); }
+  // The deepest depth the drafting table covers (gamma); 0 when depth-flat.
+  int max_priced_depth() const {
+    return depth_s_.empty() ? 0 : static_cast<int>(depth_s_.size()) - 1;
+  }
   double DraftSeconds() const { return draft_s_; }
   double AuxSeconds() const { return aux_s_; }
   double VerifySeconds(int64_t n) const { return verify_->VerifySeconds(n + 1, c_); }
@@ -79,7 +125,8 @@ class CycleCost {
   const LatencyModel* verify_;
   double draft_s_;
   double aux_s_;
-  double fixed_s_;  // draft + aux + per_sequence_s
+  std::vector<double> depth_s_;  // [gamma + 1] T_draft(d) - T_draft(gamma); empty: depth-flat
+  double fixed_s_;               // draft + aux + per_sequence_s
   double per_token_s_;
   double plain_extra_s_;
   int64_t c_;
@@ -96,6 +143,18 @@ class BatchCycleCost {
     return DraftSeconds(batch.size()) + aux_s_ + StepTerms(batch) +
            verify_->VerifyBatchSeconds(batch);
   }
+  // C of a batch whose deepest tree has depth `depth` (see the top of this file): every request
+  // drafts that many levels together (the drafting at that depth for the batch's B sequences);
+  // a batch that drafts nothing (every s_i = 1) is the plain step (PlainSeconds).
+  double TreeSeconds(const BatchShape& batch, int depth) const {
+    if (batch.totals().tokens <= static_cast<double>(batch.size())) return PlainSeconds(batch);
+    return DraftSeconds(batch.size(), depth) + aux_s_ + StepTerms(batch) +
+           verify_->VerifyBatchSeconds(batch);
+  }
+  bool depth_stepped() const { return drafter_.depth_stepped(); }
+  int max_priced_depth() const {
+    return drafter_.depth_s.empty() ? 0 : static_cast<int>(drafter_.depth_s.size()) - 1;
+  }
   double VerifySeconds(const BatchShape& batch) const { return verify_->VerifyBatchSeconds(batch); }
   // A plain decoding step of `plain` (every s_i = 1): its verify pass plus the drafter cost's
   // plain_step_s and its per-sequence and per-token terms.
@@ -109,6 +168,11 @@ class BatchCycleCost {
   }
   double DraftSeconds(int batch) const {
     return batch == 1 ? draft1_s_ : drafter_.DraftSeconds(batch);
+  }
+  // T_draft(B) of trees of depth d (DrafterCost::DraftSecondsAtDepth).
+  double DraftSeconds(int batch, int depth) const {
+    return drafter_.depth_s.empty() ? DraftSeconds(batch)
+                                    : drafter_.DraftSecondsAtDepth(depth, batch);
   }
   double AuxSeconds() const { return aux_s_; }
   const LatencyModel& verify_model() const { return *verify_; }

@@ -8,6 +8,9 @@
 // BENCH: BM_BestFirstFixed/{64,256,1024}        fixed budget N + outputs (positions, packed mask,
 //                                                retrieve)
 // BENCH: BM_BestFirstFixedPlanOnly/{64,256,1024} fixed budget N, planning only (no outputs)
+// BENCH: BM_BestFirstDepthController/{64,256,1024} controller per depth cap d = 1..16 (a drafter
+//                                                that pays a forward per level) + outputs
+// BENCH: BM_BestFirstDepthScan/{64,256,1024}    scan per depth cap + outputs
 // BENCH: BM_TreeOutputs/{64,256,1024}           outputs only for a fixed-budget tree of N nodes
 // BENCH: BM_TreeOutputsDense/{64,256,1024}      outputs incl. dense [s][s] uint8 mask
 // BENCH: BM_PathConditionedFixed/{64,256}       path-conditioned step loop, marginals provider
@@ -70,11 +73,16 @@ Marginals BenchMarginals(int gamma = 16, int k = 8, unsigned seed = 1234) {
   return m;
 }
 
-void RunMode(benchmark::State& state, BudgetMode mode, bool outputs) {
+void RunMode(benchmark::State& state, BudgetMode mode, bool outputs, bool by_level = false) {
   const Marginals m = BenchMarginals();
   FakeRooflineLatency latency;
   costmodel::DrafterCost drafter;
   drafter.t_net_s = 1e-3;
+  if (by_level) {  // an EAGLE-like head: 0.4 ms extend, 0.3 ms per further level
+    drafter.depth_s.assign(m.gamma + 1, 0.0);
+    for (int d = 1; d <= m.gamma; ++d) drafter.depth_s[d] = 4e-4 + 3e-4 * (d - 1);
+    drafter.t_net_s = drafter.depth_s[m.gamma];
+  }
   const costmodel::CycleCost cost(&latency, drafter, 2e-4, 1024);
   BestFirstOptions options;
   options.mode = mode;
@@ -104,6 +112,12 @@ void BM_BestFirstScan(benchmark::State& state) { RunMode(state, BudgetMode::kSca
 void BM_BestFirstFixed(benchmark::State& state) { RunMode(state, BudgetMode::kFixed, true); }
 void BM_BestFirstFixedPlanOnly(benchmark::State& state) {
   RunMode(state, BudgetMode::kFixed, false);
+}
+void BM_BestFirstDepthController(benchmark::State& state) {
+  RunMode(state, BudgetMode::kController, true, /*by_level=*/true);
+}
+void BM_BestFirstDepthScan(benchmark::State& state) {
+  RunMode(state, BudgetMode::kScan, true, /*by_level=*/true);
 }
 
 void RunOutputs(benchmark::State& state, bool dense) {
@@ -213,6 +227,8 @@ BENCHMARK(BM_BestFirstController)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark:
 BENCHMARK(BM_BestFirstScan)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BestFirstFixed)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BestFirstFixedPlanOnly)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BestFirstDepthController)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BestFirstDepthScan)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TreeOutputs)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TreeOutputsDense)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PathConditionedFixed)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond);

@@ -148,6 +148,7 @@ nlohmann::json ToJson(const PlanBatchRequest& req, const PlanBatchResult& r) {
   const planner::BatchPlanOptions& options = req.options;
   nlohmann::json j;
   j["mode"] = EnumName(planner::kBudgetModeNames, options.mode);
+  j["search"] = EnumName(planner::kPlanSearchNames, plan.search);
   j["objective"] =
       options.objective == planner::BatchObjective::kGoodput ? "goodput" : "latency_bound";
   j["n_max"] = options.n_max;

@@ -84,7 +84,8 @@ absl::Status PlanBatchInto(const PlanBatchRequest& req, const CostView* cost,
 // In-process: resolves req.cost when NeedsCost or any cost field is given, and plans.
 absl::StatusOr<PlanBatchResult> PlanBatch(const PlanBatchRequest& req);
 
-// The JSON form (`specplan plan-batch --json`): mode, objective, n_max, n_total, requests [{n, c,
+// The JSON form (`specplan plan-batch --json`): mode, search (planner::PlanSearch's name),
+// objective, n_max, n_total, requests [{n, c,
 // tokens, parents, depths, positions, retrieve, expected_accepted, price}], curve, cycle_s,
 // goodput, ar_goodput (null when NaN), bound_met (latency bound), speculation_pays,
 // lattice_exhausted; latency_model and profile when priced. (Layouts: the front end's.)

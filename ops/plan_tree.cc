@@ -62,6 +62,13 @@ absl::StatusOr<PlanTreeResult> PlanTree(const PlanTreeRequest& req) {
   return result;
 }
 
+bool DraftsByLevel(const CostRequest& cost, double t_draft_ms) {
+  costmodel::StepOptions o;
+  o.drafter = cost.DrafterIsCostClass() ? "" : cost.drafter;
+  if (t_draft_ms > 0) o.draft_s = t_draft_ms * 1e-3;
+  return costmodel::DraftsByLevel(o);
+}
+
 nlohmann::json RetrieveJson(const planner::TreeOutputs& outputs) {
   nlohmann::json retrieve = nlohmann::json::array();
   for (int l = 0; l < outputs.num_leaves; ++l) {
@@ -75,6 +82,7 @@ nlohmann::json ToJson(const PlanTreeRequest& req, const PlanTreeResult& r) {
   const planner::BestFirstPlan& plan = r.plan;
   nlohmann::json j;
   j["mode"] = EnumName(planner::kBudgetModeNames, req.options.mode);
+  j["search"] = EnumName(planner::kPlanSearchNames, plan.search);
   j["n_max"] = req.options.n_max;
   j["n"] = plan.n;
   j["tokens"] = plan.tree.tokens;
@@ -96,6 +104,7 @@ nlohmann::json ToJson(const PlanTreeRequest& req, const PlanTreeResult& r) {
   if (req.options.mode != planner::BudgetMode::kFixed) {
     j["curve"] = CurveJson(plan.curve, "speedup", &planner::CurvePoint::speedup);
   }
+
   return j;
 }
 

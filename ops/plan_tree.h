@@ -61,9 +61,15 @@ absl::Status PlanTreeInto(const PlanTreeRequest& req, const CostView* cost,
 // In-process: resolves req.cost when NeedsCost (CostRequest::Resolve) and plans.
 absl::StatusOr<PlanTreeResult> PlanTree(const PlanTreeRequest& req);
 
-// The JSON form (`specplan plan --json`): mode, n_max, n, tokens, parents, depths, path_probs,
-// expected_accepted, positions, retrieve, cycle_s, speedup, l_ar_s (null when NaN),
-// lattice_exhausted, c; latency_model and profile when priced; curve unless kFixed.
+// Whether `cost` prices its drafting per tree level (costmodel::DraftsByLevel of its drafter; a
+// by-hand draft time t_draft_ms > 0 makes it depth-flat), so that the planners search per depth
+// cap (planner::SearchFor). A client that plans on a server tells the server's search from it.
+bool DraftsByLevel(const CostRequest& cost, double t_draft_ms);
+
+// The JSON form (`specplan plan --json`): mode, search (planner::PlanSearch's name), n_max, n,
+// tokens, parents, depths, path_probs, expected_accepted, positions, retrieve, cycle_s, speedup,
+// l_ar_s (null when NaN), lattice_exhausted, c; latency_model and profile when priced; curve unless
+// kFixed.
 nlohmann::json ToJson(const PlanTreeRequest& req, const PlanTreeResult& result);
 
 // Shared by the JSON forms: the retrieve rows of `outputs` ([leaves][width], -1 padded) and a

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "costmodel/latency/roofline_latency.h"
 #include "costmodel/latency/table_latency.h"
@@ -256,25 +257,77 @@ StepBreakdown StepModel::ArStep(const BatchShape& batch) const {
   return r;
 }
 
+StepBreakdown StepModel::TreeStep(int64_t b, int64_t n, int depth, int64_t c,
+                                  int block_positions) const {
+  SPECPLAN_CHECK(b >= 1 && n >= 0 && depth >= 0 && depth <= n && c >= 0);
+  if (n == 0) return ArStep(b, c);  // no tree: nothing is drafted
+  StepBreakdown r;
+  const int64_t s = n + 1;
+  std::optional<BatchShape> uniform;
+  if (b > 1) uniform = Uniform(b, s, c);
+  r.verify_s = (b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(*uniform)) +
+               host_.verify_per_token_s * static_cast<double>(b * s);
+  // A block drafter drafts its positions in one forward whatever the tree; a level drafter's
+  // extend reads the depth + 1 tokens a tree of that depth can accept, then drafts level by level.
+  const bool block = arch_.kind == DrafterKind::kBlock;
+  const int d = block ? std::max(block_positions, 1) : depth;
+  const int64_t s_draft = block ? s : depth + 1;
+  r.draft_s = DraftTime(*this, draft_.get(), arch_, b, s_draft, c, d,
+                        uniform && s_draft == s ? &*uniform : nullptr, &r.draft_forwards);
+  AddHost(b, d, &r);
+  return r;
+}
+
+bool DraftsByLevel(const StepOptions& o) {
+  if (o.draft_s) return false;
+  const std::string& d = o.drafter;
+  return d == "eagle" || d == "eagle3" || d == "mtp" || absl::StartsWith(d, "draft:");
+}
+
+bool StepModel::DraftsByLevel() const {
+  const bool by_level = has_drafter() && !options_.draft_s && arch_.has_network() &&
+                        arch_.kind != DrafterKind::kBlock;
+  SPECPLAN_CHECK(by_level == costmodel::DraftsByLevel(options_));
+  return by_level;
+}
+
 PlannerStepTerms PlannerTermsFor(const StepModel& step, int gamma, int64_t c) {
   PlannerStepTerms t;
-  const int64_t s = std::max(gamma, 1) + 1;
-  const StepBreakdown one = step.Step(1, s, c);
-  const StepBreakdown many = step.Step(16, s, c);
-  t.drafter.cls = DrafterClass::kParallelBlock;
-  t.drafter.gamma = std::max(gamma, 1);
-  t.drafter.t_net_s = one.draft_s;
-  t.drafter.batch_growth =
-      one.draft_s > 0 ? std::max(0.0, (many.draft_s / one.draft_s - 1) / 15) : 0;
+  gamma = std::max(gamma, 1);
   const HostTime& h = step.host();
-  // Per step: the sampling calls and the host's step work; per sequence and per verified token:
-  // the cycle's own terms (DrafterCost), so a batch of B pays them B times and a tree of n nodes
-  // (n + 1) times. (An n-gram drafter's proposal is in T_draft: its fraction of the verify pass
-  // of gamma + 1 tokens.)
+  // One step's drafting of a tree of depth d for b sequences: the drafter's forwards with their
+  // host work (TreeStep's draft term) and a sampling call per forward (its sample term past the
+  // target's one call). A chain of depth d prices it (TreeStep needs n >= depth; the drafting does
+  // not depend on n but for ngram/suffix, which are priced at depth gamma only).
+  auto draft = [&](int64_t b, int d) {
+    const StepBreakdown r = step.TreeStep(b, std::max(d, 1), d, c, gamma);
+    return d == 0 ? 0.0 : r.draft_s + h.sample_call_s * r.draft_forwards;
+  };
+  auto growth = [](double one, double many) {
+    return one > 0 ? std::max(0.0, (many / one - 1) / 15) : 0.0;
+  };
+  t.drafter.cls = DrafterClass::kParallelBlock;
+  t.drafter.gamma = gamma;
+  const double one = draft(1, gamma);
+  t.drafter.t_net_s = one;
+  t.drafter.batch_growth = growth(one, draft(16, gamma));
+  if (step.DraftsByLevel()) {
+    t.drafter.depth_s.resize(static_cast<size_t>(gamma) + 1);
+    t.drafter.depth_growth.resize(static_cast<size_t>(gamma) + 1);
+    for (int d = 0; d <= gamma; ++d) {
+      const double one_d = d == gamma ? one : draft(1, d);
+      t.drafter.depth_s[d] = one_d;
+      t.drafter.depth_growth[d] = d == gamma ? t.drafter.batch_growth : growth(one_d, draft(16, d));
+    }
+  }
+  // Per step: the target's sampling call and the host's step work; per sequence and per verified
+  // token: the cycle's own terms (DrafterCost), so a batch of B pays them B times and a tree of n
+  // nodes (n + 1) times. (An n-gram drafter's proposal is in T_draft: its fraction of the verify
+  // pass of gamma + 1 tokens.)
   t.drafter.per_sequence_s = h.per_sequence_s;
   t.drafter.per_token_s = h.verify_per_token_s;
   t.drafter.plain_step_s = h.step_s + h.sample_call_s;
-  t.t_aux_s = one.sample_s + one.host_s - h.per_sequence_s;
+  t.t_aux_s = h.sample_call_s + h.step_s;
   t.l_ar_s = step.ArStep(1, c).step_s();
   return t;
 }

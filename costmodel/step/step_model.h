@@ -76,6 +76,17 @@ class StepModel {
   // One plain decoding step of b sequences over c cached (or of the batch's sequences at s = 1).
   StepBreakdown ArStep(int64_t b, int64_t c) const;
   StepBreakdown ArStep(const BatchShape& batch) const;
+  // The step of a draft tree of n >= 0 nodes and depth `depth` (0 <= depth <= n, the levels it
+  // drafts) for b uniform sequences at context c: the target verifies n + 1 tokens; an
+  // autoregressive drafter (eagle, eagle3, mtp, draft:M) runs its extend forward over the
+  // depth + 1 tokens a tree of that depth can accept, then depth - 1 forwards of b x topk beams
+  // (DraftForwards with s = depth + 1, D = depth: a chain of depth d is Step(b, d + 1, c) at
+  // D = d); a block drafter one forward of `block_positions` positions whatever the tree
+  // (the positions its marginals hold); ngram/suffix their fraction of this verify pass. The
+  // options' draft_steps is not read: the tree's depth is. n = 0 drafts nothing: ArStep(b, c).
+  StepBreakdown TreeStep(int64_t b, int64_t n, int depth, int64_t c, int block_positions) const;
+  // Whether the drafter's cost steps with the tree's depth (DraftsByLevel(options)).
+  bool DraftsByLevel() const;
 
   const HostTime& host() const { return host_; }
   const std::string& engine() const { return engine_; }
@@ -128,17 +139,29 @@ class StepModel {
   std::string draft_priced_by_ = "none";
 };
 
-// What a planner that prices a cycle as C(n) = T_draft + T_aux + T_verify(n + 1, c)
-// (costmodel/cycle_cost.h) takes from the step model, for one sequence drafting `gamma` positions
-// at context c: the drafter's cost as a block cost of the step's T_draft (its batch_growth the
-// step model's growth of T_draft from b = 1 to 16; its per_sequence_s and per_token_s the host's
-// per-sequence and the engine's per-verified-token time, which cycles pay per sequence and per
-// token; its plain_step_s the plain step's host step and sampling call), T_aux = the step's
-// sampling calls and per-step host work, and L_AR = the plain step with its host work. Every front
-// end that plans (CLI, service, Python) prices its cycle through this one function.
+// What a planner that prices a cycle as C(T) = T_draft(shape of T) + T_aux + T_verify(|T| + 1, c)
+// (costmodel/cycle_cost.h, DESIGN.md "Cycle cost") takes from the step model, for one sequence
+// over marginals of `gamma` positions at context c. The one place a plan's drafting is priced:
+// every front end that plans (CLI, service, Python, through ops::PriceCycle) gets it here.
+//   drafter      its block cost t_net_s = the drafting of all gamma positions with the drafter's
+//                sampling calls (TreeStep at depth gamma: what a depth-flat cost and
+//                CycleCost::Seconds pay), batch_growth the growth of that from b = 1 to 16;
+//                for a drafter that drafts by level (DraftsByLevel) also depth_s[d] and
+//                depth_growth[d], d = 0..gamma: the same for a tree of depth d (TreeStep), so
+//                that CycleCost::TreeSeconds(n, d) is TreeStep(1, n, d, c).step_s();
+//                per_sequence_s, per_token_s: the host's per-sequence and the engine's
+//                per-verified-token time; plain_step_s the plain step's host step and sampling
+//   t_aux_s      the target's sampling call and the host's step work
+//   l_ar_s       the plain step with its host work (ArStep), also the cost of n = 0
+// Whether a step model of `options` prices a drafter that drafts level by level, so that a tree's
+// drafting steps with its depth: eagle, eagle3, mtp or draft:MODEL, its time not given by hand
+// (not a block drafter, not ngram/suffix, not a cost class). A rule on the names, so that a client
+// that plans on a server can tell the search the server runs.
+bool DraftsByLevel(const StepOptions& options);
+
 struct PlannerStepTerms {
-  DrafterCost drafter;  // cls kParallelBlock, t_net_s = T_draft, gamma as given
-  double t_aux_s = 0;   // T_sample + T_host of the step
+  DrafterCost drafter;  // cls kParallelBlock, gamma as given (>= 1)
+  double t_aux_s = 0;   // seconds
   double l_ar_s = 0;    // the plain step, seconds
 };
 PlannerStepTerms PlannerTermsFor(const StepModel& step, int gamma, int64_t c);

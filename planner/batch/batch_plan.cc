@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "planner/policies/best_first_engine.h"
 #include "planner/policies/path_lattice.h"
 #include "util/check.h"
+#include "util/status_macros.h"
 
 namespace specplan::planner {
 
@@ -164,6 +166,7 @@ struct BatchPlanner::Choice {
 
   // Back to N = 0: every request holds its root only.
   void Restart(int batch, double weight_sum) {
+    depth = 0;
     accepted = calibrated = batch;
     weighted = weight_sum;
     min_a = 1.0;
@@ -189,10 +192,11 @@ struct BatchPlanner::Choice {
     }
   }
 
-  // Records point N of the curve (the sums must describe N and `shape` its batch) and updates the
-  // choice; false: the controller's first decrease, stop.
+  // Records point N of the curve (the sums must describe N and `shape` its batch, its deepest tree
+  // `depth`) and updates the choice; false: the controller's first decrease, stop. N = 0 drafts
+  // nothing (the plain step); the drafting is priced at price_depth when >= 0, else at `depth`.
   bool Consider(int n, const costmodel::BatchShape& shape, BatchPlan* plan) {
-    const double c = cost->Seconds(shape);
+    const double c = cost->TreeSeconds(shape, price_depth >= 0 ? price_depth : depth);
     const double g = weighted / c;
     plan->curve.push_back({n, accepted, weighted, c, calibrated / c});
     if (latency) {
@@ -210,7 +214,9 @@ struct BatchPlanner::Choice {
       if (g > best_g) best_g = g, best_n = n;
       return true;
     }
-    if (n > 0 && g < prev_g) return false;  // first decrease: n - 1 is the answer
+    // First decrease over N >= 1 (the cost steps by the drafting from N = 0 to 1; the off switch
+    // compares with N = 0 after the stop): n - 1 is the answer.
+    if (n > 1 && g < prev_g) return false;
     prev_g = g;
     best_n = n;
     return true;
@@ -236,7 +242,20 @@ struct BatchPlanner::Choice {
     if (latency) plan->bound_met = feasible_seen;
   }
 
+  // This choice's standing, to compare runs (depth caps): a met bound first, then the weighted
+  // goodput of N* (for an unmet bound, the smaller violation); N* = 0 stands at plain decoding's.
+  std::pair<int, double> Standing(double weight_sum, double ar_s, const BatchPlan& plan) const {
+    if (best_n == 0)
+      return {latency ? (ar_s <= max_seconds_per_token ? 1 : 0) : 1,
+              latency && ar_s > max_seconds_per_token ? -ar_s : weight_sum / ar_s};
+    const BatchCurvePoint& p = plan.curve[static_cast<size_t>(best_n)];
+    if (latency && !feasible_seen) return {0, -best_violation};
+    return {1, p.weighted_accepted / p.cycle_s};
+  }
+
   const costmodel::BatchCycleCost* cost;
+  int price_depth = -1;  // the depth cap's price (-1: the batch's own depth)
+  int depth = 0;         // the deepest merged node so far
   bool latency;
   bool scan;
   double max_seconds_per_token;  // X
@@ -263,6 +282,8 @@ void BatchPlanner::ResetPlan(const std::vector<BatchRequest>& requests, BatchPla
   plan->curve.clear();
   plan->lattice_exhausted = false;
   plan->bound_met = true;
+  fresh_ = true;
+  depth_cap_ = kMaxMarginalsGamma;
   shape_.Clear();
   shape_.Reserve(b);
   for (const BatchRequest& r : requests) shape_.Add(1, r.c);
@@ -451,7 +472,7 @@ bool BatchPlanner::PopAllAhead(int chunk, const FrontierKey& above, BatchPlan* p
 void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
                               const BatchPlanOptions& options, int first_chunk, BatchPlan* plan) {
   const int B = static_cast<int>(requests.size());
-  if (plan->provider_rounds > 1) {
+  if (plan->provider_rounds > 1 || !fresh_) {
     std::fill(plan->n.begin(), plan->n.end(), 0);
     std::fill(plan->expected_accepted.begin(), plan->expected_accepted.end(), 1.0);
     for (int i = 0; i < B; ++i) shape_.SetTokens(i, 1);
@@ -465,7 +486,8 @@ void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
     if (path_slot_[i] < 0) {
       RestartTree(plan->trees[i], r.marginals->root_token);
       if (options.n_max == 0 || cap_[i] == 0) continue;
-      frontiers_[i].Reset(r.marginals, &plan->trees[i], scale_[i], static_cast<uint32_t>(i));
+      frontiers_[i].Reset(r.marginals, &plan->trees[i], scale_[i], static_cast<uint32_t>(i),
+                          depth_cap_);
     } else {
       RestartTree(plan->trees[i], r.root_token);
       paths_[path_slot_[i]].ws.missing.clear();
@@ -473,6 +495,7 @@ void BatchPlanner::StartRound(const std::vector<BatchRequest>& requests,
       PathFrontier(i, plan).Start(/*root_handle=*/0, /*expand_root=*/true);
     }
   }
+  fresh_ = false;
   // The first pops ahead (none where n_max = 0: every stream is closed).
   if (options.n_max > 0) PopAllAhead(first_chunk, FrontierKey{}, plan);
   merge_.Reset(static_cast<size_t>(B));
@@ -626,6 +649,7 @@ int BatchPlanner::MergeAndPrice(const std::vector<BatchRequest>& requests, int n
     ++n;
     order_.push_back(i);
     plan->expected_accepted[i] += rho;
+    choice->depth = std::max(choice->depth, plan->trees[i].depths[static_cast<size_t>(taken)]);
     shape_.Grow(i);
     choice->Add(i, rho, requests[i].weight, plan->expected_accepted);
     if (!choice->Consider(n, shape_, plan) || n == n_max) return i;
@@ -649,9 +673,11 @@ void BatchPlanner::CutToSelected(const std::vector<BatchRequest>& requests,
   shape_.Clear();
   plan->weighted_accepted = 0;
   double total_accepted = 0;
+  int depth = 0;
   for (int i = 0; i < B; ++i) {
     Tree& tree = plan->trees[i];
     tree.Resize(plan->n[i] + 1);
+    if (cost != nullptr) depth = std::max(depth, internal::TreeDepth(tree));
     const double a = tree.expected_accepted();
     plan->expected_accepted[i] = a;
     const double calibrated = CalibratedAccepted(a, options.acceptance_scale);
@@ -660,7 +686,7 @@ void BatchPlanner::CutToSelected(const std::vector<BatchRequest>& requests,
     if (cost != nullptr) shape_.Add(plan->n[i] + 1, requests[i].c);
   }
   if (cost != nullptr) {
-    plan->cycle_s = cost->Seconds(shape_);
+    plan->cycle_s = cost->TreeSeconds(shape_, depth);  // at the trees' own depth
     plan->goodput = total_accepted / plan->cycle_s;
   } else {
     plan->cycle_s = plan->goodput = std::numeric_limits<double>::quiet_NaN();
@@ -710,32 +736,67 @@ absl::Status BatchPlanner::Plan(const std::vector<BatchRequest>& requests,
                           : choice.scan ? std::max(chunk, (options.n_max + B - 1) / B)
                                         : chunk;
 
-  plan->provider_rounds = 0;
-  for (;;) {  // rounds (one without providers; see the header)
-    ++plan->provider_rounds;
-    StartRound(requests, options, first_chunk, plan);
-    choice.Restart(B, weight_sum);
-    // The request of the last pop when the round stopped right after taking it, else -1.
-    int last = -1;
-    if (evaluate) {
-      choice.Consider(0, shape_, plan);
-      last = MergeAndPrice(requests, options.n_max, chunk, &choice, plan);
-    } else {
-      // A fixed budget needs only the counts plan->n (N* is every pop, and the sums are made
-      // by CutToSelected).
-      int n = options.n_max > 0 ? TakeLeveled(options.n_max, plan) : 0;
-      // After a bulk take the merge makes the last few percent: it pops ahead little.
-      last = MergeFixedBudget(options.n_max, n > 0 ? kLevelFinishChunk : chunk, plan, &n);
-      choice.best_n = n;
+  // The rounds of one run over the lattices cut at depth_cap_ (one round without providers; see
+  // the header).
+  auto run = [&]() -> absl::Status {
+    plan->provider_rounds = 0;
+    for (;;) {
+      ++plan->provider_rounds;
+      StartRound(requests, options, first_chunk, plan);
+      choice.Restart(B, weight_sum);
+      // The request of the last pop when the round stopped right after taking it, else -1.
+      int last = -1;
+      if (evaluate) {
+        choice.Consider(0, shape_, plan);
+        last = MergeAndPrice(requests, options.n_max, chunk, &choice, plan);
+      } else {
+        // A fixed budget needs only the counts plan->n (N* is every pop, and the sums are made
+        // by CutToSelected).
+        int n = options.n_max > 0 ? TakeLeveled(options.n_max, plan) : 0;
+        // After a bulk take the merge makes the last few percent: it pops ahead little.
+        last = MergeFixedBudget(options.n_max, n > 0 ? kLevelFinishChunk : chunk, plan, &n);
+        choice.best_n = n;
+      }
+      if (num_paths == 0) return absl::OkStatus();
+      // The providers see each tree as popped so far (PopCursor leaves room behind the pops).
+      for (int i = 0; i < B; ++i) {
+        if (path_slot_[i] >= 0) plan->trees[i].Resize(recorded_[i] + 1);
+      }
+      bool asked = false;
+      SPECPLAN_RETURN_IF_ERROR(AskProviders(requests, last, *plan, &asked));
+      if (!asked) return absl::OkStatus();
     }
-    if (num_paths == 0) break;
-    // The providers see each tree as popped so far (PopCursor leaves room behind the pops).
-    for (int i = 0; i < B; ++i) {
-      if (path_slot_[i] >= 0) plan->trees[i].Resize(recorded_[i] + 1);
+  };
+  int gamma = 0;  // the deepest lattice of the batch
+  for (const BatchRequest& r : requests) {
+    gamma = std::max(gamma, r.marginals != nullptr ? r.marginals->gamma : r.gamma);
+  }
+  plan->depth_cap = -1;
+  plan->search = SearchFor(
+      evaluate ? (choice.scan ? BudgetMode::kScan : BudgetMode::kController) : BudgetMode::kFixed,
+      evaluate && num_paths == 0 && cost->depth_stepped(), gamma);
+  if (plan->search == PlanSearch::kFirstDecreasePerDepth ||
+      plan->search == PlanSearch::kScanPerDepth) {
+    // A depth-stepped cost (best_first.h): one run per depth cap d = 1..gamma, every request's
+    // lattice cut at d and the drafting priced at d, then the best over d (ties to the shallower
+    // cap); the chosen cap runs again unless it ran last.
+    int best_cap = gamma;
+    std::pair<int, double> best{-1, 0};
+    for (int d = 1; d <= gamma; ++d) {
+      depth_cap_ = d;
+      choice.price_depth = d;
+      SPECPLAN_RETURN_IF_ERROR(run());
+      const std::pair<int, double> standing = choice.Standing(weight_sum, ar_s, *plan);
+      if (choice.best_n > 0 && standing > best) best = standing, best_cap = d;
     }
-    bool asked = false;
-    if (absl::Status st = AskProviders(requests, last, *plan, &asked); !st.ok()) return st;
-    if (!asked) break;
+    if (best_cap != gamma) {
+      depth_cap_ = best_cap;
+      choice.price_depth = best_cap;
+      SPECPLAN_RETURN_IF_ERROR(run());
+    }
+    plan->depth_cap = best_cap;
+  } else {
+    SPECPLAN_RETURN_IF_ERROR(run());
   }
   // The off switch: a plan that drafts must beat plain decoding, which pays no drafter.
   if (evaluate) {

@@ -4,7 +4,7 @@
 // context length c_i, an optional cap n_max_i and a weight w_i > 0. The planner grows every
 // request's tree from one global frontier and prices each candidate batch with the batch cycle cost
 // (costmodel::BatchCycleCost):
-//   C(N) = T_draft(B) + T_aux + T_verify({(n_i + 1, c_i)}),   N = Σ n_i.
+//   C(N) = T_draft(B, d) + T_aux + T_verify({(n_i + 1, c_i)}),   N = Σ n_i, d the deepest tree.
 //
 // Order (the rule). A node of request i with path score ρ has priority  w_i ρ / κ_i.
 //   - Fixed budget (BudgetMode::kFixed): κ_i = 1. Popping in non-increasing w_i ρ adds, for every
@@ -31,13 +31,18 @@
 //                  seconds per accepted token, an engine's per-request SLO), scanning every N.
 //                  If no N meets the bound, the N with the smallest max_i C(N) / Â_i(N) is taken
 //                  and `bound_met` is false.
-// C(0) still pays for the drafting that produced the marginals, so the prefixes are compared with
-// each other as they are. Then the off switch: in the cost-aware modes the chosen plan must beat
-// plain decoding, which drafts nothing and verifies every root alone in T_AR = T_verify(all 1)
-// (weighted goodput Σ w_i / T_AR; for kLatencyBound plain decoding is one more candidate, with
-// T_AR per token for every request). Otherwise N* = 0 and `speculation_pays` is false.
-// n_i = 0 means "do not speculate request i this step"; N* = 0 means no request drafts and the
-// engine runs a plain decoding step.
+// N = 0 drafts nothing: C(0) is the plain step (DESIGN.md "Cycle cost"), so G(0) is plain
+// decoding's goodput and the controller's first-decrease stop runs over N >= 1 (the drafting makes
+// the cost step from N = 0 to 1). A drafter that drafts level by level (a depth-stepped
+// costmodel::BatchCycleCost: every request drafts the batch's deepest tree's levels together) is
+// searched exactly as in best_first.h: one run per depth cap d = 1..gamma, every lattice cut at d
+// and the drafting priced at d, and the best over d (marginals requests only; with a provider
+// request one run prices each prefix at its batch's own depth). Then the off switch: in the
+// cost-aware modes the chosen plan must beat plain decoding, which drafts nothing and verifies
+// every root alone in T_AR = T_verify(all 1) (weighted goodput Σ w_i / T_AR; for kLatencyBound
+// plain decoding is one more candidate, with T_AR per token for every request). Otherwise N* = 0
+// and `speculation_pays` is false. n_i = 0 means "do not speculate request i this step"; N* = 0
+// means no request drafts and the engine runs a plain decoding step.
 //
 // Path-conditioned requests (BatchRequest::provider; path_conditioned.h). Their nodes are priced
 // and ordered by the same rule: a node's path score is ρ(u) = Π q(x_j | path to x_j) along its
@@ -129,6 +134,8 @@ struct BatchPlan {
   bool lattice_exhausted = false;  // every request's frontier ran empty (or hit its cap) first
   std::vector<double> price;       // [B] κ_i used in the order
   int provider_rounds = 1;         // runs of the batch merge (1 without providers)
+  PlanSearch search = PlanSearch::kFixed;  // how N* was searched (best_first.h)
+  int depth_cap = -1;                      // per depth cap: the chosen cap d; -1: one uncapped run
   // One point per evaluated N from 0, in increasing N (kController: up to the point that
   // decreased; kScan and kLatencyBound: 0..N_max or the exhausted lattice; kFixed: empty).
   std::vector<BatchCurvePoint> curve;
@@ -249,8 +256,10 @@ class BatchPlanner {
   // revealed lattice, the lazy frontier's workspace and the provider's pending request and reply
   // (batch_plan.cc; implementation headers, not installed).
   struct PathState;
-  std::vector<int> path_slot_;    // [B]
-  std::vector<PathState> paths_;  // [>= number of provider requests], reused
+  int depth_cap_ = kMaxMarginalsGamma;  // the run's cut of every marginals lattice
+  bool fresh_ = true;                   // no round has started since ResetPlan
+  std::vector<int> path_slot_;          // [B]
+  std::vector<PathState> paths_;        // [>= number of provider requests], reused
 };
 
 }  // namespace specplan::planner

@@ -87,12 +87,15 @@ template <class Heads>
 class MarginalsFrontierT {
  public:
   // Starts the frontier of a tree that holds only its root (node 0 of `tree`). `m` and `tree` must
-  // outlive the use; `tree` is read (path_probs) as the caller grows it. Keeps capacity.
-  void Reset(const Marginals* m, const Tree* tree, double scale, uint32_t request) {
+  // outlive the use; `tree` is read (path_probs) as the caller grows it. Keeps capacity. With
+  // max_depth < m->gamma the lattice is cut at that depth (a depth-capped tree: its pop order is
+  // the whole lattice's with the deeper nodes left out).
+  void Reset(const Marginals* m, const Tree* tree, double scale, uint32_t request,
+             int max_depth = kMaxMarginalsGamma) {
     probs_ = m->probs.data();
     tokens_ = m->tokens.data();
     k_ = m->k;
-    gamma_ = m->gamma;
+    gamma_ = std::max(0, std::min(m->gamma, max_depth));
     tree_ = tree;
     scale_ = scale;
     request_ = request;

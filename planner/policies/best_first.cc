@@ -38,6 +38,13 @@ absl::Status MakeBudgetSpec(const BestFirstOptions& options, const costmodel::Cy
 
 }  // namespace internal
 
+void BestFirstPlanner::RunOnce(const Marginals& marginals, const internal::BudgetSpec& spec,
+                               int max_depth, BestFirstPlan* plan) {
+  plan->tree.ResetRoot(marginals.root_token);
+  frontier_.Reset(&marginals, &plan->tree, /*scale=*/1.0, /*request=*/0, max_depth);
+  internal::RunBestFirst(frontier_, spec, plan);
+}
+
 absl::Status BestFirstPlanner::Plan(const Marginals& marginals, const BestFirstOptions& options,
                                     const costmodel::CycleCost* cost, BestFirstPlan* plan) {
   SPECPLAN_CHECK(plan != nullptr);
@@ -50,11 +57,45 @@ absl::Status BestFirstPlanner::Plan(const Marginals& marginals, const BestFirstO
   if (!st.ok()) return st;
   frontier_.Reserve(options.n_max);
   plan->tree.Reserve(options.n_max + 1);
-  if (options.mode != BudgetMode::kFixed) plan->curve.reserve(options.n_max + 2);
-  plan->tree.ResetRoot(marginals.root_token);
-  frontier_.Reset(&marginals, &plan->tree, /*scale=*/1.0, /*request=*/0);
-  internal::RunBestFirst(frontier_, spec, plan);
+  const bool scan = options.mode == BudgetMode::kScan;
+  plan->depth_caps.clear();
+  plan->depth_cap = -1;
+  plan->search = SearchFor(cost == nullptr ? BudgetMode::kFixed : options.mode,
+                           cost != nullptr && cost->depth_stepped(), marginals.gamma);
+  if (plan->search != PlanSearch::kFirstDecreasePerDepth &&
+      plan->search != PlanSearch::kScanPerDepth) {
+    // One run (see the header): a fixed budget, a depth-flat cost, or one depth only.
+    if (options.mode != BudgetMode::kFixed) plan->curve.reserve(options.n_max + 2);
+    RunOnce(marginals, spec, marginals.gamma, plan);
+    internal::TruncateToSelected(plan);
+    return absl::OkStatus();
+  }
+  // A depth-stepped cost: the best tree per depth cap d = 1..gamma, each priced at depth d, then
+  // the best over d (ties to the shallower cap); the chosen cap is run again unless it ran last.
+  plan->curve.reserve(options.n_max + 2);
+  const int gamma = marginals.gamma;
+  int best_cap = gamma;
+  double best_s = 1.0;  // S(0): the plain step
+  for (int d = 1; d <= gamma; ++d) {
+    spec.price_depth = d;
+    RunOnce(marginals, spec, d, plan);
+    plan->depth_caps.push_back({d, plan->n, plan->speedup});
+    if (plan->n > 0 && plan->speedup > best_s) {
+      best_s = plan->speedup;
+      best_cap = d;
+    }
+  }
+  if (best_cap != gamma) {
+    spec.price_depth = best_cap;
+    RunOnce(marginals, spec, best_cap, plan);
+  }
+  plan->depth_cap = best_cap;
   internal::TruncateToSelected(plan);
+  if (plan->n > 0) {  // priced at the tree's own depth (<= the cap)
+    plan->cycle_s = cost->TreeSeconds(plan->n, internal::TreeDepth(plan->tree));
+    plan->speedup = CalibratedAccepted(plan->expected_accepted, options.acceptance_scale) *
+                    spec.l_ar_s / plan->cycle_s;
+  }
   return absl::OkStatus();
 }
 

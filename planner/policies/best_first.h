@@ -21,10 +21,24 @@
 //                      the drafter's trees accept s times the tokens Σρ promised (planner::
 //                      AcceptanceEstimator::surrogate_scale) prices every node at s ρ. The pop
 //                      order does not depend on s; only where the stop rule ends does.
-// n = 0 (root only) is part of the curve: S(0) = L_AR / C(0). It is <= 1 when drafting costs time,
-// and the controller returns n* = 0 when S(1) < S(0) ("do not draft a tree"; a caller would then
-// fall back to a plain AR step). Prop. 2.4's unimodality carries over to n = 0 because Â stays
-// concave there (Â(1) - Â(0) = rho(first node) >= every later increment).
+// n = 0 (root only) is part of the curve: no tree is drafted, so C(0) = L_AR (the plain step) and
+// S(0) = 1 (DESIGN.md "Cycle cost"). The cost steps from n = 0 to n = 1 by the drafting, so the
+// controller's first-decrease stop runs over n >= 1 and its n* is then compared with n = 0: n* = 0
+// ("do not draft a tree"; the caller runs a plain AR step) unless S(n*) > 1.
+//
+// The search (BestFirstPlan::search). With a depth-flat cost (a block drafter, ngram, a cost
+// class: CycleCost::depth_stepped() false) one run: the controller's first decrease is exact when
+// C(n) is convex over n >= 1 (Prop. 2.4: Â is concave); the scan is exact for any C. With a
+// depth-stepped cost (a drafter that drafts level by level pays one forward per level, so C steps
+// at each new depth) the cost-aware modes run best-first once per depth cap d = 1..gamma, the
+// lattice cut at depth d and every prefix priced at depth d, and take the best over d and n. That
+// is exact: the best tree of n nodes and depth <= d is the capped run's prefix T_n^(d) (the cut
+// lattice is a lattice, Prop. 2.3), and pricing it at depth d over-prices only a shallower tree,
+// which the run of its own depth prices exactly (T_draft is non-decreasing in d). Within a cap the
+// cost is C(n) + a constant, so the controller's first decrease stays exact per cap for a convex
+// verify cost, and the scan for any. The chosen tree is then priced at its own depth.
+// tests/planner/best_first_depth_test.cc checks both against every prefix-closed tree of small
+// lattices.
 //
 // Tie-breaking among equal rho: smaller depth first, then smaller parent index, then smaller rank.
 // The tree is returned in pop order, so node indices follow non-increasing rho and T_n is the
@@ -79,6 +93,39 @@ struct BestFirstOptions {
   bool validate = true;  // run ValidateMarginals first (about a microsecond at gamma=16, k=8)
 };
 
+// How a plan's n* was searched (BestFirstPlan::search; see the top of this file).
+enum class PlanSearch {
+  kFixed,                  // a fixed budget: no search
+  kFirstDecrease,          // the controller over one run (exact for a convex, depth-flat cost)
+  kScan,                   // argmax over every n of one run (exact for any depth-flat cost)
+  kFirstDecreasePerDepth,  // the controller per depth cap d = 1..gamma, argmax over d
+  kScanPerDepth,           // the scan per depth cap d = 1..gamma, argmax over d
+};
+inline constexpr EnumEntry<PlanSearch> kPlanSearchNames[] = {
+    {PlanSearch::kFixed, "fixed"},
+    {PlanSearch::kFirstDecrease, "first decrease"},
+    {PlanSearch::kScan, "scan"},
+    {PlanSearch::kFirstDecreasePerDepth, "first decrease per depth cap"},
+    {PlanSearch::kScanPerDepth, "scan per depth cap"}};
+
+// The search a cost-aware plan in `mode` runs (see the top of this file): per depth cap when the
+// cost steps with the depth (depth_stepped) and the lattice is deeper than one level.
+inline PlanSearch SearchFor(BudgetMode mode, bool depth_stepped, int gamma) {
+  if (mode == BudgetMode::kFixed) return PlanSearch::kFixed;
+  const bool scan = mode == BudgetMode::kScan;
+  if (depth_stepped && gamma > 1) {
+    return scan ? PlanSearch::kScanPerDepth : PlanSearch::kFirstDecreasePerDepth;
+  }
+  return scan ? PlanSearch::kScan : PlanSearch::kFirstDecrease;
+}
+
+// One depth cap's best (PlanSearch::k*PerDepth).
+struct DepthCapPoint {
+  int depth_cap = 0;   // d: the lattice cut at depth d
+  int n = 0;           // its n*
+  double speedup = 0;  // S(n*) with the drafting priced at depth d
+};
+
 struct CurvePoint {
   int n = 0;                     // draft nodes
   double expected_accepted = 0;  // Â(n), root included (the surrogate as is, not scaled)
@@ -97,9 +144,18 @@ struct BestFirstPlan {
   bool lattice_exhausted = false;  // the frontier ran empty before the budget / stop rule
   // [evaluated n] one point per evaluated n, starting at n = 0, in increasing n. kController:
   // n = 0 .. n* + 1 (the point that decreased) or up to the stop; kScan: 0 .. n_max; kFixed:
-  // empty. With a cost in kFixed only the summary fields are filled.
+  // empty. With a cost in kFixed only the summary fields are filled. Per depth cap: the curve of
+  // the chosen cap's run, its drafting priced at that cap (the summary fields at the tree's own
+  // depth, which may be shallower).
   std::vector<CurvePoint> curve;
+  PlanSearch search = PlanSearch::kFixed;
+  int depth_cap = -1;                     // the chosen cap (per depth cap); -1: one uncapped run
+  std::vector<DepthCapPoint> depth_caps;  // [gamma] per depth cap: each cap's best; else empty
 };
+
+namespace internal {
+struct BudgetSpec;  // best_first_engine.h
+}  // namespace internal
 
 // Plans best-first trees over marginals. Owns a reusable workspace: after the first call at a given
 // n_max (or Reserve), Plan does not allocate, provided the caller reuses the same BestFirstPlan.
@@ -120,6 +176,11 @@ class BestFirstPlanner {
   absl::Status PlanFixed(const Marginals& marginals, int budget, BestFirstPlan* plan);
 
  private:
+  // One best-first run over the lattice cut at max_depth, priced at price_depth (-1: each
+  // prefix's own depth).
+  void RunOnce(const Marginals& marginals, const internal::BudgetSpec& spec, int max_depth,
+               BestFirstPlan* plan);
+
   MarginalsFrontier frontier_;
 };
 

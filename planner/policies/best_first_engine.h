@@ -44,7 +44,17 @@ struct BudgetSpec {
   const costmodel::CycleCost* cost = nullptr;  // required unless kFixed
   double l_ar_s = 0;                           // resolved L_AR (> 0 when cost is set)
   double acceptance_scale = 1.0;               // s of Â' = 1 + s (Â - 1)
+  // The depth each prefix's drafting is priced at: -1 = its tree's own depth; >= 0 = this depth
+  // (a run capped at that depth, BestFirstPlanner's exact search on a depth-stepped cost).
+  int price_depth = -1;
 };
+
+// The deepest node of `tree` (0 for the root alone).
+inline int TreeDepth(const Tree& tree) {
+  int depth = 0;
+  for (const int32_t d : tree.depths) depth = d > depth ? d : depth;
+  return depth;
+}
 
 // The lazy frontier over a general lattice (path-conditioned planning): on pop, push the popped
 // node's next sibling and its first child. `Lattice` provides:
@@ -131,14 +141,13 @@ void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* pla
   const bool evaluate = spec.cost != nullptr && spec.mode != BudgetMode::kFixed;
 
   double a_hat = 1.0;
-  double best_s = -std::numeric_limits<double>::infinity();
+  // n = 0 drafts nothing: the plain step, C(0) = L_AR and S(0) = 1 (DESIGN.md "Cycle cost").
+  double best_s = 1.0;
   int best_n = 0;
-  double prev_s = 0;
-  if (evaluate) {
-    const double c0 = spec.cost->Seconds(0);
-    prev_s = best_s = spec.l_ar_s / c0;
-    plan->curve.push_back({0, 1.0, c0, prev_s});
-  }
+  int run_n = 0;  // kController: the last n before the first decrease, from n = 1 on
+  double prev_s = -std::numeric_limits<double>::infinity();
+  int depth = 0;  // the tree's depth so far
+  if (evaluate) plan->curve.push_back({0, 1.0, spec.l_ar_s, 1.0});
 
   // The tree grows by index into arrays sized ahead (doubling, at most n_max nodes past the
   // start) and is cut to the popped nodes below: four appends per pop cost about as much as the
@@ -162,13 +171,16 @@ void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* pla
     ++n;
     a_hat += e.rho;
     if (evaluate) {
-      const double c = spec.cost->Seconds(n);
+      depth = std::max(depth, tree.depths[node]);
+      const double c = spec.cost->TreeSeconds(n, spec.price_depth >= 0 ? spec.price_depth : depth);
       const double s = CalibratedAccepted(a_hat, spec.acceptance_scale) * spec.l_ar_s / c;
       plan->curve.push_back({n, a_hat, c, s});
       if (spec.mode == BudgetMode::kController) {
-        if (s < prev_s) break;  // first decrease: n - 1 is the answer
+        // First decrease over n >= 1 (n = 0 pays no drafting, so the cost steps from n = 0 to 1
+        // and the comparison with n = 0 comes after the stop): n - 1 is the answer.
+        if (s < prev_s) break;
         prev_s = s;
-        best_n = n;
+        run_n = n;
       } else if (s > best_s) {
         best_s = s;
         best_n = n;
@@ -180,6 +192,10 @@ void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* pla
     frontier.Expand(node, e);
   }
   tree.Resize(built);
+  if (evaluate && spec.mode == BudgetMode::kController && run_n > 0 &&
+      plan->curve[static_cast<size_t>(run_n)].speedup > best_s) {
+    best_n = run_n;
+  }
 
   plan->n = best_n;
   if (evaluate) {
@@ -193,7 +209,7 @@ void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* pla
     const double a = a_hat;
     plan->expected_accepted = a;
     if (spec.cost != nullptr) {
-      plan->cycle_s = spec.cost->Seconds(best_n);
+      plan->cycle_s = best_n == 0 ? spec.l_ar_s : spec.cost->TreeSeconds(best_n, TreeDepth(tree));
       plan->speedup = CalibratedAccepted(a, spec.acceptance_scale) * spec.l_ar_s / plan->cycle_s;
     } else {
       plan->cycle_s = plan->speedup = std::numeric_limits<double>::quiet_NaN();

@@ -597,22 +597,44 @@ TEST(PlannerTermsFor, AuxIsSampleAndHostArIsThePlainStepDraftIsTheStepsDraft) {
        }()) {
     SCOPED_TRACE(o.drafter);
     const StepModel m = Make(o);
+    const HostTime& h = m.host();
     for (int gamma : {1, 3, 7}) {
       const PlannerStepTerms t = PlannerTermsFor(m, gamma, 1024);
       const StepBreakdown one = m.Step(1, gamma + 1, 1024);
       const StepBreakdown many = m.Step(16, gamma + 1, 1024);
+      // The drafting of all gamma positions, its sampling calls included.
+      const double one_draft = one.draft_s + h.sample_call_s * one.draft_forwards;
+      const double many_draft = many.draft_s + h.sample_call_s * many.draft_forwards;
       EXPECT_EQ(t.drafter.cls, DrafterClass::kParallelBlock);
       EXPECT_EQ(t.drafter.gamma, gamma);
-      EXPECT_EQ(t.drafter.t_net_s, one.draft_s);
+      EXPECT_DOUBLE_EQ(t.drafter.t_net_s, one_draft);
       if (o.drafter == "ngram") {  // its proposal: the fraction of the verify pass, in T_draft
         EXPECT_DOUBLE_EQ(t.drafter.t_net_s, m.host().ngram_verify_fraction * one.verify_s);
       }
-      EXPECT_EQ(t.t_aux_s, one.sample_s + one.host_s);
+      // The target's sampling call and the host's step work.
+      EXPECT_DOUBLE_EQ(t.t_aux_s, h.sample_call_s + h.step_s);
+      // The whole step at depth gamma, as before the drafting was split by depth.
+      EXPECT_DOUBLE_EQ(t.t_aux_s + t.drafter.t_net_s,
+                       one.sample_s + one.host_s + one.draft_s - h.per_sequence_s);
       EXPECT_EQ(t.l_ar_s, m.ArStep(1, 1024).step_s());
-      if (one.draft_s > 0) {
-        EXPECT_DOUBLE_EQ(t.drafter.batch_growth, (many.draft_s / one.draft_s - 1) / 15);
+      if (one_draft > 0) {
+        EXPECT_DOUBLE_EQ(t.drafter.batch_growth, (many_draft / one_draft - 1) / 15);
       } else {
         EXPECT_EQ(t.drafter.batch_growth, 0);
+      }
+      // Only the default eagle3 drafts level by level; ngram and a time by hand are depth-flat.
+      EXPECT_EQ(t.drafter.depth_stepped(), o.drafter == "eagle3" && !o.draft_s);
+      if (t.drafter.depth_stepped()) {
+        ASSERT_EQ(t.drafter.depth_s.size(), static_cast<size_t>(gamma) + 1);
+        EXPECT_EQ(t.drafter.depth_s[0], 0);
+        EXPECT_EQ(t.drafter.depth_s[gamma], t.drafter.t_net_s);
+        for (int d = 1; d <= gamma; ++d) {
+          EXPECT_GT(t.drafter.depth_s[d], t.drafter.depth_s[d - 1]);  // a forward per level
+          const StepBreakdown chain = m.TreeStep(1, d, d, 1024, gamma);
+          EXPECT_EQ(chain.draft_forwards, d);
+          EXPECT_DOUBLE_EQ(t.drafter.depth_s[d],
+                           chain.draft_s + h.sample_call_s * chain.draft_forwards);
+        }
       }
     }
   }
@@ -620,7 +642,26 @@ TEST(PlannerTermsFor, AuxIsSampleAndHostArIsThePlainStepDraftIsTheStepsDraft) {
   const StepModel m = Make({});
   const PlannerStepTerms zero = PlannerTermsFor(m, 0, 512);
   EXPECT_EQ(zero.drafter.gamma, 1);
-  EXPECT_EQ(zero.drafter.t_net_s, m.Step(1, 2, 512).draft_s);
+  EXPECT_DOUBLE_EQ(zero.drafter.t_net_s, m.Step(1, 2, 512).draft_s + m.host().sample_call_s * 1);
+}
+
+TEST(TreeStep, AChainOfDepthDIsTheStepOfDPlusOneTokens) {
+  const StepModel m = Make({});
+  for (int64_t b : {1, 4, 16}) {
+    for (int d = 1; d <= 6; ++d) {
+      const StepBreakdown chain = m.TreeStep(b, d, d, 2048, 8);
+      const StepBreakdown step = m.Step(b, d + 1, 2048);
+      EXPECT_DOUBLE_EQ(chain.step_s(), step.step_s());
+      EXPECT_EQ(chain.draft_forwards, step.draft_forwards);
+    }
+    // A tree wider than a chain of its depth: the same drafting, a larger verify pass.
+    const StepBreakdown tree = m.TreeStep(b, 12, 3, 2048, 8);
+    const StepBreakdown chain = m.TreeStep(b, 3, 3, 2048, 8);
+    EXPECT_DOUBLE_EQ(tree.draft_s, chain.draft_s);
+    EXPECT_GT(tree.verify_s, chain.verify_s);
+    // No tree: the plain step.
+    EXPECT_DOUBLE_EQ(m.TreeStep(b, 0, 0, 2048, 8).step_s(), m.ArStep(b, 2048).step_s());
+  }
 }
 
 }  // namespace

@@ -195,7 +195,7 @@ TEST(BestFirstTest, ControllerEqualsScanArgmaxForConvexCost) {
     double best = -1;
     int best_n = -1;
     for (const auto& p : scan.curve) {
-      EXPECT_NEAR(p.cycle_s, cost.Seconds(p.n), 1e-15);
+      EXPECT_NEAR(p.cycle_s, cost.TreeSeconds(p.n, 0), 1e-15);  // n = 0: the plain step
       EXPECT_NEAR(p.speedup, p.expected_accepted * lat.VerifySeconds(1, 0) / p.cycle_s, 1e-12);
       if (p.speedup > best) {
         best = p.speedup;
@@ -258,14 +258,17 @@ TEST(BestFirstTest, ControllerCanDeclineToDraftAndHonoursLarOverride) {
   ASSERT_TRUE(planner.Plan(m, o, &cost, &plan).ok());
   EXPECT_EQ(plan.n, 0);
   EXPECT_EQ(plan.tree.size(), 1);
-  EXPECT_EQ(plan.curve.size(), 2u);
+  // The first decrease runs over n >= 1 (S(2) < S(1)), then n* = 1 is compared with n = 0.
+  EXPECT_EQ(plan.curve.size(), 3u);
   EXPECT_DOUBLE_EQ(plan.expected_accepted, 1.0);
   EXPECT_DOUBLE_EQ(plan.l_ar_s, 0.02);  // T_verify(1, c)
-  EXPECT_DOUBLE_EQ(plan.speedup, 1.0);  // no draft cost: S(0) = L_AR / C(0) = 1
+  EXPECT_DOUBLE_EQ(plan.speedup, 1.0);  // n = 0 is the plain step: S(0) = 1
   o.l_ar_s = 0.04;
   ASSERT_TRUE(planner.Plan(m, o, &cost, &plan).ok());
   EXPECT_DOUBLE_EQ(plan.l_ar_s, 0.04);
-  EXPECT_DOUBLE_EQ(plan.curve[0].speedup, 2.0);
+  // n = 0 drafts nothing: its cycle is the plain step L_AR, whatever L_AR is given.
+  EXPECT_DOUBLE_EQ(plan.curve[0].cycle_s, 0.04);
+  EXPECT_DOUBLE_EQ(plan.curve[0].speedup, 1.0);
   // Fixed mode with a cost fills the summary for the chosen n.
   o.mode = BudgetMode::kFixed;
   o.n_max = 5;
