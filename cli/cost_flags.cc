@@ -42,8 +42,9 @@ absl::Status CostFlags::CheckRemote() const {
       "--gpu/--model/--dtype and its default model are used");
 }
 
-RemoteCost CostFlags::ToRemoteCost(costmodel::DType dtype, const costmodel::DrafterCost& drafter,
-                                   int64_t context) const {
+absl::StatusOr<RemoteCost> CostFlags::ToRemoteCost(costmodel::DType dtype,
+                                                   const costmodel::DrafterCost& drafter,
+                                                   int64_t context) const {
   RemoteCost rc;
   rc.model = model;
   rc.gpu = gpu;
@@ -72,6 +73,11 @@ RemoteCost CostFlags::ToRemoteCost(costmodel::DType dtype, const costmodel::Draf
       if (ms >= 0) *to = ms * 1e-3;
     }
     step.host_provenance = "given on the command line";
+    if (!host_file.empty()) {
+      auto base = ops::ReadHostFile(host_file);
+      if (!base.ok()) return CostErrorInFlags(base.status());
+      step.host_base = *std::move(base);
+    }
   }
   return rc;
 }

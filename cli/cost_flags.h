@@ -35,9 +35,13 @@ struct CostFlags : ops::CostRequest {
   // given (the server prices with its stored profile for --gpu/--model/--dtype/--engine).
   absl::Status CheckRemote() const;
   // The same for a --server call (cli/remote.h): model, gpu, engine and tp (0 -> 1) with these
-  // drafter, --t-aux-ms and context c.
-  RemoteCost ToRemoteCost(costmodel::DType dtype, const costmodel::DrafterCost& drafter,
-                          int64_t context) const;
+  // drafter, --t-aux-ms and context c; --host-file is read here (ops::ReadHostFile: "--host-file
+  // PATH: ..." when it cannot be) and its terms sent as the step's host_base, the --host-*-ms and
+  // --sample-ms flags as overrides over them, so the server prices the same host terms as the
+  // in-process command.
+  absl::StatusOr<RemoteCost> ToRemoteCost(costmodel::DType dtype,
+                                          const costmodel::DrafterCost& drafter,
+                                          int64_t context) const;
 };
 
 // The options AddCostFlags registered, for a command to add requirements (e.g. --model

@@ -73,7 +73,9 @@ absl::Status EstimateRemote(const EstimateArgs& a, const ops::EstimateRequest& r
       !st.ok()) {
     return st;
   }
-  const RemoteCost rc = a.ToRemoteCost(parsed->dtype, ops::EstimateDrafter(req), a.c);
+  auto remote_cost = a.ToRemoteCost(parsed->dtype, ops::EstimateDrafter(req), a.c);
+  if (!remote_cost.ok()) return remote_cost.status();
+  const RemoteCost& rc = *remote_cost;
   auto remote = cli::RemoteEstimateLatency(a.server, rc, a.s);
   if (!remote.ok()) return remote.status();
   r->latency_model = remote->used.latency_model;

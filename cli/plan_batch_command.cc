@@ -166,7 +166,9 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     costmodel::DrafterCost drafter = parsed->drafter;
     drafter.gamma = ops::MaxGamma(req.requests);
     drafter.batch_growth = a.draft_batch_growth;
-    const RemoteCost rc = a.ToRemoteCost(parsed->dtype, drafter, /*context=*/0);
+    auto remote_cost = a.ToRemoteCost(parsed->dtype, drafter, /*context=*/0);
+    if (Failed(kCmd, remote_cost.status())) return 1;
+    const RemoteCost& rc = *remote_cost;
     result.outputs.resize(static_cast<size_t>(B));
     auto used = RemotePlanBatch(a.server, req.requests, req.options, want_cost ? &rc : nullptr,
                                 &result.plan, &result.outputs);

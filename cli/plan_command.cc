@@ -85,7 +85,9 @@ int RunPlan(const PlanArgs& a) {
     if (Failed(kCmd, a.CheckRemote())) return 1;
     costmodel::DrafterCost drafter = parsed->drafter;
     drafter.gamma = marginals->gamma;
-    const RemoteCost rc = a.ToRemoteCost(parsed->dtype, drafter, a.c);
+    auto remote_cost = a.ToRemoteCost(parsed->dtype, drafter, a.c);
+    if (Failed(kCmd, remote_cost.status())) return 1;
+    const RemoteCost& rc = *remote_cost;
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < repeat; ++r) {
       auto used = RemotePlanTree(a.server, *marginals, req.options, want_cost ? &rc : nullptr, a.c,

@@ -172,7 +172,9 @@ bool RunRemote(const WhatIfArgs& a, costmodel::DType dtype, const whatif::WhatIf
     return false;
   }
   if (isatty(STDERR_FILENO)) std::cerr << kCmd << "sweeping on " << a.server << "\n";
-  auto remote = RemoteWhatIf(a.server, text, a.trace, a.ToRemoteCost(dtype, {}, 0), options);
+  auto rc = a.ToRemoteCost(dtype, {}, 0);
+  if (Failed(kCmd, rc.status())) return false;
+  auto remote = RemoteWhatIf(a.server, text, a.trace, *rc, options);
   if (Failed(kCmd, remote.status())) return false;
   out->report = std::move(remote->report);
   out->source.trace_path = a.trace.empty() ? remote->bundled_trace : a.trace;

@@ -219,6 +219,7 @@ void CostToWire(const CostRequest& in, v1::CostSpec* out) {
        &v1::HostTimeOverrides::set_per_draft_forward_s},
       {step.sample_call_s, &v1::HostTimeOverrides::set_has_sample_call_s,
        &v1::HostTimeOverrides::set_sample_call_s}};
+  if (step.host_base) service::HostTimeToProto(*step.host_base, d->mutable_host_base());
   for (const auto& o : overrides) {
     if (!o.value) continue;
     v1::HostTimeOverrides* host = d->mutable_host();

@@ -72,6 +72,9 @@ struct StepRequest {
   // Host-time overrides, seconds; unset = the engine's default (costmodel/step/host_time.h).
   std::optional<double> host_step_s, host_per_sequence_s, host_per_draft_forward_s, sample_call_s;
   std::string host_provenance;  // where the overrides come from; "" = "given in the request"
+  // The whole host terms to start from instead of the engine's defaults (a `specplan step fit
+  // --out` file's, ops::ReadHostFile); the overrides above apply over them. Unset: the engine's.
+  std::optional<costmodel::HostTime> host_base;
 };
 
 // The cost a request names (planner.proto CostSpec): the server's stored profile of (gpu, model,

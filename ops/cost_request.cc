@@ -91,6 +91,31 @@ absl::StatusOr<CostRequest::Parsed> CostRequest::Parse(double t_draft_ms) const 
   return parsed;
 }
 
+absl::StatusOr<costmodel::HostTime> ReadHostFile(const std::string& path) {
+  // "host_file = 'PATH': <why>"
+  const std::string field = absl::StrCat("host_file = '", path, "': ");
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat(field, text.status().message()));
+  auto j = json_util::ParseJson(*text, path);
+  if (!j.ok()) return absl::InvalidArgumentError(absl::StrCat(field, j.status().message()));
+  auto read = costmodel::HostTimeFromJson(*j);
+  if (!read.ok()) return absl::InvalidArgumentError(absl::StrCat(field, read.status().message()));
+  return read;
+}
+
+absl::StatusOr<std::optional<costmodel::HostTime>> HostTermsFor(
+    const std::string& engine, const std::string& host_file,
+    const costmodel::HostOverridesMs& given, const std::array<const char*, 4>& names,
+    const std::string& who) {
+  const bool from_file = !host_file.empty();
+  auto base = from_file ? ReadHostFile(host_file) : costmodel::DefaultHostTime(engine);
+  if (!base.ok()) return base.status();
+  auto with = costmodel::OverrideHostTime(*base, given, names, who);
+  if (!with.ok()) return with.status();
+  if (!from_file && with->provenance == base->provenance) return std::nullopt;
+  return *std::move(with);
+}
+
 absl::StatusOr<costmodel::StepOptions> CostRequest::StepOptionsFor(const std::string& engine,
                                                                    double draft_s) const {
   costmodel::StepOptions o;
@@ -99,29 +124,14 @@ absl::StatusOr<costmodel::StepOptions> CostRequest::StepOptionsFor(const std::st
   o.topk = topk;
   o.drafter_options.draft_vocab = draft_vocab;
   if (draft_s > 0) o.draft_s = draft_s;
-  auto host = costmodel::DefaultHostTime(engine);
-  if (!host.ok()) return host.status();
-  bool overridden = false;
-  if (!host_file.empty()) {
-    // "host_file = 'PATH': <why>"
-    const std::string field = absl::StrCat("host_file = '", host_file, "': ");
-    auto text = ReadFileToString(host_file);
-    if (!text.ok()) return absl::NotFoundError(absl::StrCat(field, text.status().message()));
-    auto j = json_util::ParseJson(*text, host_file);
-    if (!j.ok()) return absl::InvalidArgumentError(absl::StrCat(field, j.status().message()));
-    auto read = costmodel::HostTimeFromJson(*j);
-    if (!read.ok()) return absl::InvalidArgumentError(absl::StrCat(field, read.status().message()));
-    host = *std::move(read);
-    overridden = true;
-  }
   auto opt = [](double ms) { return ms >= 0 ? std::optional<double>(ms) : std::nullopt; };
-  const costmodel::HostOverridesMs given{opt(host_step_ms), opt(host_per_seq_ms),
-                                         opt(host_per_draft_ms), opt(sample_ms)};
-  auto with = costmodel::OverrideHostTime(
-      *host, given, {"host_step_ms", "host_per_seq_ms", "host_per_draft_ms", "sample_ms"},
+  auto host = HostTermsFor(
+      engine, host_file,
+      {opt(host_step_ms), opt(host_per_seq_ms), opt(host_per_draft_ms), opt(sample_ms)},
+      {"host_step_ms", "host_per_seq_ms", "host_per_draft_ms", "sample_ms"},
       "given on the command line");
-  if (!with.ok()) return with.status();
-  if (overridden || with->provenance != host->provenance) o.host = *with;
+  if (!host.ok()) return host.status();
+  o.host = *std::move(host);
   // "draft_steps = ...", "topk = ...", "draft_s = ...", "draft_vocab = ..."
   if (absl::Status st = costmodel::ValidateStepOptions(o); !st.ok()) return st;
   return o;

@@ -18,6 +18,7 @@
 #ifndef SPECPLAN_OPS_COST_REQUEST_H_
 #define SPECPLAN_OPS_COST_REQUEST_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -30,6 +31,7 @@
 #include "costmodel/cycle_cost.h"
 #include "costmodel/hardware/model_spec.h"
 #include "costmodel/latency/latency_model.h"
+#include "costmodel/step/host_time.h"
 #include "costmodel/step/step_model.h"
 
 namespace specplan::ops {
@@ -48,6 +50,21 @@ struct CostView {
   std::string latency_kind;  // latency->Kind(), as outputs name it
   std::string profile_id;    // the profile that priced the pass; "" = none (bare/inline roofline)
 };
+
+// The host terms in `path`, as `specplan step fit --out` writes them (every term required and in
+// range). NOT_FOUND "host_file = 'PATH': <why>" when it cannot be read, INVALID_ARGUMENT
+// "host_file = 'PATH': <why>" when it is not such a file.
+absl::StatusOr<costmodel::HostTime> ReadHostFile(const std::string& path);
+
+// The host terms a request prices, the one rule every front end follows: `host_file`'s terms
+// (ReadHostFile) when it is not "", else `engine`'s defaults, with the `given` single terms (ms)
+// over them (costmodel::OverrideHostTime: `names` are the front end's names of the four terms,
+// `who` the overrides' provenance). nullopt when neither a file nor a term is given: the step
+// model then takes the engine's defaults itself.
+absl::StatusOr<std::optional<costmodel::HostTime>> HostTermsFor(
+    const std::string& engine, const std::string& host_file,
+    const costmodel::HostOverridesMs& given, const std::array<const char*, 4>& names,
+    const std::string& who);
 
 // The planner terms of one cycle (C(n) = T_draft + T_aux + T_verify(n + 1, c)) from a view, for
 // one sequence drafting `gamma` positions at context c: with a step model the drafter becomes

@@ -63,6 +63,7 @@ struct StepArgs {
   int64_t draft_vocab = 0;
   py::object host_step_ms = py::none(), host_per_seq_ms = py::none(),
              host_per_draft_ms = py::none(), sample_ms = py::none();
+  std::string host_file;  // host terms as `specplan step fit --out` writes them; "" = defaults
 };
 
 // A step-model error in Cost's keywords: "draft_s = X" is a planning call's t_draft_ms.
@@ -91,17 +92,18 @@ void AttachStep(PyCost* c, const StepArgs& a) {
     ThrowInvalid(absl::StrCat("draft_vocab = ", a.draft_vocab, ": must be >= 0 (0 = 32000)"));
   }
   o.drafter_options.draft_vocab = a.draft_vocab;
-  const costmodel::HostTime defaults = ValueOrThrow(costmodel::DefaultHostTime(c->engine));
   auto ms = [](const py::object& v, const char* name) {
     return v.is_none() ? std::optional<double>() : std::optional<double>(ReadFloat(v, name));
   };
   const costmodel::HostOverridesMs given{
       ms(a.host_step_ms, "host_step_ms"), ms(a.host_per_seq_ms, "host_per_seq_ms"),
       ms(a.host_per_draft_ms, "host_per_draft_ms"), ms(a.sample_ms, "sample_ms")};
-  const costmodel::HostTime host = ValueOrThrow(costmodel::OverrideHostTime(
-      defaults, given, {"host_step_ms", "host_per_seq_ms", "host_per_draft_ms", "sample_ms"},
-      "given to specplan.Cost"));
-  if (host.provenance != defaults.provenance) o.host = host;
+  // The one rule of the front ends (ops::HostTermsFor): host_file's terms, else the engine's
+  // defaults, with the given terms over them.
+  o.host = ValueOrThrow(
+      ops::HostTermsFor(c->engine, a.host_file, given,
+                        {"host_step_ms", "host_per_seq_ms", "host_per_draft_ms", "sample_ms"},
+                        "given to specplan.Cost"));
   ThrowIfError(costmodel::ValidateStepOptions(o));
   c->step = std::make_shared<const costmodel::StepModel>(ValueOrThrow(costmodel::StepModel::Create(
       c->model.get(), c->model_spec, c->gpu_spec, c->drafters.get(), c->engine, o)));
@@ -218,7 +220,7 @@ PyCost Resolve(const std::string& gpu, const std::string& model, const std::stri
                const std::string& latency_model, const std::string& calib_dir,
                const std::string& drafter, int draft_steps, int topk, int64_t draft_vocab,
                py::object host_step_ms, py::object host_per_seq_ms, py::object host_per_draft_ms,
-               py::object sample_ms) {
+               py::object sample_ms, const std::string& host_file) {
   ops::CostRequest req;  // the operations' cost request (ops/cost_request.h), as the CLI's
   req.gpu = gpu;
   req.model = model;
@@ -243,9 +245,9 @@ PyCost Resolve(const std::string& gpu, const std::string& model, const std::stri
     ThrowStatus(absl::Status(resolved.status().code(), message));
   }
   PyCost c = FromResolved(*std::move(resolved));
-  AttachStep(
-      &c, StepArgs{drafter, draft_steps, topk, draft_vocab, std::move(host_step_ms),
-                   std::move(host_per_seq_ms), std::move(host_per_draft_ms), std::move(sample_ms)});
+  AttachStep(&c, StepArgs{drafter, draft_steps, topk, draft_vocab, std::move(host_step_ms),
+                          std::move(host_per_seq_ms), std::move(host_per_draft_ms),
+                          std::move(sample_ms), host_file});
   return c;
 }
 
@@ -476,7 +478,7 @@ profile, InvalidArgumentError for a bad dtype, tp or engine name.)doc")
            py::arg("drafter") = "eagle3", py::arg("draft_steps") = -1, py::arg("topk") = 1,
            py::arg("draft_vocab") = 0, py::arg("host_step_ms") = py::none(),
            py::arg("host_per_seq_ms") = py::none(), py::arg("host_per_draft_ms") = py::none(),
-           py::arg("sample_ms") = py::none(),
+           py::arg("sample_ms") = py::none(), py::arg("host_file") = "",
            R"doc(Resolves a cost. gpu, model: registry names ("h100", "qwen3-8b") or JSON spec /
 HF config paths; engine: "" (default rule) or sglang|vllm|trtllm|specplan; dtype: bf16|fp16|fp32|fp8;
 tp: tensor parallelism (0 = the profile's, else 1); profile: explicit profile JSON; latency_model:
@@ -486,7 +488,10 @@ The engine's whole step (as `specplan estimate --drafter`): drafter names the ar
 step model prices from the profile's kernel tables (eagle, eagle3, mtp, draft:MODEL, block:MODEL,
 ngram, suffix; "" = none); draft_steps D (-1 = the chain's s - 1); topk beams per draft forward;
 draft_vocab (eagle3's, 0 = 32000); host_step_ms, host_per_seq_ms, host_per_draft_ms, sample_ms
-override the engine's host-time defaults (None = the engine's). Planning calls with this cost
+override the engine's host-time defaults (None = the engine's); host_file: host terms as
+`specplan step fit --out` writes them, in place of the engine's defaults (those four keywords
+still override single terms; NotFoundError / InvalidArgumentError "host_file = 'PATH': ..." when it
+cannot be read or is not such a file). Planning calls with this cost
 price their cycle through the step model (costmodel::PlannerTermsFor), as the CLI does.)doc")
       .def_property_readonly(
           "kind", [](const PyCost& c) { return c.model->Kind(); },

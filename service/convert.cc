@@ -173,13 +173,28 @@ absl::Status StepOptionsFromProto(const v1::DrafterCost& in, const std::string& 
   }
   o.drafter_options.draft_vocab = in.draft_vocab();
   if (draft_s > 0) o.draft_s = draft_s;
+  // The base: host_base's terms when given (a step fit file's), else the engine's defaults.
+  std::optional<costmodel::HostTime> base;
+  if (in.has_host_base()) {
+    const v1::HostTime& b = in.host_base();
+    if (b.provenance().size() > 256) {
+      return Invalid(absl::StrCat(field, ".drafter.host_base.provenance: ", b.provenance().size(),
+                                  " bytes: at most 256"));
+    }
+    base = HostTimeFromProto(b);
+    SPECPLAN_RETURN_IF_ERROR(
+        costmodel::ValidateHostTime(*base, absl::StrCat(field, ".drafter.host_base.")));
+    if (base->provenance.empty()) base->provenance = "given in the request (host_base)";
+    o.host = base;
+  }
   if (in.has_host()) {
     const v1::HostTimeOverrides& h = in.host();
     if (h.provenance().size() > 256) {
       return Invalid(absl::StrCat(field, ".drafter.host.provenance: ", h.provenance().size(),
                                   " bytes: at most 256"));
     }
-    auto host = costmodel::DefaultHostTime(engine);
+    auto host =
+        base ? absl::StatusOr<costmodel::HostTime>(*base) : costmodel::DefaultHostTime(engine);
     if (!host.ok()) return StepErrorInFields(host.status(), field);
     const struct {
       bool given;

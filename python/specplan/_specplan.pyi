@@ -316,6 +316,7 @@ class Cost:
         host_per_seq_ms: _t.Optional[float] = None,
         host_per_draft_ms: _t.Optional[float] = None,
         sample_ms: _t.Optional[float] = None,
+        host_file: str = "",
     ) -> None: ...
     @property
     def kind(self) -> LatencyModelKind: ...

@@ -48,7 +48,7 @@ def estimate(s: int = 1, c: int = 0, b: int = 1, *, gpu: str = "", model: str = 
              topk: int = 1, draft_vocab: int = 0, host_step_ms: _t.Optional[float] = None,
              host_per_seq_ms: _t.Optional[float] = None,
              host_per_draft_ms: _t.Optional[float] = None,
-             sample_ms: _t.Optional[float] = None) -> Estimate:
+             sample_ms: _t.Optional[float] = None, host_file: str = "") -> Estimate:
     """`specplan estimate --json` in one call: resolves the cost (see Cost) and prices one pass
     of b sequences, each verifying s tokens over c cached tokens. drafter is, as the CLI's
     --drafter, an architecture (eagle3 by default; the engine's whole step is priced) or a cost
@@ -61,7 +61,8 @@ def estimate(s: int = 1, c: int = 0, b: int = 1, *, gpu: str = "", model: str = 
                 latency_model=latency_model, drafter="" if is_class else drafter,
                 draft_steps=draft_steps, topk=topk, draft_vocab=draft_vocab,
                 host_step_ms=host_step_ms, host_per_seq_ms=host_per_seq_ms,
-                host_per_draft_ms=host_per_draft_ms, sample_ms=sample_ms)
+                host_per_draft_ms=host_per_draft_ms, sample_ms=sample_ms,
+                host_file=host_file)
     cls = _t.cast(_types.DrafterClass, drafter) if is_class else "parallel"
     return cost.estimate(s, c, b, drafter=cls, gamma=gamma, t_draft_ms=t_draft_ms,
                          t_aux_ms=t_aux_ms)

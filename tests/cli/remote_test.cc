@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "costmodel/profile/profile_json.h"
 #include "run_command.h"
 #include "tests/server_process.h"
+#include "util/atomic_file.h"
 
 namespace specplan {
 namespace {
@@ -137,6 +139,57 @@ TEST_F(RemoteTest, StoredProfilesAreUsedLikeBundledOnes) {
   const auto listed = RunSpecplan("profiles --server " + server.address());
   ASSERT_EQ(listed.exit_code, 0) << listed.output;
   EXPECT_NE(listed.output.find("qwen3-8b"), std::string::npos) << listed.output;
+}
+
+TEST_F(RemoteTest, HostFileReachesTheServer) {
+  // --host-file with --server: the file's terms travel as the step's host_base and the --host-*
+  // flags as overrides over them, so the remote step is the in-process one (the flag used to be
+  // dropped silently: the server priced the engine's defaults).
+  ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", SourcePath("calib")});
+  if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
+  ASSERT_FALSE(server.address().empty());
+  const std::string host = (dir_ / "host.json").string();
+  ASSERT_TRUE(WriteFileAtomically(host,
+                                  R"({"step_s": 0.0042, "per_sequence_s": 3e-5,
+                                      "per_draft_forward_s": 0.0011, "sample_call_s": 0.0002,
+                                      "verify_per_token_s": 1e-6, "ngram_verify_fraction": 0.05,
+                                      "provenance": "fitted by hand for this test"})")
+                  .ok());
+  const std::string estimate =
+      "estimate --model llama-3.1-8b --gpu h100 --engine vllm --s 4 --c 1024 --json --host-file " +
+      host;
+  // estimate's JSON names the profile by its path in-process and by its id over the wire; every
+  // other field must agree.
+  for (const std::string& args : {estimate, estimate + " --host-step-ms 2.5"}) {
+    const auto local = RunSpecplan(args);
+    const auto remote = RunSpecplan(args + " --server " + server.address());
+    ASSERT_EQ(local.exit_code, 0) << local.output;
+    ASSERT_EQ(remote.exit_code, 0) << remote.output;
+    nlohmann::json l = nlohmann::json::parse(local.output),
+                   r = nlohmann::json::parse(remote.output);
+    EXPECT_EQ(r["profile"], "h100-sxm/llama-3.1-8b-bf16@vllm");
+    l.erase("profile");
+    r.erase("profile");
+    EXPECT_EQ(l, r) << args;
+  }
+  ExpectSameOutput(server.address(), "plan --marginals " + SourcePath("examples/marginals.json") +
+                                         " --model llama-3.1-8b --gpu h100 --engine vllm --c 1024 "
+                                         "--n-max 64 --json --host-file " +
+                                         host);
+  // The remote answer prices the file's terms, not the engine's defaults.
+  const auto remote = RunSpecplan(estimate + " --server " + server.address());
+  ASSERT_EQ(remote.exit_code, 0) << remote.output;
+  const nlohmann::json j = nlohmann::json::parse(remote.output);
+  EXPECT_DOUBLE_EQ(j["step"]["host"]["step_s"].get<double>(), 0.0042) << remote.output;
+  EXPECT_DOUBLE_EQ(j["step"]["host"]["verify_per_token_s"].get<double>(), 1e-6) << remote.output;
+  // A bad file is refused before any call, naming the flag, as in-process.
+  const std::string bad = (dir_ / "bad-host.json").string();
+  ASSERT_TRUE(WriteFileAtomically(bad, R"({"step_s": 1e-3})").ok());
+  const auto refused =
+      RunSpecplan("estimate --model llama-3.1-8b --gpu h100 --s 4 --c 0 --host-file " + bad +
+                  " --server " + server.address());
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("--host-file"), std::string::npos) << refused.output;
 }
 
 TEST_F(RemoteTest, EngineFlagReachesTheServer) {

@@ -87,6 +87,29 @@ def test_ngram_draft_is_a_fraction_of_the_verify_pass():
         assert step.host_s == cost.ar_step(b, 186).host_s
 
 
+def test_host_file_matches_cli(cli, tmp_path):
+    """Cost(host_file=...) prices the terms `specplan step fit --out` writes, as --host-file does,
+    with host_step_ms still overriding one term over them."""
+    host = tmp_path / "host.json"
+    host.write_text('{"step_s": 0.0042, "per_sequence_s": 3e-5, "per_draft_forward_s": 0.0011, '
+                    '"sample_call_s": 0.0002, "verify_per_token_s": 1e-6, '
+                    '"ngram_verify_fraction": 0.05, "provenance": "a test file"}')
+    for flags, kwargs in (([], {}), (["--host-step-ms", "2.5"], dict(host_step_ms=2.5))):
+        want = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", "vllm",
+                   "--s", 4, "--c", 1024, "--b", 16, "--host-file", host, *flags, "--json")
+        cost = specplan.Cost(gpu="h100", model="llama-3.1-8b", engine="vllm", host_file=str(host),
+                             **kwargs)
+        _same_step(cost.step(16, 4, 1024), want["step"])
+    assert specplan.Cost(gpu="h100", model="llama-3.1-8b", engine="vllm",
+                         host_file=str(host)).host.step_s == pytest.approx(0.0042)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"step_s": 1e-3}')
+    with pytest.raises(specplan.InvalidArgumentError, match="host_file = '.*bad.json'"):
+        specplan.Cost(gpu="h100", model="llama-3.1-8b", host_file=str(bad))
+    with pytest.raises(specplan.NotFoundError, match="host_file = '.*missing.json'"):
+        specplan.Cost(gpu="h100", model="llama-3.1-8b", host_file=str(tmp_path / "missing.json"))
+
+
 def test_host_time_and_repr():
     cost = specplan.Cost(gpu="h100", model="qwen3-8b", engine="vllm", host_step_ms=2)
     assert cost.host.step_s == pytest.approx(2e-3)
