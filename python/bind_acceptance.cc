@@ -2,6 +2,7 @@
 // specplan.SpeculationGate (planner/acceptance/speculation_gate.h).
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -207,52 +208,26 @@ emitted (the tokens this step appends), num_draft and proposed_depth (for the es
         }
         const py::array_t<int32_t> a = IntArray32(argmax, "argmax");
         CheckNdim(a, 1, "argmax", "[T] (ragged) or [B * D] (SGLang's padded slots)");
-        // Row of request i's node 0 in argmax.
-        std::vector<int64_t> start(b + 1, 0);
-        int64_t d = 0;
-        if (!draft_token_num.is_none()) {
-          d = ReadInt(draft_token_num, "draft_token_num");
-          for (size_t i = 0; i < b; ++i) {
-            if (ts[i].size() > d) {
-              ThrowInvalid(absl::StrCat("draft_token_num = ", d, ": trees[", i, "] has ",
-                                        ts[i].size(), " nodes"));
-            }
-            start[i + 1] = start[i] + d;
-          }
-        } else {
-          for (size_t i = 0; i < b; ++i) start[i + 1] = start[i] + ts[i].size();
-        }
-        if (a.shape(0) != start[b]) {
-          ThrowInvalid(absl::StrCat("argmax: ", a.shape(0), " entries, expected ", start[b],
-                                    d > 0
-                                        ? absl::StrCat(" (B = ", b, " x draft_token_num = ", d, ")")
-                                        : std::string(" (the trees' nodes back to back)")));
-        }
-        std::vector<int32_t> length(b), bonus(b), nodes, emitted;
-        std::vector<int64_t> offsets(b + 1, 0);
+        const absl::Span<const planner::Tree> batch(ts, b);
+        const std::optional<int64_t> slot =
+            draft_token_num.is_none()
+                ? std::nullopt
+                : std::optional<int64_t>(ReadInt(draft_token_num, "draft_token_num"));
+        const std::vector<int64_t> rows =
+            ValueOrThrow(planner::BatchArgmaxRows(batch, slot, a.shape(0)));
+        planner::BatchAcceptResult r;
         {
           py::gil_scoped_release release;
           thread_local planner::GreedyAcceptWorkspace ws;
-          thread_local planner::AcceptResult r;
-          for (size_t i = 0; i < b; ++i) {
-            const planner::Tree& t = ts[i];
-            planner::AcceptGreedy(t, absl::MakeConstSpan(a.data() + start[i], t.size()), &ws, &r);
-            length[i] = r.accepted_length;
-            bonus[i] = r.bonus_token;
-            nodes.insert(nodes.end(), r.accepted_nodes.begin(), r.accepted_nodes.end());
-            for (size_t k = 1; k < r.accepted_nodes.size(); ++k) {
-              emitted.push_back(t.tokens[r.accepted_nodes[k]]);
-            }
-            emitted.push_back(r.bonus_token);
-            offsets[i + 1] = static_cast<int64_t>(nodes.size());
-          }
+          planner::AcceptGreedyBatch(batch, absl::MakeConstSpan(a.data(), a.shape(0)), rows, &ws,
+                                     &r);
         }
         py::dict out;
-        out["accepted_length"] = Own(std::move(length));
-        out["bonus_token"] = Own(std::move(bonus));
-        out["accepted_nodes"] = Own(std::move(nodes));
-        out["emitted"] = Own(std::move(emitted));
-        out["offsets"] = Own(std::move(offsets));
+        out["accepted_length"] = Own(std::move(r.accepted_length));
+        out["bonus_token"] = Own(std::move(r.bonus_token));
+        out["accepted_nodes"] = Own(std::move(r.accepted_nodes));
+        out["emitted"] = Own(std::move(r.emitted));
+        out["offsets"] = Own(std::move(r.offsets));
         return MakeRecord<BatchAcceptTag>(out);
       },
       py::arg("trees"), py::arg("argmax"), py::arg("draft_token_num") = py::none(),

@@ -80,6 +80,63 @@ AcceptResult AcceptGreedy(const Tree& tree, absl::Span<const TokenId> argmax) {
   return out;
 }
 
+absl::StatusOr<std::vector<int64_t>> BatchArgmaxRows(absl::Span<const Tree> trees,
+                                                     std::optional<int64_t> draft_token_num,
+                                                     int64_t argmax_size) {
+  const int64_t slot = draft_token_num.value_or(0);
+  if (draft_token_num && slot < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "draft_token_num = ", slot, ": must be >= 1 (unset: the trees' nodes back to back)"));
+  }
+  const size_t b = trees.size();
+  std::vector<int64_t> rows(b + 1, 0);
+  for (size_t i = 0; i < b; ++i) {
+    const int64_t n = trees[i].size();
+    if (slot > 0 && n > slot) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("draft_token_num = ", slot, ": trees[", i, "] has ", n, " nodes"));
+    }
+    rows[i + 1] = rows[i] + (slot > 0 ? slot : n);
+  }
+  if (argmax_size != rows[b]) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("argmax: ", argmax_size, " entries, expected ", rows[b],
+                     slot > 0 ? absl::StrCat(" (B = ", b, " x draft_token_num = ", slot, ")")
+                              : std::string(" (the trees' nodes back to back)")));
+  }
+  return rows;
+}
+
+void AcceptGreedyBatch(absl::Span<const Tree> trees, absl::Span<const TokenId> argmax,
+                       absl::Span<const int64_t> rows, GreedyAcceptWorkspace* ws,
+                       BatchAcceptResult* out) {
+  const size_t b = trees.size();
+  SPECPLAN_CHECK(rows.size() == b + 1 && rows[b] == static_cast<int64_t>(argmax.size()),
+                 "rows must be BatchArgmaxRows(trees, ., argmax.size())");
+  SPECPLAN_CHECK(ws != nullptr && out != nullptr);
+  out->accepted_length.resize(b);
+  out->bonus_token.resize(b);
+  out->accepted_nodes.clear();
+  out->emitted.clear();
+  out->offsets.assign(b + 1, 0);
+  AcceptResult r;
+  for (size_t i = 0; i < b; ++i) {
+    const Tree& t = trees[i];
+    SPECPLAN_CHECK(rows[i] + t.size() <= rows[i + 1], "a tree overflows its argmax rows");
+    AcceptGreedy(t, argmax.subspan(static_cast<size_t>(rows[i]), static_cast<size_t>(t.size())), ws,
+                 &r);
+    out->accepted_length[i] = r.accepted_length;
+    out->bonus_token[i] = r.bonus_token;
+    out->accepted_nodes.insert(out->accepted_nodes.end(), r.accepted_nodes.begin(),
+                               r.accepted_nodes.end());
+    for (size_t k = 1; k < r.accepted_nodes.size(); ++k) {
+      out->emitted.push_back(t.tokens[r.accepted_nodes[k]]);
+    }
+    out->emitted.push_back(r.bonus_token);
+    out->offsets[i + 1] = static_cast<int64_t>(out->accepted_nodes.size());
+  }
+}
+
 // ---- Sampling ----
 
 absl::Status ApplySampling(absl::Span<const float> logits, float temperature, int top_k,

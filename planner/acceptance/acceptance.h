@@ -11,6 +11,7 @@
 #define SPECPLAN_PLANNER_ACCEPTANCE_ACCEPTANCE_H_
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -44,6 +45,34 @@ struct GreedyAcceptWorkspace {
 void AcceptGreedy(const Tree& tree, absl::Span<const TokenId> argmax, GreedyAcceptWorkspace* ws,
                   AcceptResult* out);
 AcceptResult AcceptGreedy(const Tree& tree, absl::Span<const TokenId> argmax);
+
+// ---- Greedy, a whole verified batch ----
+
+// Where each request's node 0 is in a batch's argmax of `argmax_size` rows: [B + 1] row starts,
+// the last being argmax_size. draft_token_num unset: the trees' nodes back to back (the ragged
+// layout's order); D: D rows per request (SGLang's padded [B * D] slots, request b's node i at
+// row b * D + i). INVALID_ARGUMENT "draft_token_num = D: must be >= 1 ...", "draft_token_num = D:
+// trees[i] has n nodes" when a tree does not fit its slot, and "argmax: N entries, expected M
+// (...)" when the rows do not add up.
+absl::StatusOr<std::vector<int64_t>> BatchArgmaxRows(absl::Span<const Tree> trees,
+                                                     std::optional<int64_t> draft_token_num,
+                                                     int64_t argmax_size);
+
+// AcceptGreedy for every request of a batch, flattened: request i's accepted nodes (root first)
+// and its emitted tokens (the accepted drafts, then the bonus) are entries offsets[i] ..
+// offsets[i + 1] - 1 of accepted_nodes and of emitted (a request emits accepted_length + 1
+// tokens, so both share the offsets).
+struct BatchAcceptResult {
+  std::vector<int32_t> accepted_length;  // [B]
+  std::vector<TokenId> bonus_token;      // [B]
+  std::vector<int32_t> accepted_nodes;   // [offsets[B]] node indices
+  std::vector<TokenId> emitted;          // [offsets[B]] tokens
+  std::vector<int64_t> offsets;          // [B + 1]
+};
+// rows: BatchArgmaxRows' answer for these trees and argmax (SPECPLAN_CHECKed shapes).
+void AcceptGreedyBatch(absl::Span<const Tree> trees, absl::Span<const TokenId> argmax,
+                       absl::Span<const int64_t> rows, GreedyAcceptWorkspace* ws,
+                       BatchAcceptResult* out);
 
 // ---- Sampling (temperature > 0): multi-candidate recursive rejection sampling ----
 

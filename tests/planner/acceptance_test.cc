@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <string>
@@ -106,6 +107,61 @@ TEST(GreedyAcceptTest, MatchesBruteForceOnRandomTrees) {
       }
     }
   }
+}
+
+TEST(GreedyAcceptTest, BatchIsEachTreeOnItsOwnRowsInBothLayouts) {
+  // AcceptGreedyBatch over ragged rows and over padded slots equals brute force per tree, with the
+  // flattened nodes and emitted tokens at the shared offsets.
+  std::mt19937_64 rng(12);
+  GreedyAcceptWorkspace ws;
+  BatchAcceptResult r;
+  for (int rep = 0; rep < 30; ++rep) {
+    const int b = 1 + static_cast<int>(rng() % 6);
+    std::vector<Tree> trees;
+    for (int i = 0; i < b; ++i)
+      trees.push_back(RandomTree(rng, 1 + static_cast<int>(rng() % 9), 3));
+    for (const std::optional<int64_t> slot :
+         {std::optional<int64_t>(), std::optional<int64_t>(9)}) {
+      int64_t total = 0;
+      for (const Tree& t : trees) total += slot ? *slot : t.size();
+      std::vector<int32_t> argmax(static_cast<size_t>(total));
+      for (int32_t& x : argmax) x = static_cast<int32_t>(rng() % 3);
+      auto rows = BatchArgmaxRows(trees, slot, total);
+      ASSERT_TRUE(rows.ok()) << rows.status();
+      AcceptGreedyBatch(trees, argmax, *rows, &ws, &r);
+      ASSERT_EQ(r.offsets.size(), static_cast<size_t>(b + 1));
+      for (int i = 0; i < b; ++i) {
+        const std::vector<int32_t> row(argmax.begin() + (*rows)[i],
+                                       argmax.begin() + (*rows)[i] + trees[i].size());
+        const std::vector<int32_t> want = BruteForceGreedy(trees[i], row);
+        const std::vector<int32_t> got(r.accepted_nodes.begin() + r.offsets[i],
+                                       r.accepted_nodes.begin() + r.offsets[i + 1]);
+        ASSERT_EQ(got, want) << "request " << i;
+        EXPECT_EQ(r.accepted_length[i], static_cast<int>(want.size()) - 1);
+        EXPECT_EQ(r.bonus_token[i], row[want.back()]);
+        EXPECT_EQ(r.emitted[r.offsets[i + 1] - 1], r.bonus_token[i]);
+        for (size_t k = 1; k < want.size(); ++k) {
+          EXPECT_EQ(r.emitted[r.offsets[i] + k - 1], trees[i].tokens[want[k]]);
+        }
+      }
+    }
+  }
+}
+
+TEST(GreedyAcceptTest, BatchRowsErrorsNameTheArgument) {
+  const std::vector<Tree> trees = {TreeFromParents({-1, 0}, {1, 2}),
+                                   TreeFromParents({-1, 0, 1}, {1, 2, 3})};
+  EXPECT_THAT(BatchArgmaxRows(trees, 2, 4).status().message(),
+              HasSubstr("draft_token_num = 2: trees[1] has 3 nodes"));
+  EXPECT_THAT(BatchArgmaxRows(trees, 0, 4).status().message(),
+              HasSubstr("draft_token_num = 0: must be >= 1"));
+  EXPECT_THAT(BatchArgmaxRows(trees, std::nullopt, 4).status().message(),
+              HasSubstr("argmax: 4 entries, expected 5 (the trees' nodes back to back)"));
+  EXPECT_THAT(BatchArgmaxRows(trees, 4, 6).status().message(),
+              HasSubstr("argmax: 6 entries, expected 8 (B = 2 x draft_token_num = 4)"));
+  auto rows = BatchArgmaxRows(trees, 3, 6);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_THAT(*rows, ElementsAre(0, 3, 6));
 }
 
 // ---------------------------------------------------------------------------------------------
