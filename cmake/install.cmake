@@ -2,11 +2,12 @@
 # static libraries, the bundled profiles under <prefix>/share/specplan/calib, and an exported CMake
 # package, so that an engine does
 #   find_package(specplan REQUIRED)
-#   target_link_libraries(engine PRIVATE specplan::planner)   # pulls in specplan::costmodel
+#   target_link_libraries(engine PRIVATE specplan::ops)   # <specplan/specplan.h>: specplan::Planner
+# (specplan::planner and specplan::costmodel alone serve engines that price and plan by hand).
 # Nothing here depends on Torch, gRPC or CUDA. tests/install/ builds a consumer against it.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS specplan_util specplan_costmodel specplan_planner
+install(TARGETS specplan_util specplan_costmodel specplan_planner specplan_whatif specplan_ops
   EXPORT specplanTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

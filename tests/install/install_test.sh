@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CTest: installs the build tree into a fresh prefix, builds tests/install/consumer against it with
-# find_package(specplan), runs it, and checks that the package and the program are free of Torch,
-# gRPC and CUDA. Usage: install_test.sh <build dir> <source dir> <scratch dir>
+# find_package(specplan), runs it, checks that the package and the program are free of Torch,
+# gRPC and CUDA, and that the consumer's EAGLE-3 step and plan are the CLI's (the build's
+# cli/specplan). Usage: install_test.sh <build dir> <source dir> <scratch dir>
 set -euo pipefail
 build=$1 src=$2 scratch=$3
 rm -rf "$scratch" && mkdir -p "$scratch"
@@ -36,6 +37,42 @@ cmake --build "$scratch/consumer" >"$scratch/build.log"
 if ldd "$scratch/consumer/consumer" | grep -Ei 'torch|grpc|cuda'; then
   echo "the consumer links Torch, gRPC or CUDA"; exit 1
 fi
+# The consumer includes only the installed entry header.
+if grep -E '^\s*#\s*include\s*[<"]' "$src/tests/install/consumer/main.cc" | grep -v '<specplan/' |
+   grep -Ev '<(cstdio|cstdint|string|vector)>'; then
+  echo "the consumer includes a header other than <specplan/...> (above)"; exit 1
+fi
 out=$("$scratch/consumer/consumer")
 echo "$out"
-[[ "$out" =~ ^nodes=[1-9][0-9]*\ speedup=[0-9.]+$ ]] || { echo "unexpected output: $out"; exit 1; }
+[[ "$out" =~ ^step_s=[0-9.e-]+\ plain_s=[0-9.e-]+\ nodes=[1-9][0-9]*\ cycle_s=[0-9.e-]+\ speedup=[0-9.]+\ profile=.+$ ]] ||
+  { echo "unexpected output: $out"; exit 1; }
+# The same step and plan as the CLI's (the operations layer prices both).
+cli="$build/cli/specplan"
+[[ -x "$cli" ]] || { echo "$cli not built: the consumer's figures are checked against it"; exit 1; }
+python3 - "$out" "$cli" "$scratch" <<'PY'
+import json, subprocess, sys
+out, cli, scratch = sys.argv[1], sys.argv[2], sys.argv[3]
+got = dict(kv.split("=", 1) for kv in out.split())
+cost = ["--model", "qwen3-8b", "--gpu", "h100", "--engine", "sglang", "--drafter", "eagle3"]
+est = json.loads(subprocess.run([cli, "estimate", *cost, "--s", "4", "--c", "1024", "--json"],
+                                check=True, capture_output=True, text=True).stdout)
+m = {"root_token": 1, "tokens": [[10 * d, 10 * d + 1] for d in range(4)],
+     "probs": [[0.8, 0.15] for _ in range(4)]}
+path = scratch + "/marginals.json"
+with open(path, "w") as f:
+    json.dump(m, f)
+plan = json.loads(subprocess.run([cli, "plan", "--marginals", path, *cost, "--c", "1024",
+                                  "--n-max", "8", "--json"],
+                                 check=True, capture_output=True, text=True).stdout)
+pairs = [("step_s", est["step"]["step_s"]), ("plain_s", est["ar_step_s"]),
+         ("cycle_s", plan["cycle_s"]), ("speedup", plan["speedup"])]
+bad = [(k, got[k], want) for k, want in pairs if abs(float(got[k]) - want) > 1e-6 * abs(want)]
+if int(got["nodes"]) != plan["n"]:
+    bad.append(("nodes", got["nodes"], plan["n"]))
+if got["profile"] != est["profile"].split("calib/")[-1].removesuffix(".json") and \
+        got["profile"] not in est["profile"]:
+    bad.append(("profile", got["profile"], est["profile"]))
+if bad:
+    sys.exit("the consumer differs from the CLI: " + "; ".join(f"{k} {g} != {w}" for k, g, w in bad))
+print("consumer = CLI: step_s, plain_s, nodes, cycle_s, speedup, profile")
+PY
