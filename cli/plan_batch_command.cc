@@ -81,15 +81,16 @@ absl::StatusOr<RequestLine> ParseRequestLine(const nlohmann::json& j) {
   const nlohmann::json& c = j["c"];
   if (!c.is_number_integer() || c.get<int64_t>() < 0 || c.get<int64_t>() > (int64_t{1} << 24)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("c = ", c.dump(), ": expected an integer in [0, 16777216]"));
+        absl::StrCat("c = ", json_util::Quote(c), ": expected an integer in [0, 16777216]"));
   }
   r.c = c.get<int64_t>();
   if (j.contains("n_max")) {
     const nlohmann::json& n = j["n_max"];
     if (!n.is_number_integer() || n.get<int64_t>() < 0 ||
         n.get<int64_t>() >= planner::kMaxTreeNodes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "n_max = ", n.dump(), ": expected an integer in [0, ", planner::kMaxTreeNodes - 1, "]"));
+      return absl::InvalidArgumentError(absl::StrCat("n_max = ", json_util::Quote(n),
+                                                     ": expected an integer in [0, ",
+                                                     planner::kMaxTreeNodes - 1, "]"));
     }
     r.n_max = static_cast<int>(n.get<int64_t>());
   }
@@ -97,7 +98,7 @@ absl::StatusOr<RequestLine> ParseRequestLine(const nlohmann::json& j) {
     const nlohmann::json& w = j["weight"];
     if (!w.is_number() || !std::isfinite(w.get<double>()) || w.get<double>() <= 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("weight = ", w.dump(), ": expected a number > 0"));
+          absl::StrCat("weight = ", json_util::Quote(w), ": expected a number > 0"));
     }
     r.weight = w.get<double>();
   }
@@ -265,7 +266,7 @@ void RegisterPlanBatchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-ms-per-token", args->max_ms_per_token,
                   "Per-request bound: expected ms per accepted token (cycle / Â_i) for every "
                   "request; maximises goodput under it")
-      ->check(CLI::PositiveNumber);
+      ->check(FiniteRange(0, ops::kMaxMs, "ms", /*lo_open=*/true));
   AddJsonFlag(cmd, &args->json);
   AddServerOption(cmd, &args->server, "Plan",
                   " (the PlanBatch RPC) instead of in-process (same output)");
