@@ -291,9 +291,11 @@ TEST(Concurrency, BatchPlannerBeatsNoSpeculationAndPerRequestControllers) {
 }
 
 // The family's heads are under-confident (their trees accept about twice the Σρ they promise).
-// Uncalibrated, the batch planner, which prices the batch, sizes trees by that low promise and
-// falls behind the per-request controller at B = 2..16, whose blindness to the batch happens to
-// offset it. Calibrated online it learns s > 1.5 and gains at every B in 2..16.
+// Uncalibrated, the batch planner, which prices the batch, sizes trees by that low promise.
+// Calibrated online it learns s > 1.5 and gains at every B in 2..16. (While N = 0 still paid for
+// the drafting, the uncalibrated batch planner also fell behind the per-request controller at
+// B = 8; with N = 0 the plain step and its first decrease run over N >= 1 it no longer does,
+// 963 against 959 tokens/s, so that comparison is gone.)
 TEST(Concurrency, CalibrationLiftsTheBatchPlannerOnUnderConfidentHeads) {
   const Trace trace = Load(DefaultTracePath());
   ConcurrencyOptions o = BundledOptions(0.001);
@@ -314,7 +316,6 @@ TEST(Concurrency, CalibrationLiftsTheBatchPlannerOnUnderConfidentHeads) {
     EXPECT_GT(Row(*cal, b, S::kBatch).mean_tree_size, Row(*raw, b, S::kBatch).mean_tree_size)
         << "B = " << b;
   }
-  EXPECT_LT(Row(*raw, 8, S::kBatch).throughput, Row(*raw, 8, S::kController).throughput);
   // fixed and ar do not plan on the surrogate.
   EXPECT_EQ(Row(*cal, 8, S::kFixed).throughput, Row(*raw, 8, S::kFixed).throughput);
   EXPECT_EQ(Row(*cal, 8, S::kAr).throughput, Row(*raw, 8, S::kAr).throughput);
@@ -326,9 +327,10 @@ TEST(Concurrency, CalibrationLiftsTheBatchPlannerOnUnderConfidentHeads) {
 }
 
 // That H100 profile is measured, hence stepped: a request's first draft node moves it from
-// the decode to the verify attention kernel. At B = 32 that step makes G(1) < G(0), so the
-// controller rule drafts nothing, while the scan finds a larger batch plan that really pays.
-// (Calibrated: uncalibrated, the heads' under-confidence leaves the scan a 0.7 % gain.)
+// the decode to the verify attention kernel. At B = 32 that step once made G(1) < G(0), so the
+// controller rule drafted nothing; now N = 0 is the plain step and the first decrease runs over
+// N >= 1, so the controller drafts on some steps too, and the scan finds a batch plan that really
+// pays. (Calibrated: uncalibrated, the heads' under-confidence leaves the scan a 0.7 % gain.)
 TEST(Concurrency, ScanModeLooksPastTheFirstDecrease) {
   const Trace trace = Load(DefaultTracePath());
   ConcurrencyOptions o = BundledOptions(0.001);
@@ -342,7 +344,7 @@ TEST(Concurrency, ScanModeLooksPastTheFirstDecrease) {
   EXPECT_TRUE(scan->batch_scan);
   const ConcurrencyRow& off = Row(*controller, 32, S::kBatch);
   const ConcurrencyRow& on = Row(*scan, 32, S::kBatch);
-  EXPECT_EQ(off.plain_steps, off.steps);
+  EXPECT_LT(off.plain_steps, off.steps);
   EXPECT_LT(on.plain_steps, on.steps);
   EXPECT_GT(on.mean_tree_size, 1.0);
   EXPECT_GT(on.throughput, 1.03 * Row(*scan, 32, S::kAr).throughput);
