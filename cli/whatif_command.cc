@@ -5,6 +5,8 @@
 //                   [--strategies LIST] [--n-max N] [--json] [--per-step] [--plot OUT.png]
 //                   [--server HOST:PORT]
 //   specplan whatif --concurrency LIST|recorded [--draft-batch-growth F] ... (whatif_concurrency.h)
+//   specplan whatif --online --acceptance FILE --rates LIST|--max-concurrency N ... (a request
+//                   stream served online, whatif/online.h; whatif_concurrency.h OnlineFlags)
 //
 // An adapter: the flags become an ops::WhatIfRequest (ops/whatif_op.h; WhatIfConcurrencyRequest,
 // WhatIfChainsRequest), the operation runs, its result is printed (whatif_concurrency.h).
@@ -68,6 +70,9 @@ struct WhatIfArgs : CostFlags, ReplayFlags {
   bool independent = false;         // with --acceptance: rates even for a trace
   int64_t context = 1024;           // with --acceptance of rates: every request's context
   int max_requests = 0;
+  bool prefill = false;            // with --acceptance of a trace: count each request's prefill
+  int64_t max_tokens = 0;          // with --acceptance of a trace: drop requests that reached it
+  OnlineFlags online;              // --online and its flags (whatif_concurrency.h)
   std::vector<std::string> given;  // long names of the flags given on the command line
 };
 
@@ -254,6 +259,8 @@ int RunChains(const WhatIfArgs& a) {
   req.replay.independent = a.independent;
   req.replay.context = a.context;
   req.replay.max_requests = a.max_requests;
+  req.replay.drop_at_output = a.max_tokens;
+  req.prefill = a.prefill;
   auto acceptance = a.acceptance.Load();
   if (Failed(kCmd, acceptance.status())) return 1;
   req.acceptance = *std::move(acceptance);
@@ -278,9 +285,24 @@ int RunWhatIf(const WhatIfArgs& a) {
   auto parsed = a.Parse(a.t_draft_ms);
   if (Failed(kCmd, parsed.status())) return 1;
 
+  if (a.online.online) {
+    for (const char* flag :
+         {"--concurrency", "--plot", "--server", "--context", "--batching", "--max-requests",
+          "--best-fixed", "--best-chain", "--prefill", "--max-tokens"}) {
+      if (Given(a, flag)) {
+        std::cerr << kCmd << flag << " does not apply with --online\n";
+        return 1;
+      }
+    }
+    return RunWhatIfOnline(a.online, a, a.acceptance, a.chains, a.independent, a.json);
+  }
+  if (const std::string flag = OnlineOnlyFlagGiven(a.online); !flag.empty()) {
+    std::cerr << kCmd << flag << " applies only with --online\n";
+    return 1;
+  }
   if (a.acceptance.given()) return RunChains(a);
-  for (const char* flag :
-       {"--batching", "--chains", "--independent", "--context", "--max-requests"}) {
+  for (const char* flag : {"--batching", "--chains", "--independent", "--context", "--max-requests",
+                           "--prefill", "--max-tokens"}) {
     if (Given(a, flag)) {
       std::cerr << kCmd << flag << " applies only with --acceptance\n";
       return 1;
@@ -400,6 +422,16 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-requests", args->max_requests,
                   "With --acceptance of a trace: replay only its first N requests (0 = all)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--prefill", args->prefill,
+                "With --acceptance of a trace (copies): count each request's prefill, its B "
+                "copies served as the engine serves them (whatif/online.h, the engine's default "
+                "limits); speedup = the whole request's plain time over its speculative time");
+  cmd->add_option("--max-tokens", args->max_tokens,
+                  "With --acceptance of a trace: the benchmark's max_tokens; requests whose output "
+                  "reached it ran to the limit instead of stopping and are dropped before "
+                  "--max-requests (SpecDecode-Bench keeps only requests finished by stop)")
+      ->check(CLI::NonNegativeNumber);
+  AddOnlineFlags(cmd, &args->online);
   cmd->callback([cmd, args, exit_code] {
     for (const CLI::Option* opt : cmd->get_options()) {
       if (opt->count() > 0 && !opt->get_lnames().empty()) {

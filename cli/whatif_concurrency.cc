@@ -2,15 +2,22 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "cli/command_util.h"
 #include "cli/cost_flags.h"
 #include "plot/chart.h"
@@ -132,6 +139,222 @@ int RunChainReplay(const ops::WhatIfChainsRequest& req, bool json) {
     std::cout << ops::ToJson(*result).dump(2) << "\n";
   } else {
     PrintWhatIfText(result->source, ops::ChainsTable(*result), "");
+  }
+  return 0;
+}
+
+}  // namespace specplan::cli
+
+namespace specplan::cli {
+namespace {
+
+// Comma-separated numbers; errors quote the item ("\"x\" is not a number").
+absl::StatusOr<std::vector<double>> ParseRates(const std::string& text) {
+  std::vector<double> out;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    double v = 0;
+    if (!absl::SimpleAtod(absl::StripAsciiWhitespace(item), &v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", std::string(item), "\" is not a number (requests/s)"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// Comma-separated chain lengths K >= 0 (0 = plain decoding).
+absl::StatusOr<std::vector<int>> ParseChainList(const std::string& text) {
+  std::vector<int> out;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    int v = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(item), &v) || v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", std::string(item), "\" must be an integer >= 0 (0 = plain decoding)"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The replay's and the operation's field names as the flags that set them.
+std::string OnlineErrorInFlags(const absl::Status& status) {
+  std::string msg(WhatIfErrorInFlags(status).message());
+  for (const auto& [field, flag] : {std::pair<std::string, std::string>{"rates[", "--rates ["},
+                                    {"in_flight = ", "--max-concurrency "},
+                                    {"chain_lengths: ", "--chains: "},
+                                    {"kv_cache_tokens = ", "--kv-cache-tokens "},
+                                    {"max_running = ", "--max-num-seqs "},
+                                    {"token_budget = ", "--max-num-batched-tokens "},
+                                    {"prompt_tokens = ", "--prompt-tokens "},
+                                    {"prompt_tokens: ", "--prompt-tokens: "},
+                                    {"output_tokens: ", "--output-tokens: "},
+                                    {"output_tokens = ", "--output-tokens "},
+                                    {"num_prompts = ", "--num-prompts "},
+                                    {"gpu_memory_utilization = ", "--gpu-memory-utilization "},
+                                    {"mem_fraction_static = ", "--mem-fraction-static "},
+                                    {"memory_fraction = ", "--gpu-memory-utilization "},
+                                    {"acceptance: ", "--acceptance: "},
+                                    {"drafter: none", "--drafter names a cost class"}}) {
+    if (msg.rfind(field, 0) == 0) return flag + msg.substr(field.size());
+  }
+  return msg;
+}
+
+}  // namespace
+
+void AddOnlineFlags(CLI::App* cmd, OnlineFlags* f) {
+  cmd->add_flag("--online", f->online,
+                "Replay a request stream served online (whatif/online.h): requests arrive "
+                "(--rates or --max-concurrency), each prefills its prompt and decodes under the "
+                "engine's limits; throughput and p50/p90/p99 TTFT, TPOT, ITL, E2E for plain "
+                "decoding and each --chains K. Needs --acceptance (a per-step trace, or rates "
+                "with --prompt-tokens and --output-tokens)");
+  auto add = [&](CLI::Option* o) {
+    f->options.push_back(o);
+    return o;
+  };
+  add(cmd->add_option("--rates", f->rates,
+                      "With --online: arrival rates, requests/s, comma-separated (each > 0); one "
+                      "replay per rate"));
+  add(cmd->add_option("--max-concurrency", f->max_concurrency,
+                      "With --online: a closed loop with N requests in flight instead of rates "
+                      "(vllm bench serve's name)"));
+  add(cmd->add_option("--arrivals", f->arrivals,
+                      "With --online --rates: poisson (seeded) or constant (evenly spaced)")
+          ->capture_default_str());
+  add(cmd->add_option("--num-prompts", f->num_prompts,
+                      "With --online: requests per replay (0: the trace's requests, cycled in "
+                      "order beyond them; 1000 for rates)"));
+  add(cmd->add_option("--seed", f->seed,
+                      "With --online: seed of the arrivals, lengths and acceptance draws")
+          ->capture_default_str());
+  add(cmd->add_option("--prompt-tokens", f->prompt_tokens,
+                      "With --online and rates: prompt length N, or LO:HI drawn uniformly"));
+  add(cmd->add_option("--output-tokens", f->output_tokens,
+                      "With --online and rates: output length N, or LO:HI drawn uniformly"));
+  f->max_running_option = add(cmd->add_option(
+      "--max-num-seqs,--max-running-requests", f->max_running,
+      "With --online: most requests running at once (default: the engine's; vLLM 1024 on a GPU "
+      "of >= 70 GiB, else 256; SGLang 48 when speculating)"));
+  f->token_budget_option = add(cmd->add_option(
+      "--max-num-batched-tokens,--chunked-prefill-size", f->token_budget,
+      "With --online: tokens per step (vLLM: prefill chunks and verified tokens share it; "
+      "SGLang: prompt tokens per prefill step); default: the engine's (vLLM 8192 on >= 70 GiB "
+      "else 2048; SGLang 8192 below 160 GiB)"));
+  f->chunked_option = add(cmd->add_flag(
+      "--enable-chunked-prefill,!--no-enable-chunked-prefill", f->chunked_prefill,
+      "With --online: chunk long prompts across steps (default on, as in vLLM V1 and SGLang)"));
+  f->kv_option = add(cmd->add_option(
+      "--kv-cache-tokens", f->kv_cache_tokens,
+      "With --online: tokens the KV cache holds (default: from the GPU's memory, the memory "
+      "fraction and the weights)"));
+  f->fraction_option = add(cmd->add_option(
+      "--gpu-memory-utilization,--mem-fraction-static", f->memory_fraction,
+      "With --online: fraction of the GPU's memory for weights and KV cache (default vLLM 0.9, "
+      "SGLang 0.88)"));
+}
+
+std::string OnlineOnlyFlagGiven(const OnlineFlags& f) {
+  for (const CLI::Option* o : f.options) {
+    if (o->count() > 0) return "--" + o->get_lnames().front();
+  }
+  return "";
+}
+
+int RunWhatIfOnline(const OnlineFlags& f, const ops::CostRequest& cost,
+                    const AcceptanceFlags& acceptance, const std::string& chains, bool independent,
+                    bool json) {
+  if (!acceptance.given()) {
+    std::cerr << kCmd << "--online needs --acceptance FILE (a per-step trace, or an engine's "
+              << "acceptance rates with --prompt-tokens and --output-tokens)\n";
+    return 1;
+  }
+  if (f.rates.empty() == (f.max_concurrency == 0)) {
+    std::cerr << kCmd << "--online needs one of --rates LIST (requests/s) or --max-concurrency N "
+              << "(a closed loop)\n";
+    return 1;
+  }
+  if (f.arrivals != "poisson" && f.arrivals != "constant") {
+    std::cerr << kCmd << "--arrivals " << f.arrivals << ": must be poisson or constant\n";
+    return 1;
+  }
+  ops::WhatIfOnlineRequest req;
+  req.cost = cost;
+  req.independent = independent;
+  req.num_prompts = f.num_prompts;
+  req.seed = f.seed;
+  req.online.arrivals.seed = f.seed;
+  req.online.arrivals.constant = f.arrivals == "constant";
+  if (!f.rates.empty()) {
+    auto rates = ParseRates(f.rates);
+    if (Failed(kCmd, rates.status(), "--rates ")) return 1;
+    req.online.arrivals.rates = *rates;
+  } else {
+    req.online.arrivals.in_flight = f.max_concurrency;
+  }
+  for (const auto& [text, flag, range] :
+       {std::tuple<const std::string&, const char*, ops::LengthRange*>{
+            f.prompt_tokens, "--prompt-tokens ", &req.prompt_tokens},
+        {f.output_tokens, "--output-tokens ", &req.output_tokens}}) {
+    if (text.empty()) continue;
+    auto parsed = ops::ParseLengthRange(text);
+    if (Failed(kCmd, parsed.status(), flag)) return 1;
+    *range = *parsed;
+  }
+  if (f.max_running_option->count() > 0) req.max_running = f.max_running;
+  if (f.token_budget_option->count() > 0) req.token_budget = f.token_budget;
+  if (f.chunked_option->count() > 0) req.chunked_prefill = f.chunked_prefill;
+  if (f.kv_option->count() > 0) req.kv_cache_tokens = f.kv_cache_tokens;
+  if (f.fraction_option->count() > 0) req.memory_fraction = f.memory_fraction;
+  auto loaded = acceptance.Load();
+  if (Failed(kCmd, loaded.status())) return 1;
+  req.acceptance = *std::move(loaded);
+  if (req.acceptance.has_trace() && !independent &&
+      (!f.prompt_tokens.empty() || !f.output_tokens.empty())) {
+    std::cerr << kCmd << (f.prompt_tokens.empty() ? "--output-tokens" : "--prompt-tokens")
+              << " does not apply to a per-step trace (its requests give their lengths); "
+              << "--independent draws acceptance from its rates but keeps its lengths too\n";
+    return 1;
+  }
+  if (chains.empty()) {
+    for (int k = 0; k <= std::min(req.acceptance.k_max, 8); ++k) {
+      req.online.chain_lengths.push_back(k);
+    }
+  } else {
+    auto ks = ParseChainList(chains);
+    if (Failed(kCmd, ks.status(), "--chains ")) return 1;
+    req.online.chain_lengths = *ks;
+  }
+  // A bar on a terminal; otherwise a line at most every 2 s, so a short sweep prints none.
+  const bool tty = isatty(STDERR_FILENO);
+  auto last =
+      std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  req.online.progress = [tty, last](int done, int total) {
+    if (total <= 1) return;
+    if (tty) {
+      constexpr int kWidth = 30;
+      const int filled = done * kWidth / total;
+      std::cerr << "\r" << kCmd << "[" << std::string(static_cast<size_t>(filled), '#')
+                << std::string(static_cast<size_t>(kWidth - filled), ' ') << "] " << done << "/"
+                << total << " replays" << std::flush;
+      if (done == total) std::cerr << "\n";
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - *last >= std::chrono::seconds(2)) {
+      *last = now;
+      std::cerr << kCmd << "replay " << done << "/" << total << " done\n";
+    }
+  };
+  auto result = ops::WhatIfOnline(req);
+  if (!result.ok()) {
+    std::cerr << kCmd << OnlineErrorInFlags(result.status()) << "\n";
+    return 1;
+  }
+  if (json) {
+    std::cout << ops::ToJson(*result).dump(2) << "\n";
+  } else {
+    PrintWhatIfText(result->source, ops::OnlineTable(*result), "");
   }
   return 0;
 }

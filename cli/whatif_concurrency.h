@@ -7,9 +7,12 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "cli/acceptance_flags.h"
 #include "cli/command_util.h"
+#include "ops/whatif_online_op.h"
 #include "ops/whatif_op.h"
 #include "whatif/concurrency.h"
 
@@ -55,6 +58,45 @@ int RunWhatIfConcurrency(const ops::WhatIfConcurrencyRequest& req, bool json,
 // --concurrency LIST --acceptance FILE: runs ops::WhatIfChains (its errors in the flags' words:
 // --chains, --concurrency, --context) and prints the JSON or the table. Returns the exit code.
 int RunChainReplay(const ops::WhatIfChainsRequest& req, bool json);
+
+// The flags of `whatif --online` (ops::WhatIfOnlineRequest): the load (--rates or
+// --max-concurrency, --arrivals, --num-prompts, --seed), lengths for rates (--prompt-tokens,
+// --output-tokens) and the engine's limits under the engines' own names (--max-num-seqs /
+// --max-running-requests, --max-num-batched-tokens / --chunked-prefill-size,
+// --[no-]enable-chunked-prefill, --kv-cache-tokens, --gpu-memory-utilization /
+// --mem-fraction-static). Registered by AddOnlineFlags; every option but --online goes to
+// `options`, so a command can refuse them without --online.
+struct OnlineFlags {
+  bool online = false;
+  std::string rates;        // requests/s, comma-separated
+  int max_concurrency = 0;  // closed loop: requests in flight
+  std::string arrivals = "poisson";
+  int64_t num_prompts = 0;
+  uint64_t seed = 0;
+  std::string prompt_tokens, output_tokens;  // "N" or "LO:HI"
+  int max_running = 0;
+  int64_t token_budget = 0;
+  bool chunked_prefill = true;
+  int64_t kv_cache_tokens = 0;
+  double memory_fraction = 0;
+  std::vector<CLI::Option*> options;
+  CLI::Option* max_running_option = nullptr;
+  CLI::Option* token_budget_option = nullptr;
+  CLI::Option* chunked_option = nullptr;
+  CLI::Option* kv_option = nullptr;
+  CLI::Option* fraction_option = nullptr;
+};
+void AddOnlineFlags(CLI::App* cmd, OnlineFlags* flags);
+// The first online-only flag given (its long name with "--"), or "" when none was.
+std::string OnlineOnlyFlagGiven(const OnlineFlags& flags);
+
+// --online: builds ops::WhatIfOnlineRequest from the flags, the cost, the loaded acceptance and
+// --chains / --independent, runs it (progress on stderr: a bar on a terminal, else one line per
+// replay), and prints the JSON or the table. Errors name the flags; nothing is printed to stdout
+// on an error. Returns the exit code.
+int RunWhatIfOnline(const OnlineFlags& flags, const ops::CostRequest& cost,
+                    const AcceptanceFlags& acceptance, const std::string& chains, bool independent,
+                    bool json);
 
 }  // namespace specplan::cli
 

@@ -234,8 +234,22 @@ absl::StatusOr<WhatIfChainsResult> WhatIfChains(const WhatIfChainsRequest& req) 
   // The replay prices a step per simulated step: read the drafting from a table laid on the
   // target's grid (costmodel/step/step_model.h, within 0.033 % of forward by forward).
   step.TabulateDraft();
+  whatif::ChainReplayOptions replay = req.replay;
+  const whatif::StepModelPricer pricer(&step, resolved.model.get());
+  if (req.prefill) {
+    const std::string engine = resolved.engine == "sglang" ? "sglang" : "vllm";
+    const double mem = resolved.gpu_spec.mem_bytes;
+    SPECPLAN_ASSIGN_OR_RETURN(
+        const int64_t kv,
+        whatif::KvCacheTokens(resolved.model_spec, resolved.gpu_spec,
+                              whatif::DefaultMemoryFraction(engine), "memory_fraction"));
+    replay.prefill = &pricer;
+    replay.prefill_limits = whatif::DefaultEngineLimits(engine, mem, true);
+    replay.prefill_plain_limits = whatif::DefaultEngineLimits(engine, mem, false);
+    replay.prefill_limits.kv_cache_tokens = replay.prefill_plain_limits.kv_cache_tokens = kv;
+  }
   SPECPLAN_ASSIGN_OR_RETURN(whatif::ChainReplayReport report,
-                            whatif::ReplayChains(req.acceptance, step, req.replay));
+                            whatif::ReplayChains(req.acceptance, step, replay));
   WhatIfChainsResult out;
   out.report = std::move(report);
   out.source.trace_path = req.acceptance.source;
@@ -244,6 +258,7 @@ absl::StatusOr<WhatIfChainsResult> WhatIfChains(const WhatIfChainsRequest& req) 
   out.draft_priced_by = step.draft_priced_by();
   out.host = step.host();
   out.acceptance = req.acceptance;
+  out.prefill = req.prefill;
   return out;
 }
 
@@ -253,6 +268,7 @@ nlohmann::json ToJson(const WhatIfChainsResult& result) {
   j["draft_priced_by"] = result.draft_priced_by;
   j["host"] = costmodel::HostTimeToJson(result.host);
   j["acceptance"] = planner::EngineAcceptanceToJson(result.acceptance);
+  j["prefill"] = result.prefill;
   AddSourceJson(result.source, &j);
   return j;
 }

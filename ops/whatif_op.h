@@ -138,6 +138,10 @@ struct WhatIfChainsRequest {
   CostRequest cost;  // its drafter must be an architecture: the step model prices the chains
   planner::EngineAcceptance acceptance;  // as loaded (ops/acceptance_op.h LoadAcceptance)
   whatif::ChainReplayOptions replay;     // batch sizes, chain lengths, batching, context, ...
+  // Traces, copies: count each request's prefill (replay.prefill, priced by the step model and
+  // the target's pass) under the engine's default limits (whatif::DefaultEngineLimits for the
+  // profile's engine; the KV cache its default memory fraction leaves).
+  bool prefill = false;
 };
 
 struct WhatIfChainsResult {
@@ -147,6 +151,7 @@ struct WhatIfChainsResult {
   std::string draft_priced_by;  // the step model's ("composed", "by hand", ...)
   costmodel::HostTime host;     // the host terms used
   planner::EngineAcceptance acceptance;
+  bool prefill = false;  // the request's prefill counted (WhatIfChainsRequest::prefill)
 };
 
 // The request alone: the replay's batch sizes, context and max_requests, dtype and drafter names.

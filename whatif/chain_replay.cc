@@ -159,6 +159,13 @@ absl::StatusOr<ChainReplayReport> ReplayChains(const EngineAcceptance& a, const 
         absl::StrCat("batching = mixed: ", a.source, " holds rates, not a per-step trace"));
   }
   std::vector<AcceptanceTraceRequest> reqs = a.requests;
+  if (o.drop_at_output > 0) {
+    reqs.erase(std::remove_if(reqs.begin(), reqs.end(),
+                              [&](const AcceptanceTraceRequest& r) {
+                                return static_cast<int64_t>(r.acc_len.size()) >= o.drop_at_output;
+                              }),
+               reqs.end());
+  }
   if (o.max_requests > 0 && reqs.size() > static_cast<size_t>(o.max_requests)) {
     reqs.resize(static_cast<size_t>(o.max_requests));
   }
@@ -183,17 +190,29 @@ absl::StatusOr<ChainReplayReport> ReplayChains(const EngineAcceptance& a, const 
         row.ar_throughput = bd / ar;
         row.speedup = row.throughput / row.ar_throughput;
       } else if (o.batching == ChainBatching::kCopies) {
-        double sum_speedup = 0, sd_s = 0, ar_s = 0, tokens = 0;
+        double sum_speedup = 0, sd_s = 0, ar_s = 0, tokens = 0, decode_tokens = 0;
         int counted = 0;
         for (const AcceptanceTraceRequest& r : reqs) {
           if (r.acc_len.size() < 2) continue;
           const CopiesResult c = ReplayCopies(r, m, b, k);
           Add(c.sd, &row.time);
           row.steps += c.steps;
-          sum_speedup += c.ar_s / c.sd.step_s();
-          sd_s += c.sd.step_s();
-          ar_s += c.ar_s;
-          tokens += c.tokens;
+          double sd_r = c.sd.step_s(), ar_r = c.ar_s, tokens_r = c.tokens;
+          if (o.prefill != nullptr) {
+            // The whole request: its prefill, then its decode steps, as the engine runs them.
+            auto sd_whole = CopiesSeconds(r, b, k, *o.prefill, o.prefill_limits);
+            if (!sd_whole.ok()) return sd_whole.status();
+            auto ar_whole = CopiesSeconds(r, b, 0, *o.prefill, o.prefill_plain_limits);
+            if (!ar_whole.ok()) return ar_whole.status();
+            sd_r = *sd_whole;
+            ar_r = *ar_whole;
+            tokens_r = static_cast<double>(r.acc_len.size());
+          }
+          sum_speedup += ar_r / sd_r;
+          sd_s += sd_r;
+          ar_s += ar_r;
+          tokens += tokens_r;
+          decode_tokens += c.tokens;
           ++counted;
         }
         if (counted == 0) {
@@ -201,7 +220,7 @@ absl::StatusOr<ChainReplayReport> ReplayChains(const EngineAcceptance& a, const 
               absl::StrCat(a.source, ": no request has an output to replay"));
         }
         row.speedup = sum_speedup / counted;
-        row.tokens_per_step = tokens / row.steps;
+        row.tokens_per_step = decode_tokens / row.steps;
         row.throughput = bd * tokens / sd_s;
         row.ar_throughput = bd * tokens / ar_s;
       } else {

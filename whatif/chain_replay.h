@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "costmodel/step/step_model.h"
 #include "planner/acceptance/engine_acceptance.h"
+#include "whatif/online.h"
 
 namespace specplan::whatif {
 
@@ -44,7 +45,20 @@ struct ChainReplayOptions {
   ChainBatching batching = ChainBatching::kCopies;
   bool independent = false;  // use the per-position rates even when the input is a trace
   int64_t context = 1024;    // rates: every request's cached context, tokens
-  int max_requests = 0;      // traces: replay only the first N requests (0 = all)
+  int max_requests = 0;      // traces: replay only the first N requests (0 = all), after
+                             // drop_at_output
+  // Traces: drop the requests whose output reached this many tokens (they ran to the benchmark's
+  // max_tokens instead of stopping; SpecDecode-Bench's scripts/vis_speedup.py keeps only requests
+  // finished by stop). 0 = keep all.
+  int64_t drop_at_output = 0;
+  // Traces, copies: count each request's prefill, as the measured wall time does. Each request's
+  // B copies arrive together and are served by the online engine model (whatif/online.h) under
+  // prefill_limits, priced by this pricer; the request's speedup is its plain run's time over its
+  // speculative run's, both from arrival to the last copy's finish. Tokens per step and the step
+  // shares stay the decode steps'. Null: decode steps only.
+  const OnlineStepPricer* prefill = nullptr;
+  EngineLimits prefill_limits;        // the speculative runs' limits
+  EngineLimits prefill_plain_limits;  // plain decoding's (SGLang's running limit differs)
 };
 
 struct ChainReplayRow {

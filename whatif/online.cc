@@ -551,8 +551,8 @@ int WorkloadMaxK(const OnlineWorkload& w, const std::vector<OnlineRequest>& reqs
     }
   }
   const int from_rates = static_cast<int>(w.rates.size());
-  if (traces && rates) return std::min(longest - 1, from_rates);
-  if (traces) return longest - 1;
+  if (traces && rates) return std::min(std::max(longest - 1, w.trace_k_max), from_rates);
+  if (traces) return std::max(longest - 1, w.trace_k_max);
   return rates ? from_rates : 0;
 }
 
@@ -642,6 +642,25 @@ absl::StatusOr<OnlineReport> RunOnline(const std::vector<OnlineRequest>& request
   return report;
 }
 
+absl::StatusOr<double> CopiesSeconds(const planner::AcceptanceTraceRequest& request, int copies,
+                                     int k, const OnlineStepPricer& pricer,
+                                     const EngineLimits& limits) {
+  OnlineWorkload w;
+  w.traces = {request};
+  w.trace_k_max = k;  // the caller checked k against the whole trace's draft length
+  OnlineRequest q;
+  q.prompt_tokens = request.prompt_tokens;
+  q.output_tokens = static_cast<int64_t>(request.acc_len.size());
+  q.source = 0;
+  const std::vector<OnlineRequest> reqs(static_cast<size_t>(std::max(copies, 1)), q);
+  OnlineOptions o;
+  o.chain_lengths = {k};
+  o.limits = limits;
+  o.arrivals.in_flight = std::max(copies, 1);
+  SPECPLAN_ASSIGN_OR_RETURN(const OnlineReport r, RunOnline(reqs, w, pricer, o));
+  return r.rows[0].duration_s;
+}
+
 nlohmann::json OnlineReportToJson(const OnlineReport& r) {
   nlohmann::json rows = nlohmann::json::array();
   auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
@@ -681,10 +700,9 @@ std::string FormatOnlineTable(const OnlineReport& r) {
       "KV cache %d tokens\n",
       r.requests, SchedulerKindName(l.scheduler), l.token_budget, l.chunked_prefill ? "on" : "off",
       l.kv_cache_tokens);
-  absl::StrAppendFormat(&out, "%8s %3s %7s %10s %7s %6s %6s  %-20s %-20s %-20s %-20s\n", "load",
-                        "K", "max run", "tokens/s", "tok/st", "run", "preempt",
-                        "TTFT p50/p90/p99 ms", "TPOT p50/p90/p99", "ITL p50/p90/p99",
-                        "E2E p50/p90/p99 ms");
+  absl::StrAppendFormat(&out, "%8s %3s %7s %10s %7s %6s %6s  %-20s %-20s %-20s %s\n", "load", "K",
+                        "max run", "tokens/s", "tok/st", "run", "preempt", "TTFT p50/p90/p99 ms",
+                        "TPOT p50/p90/p99", "ITL p50/p90/p99", "E2E p50/p90/p99 ms");
   auto trio = [](const LatencyStats& s) {
     if (s.count == 0) return std::string("-");
     return absl::StrFormat("%.1f/%.1f/%.1f", 1e3 * s.p50, 1e3 * s.p90, 1e3 * s.p99);
@@ -692,8 +710,8 @@ std::string FormatOnlineTable(const OnlineReport& r) {
   for (const OnlineRow& x : r.rows) {
     const std::string load =
         x.in_flight > 0 ? absl::StrFormat("N=%d", x.in_flight) : absl::StrFormat("%g/s", x.rate);
-    absl::StrAppendFormat(&out, "%8s %3d %7d %10.1f %7.3f %6.1f %6d  %-20s %-20s %-20s %-20s\n",
-                          load, x.k, x.max_running, x.throughput, x.tokens_per_step, x.mean_running,
+    absl::StrAppendFormat(&out, "%8s %3d %7d %10.1f %7.3f %6.1f %6d  %-20s %-20s %-20s %s\n", load,
+                          x.k, x.max_running, x.throughput, x.tokens_per_step, x.mean_running,
                           x.preemptions, trio(x.ttft), trio(x.tpot), trio(x.itl), trio(x.e2e));
   }
   return out;

@@ -115,6 +115,9 @@ struct OnlineWorkload {
   // Per-position survival rates for requests with source -1: [k_max], non-increasing, in [0,1].
   std::vector<double> rates;
   uint64_t seed = 1;  // the acceptance draws of rates requests
+  // The traces' draft length when it is known to exceed what their walks show (a trace recorded
+  // drafting this many tokens per step): K up to it is accepted. 0 = the walks' longest.
+  int trace_k_max = 0;
 };
 
 // The seam that prices one engine step, seconds. `decode` holds the decoding requests' sequences
@@ -207,6 +210,13 @@ absl::StatusOr<OnlineReport> RunOnline(const std::vector<OnlineRequest>& request
                                        const OnlineWorkload& workload,
                                        const OnlineStepPricer& pricer,
                                        const OnlineOptions& options);
+
+// One trace request decoded as `copies` identical requests that all arrive at 0 and accept the
+// same tokens (SpecDecode-Bench's batches of B), its prefill included, chains of k (0 = plain
+// decoding), under `limits`: the seconds until the last copy finishes. Errors as RunOnline's.
+absl::StatusOr<double> CopiesSeconds(const planner::AcceptanceTraceRequest& request, int copies,
+                                     int k, const OnlineStepPricer& pricer,
+                                     const EngineLimits& limits);
 
 // The largest K the workload's acceptance gives (traces: the largest acc_len - 1; rates: their
 // length); with both, the smaller.

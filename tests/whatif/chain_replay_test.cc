@@ -369,5 +369,47 @@ TEST(ChainReplayReport, JsonAndTableCarryEveryRow) {
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2 + 4);
 }
 
+// SpecDecode-Bench's request filter: requests whose output reached max_tokens are dropped before
+// max_requests keeps the first N.
+TEST(ReplayChains, DropAtOutputFiltersBeforeMaxRequests) {
+  const EngineAcceptance a = Parse(kTrace);  // a: 7 output positions, b: 4
+  const StepModel m = Step();
+  ChainReplayOptions o;
+  o.batch_sizes = {1};
+  o.chain_lengths = {0, 2};
+  o.drop_at_output = 7;
+  EXPECT_EQ(Replay(a, m, o).requests, 1);  // b only
+  o.drop_at_output = 0;
+  o.max_requests = 1;
+  EXPECT_EQ(Replay(a, m, o).requests, 1);  // a only
+  const double a_only = Row(Replay(a, m, o), 1, 2).speedup;
+  o.drop_at_output = 7;
+  EXPECT_NE(Row(Replay(a, m, o), 1, 2).speedup, a_only);  // b, not a
+}
+
+// With the prefill counted, each request's time includes its prompt's pass, which speculation
+// does not shorten: the speedup falls below the decode-only one, and K = 0 stays exactly 1.
+TEST(ReplayChains, PrefillLowersTheCopiesSpeedup) {
+  const EngineAcceptance a = Parse(kTrace);
+  const StepModel m = Step();
+  ChainReplayOptions o;
+  o.batch_sizes = {1, 16};
+  o.chain_lengths = {0, 2};
+  const ChainReplayReport decode_only = Replay(a, m, o);
+  const StepModelPricer pricer(&m, &Roofline());
+  o.prefill = &pricer;
+  o.prefill_limits.max_running = 64;
+  o.prefill_limits.token_budget = 8192;
+  o.prefill_limits.kv_cache_tokens = 1 << 20;
+  o.prefill_plain_limits = o.prefill_limits;
+  const ChainReplayReport whole = Replay(a, m, o);
+  for (int b : {1, 16}) {
+    EXPECT_DOUBLE_EQ(Row(whole, b, 0).speedup, 1.0);
+    EXPECT_LT(Row(whole, b, 2).speedup, Row(decode_only, b, 2).speedup) << b;
+    EXPECT_GT(Row(whole, b, 2).speedup, 1.0) << b;
+    EXPECT_DOUBLE_EQ(Row(whole, b, 2).tokens_per_step, Row(decode_only, b, 2).tokens_per_step);
+  }
+}
+
 }  // namespace
 }  // namespace specplan::whatif

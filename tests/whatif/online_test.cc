@@ -286,3 +286,35 @@ TEST(OnlineTest, EngineDefaultsAreTheEnginesOwn) {
 
 }  // namespace
 }  // namespace specplan::whatif
+
+namespace specplan::whatif {
+namespace {
+
+// Two copies of A (prompt 4, output 5, acc_len [1, 3, 1, 2, 1]) arriving together, K = 2, a budget
+// of 6 tokens, steps of 10 ms + 1 ms per prefill token:
+//   0 - 16   copy 1's prompt (4) and 2 of copy 2's        copy 1's first token
+//   16 - 28  copy 1 verifies 3 (g = 4); copy 2's last 2    copy 2's first token
+//   28 - 38  copy 1 emits 1: done; copy 2 emits 3 (g = 4)
+//   38 - 48  copy 2 emits 1: done
+TEST(OnlineTest, CopiesSecondsCountsThePrefill) {
+  planner::AcceptanceTraceRequest a;
+  a.prompt_tokens = 4;
+  a.acc_len = {1, 3, 1, 2, 1};
+  EngineLimits l;
+  l.max_running = 8;
+  l.token_budget = 6;
+  l.kv_cache_tokens = 1000;
+  class Fixed : public OnlineStepPricer {
+   public:
+    double StepSeconds(const costmodel::BatchShape&, const costmodel::BatchShape& prefill,
+                       int) const override {
+      return 0.010 + 0.001 * prefill.totals().tokens;
+    }
+  } pricer;
+  auto t = CopiesSeconds(a, 2, 2, pricer, l);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_NEAR(*t, 0.048, 1e-12);
+}
+
+}  // namespace
+}  // namespace specplan::whatif
