@@ -36,9 +36,9 @@ namespace specplan {
 
 // What the engine runs. Names as `specplan estimate` takes them (docs/cli.md).
 struct PlannerConfig {
-  std::string gpu;     // registry name ("h100") or a GPU spec JSON path
-  std::string model;   // registry name ("qwen3-8b") or an HF config.json path
-  std::string engine;  // "sglang", "vllm", "trtllm", "specplan"; "" = the first of these bundled
+  std::string gpu;        // registry name ("h100") or a GPU spec JSON path
+  std::string model;      // registry name ("qwen3-8b") or an HF config.json path
+  std::string engine;     // "sglang", "vllm", "trtllm", "specplan"; "" = the first of these bundled
   std::string profile;    // a profile JSON path instead of the bundled lookup; "" = bundled
   std::string calib_dir;  // where bundled profiles live; "" = the installed share/specplan/calib
   std::string dtype = "bf16";

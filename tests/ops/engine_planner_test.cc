@@ -1,8 +1,6 @@
 // specplan::Planner (include/specplan/specplan.h), the installed engine API: its step and its plans
 // are the operations' (what `specplan estimate` and `specplan plan` print), over one cost resolved
 // at Create; bad configs are refused naming the field.
-#include "specplan/specplan.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +10,7 @@
 #include "ops/estimate.h"
 #include "ops/plan_batch.h"
 #include "ops/plan_tree.h"
+#include "specplan/specplan.h"
 
 namespace specplan {
 namespace {
