@@ -346,6 +346,7 @@ absl::StatusOr<std::vector<std::pair<std::string, costmodel::Profile>>> PlannerC
     req.mutable_profile()->set_model(info.model());
     req.mutable_profile()->set_dtype(info.dtype());
     req.mutable_profile()->set_engine(info.engine());  // "" from a server without engines
+    req.mutable_profile()->set_tp(info.tp());          // 0 from a server before tp: 1
     v1::GetProfileResponse resp;
     SPECPLAN_RETURN_IF_ERROR(impl_->Unary(server_, &v1::Planner::Stub::GetProfile, req, &resp));
     auto j = json_util::ParseJson(resp.profile_json(), absl::StrCat("profile ", info.id()));

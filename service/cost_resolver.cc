@@ -335,12 +335,15 @@ absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> CostResolver::FindPro
     return costmodel::FoundProfile{
         std::shared_ptr<const costmodel::Profile>(entry, &entry->profile), entry->id, key.engine};
   };
-  const costmodel::ProfileKey key{ref.gpu(), ref.model(), dtype, 1, engine};
+  if (ref.tp() < 0)
+    return Invalid(absl::StrCat(field, ".tp = ", ref.tp(), ": must be >= 0 (0 = 1)"));
+  const int64_t tp = ref.tp() > 0 ? ref.tp() : 1;
+  const costmodel::ProfileKey key{ref.gpu(), ref.model(), dtype, tp, engine};
   absl::StatusOr<costmodel::FoundProfile> found =
       costmodel::ChooseProfile(lookup, key, default_engine_);
   if (found.ok()) return chosen;
   if (!absl::IsNotFound(found.status())) return found.status();
-  const std::string id = ProfileId(ref.gpu(), ref.model(), dtype, 1,
+  const std::string id = ProfileId(ref.gpu(), ref.model(), dtype, tp,
                                    engine.empty() ? costmodel::kRuntimeEngine : engine);
   // The engines held for this gpu x model x dtype.
   const std::vector<std::string> held =
@@ -348,7 +351,7 @@ absl::StatusOr<std::shared_ptr<const ProfileStore::Entry>> CostResolver::FindPro
   if (!held.empty()) {
     return absl::NotFoundError(absl::StrCat(
         field, ".engine = '", ref.engine(), "': no profile '",
-        ProfileId(canonical_gpu, canonical_model, dtype, 1, engine),
+        ProfileId(canonical_gpu, canonical_model, dtype, tp, engine),
         "' on this server (engines held for ", ProfileId(canonical_gpu, canonical_model, dtype),
         ": ", absl::StrJoin(held, ", "), ")"));
   }

@@ -117,6 +117,7 @@ void FillInfo(const ProfileStore::Entry& e, v1::ProfileInfo* info) {
   info->set_path(e.path);
   info->set_engine(p.engine);
   info->set_engine_version(p.engine_version);
+  info->set_tp(static_cast<int32_t>(std::max<int64_t>(1, p.model_spec.tp)));
 }
 
 void FillFeedback(const AcceptanceSnapshot& a, const CorrectionSnapshot& c,

@@ -19,6 +19,7 @@
 #include "service/cost_resolver.h"
 #include "service/profile_store.h"
 #include "service_test_util.h"
+#include "tests/paths/test_paths.h"
 #include "tests/server_process.h"
 
 namespace specplan::service {
@@ -443,6 +444,57 @@ TEST(EngineResolver, SourcesAreCachedPerEngine) {
   ASSERT_TRUE(preferred.ok());
   EXPECT_EQ(preferred->profile_id(), kBase);
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace specplan::service
+
+namespace specplan::service {
+namespace {
+
+TEST(ProfileTpRpcTest, TensorParallelProfilesAreAddressedByTp) {
+  // The bundled profiles hold tp > 1 MoE targets (glm-4.5-air only at tp 4): ListProfiles gives
+  // each one's tp, GetProfile finds it by ProfileRef.tp, and the client's Profiles() (which the
+  // CLI's --server commands list) brings every one back.
+  ServerConfig config;
+  config.profiles_dir = ::specplan::test_paths::SourceDir() + "/calib";
+  auto server = TestServer::Start(config);
+  ASSERT_NE(server, nullptr);
+  v1::ListProfilesResponse list;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(server->stub->ListProfiles(&ctx, v1::ListProfilesRequest(), &list).ok());
+  int tp4 = 0;
+  for (const v1::ProfileInfo& info : list.profiles()) {
+    const bool has_tp = info.id().find("-tp") != std::string::npos;
+    EXPECT_EQ(info.tp() > 1, has_tp) << info.id();
+    tp4 += info.tp() == 4;
+  }
+  EXPECT_GT(tp4, 0);
+  v1::GetProfileRequest get;
+  get.mutable_profile()->set_gpu("h100");
+  get.mutable_profile()->set_model("glm-4.5-air");
+  get.mutable_profile()->set_engine("sglang");
+  get.mutable_profile()->set_tp(4);
+  v1::GetProfileResponse got;
+  grpc::ClientContext ctx2;
+  const grpc::Status found = server->stub->GetProfile(&ctx2, get, &got);
+  ASSERT_TRUE(found.ok()) << found.error_message();
+  EXPECT_EQ(got.info().id(), "h100-sxm/glm-4.5-air-bf16-tp4@sglang");
+  EXPECT_EQ(got.info().tp(), 4);
+  // Without tp (= 1) there is no such profile, and the error names the id it looked for.
+  get.mutable_profile()->set_tp(0);
+  grpc::ClientContext ctx3;
+  const grpc::Status missing = server->stub->GetProfile(&ctx3, get, &got);
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(missing.error_message(), HasSubstr("glm-4.5-air-bf16@sglang' on this server"));
+  get.mutable_profile()->set_tp(-2);
+  grpc::ClientContext ctx4;
+  EXPECT_THAT(server->stub->GetProfile(&ctx4, get, &got).error_message(),
+              HasSubstr("profile.tp = -2"));
+  client::PlannerClient client("127.0.0.1:" + std::to_string(server->running->port));
+  auto profiles = client.Profiles();
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  EXPECT_EQ(profiles->size(), static_cast<size_t>(list.profiles_size()));
 }
 
 }  // namespace
