@@ -38,12 +38,18 @@ absl::Status MakeBudgetSpec(const BestFirstOptions& options, const costmodel::Cy
 
 }  // namespace internal
 
-void BestFirstPlanner::RunOnce(const Marginals& marginals, const internal::BudgetSpec& spec,
-                               int max_depth, BestFirstPlan* plan) {
+namespace {
+
+// One best-first run over the lattice cut at max_depth, priced at spec.price_depth (-1: each
+// prefix's own depth). A free function, so that the public header names nothing of internal::.
+void RunOnce(MarginalsFrontier& frontier, const Marginals& marginals,
+             const internal::BudgetSpec& spec, int max_depth, BestFirstPlan* plan) {
   plan->tree.ResetRoot(marginals.root_token);
-  frontier_.Reset(&marginals, &plan->tree, /*scale=*/1.0, /*request=*/0, max_depth);
-  internal::RunBestFirst(frontier_, spec, plan);
+  frontier.Reset(&marginals, &plan->tree, /*scale=*/1.0, /*request=*/0, max_depth);
+  internal::RunBestFirst(frontier, spec, plan);
 }
+
+}  // namespace
 
 absl::Status BestFirstPlanner::Plan(const Marginals& marginals, const BestFirstOptions& options,
                                     const costmodel::CycleCost* cost, BestFirstPlan* plan) {
@@ -66,7 +72,7 @@ absl::Status BestFirstPlanner::Plan(const Marginals& marginals, const BestFirstO
       plan->search != PlanSearch::kScanPerDepth) {
     // One run (see the header): a fixed budget, a depth-flat cost, or one depth only.
     if (options.mode != BudgetMode::kFixed) plan->curve.reserve(options.n_max + 2);
-    RunOnce(marginals, spec, marginals.gamma, plan);
+    RunOnce(frontier_, marginals, spec, marginals.gamma, plan);
     internal::TruncateToSelected(plan);
     return absl::OkStatus();
   }
@@ -78,7 +84,7 @@ absl::Status BestFirstPlanner::Plan(const Marginals& marginals, const BestFirstO
   double best_s = 1.0;  // S(0): the plain step
   for (int d = 1; d <= gamma; ++d) {
     spec.price_depth = d;
-    RunOnce(marginals, spec, d, plan);
+    RunOnce(frontier_, marginals, spec, d, plan);
     plan->depth_caps.push_back({d, plan->n, plan->speedup});
     if (plan->n > 0 && plan->speedup > best_s) {
       best_s = plan->speedup;
@@ -87,7 +93,7 @@ absl::Status BestFirstPlanner::Plan(const Marginals& marginals, const BestFirstO
   }
   if (best_cap != gamma) {
     spec.price_depth = best_cap;
-    RunOnce(marginals, spec, best_cap, plan);
+    RunOnce(frontier_, marginals, spec, best_cap, plan);
   }
   plan->depth_cap = best_cap;
   internal::TruncateToSelected(plan);

@@ -153,10 +153,6 @@ struct BestFirstPlan {
   std::vector<DepthCapPoint> depth_caps;  // [gamma] per depth cap: each cap's best; else empty
 };
 
-namespace internal {
-struct BudgetSpec;  // best_first_engine.h
-}  // namespace internal
-
 // Plans best-first trees over marginals. Owns a reusable workspace: after the first call at a given
 // n_max (or Reserve), Plan does not allocate, provided the caller reuses the same BestFirstPlan.
 // Not thread-safe; use one planner per thread.
@@ -176,11 +172,6 @@ class BestFirstPlanner {
   absl::Status PlanFixed(const Marginals& marginals, int budget, BestFirstPlan* plan);
 
  private:
-  // One best-first run over the lattice cut at max_depth, priced at price_depth (-1: each
-  // prefix's own depth).
-  void RunOnce(const Marginals& marginals, const internal::BudgetSpec& spec, int max_depth,
-               BestFirstPlan* plan);
-
   MarginalsFrontier frontier_;
 };
 
