@@ -18,10 +18,15 @@ absl::Status BestFirstStrategy::BuildTree(const DecodeState& state, planner::Tre
   const int depth = GateDepth(state, gate_->options().probe_depth, tree);
   if (depth == 0) return absl::OkStatus();
   SPECPLAN_RETURN_IF_ERROR(DraftStep(state, depth));
+  // The levels are drafted (DraftStep above) before the tree is chosen, so their time is sunk:
+  // the gate priced the decision to draft them (gate_draft_level_s), and the planner chooses among
+  // the drafted nodes by verification alone. Pricing the drafting again here would compare n >= 1,
+  // which pays it, with n = 0, the plain step that does not (the planner prices a tree's drafting
+  // by its depth since issue 52), and plan no node even for a draft that is always accepted.
   costmodel::DrafterCost dc;
   dc.cls = costmodel::DrafterClass::kAutoregressive;
   dc.gamma = depth;
-  dc.t_net_s = drafter_.last_step_seconds();
+  dc.t_net_s = 0;
   const planner::PlanCost cost{latency_, dc, 0.0, state.c};
   // The surrogate calibrated online (speculation_gate.h): a node is worth surrogate_scale·ρ.
   if (gate_enabled_) planner_options_.acceptance_scale = gate_->estimator().surrogate_scale();

@@ -59,7 +59,7 @@ TEST(DrafterArch, Eagle3OnLlama8bReadsTwoHiddenWideQkvAndItsOwnVocabulary) {
   EXPECT_EQ(ArchOrDie("eagle3", t, wide).layers.vocab, 50000);
   DrafterOptions bad;
   bad.draft_vocab = -1;
-  ExpectRefused("eagle3", t, "draft_vocab = -1: must be >= 0", bad);
+  ExpectRefused("eagle3", t, "draft_vocab = -1: must be in [0, 16777216]", bad);
 }
 
 TEST(DrafterArch, EagleAndMtpRunTheirFcOnEveryForwardWithTheTargetsHead) {
