@@ -57,11 +57,12 @@ TEST_P(GreedyExactTest, EqualsArTokens) {
       if (std::string(kind.name) == "same") {
         std::printf("%s same-draft: %.2f accepted per iteration\n", StrategyName(strategy),
                     static_cast<double>(accepted) / iterations);
-        // A draft identical to the target: its top-1 chain is the target's greedy chain, so every
-        // iteration accepts at least its first drafted token. (How many more depends on how deep
-        // the planner drafts over this tiny random model's flat marginals: 1.45-1.77 per
-        // iteration for bestfirst since its drafting is priced by the tree's depth.)
-        EXPECT_GE(accepted, iterations) << StrategyName(strategy);
+        // A draft identical to the target: its top-1 chain is the target's greedy chain, so what
+        // is drafted along it is accepted. How much is drafted is the planner's choice over this
+        // tiny random model's flat marginals and its measured CPU latency (0.8-2.4 accepted per
+        // iteration, varying with the machine's load, since issue 52 prices drafting by depth),
+        // so the count per iteration is not pinned: some tokens must be accepted.
+        EXPECT_GT(accepted, 0) << StrategyName(strategy);
       }
       if (std::string(kind.name) == "first_layer") {
         EXPECT_GT(accepted, 0) << StrategyName(strategy);
