@@ -358,27 +358,41 @@ absl::StatusOr<ComposedPass> ComposedCost::Pass(int64_t b, int64_t s, int64_t c)
   p.why = attn.why;
   if (unmeasured_) {
     const double bp = M.bytes_per_element(), md = static_cast<double>(m);
-    const double hd = static_cast<double>(h), qk = static_cast<double>(q_width + kv_width);
-    const double add_norm = Elementwise("add_norm", m, 4 * md * hd * bp);  // add + RMSNorm
-    double layer = 2 * add_norm;
-    if (ElementwiseWidth(M, "qk_norm") > 0) layer += Elementwise("qk_norm", m, 2 * md * qk * bp);
-    layer += Elementwise("rope", m, 2 * md * qk * bp);  // RoPE on q, k
-    layer += Elementwise("kv_store", m, 2 * 2 * md * static_cast<double>(kv_width) * bp);
+    double add_norm = 0;
+    double layer = AttentionElementwise(m, q_width, kv_width, &add_norm);
     layer += Elementwise("act_mul", m, (M.gated_mlp ? 3 : 2) * md * static_cast<double>(ffn) * bp);
-    p.elementwise_s = L * layer + Elementwise("embedding", m, 2 * md * hd * bp)  // gather
-                      + add_norm;  // final add + RMSNorm
+    p.elementwise_s = L * layer +
+                      Elementwise("embedding", m, 2 * md * static_cast<double>(h) * bp) +
+                      add_norm;  // gather; final add + RMSNorm
   }
-  if (tp > 1) {
-    bool measured = false;
-    SPECPLAN_ASSIGN_OR_RETURN(const AttentionLookup comm,
-                              AllReduces(static_cast<double>(m), &measured));
-    p.comm_s = comm.seconds;
-    if (comm.extrapolated && !p.extrapolated) {
-      p.extrapolated = true;
-      p.why = comm.why;
-    }
-  }
+  SPECPLAN_RETURN_IF_ERROR(AddAllReduces(m, &p));
   return p;
+}
+
+double ComposedCost::AttentionElementwise(int64_t m, int64_t q_width, int64_t kv_width,
+                                          double* add_norm_s) const {
+  const ModelSpec& M = model_;
+  const double bp = M.bytes_per_element(), md = static_cast<double>(m);
+  const double hd = static_cast<double>(M.hidden), qk = static_cast<double>(q_width + kv_width);
+  *add_norm_s = Elementwise("add_norm", m, 4 * md * hd * bp);  // add + RMSNorm
+  double layer = 2 * *add_norm_s;
+  if (ElementwiseWidth(M, "qk_norm") > 0) layer += Elementwise("qk_norm", m, 2 * md * qk * bp);
+  layer += Elementwise("rope", m, 2 * md * qk * bp);  // RoPE on q, k
+  layer += Elementwise("kv_store", m, 2 * 2 * md * static_cast<double>(kv_width) * bp);
+  return layer;
+}
+
+absl::Status ComposedCost::AddAllReduces(int64_t m, ComposedPass* p) const {
+  if (model_.tp <= 1) return absl::OkStatus();
+  bool measured = false;
+  SPECPLAN_ASSIGN_OR_RETURN(const AttentionLookup comm,
+                            AllReduces(static_cast<double>(m), &measured));
+  p->comm_s = comm.seconds;
+  if (comm.extrapolated && !p->extrapolated) {
+    p->extrapolated = true;
+    p->why = comm.why;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ComposedPass> ComposedCost::MoePass(int64_t b, int64_t s, int64_t c) const {
@@ -414,12 +428,9 @@ absl::StatusOr<ComposedPass> ComposedCost::MoePass(int64_t b, int64_t s, int64_t
   p.why = attn.extrapolated ? attn.why : block.why;
   if (unmeasured_) {
     const double bp = M.bytes_per_element(), md = static_cast<double>(m);
-    const double hd = static_cast<double>(h), qk = static_cast<double>(q_width + kv_width);
-    const double add_norm = Elementwise("add_norm", m, 4 * md * hd * bp);  // add + RMSNorm
-    double layer = 2 * add_norm;
-    if (ElementwiseWidth(M, "qk_norm") > 0) layer += Elementwise("qk_norm", m, 2 * md * qk * bp);
-    layer += Elementwise("rope", m, 2 * md * qk * bp);  // RoPE on q, k
-    layer += Elementwise("kv_store", m, 2 * 2 * md * static_cast<double>(kv_width) * bp);
+    const double hd = static_cast<double>(h);
+    double add_norm = 0;
+    const double layer = AttentionElementwise(m, q_width, kv_width, &add_norm);
     // The routed experts' SiLU-mul is inside the measured block; the shared experts' and the
     // dense layers' are not.
     const double shared_act =
@@ -430,16 +441,7 @@ absl::StatusOr<ComposedPass> ComposedCost::MoePass(int64_t b, int64_t s, int64_t
                       Elementwise("embedding", m, 2 * md * hd * bp)  // gather
                       + add_norm;                                    // final add + RMSNorm
   }
-  if (tp > 1) {
-    bool measured = false;
-    SPECPLAN_ASSIGN_OR_RETURN(const AttentionLookup comm,
-                              AllReduces(static_cast<double>(m), &measured));
-    p.comm_s = comm.seconds;
-    if (comm.extrapolated && !p.extrapolated) {
-      p.extrapolated = true;
-      p.why = comm.why;
-    }
-  }
+  SPECPLAN_RETURN_IF_ERROR(AddAllReduces(m, &p));
   return p;
 }
 

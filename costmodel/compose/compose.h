@@ -171,6 +171,12 @@ class ComposedCost {
 
  private:
   absl::StatusOr<ComposedPass> MoePass(int64_t b, int64_t s, int64_t c) const;
+  // The elementwise kernels every layer runs over m tokens whatever its FFN (two add + RMSNorm,
+  // q/k norm, RoPE, KV store), seconds, and one add + RMSNorm (*add_norm_s, for the final one).
+  double AttentionElementwise(int64_t m, int64_t q_width, int64_t kv_width,
+                              double* add_norm_s) const;
+  // p's comm_s from AllReduces at m tokens when tp > 1, its extrapolation noted on p.
+  absl::Status AddAllReduces(int64_t m, ComposedPass* p) const;
   ComposedCost(const EngineKernelTables* tables, ModelSpec model, GpuSpec gpu, bool unmeasured)
       : tables_(tables), model_(std::move(model)), gpu_(std::move(gpu)), unmeasured_(unmeasured) {}
   const EngineKernelTables* tables_;
