@@ -28,6 +28,16 @@ AcceptanceOptions AddAcceptanceOptions(CLI::App* cmd, ops::AcceptanceRequest* re
       "SGLang's --speculative-num-steps); step-trace: the chain length per-position rates are "
       "walked with (default: the largest acc_len - 1); other formats: must match the positions "
       "the file gives");
+  cmd->add_option(prefix + "prompt-lookup-min", req->prompt_lookup_min,
+                  "Step traces of vLLM's n-gram drafter: its prompt_lookup_min, to run its "
+                  "matcher over the trace's prompt_token_ids and generated_token_ids, so that a "
+                  "step with no match drafts nothing (one of min/max given sets the other, as in "
+                  "vLLM; default: no matcher, every step drafts K)")
+      ->check(CLI::Range(1, planner::kMaxPromptLookup));
+  cmd->add_option(prefix + "prompt-lookup-max", req->prompt_lookup_max,
+                  "Step traces of vLLM's n-gram drafter: its prompt_lookup_max (see "
+                  "prompt-lookup-min)")
+      ->check(CLI::Range(1, planner::kMaxPromptLookup));
   return o;
 }
 
@@ -35,7 +45,9 @@ absl::Status AcceptanceErrorInFlags(const absl::Status& status, const Acceptance
   const absl::string_view msg = status.message();
   for (const auto& [field, flag] :
        {std::pair<absl::string_view, absl::string_view>{"format: ", "format: "},
-        {"k_max = ", "k-max "}}) {
+        {"k_max = ", "k-max "},
+        {"prompt_lookup_min = ", "prompt-lookup-min "},
+        {"prompt_lookup_max = ", "prompt-lookup-max "}}) {
     if (absl::StartsWith(msg, field)) {
       return absl::Status(status.code(),
                           absl::StrCat(names.prefix, flag, msg.substr(field.size())));

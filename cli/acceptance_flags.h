@@ -1,9 +1,10 @@
 // The flags that give a command the user's acceptance as their engine reports it
 // (planner/acceptance/engine_acceptance.h): the fields of one ops::AcceptanceRequest (the file, its
-// format, the drafter of a step trace, the draft length k_max), registered by one function under
-// the names each command gives them: `specplan acceptance FILE --format --drafter --k-max`, and
-// --acceptance FILE --acceptance-format --acceptance-drafter --acceptance-k-max beside the own
-// flags of estimate, whatif --concurrency and schedule. Their help, checks and errors are the same
+// format, the drafter of a step trace, the draft length k_max, an n-gram drafter's
+// prompt_lookup_min / _max), registered by one function under the names each command gives them:
+// `specplan acceptance FILE --format --drafter --k-max --prompt-lookup-min --prompt-lookup-max`,
+// and --acceptance FILE --acceptance-format, --acceptance-drafter, ... beside the own flags of
+// estimate, whatif --concurrency and schedule. Their help, checks and errors are the same
 // everywhere.
 #ifndef SPECPLAN_CLI_ACCEPTANCE_FLAGS_H_
 #define SPECPLAN_CLI_ACCEPTANCE_FLAGS_H_
@@ -35,7 +36,7 @@ struct AcceptanceOptions {
   CLI::Option* k_max = nullptr;
 };
 
-// Registers the request's four fields on `cmd` under `names`, bound to `req` (which must outlive
+// Registers the request's fields on `cmd` under `names`, bound to `req` (which must outlive
 // the parse): the file with `file_help`, the others with the help they have in every command.
 AcceptanceOptions AddAcceptanceOptions(CLI::App* cmd, ops::AcceptanceRequest* req,
                                        const AcceptanceFlagNames& names,
@@ -50,11 +51,11 @@ absl::Status AcceptanceErrorInFlags(const absl::Status& status, const Acceptance
 struct AcceptanceFlags : ops::AcceptanceRequest {
   bool given() const { return !path.empty(); }
   // ops::LoadAcceptance; errors name --acceptance (and the file's line and column),
-  // --acceptance-format or --acceptance-k-max.
+  // --acceptance-format, --acceptance-k-max or --acceptance-prompt-lookup-min / -max.
   absl::StatusOr<planner::EngineAcceptance> Load() const;
 };
 
-// Registers the four --acceptance flags on `cmd`, bound to `flags` (which must outlive the parse).
+// Registers the --acceptance flags on `cmd`, bound to `flags` (which must outlive the parse).
 // Returns --acceptance.
 CLI::Option* AddAcceptanceFlags(CLI::App* cmd, AcceptanceFlags* flags);
 

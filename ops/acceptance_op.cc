@@ -21,7 +21,19 @@ absl::Status Validate(const AcceptanceRequest& req) {
   if (!req.format.empty()) {
     SPECPLAN_RETURN_IF_ERROR(planner::ParseAcceptanceFormat(req.format).status());
   }
-  return CheckInRange("k_max", int64_t{req.k_max}, 0, kMaxAcceptanceK, "0 = from the file");
+  SPECPLAN_RETURN_IF_ERROR(
+      CheckInRange("k_max", int64_t{req.k_max}, 0, kMaxAcceptanceK, "0 = from the file"));
+  SPECPLAN_RETURN_IF_ERROR(CheckInRange("prompt_lookup_min", int64_t{req.prompt_lookup_min}, 0,
+                                        planner::kMaxPromptLookup, "0 = not given"));
+  SPECPLAN_RETURN_IF_ERROR(CheckInRange("prompt_lookup_max", int64_t{req.prompt_lookup_max}, 0,
+                                        planner::kMaxPromptLookup, "0 = not given"));
+  if (req.prompt_lookup_min > 0 && req.prompt_lookup_max > 0 &&
+      req.prompt_lookup_min > req.prompt_lookup_max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prompt_lookup_min = ", req.prompt_lookup_min,
+                     ": exceeds prompt_lookup_max = ", req.prompt_lookup_max));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<planner::EngineAcceptance> LoadAcceptance(const AcceptanceRequest& req) {
@@ -31,6 +43,13 @@ absl::StatusOr<planner::EngineAcceptance> LoadAcceptance(const AcceptanceRequest
   planner::EngineAcceptanceOptions options;
   options.drafter = req.drafter;
   options.k_max = req.k_max;
+  if (req.prompt_lookup_min > 0 || req.prompt_lookup_max > 0) {
+    // vLLM's rule: one given sets the other.
+    planner::PromptLookup p;
+    p.min_n = req.prompt_lookup_min > 0 ? req.prompt_lookup_min : req.prompt_lookup_max;
+    p.max_n = req.prompt_lookup_max > 0 ? req.prompt_lookup_max : req.prompt_lookup_min;
+    options.prompt_lookup = p;
+  }
   return planner::LoadEngineAcceptance(req.path, format, options);
 }
 
@@ -54,6 +73,16 @@ std::string ToText(const AcceptanceResult& result) {
   std::string out = absl::StrCat("format: ", planner::AcceptanceFormatName(acc.format), "\n",
                                  "source: ", acc.source, "\n");
   if (!acc.drafter.empty()) absl::StrAppend(&out, "drafter: ", acc.drafter, "\n");
+  if (acc.prompt_lookup.has_value()) {
+    absl::StrAppendFormat(&out,
+                          "n-gram matcher: prompt_lookup_min %d, prompt_lookup_max %d; no match at "
+                          "%d of %d output positions (%.1f %%): those steps draft nothing\n",
+                          acc.prompt_lookup->min_n, acc.prompt_lookup->max_n,
+                          acc.unmatched_positions, acc.positions,
+                          acc.positions > 0 ? 100.0 * static_cast<double>(acc.unmatched_positions) /
+                                                  static_cast<double>(acc.positions)
+                                            : 0.0);
+  }
   absl::StrAppend(&out, "k_max: ", acc.k_max, "\n",
                   "drafts: ", acc.drafts > 0 ? std::to_string(acc.drafts) : std::string("unknown"),
                   "\n");

@@ -28,6 +28,12 @@ struct AcceptanceRequest {
                         // detected from the content
   std::string drafter;  // step traces: which acc_* key ("eagle" -> acc_eagle); "" = the first
   int k_max = 0;        // the draft length the engine ran, [0, 4096]; 0 = from the file
+  // Step traces of vLLM's n-gram drafter: its speculative_config.prompt_lookup_min / _max, to
+  // run its matcher over the trace's tokens (planner/acceptance/prompt_lookup.h): a step where
+  // it finds no match drafts nothing. 0 = not given; one given sets the other (as vLLM does);
+  // neither = no matcher (every step drafts the setting's K).
+  int prompt_lookup_min = 0;
+  int prompt_lookup_max = 0;
 };
 
 struct AcceptanceResult {
@@ -36,7 +42,7 @@ struct AcceptanceResult {
 };
 
 // The request alone: path given, format a known name ("format: unknown value 'x' (known: ...)"),
-// k_max in [0, 4096].
+// k_max in [0, 4096], prompt_lookup_min and _max in [0, 64] with min <= max when both are given.
 absl::Status Validate(const AcceptanceRequest& req);
 // Validate, then the file read and parsed (errors name the file's line and column).
 absl::StatusOr<planner::EngineAcceptance> LoadAcceptance(const AcceptanceRequest& req);

@@ -48,8 +48,10 @@ CopiesResult ReplayCopies(const AcceptanceTraceRequest& r, const StepModel& m, i
   for (size_t i = 1; i < n; ++i) Add(m.ArStep(b, r.prompt_tokens + static_cast<int64_t>(i)), &ar);
   out.ar_s = ar.step_s();
   for (size_t i = 1; i < n;) {
-    const int emitted = k == 0 ? 1 : std::min(r.acc_len[i], k + 1);
-    Add(StepAt(m, b, k, r.prompt_tokens + static_cast<int64_t>(i)), &out.sd);
+    // The copies draft alike: a step the drafter has nothing to propose for verifies one token.
+    const int drafted = r.DraftAt(i, k);
+    const int emitted = r.EmittedAt(i, k);
+    Add(StepAt(m, b, drafted, r.prompt_tokens + static_cast<int64_t>(i)), &out.sd);
     out.steps += 1;
     i += static_cast<size_t>(std::max(emitted, 1));
   }
@@ -84,22 +86,25 @@ MixedResult ReplayMixed(const std::vector<AcceptanceTraceRequest>& reqs, const S
   shape.Reserve(static_cast<size_t>(b));
   while (finished < r_count) {
     shape.Clear();
+    int drafted = 0;  // the most draft tokens a slot proposes this step
     for (Slot& s : slots) {
       // A request with no output to replay ends at once.
       while (s.pos >= reqs[s.req].acc_len.size()) {
         ++finished;
         s = start();
       }
-      shape.Add(k + 1, reqs[s.req].prompt_tokens + static_cast<int64_t>(s.pos));
+      const int d = reqs[s.req].DraftAt(s.pos, k);
+      drafted = std::max(drafted, d);
+      shape.Add(d + 1, reqs[s.req].prompt_tokens + static_cast<int64_t>(s.pos));
     }
     if (finished >= r_count) break;
-    Add(k == 0 ? m.ArStep(shape) : m.Step(shape), &out.time);
+    Add(drafted == 0 ? m.ArStep(shape) : m.Step(shape), &out.time);
     out.steps += 1;
     for (Slot& s : slots) {
       const AcceptanceTraceRequest& r = reqs[s.req];
       const size_t left = r.acc_len.size() - s.pos;
-      const size_t emitted = std::min<size_t>(
-          left, static_cast<size_t>(k == 0 ? 1 : std::max(1, std::min(r.acc_len[s.pos], k + 1))));
+      const size_t emitted =
+          std::min<size_t>(left, static_cast<size_t>(std::max(1, r.EmittedAt(s.pos, k))));
       out.tokens += static_cast<double>(emitted);
       s.pos += emitted;
       if (s.pos >= r.acc_len.size()) {
@@ -190,7 +195,10 @@ absl::StatusOr<ChainReplayReport> ReplayChains(const EngineAcceptance& a, const 
         row.ar_throughput = bd / ar;
         row.speedup = row.throughput / row.ar_throughput;
       } else if (o.batching == ChainBatching::kCopies) {
-        double sum_speedup = 0, sd_s = 0, ar_s = 0, tokens = 0, decode_tokens = 0;
+        // SpecDecode-Bench's mean (scripts/vis_speedup.py compute_throughput): each request's
+        // throughput, its tokens over its time, averaged over requests per setting; the speedup
+        // is the ratio of the two means.
+        double sd_rates = 0, ar_rates = 0, sd_s = 0, ar_s = 0, tokens = 0, decode_tokens = 0;
         int counted = 0;
         for (const AcceptanceTraceRequest& r : reqs) {
           if (r.acc_len.size() < 2) continue;
@@ -208,7 +216,8 @@ absl::StatusOr<ChainReplayReport> ReplayChains(const EngineAcceptance& a, const 
             ar_r = *ar_whole;
             tokens_r = static_cast<double>(r.acc_len.size());
           }
-          sum_speedup += ar_r / sd_r;
+          sd_rates += tokens_r / sd_r;
+          ar_rates += tokens_r / ar_r;
           sd_s += sd_r;
           ar_s += ar_r;
           tokens += tokens_r;
@@ -219,7 +228,7 @@ absl::StatusOr<ChainReplayReport> ReplayChains(const EngineAcceptance& a, const 
           return absl::InvalidArgumentError(
               absl::StrCat(a.source, ": no request has an output to replay"));
         }
-        row.speedup = sum_speedup / counted;
+        row.speedup = sd_rates / ar_rates;
         row.tokens_per_step = decode_tokens / row.steps;
         row.throughput = bd * tokens / sd_s;
         row.ar_throughput = bd * tokens / ar_s;

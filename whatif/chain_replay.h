@@ -7,15 +7,18 @@
 //                   B identical copies decoded together, as SpecDecode-Bench measured: walking its
 //                   acc_len from position 1, a step at output position i verifies K + 1 tokens
 //                   over c = prompt + i cached ones and emits min(acc_len[i], K + 1); plain
-//                   decoding runs one step per output token. Per request, speedup = the plain
-//                   steps' time / the speculative steps' time for the same output; the row's
-//                   speedup is the mean over requests (as the paper averages), its throughputs
-//                   are pooled.
+//                   decoding runs one step per output token; a step the drafter proposes
+//                   fewer tokens for (AcceptanceTraceRequest::DraftAt: an n-gram matcher that
+//                   finds no match) verifies only those. The row's speedup is SpecDecode-Bench's
+//                   (scripts/vis_speedup.py): each request's throughput (its tokens over its
+//                   time) averaged over requests, speculative over plain; its throughputs are
+//                   pooled.
 //   trace, mixed    (ChainBatching::kMixed) B different requests in flight (continuous batching):
 //                   slot j starts with request j (mod R) and, when its request ends, takes the
-//                   next in ring order; every step verifies each slot's K + 1 tokens over its own
-//                   context in one ragged pass. The replay ends when R requests have finished;
-//                   speedup = throughput / plain decoding's throughput replayed the same way.
+//                   next in ring order; every step verifies each slot's drafted tokens + 1
+//                   (K, or fewer where DraftAt says so) over its own context in one ragged pass.
+//                   The replay ends when R requests have finished; speedup = throughput / plain
+//                   decoding's throughput replayed the same way.
 //   rates           (no trace, or ChainReplayOptions::independent) independence between steps:
 //                   E[tokens per step] = 1 + sum_{i<K} per_position[i] at one context c
 //                   (ChainReplayOptions::context) for every request; speedup = E x T_AR / T_step.
@@ -53,9 +56,9 @@ struct ChainReplayOptions {
   int64_t drop_at_output = 0;
   // Traces, copies: count each request's prefill, as the measured wall time does. Each request's
   // B copies arrive together and are served by the online engine model (whatif/online.h) under
-  // prefill_limits, priced by this pricer; the request's speedup is its plain run's time over its
-  // speculative run's, both from arrival to the last copy's finish. Tokens per step and the step
-  // shares stay the decode steps'. Null: decode steps only.
+  // prefill_limits, priced by this pricer; a request's time runs from the copies' arrival to the
+  // last copy's finish (the mean as above). Tokens per step and the step shares stay the decode
+  // steps'. Null: decode steps only.
   const OnlineStepPricer* prefill = nullptr;
   EngineLimits prefill_limits;        // the speculative runs' limits
   EngineLimits prefill_plain_limits;  // plain decoding's (SGLang's running limit differs)

@@ -179,7 +179,7 @@ class Replay {
       for (size_t j = 0; j < running_.size(); ++j) {
         const int i = running_[j];
         if (!live_[static_cast<size_t>(i)].decoding()) continue;
-        const int64_t s = k_ + 1;
+        const int64_t s = VerifyTokens(i);
         while (kv_used_ + s > cap && !running_.empty()) {
           const bool self = running_.back() == i;
           PreemptLast();
@@ -196,7 +196,7 @@ class Replay {
       const int i = running_[j];
       const Live& r = live_[static_cast<size_t>(i)];
       if (r.decoding()) {
-        const int64_t s = std::min<int64_t>(k_ + 1, budget);
+        const int64_t s = std::min<int64_t>(VerifyTokens(i), budget);
         while (kv_used_ + s > cap && !running_.empty()) {
           const bool self = running_.back() == i;
           PreemptLast();
@@ -254,6 +254,15 @@ class Replay {
     decode_.Add(s, DecodeContext(i));
     sched_.push_back({i, s, false});
     kv_used_ += s;
+  }
+
+  // Tokens a decoding request verifies at its output position: the setting's K drafts + 1, or
+  // fewer where its trace's drafter proposes fewer (AcceptanceTraceRequest::DraftAt).
+  int64_t VerifyTokens(int i) const {
+    const OnlineRequest& q = reqs_[static_cast<size_t>(i)];
+    if (q.source < 0) return k_ + 1;
+    const int64_t g = live_[static_cast<size_t>(i)].generated;
+    return work_.traces[static_cast<size_t>(q.source)].DraftAt(static_cast<size_t>(g), k_) + 1;
   }
 
   // Tokens a decoding request at output position g emits verifying s tokens (bonus included).
@@ -560,13 +569,21 @@ double StepModelPricer::StepSeconds(const BatchShape& decode, const BatchShape& 
                                     int k) const {
   costmodel::StepBreakdown r;
   const costmodel::HostTime& h = step_->host();
-  if (!decode.empty()) r = k > 0 ? step_->Step(decode) : step_->ArStep(decode);
+  // A decode batch none of whose requests drafted (an n-gram matcher that found nothing) runs
+  // as plain decoding.
+  if (!decode.empty())
+    r = k > 0 && decode.max_s() > 1 ? step_->Step(decode) : step_->ArStep(decode);
   if (prefill.empty()) return r.step_s();
   all_.Clear();
   all_.Reserve(static_cast<size_t>(decode.size() + prefill.size()));
   for (const costmodel::SequenceShape& q : decode.sequences()) all_.Add(q.s, q.c);
   for (const costmodel::SequenceShape& q : prefill.sequences()) all_.Add(q.s, q.c);
-  r.verify_s = verify_->VerifyBatchSeconds(all_) + h.verify_per_token_s * all_.totals().tokens;
+  // The per-token host term counts the tokens the pass verifies (the decoding requests', and the
+  // one token each prefill chunk samples): a prefill chunk computes no logits for the rest, and
+  // the term was fitted on decode passes of 4 to 256 tokens (costmodel/step/host_time.cc).
+  r.verify_s =
+      verify_->VerifyBatchSeconds(all_) +
+      h.verify_per_token_s * (decode.totals().tokens + static_cast<double>(prefill.size()));
   const double prefills = static_cast<double>(prefill.size());
   if (decode.empty()) {
     r.sample_s = h.sample_call_s;
@@ -574,11 +591,9 @@ double StepModelPricer::StepSeconds(const BatchShape& decode, const BatchShape& 
   } else {
     r.host_s += h.per_sequence_s * prefills;
   }
-  if (k > 0 && step_->has_drafter()) {
-    for (const costmodel::SequenceShape& q : prefill.sequences()) {
-      r.draft_s += step_->DraftForwardSeconds(1, q.s, q.c);
-    }
-  }
+  // The drafter builds its cache of the prompts in one forward over the step's prefill chunks
+  // (vLLM's EAGLE proposer runs over every token the step scheduled), not one forward per chunk.
+  if (k > 0 && step_->has_drafter()) r.draft_s += step_->DraftForwardSeconds(prefill);
   return r.step_s();
 }
 

@@ -36,9 +36,10 @@
 // go into one pass; StepModelPricer prices it from the step model (costmodel/step/step_model.h):
 // the decoding requests' step (Step for K > 0, ArStep for plain decoding) with its verify term
 // replaced by the target's ragged pass over decode and prefill sequences together, the host's
-// per-sequence work for every sequence, and for K > 0 the drafter's forward over each prefill
-// chunk (the drafter builds its own cache of the prompt). A prefill-only step pays one sampling
-// call and the host's step work besides.
+// per-sequence work for every sequence, and for K > 0 one drafter forward over the step's prefill
+// chunks together (the drafter builds its own cache of the prompts). A decode batch in which no
+// request drafts (an n-gram matcher that found nothing) is priced as plain decoding. A
+// prefill-only step pays one sampling call and the host's step work besides.
 //
 // Metrics per request (vllm bench serve's definitions): TTFT = first token's time - arrival;
 // TPOT = (finish - first token) / (output_tokens - 1) (requests with one output token have none);

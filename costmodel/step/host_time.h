@@ -20,8 +20,9 @@ struct HostTime {
   double per_sequence_s = 0;       // seconds per sequence in the batch, per step
   double per_draft_forward_s = 0;  // seconds per drafter forward (input preparation, launches)
   double sample_call_s = 0;        // one sampling call: the target's, and each drafter forward's
-  // Seconds per token of the target's pass that a real engine spends beyond the composed kernels
-  // (isolated kernel timings miss it); counted in T_verify.
+  // Seconds per verified token of the target's pass that a real engine spends beyond the composed
+  // kernels (isolated kernel timings miss it); counted in T_verify. Not counted for prefill tokens
+  // (whatif/online.h): a prefill chunk samples only its last token.
   double verify_per_token_s = 0;
   // The n-gram / suffix drafters' proposal (on the host) as a fraction of the step's T_verify,
   // dimensionless, in [0, 1]; counted in T_draft. Not seconds: SpecDecode-Bench publishes it as a

@@ -136,6 +136,11 @@ double StepModel::DraftForwardSeconds(int64_t b, int64_t s, int64_t c) const {
   return b == 1 ? draft_->VerifySeconds(s, c) : draft_->VerifyBatchSeconds(Uniform(b, s, c));
 }
 
+double StepModel::DraftForwardSeconds(const BatchShape& batch) const {
+  if (draft_ == nullptr || batch.empty()) return 0;
+  return draft_->VerifyBatchSeconds(batch);
+}
+
 void StepModel::AddHost(int64_t b, int d, StepBreakdown* r) const {
   const double bd = static_cast<double>(b);
   // The drafter's own host work is part of drafting (unless drafting was given by hand, which

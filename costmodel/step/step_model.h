@@ -99,6 +99,8 @@ class StepModel {
   const std::string& draft_priced_by() const { return draft_priced_by_; }
   // Seconds of one drafter forward of b sequences, each s new tokens over c cached.
   double DraftForwardSeconds(int64_t b, int64_t s, int64_t c) const;
+  // Seconds of one drafter forward over a ragged batch (each sequence s_i new tokens over c_i).
+  double DraftForwardSeconds(const BatchShape& batch) const;
 
   // For callers that price many uniform steps (replays, sweeps, schedules): tabulates T_draft at
   // the nodes of the target's table (each node priced forward by forward, as Step does), so that

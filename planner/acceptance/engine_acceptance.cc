@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
@@ -759,15 +761,18 @@ absl::StatusOr<EngineAcceptance> ParseVllmRequests(const std::string& text, cons
 // Walks every request with chains of k; returns {tokens, steps} and, when `accepted_at_least` is
 // given, counts in [i] the steps that accepted >= i + 1 drafts (i < k).
 std::pair<int64_t, int64_t> WalkTrace(const std::vector<AcceptanceTraceRequest>& requests, int k,
-                                      std::vector<int64_t>* accepted_at_least) {
+                                      std::vector<int64_t>* accepted_at_least,
+                                      int64_t* draft_tokens = nullptr) {
   int64_t tokens = 0, steps = 0;
+  if (draft_tokens != nullptr) *draft_tokens = 0;
   if (accepted_at_least != nullptr) accepted_at_least->assign(k, 0);
   for (const AcceptanceTraceRequest& r : requests) {
     size_t i = 1;
     while (i < r.acc_len.size()) {
-      const int emitted = std::min(r.acc_len[i], k + 1);
+      const int emitted = r.EmittedAt(i, k);
       tokens += emitted;
       ++steps;
+      if (draft_tokens != nullptr) *draft_tokens += r.DraftAt(i, k);
       if (accepted_at_least != nullptr) {
         for (int p = 0; p < emitted - 1; ++p) ++(*accepted_at_least)[p];
       }
@@ -775,6 +780,64 @@ std::pair<int64_t, int64_t> WalkTrace(const std::vector<AcceptanceTraceRequest>&
     }
   }
   return {tokens, steps};
+}
+
+// A line's token ids: `field` must be an array of integers in [0, 2^31).
+absl::StatusOr<std::vector<int32_t>> TokenIds(const OrderedJson& obj, const Line& line,
+                                              const std::string& src, const char* field) {
+  auto it = obj.find(field);
+  if (it == obj.end() || !it->is_array()) {
+    return Error(src, line.number, it == obj.end() ? 1 : ColumnOf(line.text, field),
+                 absl::StrCat(field, it == obj.end() ? ": missing" : ": expected an array",
+                              " (prompt_lookup_min/max match the request's tokens)"));
+  }
+  std::vector<int32_t> ids;
+  ids.reserve(it->size());
+  for (size_t i = 0; i < it->size(); ++i) {
+    const OrderedJson& v = (*it)[i];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+      return Error(src, line.number, ColumnOf(line.text, field),
+                   absl::StrCat(field, "[", i, "] = ", json_util::Quote(v),
+                                ": expected a token id, an integer >= 0"));
+    }
+    ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  return ids;
+}
+
+// Runs the n-gram matcher over the line's tokens (prompt_lookup.h) into req->draft_room, and checks
+// the trace against it: no step may accept more drafts than the matcher proposes there.
+absl::Status MatchPromptLookup(const OrderedJson& obj, const Line& line, const std::string& src,
+                               const std::string& field, const PromptLookup& lookup,
+                               AcceptanceTraceRequest* req, EngineAcceptance* a) {
+  SPECPLAN_ASSIGN_OR_RETURN(std::vector<int32_t> prompt,
+                            TokenIds(obj, line, src, "prompt_token_ids"));
+  SPECPLAN_ASSIGN_OR_RETURN(std::vector<int32_t> generated,
+                            TokenIds(obj, line, src, "generated_token_ids"));
+  if (req->acc_len.size() > generated.size() + 1) {
+    return Error(src, line.number, ColumnOf(line.text, "generated_token_ids"),
+                 absl::StrCat(field, " has ", req->acc_len.size(),
+                              " positions but generated_token_ids only ", generated.size(),
+                              " tokens: the matcher needs the tokens of every position"));
+  }
+  constexpr int32_t kRoomCap = 1 << 20;                                      // acc_len's own bound
+  const int column = ColumnOf(line.text, field.substr(0, field.find('.')));  // the acc_* key
+  req->draft_room = PromptLookupRooms(prompt, generated, lookup, kRoomCap);
+  req->draft_room.resize(req->acc_len.size());
+  for (size_t i = 1; i < req->acc_len.size(); ++i) {
+    ++a->positions;
+    if (req->draft_room[i] == 0) ++a->unmatched_positions;
+    if (req->acc_len[i] - 1 > req->draft_room[i]) {
+      return Error(
+          src, line.number, column,
+          absl::StrCat(field, "[", i, "] = ", req->acc_len[i], " accepts ", req->acc_len[i] - 1,
+                       " drafts, but prompt_lookup_min = ", lookup.min_n,
+                       ", prompt_lookup_max = ", lookup.max_n, " proposes ", req->draft_room[i],
+                       " there: the trace was recorded with other prompt_lookup settings (or "
+                       "another drafter)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string DrafterKey(const std::string& drafter) {
@@ -888,6 +951,10 @@ absl::StatusOr<EngineAcceptance> ParseStepTrace(const std::string& text, const s
       if (i >= 1) max_acc = std::max<int>(max_acc, n);
       req.acc_len.push_back(n);
     }
+    if (options.prompt_lookup.has_value()) {
+      SPECPLAN_RETURN_IF_ERROR(
+          MatchPromptLookup(obj, line, src, field, *options.prompt_lookup, &req, &a));
+    }
     a.requests.push_back(std::move(req));
   }
   if (a.requests.empty()) {
@@ -897,7 +964,8 @@ absl::StatusOr<EngineAcceptance> ParseStepTrace(const std::string& text, const s
   if (stated_k > 0) k = std::min(k, stated_k);
   a.k_max = k;
   std::vector<int64_t> at_least;
-  const auto [tokens, steps] = WalkTrace(a.requests, k, &at_least);
+  int64_t draft_tokens = 0;
+  const auto [tokens, steps] = WalkTrace(a.requests, k, &at_least, &draft_tokens);
   if (steps == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(src,
@@ -906,7 +974,8 @@ absl::StatusOr<EngineAcceptance> ParseStepTrace(const std::string& text, const s
   }
   for (int64_t c : at_least) a.per_position.push_back(double(c) / double(steps));
   a.drafts = steps;
-  a.draft_tokens = steps * k;
+  a.draft_tokens = draft_tokens;
+  a.prompt_lookup = options.prompt_lookup;
   a.accepted_tokens = tokens - steps;
   a.mean_acceptance_length = double(tokens) / double(steps);
   a.records = static_cast<int64_t>(a.requests.size());
@@ -1025,6 +1094,19 @@ absl::StatusOr<EngineAcceptance> ParseEngineAcceptance(const std::string& text,
                                                    "': only a step-trace names drafters (", source,
                                                    " is ", AcceptanceFormatName(f), ")"));
   }
+  if (options.prompt_lookup.has_value()) {
+    const PromptLookup& p = *options.prompt_lookup;
+    if (p.min_n < 1 || p.max_n < p.min_n || p.max_n > kMaxPromptLookup) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("prompt_lookup_min = ", p.min_n, ", prompt_lookup_max = ", p.max_n,
+                       ": need 1 <= prompt_lookup_min <= prompt_lookup_max <= ", kMaxPromptLookup));
+    }
+    if (f != AcceptanceFormat::kStepTrace) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("prompt_lookup_min/max: only a step-trace holds the tokens to match (",
+                       source, " is ", AcceptanceFormatName(f), ")"));
+    }
+  }
   absl::StatusOr<EngineAcceptance> a = ParseFormat(f, text, source, options);
   if (a.ok()) {
     a->format = f;
@@ -1060,6 +1142,12 @@ nlohmann::json EngineAcceptanceToJson(const EngineAcceptance& a) {
   if (a.format == AcceptanceFormat::kStepTrace) {
     j["drafter"] = a.drafter;
     j["steps"] = a.drafts;
+    if (a.prompt_lookup.has_value()) {
+      j["prompt_lookup"] = {{"prompt_lookup_min", a.prompt_lookup->min_n},
+                            {"prompt_lookup_max", a.prompt_lookup->max_n},
+                            {"positions", a.positions},
+                            {"unmatched_positions", a.unmatched_positions}};
+    }
   }
   return j;
 }

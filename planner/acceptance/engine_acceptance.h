@@ -41,6 +41,7 @@
 #ifndef SPECPLAN_PLANNER_ACCEPTANCE_ENGINE_ACCEPTANCE_H_
 #define SPECPLAN_PLANNER_ACCEPTANCE_ENGINE_ACCEPTANCE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -48,6 +49,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "planner/acceptance/prompt_lookup.h"
 
 namespace specplan::planner {
 
@@ -66,6 +68,18 @@ struct AcceptanceTraceRequest {
   std::string id;
   int64_t prompt_tokens = 0;
   std::vector<int32_t> acc_len;  // [output positions], each >= 1
+  // [output positions] or empty: the draft tokens the drafter can propose at each position (an
+  // n-gram matcher's room, planner/acceptance/prompt_lookup.h; 0 = no match, the step drafts
+  // nothing). Empty: a drafter that always drafts the setting's K.
+  std::vector<int32_t> draft_room;
+
+  // Draft tokens a step at output position i proposes when the setting drafts k.
+  int DraftAt(size_t i, int k) const {
+    return draft_room.empty() || i >= draft_room.size() ? k : std::min(k, draft_room[i]);
+  }
+  // Tokens a step at output position i emits (bonus included) when the setting drafts k: 1 +
+  // the leading drafts accepted, min(acc_len[i], DraftAt(i, k) + 1).
+  int EmittedAt(size_t i, int k) const { return std::min(acc_len[i], DraftAt(i, k) + 1); }
 };
 
 struct EngineAcceptance {
@@ -84,6 +98,11 @@ struct EngineAcceptance {
   // lines used); 0 for a Prometheus scrape.
   int64_t records = 0;
   std::string drafter;  // step-trace: the acc_* key read ("acc_eagle"), "" for the plain form
+  // step-trace read with EngineAcceptanceOptions::prompt_lookup: its settings, and the output
+  // positions (of all requests) where the matcher finds no match; nullopt otherwise.
+  std::optional<PromptLookup> prompt_lookup;
+  int64_t positions = 0;            // output positions >= 1 of all requests (with prompt_lookup)
+  int64_t unmatched_positions = 0;  // of those, positions with no match
 
   bool has_trace() const { return !requests.empty(); }
   // Expected tokens per step (bonus included) when drafting a chain of k (0 <= k <= k_max) under
@@ -102,6 +121,12 @@ struct EngineAcceptanceOptions {
   // walked with (default: the largest acc_len - 1). Other formats: when > 0, must equal the number
   // of positions the source gives. 0 = not given.
   int k_max = 0;
+  // step-trace: run vLLM's n-gram matcher with these settings over each line's prompt_token_ids
+  // and generated_token_ids (both then required) and keep each position's room
+  // (AcceptanceTraceRequest::draft_room). A line whose acc_len accepts more drafts than the
+  // matcher can propose there is refused: the trace was recorded with other settings. Other
+  // formats: refused (they hold no tokens).
+  std::optional<PromptLookup> prompt_lookup;
 };
 
 // Parses `text`; format nullopt = detect from content (the error says what was tried). Errors are

@@ -119,6 +119,8 @@ TEST(WhatIfCommand, BadFlagsAndInputsNameTheCulprit) {
 
 TEST(WhatIfCommand, PlotWritesAPngAtomically) {
   const std::string out = ::testing::TempDir() + "/whatif_plot/sweep.png";
+  // The plot's directory must exist (a writer never creates one unless --mkdir is given).
+  std::filesystem::create_directories(::testing::TempDir() + "/whatif_plot");
   if (!ExpectPlotWritten("whatif --trace " + kTrace + " --model qwen3-8b --gpu h100", out)) {
     GTEST_SKIP() << "built without PLplot";
   }

@@ -93,7 +93,9 @@ std::vector<HandRequest> HandWalk(int k) {
   }
 }
 
-TEST(ReplayChains, CopiesSpeedupIsTheMeanOfEachRequestsPlainOverSpeculativeTime) {
+// SpecDecode-Bench's mean (scripts/vis_speedup.py): each request's throughput averaged over the
+// requests, speculative over plain.
+TEST(ReplayChains, CopiesSpeedupIsTheRatioOfTheMeanPerRequestThroughputs) {
   const EngineAcceptance a = Parse(kTrace);
   ASSERT_EQ(a.k_max, 3);
   const StepModel m = Step();
@@ -107,7 +109,7 @@ TEST(ReplayChains, CopiesSpeedupIsTheMeanOfEachRequestsPlainOverSpeculativeTime)
   for (int b : o.batch_sizes) {
     for (int k : {1, 2, 3}) {
       SCOPED_TRACE(testing::Message() << "B = " << b << ", K = " << k);
-      double sum_speedup = 0, sd_total = 0, ar_total = 0, steps = 0, tokens = 0;
+      double sd_rates = 0, ar_rates = 0, sd_total = 0, ar_total = 0, steps = 0, tokens = 0;
       StepBreakdown terms;
       for (const HandRequest& q : HandWalk(k)) {
         double ar = 0, sd = 0;
@@ -119,14 +121,15 @@ TEST(ReplayChains, CopiesSpeedupIsTheMeanOfEachRequestsPlainOverSpeculativeTime)
           terms.draft_s += x.draft_s;
           terms.draft_forwards += x.draft_forwards;
         }
-        sum_speedup += ar / sd;
+        sd_rates += q.outputs / sd;
+        ar_rates += q.outputs / ar;
         sd_total += sd;
         ar_total += ar;
         steps += static_cast<double>(q.step_contexts.size());
         tokens += q.outputs;
       }
       const ChainReplayRow& row = Row(r, b, k);
-      EXPECT_NEAR(row.speedup, sum_speedup / 2, 1e-12);
+      EXPECT_NEAR(row.speedup, sd_rates / ar_rates, 1e-12);
       EXPECT_EQ(row.steps, steps);
       EXPECT_DOUBLE_EQ(row.tokens_per_step, tokens / steps);
       EXPECT_NEAR(row.throughput, b * tokens / sd_total, 1e-9 * row.throughput);
@@ -409,6 +412,56 @@ TEST(ReplayChains, PrefillLowersTheCopiesSpeedup) {
     EXPECT_GT(Row(whole, b, 2).speedup, 1.0) << b;
     EXPECT_DOUBLE_EQ(Row(whole, b, 2).tokens_per_step, Row(decode_only, b, 2).tokens_per_step);
   }
+}
+
+// An n-gram trace read with vLLM's matcher (planner/acceptance/prompt_lookup.h): a step where the
+// matcher finds nothing drafts nothing and is priced as a plain step; one where it has room for
+// fewer tokens than K verifies only those. Request r: prompt 1 2 3 1 2, output 3 9 9 8, matched
+// with prompt_lookup_min = max = 2.
+constexpr char kNgramTrace[] =
+    "{\"id\": \"r\", \"prompt_token_ids\": [1, 2, 3, 1, 2], \"generated_token_ids\": [3, 9, 9, 8], "
+    "\"acc_ngram\": {\"acc_len\": [1, 2, 1, 1]}}\n";
+
+TEST(ReplayChains, StepsWithoutAMatchDraftNothing) {
+  planner::EngineAcceptanceOptions opt;
+  opt.k_max = 3;  // the draft length the trace was recorded with
+  opt.prompt_lookup = planner::PromptLookup{2, 2};
+  auto parsed = planner::ParseEngineAcceptance(kNgramTrace, "in.jsonl", std::nullopt, opt);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const EngineAcceptance& a = *parsed;
+  ASSERT_EQ(a.requests.size(), 1u);
+  // By hand. Position 0 (context 1 2 3 1 2): the suffix (1 2) first occurred at indices 0..1, so
+  // the proposal starts at index 2: room 5 - 2 = 3. Position 1 (context + 3): (2 3) first ends at
+  // index 2: room 6 - 3 = 3. Position 2 (+ 9): (3 9) never occurred: 0. Position 3 (+ 9): (9 9)
+  // neither: 0.
+  EXPECT_THAT(a.requests[0].draft_room, ::testing::ElementsAre(3, 3, 0, 0));
+  EXPECT_EQ(a.positions, 3);
+  EXPECT_EQ(a.unmatched_positions, 2);
+  costmodel::StepOptions ngram;
+  ngram.drafter = "ngram";
+  const StepModel m = Step(ngram);
+  ChainReplayOptions o;
+  o.batch_sizes = {4};
+  o.chain_lengths = {0, 3};
+  const ChainReplayReport r = Replay(a, m, o);
+  // K = 3: position 1 verifies 4 and emits 2 (-> 3); position 3 drafts nothing: a plain step.
+  const double sd = m.Step(4, 4, 5 + 1).step_s() + m.ArStep(4, 5 + 3).step_s();
+  double ar = 0;
+  for (int i = 1; i <= 3; ++i) ar += m.ArStep(4, 5 + i).step_s();
+  const ChainReplayRow& row = Row(r, 4, 3);
+  EXPECT_EQ(row.steps, 2);
+  EXPECT_NEAR(row.speedup, ar / sd, 1e-12);
+  // Without the matcher both steps verify K + 1.
+  opt.prompt_lookup.reset();
+  const EngineAcceptance plain =
+      *planner::ParseEngineAcceptance(kNgramTrace, "in.jsonl", std::nullopt, opt);
+  const double every = m.Step(4, 4, 5 + 1).step_s() + m.Step(4, 4, 5 + 3).step_s();
+  EXPECT_NEAR(Row(Replay(plain, m, o), 4, 3).speedup, ar / every, 1e-12);
+  // Mixed batching verifies each slot's own drafts.
+  o.batching = ChainBatching::kMixed;
+  o.batch_sizes = {1};
+  EXPECT_NEAR(Row(Replay(a, m, o), 1, 3).throughput,
+              3 / (m.Step(1, 4, 5 + 1).step_s() + m.ArStep(1, 5 + 3).step_s()), 1e-9);
 }
 
 }  // namespace

@@ -126,6 +126,31 @@ TEST(OnlineTest, HandWorkedStreamPlainDecoding) {
   EXPECT_NEAR(x.tokens_per_step, 1.0, 1e-12);
 }
 
+// The stream of HandWorkedStreamWithTokenBudget with chains of 2, where the traces' drafter (an
+// n-gram matcher, AcceptanceTraceRequest::draft_room) finds no match anywhere: every decode step
+// verifies one token, so with the budget of 6 the run is the plain one step for step (B's whole
+// prompt fits beside A in step 3: TTFT 18 ms).
+TEST(OnlineTest, PositionsWithoutADraftVerifyOneToken) {
+  OnlineWorkload w;
+  w.traces = {Trace({1, 1, 1, 1, 1}), Trace({1, 1, 1})};
+  w.traces[0].draft_room.assign(5, 0);
+  w.traces[1].draft_room.assign(3, 0);
+  w.trace_k_max = 2;
+  const std::vector<OnlineRequest> reqs = {Req(4, 5, 0), Req(4, 3, 1)};
+  OnlineOptions o;
+  o.chain_lengths = {2};
+  o.limits = Limits(4, 6);
+  o.arrivals.rates = {50};
+  o.arrivals.constant = true;
+  auto r = RunOnline(reqs, w, FixedPricer(0.010, 0.001), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const OnlineRow& x = r->rows[0];
+  EXPECT_EQ(x.steps, 5);
+  EXPECT_NEAR(x.duration_s, 0.058, 1e-12);
+  EXPECT_NEAR(x.ttft.p99, 0.018, 1e-12);
+  EXPECT_NEAR(x.tokens_per_step, 1.0, 1e-12);
+}
+
 // Three requests arriving 1 ms apart (1000/s), prompt 2, output 3, plain decoding, steps of
 // 10 ms + 1 ms per prefill token. With one running request at a time each waits for the one
 // before: A 0-12 prefill, 22, 32 done; B admitted at 32: first token 44 (TTFT 43), done 64;
