@@ -16,7 +16,8 @@
 // sweep runs on a specplan-server (WhatIf RPC): the trace file is read here and sent (without
 // --trace the server's bundled trace is used), and the report comes back whole, so the table,
 // JSON and plot are byte-identical to the in-process run with the same cost model. With
-// --concurrency the trace is replayed with B requests in flight instead (whatif/concurrency.h).
+// --concurrency the trace is replayed with B requests in flight instead (whatif/concurrency.h);
+// with --online a request stream is served (--plot: latency against throughput per setting).
 #include <unistd.h>
 
 #include <algorithm>
@@ -287,14 +288,15 @@ int RunWhatIf(const WhatIfArgs& a) {
 
   if (a.online.online) {
     for (const char* flag :
-         {"--concurrency", "--plot", "--server", "--context", "--batching", "--max-requests",
-          "--best-fixed", "--best-chain", "--prefill", "--max-tokens"}) {
+         {"--concurrency", "--server", "--context", "--batching", "--max-requests", "--best-fixed",
+          "--best-chain", "--prefill", "--max-tokens"}) {
       if (Given(a, flag)) {
         std::cerr << kCmd << flag << " does not apply with --online\n";
         return 1;
       }
     }
-    return RunWhatIfOnline(a.online, a, a.acceptance, a.chains, a.independent, a.json);
+    return RunWhatIfOnline(a.online, a, a.acceptance, a.chains, a.independent, a.json, a.plot,
+                           a.output);
   }
   if (const std::string flag = OnlineOnlyFlagGiven(a.online); !flag.empty()) {
     std::cerr << kCmd << flag << " applies only with --online\n";
@@ -370,7 +372,8 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--per-step", args->per_step, "JSON: add every row's per-step results");
   cmd->add_option("--plot", args->plot,
                   "Write a PNG: speedup and accepted length vs budget, controller and oracle "
-                  "marked (with --concurrency: throughput and speedup over ar vs B)");
+                  "marked (with --concurrency: throughput and speedup over ar vs B; with "
+                  "--online: TPOT p50 and TTFT p90 vs throughput per setting)");
   AddOutputFlags(cmd, &args->output);
   AddServerOption(cmd, &args->server, "Sweep",
                   " (the --trace file is read here and sent; without --trace the server's bundled "

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <tuple>
@@ -60,6 +61,56 @@ std::vector<plot::Chart> MakeConcurrencyCharts(const whatif::ConcurrencyReport& 
     tput.vlines = speed.vlines = {stop};
   }
   return {tput, speed};
+}
+
+// Two panels against throughput (tokens/s): TPOT p50 and TTFT p90 (ms), one curve per setting
+// (plain decoding and each K), a point per load; an SLO given is a grey horizontal line.
+std::vector<plot::Chart> MakeOnlineCharts(const ops::WhatIfOnlineResult& result) {
+  const whatif::OnlineReport& r = result.report;
+  plot::Chart tpot, ttft;
+  tpot.title =
+      absl::StrFormat("Online what-if: %s on %s (%s's scheduler), %d requests per load",
+                      result.source.model, result.source.gpu, result.scheduler_engine, r.requests);
+  tpot.x.label = "throughput, output tokens/s";
+  tpot.y.label = "TPOT p50, ms";
+  ttft.title = "Time to first token";
+  ttft.x = tpot.x;
+  ttft.y.label = "TTFT p90, ms";
+  std::vector<int> ks;
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (const whatif::OnlineRow& row : r.rows) {
+    if (std::find(ks.begin(), ks.end(), row.k) == ks.end()) ks.push_back(row.k);
+    if (std::isfinite(row.throughput)) {
+      lo = std::min(lo, row.throughput);
+      hi = std::max(hi, row.throughput);
+    }
+  }
+  for (int k : ks) {
+    plot::Series a, b;
+    a.label = b.label = k == 0 ? std::string("plain decoding") : absl::StrFormat("K = %d", k);
+    for (const whatif::OnlineRow& row : r.rows) {
+      if (row.k != k) continue;
+      a.x.push_back(row.throughput);
+      a.y.push_back(1e3 * row.tpot.p50);
+      b.x.push_back(row.throughput);
+      b.y.push_back(1e3 * row.ttft.p90);
+    }
+    tpot.series.push_back(std::move(a));
+    ttft.series.push_back(std::move(b));
+  }
+  for (const auto& [limit, chart, name] :
+       {std::tuple<double, plot::Chart*, const char*>{r.slo.tpot_s, &tpot, "TPOT"},
+        {r.slo.ttft_s, &ttft, "TTFT"}}) {
+    if (limit <= 0 || !(hi > 0)) continue;
+    plot::Series line;
+    line.label = absl::StrFormat("%s SLO %g ms", name, 1e3 * limit);
+    line.x = {lo, hi};
+    line.y = {1e3 * limit, 1e3 * limit};
+    line.style = plot::SeriesStyle::kLine;
+    line.rgb = 0x808080u;
+    chart->series.push_back(std::move(line));
+  }
+  return {tpot, ttft};
 }
 
 }  // namespace
@@ -252,6 +303,15 @@ void AddOnlineFlags(CLI::App* cmd, OnlineFlags* f) {
       "--gpu-memory-utilization,--mem-fraction-static", f->memory_fraction,
       "With --online: fraction of the GPU's memory for weights and KV cache (default vLLM 0.9, "
       "SGLang 0.88)"));
+  add(cmd->add_option("--slo-ttft-ms", f->slo_ttft_ms,
+                      "With --online: a request meets its SLO only with TTFT at most this (ms); "
+                      "goodput counts the output tokens of requests that met every SLO, and the "
+                      "best setting per load is the one with the highest goodput (0 = no limit)")
+          ->check(MsRange()));
+  add(cmd->add_option("--slo-tpot-ms", f->slo_tpot_ms,
+                      "With --online: the TPOT limit (ms per output token after the first; see "
+                      "--slo-ttft-ms)")
+          ->check(MsRange()));
 }
 
 std::string OnlineOnlyFlagGiven(const OnlineFlags& f) {
@@ -263,7 +323,7 @@ std::string OnlineOnlyFlagGiven(const OnlineFlags& f) {
 
 int RunWhatIfOnline(const OnlineFlags& f, const ops::CostRequest& cost,
                     const AcceptanceFlags& acceptance, const std::string& chains, bool independent,
-                    bool json) {
+                    bool json, const std::string& plot, const OutputFlags& output) {
   if (!acceptance.given()) {
     std::cerr << kCmd << "--online needs --acceptance FILE (a per-step trace, or an engine's "
               << "acceptance rates with --prompt-tokens and --output-tokens)\n";
@@ -285,6 +345,8 @@ int RunWhatIfOnline(const OnlineFlags& f, const ops::CostRequest& cost,
   req.seed = f.seed;
   req.online.arrivals.seed = f.seed;
   req.online.arrivals.constant = f.arrivals == "constant";
+  req.online.slo.ttft_s = f.slo_ttft_ms / 1e3;
+  req.online.slo.tpot_s = f.slo_tpot_ms / 1e3;
   if (!f.rates.empty()) {
     auto rates = ParseRates(f.rates);
     if (Failed(kCmd, rates.status(), "--rates ")) return 1;
@@ -351,10 +413,11 @@ int RunWhatIfOnline(const OnlineFlags& f, const ops::CostRequest& cost,
     std::cerr << kCmd << OnlineErrorInFlags(result.status()) << "\n";
     return 1;
   }
+  if (!plot.empty() && !WritePlot(kCmd, plot, MakeOnlineCharts(*result), output)) return 1;
   if (json) {
     std::cout << ops::ToJson(*result).dump(2) << "\n";
   } else {
-    PrintWhatIfText(result->source, ops::OnlineTable(*result), "");
+    PrintWhatIfText(result->source, ops::OnlineTable(*result), plot);
   }
   return 0;
 }

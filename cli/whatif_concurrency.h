@@ -79,6 +79,7 @@ struct OnlineFlags {
   bool chunked_prefill = true;
   int64_t kv_cache_tokens = 0;
   double memory_fraction = 0;
+  double slo_ttft_ms = 0, slo_tpot_ms = 0;  // 0 = no limit
   std::vector<CLI::Option*> options;
   CLI::Option* max_running_option = nullptr;
   CLI::Option* token_budget_option = nullptr;
@@ -92,11 +93,12 @@ std::string OnlineOnlyFlagGiven(const OnlineFlags& flags);
 
 // --online: builds ops::WhatIfOnlineRequest from the flags, the cost, the loaded acceptance and
 // --chains / --independent, runs it (progress on stderr: a bar on a terminal, else one line per
-// replay), and prints the JSON or the table. Errors name the flags; nothing is printed to stdout
-// on an error. Returns the exit code.
+// replay), writes `plot` when given (two panels: TPOT p50 and TTFT p90 against throughput, one
+// curve per setting, a point per load) and prints the JSON or the table. Errors name the flags;
+// nothing is printed to stdout (or written) on an error. Returns the exit code.
 int RunWhatIfOnline(const OnlineFlags& flags, const ops::CostRequest& cost,
                     const AcceptanceFlags& acceptance, const std::string& chains, bool independent,
-                    bool json);
+                    bool json, const std::string& plot, const OutputFlags& output);
 
 }  // namespace specplan::cli
 

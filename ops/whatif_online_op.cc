@@ -216,6 +216,7 @@ absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req) 
                        return a.rate != b.rate ? a.rate < b.rate : a.k < b.k;
                      });
   }
+  whatif::RankSettings(&out.report);
   out.source.trace_path = req.acceptance.source;
   NameCost(req.cost, resolved, parsed.dtype, &out.source);
   out.drafter = req.cost.drafter;

@@ -66,7 +66,8 @@ class Replay {
       : reqs_(requests), work_(workload), pricer_(pricer), lim_(limits), k_(k) {}
 
   // Runs with the requests' arrival times (in_flight = 0) or a closed loop; fills `row`.
-  void Run(const std::vector<double>& arrivals, int in_flight, OnlineRow* row) {
+  void Run(const std::vector<double>& arrivals, int in_flight, const OnlineSlo& slo,
+           OnlineRow* row) {
     const int n = static_cast<int>(reqs_.size());
     live_.assign(static_cast<size_t>(n), Live{});
     in_flight_ = in_flight;
@@ -103,7 +104,7 @@ class Replay {
       running_sum_ += static_cast<double>(running_.size());
       done += Advance(now);
     }
-    Fill(row);
+    Fill(slo, row);
   }
 
  private:
@@ -351,9 +352,10 @@ class Replay {
     return s;
   }
 
-  void Fill(OnlineRow* row) {
+  void Fill(const OnlineSlo& slo, OnlineRow* row) {
     std::vector<double> ttft, tpot, e2e;
     double first_arrival = std::numeric_limits<double>::infinity(), last_finish = 0, tokens = 0;
+    double good_tokens = 0;
     for (size_t i = 0; i < live_.size(); ++i) {
       const Live& r = live_[i];
       if (r.state != State::kDone) continue;
@@ -361,16 +363,24 @@ class Replay {
       first_arrival = std::min(first_arrival, r.arrival);
       last_finish = std::max(last_finish, r.finish);
       tokens += static_cast<double>(reqs_[i].output_tokens);
-      ttft.push_back(r.first - r.arrival);
+      const double t_first = r.first - r.arrival;
+      ttft.push_back(t_first);
       e2e.push_back(r.finish - r.arrival);
+      double t_tok = 0;
       if (reqs_[i].output_tokens > 1) {
-        tpot.push_back((r.finish - r.first) / static_cast<double>(reqs_[i].output_tokens - 1));
+        t_tok = (r.finish - r.first) / static_cast<double>(reqs_[i].output_tokens - 1);
+        tpot.push_back(t_tok);
+      }
+      if ((slo.ttft_s <= 0 || t_first <= slo.ttft_s) && (slo.tpot_s <= 0 || t_tok <= slo.tpot_s)) {
+        ++row->slo_met;
+        good_tokens += static_cast<double>(reqs_[i].output_tokens);
       }
     }
     row->k = k_;
     row->duration_s = row->requests > 0 ? last_finish - first_arrival : 0;
     row->output_tokens = tokens;
     row->throughput = row->duration_s > 0 ? tokens / row->duration_s : kNaN;
+    row->goodput = row->duration_s > 0 ? good_tokens / row->duration_s : kNaN;
     row->request_throughput =
         row->duration_s > 0 ? static_cast<double>(row->requests) / row->duration_s : kNaN;
     row->tokens_per_step = decode_request_steps_ > 0
@@ -630,8 +640,15 @@ absl::StatusOr<OnlineReport> RunOnline(const std::vector<OnlineRequest>& request
   }
   SPECPLAN_RETURN_IF_ERROR(CheckLimits(o.limits, requests, k_used));
 
+  for (const auto& [value, field] :
+       {std::pair<double, const char*>{o.slo.ttft_s, "slo.ttft_s"}, {o.slo.tpot_s, "slo.tpot_s"}}) {
+    if (!(value >= 0) || !std::isfinite(value)) {
+      return Invalid(absl::StrCat(field, " = ", value, ": must be >= 0 (0 = no limit)"));
+    }
+  }
   OnlineReport report;
   report.limits = o.limits;
+  report.slo = o.slo;
   report.requests = static_cast<int64_t>(requests.size());
   std::vector<double> rates = a.rates;
   std::sort(rates.begin(), rates.end());
@@ -646,7 +663,7 @@ absl::StatusOr<OnlineReport> RunOnline(const std::vector<OnlineRequest>& request
     for (int k : o.chain_lengths) {
       OnlineRow row;
       Replay replay(requests, workload, pricer, o.limits, k);
-      replay.Run(arrivals, rates.empty() ? a.in_flight : 0, &row);
+      replay.Run(arrivals, rates.empty() ? a.in_flight : 0, o.slo, &row);
       row.rate = rates.empty() ? 0 : rates[l];
       row.in_flight = rates.empty() ? a.in_flight : 0;
       row.max_running = o.limits.max_running;
@@ -654,7 +671,30 @@ absl::StatusOr<OnlineReport> RunOnline(const std::vector<OnlineRequest>& request
       if (o.progress) o.progress(++done, total);
     }
   }
+  RankSettings(&report);
   return report;
+}
+
+void RankSettings(OnlineReport* r) {
+  r->best_k.clear();
+  for (size_t i = 0; i < r->rows.size();) {
+    const OnlineRow& first = r->rows[i];
+    int best = first.k;
+    double best_goodput = first.goodput;
+    size_t j = i + 1;
+    for (; j < r->rows.size() && r->rows[j].rate == first.rate &&
+           r->rows[j].in_flight == first.in_flight;
+         ++j) {
+      const OnlineRow& x = r->rows[j];
+      if (x.goodput > best_goodput || (x.goodput == best_goodput && x.k < best) ||
+          std::isnan(best_goodput)) {
+        best = x.k;
+        best_goodput = x.goodput;
+      }
+    }
+    r->best_k.push_back(best);
+    i = j;
+  }
 }
 
 absl::StatusOr<double> CopiesSeconds(const planner::AcceptanceTraceRequest& request, int copies,
@@ -696,7 +736,9 @@ nlohmann::json OnlineReportToJson(const OnlineReport& r) {
                     {"ttft", StatsJson(x.ttft)},
                     {"tpot", StatsJson(x.tpot)},
                     {"itl", StatsJson(x.itl)},
-                    {"e2e", StatsJson(x.e2e)}});
+                    {"e2e", StatsJson(x.e2e)},
+                    {"slo_met", x.slo_met},
+                    {"goodput", num(x.goodput)}});
   }
   return {{"limits",
            {{"scheduler", SchedulerKindName(r.limits.scheduler)},
@@ -704,8 +746,10 @@ nlohmann::json OnlineReportToJson(const OnlineReport& r) {
             {"token_budget", r.limits.token_budget},
             {"chunked_prefill", r.limits.chunked_prefill},
             {"kv_cache_tokens", r.limits.kv_cache_tokens}}},
+          {"slo", {{"ttft_s", r.slo.ttft_s}, {"tpot_s", r.slo.tpot_s}}},
           {"requests", r.requests},
-          {"rows", rows}};
+          {"rows", rows},
+          {"best_k", r.best_k}};
 }
 
 std::string FormatOnlineTable(const OnlineReport& r) {
@@ -715,9 +759,18 @@ std::string FormatOnlineTable(const OnlineReport& r) {
       "KV cache %d tokens\n",
       r.requests, SchedulerKindName(l.scheduler), l.token_budget, l.chunked_prefill ? "on" : "off",
       l.kv_cache_tokens);
-  absl::StrAppendFormat(&out, "%8s %3s %7s %10s %7s %6s %6s  %-20s %-20s %-20s %s\n", "load", "K",
+  const bool slo = r.slo.any();
+  if (slo) {
+    absl::StrAppendFormat(
+        &out, "SLOs: TTFT <= %s, TPOT <= %s; goodput counts the requests that met them\n",
+        r.slo.ttft_s > 0 ? absl::StrFormat("%g ms", 1e3 * r.slo.ttft_s) : "-",
+        r.slo.tpot_s > 0 ? absl::StrFormat("%g ms", 1e3 * r.slo.tpot_s) : "-");
+  }
+  absl::StrAppendFormat(&out, "%8s %3s %7s %10s %7s %6s %6s  %-20s %-20s %-20s %s%s\n", "load", "K",
                         "max run", "tokens/s", "tok/st", "run", "preempt", "TTFT p50/p90/p99 ms",
-                        "TPOT p50/p90/p99", "ITL p50/p90/p99", "E2E p50/p90/p99 ms");
+                        "TPOT p50/p90/p99", "ITL p50/p90/p99",
+                        slo ? absl::StrFormat("%-24s", "E2E p50/p90/p99 ms") : "E2E p50/p90/p99 ms",
+                        slo ? " goodput    met" : "");
   auto trio = [](const LatencyStats& s) {
     if (s.count == 0) return std::string("-");
     return absl::StrFormat("%.1f/%.1f/%.1f", 1e3 * s.p50, 1e3 * s.p90, 1e3 * s.p99);
@@ -725,9 +778,32 @@ std::string FormatOnlineTable(const OnlineReport& r) {
   for (const OnlineRow& x : r.rows) {
     const std::string load =
         x.in_flight > 0 ? absl::StrFormat("N=%d", x.in_flight) : absl::StrFormat("%g/s", x.rate);
-    absl::StrAppendFormat(&out, "%8s %3d %7d %10.1f %7.3f %6.1f %6d  %-20s %-20s %-20s %s\n", load,
+    absl::StrAppendFormat(&out, "%8s %3d %7d %10.1f %7.3f %6.1f %6d  %-20s %-20s %-20s %s", load,
                           x.k, x.max_running, x.throughput, x.tokens_per_step, x.mean_running,
-                          x.preemptions, trio(x.ttft), trio(x.tpot), trio(x.itl), trio(x.e2e));
+                          x.preemptions, trio(x.ttft), trio(x.tpot), trio(x.itl),
+                          slo ? absl::StrFormat("%-24s", trio(x.e2e)) : trio(x.e2e));
+    if (slo) {
+      absl::StrAppendFormat(
+          &out, " %7.1f %5.1f%%", x.goodput,
+          x.requests > 0 ? 100.0 * static_cast<double>(x.slo_met) / static_cast<double>(x.requests)
+                         : 0.0);
+    }
+    out += "\n";
+  }
+  // The best setting per load: rows come by load, then K, with the same K list for every load.
+  const size_t per_load = r.best_k.empty() ? 0 : r.rows.size() / r.best_k.size();
+  for (size_t l = 0; l < r.best_k.size(); ++l) {
+    const OnlineRow& x = r.rows[l * per_load];
+    const std::string load =
+        x.in_flight > 0 ? absl::StrFormat("N=%d", x.in_flight) : absl::StrFormat("%g/s", x.rate);
+    bool any_met = !slo;
+    for (size_t j = 0; j < per_load; ++j) any_met = any_met || r.rows[l * per_load + j].slo_met > 0;
+    if (!any_met) {
+      absl::StrAppendFormat(&out, "%s: no setting has a request that meets the SLOs\n", load);
+    } else {
+      absl::StrAppendFormat(&out, "%s: best K = %d (highest %s)\n", load, r.best_k[l],
+                            slo ? "goodput under the SLOs" : "throughput");
+    }
   }
   return out;
 }

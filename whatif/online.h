@@ -46,6 +46,12 @@
 // ITL = the gaps between successive emissions of a request (one per step that emitted tokens: a
 // speculative step streams several tokens at once); E2E = finish - arrival. Throughput = output
 // tokens of all requests / duration, duration = last finish - first arrival.
+//
+// SLOs (OnlineSlo, as `vllm bench serve --goodput ttft:MS tpot:MS` sets them): a request meets
+// them when its TTFT and its TPOT are both at most the limits given (a request with one output
+// token has no TPOT and meets the TPOT limit). Goodput = output tokens of the requests that met
+// them / duration (tokens/s; without SLOs, the throughput). Per load, the best setting is the
+// one with the highest goodput (the smaller K on ties).
 #ifndef SPECPLAN_WHATIF_ONLINE_H_
 #define SPECPLAN_WHATIF_ONLINE_H_
 
@@ -166,6 +172,13 @@ struct LatencyStats {
   int64_t count = 0;
 };
 
+// Latency limits a request must meet to count towards goodput; 0 = no limit.
+struct OnlineSlo {
+  double ttft_s = 0;  // time to first token
+  double tpot_s = 0;  // time per output token after the first
+  bool any() const { return ttft_s > 0 || tpot_s > 0; }
+};
+
 // One (load, setting).
 struct OnlineRow {
   double rate = 0;        // requests/s; 0 for a closed loop
@@ -182,20 +195,26 @@ struct OnlineRow {
   int64_t steps = 0;
   int64_t preemptions = 0;
   LatencyStats ttft, tpot, itl, e2e;  // seconds
+  int64_t slo_met = 0;                // requests that met the SLOs (all of them without SLOs)
+  double goodput = 0;                 // output tokens of those / duration, tokens/s
 };
 
 struct OnlineOptions {
   std::vector<int> chain_lengths = {0, 3};  // settings, each in [0, k_max of the workload]
   EngineLimits limits;
   ArrivalOptions arrivals;
+  OnlineSlo slo;
   // Called after each (load, setting) with (done, total); may be empty.
   std::function<void(int, int)> progress;
 };
 
 struct OnlineReport {
   EngineLimits limits;
+  OnlineSlo slo;
   int64_t requests = 0;         // per replay
   std::vector<OnlineRow> rows;  // by load (rates ascending, or the closed loop), then K
+  // Per load (in the rows' order), the K with the highest goodput (the smaller on ties).
+  std::vector<int> best_k;
 };
 
 // The largest number of requests one replay takes.
@@ -204,13 +223,19 @@ inline constexpr int64_t kMaxOnlineRequests = int64_t{1} << 22;
 // Replays `requests` (their arrival_s are replaced by the arrivals) for each load and setting.
 // InvalidArgument naming the field and value: a rate <= 0 or not finite ("rates[1] = 0: must be
 // > 0 requests/s"), no rate and in_flight < 1, limits that cannot hold one request
-// ("kv_cache_tokens = 100: request 3 needs 1,200 tokens (prompt 1,000 + output 200)", a
+// ("kv_cache_tokens = 100: request 3 needs 1,200 tokens (prompt 1,000 + output 200)", an SLO
+// below 0 or not finite ("slo.tpot_s = -1: must be >= 0 (0 = no limit)"), a
 // max_running < 1, a token budget < 1, or without chunked prefill below a prompt), a K above what
 // the acceptance gives, a request without a prompt or an output, a bad source index.
 absl::StatusOr<OnlineReport> RunOnline(const std::vector<OnlineRequest>& requests,
                                        const OnlineWorkload& workload,
                                        const OnlineStepPricer& pricer,
                                        const OnlineOptions& options);
+
+// Fills r->best_k from r->rows (consecutive rows of one load, by rate and in_flight): per load the
+// K with the highest goodput, the smaller on ties. RunOnline calls it; call it again after
+// merging the rows of several replays.
+void RankSettings(OnlineReport* r);
 
 // One trace request decoded as `copies` identical requests that all arrive at 0 and accept the
 // same tokens (SpecDecode-Bench's batches of B), its prefill included, chains of k (0 = plain

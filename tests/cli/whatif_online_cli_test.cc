@@ -56,6 +56,27 @@ TEST(WhatIfOnlineCli, RatesWithLengthsAndEngineLimits) {
   EXPECT_THAT(r.output, HasSubstr("     N=8   3       4"));
 }
 
+// SLOs give each row its goodput and each load its best setting; --plot draws the curves.
+TEST(WhatIfOnlineCli, SlosGoodputAndPlot) {
+  const std::string log = WriteTemp("online_vllm3.log", kVllmLog);
+  const std::string base = std::string("whatif --online") + kCost + " --acceptance " + log +
+                           " --prompt-tokens 256 --output-tokens 128 --num-prompts 100" +
+                           " --rates 4,64 --chains 0,3 --slo-tpot-ms 10";
+  nlohmann::json j;
+  RunJson(base + " --json", &j);
+  EXPECT_DOUBLE_EQ(j["slo"]["tpot_s"].get<double>(), 0.010);
+  ASSERT_EQ(j["best_k"].size(), 2u);
+  for (const nlohmann::json& row : j["rows"]) {
+    EXPECT_LE(row["goodput"].get<double>(), row["throughput"].get<double>() * (1 + 1e-12));
+    EXPECT_LE(row["slo_met"].get<int64_t>(), row["requests"].get<int64_t>());
+  }
+  // At 4 requests/s every request meets a 10 ms TPOT; chains of 3 are the best setting there.
+  EXPECT_EQ(j["rows"][0]["slo_met"], 100);
+  EXPECT_EQ(j["best_k"][0], 3);
+  const std::string png = ::testing::TempDir() + "/online_plot.png";
+  if (!ExpectPlotWritten(base, png)) GTEST_SKIP() << "built without PLplot";
+}
+
 TEST(WhatIfOnlineCli, BadInputNamesTheFlagAndWritesNothing) {
   const std::string trace = WriteTemp("online_trace2.jsonl", kTwoRequestStepTrace);
   const std::string no_prompt = WriteTemp(
@@ -77,7 +98,12 @@ TEST(WhatIfOnlineCli, BadInputNamesTheFlagAndWritesNothing) {
       Refused(base + trace, "needs one of --rates LIST"),
       Refused(std::string("whatif --online") + kCost + " --rates 1", "needs --acceptance"),
       Refused(std::string("whatif") + kCost + " --rates 1", "--rates applies only with --online"),
+      Refused(std::string("whatif") + kCost + " --slo-ttft-ms 100",
+              "--slo-ttft-ms applies only with --online"),
   });
+  // CLI11 refuses a NaN limit while parsing (its exit code for a validation error).
+  ExpectRun(base + trace + " --rates 1 --slo-tpot-ms nan", 105,
+            "--slo-tpot-ms: value = nan: must be in [0, 10000] (ms)");
   // Refused: nothing on stdout but the one error line.
   const CommandResult r = RunSpecplan(base + trace + " --rates 0 --json");
   EXPECT_EQ(r.exit_code, 1);

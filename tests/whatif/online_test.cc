@@ -100,6 +100,79 @@ TEST(OnlineTest, HandWorkedStreamWithTokenBudget) {
   EXPECT_EQ(x.preemptions, 0);
 }
 
+// SLOs on the stream above (TTFT A 14 ms, B 28 ms; TPOT A 5.75 ms, B 5 ms): a TTFT limit of 20 ms
+// leaves A (5 tokens), a TPOT limit of 5.5 ms leaves B (3 tokens), both leave none; goodput is
+// their tokens over the run's 58 ms.
+TEST(OnlineTest, GoodputCountsTheRequestsThatMeetTheSlos) {
+  OnlineWorkload w;
+  w.traces = {Trace({1, 3, 1, 2, 1}), Trace({1, 2, 1})};
+  const std::vector<OnlineRequest> reqs = {Req(4, 5, 0), Req(4, 3, 1)};
+  OnlineOptions o;
+  o.chain_lengths = {2};
+  o.limits = Limits(4, 6);
+  o.arrivals.rates = {50};
+  o.arrivals.constant = true;
+  const FixedPricer pricer(0.010, 0.001);
+  struct Case {
+    double ttft_s, tpot_s;
+    int64_t met;
+    double tokens;
+  };
+  for (const Case& c :
+       {Case{0, 0, 2, 8}, Case{0.020, 0, 1, 5}, Case{0, 0.0055, 1, 3}, Case{0.020, 0.0055, 0, 0}}) {
+    SCOPED_TRACE(testing::Message() << "TTFT <= " << c.ttft_s << ", TPOT <= " << c.tpot_s);
+    o.slo.ttft_s = c.ttft_s;
+    o.slo.tpot_s = c.tpot_s;
+    auto r = RunOnline(reqs, w, pricer, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->rows[0].slo_met, c.met);
+    EXPECT_NEAR(r->rows[0].goodput, c.tokens / 0.058, 1e-9);
+  }
+  o.slo.tpot_s = -1;
+  auto bad = RunOnline(reqs, w, pricer, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("slo.tpot_s = -1: must be >= 0"));
+}
+
+// Per load, the best setting is the one with the highest goodput: with a TTFT limit only plain
+// decoding meets (its B waits less: 18 ms against 28), so K = 0 wins though K = 2 is as fast.
+TEST(OnlineTest, BestSettingPerLoadIsTheHighestGoodput) {
+  OnlineWorkload w;
+  w.traces = {Trace({1, 3, 1, 2, 1}), Trace({1, 2, 1})};
+  const std::vector<OnlineRequest> reqs = {Req(4, 5, 0), Req(4, 3, 1)};
+  OnlineOptions o;
+  o.chain_lengths = {0, 2};
+  o.limits = Limits(4, 6);
+  o.arrivals.rates = {50};
+  o.arrivals.constant = true;
+  o.slo.ttft_s = 0.020;
+  auto r = RunOnline(reqs, w, FixedPricer(0.010, 0.001), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->best_k.size(), 1u);
+  EXPECT_EQ(r->rows[0].slo_met, 2);
+  EXPECT_EQ(r->rows[1].slo_met, 1);
+  EXPECT_EQ(r->best_k[0], 0);
+  EXPECT_THAT(FormatOnlineTable(*r),
+              HasSubstr("50/s: best K = 0 (highest goodput under the SLOs)"));
+}
+
+// RankSettings over rows merged from several replays (as SGLang's plain and speculative rows are,
+// under their own running limits): per load, the highest goodput, the smaller K on ties.
+TEST(OnlineTest, RankSettingsPerLoadOverMergedRows) {
+  OnlineReport r;
+  auto row = [](double rate, int k, double goodput) {
+    OnlineRow x;
+    x.rate = rate;
+    x.k = k;
+    x.goodput = goodput;
+    return x;
+  };
+  r.rows = {row(8, 0, 100), row(8, 3, 120), row(32, 0, 500), row(32, 2, 500), row(32, 3, 400)};
+  r.best_k = {0, 0};  // stale: from one of the replays
+  RankSettings(&r);
+  EXPECT_THAT(r.best_k, ::testing::ElementsAre(3, 0));
+}
+
 // The same stream with plain decoding: every decode step emits one token, so with the budget of 6
 // A takes 1 token and B's whole prompt (4) fits beside it.
 //   step 1  0 - 14  prefill A;  2 14 - 24  A g = 2
