@@ -43,13 +43,21 @@ struct RingStep {
   const TraceStep* step = nullptr;
   int fixed_n = 0;       // fixed: draft nodes
   int fixed_l = 0;       // fixed: realised accepted length
+  int fixed_d = 0;       // fixed: the tree's depth
   int controller_n = 0;  // controller: n*
   int controller_l = 0;  // controller: realised accepted length
-  // best-fixed: draft nodes and realised accepted length at each of BestFixedBudgets(n_max)
-  std::vector<int> static_n, static_l;
+  int controller_d = 0;  // controller: the tree's depth
+  // best-fixed: draft nodes, realised accepted length and depth at each of
+  // BestFixedBudgets(n_max)
+  std::vector<int> static_n, static_l, static_d;
   // best-chain: the same at each of ChainLengths(gamma, n_max)
-  std::vector<int> chain_n, chain_l;
+  std::vector<int> chain_n, chain_l, chain_d;
 };
+
+// The depth of a tree (0 for the root alone).
+int DepthOf(const planner::Tree& tree) {
+  return tree.depths.empty() ? 0 : *std::max_element(tree.depths.begin(), tree.depths.end());
+}
 
 // Sums of one (B, strategy) row.
 struct RowSums {
@@ -96,21 +104,29 @@ void TopOneChain(const planner::Marginals& m, int k, planner::Tree* tree) {
 struct StaticGroup {
   std::vector<RowSums> sums;
   std::vector<BatchShape> shapes;
+  std::vector<int> depths;  // the batch step's deepest tree per setting
 
-  explicit StaticGroup(size_t settings) : sums(settings), shapes(settings) {}
+  explicit StaticGroup(size_t settings) : sums(settings), shapes(settings), depths(settings) {}
   void ClearShapes() {
     for (BatchShape& shape : shapes) shape.Clear();
+    std::fill(depths.begin(), depths.end(), 0);
   }
-  // One request step at context c: setting k drafts n[k] nodes and realises l[k] of them.
-  void Add(const std::vector<int>& n, const std::vector<int>& l, int64_t c) {
+  // One request step at context c: setting k drafts n[k] nodes of depth d[k] and realises l[k]
+  // of them.
+  void Add(const std::vector<int>& n, const std::vector<int>& l, const std::vector<int>& d,
+           int64_t c) {
     for (size_t k = 0; k < sums.size(); ++k) {
       shapes[k].Add(n[k] + 1, c);
       sums[k].AddRequest(n[k], l[k]);
+      depths[k] = std::max(depths[k], d[k]);
     }
   }
-  // Prices the batch step of every setting as one ragged pass.
+  // Prices the batch step of every setting as one ragged pass, drafting its deepest tree's
+  // levels (a step that drafts nothing is a plain step).
   void Price(const BatchCycleCost& cost) {
-    for (size_t k = 0; k < sums.size(); ++k) sums[k].seconds += cost.Seconds(shapes[k]);
+    for (size_t k = 0; k < sums.size(); ++k) {
+      sums[k].seconds += cost.TreeSeconds(shapes[k], depths[k]);
+    }
   }
 };
 
@@ -206,16 +222,19 @@ absl::StatusOr<double> PlanRing(const costmodel::LatencyModel& latency, const Co
     if (!st.ok()) return Invalid(absl::StrCat("fixed: ", std::string(st.message())));
     r.fixed_n = plan.n;
     r.fixed_l = RealizedAcceptedLength(plan.tree, s.continuation, &matched);
+    r.fixed_d = DepthOf(plan.tree);
     for (int n : budgets) {
       st = single.PlanFixed(*s.marginals, n, &plan);
       if (!st.ok()) return Invalid(absl::StrCat("best-fixed: ", std::string(st.message())));
       r.static_n.push_back(plan.n);
       r.static_l.push_back(RealizedAcceptedLength(plan.tree, s.continuation, &matched));
+      r.static_d.push_back(DepthOf(plan.tree));
     }
     for (int k : lengths) {
       TopOneChain(*s.marginals, k, &chain);
       r.chain_n.push_back(chain.num_draft());
       r.chain_l.push_back(RealizedAcceptedLength(chain, s.continuation, &matched));
+      r.chain_d.push_back(chain.num_draft());
     }
     const costmodel::CycleCost cost(&latency, BatchDrafter(o, s.marginals->gamma), o.t_aux_s,
                                     s.c + o.context_offset);
@@ -224,6 +243,7 @@ absl::StatusOr<double> PlanRing(const costmodel::LatencyModel& latency, const Co
     if (!st.ok()) return Invalid(absl::StrCat("controller: ", std::string(st.message())));
     r.controller_n = plan.n;
     r.controller_l = RealizedAcceptedLength(plan.tree, s.continuation, &matched);
+    r.controller_d = DepthOf(plan.tree);
     calibration.ObserveSurrogate(plan.expected_accepted, r.controller_l);
   }
   return calibration.surrogate_scale();
@@ -298,9 +318,10 @@ class BatchReplay {
     sums.ar.tokens += B;
     sums.ar.seconds += t_ar;
     ++sums.ar.plain_steps;
-    // fixed and controller: every request drafted; the batch is priced together.
-    sums.fixed.seconds += cost.Seconds(fixed_);
-    sums.controller.seconds += cost.Seconds(controller_);
+    // fixed and controller: every request drafted; the batch is priced together, drafting the
+    // levels of its deepest tree.
+    sums.fixed.seconds += cost.TreeSeconds(fixed_, fixed_depth_);
+    sums.controller.seconds += cost.TreeSeconds(controller_, controller_depth_);
     pass->statics.Price(cost);
     pass->chains.Price(cost);
     if (!controller_drafts_) ++sums.controller.plain_steps;
@@ -321,6 +342,7 @@ class BatchReplay {
     pass->chains.ClearShapes();
     int gamma = 1;
     controller_drafts_ = false;
+    fixed_depth_ = controller_depth_ = 0;
     for (int j = 0; j < B; ++j) {
       const int k = schedule.position(t, j);
       at_[j] = k;
@@ -332,10 +354,12 @@ class BatchReplay {
       fixed_.Add(r.fixed_n + 1, c);
       controller_.Add(r.controller_n + 1, c);
       controller_drafts_ = controller_drafts_ || r.controller_n > 0;
+      fixed_depth_ = std::max(fixed_depth_, r.fixed_d);
+      controller_depth_ = std::max(controller_depth_, r.controller_d);
       pass->sums.fixed.AddRequest(r.fixed_n, r.fixed_l);
       pass->sums.controller.AddRequest(r.controller_n, r.controller_l);
-      pass->statics.Add(r.static_n, r.static_l, c);
-      pass->chains.Add(r.chain_n, r.chain_l, c);
+      pass->statics.Add(r.static_n, r.static_l, r.static_d, c);
+      pass->chains.Add(r.chain_n, r.chain_l, r.chain_d, c);
       requests_[j].marginals = &*s.marginals;
       requests_[j].c = c;
       requests_[j].n_max = o_.n_max;
@@ -438,6 +462,7 @@ class BatchReplay {
   std::vector<int32_t> matched_;
   BatchShape plain_, fixed_, controller_;
   bool controller_drafts_ = false;
+  int fixed_depth_ = 0, controller_depth_ = 0;  // the batch step's deepest trees
 };
 
 // The recorded passes, in pass order: each is one batch step with its recorded requests.

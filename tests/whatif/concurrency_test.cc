@@ -210,6 +210,25 @@ TEST(Concurrency, FixedTreeBatchPricedByHand) {
   EXPECT_DOUBLE_EQ(row.throughput, 4.0 / cycle);
 }
 
+// The same batch with a drafter that drafts level by level (1 ms a level, each batched forward
+// 1.5x one sequence's at B = 2): both fixed trees of 2 nodes have depth 1, so the batch step
+// drafts one level, not the marginals' gamma (3).
+TEST(Concurrency, FixedTreeBatchPaysItsDeepestTreesLevels) {
+  const Trace trace = Load(testing::FixturePath());
+  const AffineLatency latency(0.01, 0.001, 1e-5);
+  ConcurrencyOptions o;
+  o.batch_sizes = {2};
+  o.n_max = 2;
+  o.drafter.cls = costmodel::DrafterClass::kAutoregressive;
+  o.drafter.t_net_s = 0.001;
+  o.drafter.depth_s = {0, 0.001, 0.002, 0.003};
+  o.drafter.depth_growth = {0, 0.5, 0.5, 0.5};
+  auto r = RunConcurrency(trace, latency, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const ConcurrencyRow& row = Row(*r, 2, S::kFixed);
+  EXPECT_DOUBLE_EQ(row.cycle_s, 0.001 * 1.5 + (0.01 + 0.001 * 6 + 1e-5 * 102));
+}
+
 // With drafting free, B = 1 makes the batch planner BestFirstPlanner's controller node for node
 // and its off switch coincide with n* = 0, so the two rows agree exactly.
 TEST(Concurrency, BatchPlannerAtBatchOneEqualsTheController) {

@@ -86,6 +86,35 @@ TEST(WhatIf, BestFirstAggregationByHand) {
   EXPECT_DOUBLE_EQ(report->rows[0].accepted_per_step, (3 + 2) / 2.0);
 }
 
+// A drafter that drafts level by level (DrafterCost::depth_s: 1 ms per level) pays for the
+// levels of the tree that ran, not for the marginals' gamma. The depths of the best-first
+// prefixes above: step 0: 1, 1, 2, 3; step 1: 1, 1, 2, 2 (gamma 3 and 2).
+TEST(WhatIf, BestFirstCyclesPayTheTreesOwnDepth) {
+  const Trace trace = Fixture();
+  const AffineLatency latency(0.01, 0.001, 1e-5);
+  WhatIfOptions o;
+  o.budgets = {1, 2, 3, 4};
+  o.strategies = {Strategy::kBestFirst};
+  o.drafter.cls = costmodel::DrafterClass::kAutoregressive;
+  o.drafter.t_net_s = 0.001;
+  o.drafter.depth_s = {0, 0.001, 0.002, 0.003};
+  o.t_aux_s = 0.0005;
+  auto report = RunWhatIf(trace, latency, o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const int d0[] = {1, 1, 2, 3}, d1[] = {1, 1, 2, 2};
+  for (int b = 1; b <= 4; ++b) {
+    const WhatIfRow* row = FindRow(*report, Strategy::kBestFirst, b);
+    ASSERT_NE(row, nullptr);
+    const double c0 = 0.0005 + 0.001 * d0[b - 1] + latency.VerifySeconds(b + 1, 100);
+    const double c1 = 0.0005 + 0.001 * d1[b - 1] + latency.VerifySeconds(b + 1, 104);
+    EXPECT_NEAR(row->cycle_s, (c0 + c1) / 2, 1e-12) << "budget " << b;
+  }
+  // Paying every step's gamma (3 and 2 levels) would cost more at budget 1.
+  const WhatIfRow* one = FindRow(*report, Strategy::kBestFirst, 1);
+  EXPECT_LT(one->cycle_s,
+            (0.0035 + latency.VerifySeconds(2, 100) + 0.0025 + latency.VerifySeconds(2, 104)) / 2);
+}
+
 TEST(WhatIf, LinearPolicyReplayByHand) {
   const Trace trace = Fixture();
   const AffineLatency latency(0.01, 0.001);
