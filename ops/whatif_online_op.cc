@@ -99,7 +99,7 @@ absl::Status BuildRequests(const WhatIfOnlineRequest& req, std::vector<whatif::O
 
 // The limits: the engine's defaults, each given one replacing its default, and the KV cache.
 absl::StatusOr<whatif::EngineLimits> LimitsFor(const WhatIfOnlineRequest& req,
-                                               const costmodel::ResolvedLatencyModel& resolved,
+                                               const OnlineCost& resolved,
                                                const std::string& engine, bool speculative,
                                                std::string* kv_from) {
   whatif::EngineLimits l =
@@ -140,6 +140,10 @@ absl::StatusOr<LengthRange> ParseLengthRange(const std::string& text) {
 
 absl::Status Validate(const WhatIfOnlineRequest& req) {
   SPECPLAN_RETURN_IF_ERROR(req.cost.Parse(0).status());
+  return ValidateLoad(req);
+}
+
+absl::Status ValidateLoad(const WhatIfOnlineRequest& req) {
   SPECPLAN_RETURN_IF_ERROR(CheckInRange("num_prompts", req.num_prompts, 0,
                                         whatif::kMaxOnlineRequests, "0 = the trace's requests"));
   if (req.max_running) {
@@ -162,21 +166,36 @@ absl::Status Validate(const WhatIfOnlineRequest& req) {
 
 absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req) {
   SPECPLAN_RETURN_IF_ERROR(Validate(req));
-  std::vector<whatif::OnlineRequest> requests;
-  whatif::OnlineWorkload work;
-  WhatIfOnlineResult out;
-  SPECPLAN_RETURN_IF_ERROR(BuildRequests(req, &requests, &work, &out.requests_from));
   SPECPLAN_ASSIGN_OR_RETURN(const CostRequest::Parsed parsed, req.cost.Parse(0));
   SPECPLAN_ASSIGN_OR_RETURN(costmodel::ResolvedLatencyModel resolved,
                             req.cost.ResolveSpec(parsed.dtype));
   SPECPLAN_ASSIGN_OR_RETURN(costmodel::StepModel step, req.cost.Step(resolved, 0));
   step.TabulateDraft();
+  OnlineCost cost{resolved.model.get(), &step, resolved.model_spec, resolved.gpu_spec,
+                  resolved.engine};
+  SPECPLAN_ASSIGN_OR_RETURN(WhatIfOnlineResult out, WhatIfOnline(req, cost));
+  NameCost(req.cost, resolved, parsed.dtype, &out.source);
+  out.drafter = req.cost.drafter;
+  return out;
+}
+
+absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req,
+                                                const OnlineCost& resolved) {
+  SPECPLAN_RETURN_IF_ERROR(ValidateLoad(req));
+  if (resolved.verify == nullptr || resolved.step == nullptr) {
+    return Invalid("cost: no latency model or step model to price the steps with");
+  }
+  const costmodel::StepModel& step = *resolved.step;
+  std::vector<whatif::OnlineRequest> requests;
+  whatif::OnlineWorkload work;
+  WhatIfOnlineResult out;
+  SPECPLAN_RETURN_IF_ERROR(BuildRequests(req, &requests, &work, &out.requests_from));
   const std::vector<int>& ks = req.online.chain_lengths;
   if (!step.has_drafter() && std::any_of(ks.begin(), ks.end(), [](int k) { return k > 0; })) {
     return Invalid("drafter: none; a chain needs a drafter to price");
   }
   out.scheduler_engine = SchedulerEngine(resolved.engine);
-  const whatif::StepModelPricer pricer(&step, resolved.model.get());
+  const whatif::StepModelPricer pricer(&step, resolved.verify);
 
   // SGLang's default running-request limit differs with and without speculation: replay plain
   // decoding and the chains under each one's own default.
@@ -218,8 +237,10 @@ absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req) 
   }
   whatif::RankSettings(&out.report);
   out.source.trace_path = req.acceptance.source;
-  NameCost(req.cost, resolved, parsed.dtype, &out.source);
-  out.drafter = req.cost.drafter;
+  out.source.model = resolved.model_spec.name;
+  out.source.gpu = resolved.gpu_spec.name;
+  out.source.engine = resolved.engine;
+  out.drafter = step.options().drafter;
   out.draft_priced_by = step.draft_priced_by();
   return out;
 }

@@ -72,10 +72,27 @@ struct WhatIfOnlineResult {
 // The request alone: num_prompts, lengths, the limits given, dtype and drafter names. Errors name
 // the field and value.
 absl::Status Validate(const WhatIfOnlineRequest& req);
+// The same without the cost's fields (for a cost resolved already).
+absl::Status ValidateLoad(const WhatIfOnlineRequest& req);
+
+// A cost resolved already (the Python module's specplan.Cost): the target's pass, the engine's
+// whole step over it (with a drafter for K > 0), the specs the KV cache is sized from, and the
+// profile's engine (whose scheduler and defaults apply). The pointers must outlive the call.
+struct OnlineCost {
+  const costmodel::LatencyModel* verify = nullptr;
+  const costmodel::StepModel* step = nullptr;
+  costmodel::ModelSpec model_spec;
+  costmodel::GpuSpec gpu_spec;
+  std::string engine;
+};
 // In-process: resolves the cost and its step model, builds the requests, replays each load and
 // setting. Errors name the field ("acceptance: request 'x' has prompt_tokens = 0: ...",
 // "rates[0] = 0: must be > 0 requests/s", "kv_cache_tokens = 100: request 3 needs ...").
 absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req);
+// The same on a resolved cost; req.cost is not read (source names the specs and the engine;
+// drafter is the step model's).
+absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req,
+                                                const OnlineCost& cost);
 nlohmann::json ToJson(const WhatIfOnlineResult& result);
 // The source's lines and whatif::FormatOnlineTable.
 std::string OnlineTable(const WhatIfOnlineResult& result);

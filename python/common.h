@@ -209,6 +209,7 @@ void BindBatch(py::module_& m);
 void BindLayouts(py::module_& m);
 void BindMerge(py::module_& m);
 void BindAcceptance(py::module_& m);
+void BindWhatIf(py::module_& m);
 
 }  // namespace specplan::python
 

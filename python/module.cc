@@ -1,5 +1,5 @@
 // specplan._specplan: the extension module behind `import specplan` (python/specplan/ re-exports
-// it by family: specplan.cost, .planner, .batch, .layouts, .acceptance, .merge). planner +
+// it by family: specplan.cost, .planner, .batch, .layouts, .acceptance, .merge, .whatif). planner +
 // costmodel only: no Torch, gRPC or CUDA (DESIGN.md). Its types: python/specplan/_specplan.pyi.
 #include "common.h"
 #include "layouts.h"
@@ -18,4 +18,5 @@ PYBIND11_MODULE(_specplan, m) {
   sp::BindLayouts(m);
   sp::BindAcceptance(m);
   sp::BindMerge(m);
+  sp::BindWhatIf(m);
 }

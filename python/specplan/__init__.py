@@ -9,6 +9,7 @@ result objects out, arranged by family and re-exported here:
     specplan.layouts     sglang_layout -> SglangLayout, ragged_layout -> RaggedLayout
     specplan.acceptance  accept_greedy, AcceptanceEstimator, SpeculationGate -> GateDecision
     specplan.merge       merge_trees -> MergedTree
+    specplan.whatif      whatif_online (the online what-if, as the CLI's --json)
     specplan.errors      Error and its subclasses
     specplan.types       the Literal vocabularies (BudgetMode, Engine, DType, ...)
 
@@ -42,7 +43,7 @@ _package_calib = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "ca
 if _os.path.isdir(_package_calib):
     _specplan._set_package_calib_dir(_package_calib)
 
-from . import acceptance, batch, cost, errors, layouts, merge, planner, types  # noqa: E402
+from . import acceptance, batch, cost, errors, layouts, merge, planner, types, whatif  # noqa: E402
 from ._specplan import __version__  # noqa: E402
 
 # Every family's public names, re-exported at the top level (each family's __all__ lists them).
@@ -53,9 +54,10 @@ from .errors import *  # noqa: E402,F401,F403
 from .layouts import *  # noqa: E402,F401,F403
 from .merge import *  # noqa: E402,F401,F403
 from .planner import *  # noqa: E402,F401,F403
+from .whatif import *  # noqa: E402,F401,F403
 
 # Classes name the family module they are documented in (specplan.cost.Cost, ...).
-for _family in (acceptance, batch, cost, errors, layouts, merge, planner):
+for _family in (acceptance, batch, cost, errors, layouts, merge, planner, whatif):
     for _name in _family.__all__:
         _obj = getattr(_family, _name)
         if isinstance(_obj, type) and _obj.__module__ == "specplan._specplan":
@@ -66,7 +68,7 @@ del _family, _name, _obj
 # `__all__ += family.__all__`): every family's __all__, which tests/python/test_package.py checks.
 __all__ = [
     # families
-    "acceptance", "batch", "cost", "errors", "layouts", "merge", "planner", "types",
+    "acceptance", "batch", "cost", "errors", "layouts", "merge", "planner", "types", "whatif",
     "__version__",
     # specplan.cost
     "Cost", "CycleBreakdown", "Estimate", "HostTime", "Profile", "ProfileInfo", "StepBreakdown",
@@ -84,6 +86,8 @@ __all__ = [
     "SpeculationGate", "accept_greedy", "accept_greedy_batch",
     # specplan.merge
     "MergedTree", "merge_trees",
+    # specplan.whatif
+    "whatif_online",
     # specplan.errors
     "ArgumentTypeError", "Error", "FailedPreconditionError", "InternalError",
     "InvalidArgumentError", "NotFoundError", "PermissionDeniedError", "ResourceExhaustedError",

@@ -414,6 +414,32 @@ def compose_profile(
     out: str = "",
     force: bool = False,
 ) -> Profile: ...
+def whatif_online(
+    cost: Cost,
+    acceptance: str,
+    *,
+    rates: _t.Sequence[float] = ...,
+    max_concurrency: int = 0,
+    chains: _t.Sequence[int] = ...,
+    num_prompts: int = 0,
+    prompt_tokens: _t.Union[None, int, _t.Tuple[int, int], _t.List[int]] = None,
+    output_tokens: _t.Union[None, int, _t.Tuple[int, int], _t.List[int]] = None,
+    seed: int = 0,
+    arrivals: _t.Literal["poisson", "constant"] = "poisson",
+    slo_ttft_ms: float = 0.0,
+    slo_tpot_ms: float = 0.0,
+    max_num_seqs: _t.Optional[int] = None,
+    max_num_batched_tokens: _t.Optional[int] = None,
+    enable_chunked_prefill: _t.Optional[bool] = None,
+    kv_cache_tokens: _t.Optional[int] = None,
+    gpu_memory_utilization: _t.Optional[float] = None,
+    acceptance_format: str = "",
+    acceptance_drafter: str = "",
+    acceptance_k_max: int = 0,
+    prompt_lookup_min: int = 0,
+    prompt_lookup_max: int = 0,
+    independent: bool = False,
+) -> _t.Dict[str, _t.Any]: ...
 def default_calib_dir() -> str: ...
 def calib_search_path() -> _t.List[_t.Tuple[str, str]]: ...
 def _set_package_calib_dir(dir: str) -> None: ...

@@ -28,7 +28,8 @@ def test_exports_and_docs():
 
 
 def test_families_re_export_and_nothing_leaks():
-    families = ("acceptance", "batch", "cost", "errors", "layouts", "merge", "planner", "types")
+    families = ("acceptance", "batch", "cost", "errors", "layouts", "merge", "planner", "types",
+                "whatif")
     for fam in families:
         mod = getattr(specplan, fam)
         assert mod.__doc__ and mod.__all__, fam
