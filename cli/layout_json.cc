@@ -1,5 +1,7 @@
 #include "cli/layout_json.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -16,6 +18,17 @@ nlohmann::json Rows(const std::vector<int64_t>& flat, int B, int D) {
                                         flat.begin() + static_cast<ptrdiff_t>(b + 1) * D));
   }
   return rows;
+}
+
+// Refused before the JSON is built: one JSON value takes 16 bytes in memory and up to 21
+// characters printed, so a layout's JSON is bounded by its entries.
+absl::Status CheckJsonEntries(const char* what, int64_t entries) {
+  if (entries <= kMaxLayoutJsonEntries) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "its JSON would hold %d entries, over the limit of %d (kMaxLayoutJsonEntries) for the %s "
+      "layout: lower --draft-token-num or --n-max, use --tree-mask-mode QLEN_ONLY_BITPACKING, "
+      "or take the arrays from Python (specplan.sglang_layout)",
+      entries, kMaxLayoutJsonEntries, what));
 }
 
 }  // namespace
@@ -38,6 +51,19 @@ absl::StatusOr<nlohmann::json> SglangJson(absl::Span<const planner::Tree> trees,
     return absl::InvalidArgumentError(absl::StrFormat(
         "--tree-mask-mode %s: must be FULL_MASK, QLEN_ONLY or QLEN_ONLY_BITPACKING", mode_name));
   }
+  // The entries from the shapes alone: the per-slot arrays and the mask (bit-packed: one integer
+  // per row; otherwise one per byte).
+  int largest = 0;
+  for (const planner::Tree& t : trees) largest = std::max(largest, t.size());
+  const int64_t d = draft_token_num > 0 ? draft_token_num : largest;
+  const int64_t slots = static_cast<int64_t>(trees.size()) * d;
+  int64_t mask = slots;
+  if (options.mode != SglangTreeMaskMode::kQlenOnlyBitpacking) {
+    mask = planner::SglangLayoutBytes(static_cast<int>(trees.size()), static_cast<int>(d), contexts,
+                                      options.mode) -
+           slots * 5 * 8;
+  }
+  if (absl::Status st = CheckJsonEntries("sglang", 5 * slots + mask); !st.ok()) return st;
   planner::SglangLayout layout;
   if (absl::Status st = planner::ComputeSglangLayout(trees, contexts, options, &layout); !st.ok()) {
     return st;
@@ -66,6 +92,9 @@ absl::StatusOr<nlohmann::json> SglangJson(absl::Span<const planner::Tree> trees,
 
 absl::StatusOr<nlohmann::json> RaggedJson(absl::Span<const planner::Tree> trees,
                                           absl::Span<const int64_t> contexts) {
+  int64_t tokens = 0;
+  for (const planner::Tree& t : trees) tokens += t.size();
+  if (absl::Status st = CheckJsonEntries("ragged", 4 * tokens + 1); !st.ok()) return st;
   planner::BatchLayout layout;
   if (absl::Status st = planner::ComputeBatchLayout(trees, contexts, &layout); !st.ok()) {
     return st;

@@ -13,6 +13,11 @@
 
 namespace specplan::cli {
 
+// The most entries (numbers) one --layout JSON may hold: 2^24, about 270 MB of JSON values in
+// memory and at most 350 MB printed. Past it SglangJson / RaggedJson refuse with
+// RESOURCE_EXHAUSTED before building anything.
+inline constexpr int64_t kMaxLayoutJsonEntries = int64_t{1} << 24;
+
 // SGLang's EAGLE verification layout of trees[b] over contexts[b]: draft_token_num,
 // tree_mask_mode, draft_tokens and positions ([B * D]), retrive_index / retrive_next_token /
 // retrive_next_sibling ([B][D]), tree_mask (bit-packed: one integer per row; otherwise the bytes).

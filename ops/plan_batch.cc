@@ -5,8 +5,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "costmodel/cycle_cost.h"
 #include "ops/plan_tree.h"
+#include "planner/tree/engine_layouts.h"
+#include "planner/tree/tree_outputs.h"
 #include "util/enum_names.h"
 #include "util/json_util.h"
 #include "util/status_macros.h"
@@ -97,6 +100,31 @@ absl::Status PlanBatchInto(const PlanBatchRequest& req, const CostView* cost,
       planner->Plan(req.requests, req.options, cycle ? &*cycle : nullptr, &result->plan));
   result->contexts.resize(B);
   for (size_t i = 0; i < B; ++i) result->contexts[i] = req.requests[i].c;
+  const absl::Span<const planner::Tree> planned(result->plan.trees.data(), B);
+  if (req.max_reply_bytes > 0) {
+    // Sized from the trees alone, before any output or layout is built.
+    int64_t bytes = 0, nodes = 0;
+    for (const planner::Tree& t : planned) {
+      nodes += t.size();
+      if (req.compute_outputs) bytes += planner::TreeOutputsBytes(t, req.outputs);
+      bytes += t.size() * 13;  // the trees themselves: token, parent, depth, path probability
+    }
+    if (req.layout == BatchLayoutKind::kRagged) bytes += planner::BatchLayoutBytes(planned);
+    if (req.layout == BatchLayoutKind::kSglang) {
+      int largest = 0;
+      for (const planner::Tree& t : planned) largest = std::max(largest, t.size());
+      const int d = req.sglang.draft_token_num > 0 ? req.sglang.draft_token_num : largest;
+      bytes +=
+          planner::SglangLayoutBytes(static_cast<int>(B), d, result->contexts, req.sglang.mode);
+    }
+    if (bytes > req.max_reply_bytes) {
+      result->plan.trees.clear();
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "reply: the outputs and layout of %d trees (%d nodes) take %.3g bytes, over the limit "
+          "of %d bytes: ask for fewer outputs (dense_mask), a smaller n_max or fewer requests",
+          B, nodes, static_cast<double>(bytes), req.max_reply_bytes));
+    }
+  }
   if (req.compute_outputs) {
     result->outputs.resize(B);
     for (size_t i = 0; i < B; ++i) {

@@ -49,6 +49,11 @@ struct PlanBatchRequest {
   planner::TreeOutputOptions outputs{0, /*packed_mask=*/false};
   BatchLayoutKind layout = BatchLayoutKind::kNone;
   planner::SglangLayoutOptions sglang;  // for kSglang
+  // The most bytes the plan's outputs and layout may take (planner::TreeOutputsBytes, the
+  // layouts' own sizes), checked once the trees are planned and before any output is built:
+  // RESOURCE_EXHAUSTED past it. 0 = no bound beyond the layouts' own (planner::kMaxLayoutBytes).
+  // The server passes its message limit.
+  int64_t max_reply_bytes = 0;
 };
 
 struct PlanBatchResult {
@@ -78,6 +83,9 @@ bool NeedsCost(const planner::BatchPlanOptions& options);
 absl::Status Validate(const PlanBatchRequest& req, int64_t max_context = kMaxContext);
 
 // Plans into *planner and *result over `cost` (null only when !NeedsCost(options)).
+// Errors past the planning: RESOURCE_EXHAUSTED when the outputs and layout asked for would take
+// more than req.max_reply_bytes ("reply: the outputs and layout of 128 trees (131072 nodes) take
+// 8.6e+09 bytes, over the limit of 4194304 bytes: ...").
 absl::Status PlanBatchInto(const PlanBatchRequest& req, const CostView* cost,
                            planner::BatchPlanner* planner, PlanBatchResult* result,
                            int64_t max_context = kMaxContext);

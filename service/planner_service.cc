@@ -350,6 +350,7 @@ absl::Status PlannerService::DoPlanBatch(const v1::PlanBatchRequest& req,
   const Outputs o = OutputsFromProto(req.has_outputs(), req.outputs());
   request.outputs = TreeOutputOptionsFor(o, 0);
   request.compute_outputs = true;
+  request.max_reply_bytes = options_.max_reply_bytes;
   SPECPLAN_RETURN_IF_ERROR(ops::PlanBatchInto(request, view ? &*view : nullptr, &s.planner,
                                               &s.result, limits.max_context));
   BatchPlanToProto(s.result.plan, s.result.outputs, o, resp);

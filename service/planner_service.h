@@ -40,6 +40,10 @@ namespace specplan::service {
 
 struct ServiceOptions {
   ServiceLimits limits;
+  // The largest reply a call may build (the server's --max-message-bytes, StartServer sets it):
+  // PlanBatch sizes its outputs from the planned trees and refuses past it before building them
+  // (RESOURCE_EXHAUSTED). 0 = no bound.
+  int64_t max_reply_bytes = 0;
   // The writes that change what every client sees (PutProfile, ReportAcceptance: the shared
   // acceptance statistics and EMA correction) need "authorization: Bearer <token>"; empty =
   // writes disabled (PERMISSION_DENIED).

@@ -97,6 +97,7 @@ absl::StatusOr<std::unique_ptr<RunningServer>> StartServer(const ServerConfig& c
     return absl::InvalidArgumentError("--tls-cert and --tls-key: give both or neither");
   }
   ServiceOptions service = config.service;
+  service.max_reply_bytes = config.max_message_bytes;
   SPECPLAN_RETURN_IF_ERROR(
       EngineFromProto(config.service.default_engine, "--engine", &service.default_engine));
   if (!(config.reload_interval_s >= 0 && config.reload_interval_s <= 86400)) {

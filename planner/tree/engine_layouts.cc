@@ -59,12 +59,73 @@ absl::Status CheckLayoutInputs(absl::Span<const Tree> trees,
   return absl::OkStatus();
 }
 
+// a + b and a * b saturating at INT64_MAX (all operands >= 0).
+int64_t SatAdd(int64_t a, int64_t b) {
+  return a > std::numeric_limits<int64_t>::max() - b ? std::numeric_limits<int64_t>::max() : a + b;
+}
+int64_t SatMul(int64_t a, int64_t b) {
+  return b != 0 && a > std::numeric_limits<int64_t>::max() / b ? std::numeric_limits<int64_t>::max()
+                                                               : a * b;
+}
+
+absl::Status LayoutTooLarge(const std::string& what, int64_t bytes) {
+  return absl::ResourceExhaustedError(
+      absl::StrFormat("layout: %s takes %.3g bytes, over the limit of %d bytes (kMaxLayoutBytes)",
+                      what, static_cast<double>(bytes), kMaxLayoutBytes));
+}
+
 }  // namespace
+
+int64_t BatchLayoutBytes(absl::Span<const Tree> trees) {
+  int64_t bytes = 0;
+  std::vector<uint8_t> has_child;
+  for (const Tree& t : trees) {
+    const int64_t s = t.size();
+    // tokens, parents (int32), positions (int64), scratch (int32): 20 bytes per token; the mask's
+    // s rows of ceil(s / 64) words; retrieve: one row of depth + 1 int32 entries per leaf.
+    has_child.assign(static_cast<size_t>(s), 0);
+    int64_t depth = 0;
+    for (int64_t i = 1; i < s; ++i) has_child[static_cast<size_t>(t.parents[i])] = 1;
+    for (int64_t i = 0; i < s && i < static_cast<int64_t>(t.depths.size()); ++i) {
+      depth = std::max<int64_t>(depth, t.depths[i]);
+    }
+    int64_t leaves = 0;
+    for (uint8_t c : has_child) leaves += c == 0 ? 1 : 0;
+    bytes = SatAdd(bytes, SatMul(s, 20));
+    bytes = SatAdd(bytes, SatMul(SatMul(s, (s + 63) / 64), 8));
+    bytes = SatAdd(bytes, SatMul(SatMul(leaves, depth + 1), 4));
+  }
+  return bytes;
+}
+
+int64_t SglangLayoutBytes(int batch, int draft_token_num, absl::Span<const int64_t> context_lens,
+                          SglangTreeMaskMode mode) {
+  const int64_t slots = SatMul(batch, draft_token_num);
+  int64_t bytes = SatMul(slots, 5 * 8);  // draft_tokens, positions, the three retrive arrays
+  switch (mode) {
+    case SglangTreeMaskMode::kFullMask:
+      for (int64_t c : context_lens) {
+        bytes = SatAdd(bytes,
+                       SatMul(draft_token_num, SatAdd(std::max<int64_t>(c, 0), draft_token_num)));
+      }
+      break;
+    case SglangTreeMaskMode::kQlenOnly:
+      bytes = SatAdd(bytes, SatMul(slots, draft_token_num));
+      break;
+    case SglangTreeMaskMode::kQlenOnlyBitpacking:
+      bytes = SatAdd(bytes, SatMul(slots, 4));
+      break;
+  }
+  return bytes;
+}
 
 absl::Status ComputeBatchLayout(absl::Span<const Tree> trees,
                                 absl::Span<const int64_t> context_lens, BatchLayout* out) {
   if (absl::Status st = CheckLayoutInputs(trees, context_lens); !st.ok()) return st;
   const int batch = static_cast<int>(trees.size());
+  if (const int64_t bytes = BatchLayoutBytes(trees); bytes > kMaxLayoutBytes) {
+    return LayoutTooLarge(absl::StrFormat("the ragged layout of %d trees", batch), bytes);
+  }
   out->batch_size = batch;
   out->cu_seqlens.resize(batch + 1);
   out->mask_words.resize(batch);
@@ -155,6 +216,15 @@ absl::Status ComputeSglangLayout(absl::Span<const Tree> trees,
   }
   const int d = options.draft_token_num > 0 ? options.draft_token_num : largest;
   const SglangTreeMaskMode mode = options.mode;
+  if (const int64_t bytes = SglangLayoutBytes(batch, d, context_lens, mode);
+      bytes > kMaxLayoutBytes) {
+    int64_t c_max = 0;
+    for (int64_t c : context_lens) c_max = std::max(c_max, c);
+    return LayoutTooLarge(
+        absl::StrFormat("%s for %d requests x draft_token_num %d (contexts up to %d)",
+                        SglangTreeMaskModeName(mode), batch, d, c_max),
+        bytes);
+  }
   int row_bytes = 0;
   if (mode == SglangTreeMaskMode::kQlenOnlyBitpacking) {
     row_bytes = SglangBitpackingBytes(d);

@@ -86,6 +86,11 @@ struct BatchLayout {
 // length, parents[0] != -1 or a parent is not an earlier node, or T exceeds INT32_MAX.
 absl::Status ComputeBatchLayout(absl::Span<const Tree> trees,
                                 absl::Span<const int64_t> context_lens, BatchLayout* out);
+// Bytes of the ragged layout of these trees: the per-token arrays, the ancestor masks (s_b rows of
+// ceil(s_b / 64) words) and the retrieve matrices (leaves x (depth + 1) int32 entries), from one
+// scan of each tree's parents and depths. ComputeBatchLayout refuses past kMaxLayoutBytes
+// (RESOURCE_EXHAUSTED). The trees must be valid (ComputeBatchLayout checks them first).
+int64_t BatchLayoutBytes(absl::Span<const Tree> trees);
 
 // ---- SGLang
 // -------------------------------------------------------------------------------------- SGLang's
@@ -128,6 +133,13 @@ absl::Status ComputeBatchLayout(absl::Span<const Tree> trees,
 //   tree_mask (QLEN_ONLY_BITPACKING, uint8 rows) = [0b1, 0b11, 0b101, 0b1011, 0b10011,
 //                                                   0b1, 0b10, 0b100, 0b1000, 0b10000]
 enum class SglangTreeMaskMode { kFullMask = 0, kQlenOnly = 1, kQlenOnlyBitpacking = 2 };
+
+// The most bytes one layout's arrays may take (its mask and its per-slot arrays together): an
+// SGLang FULL_MASK of B requests x D slots x (c + D) columns, or the ragged layout's ancestor
+// masks, grows with the square of the trees and with the contexts, so a request names its size
+// before anything is built. 1 GiB; past it the layout is refused (RESOURCE_EXHAUSTED) with the
+// figure. SglangLayoutBytes / BatchLayoutBytes compute the size from the shapes alone.
+inline constexpr int64_t kMaxLayoutBytes = int64_t{1} << 30;
 
 // SGLang's names for the modes (ParseEnum reads them, with the field name the caller's flag has).
 inline constexpr EnumEntry<SglangTreeMaskMode> kSglangTreeMaskModeNames[] = {
@@ -175,8 +187,16 @@ struct SglangLayout {
 // 0 when D > 32 (not representable).
 int SglangBitpackingBytes(int draft_token_num);
 
+// Bytes of the SGLang layout of `batch` requests of D slots over `context_lens` in `mode`: the five
+// int64 per-slot arrays and the mask (saturating at INT64_MAX).
+int64_t SglangLayoutBytes(int batch, int draft_token_num, absl::Span<const int64_t> context_lens,
+                          SglangTreeMaskMode mode);
+
 // Fills `out` for trees[b] over context_lens[b] cached tokens. Errors: those of ComputeBatchLayout,
-// draft_token_num negative or smaller than a tree, and kQlenOnlyBitpacking with D > 32.
+// draft_token_num negative or smaller than a tree, and kQlenOnlyBitpacking with D > 32;
+// RESOURCE_EXHAUSTED when SglangLayoutBytes exceeds kMaxLayoutBytes ("layout: FULL_MASK for 8
+// requests x draft_token_num 8192 over contexts up to 8192 takes 1.1e+09 bytes, over the 1 GiB
+// limit: ...").
 absl::Status ComputeSglangLayout(absl::Span<const Tree> trees,
                                  absl::Span<const int64_t> context_lens,
                                  const SglangLayoutOptions& options, SglangLayout* out);

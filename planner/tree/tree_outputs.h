@@ -50,6 +50,11 @@ struct TreeOutputs {
   }
 };
 
+// Bytes ComputeTreeOutputs fills for `tree` under `options`: positions and parents, the packed mask
+// (s rows of ceil(s / 64) words), the dense mask (s x s) and retrieve (leaves x (depth + 1) int32),
+// each only when asked for; from one scan of parents and depths, before anything is allocated.
+int64_t TreeOutputsBytes(const Tree& tree, const TreeOutputOptions& options);
+
 // Fills `out` for `tree`. The tree must satisfy ValidateTree (checked cheaply with SPECPLAN_CHECK:
 // sizes agree, parents[0] = -1, parents[i] < i); depths are recomputed from parents.
 void ComputeTreeOutputs(const Tree& tree, const TreeOutputOptions& options, TreeOutputs* out);

@@ -144,6 +144,20 @@ TEST(HostileCli, NumbersThatMeanNothingAreRefused) {
   });
 }
 
+// Replies sized from the request before they are built: an SGLang layout whose JSON would hold
+// hundreds of millions of entries (it aborted with bad_alloc past 10 GB) is refused up front.
+TEST(HostileCli, HugeLayoutsAreRefusedBeforeTheyAreBuilt) {
+  const std::string batch = "plan-batch --requests " + SourcePath("examples/batch_requests.jsonl") +
+                            " " + kTarget + " --n-max 512 --json --layout sglang ";
+  ExpectNamedErrors({
+      {batch + "--draft-token-num 8192",
+       "--layout sglang: its JSON would hold 537198592 entries, over the limit of 16777216", ""},
+      {batch + "--draft-token-num 8192 --tree-mask-mode FULL_MASK", "over the limit of 16777216",
+       ""},
+  });
+  ExpectUnderOneGigabyte();
+}
+
 TEST(HostileCli, WritersAreGuardedAndNeverCreateDirectoriesUnasked) {
   const std::string shipped = SourcePath("calib/h100-sxm/hostile-probe.json");
   const std::string nodir = (Scratch() / "no" / "such" / "dir" / "x.json").string();

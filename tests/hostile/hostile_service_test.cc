@@ -168,5 +168,42 @@ TEST_F(HostileService, NestedProfileInTheWatchedDirectoryIsRefusedAndTheOldOneSe
   EXPECT_EQ(list.profiles_size(), 1);
 }
 
+// A PlanBatch whose reply would take gigabytes (512 requests, fixed mode, n_max 2^20 over the
+// batch, dense masks: it drove the server to 4.1 GB and an abort on protobuf's 2 GB limit) is
+// sized from its planned trees and refused before any output is built; the server keeps serving.
+TEST_F(HostileService, PlanBatchReplyIsSizedAndRefusedBeforeItIsBuilt) {
+  v1::PlanBatchRequest req;
+  for (int r = 0; r < 512; ++r) {
+    v1::BatchEntry* e = req.add_requests();
+    v1::Marginals* m = e->mutable_marginals();
+    m->set_root_token(1);
+    m->set_gamma(16);
+    m->set_k(8);
+    for (int d = 0; d < 16; ++d) {
+      for (int j = 0; j < 8; ++j) {
+        m->add_tokens(100 + j);
+        m->add_probs(0.1f / static_cast<float>(j + 1));
+      }
+    }
+    e->set_context_tokens(1024);
+  }
+  req.set_mode(v1::BUDGET_MODE_FIXED);
+  req.set_n_max(1 << 20);
+  req.mutable_outputs()->set_dense_mask(true);
+  v1::PlanBatchResponse resp;
+  const grpc::Status st = stub_->PlanBatch(Context().get(), req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("reply: the outputs and layout of 512 trees"));
+  EXPECT_THAT(st.error_message(), HasSubstr("over the limit of 4194304 bytes"));
+  ExpectAlive();
+  // A small batch with the same outputs still plans.
+  req.mutable_requests()->DeleteSubrange(2, 510);
+  req.set_n_max(16);
+  v1::PlanBatchResponse small;
+  const grpc::Status ok = stub_->PlanBatch(Context().get(), req, &small);
+  EXPECT_TRUE(ok.ok()) << ok.error_message();
+  EXPECT_EQ(small.requests_size(), 2);
+}
+
 }  // namespace
 }  // namespace specplan::service

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -399,6 +400,53 @@ TEST(EngineLayoutsTest, BadInputNamesTheField) {
   opt.draft_token_num = -1;
   st = ComputeSglangLayout(HandTree(), 0, opt, &sglang);
   EXPECT_THAT(std::string(st.message()), HasSubstr("draft_token_num = -1"));
+}
+
+// The layouts' sizes from the shapes alone, and the refusal past kMaxLayoutBytes before anything is
+// allocated (the CLI's and the Python module's layouts all go through these).
+TEST(LayoutBudgetTest, SizesFromShapesAndRefusalPastTheLimit) {
+  // SGLang, B = 2, D = 5, contexts 3 and 2: five int64 arrays of 10 slots (400 bytes), then the
+  // mask: FULL_MASK 5 x (3 + 5) + 5 x (2 + 5) = 75; QLEN_ONLY 10 x 5 = 50; bit-packed 10 x 4.
+  const std::vector<int64_t> c = {3, 2};
+  EXPECT_EQ(SglangLayoutBytes(2, 5, c, SglangTreeMaskMode::kFullMask), 400 + 75);
+  EXPECT_EQ(SglangLayoutBytes(2, 5, c, SglangTreeMaskMode::kQlenOnly), 400 + 50);
+  EXPECT_EQ(SglangLayoutBytes(2, 5, c, SglangTreeMaskMode::kQlenOnlyBitpacking), 400 + 40);
+  // Ragged, the hand tree (5 nodes, leaves 2, 3, 4, depth 2): 100 bytes per token, 5 mask words,
+  // retrieve 3 x 3 int32.
+  const Tree hand = HandTree();
+  EXPECT_EQ(BatchLayoutBytes({&hand, 1}), 100 + 40 + 36);
+  // Saturates instead of overflowing.
+  EXPECT_EQ(SglangLayoutBytes(1 << 30, 1 << 30, {}, SglangTreeMaskMode::kQlenOnly),
+            std::numeric_limits<int64_t>::max());
+
+  // A FULL_MASK of one 3-node tree with D = 8192 over c = 2^17: 8192 x (131072 + 8192) bytes, over
+  // 1 GiB: refused, nothing built.
+  const Tree chain = Chain3();
+  SglangLayoutOptions o;
+  o.mode = SglangTreeMaskMode::kFullMask;
+  o.draft_token_num = 8192;
+  SglangLayout layout;
+  absl::Status st = ComputeSglangLayout(chain, int64_t{1} << 17, o, &layout);
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("layout: FULL_MASK for 1 requests x draft_token_num 8192 (contexts up to "
+                        "131072) takes 1.14e+09 bytes, over the limit of 1073741824 bytes"));
+  EXPECT_TRUE(layout.tree_mask.empty());
+  // The same shape in QLEN_ONLY fits.
+  o.mode = SglangTreeMaskMode::kQlenOnly;
+  EXPECT_TRUE(ComputeSglangLayout(chain, int64_t{1} << 17, o, &layout).ok());
+
+  // Ragged: 128 chains of 8192 nodes take 128 x (8192 x 128 words x 8 + ...) > 1 GiB.
+  Tree big;
+  big.ResetRoot(1);
+  for (int i = 1; i < kMaxTreeNodes; ++i) big.AddNode(i - 1, 2, 0.5);
+  const std::vector<Tree> trees(128, big);
+  const std::vector<int64_t> contexts(128, 0);
+  BatchLayout ragged;
+  st = ComputeBatchLayout(trees, contexts, &ragged);
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("the ragged layout of 128 trees takes"));
+  EXPECT_TRUE(ragged.mask_packed.empty());
 }
 
 }  // namespace

@@ -73,3 +73,12 @@ def test_cost_refuses_a_calib_dir_that_is_a_file_and_absurd_numbers(tmp_path):
         specplan.Cost(gpu="h100", model="qwen3-8b", drafter="eagle3", draft_vocab=2**31 - 1)
     with pytest.raises(specplan.InvalidArgumentError, match="host_step_ms = nan"):
         specplan.Cost(gpu="h100", model="qwen3-8b", drafter="eagle3", host_step_ms=math.nan)
+
+
+def test_a_layout_past_the_byte_budget_is_refused_before_it_is_built():
+    # One 3-node chain, D = 8192, FULL_MASK over c = 2^17: 8192 x (131072 + 8192) bytes > 1 GiB.
+    chain = ([60, 61, 62], [-1, 0, 1])
+    with pytest.raises(specplan.ResourceExhaustedError, match="over the limit of 1073741824"):
+        specplan.sglang_layout([chain], [1 << 17], 8192, "FULL_MASK")
+    layout = specplan.sglang_layout([chain], [1 << 17], 8192, "QLEN_ONLY")  # fits
+    assert layout.draft_token_num == 8192
