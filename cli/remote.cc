@@ -16,10 +16,11 @@
 namespace specplan::cli {
 namespace {
 
-// The cost the in-process command would use: the server's stored profile for (gpu, model, dtype)
-// when it has one (and tp = 1: profiles are fitted on one GPU), of the engine --engine names (the
-// server checks that it holds it; without --engine it picks one), else the bare roofline of the
-// registry entries (or of the GPU spec file).
+// The cost the in-process command would use: the server's stored profile for (gpu, model, dtype,
+// tp) when it has one (the bundled tensor-parallel profiles are keyed by tp as the in-process
+// lookup keys them), of the engine --engine names (the server checks that it holds it; without
+// --engine it picks one), else the bare roofline of the registry entries at that tp (or of the
+// GPU spec file).
 absl::StatusOr<client::CostRequest> ToCostRequest(client::PlannerClient* client,
                                                   const RemoteCost& in) {
   std::error_code ec;
@@ -49,13 +50,6 @@ absl::StatusOr<client::CostRequest> ToCostRequest(client::PlannerClient* client,
                        ": with --server an engine picks a stored profile "
                        "of the server, and --gpu ",
                        in.gpu, " is a GPU spec file (sent inline)"));
-    }
-    if (in.tp != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--engine ", in.engine,
-                       ": with --server an engine picks a stored profile "
-                       "of the server, which are at tp 1 (--tp ",
-                       in.tp, " is sent inline)"));
     }
   }
 
@@ -92,7 +86,6 @@ absl::StatusOr<client::CostRequest> ToCostRequest(client::PlannerClient* client,
     return out;
   }
   out.gpu = gpu.name;
-  if (in.tp != 1) return out;
   out.engine = engine;
   if (!engine.empty()) {
     // An engine's costs, or the server's NOT_FOUND naming profile.engine: never the roofline.
@@ -102,7 +95,9 @@ absl::StatusOr<client::CostRequest> ToCostRequest(client::PlannerClient* client,
   SPECPLAN_ASSIGN_OR_RETURN(std::vector<client::ProfileKey> profiles, client->ListProfiles());
   const std::string dtype = costmodel::DTypeName(in.dtype);
   for (const client::ProfileKey& p : profiles) {
-    if (p.gpu == gpu.name && p.model == model.name && p.dtype == dtype) out.stored_profile = true;
+    if (p.gpu == gpu.name && p.model == model.name && p.dtype == dtype && p.tp == in.tp) {
+      out.stored_profile = true;
+    }
   }
   return out;
 }

@@ -176,6 +176,7 @@ void CostToWire(const CostRequest& in, v1::CostSpec* out) {
     ref->set_model(in.model);
     ref->set_dtype(costmodel::DTypeName(in.dtype));
     ref->set_engine(in.engine);
+    if (in.tp != 1) ref->set_tp(static_cast<int32_t>(in.tp));  // the profile made at that tp
   } else {
     v1::InlineCostModel* m = out->mutable_inline_model();
     m->set_model(in.model);
@@ -238,7 +239,7 @@ absl::StatusOr<std::vector<ProfileKey>> PlannerClient::ListProfiles() {
   std::vector<ProfileKey> out;
   out.reserve(list.profiles_size());
   for (const v1::ProfileInfo& p : list.profiles()) {
-    out.push_back({p.id(), p.gpu(), p.model(), p.dtype(), p.engine()});
+    out.push_back({p.id(), p.gpu(), p.model(), p.dtype(), p.engine(), p.tp() > 0 ? p.tp() : 1});
   }
   return out;
 }

@@ -103,9 +103,10 @@ struct CostRequest {
 
 // One profile a server holds (ListProfiles).
 struct ProfileKey {
-  std::string id;  // "<gpu>/<model>-<dtype>[@<engine>]"
+  std::string id;  // "<gpu>/<model>-<dtype>[-tp<N>][@<engine>]"
   std::string gpu, model, dtype;
   std::string engine;  // "" from a server older than engines (= "specplan")
+  int64_t tp = 1;      // tensor parallelism the profile was made at (1 from a server before tp)
 };
 
 struct RemoteResult {

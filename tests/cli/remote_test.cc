@@ -192,6 +192,29 @@ TEST_F(RemoteTest, HostFileReachesTheServer) {
   EXPECT_NE(refused.output.find("--host-file"), std::string::npos) << refused.output;
 }
 
+// The bundled tensor-parallel profiles (glm-4.5-air at tp 4, qwen3-30b-a3b at tp 2) are found
+// over the wire as in-process: the CLI sends ProfileRef.tp instead of an inline roofline at that
+// tp (which it did before, so the remote plan was the roofline's), with --engine too.
+TEST_F(RemoteTest, TensorParallelProfilesAreUsedLikeBundledOnes) {
+  ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", SourcePath("calib")});
+  if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
+  ASSERT_FALSE(server.address().empty());
+  const std::string plan = "plan --marginals " + SourcePath("examples/marginals.json") +
+                           " --gpu h100 --c 1024 --n-max 64 --json ";
+  ExpectSameOutput(server.address(), plan + "--model glm-4.5-air --tp 4");
+  ExpectSameOutput(server.address(), plan + "--model glm-4.5-air --tp 4 --engine vllm");
+  ExpectSameOutput(server.address(), plan + "--model qwen3-30b-a3b --tp 2");
+  // At a tp no profile is made for, both sides price the roofline at that tp.
+  ExpectSameOutput(server.address(), plan + "--model qwen3-8b --tp 2");
+  const auto est = RunSpecplan(
+      "estimate --model glm-4.5-air --gpu h100 --tp 4 --s 4 --c 1024 "
+      "--json --server " +
+      server.address());
+  ASSERT_EQ(est.exit_code, 0) << est.output;
+  EXPECT_NE(est.output.find("h100-sxm/glm-4.5-air-bf16-tp4@sglang"), std::string::npos)
+      << est.output;
+}
+
 TEST_F(RemoteTest, EngineFlagReachesTheServer) {
   // h100 x qwen3-8b under two engines, in the server's directory and (for the in-process runs)
   // the calib dir: specplan's runtime (the file without "@") and sglang, priced differently.
