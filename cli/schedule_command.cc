@@ -47,6 +47,7 @@ struct ScheduleArgs : CostFlags, ReplayFlags {
   int n_max = 64;
   int min_draft_len = 0;
   bool unconstrained = false;
+  double slo_tpot_ms = 0, slo_ttft_ms = 0;
   std::string context_grid;
   bool quiet = false;
   AcceptanceFlags acceptance;  // chains over the user's acceptance instead of --trace
@@ -144,6 +145,7 @@ bool RequestOf(const ScheduleArgs& a, ops::ScheduleRequest* req) {
   r.n_max = a.n_max;
   req->min_draft_len = a.min_draft_len;
   req->monotone = !a.unconstrained;
+  req->slo_tpot_ms = a.slo_tpot_ms;
   req->context = a.context;
   return true;
 }
@@ -151,6 +153,12 @@ bool RequestOf(const ScheduleArgs& a, ops::ScheduleRequest* req) {
 int RunSchedule(const ScheduleArgs& a) {
   // The output path first: nothing runs (or is written) for a path the command would refuse.
   if (!a.out.empty() && Failed(kCmd, CheckOutputPath("--out", a.out, a.output))) return 1;
+  if (a.slo_ttft_ms > 0) {
+    std::cerr << kCmd << "--slo-ttft-ms: the schedule's replay keeps B requests in flight and "
+              << "has no arrivals or prefill, so it has no TTFT; use whatif --online "
+              << "--slo-ttft-ms (docs/online.md)\n";
+    return 1;
+  }
   ops::ScheduleRequest req;
   if (!RequestOf(a, &req)) return 1;
   if (Failed(kCmd, ScheduleErrorInFlags(a, ops::Validate(req)))) return 1;
@@ -228,6 +236,14 @@ void RegisterScheduleCommand(CLI::App& app, int* exit_code) {
                   "a comma-separated grid of context lengths starting at 0, e.g. "
                   "0,2048,8192,32768; at each point the trace is replayed with every request's "
                   "context grown by that many tokens");
+  cmd->add_option("--slo-tpot-ms", args->slo_tpot_ms,
+                  "TPOT SLO, ms per output token: each grid point says whether its setting meets "
+                  "it (TPOT = B / throughput with B requests in flight), and the summary and "
+                  "metadata name the largest batch size that does, beside plain decoding's")
+      ->check(MsRange());
+  cmd->add_option("--slo-ttft-ms", args->slo_ttft_ms,
+                  "Refused here (the replay has no arrivals or prefill): use whatif --online")
+      ->check(MsRange());
   cmd->add_flag("--quiet", args->quiet, "Do not print the summary to stderr");
   AddAcceptanceFlags(cmd, &args->acceptance)
       ->description(

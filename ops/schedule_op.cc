@@ -21,6 +21,7 @@ whatif::ScheduleOptions ChoiceOptions(const ScheduleRequest& req) {
   whatif::ScheduleOptions options;
   options.min_chain = req.min_draft_len;
   options.monotone = req.monotone;
+  options.slo_tpot_s = req.slo_tpot_ms * 1e-3;
   return options;
 }
 
@@ -66,6 +67,7 @@ absl::Status Validate(const ScheduleRequest& req) {
   const WhatIfConcurrencyRequest& r = req.replay;
   if (r.recorded) return Invalid("replay.recorded: a schedule replays a grid of batch sizes");
   SPECPLAN_RETURN_IF_ERROR(Validate(r));
+  SPECPLAN_RETURN_IF_ERROR(CheckMs("slo_tpot_ms", req.slo_tpot_ms));
   if (r.batch_sizes.front() != 1) {
     return Invalid(absl::StrCat("batch_sizes = ", absl::StrJoin(r.batch_sizes, ","),
                                 ": must start at 1 (the setting chosen at each batch size applies "

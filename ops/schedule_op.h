@@ -37,8 +37,9 @@ struct ScheduleRequest {
     return r;
   }();
   whatif::ScheduleFormat format = whatif::ScheduleFormat::kVllm;
-  int min_draft_len = 0;  // chains only: choose among K >= this, [0, 64]
-  bool monotone = true;   // never more at a larger batch size (ScheduleOptions::monotone)
+  int min_draft_len = 0;   // chains only: choose among K >= this, [0, 64]
+  bool monotone = true;    // never more at a larger batch size (ScheduleOptions::monotone)
+  double slo_tpot_ms = 0;  // TPOT SLO, ms per output token, [0, 1e4]; 0 = none
   // vllm only: the context axis (vLLM RFC #48627), a grid starting at 0; empty = none.
   std::vector<int64_t> context_grid;
   // Chains over the user's acceptance instead of the trace (then replay.trace must be ""), each

@@ -111,6 +111,7 @@ absl::Status ChooseSettings(const Trace* trace, ScheduleFormat format,
   // the same among the candidates the constraint allows: no larger than the previous point's
   // (monotone), or than K(1) (TensorRT-LLM).
   s->monotone = options.monotone;
+  s->slo_tpot_s = options.slo_tpot_s;
   std::vector<int> chosen(nb), best(nb);
   for (size_t bi = 0; bi < nb; ++bi) {
     int limit = std::numeric_limits<int>::max();
@@ -154,6 +155,14 @@ absl::Status ChooseSettings(const Trace* trace, ScheduleFormat format,
     p.ar_throughput = row_throughput(bi, Strategy::kAr);
     p.batch_throughput = row_throughput(bi, Strategy::kBatch);
     p.static_throughput = throughput(bi, static_c);
+    p.tpot_s = p.throughput > 0 ? p.batch / p.throughput : std::numeric_limits<double>::infinity();
+    p.plain_tpot_s =
+        p.ar_throughput > 0 ? p.batch / p.ar_throughput : std::numeric_limits<double>::infinity();
+    if (options.slo_tpot_s > 0) {
+      p.slo_met = p.tpot_s <= options.slo_tpot_s;
+      if (p.slo_met) s->slo_max_batch = p.batch;
+      if (p.plain_tpot_s <= options.slo_tpot_s) s->slo_plain_max_batch = p.batch;
+    }
     s->schedule_throughput_sum += p.throughput;
     s->batch_throughput_sum += p.batch_throughput;
     s->static_throughput_sum += p.static_throughput;

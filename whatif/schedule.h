@@ -22,6 +22,13 @@
 // finite bound); neighbouring ranges with the same setting merge into one. The first grid point
 // must be 1, so that every batch size has a setting.
 //
+// TPOT SLO (ScheduleOptions::slo_tpot_s): with B requests always in flight every request's time per
+// output token is TPOT(B) = B / throughput(B), the same for all of them, so at one B the setting
+// with the highest throughput also has the lowest TPOT and an SLO cannot change the choice; what it
+// changes is how far the batch may grow. Each point says whether its setting meets the SLO, and
+// the schedule names the largest grid B that does, beside plain decoding's (Schedule::slo_*).
+// TTFT needs arrivals and prefill, which this replay does not have (whatif/online.h does).
+//
 // Best single static setting: the one setting (K, or n, or 0) that, used at every grid point,
 // maximises the throughput summed over the grid, Σ_B throughput(B, setting): what a deployment
 // without a per-batch-size table would run.
@@ -90,6 +97,8 @@ struct ScheduleOptions {
   int min_chain = 0;
   // At each grid point choose among settings no larger than the previous point's (see the top).
   bool monotone = true;
+  // TPOT SLO, seconds per output token; 0 = none (see the top).
+  double slo_tpot_s = 0;
 };
 
 // One grid point.
@@ -103,6 +112,9 @@ struct SchedulePoint {
   double ar_throughput = 0;      // plain decoding at B
   double batch_throughput = 0;   // the per-step batch planner at B
   double static_throughput = 0;  // the best single static setting at B
+  double tpot_s = 0;             // B / throughput: every request's time per output token
+  double plain_tpot_s = 0;       // the same for plain decoding
+  bool slo_met = true;           // tpot_s <= the TPOT SLO (true without one)
 };
 
 // One inclusive batch range of the rendered schedule.
@@ -125,6 +137,9 @@ struct Schedule {
   double batch_throughput_sum = 0;     // Σ_B of the batch planner's
   int min_chain = 0;
   bool monotone = true;
+  double slo_tpot_s = 0;        // the TPOT SLO (0 = none)
+  int slo_max_batch = 0;        // the largest grid B whose setting meets it (0 = none)
+  int slo_plain_max_batch = 0;  // the largest grid B at which plain decoding meets it
   // The grid points where the constraint (monotone, or TensorRT-LLM's K <= K(1)) changed the
   // choice: points[i].setting != points[i].best_setting.
   std::vector<int> constrained_batches;

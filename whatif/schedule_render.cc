@@ -223,6 +223,12 @@ ordered_json MetadataJson(const Schedule& s, const ScheduleSource& src) {
     if (s.chains) m["replay"]["min_draft_len"] = s.min_chain;
   }
   m["choice"] = ChoiceRule(s);
+  if (s.slo_tpot_s > 0) {
+    m["slo"] = {{"tpot_s", s.slo_tpot_s},
+                {"rule", "TPOT = B / throughput with B requests in flight"},
+                {"max_batch", s.slo_max_batch},
+                {"plain_max_batch", s.slo_plain_max_batch}};
+  }
   m["range_rule"] = kRangeRule;
   const char* key = s.chains ? "k" : "draft_nodes";
   ordered_json per = ordered_json::array();
@@ -235,6 +241,10 @@ ordered_json MetadataJson(const Schedule& s, const ScheduleSource& src) {
     if (s.acceptance.empty()) e["batch_planner_throughput"] = Round1(p.batch_throughput);
     e["best_static_throughput"] = Round1(p.static_throughput);
     e["plain_throughput"] = Round1(p.ar_throughput);
+    if (s.slo_tpot_s > 0) {
+      e["tpot_ms"] = Round1(1e4 * p.tpot_s) / 10;  // 0.01 ms
+      e["slo_met"] = p.slo_met;
+    }
     per.push_back(std::move(e));
   }
   m["expected_tokens_per_s"] = std::move(per);
@@ -539,6 +549,15 @@ std::string FormatScheduleSummary(const Schedule& s, const ScheduleSource& sourc
   }
   out += absl::StrFormat("best single static setting: %s\n",
                          DescribeSetting(s, s.static_setting, s.static_sglang));
+  if (s.slo_tpot_s > 0) {
+    auto upto = [](int b) {
+      return b == 0 ? std::string("at no batch size of the grid") : absl::StrCat("up to B = ", b);
+    };
+    out += absl::StrFormat(
+        "TPOT SLO %g ms (B / throughput with B in flight): the schedule meets it %s, plain "
+        "decoding %s\n",
+        1e3 * s.slo_tpot_s, upto(s.slo_max_batch), upto(s.slo_plain_max_batch));
+  }
   for (const std::string& line : ConstraintLines(s)) out += line + "\n";
   return out;
 }

@@ -96,12 +96,30 @@ TEST(ScheduleCommand, ErrorsNameTheFlagAndValue) {
       {kBase + "--format sglang --min-draft-len 1",
        "--min-draft-len 1: applies to --format vllm and trtllm"},
       {"schedule --gpu h100 --model qwen3-8b --format vllm --engine foo", "--engine foo"},
+      {kBase + "--format vllm --slo-ttft-ms 200",
+       "--slo-ttft-ms: the schedule's replay keeps B requests in flight and has no arrivals"},
+      {kBase + "--format vllm --slo-tpot-ms nan", "--slo-tpot-ms: value = nan", kAnyFailure},
   });
   // Nothing is written when the command fails.
   const std::string out = ::testing::TempDir() + "/schedule_cli/never.json";
   std::remove(out.c_str());
   ExpectRefused({{kBase + "--format vllm --batch-sizes 0 --mkdir --out " + out,
                   "\"0\" must be a positive integer", 1, out}});
+}
+
+// --slo-tpot-ms: the metadata names the SLO, each point its TPOT and whether it meets it.
+TEST(ScheduleCommand, TpotSloInTheMetadata) {
+  auto r = RunSpecplan(kBase + "--format vllm --batch-sizes 1,4,16,64 --slo-tpot-ms 8 --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  const nlohmann::json& m = j.at("specplan");
+  EXPECT_DOUBLE_EQ(m.at("slo").at("tpot_s").get<double>(), 0.008);
+  int last_met = 0;
+  for (const nlohmann::json& p : m.at("expected_tokens_per_s")) {
+    EXPECT_EQ(p.at("slo_met").get<bool>(), p.at("tpot_ms").get<double>() <= 8.0) << p.dump();
+    if (p.at("slo_met").get<bool>()) last_met = p.at("batch").get<int>();
+  }
+  EXPECT_EQ(m.at("slo").at("max_batch"), last_met);
 }
 
 TEST(ScheduleCommand, ContextGridAddsTheRfcTableForVllmOnly) {

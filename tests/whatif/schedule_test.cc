@@ -36,6 +36,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "costmodel/cost_spec.h"
 #include "costmodel/cycle_cost.h"
@@ -357,6 +358,40 @@ TEST(Schedule, MinChainKeepsEveryRangeSpeculating) {
   const StaticSettings& chain = s->report.best_chain_settings;
   const SchedulePoint& last = s->points.back();
   EXPECT_DOUBLE_EQ(last.throughput, chain.at(s->points.size() - 1, last.setting - 1));
+}
+
+// A TPOT SLO: every point's TPOT is B over its setting's throughput, the SLO marks the points that
+// meet it, and the schedule names the largest such B beside plain decoding's. The SLO is set
+// between two points' TPOTs, so the test fails if either is off by a grid step.
+TEST(Schedule, TpotSloNamesTheLargestBatchThatMeetsIt) {
+  ScheduleOptions o = ReadmeOptions();
+  auto plain = BuildSchedule(BundledTrace(), EngineProfile("vllm"), ScheduleFormat::kVllm, o);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const std::vector<SchedulePoint>& pts = plain->points;
+  ASSERT_GE(pts.size(), 5u);
+  for (const SchedulePoint& p : pts) {
+    EXPECT_DOUBLE_EQ(p.tpot_s, p.batch / p.throughput);
+    EXPECT_DOUBLE_EQ(p.plain_tpot_s, p.batch / p.ar_throughput);
+    EXPECT_TRUE(p.slo_met);  // no SLO
+  }
+  EXPECT_EQ(plain->slo_max_batch, 0);
+  // Between grid point 3's TPOT and point 4's (TPOT grows with B).
+  o.slo_tpot_s = (pts[3].tpot_s + pts[4].tpot_s) / 2;
+  auto s = BuildSchedule(BundledTrace(), EngineProfile("vllm"), ScheduleFormat::kVllm, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (size_t i = 0; i < s->points.size(); ++i) {
+    EXPECT_EQ(s->points[i].slo_met, i <= 3) << "B " << s->points[i].batch;
+    EXPECT_EQ(s->points[i].setting, pts[i].setting);  // the SLO does not change the choice
+  }
+  EXPECT_EQ(s->slo_max_batch, pts[3].batch);
+  int plain_max = 0;
+  for (const SchedulePoint& p : pts) {
+    if (p.plain_tpot_s <= o.slo_tpot_s) plain_max = p.batch;
+  }
+  EXPECT_EQ(s->slo_plain_max_batch, plain_max);
+  EXPECT_LE(s->slo_plain_max_batch, s->slo_max_batch);
+  const std::string summary = FormatScheduleSummary(*s, ScheduleSource{});
+  EXPECT_THAT(summary, HasSubstr(absl::StrCat("the schedule meets it up to B = ", pts[3].batch)));
 }
 
 TEST(Schedule, RejectsBadOptionsNamingTheField) {
