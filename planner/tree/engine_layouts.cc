@@ -78,22 +78,13 @@ absl::Status LayoutTooLarge(const std::string& what, int64_t bytes) {
 
 int64_t BatchLayoutBytes(absl::Span<const Tree> trees) {
   int64_t bytes = 0;
-  std::vector<uint8_t> has_child;
   for (const Tree& t : trees) {
     const int64_t s = t.size();
     // tokens, parents (int32), positions (int64), scratch (int32): 20 bytes per token; the mask's
     // s rows of ceil(s / 64) words; retrieve: one row of depth + 1 int32 entries per leaf.
-    has_child.assign(static_cast<size_t>(s), 0);
-    int64_t depth = 0;
-    for (int64_t i = 1; i < s; ++i) has_child[static_cast<size_t>(t.parents[i])] = 1;
-    for (int64_t i = 0; i < s && i < static_cast<int64_t>(t.depths.size()); ++i) {
-      depth = std::max<int64_t>(depth, t.depths[i]);
-    }
-    int64_t leaves = 0;
-    for (uint8_t c : has_child) leaves += c == 0 ? 1 : 0;
     bytes = SatAdd(bytes, SatMul(s, 20));
     bytes = SatAdd(bytes, SatMul(SatMul(s, (s + 63) / 64), 8));
-    bytes = SatAdd(bytes, SatMul(SatMul(leaves, depth + 1), 4));
+    bytes = SatAdd(bytes, SatMul(RetrieveEntries(t), 4));
   }
   return bytes;
 }

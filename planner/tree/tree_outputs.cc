@@ -128,18 +128,21 @@ int64_t TreeOutputsBytes(const Tree& tree, const TreeOutputOptions& options) {
   int64_t bytes = s * (8 + 4);  // positions, parents
   if (options.packed_mask) bytes += s * ((s + 63) / 64) * 8;
   if (options.dense_mask) bytes += s * s;
-  if (options.retrieve) {
-    std::vector<uint8_t> has_child(static_cast<size_t>(s), 0);
-    int64_t depth = 0;
-    for (int64_t i = 1; i < s; ++i) has_child[static_cast<size_t>(tree.parents[i])] = 1;
-    for (int64_t i = 0; i < s && i < static_cast<int64_t>(tree.depths.size()); ++i) {
-      depth = std::max<int64_t>(depth, tree.depths[i]);
-    }
-    int64_t leaves = 0;
-    for (uint8_t c : has_child) leaves += c == 0 ? 1 : 0;
-    bytes += leaves * (depth + 1) * 4;
-  }
+  if (options.retrieve) bytes += RetrieveEntries(tree) * 4;
   return bytes;
+}
+
+int64_t RetrieveEntries(const Tree& tree) {
+  const int64_t s = tree.size();
+  std::vector<uint8_t> has_child(static_cast<size_t>(s), 0);
+  int64_t depth = 0;
+  for (int64_t i = 1; i < s; ++i) has_child[static_cast<size_t>(tree.parents[i])] = 1;
+  for (int64_t i = 0; i < s && i < static_cast<int64_t>(tree.depths.size()); ++i) {
+    depth = std::max<int64_t>(depth, tree.depths[i]);
+  }
+  int64_t leaves = 0;
+  for (uint8_t c : has_child) leaves += c == 0 ? 1 : 0;
+  return leaves * (depth + 1);
 }
 
 void ComputeTreeOutputs(const Tree& tree, const TreeOutputOptions& options, TreeOutputs* out) {

@@ -54,6 +54,9 @@ struct TreeOutputs {
 // (s rows of ceil(s / 64) words), the dense mask (s x s) and retrieve (leaves x (depth + 1) int32),
 // each only when asked for; from one scan of parents and depths, before anything is allocated.
 int64_t TreeOutputsBytes(const Tree& tree, const TreeOutputOptions& options);
+// Entries of the tree's retrieve matrix: leaves x (max depth + 1), from one scan of parents and
+// depths (TreeOutputsBytes and the ragged layout's size use it).
+int64_t RetrieveEntries(const Tree& tree);
 
 // Fills `out` for `tree`. The tree must satisfy ValidateTree (checked cheaply with SPECPLAN_CHECK:
 // sizes agree, parents[0] = -1, parents[i] < i); depths are recomputed from parents.

@@ -54,6 +54,19 @@ EngineLimits Limits(int max_running, int64_t budget) {
   return l;
 }
 
+// The two-request stream of the hand-worked tests below: A (prompt 4, output 5, trace 0) and B
+// (prompt 4, output 3, trace 1), arriving evenly at 50 requests/s (B at 20 ms), at most 4 running
+// and a budget of 6 tokens per step, for the settings `chains`.
+std::vector<OnlineRequest> TwoRequests() { return {Req(4, 5, 0), Req(4, 3, 1)}; }
+OnlineOptions TwoRequestOptions(std::vector<int> chains) {
+  OnlineOptions o;
+  o.chain_lengths = std::move(chains);
+  o.limits = Limits(4, 6);
+  o.arrivals.rates = {50};
+  o.arrivals.constant = true;
+  return o;
+}
+
 // Two requests, 50 requests/s (B arrives at 20 ms), chains of K = 2, a budget of 6 tokens per
 // step, steps of 10 ms + 1 ms per prefill token.
 //   A: prompt 4, output 5, acc_len [1, 3, 1, 2, 1];  B: prompt 4, output 3, acc_len [1, 2, 1].
@@ -68,12 +81,8 @@ EngineLimits Limits(int max_running, int64_t budget) {
 TEST(OnlineTest, HandWorkedStreamWithTokenBudget) {
   OnlineWorkload w;
   w.traces = {Trace({1, 3, 1, 2, 1}), Trace({1, 2, 1})};
-  const std::vector<OnlineRequest> reqs = {Req(4, 5, 0), Req(4, 3, 1)};
-  OnlineOptions o;
-  o.chain_lengths = {2};
-  o.limits = Limits(4, 6);
-  o.arrivals.rates = {50};
-  o.arrivals.constant = true;
+  const std::vector<OnlineRequest> reqs = TwoRequests();
+  OnlineOptions o = TwoRequestOptions({2});
   const FixedPricer pricer(0.010, 0.001);
   auto r = RunOnline(reqs, w, pricer, o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -106,12 +115,8 @@ TEST(OnlineTest, HandWorkedStreamWithTokenBudget) {
 TEST(OnlineTest, GoodputCountsTheRequestsThatMeetTheSlos) {
   OnlineWorkload w;
   w.traces = {Trace({1, 3, 1, 2, 1}), Trace({1, 2, 1})};
-  const std::vector<OnlineRequest> reqs = {Req(4, 5, 0), Req(4, 3, 1)};
-  OnlineOptions o;
-  o.chain_lengths = {2};
-  o.limits = Limits(4, 6);
-  o.arrivals.rates = {50};
-  o.arrivals.constant = true;
+  const std::vector<OnlineRequest> reqs = TwoRequests();
+  OnlineOptions o = TwoRequestOptions({2});
   const FixedPricer pricer(0.010, 0.001);
   struct Case {
     double ttft_s, tpot_s;
@@ -139,12 +144,8 @@ TEST(OnlineTest, GoodputCountsTheRequestsThatMeetTheSlos) {
 TEST(OnlineTest, BestSettingPerLoadIsTheHighestGoodput) {
   OnlineWorkload w;
   w.traces = {Trace({1, 3, 1, 2, 1}), Trace({1, 2, 1})};
-  const std::vector<OnlineRequest> reqs = {Req(4, 5, 0), Req(4, 3, 1)};
-  OnlineOptions o;
-  o.chain_lengths = {0, 2};
-  o.limits = Limits(4, 6);
-  o.arrivals.rates = {50};
-  o.arrivals.constant = true;
+  const std::vector<OnlineRequest> reqs = TwoRequests();
+  OnlineOptions o = TwoRequestOptions({0, 2});
   o.slo.ttft_s = 0.020;
   auto r = RunOnline(reqs, w, FixedPricer(0.010, 0.001), o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -182,12 +183,8 @@ TEST(OnlineTest, RankSettingsPerLoadOverMergedRows) {
 TEST(OnlineTest, HandWorkedStreamPlainDecoding) {
   OnlineWorkload w;
   w.traces = {Trace({1, 3, 1, 2, 1}), Trace({1, 2, 1})};
-  const std::vector<OnlineRequest> reqs = {Req(4, 5, 0), Req(4, 3, 1)};
-  OnlineOptions o;
-  o.chain_lengths = {0};
-  o.limits = Limits(4, 6);
-  o.arrivals.rates = {50};
-  o.arrivals.constant = true;
+  const std::vector<OnlineRequest> reqs = TwoRequests();
+  OnlineOptions o = TwoRequestOptions({0});
   auto r = RunOnline(reqs, w, FixedPricer(0.010, 0.001), o);
   ASSERT_TRUE(r.ok()) << r.status();
   const OnlineRow& x = r->rows[0];
@@ -209,12 +206,8 @@ TEST(OnlineTest, PositionsWithoutADraftVerifyOneToken) {
   w.traces[0].draft_room.assign(5, 0);
   w.traces[1].draft_room.assign(3, 0);
   w.trace_k_max = 2;
-  const std::vector<OnlineRequest> reqs = {Req(4, 5, 0), Req(4, 3, 1)};
-  OnlineOptions o;
-  o.chain_lengths = {2};
-  o.limits = Limits(4, 6);
-  o.arrivals.rates = {50};
-  o.arrivals.constant = true;
+  const std::vector<OnlineRequest> reqs = TwoRequests();
+  OnlineOptions o = TwoRequestOptions({2});
   auto r = RunOnline(reqs, w, FixedPricer(0.010, 0.001), o);
   ASSERT_TRUE(r.ok()) << r.status();
   const OnlineRow& x = r->rows[0];
