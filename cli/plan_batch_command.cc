@@ -142,11 +142,7 @@ int RunPlanBatch(const PlanBatchArgs& a) {
   ops::PlanBatchRequest req;
   SetBudgetMode(a.n_max, a.budget, a.scan, &req.options);
   if (a.max_ms_per_token > 0) {
-    if (req.options.mode == BudgetMode::kFixed) {
-      std::cerr << kCmd << "--max-ms-per-token " << a.max_ms_per_token
-                << ": a latency bound chooses the budget itself; use --n-max, not --budget\n";
-      return 1;
-    }
+    // The operation checks it against the mode (ops::Validate, below, in the flags' words).
     req.options.objective = BatchObjective::kLatencyBound;
     req.options.max_seconds_per_token = a.max_ms_per_token * 1e-3;
   }
@@ -158,6 +154,8 @@ int RunPlanBatch(const PlanBatchArgs& a) {
     req.requests.push_back({&r.marginals, r.c, r.n_max, r.weight});
   auto parsed = a.Parse(a.t_draft_ms);
   if (Failed(kCmd, parsed.status())) return 1;
+  // The request's own rules first, for --server too (the server applies the same ones).
+  if (Failed(kCmd, CostErrorInFlags(ops::Validate(req)))) return 1;
   const bool want_cost = a.NeedsCost(req.options.mode == BudgetMode::kFixed);
 
   ops::PlanBatchResult result;

@@ -70,8 +70,8 @@ absl::Status Validate(const PlanBatchRequest& req, int64_t max_context) {
     if (o.mode == planner::BudgetMode::kFixed) {
       return absl::InvalidArgumentError(
           absl::StrCat("max_ms_per_token = ", ms,
-                       ": a latency bound chooses the budget itself; use mode controller or "
-                       "scan, not fixed"));
+                       ": a latency bound chooses the budget itself, so it needs the controller "
+                       "or scan mode, not a fixed budget"));
     }
     if (absl::Status st = CheckPositive("max_ms_per_token", ms); !st.ok()) return st;
   }

@@ -80,15 +80,8 @@ BatchArgs ParseBatchArgs(int n_max, const std::string& mode, py::handle max_ms_p
   }
   o.n_max = n_max;
   if (!max_ms_per_token.is_none()) {
+    // The operation checks the bound and the mode (ops::Validate, its one home).
     const double x = ReadFloat(max_ms_per_token, "max_ms_per_token");
-    if (o.mode == BudgetMode::kFixed) {
-      ThrowInvalid(absl::StrCat("max_ms_per_token = ", x,
-                                ": a latency bound chooses the budget itself; use mode "
-                                "'controller' or 'scan', not 'fixed'"));
-    }
-    if (!(x > 0) || !std::isfinite(x)) {
-      ThrowInvalid(absl::StrCat("max_ms_per_token = ", x, ": must be > 0"));
-    }
     o.objective = planner::BatchObjective::kLatencyBound;
     o.max_seconds_per_token = x * 1e-3;
   }
