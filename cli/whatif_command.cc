@@ -425,10 +425,12 @@ void RegisterWhatIfCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-requests", args->max_requests,
                   "With --acceptance of a trace: replay only its first N requests (0 = all)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--prefill", args->prefill,
-                "With --acceptance of a trace (copies): count each request's prefill, its B "
-                "copies served as the engine serves them (whatif/online.h, the engine's default "
-                "limits); speedup = the whole request's plain time over its speculative time");
+  cmd->add_flag(
+      "--prefill", args->prefill,
+      "With --acceptance of a trace (copies): count each request's prefill, its B "
+      "copies served as the engine serves them (whatif/online.h, the engine's default "
+      "limits); each request's throughput counts its whole time, and the speedup is the ratio "
+      "of the mean per-request throughputs, as SpecDecode-Bench averages");
   cmd->add_option("--max-tokens", args->max_tokens,
                   "With --acceptance of a trace: the benchmark's max_tokens; requests whose output "
                   "reached it ran to the limit instead of stopping and are dropped before "
