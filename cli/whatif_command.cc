@@ -262,6 +262,12 @@ int RunChains(const WhatIfArgs& a) {
   req.replay.max_requests = a.max_requests;
   req.replay.drop_at_output = a.max_tokens;
   req.prefill = a.prefill;
+  if (const std::string flag = a.online.LimitFlagGiven(); !flag.empty() && !a.prefill) {
+    std::cerr << kCmd << flag << " applies only with --online or --prefill (the engine's "
+              << "scheduler)\n";
+    return 1;
+  }
+  req.limits = a.online.Limits();
   auto acceptance = a.acceptance.Load();
   if (Failed(kCmd, acceptance.status())) return 1;
   req.acceptance = *std::move(acceptance);
@@ -303,6 +309,11 @@ int RunWhatIf(const WhatIfArgs& a) {
     return 1;
   }
   if (a.acceptance.given()) return RunChains(a);
+  if (const std::string flag = a.online.LimitFlagGiven(); !flag.empty()) {
+    std::cerr << kCmd << flag << " applies only with --online or --prefill (the engine's "
+              << "scheduler)\n";
+    return 1;
+  }
   for (const char* flag : {"--batching", "--chains", "--independent", "--context", "--max-requests",
                            "--prefill", "--max-tokens"}) {
     if (Given(a, flag)) {

@@ -171,16 +171,39 @@ int RunWhatIfConcurrency(const ops::WhatIfConcurrencyRequest& given, bool json,
   return 0;
 }
 
+// The replay's and the operation's field names as the flags that set them.
+static std::string OnlineErrorInFlags(const absl::Status& status) {
+  std::string msg(WhatIfErrorInFlags(status).message());
+  for (const auto& [field, flag] : {std::pair<std::string, std::string>{"rates[", "--rates ["},
+                                    {"in_flight = ", "--max-concurrency "},
+                                    {"chain_lengths: ", "--chains: "},
+                                    {"kv_cache_tokens = ", "--kv-cache-tokens "},
+                                    {"max_running = ", "--max-num-seqs "},
+                                    {"token_budget = ", "--max-num-batched-tokens "},
+                                    {"prompt_tokens = ", "--prompt-tokens "},
+                                    {"prompt_tokens: ", "--prompt-tokens: "},
+                                    {"output_tokens: ", "--output-tokens: "},
+                                    {"output_tokens = ", "--output-tokens "},
+                                    {"num_prompts = ", "--num-prompts "},
+                                    {"gpu_memory_utilization = ", "--gpu-memory-utilization "},
+                                    {"mem_fraction_static = ", "--mem-fraction-static "},
+                                    {"memory_fraction = ", "--gpu-memory-utilization "},
+                                    {"acceptance: ", "--acceptance: "},
+                                    {"drafter: none", "--drafter names a cost class"}}) {
+    if (msg.rfind(field, 0) == 0) return flag + msg.substr(field.size());
+  }
+  return msg;
+}
+
 int RunChainReplay(const ops::WhatIfChainsRequest& req, bool json) {
   auto result = ops::WhatIfChains(req);
   if (!result.ok()) {
-    // The replay names its fields; say them as the flags that set them.
-    std::string msg(WhatIfErrorInFlags(result.status()).message());
+    // The replay names its fields; say them as the flags that set them (the engine's limits, with
+    // --prefill, as --online names them).
+    std::string msg = OnlineErrorInFlags(result.status());
     for (const auto& [field, flag] :
-         {std::pair<std::string, std::string>{"chain_lengths: ", "--chains: "},
-          {"batch_sizes: ", "--concurrency: "},
-          {"context = ", "--context "},
-          {"drafter: none", "--drafter names a cost class"}}) {
+         {std::pair<std::string, std::string>{"batch_sizes: ", "--concurrency: "},
+          {"context = ", "--context "}}) {
       if (msg.rfind(field, 0) == 0) msg = flag + msg.substr(field.size());
     }
     std::cerr << kCmd << msg << "\n";
@@ -227,30 +250,6 @@ absl::StatusOr<std::vector<int>> ParseChainList(const std::string& text) {
   return out;
 }
 
-// The replay's and the operation's field names as the flags that set them.
-std::string OnlineErrorInFlags(const absl::Status& status) {
-  std::string msg(WhatIfErrorInFlags(status).message());
-  for (const auto& [field, flag] : {std::pair<std::string, std::string>{"rates[", "--rates ["},
-                                    {"in_flight = ", "--max-concurrency "},
-                                    {"chain_lengths: ", "--chains: "},
-                                    {"kv_cache_tokens = ", "--kv-cache-tokens "},
-                                    {"max_running = ", "--max-num-seqs "},
-                                    {"token_budget = ", "--max-num-batched-tokens "},
-                                    {"prompt_tokens = ", "--prompt-tokens "},
-                                    {"prompt_tokens: ", "--prompt-tokens: "},
-                                    {"output_tokens: ", "--output-tokens: "},
-                                    {"output_tokens = ", "--output-tokens "},
-                                    {"num_prompts = ", "--num-prompts "},
-                                    {"gpu_memory_utilization = ", "--gpu-memory-utilization "},
-                                    {"mem_fraction_static = ", "--mem-fraction-static "},
-                                    {"memory_fraction = ", "--gpu-memory-utilization "},
-                                    {"acceptance: ", "--acceptance: "},
-                                    {"drafter: none", "--drafter names a cost class"}}) {
-    if (msg.rfind(field, 0) == 0) return flag + msg.substr(field.size());
-  }
-  return msg;
-}
-
 }  // namespace
 
 void AddOnlineFlags(CLI::App* cmd, OnlineFlags* f) {
@@ -283,26 +282,30 @@ void AddOnlineFlags(CLI::App* cmd, OnlineFlags* f) {
                       "With --online and rates: prompt length N, or LO:HI drawn uniformly"));
   add(cmd->add_option("--output-tokens", f->output_tokens,
                       "With --online and rates: output length N, or LO:HI drawn uniformly"));
-  f->max_running_option = add(cmd->add_option(
-      "--max-num-seqs,--max-running-requests", f->max_running,
-      "With --online: most requests running at once (default: the engine's; vLLM 1024 on a GPU "
-      "of >= 70 GiB, else 256; SGLang 48 when speculating)"));
+  f->max_running_option =
+      add(cmd->add_option("--max-num-seqs,--max-running-requests", f->max_running,
+                          "With --online or --prefill: most requests running at once (default: the "
+                          "engine's; vLLM 1024 on a GPU "
+                          "of >= 70 GiB, else 256; SGLang 48 when speculating)"));
   f->token_budget_option = add(cmd->add_option(
       "--max-num-batched-tokens,--chunked-prefill-size", f->token_budget,
-      "With --online: tokens per step (vLLM: prefill chunks and verified tokens share it; "
+      "With --online or --prefill: tokens per step (vLLM: prefill chunks and verified tokens share "
+      "it; "
       "SGLang: prompt tokens per prefill step); default: the engine's (vLLM 8192 on >= 70 GiB "
       "else 2048; SGLang 8192 below 160 GiB)"));
-  f->chunked_option = add(cmd->add_flag(
-      "--enable-chunked-prefill,!--no-enable-chunked-prefill", f->chunked_prefill,
-      "With --online: chunk long prompts across steps (default on, as in vLLM V1 and SGLang)"));
-  f->kv_option = add(cmd->add_option(
-      "--kv-cache-tokens", f->kv_cache_tokens,
-      "With --online: tokens the KV cache holds (default: from the GPU's memory, the memory "
-      "fraction and the weights)"));
-  f->fraction_option = add(cmd->add_option(
-      "--gpu-memory-utilization,--mem-fraction-static", f->memory_fraction,
-      "With --online: fraction of the GPU's memory for weights and KV cache (default vLLM 0.9, "
-      "SGLang 0.88)"));
+  f->chunked_option =
+      add(cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", f->chunked_prefill,
+                        "With --online or --prefill: chunk long prompts across steps (default on, "
+                        "as in vLLM V1 and SGLang)"));
+  f->kv_option = add(cmd->add_option("--kv-cache-tokens", f->kv_cache_tokens,
+                                     "With --online or --prefill: tokens the KV cache holds "
+                                     "(default: from the GPU's memory, the memory "
+                                     "fraction and the weights)"));
+  f->fraction_option =
+      add(cmd->add_option("--gpu-memory-utilization,--mem-fraction-static", f->memory_fraction,
+                          "With --online or --prefill: fraction of the GPU's memory for weights "
+                          "and KV cache (default vLLM 0.9, "
+                          "SGLang 0.88)"));
   add(cmd->add_option("--slo-ttft-ms", f->slo_ttft_ms,
                       "With --online: a request meets its SLO only with TTFT at most this (ms); "
                       "goodput counts the output tokens of requests that met every SLO, and the "
@@ -315,7 +318,28 @@ void AddOnlineFlags(CLI::App* cmd, OnlineFlags* f) {
 }
 
 std::string OnlineOnlyFlagGiven(const OnlineFlags& f) {
+  const std::vector<const CLI::Option*> limits = {f.max_running_option, f.token_budget_option,
+                                                  f.chunked_option, f.kv_option, f.fraction_option};
   for (const CLI::Option* o : f.options) {
+    if (std::find(limits.begin(), limits.end(), o) != limits.end()) continue;
+    if (o->count() > 0) return "--" + o->get_lnames().front();
+  }
+  return "";
+}
+
+ops::EngineLimitRequest OnlineFlags::Limits() const {
+  ops::EngineLimitRequest l;
+  if (max_running_option->count() > 0) l.max_running = max_running;
+  if (token_budget_option->count() > 0) l.token_budget = token_budget;
+  if (chunked_option->count() > 0) l.chunked_prefill = chunked_prefill;
+  if (kv_option->count() > 0) l.kv_cache_tokens = kv_cache_tokens;
+  if (fraction_option->count() > 0) l.memory_fraction = memory_fraction;
+  return l;
+}
+
+std::string OnlineFlags::LimitFlagGiven() const {
+  for (const CLI::Option* o :
+       {max_running_option, token_budget_option, chunked_option, kv_option, fraction_option}) {
     if (o->count() > 0) return "--" + o->get_lnames().front();
   }
   return "";
@@ -363,11 +387,7 @@ int RunWhatIfOnline(const OnlineFlags& f, const ops::CostRequest& cost,
     if (Failed(kCmd, parsed.status(), flag)) return 1;
     *range = *parsed;
   }
-  if (f.max_running_option->count() > 0) req.max_running = f.max_running;
-  if (f.token_budget_option->count() > 0) req.token_budget = f.token_budget;
-  if (f.chunked_option->count() > 0) req.chunked_prefill = f.chunked_prefill;
-  if (f.kv_option->count() > 0) req.kv_cache_tokens = f.kv_cache_tokens;
-  if (f.fraction_option->count() > 0) req.memory_fraction = f.memory_fraction;
+  req.limits = f.Limits();
   auto loaded = acceptance.Load();
   if (Failed(kCmd, loaded.status())) return 1;
   req.acceptance = *std::move(loaded);

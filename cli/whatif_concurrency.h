@@ -86,9 +86,15 @@ struct OnlineFlags {
   CLI::Option* chunked_option = nullptr;
   CLI::Option* kv_option = nullptr;
   CLI::Option* fraction_option = nullptr;
+  // The limits given (each flag not given: the engine's default).
+  ops::EngineLimitRequest Limits() const;
+  // The first flag of the engine's limits given ("" for none): they apply with --online and
+  // with --prefill; the load and length flags with --online only.
+  std::string LimitFlagGiven() const;
 };
 void AddOnlineFlags(CLI::App* cmd, OnlineFlags* flags);
-// The first online-only flag given (its long name with "--"), or "" when none was.
+// The first online-only flag given (its long name with "--"), or "" when none was; the engine's
+// limits are not online-only (they apply with --prefill too: OnlineFlags::LimitFlagGiven).
 std::string OnlineOnlyFlagGiven(const OnlineFlags& flags);
 
 // --online: builds ops::WhatIfOnlineRequest from the flags, the cost, the loaded acceptance and

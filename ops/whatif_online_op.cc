@@ -21,15 +21,6 @@ absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError
 constexpr int64_t kMaxLength = int64_t{1} << 24;
 constexpr int64_t kDefaultRatesPrompts = 1000;
 
-// The engine whose scheduler and defaults apply: SGLang's for an SGLang profile, else vLLM's.
-std::string SchedulerEngine(const std::string& profile_engine) {
-  return profile_engine == "sglang" ? "sglang" : "vllm";
-}
-
-const char* FractionField(const std::string& engine) {
-  return engine == "sglang" ? "mem_fraction_static" : "gpu_memory_utilization";
-}
-
 absl::Status CheckRange(const char* field, const LengthRange& r, const std::string& source) {
   if (r.lo == 0 && r.hi == 0) {
     return Invalid(absl::StrCat(field, ": not given; ", source,
@@ -97,31 +88,6 @@ absl::Status BuildRequests(const WhatIfOnlineRequest& req, std::vector<whatif::O
   return absl::OkStatus();
 }
 
-// The limits: the engine's defaults, each given one replacing its default, and the KV cache.
-absl::StatusOr<whatif::EngineLimits> LimitsFor(const WhatIfOnlineRequest& req,
-                                               const OnlineCost& resolved,
-                                               const std::string& engine, bool speculative,
-                                               std::string* kv_from) {
-  whatif::EngineLimits l =
-      whatif::DefaultEngineLimits(engine, resolved.gpu_spec.mem_bytes, speculative);
-  if (req.max_running) l.max_running = *req.max_running;
-  if (req.token_budget) l.token_budget = *req.token_budget;
-  if (req.chunked_prefill) l.chunked_prefill = *req.chunked_prefill;
-  if (req.kv_cache_tokens) {
-    l.kv_cache_tokens = *req.kv_cache_tokens;
-    *kv_from = "given";
-  } else {
-    const double f = req.memory_fraction.value_or(whatif::DefaultMemoryFraction(engine));
-    SPECPLAN_ASSIGN_OR_RETURN(
-        l.kv_cache_tokens,
-        whatif::KvCacheTokens(resolved.model_spec, resolved.gpu_spec, f, FractionField(engine)));
-    *kv_from =
-        absl::StrFormat("%s = %g of %s's %.3g bytes, less the weights", FractionField(engine), f,
-                        resolved.gpu_spec.name, resolved.gpu_spec.mem_bytes);
-  }
-  return l;
-}
-
 }  // namespace
 
 absl::StatusOr<LengthRange> ParseLengthRange(const std::string& text) {
@@ -146,22 +112,7 @@ absl::Status Validate(const WhatIfOnlineRequest& req) {
 absl::Status ValidateLoad(const WhatIfOnlineRequest& req) {
   SPECPLAN_RETURN_IF_ERROR(CheckInRange("num_prompts", req.num_prompts, 0,
                                         whatif::kMaxOnlineRequests, "0 = the trace's requests"));
-  if (req.max_running) {
-    SPECPLAN_RETURN_IF_ERROR(
-        CheckInRange("max_running", int64_t{*req.max_running}, 1, 1 << 20, "requests"));
-  }
-  if (req.token_budget) {
-    SPECPLAN_RETURN_IF_ERROR(
-        CheckInRange("token_budget", *req.token_budget, 1, int64_t{1} << 30, "tokens per step"));
-  }
-  if (req.kv_cache_tokens) {
-    SPECPLAN_RETURN_IF_ERROR(
-        CheckInRange("kv_cache_tokens", *req.kv_cache_tokens, 1, int64_t{1} << 40, "tokens"));
-  }
-  if (req.memory_fraction && !(*req.memory_fraction > 0 && *req.memory_fraction <= 1)) {
-    return Invalid(absl::StrCat("memory_fraction = ", *req.memory_fraction, ": must be in (0, 1]"));
-  }
-  return absl::OkStatus();
+  return Validate(req.limits);
 }
 
 absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req) {
@@ -201,8 +152,8 @@ absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req,
   // decoding and the chains under each one's own default.
   std::vector<int> plain, spec;
   for (int k : ks) (k == 0 ? plain : spec).push_back(k);
-  const bool split =
-      out.scheduler_engine == "sglang" && !req.max_running && !plain.empty() && !spec.empty();
+  const bool split = out.scheduler_engine == "sglang" && !req.limits.max_running &&
+                     !plain.empty() && !spec.empty();
   std::vector<std::vector<int>> groups =
       split ? std::vector<std::vector<int>>{plain, spec} : std::vector<std::vector<int>>{ks};
   int done_before = 0;
@@ -213,7 +164,8 @@ absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req,
     o.chain_lengths = group;
     const bool speculative = std::any_of(group.begin(), group.end(), [](int k) { return k > 0; });
     SPECPLAN_ASSIGN_OR_RETURN(
-        o.limits, LimitsFor(req, resolved, out.scheduler_engine, speculative, &out.kv_from));
+        o.limits, ResolveEngineLimits(req.limits, out.scheduler_engine, resolved.model_spec,
+                                      resolved.gpu_spec, speculative, &out.kv_from));
     if (req.online.progress) {
       o.progress = [&, done_before](int done, int) {
         req.online.progress(done_before + done, total);

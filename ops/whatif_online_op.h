@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "ops/cost_request.h"
+#include "ops/engine_limits.h"
 #include "ops/whatif_op.h"
 #include "planner/acceptance/engine_acceptance.h"
 #include "whatif/online.h"
@@ -50,12 +51,8 @@ struct WhatIfOnlineRequest {
   uint64_t seed = 0;        // arrivals, lengths and acceptance draws
   // Settings and arrivals; its limits are replaced by the ones below.
   whatif::OnlineOptions online;
-  // The engine's limits; nullopt = the engine's default.
-  std::optional<int> max_running;          // --max-num-seqs / --max-running-requests
-  std::optional<int64_t> token_budget;     // --max-num-batched-tokens / --chunked-prefill-size
-  std::optional<bool> chunked_prefill;     // --enable-chunked-prefill
-  std::optional<int64_t> kv_cache_tokens;  // --kv-cache-tokens
-  std::optional<double> memory_fraction;   // --gpu-memory-utilization / --mem-fraction-static
+  // The engine's limits (ops/engine_limits.h); each not given = the engine's default.
+  EngineLimitRequest limits;
 };
 
 struct WhatIfOnlineResult {

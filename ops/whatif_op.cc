@@ -221,6 +221,12 @@ absl::Status Validate(const WhatIfChainsRequest& req) {
   SPECPLAN_RETURN_IF_ERROR(CheckEachInRange("batch_sizes", req.replay.batch_sizes, 1,
                                             whatif::MaxConcurrency(), "requests in flight"));
   SPECPLAN_RETURN_IF_ERROR(CheckContext("context", req.replay.context));
+  SPECPLAN_RETURN_IF_ERROR(Validate(req.limits));
+  if (req.limits.any() && !req.prefill) {
+    return absl::InvalidArgumentError(
+        "limits: the engine's limits apply only with prefill (the decode-only replay has no "
+        "scheduler)");
+  }
   return CheckInRange("max_requests", int64_t{req.replay.max_requests}, 0, int64_t{1} << 30,
                       "0 = all");
 }
@@ -237,16 +243,14 @@ absl::StatusOr<WhatIfChainsResult> WhatIfChains(const WhatIfChainsRequest& req) 
   whatif::ChainReplayOptions replay = req.replay;
   const whatif::StepModelPricer pricer(&step, resolved.model.get());
   if (req.prefill) {
-    const std::string engine = resolved.engine == "sglang" ? "sglang" : "vllm";
-    const double mem = resolved.gpu_spec.mem_bytes;
-    SPECPLAN_ASSIGN_OR_RETURN(
-        const int64_t kv,
-        whatif::KvCacheTokens(resolved.model_spec, resolved.gpu_spec,
-                              whatif::DefaultMemoryFraction(engine), "memory_fraction"));
+    const std::string engine = SchedulerEngine(resolved.engine);
     replay.prefill = &pricer;
-    replay.prefill_limits = whatif::DefaultEngineLimits(engine, mem, true);
-    replay.prefill_plain_limits = whatif::DefaultEngineLimits(engine, mem, false);
-    replay.prefill_limits.kv_cache_tokens = replay.prefill_plain_limits.kv_cache_tokens = kv;
+    SPECPLAN_ASSIGN_OR_RETURN(replay.prefill_limits,
+                              ResolveEngineLimits(req.limits, engine, resolved.model_spec,
+                                                  resolved.gpu_spec, true, nullptr));
+    SPECPLAN_ASSIGN_OR_RETURN(replay.prefill_plain_limits,
+                              ResolveEngineLimits(req.limits, engine, resolved.model_spec,
+                                                  resolved.gpu_spec, false, nullptr));
   }
   SPECPLAN_ASSIGN_OR_RETURN(whatif::ChainReplayReport report,
                             whatif::ReplayChains(req.acceptance, step, replay));

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "costmodel/step/host_time.h"
 #include "ops/cost_request.h"
+#include "ops/engine_limits.h"
 #include "planner/acceptance/engine_acceptance.h"
 #include "whatif/chain_replay.h"
 #include "whatif/concurrency.h"
@@ -139,9 +140,10 @@ struct WhatIfChainsRequest {
   planner::EngineAcceptance acceptance;  // as loaded (ops/acceptance_op.h LoadAcceptance)
   whatif::ChainReplayOptions replay;     // batch sizes, chain lengths, batching, context, ...
   // Traces, copies: count each request's prefill (replay.prefill, priced by the step model and
-  // the target's pass) under the engine's default limits (whatif::DefaultEngineLimits for the
-  // profile's engine; the KV cache its default memory fraction leaves).
+  // the target's pass) under the engine's limits: `limits` given, else the engine's defaults for
+  // the profile's engine (ops/engine_limits.h ResolveEngineLimits).
   bool prefill = false;
+  EngineLimitRequest limits;  // with prefill only
 };
 
 struct WhatIfChainsResult {

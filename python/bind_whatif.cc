@@ -87,11 +87,11 @@ py::object WhatIfOnline(py::handle cost_obj, const std::string& acceptance,
   req.online.arrivals.constant = arrivals == "constant";
   req.online.slo.ttft_s = slo_ttft_ms / 1e3;
   req.online.slo.tpot_s = slo_tpot_ms / 1e3;
-  req.max_running = Optional<int>(max_num_seqs);
-  req.token_budget = Optional<int64_t>(max_num_batched_tokens);
-  req.chunked_prefill = Optional<bool>(enable_chunked_prefill);
-  req.kv_cache_tokens = Optional<int64_t>(kv_cache_tokens);
-  req.memory_fraction = Optional<double>(gpu_memory_utilization);
+  req.limits.max_running = Optional<int>(max_num_seqs);
+  req.limits.token_budget = Optional<int64_t>(max_num_batched_tokens);
+  req.limits.chunked_prefill = Optional<bool>(enable_chunked_prefill);
+  req.limits.kv_cache_tokens = Optional<int64_t>(kv_cache_tokens);
+  req.limits.memory_fraction = Optional<double>(gpu_memory_utilization);
 
   ops::OnlineCost online;
   online.verify = cost->model.get();

@@ -49,6 +49,10 @@ MAX_TOKENS = 8192  # SpecDecode-Bench's max_tokens: requests that reached it did
 # vLLM's matcher runs over the traces' tokens with these, so that a step with no match drafts
 # nothing (planner/acceptance/prompt_lookup.h).
 NGRAM_LOOKUP = ["--acceptance-prompt-lookup-min", "3", "--acceptance-prompt-lookup-max", "7"]
+# SpecDecode-Bench ran vLLM's offline LLM(...) class (scripts/bench_latency.py), whose token budget
+# on a GPU of >= 70 GiB (not an A100) is 16384 (vllm/engine/arg_utils.py get_batch_defaults,
+# UsageContext.LLM_CLASS); specplan's default is the API server's 8192.
+LLM_CLASS_LIMITS = ["--max-num-batched-tokens", "16384"]
 
 # Published measurements, cited, not copied from the traces.
 # SpecDecode-Bench ("Speculative Decoding: Performance or Illusion?", arXiv 2601.11580, MLSys
@@ -323,7 +327,7 @@ def main():
         log(f"{label[ds]} {drafter} K = {K}: the measurement's method (prefill, filter)")
         r, rows, cmd = whatif(a, traces[ds], drafter, acc,
                               ["--batching", "copies", "--prefill", "--max-tokens",
-                               str(MAX_TOKENS), "--max-requests", "100",
+                               str(MAX_TOKENS), "--max-requests", "100", *LLM_CLASS_LIMITS,
                                *(NGRAM_LOOKUP if drafter == "ngram" else [])])
         method[(ds, drafter)] = rows
         method_n[(ds, drafter)] = r["requests"]
@@ -495,8 +499,10 @@ def main():
       f"per batch size), averaging the throughput per request. Here each request's output that "
       f"reached max_tokens ({MAX_TOKENS}) marks one that did not stop and is dropped "
       f"(`--max-tokens {MAX_TOKENS}`), the first 100 of the rest are kept (`--max-requests 100`), "
-      "and each request's B copies are served by the online engine model with vLLM's default "
-      "limits, prefill chunks sharing the step's token budget (`--prefill`, `whatif/online.h`); "
+      "and each request's B copies are served by the online engine model with the limits of "
+      "vLLM's offline `LLM` class the benchmark ran (`--max-num-batched-tokens 16384`, its "
+      "default on an H100; the rest vLLM's defaults), prefill chunks sharing the step's token "
+      "budget (`--prefill`, `whatif/online.h`); "
       "the speedup is the ratio of the mean per-request throughputs, each request's tokens over "
       "its whole time, as above.")
     w("")

@@ -77,6 +77,28 @@ TEST(WhatIfOnlineCli, SlosGoodputAndPlot) {
   if (!ExpectPlotWritten(base, png)) GTEST_SKIP() << "built without PLplot";
 }
 
+// The engine's limits apply to --concurrency --prefill too (the copies are served by the same
+// engine model): one running request at a time serves the 8 copies one after another, which
+// changes the speedup; without --prefill (or --online) they are refused.
+TEST(WhatIfOnlineCli, EngineLimitsApplyWithPrefill) {
+  const std::string trace = WriteTemp("prefill_trace.jsonl", kTwoRequestStepTrace);
+  const std::string base = std::string("whatif") + kCost + " --acceptance " + trace +
+                           " --concurrency 8 --chains 2 --batching copies --prefill --json";
+  nlohmann::json defaults, one;
+  RunJson(base, &defaults);
+  RunJson(base + " --max-num-seqs 1", &one);
+  ASSERT_EQ(defaults["rows"].size(), one["rows"].size());
+  const double a = defaults["rows"].back()["speedup"].get<double>();
+  const double b = one["rows"].back()["speedup"].get<double>();
+  EXPECT_NE(a, b);
+  ExpectRefused({
+      Refused(std::string("whatif") + kCost + " --acceptance " + trace +
+                  " --concurrency 8 --max-num-seqs 1",
+              "--max-num-seqs applies only with --online or --prefill"),
+      Refused(base + " --max-num-batched-tokens 0", "--max-num-batched-tokens 0: must be in"),
+  });
+}
+
 TEST(WhatIfOnlineCli, BadInputNamesTheFlagAndWritesNothing) {
   const std::string trace = WriteTemp("online_trace2.jsonl", kTwoRequestStepTrace);
   const std::string no_prompt = WriteTemp(
