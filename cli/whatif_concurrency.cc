@@ -284,28 +284,26 @@ void AddOnlineFlags(CLI::App* cmd, OnlineFlags* f) {
                       "With --online and rates: output length N, or LO:HI drawn uniformly"));
   f->max_running_option =
       add(cmd->add_option("--max-num-seqs,--max-running-requests", f->max_running,
-                          "With --online or --prefill: most requests running at once (default: the "
-                          "engine's; vLLM 1024 on a GPU "
-                          "of >= 70 GiB, else 256; SGLang 48 when speculating)"));
+                          "With --online or --prefill: most requests running at once (default: "
+                          "the engine's; vLLM 1024 on a GPU of >= 70 GiB, else 256; SGLang 48 "
+                          "when speculating)"));
   f->token_budget_option = add(cmd->add_option(
       "--max-num-batched-tokens,--chunked-prefill-size", f->token_budget,
-      "With --online or --prefill: tokens per step (vLLM: prefill chunks and verified tokens share "
-      "it; "
-      "SGLang: prompt tokens per prefill step); default: the engine's (vLLM 8192 on >= 70 GiB "
-      "else 2048; SGLang 8192 below 160 GiB)"));
+      "With --online or --prefill: tokens per step (vLLM: prefill chunks and verified tokens "
+      "share it; SGLang: prompt tokens per prefill step); default: the engine's (vLLM 8192 on "
+      ">= 70 GiB else 2048; SGLang 8192 below 160 GiB)"));
   f->chunked_option =
       add(cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", f->chunked_prefill,
                         "With --online or --prefill: chunk long prompts across steps (default on, "
                         "as in vLLM V1 and SGLang)"));
   f->kv_option = add(cmd->add_option("--kv-cache-tokens", f->kv_cache_tokens,
                                      "With --online or --prefill: tokens the KV cache holds "
-                                     "(default: from the GPU's memory, the memory "
-                                     "fraction and the weights)"));
+                                     "(default: from the GPU's memory, the memory fraction and "
+                                     "the weights)"));
   f->fraction_option =
       add(cmd->add_option("--gpu-memory-utilization,--mem-fraction-static", f->memory_fraction,
                           "With --online or --prefill: fraction of the GPU's memory for weights "
-                          "and KV cache (default vLLM 0.9, "
-                          "SGLang 0.88)"));
+                          "and KV cache (default vLLM 0.9, SGLang 0.88)"));
   add(cmd->add_option("--slo-ttft-ms", f->slo_ttft_ms,
                       "With --online: a request meets its SLO only with TTFT at most this (ms); "
                       "goodput counts the output tokens of requests that met every SLO, and the "
