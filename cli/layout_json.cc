@@ -51,18 +51,14 @@ absl::StatusOr<nlohmann::json> SglangJson(absl::Span<const planner::Tree> trees,
     return absl::InvalidArgumentError(absl::StrFormat(
         "--tree-mask-mode %s: must be FULL_MASK, QLEN_ONLY or QLEN_ONLY_BITPACKING", mode_name));
   }
-  // The entries from the shapes alone: the per-slot arrays and the mask (bit-packed: one integer
-  // per row; otherwise one per byte).
-  int largest = 0;
-  for (const planner::Tree& t : trees) largest = std::max(largest, t.size());
-  const int64_t d = draft_token_num > 0 ? draft_token_num : largest;
+  // The entries from the shapes alone: the five per-slot arrays and the mask (bit-packed: one
+  // integer per row; otherwise one per byte).
+  const int d = planner::SglangDraftTokenNum(trees, draft_token_num);
   const int64_t slots = static_cast<int64_t>(trees.size()) * d;
-  int64_t mask = slots;
-  if (options.mode != SglangTreeMaskMode::kQlenOnlyBitpacking) {
-    mask = planner::SglangLayoutBytes(static_cast<int>(trees.size()), static_cast<int>(d), contexts,
-                                      options.mode) -
-           slots * 5 * 8;
-  }
+  const int64_t mask =
+      options.mode == SglangTreeMaskMode::kQlenOnlyBitpacking
+          ? slots
+          : planner::SglangMaskBytes(static_cast<int>(trees.size()), d, contexts, options.mode);
   if (absl::Status st = CheckJsonEntries("sglang", 5 * slots + mask); !st.ok()) return st;
   planner::SglangLayout layout;
   if (absl::Status st = planner::ComputeSglangLayout(trees, contexts, options, &layout); !st.ok()) {

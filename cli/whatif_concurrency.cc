@@ -316,8 +316,7 @@ void AddOnlineFlags(CLI::App* cmd, OnlineFlags* f) {
 }
 
 std::string OnlineOnlyFlagGiven(const OnlineFlags& f) {
-  const std::vector<const CLI::Option*> limits = {f.max_running_option, f.token_budget_option,
-                                                  f.chunked_option, f.kv_option, f.fraction_option};
+  const std::vector<const CLI::Option*> limits = f.LimitOptions();
   for (const CLI::Option* o : f.options) {
     if (std::find(limits.begin(), limits.end(), o) != limits.end()) continue;
     if (o->count() > 0) return "--" + o->get_lnames().front();
@@ -336,8 +335,7 @@ ops::EngineLimitRequest OnlineFlags::Limits() const {
 }
 
 std::string OnlineFlags::LimitFlagGiven() const {
-  for (const CLI::Option* o :
-       {max_running_option, token_budget_option, chunked_option, kv_option, fraction_option}) {
+  for (const CLI::Option* o : LimitOptions()) {
     if (o->count() > 0) return "--" + o->get_lnames().front();
   }
   return "";

@@ -91,6 +91,10 @@ struct OnlineFlags {
   // The first flag of the engine's limits given ("" for none): they apply with --online and
   // with --prefill; the load and length flags with --online only.
   std::string LimitFlagGiven() const;
+  // The options of the engine's limits, in flag order.
+  std::vector<const CLI::Option*> LimitOptions() const {
+    return {max_running_option, token_budget_option, chunked_option, kv_option, fraction_option};
+  }
 };
 void AddOnlineFlags(CLI::App* cmd, OnlineFlags* flags);
 // The first online-only flag given (its long name with "--"), or "" when none was; the engine's

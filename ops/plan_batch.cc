@@ -111,9 +111,7 @@ absl::Status PlanBatchInto(const PlanBatchRequest& req, const CostView* cost,
     }
     if (req.layout == BatchLayoutKind::kRagged) bytes += planner::BatchLayoutBytes(planned);
     if (req.layout == BatchLayoutKind::kSglang) {
-      int largest = 0;
-      for (const planner::Tree& t : planned) largest = std::max(largest, t.size());
-      const int d = req.sglang.draft_token_num > 0 ? req.sglang.draft_token_num : largest;
+      const int d = planner::SglangDraftTokenNum(planned, req.sglang.draft_token_num);
       bytes +=
           planner::SglangLayoutBytes(static_cast<int>(B), d, result->contexts, req.sglang.mode);
     }

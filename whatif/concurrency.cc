@@ -54,11 +54,6 @@ struct RingStep {
   std::vector<int> chain_n, chain_l, chain_d;
 };
 
-// The depth of a tree (0 for the root alone).
-int DepthOf(const planner::Tree& tree) {
-  return tree.depths.empty() ? 0 : *std::max_element(tree.depths.begin(), tree.depths.end());
-}
-
 // Sums of one (B, strategy) row.
 struct RowSums {
   double tokens = 0, seconds = 0, accepted = 0, nodes = 0;
@@ -222,13 +217,13 @@ absl::StatusOr<double> PlanRing(const costmodel::LatencyModel& latency, const Co
     if (!st.ok()) return Invalid(absl::StrCat("fixed: ", std::string(st.message())));
     r.fixed_n = plan.n;
     r.fixed_l = RealizedAcceptedLength(plan.tree, s.continuation, &matched);
-    r.fixed_d = DepthOf(plan.tree);
+    r.fixed_d = plan.tree.max_depth();
     for (int n : budgets) {
       st = single.PlanFixed(*s.marginals, n, &plan);
       if (!st.ok()) return Invalid(absl::StrCat("best-fixed: ", std::string(st.message())));
       r.static_n.push_back(plan.n);
       r.static_l.push_back(RealizedAcceptedLength(plan.tree, s.continuation, &matched));
-      r.static_d.push_back(DepthOf(plan.tree));
+      r.static_d.push_back(plan.tree.max_depth());
     }
     for (int k : lengths) {
       TopOneChain(*s.marginals, k, &chain);
@@ -243,7 +238,7 @@ absl::StatusOr<double> PlanRing(const costmodel::LatencyModel& latency, const Co
     if (!st.ok()) return Invalid(absl::StrCat("controller: ", std::string(st.message())));
     r.controller_n = plan.n;
     r.controller_l = RealizedAcceptedLength(plan.tree, s.continuation, &matched);
-    r.controller_d = DepthOf(plan.tree);
+    r.controller_d = plan.tree.max_depth();
     calibration.ObserveSurrogate(plan.expected_accepted, r.controller_l);
   }
   return calibration.surrogate_scale();

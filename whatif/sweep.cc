@@ -89,13 +89,6 @@ costmodel::DrafterCost MarginalsDrafter(const WhatIfOptions& o, const planner::M
   return d;
 }
 
-// The depth of a tree's first n + 1 nodes (best-first order: a prefix is a tree).
-int PrefixDepth(const planner::Tree& tree, int n) {
-  int d = 0;
-  for (int j = 0; j <= n && j < tree.size(); ++j) d = std::max<int>(d, tree.depths[j]);
-  return d;
-}
-
 // One step's result; the cycle is priced for the tree that ran: n draft nodes of depth `depth`
 // (a drafter that drafts level by level pays for those levels only; n = 0 is the plain step).
 StepResult MakeStep(int64_t index, int n, int depth, int accepted, double predicted,
@@ -154,7 +147,7 @@ absl::Status SweepBestFirst(const Trace& trace, const costmodel::LatencyModel& l
     const costmodel::CycleCost cost(&latency, MarginalsDrafter(o, *s.marginals), o.t_aux_s, s.c);
     for (size_t b = 0; b < budgets.size(); ++b) {
       const int n = std::min(budgets[b], tree.num_draft());
-      acc[b].Add(MakeStep(static_cast<int64_t>(i), n, PrefixDepth(tree, n), ws.prefix_accepted[n],
+      acc[b].Add(MakeStep(static_cast<int64_t>(i), n, tree.max_depth(n + 1), ws.prefix_accepted[n],
                           ws.prefix_predicted[n], cost),
                  o.per_step);
     }
@@ -198,7 +191,7 @@ absl::Status RunBudgetController(const Trace& trace, const costmodel::LatencyMod
     }
     const int accepted = RealizedAcceptedLength(ws.plan.tree, s.continuation, &ws.matched);
     calibration.ObserveSurrogate(ws.plan.expected_accepted, accepted);
-    acc.Add(MakeStep(static_cast<int64_t>(i), ws.plan.n, PrefixDepth(ws.plan.tree, ws.plan.n),
+    acc.Add(MakeStep(static_cast<int64_t>(i), ws.plan.n, ws.plan.tree.max_depth(ws.plan.n + 1),
                      accepted, ws.plan.expected_accepted - 1.0, cost),
             o.per_step);
   }
@@ -286,9 +279,9 @@ absl::Status ReplayPolicy(const Trace& trace, const costmodel::LatencyModel& lat
     dc.t_net_s = o.policy_forward_s;
     const costmodel::CycleCost cost(&latency, dc, o.t_aux_s, s.c);
     // The policy's own forwards price its drafting (dc is depth-flat).
-    acc.Add(MakeStep(static_cast<int64_t>(i), t.num_draft(), PrefixDepth(t, t.num_draft()),
-                     accepted, predicted, cost),
-            o.per_step);
+    acc.Add(
+        MakeStep(static_cast<int64_t>(i), t.num_draft(), t.max_depth(), accepted, predicted, cost),
+        o.per_step);
   }
   WhatIfRow row;
   row.strategy = strategy;

@@ -677,7 +677,7 @@ void BatchPlanner::CutToSelected(const std::vector<BatchRequest>& requests,
   for (int i = 0; i < B; ++i) {
     Tree& tree = plan->trees[i];
     tree.Resize(plan->n[i] + 1);
-    if (cost != nullptr) depth = std::max(depth, internal::TreeDepth(tree));
+    if (cost != nullptr) depth = std::max(depth, tree.max_depth());
     const double a = tree.expected_accepted();
     plan->expected_accepted[i] = a;
     const double calibrated = CalibratedAccepted(a, options.acceptance_scale);

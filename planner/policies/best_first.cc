@@ -98,7 +98,7 @@ absl::Status BestFirstPlanner::Plan(const Marginals& marginals, const BestFirstO
   plan->depth_cap = best_cap;
   internal::TruncateToSelected(plan);
   if (plan->n > 0) {  // priced at the tree's own depth (<= the cap)
-    plan->cycle_s = cost->TreeSeconds(plan->n, internal::TreeDepth(plan->tree));
+    plan->cycle_s = cost->TreeSeconds(plan->n, plan->tree.max_depth());
     plan->speedup = CalibratedAccepted(plan->expected_accepted, options.acceptance_scale) *
                     spec.l_ar_s / plan->cycle_s;
   }

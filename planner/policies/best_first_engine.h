@@ -49,13 +49,6 @@ struct BudgetSpec {
   int price_depth = -1;
 };
 
-// The deepest node of `tree` (0 for the root alone).
-inline int TreeDepth(const Tree& tree) {
-  int depth = 0;
-  for (const int32_t d : tree.depths) depth = d > depth ? d : depth;
-  return depth;
-}
-
 // The lazy frontier over a general lattice (path-conditioned planning): on pop, push the popped
 // node's next sibling and its first child. `Lattice` provides:
 //   int NumChildren(int32_t h)            // children of handle h; -1 = unknown (not yet provided)
@@ -209,7 +202,7 @@ void RunBestFirst(Frontier& frontier, const BudgetSpec& spec, BestFirstPlan* pla
     const double a = a_hat;
     plan->expected_accepted = a;
     if (spec.cost != nullptr) {
-      plan->cycle_s = best_n == 0 ? spec.l_ar_s : spec.cost->TreeSeconds(best_n, TreeDepth(tree));
+      plan->cycle_s = best_n == 0 ? spec.l_ar_s : spec.cost->TreeSeconds(best_n, tree.max_depth());
       plan->speedup = CalibratedAccepted(a, spec.acceptance_scale) * spec.l_ar_s / plan->cycle_s;
     } else {
       plan->cycle_s = plan->speedup = std::numeric_limits<double>::quiet_NaN();

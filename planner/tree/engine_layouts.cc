@@ -89,25 +89,38 @@ int64_t BatchLayoutBytes(absl::Span<const Tree> trees) {
   return bytes;
 }
 
-int64_t SglangLayoutBytes(int batch, int draft_token_num, absl::Span<const int64_t> context_lens,
-                          SglangTreeMaskMode mode) {
+int SglangDraftTokenNum(absl::Span<const Tree> trees, int draft_token_num) {
+  if (draft_token_num > 0) return draft_token_num;
+  int largest = 0;
+  for (const Tree& t : trees) largest = std::max(largest, t.size());
+  return largest;
+}
+
+int64_t SglangMaskBytes(int batch, int draft_token_num, absl::Span<const int64_t> context_lens,
+                        SglangTreeMaskMode mode) {
   const int64_t slots = SatMul(batch, draft_token_num);
-  int64_t bytes = SatMul(slots, 5 * 8);  // draft_tokens, positions, the three retrive arrays
   switch (mode) {
-    case SglangTreeMaskMode::kFullMask:
+    case SglangTreeMaskMode::kFullMask: {
+      int64_t bytes = 0;
       for (int64_t c : context_lens) {
         bytes = SatAdd(bytes,
                        SatMul(draft_token_num, SatAdd(std::max<int64_t>(c, 0), draft_token_num)));
       }
-      break;
+      return bytes;
+    }
     case SglangTreeMaskMode::kQlenOnly:
-      bytes = SatAdd(bytes, SatMul(slots, draft_token_num));
-      break;
+      return SatMul(slots, draft_token_num);
     case SglangTreeMaskMode::kQlenOnlyBitpacking:
-      bytes = SatAdd(bytes, SatMul(slots, 4));
-      break;
+      return SatMul(slots, 4);
   }
-  return bytes;
+  return 0;
+}
+
+int64_t SglangLayoutBytes(int batch, int draft_token_num, absl::Span<const int64_t> context_lens,
+                          SglangTreeMaskMode mode) {
+  // draft_tokens, positions and the three retrive arrays, then the mask.
+  return SatAdd(SatMul(SatMul(batch, draft_token_num), 5 * 8),
+                SglangMaskBytes(batch, draft_token_num, context_lens, mode));
 }
 
 absl::Status ComputeBatchLayout(absl::Span<const Tree> trees,
@@ -205,7 +218,7 @@ absl::Status ComputeSglangLayout(absl::Span<const Tree> trees,
         "draft_token_num = %d: must be >= the size of trees[%d] = %d (root included)",
         options.draft_token_num, largest_b, largest));
   }
-  const int d = options.draft_token_num > 0 ? options.draft_token_num : largest;
+  const int d = options.draft_token_num > 0 ? options.draft_token_num : largest;  // as above
   const SglangTreeMaskMode mode = options.mode;
   if (const int64_t bytes = SglangLayoutBytes(batch, d, context_lens, mode);
       bytes > kMaxLayoutBytes) {

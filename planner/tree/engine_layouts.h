@@ -187,8 +187,14 @@ struct SglangLayout {
 // 0 when D > 32 (not representable).
 int SglangBitpackingBytes(int draft_token_num);
 
-// Bytes of the SGLang layout of `batch` requests of D slots over `context_lens` in `mode`: the five
-// int64 per-slot arrays and the mask (saturating at INT64_MAX).
+// The D an SGLang layout of `trees` gets: `draft_token_num` when > 0, else the largest tree's size.
+int SglangDraftTokenNum(absl::Span<const Tree> trees, int draft_token_num);
+// Bytes of the tree mask of `batch` requests of D slots over `context_lens` in `mode` (FULL_MASK:
+// D x (c_b + D) per request; QLEN_ONLY: B x D x D; bit-packed: 4 per row at most), saturating at
+// INT64_MAX.
+int64_t SglangMaskBytes(int batch, int draft_token_num, absl::Span<const int64_t> context_lens,
+                        SglangTreeMaskMode mode);
+// Bytes of the whole SGLang layout: the five int64 per-slot arrays and the mask.
 int64_t SglangLayoutBytes(int batch, int draft_token_num, absl::Span<const int64_t> context_lens,
                           SglangTreeMaskMode mode);
 

@@ -5,6 +5,8 @@
 #ifndef SPECPLAN_PLANNER_TREE_TREE_H_
 #define SPECPLAN_PLANNER_TREE_TREE_H_
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +26,16 @@ struct Tree {
 
   int size() const { return static_cast<int>(tokens.size()); }
   int num_draft() const { return size() - 1; }
+  // The deepest node among the first `nodes` nodes (every node when nodes < 0; 0 for the root
+  // alone). In best-first order the first n + 1 nodes are the tree of n draft nodes, so
+  // max_depth(n + 1) is that prefix's depth.
+  int max_depth(int nodes = -1) const {
+    const size_t n =
+        nodes < 0 ? depths.size() : std::min(depths.size(), static_cast<size_t>(nodes));
+    int depth = 0;
+    for (size_t i = 0; i < n; ++i) depth = std::max<int>(depth, depths[i]);
+    return depth;
+  }
   // The planners' surrogate Â = 1 + Σ rho over the draft nodes (the root counts 1), summed from
   // the root in node order, as the planners accumulate it.
   double expected_accepted() const {

@@ -135,14 +135,10 @@ int64_t TreeOutputsBytes(const Tree& tree, const TreeOutputOptions& options) {
 int64_t RetrieveEntries(const Tree& tree) {
   const int64_t s = tree.size();
   std::vector<uint8_t> has_child(static_cast<size_t>(s), 0);
-  int64_t depth = 0;
   for (int64_t i = 1; i < s; ++i) has_child[static_cast<size_t>(tree.parents[i])] = 1;
-  for (int64_t i = 0; i < s && i < static_cast<int64_t>(tree.depths.size()); ++i) {
-    depth = std::max<int64_t>(depth, tree.depths[i]);
-  }
   int64_t leaves = 0;
   for (uint8_t c : has_child) leaves += c == 0 ? 1 : 0;
-  return leaves * (depth + 1);
+  return leaves * (tree.max_depth(static_cast<int>(s)) + 1);
 }
 
 void ComputeTreeOutputs(const Tree& tree, const TreeOutputOptions& options, TreeOutputs* out) {
