@@ -369,32 +369,48 @@ void SglangEntry(const SglangTree& t, int n, ordered_json* e) {
   (*e)["args"] = SglangArgs(t);
 }
 
-// SGLang's batch-size-aware adaptive configuration (PR #24055, merged; read from
-// sglang/srt/speculative/adaptive_spec_params.py load_bs_config and the AdaptiveController): a
-// flat JSON object whose integer keys are batch-size lower bounds, each {"steps": [candidate
-// speculative_num_steps]}; every other key is a global override its slots read by name, so the
-// "specplan" metadata key is ignored by SGLang. Each slot starts at steps[len / 2] and moves
-// among its candidates with the EMA of accepted drafts, so a range whose chosen K has both
-// neighbours gets [K - 1, K, K + 1] (starting at K), else [K]. topk is 1 (chains), which SGLang's
-// adaptive mode requires; it cannot turn speculation off, so a K = 0 range is written as [1].
+// The candidate steps of one range whose chosen chain is K (0 = off), as a slot that starts at
+// candidates[len / 2] reads them: [K - 1, K, K + 1] within [lo, k_max], without `avoid` unless
+// K == avoid, and [K] alone when the middle entry would not be K. lo is 0 where SGLang takes 0
+// (no drafting), else 1.
+std::vector<int> AdaptiveCandidates(int k, int lo, int k_max, int avoid) {
+  if (k < lo) return {lo};
+  std::vector<int> c;
+  for (int step : {k - 1, k, k + 1}) {
+    if (step < lo || step > std::max(k, k_max)) continue;
+    if (step != k && step == avoid) continue;
+    c.push_back(step);
+  }
+  if (c[c.size() / 2] != k) c = {k};
+  return c;
+}
+
+// SGLang's batch-size-aware adaptive configuration (PR #24055, merged): a flat JSON object whose
+// integer keys are batch-size lower bounds (a batch takes the largest key <= its size after
+// padding to a captured CUDA-graph batch size: adaptive_step_router.py batch_size_key_for_batch);
+// every other key is a global override or ignored, so the "specplan" metadata key is ignored.
+// SGLang's main branch, as read (adaptive_spec_params.py _load_adaptive_config and
+// AdaptiveStepSlot, commit 015c872), reads each entry's "candidate_steps" (non-negative; 0 turns
+// drafting off) and refuses an entry without it; a slot starts at the server's
+// --speculative-num-steps when that is among its candidates, else at candidates[len / 2], and
+// moves among them with the EMA of accepted drafts. The release PR #24055 merged read "steps"
+// (load_bs_config), started at steps[len / 2] and could not turn drafting off. Each entry carries
+// both keys, so that one file serves both: candidate_steps = AdaptiveCandidates(K, 0, k_max,
+// server steps), steps = AdaptiveCandidates(K, 1, k_max, none). Both start each range at its own
+// K (1 for an old release's K = 0 range). topk is 1 (chains), which SGLang's adaptive mode
+// requires (adaptive_unsupported_reason).
 std::string RenderSglangAdaptive(const Schedule& s, const ScheduleSource& src) {
   int k_max = 0;
   for (int k : s.report.best_chain_settings.sizes) k_max = std::max(k_max, k);
+  const int first_k = s.ranges.empty() ? 0 : s.ranges.front().setting;
+  const int server_steps = std::max(1, first_k);
   ordered_json j = ordered_json::object();
   std::vector<std::string> off;
-  int first_steps = 1;
   for (const ScheduleRange& r : s.ranges) {
-    std::vector<int> steps;
-    if (r.setting == 0) {
-      steps = {1};
-      off.push_back(absl::StrCat(r.lo, "-", r.hi));
-    } else if (r.setting > 1 && r.setting < k_max) {
-      steps = {r.setting - 1, r.setting, r.setting + 1};
-    } else {
-      steps = {r.setting};
-    }
-    if (r.lo == 1) first_steps = steps[steps.size() / 2];
-    j[absl::StrCat(r.lo)] = {{"steps", steps}};
+    if (r.setting == 0) off.push_back(absl::StrCat(r.lo, "-", r.hi));
+    j[absl::StrCat(r.lo)] = {
+        {"candidate_steps", AdaptiveCandidates(r.setting, 0, k_max, server_steps)},
+        {"steps", AdaptiveCandidates(r.setting, 1, k_max, -1)}};
   }
   ordered_json m = MetadataJson(s, src);
   m["usage"] = absl::StrFormat(
@@ -402,15 +418,20 @@ std::string RenderSglangAdaptive(const Schedule& s, const ScheduleSource& src) {
       "--speculative-eagle-topk 1 --speculative-num-steps %d --speculative-num-draft-tokens %d "
       "--speculative-adaptive --speculative-adaptive-config THIS_FILE: one server for every load; "
       "each batch-size range keeps its own acceptance tracker and candidate steps",
-      first_steps, first_steps + 1);
+      server_steps, server_steps + 1);
   m["format_source"] =
-      "SGLang PR #24055 (batch-size-aware adaptive speculative_num_steps, merged): "
-      "adaptive_spec_params.py load_bs_config / load_adaptive_config, adaptive controller "
-      "_init_per_bs (candidate steps per range, initial = steps[len // 2])";
+      "SGLang PR #24055 (batch-size-aware adaptive speculative_num_steps, merged). SGLang main "
+      "(python/sglang/srt/speculative/adaptive_spec_params.py at commit 015c872: "
+      "_load_adaptive_config reads each integer key's candidate_steps, non-negative, 0 = no "
+      "drafting; AdaptiveStepSlot starts at --speculative-num-steps when it is a candidate, else "
+      "at candidates[len // 2]; adaptive_step_router.py pads the batch size to a captured CUDA-graph "
+      "size, then takes the largest key <= it). Releases with PR #24055's loader read steps "
+      "(load_bs_config; initial = steps[len // 2], no 0), which each entry also carries.";
   if (!off.empty()) {
     m["note"] = absl::StrCat(
         "speculation does not pay on this replay for batch sizes ", absl::StrJoin(off, ", "),
-        "; SGLang's adaptive mode cannot turn it off, so those ranges hold the smallest step, 1");
+        ": candidate_steps [0] turns drafting off there; a release that reads steps cannot, so "
+        "those ranges hold its smallest step, 1");
   }
   j["specplan"] = std::move(m);
   return PrettyJson(j, 0, 0) + "\n";

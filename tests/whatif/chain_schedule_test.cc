@@ -67,18 +67,49 @@ TEST(ChainSchedule, SglangWritesTheAdaptiveConfigurationSglangReads) {
   auto s = BuildChainSchedule(replay, ScheduleFormat::kSglang, ScheduleOptions{}, "t.jsonl", "x");
   ASSERT_TRUE(s.ok()) << s.status();
   const nlohmann::json j = nlohmann::json::parse(RenderSchedule(*s, ScheduleSource{}));
-  // Integer batch-size lower bounds, each with its candidate steps; K = 3 has both neighbours,
-  // K = 1 does not, and a range where nothing pays holds SGLang's smallest step.
+  // Integer batch-size lower bounds, each with its candidate steps in SGLang main's key
+  // (candidate_steps: 0 turns drafting off) and in the key of the release that merged PR #24055
+  // (steps: no 0). K = 3 has both neighbours; so has K = 1 where 0 is a step; K = 0 is off, or
+  // that release's smallest step.
+  EXPECT_EQ(j["1"]["candidate_steps"], nlohmann::json::parse("[2, 3, 4]"));
   EXPECT_EQ(j["1"]["steps"], nlohmann::json::parse("[2, 3, 4]"));
+  EXPECT_EQ(j["64"]["candidate_steps"], nlohmann::json::parse("[0, 1, 2]"));
   EXPECT_EQ(j["64"]["steps"], nlohmann::json::parse("[1]"));
+  EXPECT_EQ(j["128"]["candidate_steps"], nlohmann::json::parse("[0]"));
   EXPECT_EQ(j["128"]["steps"], nlohmann::json::parse("[1]"));
-  EXPECT_THAT(j["specplan"]["usage"].get<std::string>(),
-              ::testing::HasSubstr("--speculative-num-steps 3 --speculative-num-draft-tokens 4"));
   EXPECT_THAT(j["specplan"]["note"].get<std::string>(), ::testing::HasSubstr("128-4096"));
   for (const auto& [key, value] : j.items()) {
     if (key == "specplan") continue;
     EXPECT_NO_THROW((void)std::stoi(key)) << key;  // SGLang reads integer keys as ranges
   }
+}
+
+// Every range starts at its own K under both loaders: SGLang main starts a slot at the server's
+// --speculative-num-steps (the first range's K) when it is among the slot's candidates, else at
+// candidates[len / 2]; the release with PR #24055 at steps[len / 2].
+TEST(ChainSchedule, SglangRangesStartAtTheirOwnChainUnderBothLoaders) {
+  // K = 4 at B = 1 (of k_max 5), 3 at B = 8, 1 at B = 64.
+  const ChainReplayReport replay = Replay({{1, {100, 150, 170, 180, 190, 185}},
+                                           {8, {800, 900, 950, 1000, 990, 980}},
+                                           {64, {3000, 3600, 3500, 3200, 3000, 2900}}});
+  auto s = BuildChainSchedule(replay, ScheduleFormat::kSglang, ScheduleOptions{}, "t.jsonl", "x");
+  ASSERT_TRUE(s.ok()) << s.status();
+  const nlohmann::json j = nlohmann::json::parse(RenderSchedule(*s, ScheduleSource{}));
+  const int server_steps = 4;
+  EXPECT_THAT(j["specplan"]["usage"].get<std::string>(),
+              ::testing::HasSubstr("--speculative-num-steps 4 --speculative-num-draft-tokens 5"));
+  for (const auto& [key, k] : std::vector<std::pair<std::string, int>>{{"1", 4}, {"8", 3},
+                                                                       {"64", 1}}) {
+    const std::vector<int> main = j[key]["candidate_steps"];
+    const std::vector<int> old = j[key]["steps"];
+    const bool has_server = std::find(main.begin(), main.end(), server_steps) != main.end();
+    EXPECT_EQ(has_server ? server_steps : main[main.size() / 2], k) << key;
+    EXPECT_EQ(old[old.size() / 2], k) << key;
+    EXPECT_TRUE(std::is_sorted(main.begin(), main.end())) << key;
+  }
+  EXPECT_EQ(j["8"]["candidate_steps"], nlohmann::json::parse("[2, 3]"));  // without the server's 4
+  EXPECT_EQ(j["64"]["candidate_steps"], nlohmann::json::parse("[0, 1, 2]"));
+  EXPECT_EQ(j["64"]["steps"], nlohmann::json::parse("[1]"));
 }
 
 TEST(ChainSchedule, RefusesAGridThatDoesNotStartAtOne) {
