@@ -1,6 +1,8 @@
 #include "ops/schedule_op.h"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -61,6 +63,28 @@ absl::StatusOr<ScheduleResult> AcceptanceSchedule(const ScheduleRequest& req,
   return out;
 }
 
+// The drafter cost of one SGLang tree setting as SGLang's EAGLE worker drafts it at every step,
+// whatever that step's tree: speculative_num_steps levels of speculative_eagle_topk beams (the
+// step model's drafting at depth num_steps with topk beams per forward, at the trace's mean
+// context; costmodel::PlannerTermsFor), depth-flat. A given draft_batch_growth stands over the
+// step model's, as ReplayOptions has it.
+std::function<absl::StatusOr<costmodel::DrafterCost>(const whatif::SglangTree&)> SglangDrafter(
+    const ScheduleRequest& req, const whatif::Trace& trace, const costmodel::StepModel& step) {
+  const int64_t context = whatif::DraftShapeOf(trace).mean_context;
+  const std::optional<double> growth = req.replay.draft_batch_growth;
+  return [&step, context,
+          growth](const whatif::SglangTree& t) -> absl::StatusOr<costmodel::DrafterCost> {
+    SPECPLAN_ASSIGN_OR_RETURN(const costmodel::StepModel beams,
+                              step.WithTopk(std::max(1, t.eagle_topk)));
+    costmodel::DrafterCost d =
+        costmodel::PlannerTermsFor(beams, std::max(1, t.num_steps), context).drafter;
+    d.depth_s.clear();
+    d.depth_growth.clear();
+    if (growth) d.batch_growth = *growth;
+    return d;
+  };
+}
+
 }  // namespace
 
 absl::Status Validate(const ScheduleRequest& req) {
@@ -106,6 +130,10 @@ absl::StatusOr<ScheduleResult> Schedule(const ScheduleRequest& req, const whatif
   SPECPLAN_RETURN_IF_ERROR(Validate(req));
   whatif::ScheduleOptions options = ChoiceOptions(req);
   options.replay = ReplayOptions(req.replay, trace, cost);
+  if (req.format == whatif::ScheduleFormat::kSglang && cost.step != nullptr &&
+      costmodel::DraftsByLevel(cost.step->options())) {
+    options.sglang_drafter = SglangDrafter(req, trace, *cost.step);
+  }
   ScheduleResult out;
   if (req.context_grid.empty()) {
     SPECPLAN_ASSIGN_OR_RETURN(out.schedule,

@@ -117,10 +117,12 @@ struct StaticGroup {
     }
   }
   // Prices the batch step of every setting as one ragged pass, drafting its deepest tree's
-  // levels (a step that drafts nothing is a plain step).
-  void Price(const BatchCycleCost& cost) {
+  // levels (a step that drafts nothing is a plain step): setting k on per_setting[k] when given
+  // (ConcurrencyOptions::best_fixed_drafters), else on `cost`.
+  void Price(const BatchCycleCost& cost, const std::vector<BatchCycleCost>& per_setting = {}) {
     for (size_t k = 0; k < sums.size(); ++k) {
-      sums[k].seconds += cost.TreeSeconds(shapes[k], depths[k]);
+      const BatchCycleCost& c = per_setting.empty() ? cost : per_setting[k];
+      sums[k].seconds += c.TreeSeconds(shapes[k], depths[k]);
     }
   }
 };
@@ -171,6 +173,21 @@ absl::StatusOr<std::vector<int>> CheckedBatchSizes(const ConcurrencyOptions& o) 
   }
   SPECPLAN_RETURN_IF_ERROR(CheckSeconds(o.t_aux_s, "t_aux_s"));
   SPECPLAN_RETURN_IF_ERROR(CheckDrafterSeconds(o.drafter));
+  if (!o.best_fixed_drafters.empty()) {
+    const size_t budgets = BestFixedBudgets(o.n_max).size();
+    if (!o.best_fixed || o.best_fixed_drafters.size() != budgets) {
+      return Invalid(absl::StrCat("best_fixed_drafters: ", o.best_fixed_drafters.size(),
+                                  " drafter costs; need best_fixed and one per budget (", budgets,
+                                  " at n_max = ", o.n_max, ")"));
+    }
+    for (const costmodel::DrafterCost& d : o.best_fixed_drafters) {
+      SPECPLAN_RETURN_IF_ERROR(CheckDrafterSeconds(d));
+      if (!(d.batch_growth >= 0) || !std::isfinite(d.batch_growth)) {
+        return Invalid(absl::StrCat("best_fixed_drafters: batch_growth = ", d.batch_growth,
+                                    ": must be a finite number >= 0"));
+      }
+    }
+  }
   if (o.context_offset < 0 || o.context_offset > kMaxContextOffset) {
     return Invalid(absl::StrCat("context_offset = ", o.context_offset, ": must be in [0, ",
                                 kMaxContextOffset, "] tokens"));
@@ -278,6 +295,9 @@ class BatchReplay {
       : latency_(latency), o_(o), ring_(ring), report_(report) {
     options_.mode = o.batch_scan ? BudgetMode::kScan : BudgetMode::kController;
     options_.validate = false;
+    for (const costmodel::DrafterCost& d : o.best_fixed_drafters) {
+      static_costs_.emplace_back(&latency_, d, o.t_aux_s);
+    }
   }
 
   // Replays `schedule`, appends its rows labelled `label`; returns whether the batch planner's
@@ -317,7 +337,7 @@ class BatchReplay {
     // levels of its deepest tree.
     sums.fixed.seconds += cost.TreeSeconds(fixed_, fixed_depth_);
     sums.controller.seconds += cost.TreeSeconds(controller_, controller_depth_);
-    pass->statics.Price(cost);
+    pass->statics.Price(cost, static_costs_);
     pass->chains.Price(cost);
     if (!controller_drafts_) ++sums.controller.plain_steps;
     return PlanBatch(t, B, cost, t_ar, pass);
@@ -448,6 +468,9 @@ class BatchReplay {
   const ConcurrencyOptions& o_;
   const std::vector<RingStep>& ring_;
   ConcurrencyReport* report_;
+  // Best-fixed's budget k priced on static_costs_[k] (ConcurrencyOptions::best_fixed_drafters);
+  // empty: on the step's cost.
+  std::vector<BatchCycleCost> static_costs_;
   // Reused across batch steps.
   planner::BatchPlanner planner_;
   planner::BatchPlan plan_;

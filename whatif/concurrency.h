@@ -136,6 +136,13 @@ struct ConcurrencyOptions {
   bool best_fixed = false;
   // Adds the best-chain row (above) after best-fixed's (or batch's).
   bool best_chain = false;
+  // With best_fixed: the drafter cost each budget of BestFixedBudgets(n_max) pays instead of
+  // `drafter` (same order; empty: `drafter` for every budget). For an engine that drafts a
+  // setting's own shape whatever the step's tree: SGLang drafts speculative_num_steps levels of
+  // speculative_eagle_topk beams at every step (whatif/schedule.h SglangTreeFor, filled by
+  // BuildSchedule from ScheduleOptions::sglang_drafter). Each prices its batched drafting by its
+  // own batch_growth; a depth-stepped one (depth_s) by the step's deepest tree, as `drafter` does.
+  std::vector<costmodel::DrafterCost> best_fixed_drafters;
   // Replay the recorded batches instead of the ring: each batch step is one verification pass of
   // a batch run (the steps sharing a "pass", trace.h), with the requests and context lengths that
   // pass verified together, in pass order. batch_sizes is then ignored; the rows are labelled

@@ -208,6 +208,22 @@ absl::StatusOr<Schedule> BuildSchedule(const Trace& trace, const costmodel::Late
   ConcurrencyOptions replay = options.replay;
   replay.best_chain = s.chains;
   replay.best_fixed = !s.chains;
+  if (format == ScheduleFormat::kSglang && options.sglang_drafter) {
+    // Each budget drafts SGLang's own shape for it: num_steps levels of eagle_topk beams.
+    replay.best_fixed_drafters.clear();
+    for (int n : BestFixedBudgets(replay.n_max)) {
+      SPECPLAN_ASSIGN_OR_RETURN(const SglangTree t, SglangTreeFor(trace, n));
+      auto d = options.sglang_drafter(t);
+      if (!d.ok()) {
+        return absl::Status(d.status().code(),
+                            absl::StrCat("sglang drafting of n = ", n, " (steps ", t.num_steps,
+                                         ", topk ", t.eagle_topk, "): ", d.status().message()));
+      }
+      s.sglang_draft_s.push_back(d->DraftSeconds());
+      replay.best_fixed_drafters.push_back(*std::move(d));
+    }
+    s.sglang_drafting = true;
+  }
   SPECPLAN_ASSIGN_OR_RETURN(s.report, RunConcurrency(trace, latency, replay));
   SPECPLAN_RETURN_IF_ERROR(ChooseSettings(&trace, format, options, &s));
   return s;

@@ -35,6 +35,7 @@
 #ifndef SPECPLAN_WHATIF_SCHEDULE_H_
 #define SPECPLAN_WHATIF_SCHEDULE_H_
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,6 +100,12 @@ struct ScheduleOptions {
   bool monotone = true;
   // TPOT SLO, seconds per output token; 0 = none (see the top).
   double slo_tpot_s = 0;
+  // sglang only: the drafter cost of one SGLang tree setting, as SGLang drafts it whatever the
+  // step's tree (num_steps levels of eagle_topk beams). Given, each budget's replay pays it
+  // (ConcurrencyOptions::best_fixed_drafters) instead of replay.drafter; empty: replay.drafter
+  // prices every budget. ops::Schedule fills it from the step model for a drafter that drafts
+  // level by level.
+  std::function<absl::StatusOr<costmodel::DrafterCost>(const SglangTree&)> sglang_drafter;
 };
 
 // One grid point.
@@ -148,6 +155,11 @@ struct Schedule {
   // <mode>)") and how the step was priced; the metadata names them instead of a marginals trace.
   std::string acceptance;
   std::string step_note;
+  // sglang: whether each tree setting's drafting was priced as SGLang drafts it
+  // (ScheduleOptions::sglang_drafter), and its one-request drafting time per budget of
+  // report.best_fixed_settings.sizes (seconds; empty otherwise).
+  bool sglang_drafting = false;
+  std::vector<double> sglang_draft_s;
 };
 
 // Replays `trace` (RunConcurrency with best_chain for chains, best_fixed for trees) and chooses

@@ -424,7 +424,8 @@ std::string RenderSglangAdaptive(const Schedule& s, const ScheduleSource& src) {
       "(python/sglang/srt/speculative/adaptive_spec_params.py at commit 015c872: "
       "_load_adaptive_config reads each integer key's candidate_steps, non-negative, 0 = no "
       "drafting; AdaptiveStepSlot starts at --speculative-num-steps when it is a candidate, else "
-      "at candidates[len // 2]; adaptive_step_router.py pads the batch size to a captured CUDA-graph "
+      "at candidates[len // 2]; adaptive_step_router.py pads the batch size to a captured "
+      "CUDA-graph "
       "size, then takes the largest key <= it). Releases with PR #24055's loader read steps "
       "(load_bs_config; initial = steps[len // 2], no 0), which each entry also carries.";
   if (!off.empty()) {
@@ -463,11 +464,30 @@ std::string RenderSglang(const Schedule& s, const ScheduleSource& src) {
       "--speculative-algorithm EAGLE3 <args>); its adaptive mode (topk 1 only) moves num_steps "
       "with acceptance, not with batch size. Use \"static\" for one server, or one server per "
       "range behind a router that routes by load.";
-  m["drafting_cost"] =
-      "SGLang drafts speculative_num_steps steps of speculative_eagle_topk beams; this schedule "
-      "prices drafting with specplan's drafter cost (--drafter, --t-draft-ms, "
-      "--draft-batch-growth), not SGLang's beam search, so a wide topk costs SGLang more than "
-      "priced here";
+  if (s.sglang_drafting) {
+    m["drafting_cost"] =
+        "each setting pays SGLang's own drafting at every step, whatever that step's tree: "
+        "speculative_num_steps draft forwards of speculative_eagle_topk beams per request (the "
+        "step model's drafter at topk beams per forward, at the trace's mean context; "
+        "sglang/srt/speculative/eagle_worker.py: forward_batch_generation calls draft() at every "
+        "decode step, and _draft_preprocess_decode allocates num_steps x topk draft slots per "
+        "request). The batch planner row is priced level by level at topk 1";
+    ordered_json per = ordered_json::array();
+    const std::vector<int>& budgets = s.report.best_fixed_settings.sizes;
+    for (size_t i = 0; i < budgets.size() && i < s.sglang_draft_s.size(); ++i) {
+      // One request's drafting (B = 1), ms to 0.001.
+      per.push_back({{"draft_nodes", budgets[i]},
+                     {"draft_ms_b1", std::round(s.sglang_draft_s[i] * 1e6) / 1e3}});
+    }
+    m["drafting_per_setting"] = std::move(per);
+  } else {
+    m["drafting_cost"] =
+        "SGLang drafts speculative_num_steps steps of speculative_eagle_topk beams; this schedule "
+        "prices drafting with specplan's drafter cost (--drafter, --t-draft-ms, "
+        "--draft-batch-growth), not SGLang's beam search, so a wide topk costs SGLang more than "
+        "priced here (a drafter the step model prices level by level, e.g. eagle3, gets SGLang's "
+        "own drafting)";
+  }
   m["format_source"] =
       "SGLang server args --speculative-num-steps, --speculative-eagle-topk, "
       "--speculative-num-draft-tokens (docs.sglang.io, speculative decoding); "

@@ -160,6 +160,17 @@ double StepModel::DraftSeconds(int64_t b, int64_t s, int64_t c, int d, int* forw
   return DraftTime(*this, draft_.get(), arch_, b, s, c, d, nullptr, forwards);
 }
 
+absl::StatusOr<StepModel> StepModel::WithTopk(int topk) const {
+  StepOptions options = options_;
+  options.topk = topk;
+  SPECPLAN_RETURN_IF_ERROR(ValidateStepOptions(options));
+  StepModel m = *this;
+  m.options_ = std::move(options);
+  m.verify_table_ = nullptr;
+  m.draft_table_ = nullptr;
+  return m;
+}
+
 bool StepModel::TabulateDraft() {
   verify_table_ = dynamic_cast<const TableLatency*>(verify_);
   if (verify_table_ == nullptr || draft_ == nullptr || options_.draft_s) {

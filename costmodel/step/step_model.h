@@ -114,6 +114,10 @@ class StepModel {
   // tabulated. Not thread-safe with concurrent Step calls: call it before sharing the model.
   bool TabulateDraft();
   bool draft_tabulated() const { return draft_table_ != nullptr; }
+  // This model with `topk` beams per draft forward, its other options kept: for callers that
+  // price several SGLang tree settings on one resolved cost (ops::Schedule). The copy is not
+  // tabulated (TabulateDraft). InvalidArgument "topk = N: must be in [1, 64]".
+  absl::StatusOr<StepModel> WithTopk(int topk) const;
 
  private:
   StepModel() = default;

@@ -264,6 +264,29 @@ TEST(StepModel, TopkMultipliesTheDraftStepBatch) {
   }
 }
 
+// WithTopk is the model Create makes with that topk (the other options kept), and refuses what
+// Create refuses.
+TEST(StepModel, WithTopkIsTheModelOfThatTopk) {
+  StepOptions o;
+  o.topk = 4;
+  const StepModel made = Make(o);
+  StepModel base = Make({});
+  base.TabulateDraft();
+  auto beams = base.WithTopk(4);
+  ASSERT_TRUE(beams.ok()) << beams.status();
+  EXPECT_EQ(beams->options().topk, 4);
+  EXPECT_FALSE(beams->draft_tabulated());
+  for (int64_t b : {1, 8, 64}) {
+    for (int depth : {1, 3, 5}) {
+      EXPECT_DOUBLE_EQ(beams->TreeStep(b, depth, depth, 1024, 8).step_s(),
+                       made.TreeStep(b, depth, depth, 1024, 8).step_s());
+    }
+  }
+  EXPECT_THAT(base.WithTopk(0).status().message(), HasSubstr("topk = 0: must be in [1, 64]"));
+  EXPECT_THAT(base.WithTopk(65).status().message(), HasSubstr("topk = 65"));
+  EXPECT_EQ(base.options().topk, 1);  // the original is unchanged
+}
+
 TEST(StepModel, DraftStepsGivenOverrideTheChain) {
   StepOptions o;
   o.draft_steps = 2;

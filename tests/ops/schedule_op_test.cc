@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "costmodel/step/step_model.h"
 #include "tests/ops/refusal_cases.h"
 #include "whatif/trace.h"
 
@@ -86,6 +87,49 @@ TEST(ScheduleOp, ChainsFromAcceptanceRates) {
   EXPECT_EQ(r->source.trace_path, "rates");
   EXPECT_LE(r->schedule.max_setting, 3);
   EXPECT_FALSE(r->schedule.step_note.empty());
+}
+
+// --format sglang with a drafter the step model prices level by level (eagle3, the default): each
+// tree setting pays SGLang's drafting for its own (num_steps, eagle_topk), the step model's at
+// topk beams per forward and num_steps levels, at the trace's mean context.
+TEST(ScheduleOp, SglangTreesPaySglangsDraftingOnTheStepModel) {
+  ScheduleRequest req = TinySchedule();
+  req.format = whatif::ScheduleFormat::kSglang;
+  auto r = Schedule(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const whatif::Schedule& s = r->schedule;
+  ASSERT_TRUE(s.sglang_drafting);
+  auto trace = whatif::LoadTrace(req.replay.trace);
+  ASSERT_TRUE(trace.ok());
+  const int64_t c = whatif::DraftShapeOf(*trace).mean_context;
+  CostRequest cost = req.replay.cost;
+  cost.engine = "sglang";
+  auto resolved = cost.Resolve(0);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  const std::vector<int>& budgets = s.report.best_fixed_settings.sizes;
+  ASSERT_EQ(s.sglang_draft_s.size(), budgets.size());
+  bool wide = false;
+  for (size_t k = 0; k < budgets.size(); ++k) {
+    auto t = whatif::SglangTreeFor(*trace, budgets[k]);
+    ASSERT_TRUE(t.ok());
+    CostRequest beams = cost;
+    beams.topk = t->eagle_topk;
+    auto step = beams.Step(*resolved->resolved, 0);
+    ASSERT_TRUE(step.ok()) << step.status();
+    const double want = costmodel::PlannerTermsFor(*step, t->num_steps, c).drafter.DraftSeconds();
+    EXPECT_NEAR(s.sglang_draft_s[k], want, 1e-12 * want) << "n " << budgets[k];
+    wide = wide || t->eagle_topk > 1;
+    if (k > 0) {
+      EXPECT_GE(s.sglang_draft_s[k], s.sglang_draft_s[k - 1]) << "n " << budgets[k];
+    }
+  }
+  EXPECT_TRUE(wide);  // some setting drafts beams
+  // A drafter priced by hand keeps the one drafting cost for every setting.
+  req.replay.cost.drafter = "parallel";
+  req.replay.t_draft_ms = 1;
+  auto flat = Schedule(req);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_FALSE(flat->schedule.sglang_drafting);
 }
 
 }  // namespace

@@ -98,8 +98,8 @@ TEST(ChainSchedule, SglangRangesStartAtTheirOwnChainUnderBothLoaders) {
   const int server_steps = 4;
   EXPECT_THAT(j["specplan"]["usage"].get<std::string>(),
               ::testing::HasSubstr("--speculative-num-steps 4 --speculative-num-draft-tokens 5"));
-  for (const auto& [key, k] : std::vector<std::pair<std::string, int>>{{"1", 4}, {"8", 3},
-                                                                       {"64", 1}}) {
+  for (const auto& [key, k] :
+       std::vector<std::pair<std::string, int>>{{"1", 4}, {"8", 3}, {"64", 1}}) {
     const std::vector<int> main = j[key]["candidate_steps"];
     const std::vector<int> old = j[key]["steps"];
     const bool has_server = std::find(main.begin(), main.end(), server_steps) != main.end();

@@ -346,6 +346,59 @@ TEST(Schedule, TreesShrinkWithTheBatchAndMapToSglang) {
   }
 }
 
+// With ScheduleOptions::sglang_drafter each tree setting pays the drafting SGLang runs for it:
+// here 1 ms per draft step plus 0.25 ms per further beam (num_steps levels of eagle_topk beams).
+// Budget n's replayed throughput at every B is then the plain replay's with that one drafter, and
+// the schedule shrinks where beams and levels cost more than they accept.
+TEST(Schedule, SglangSettingsPayTheDraftingSglangRunsForThem) {
+  auto drafting = [](const SglangTree& t) -> absl::StatusOr<costmodel::DrafterCost> {
+    costmodel::DrafterCost d;
+    d.gamma = std::max(1, t.num_steps);
+    d.t_net_s = 1e-3 * t.num_steps + 0.25e-3 * (t.eagle_topk - 1);
+    d.batch_growth = 0.02;
+    return d;
+  };
+  const costmodel::LatencyModel& latency = EngineProfile("sglang");
+  ScheduleOptions o = ReadmeOptions();
+  o.replay.batch_sizes = {1, 8, 64};
+  o.sglang_drafter = drafting;
+  auto s = BuildSchedule(BundledTrace(), latency, ScheduleFormat::kSglang, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->sglang_drafting);
+  const std::vector<int>& budgets = s->report.best_fixed_settings.sizes;
+  ASSERT_EQ(s->sglang_draft_s.size(), budgets.size());
+  for (size_t k = 0; k < budgets.size(); ++k) {
+    auto t = SglangTreeFor(BundledTrace(), budgets[k]);
+    ASSERT_TRUE(t.ok());
+    const costmodel::DrafterCost d = *drafting(*t);
+    EXPECT_DOUBLE_EQ(s->sglang_draft_s[k], d.t_net_s) << "n " << budgets[k];
+    ConcurrencyOptions alone = o.replay;
+    alone.best_fixed = true;
+    alone.drafter = d;
+    auto r = RunConcurrency(BundledTrace(), latency, alone);
+    ASSERT_TRUE(r.ok()) << r.status();
+    for (size_t bi = 0; bi < o.replay.batch_sizes.size(); ++bi) {
+      const double ref = r->best_fixed_settings.at(bi, k);
+      EXPECT_NEAR(s->report.best_fixed_settings.at(bi, k), ref, ref * 1e-12)
+          << "n " << budgets[k] << " B " << o.replay.batch_sizes[bi];
+    }
+  }
+  const nlohmann::json j = nlohmann::json::parse(RenderSchedule(*s, ScheduleSource{}));
+  EXPECT_THAT(j["specplan"]["drafting_cost"].get<std::string>(), HasSubstr("eagle_worker.py"));
+  EXPECT_EQ(j["specplan"]["drafting_per_setting"].size(), budgets.size());
+  // Without the hook every budget pays replay.drafter (1 ms), whatever its levels and beams.
+  auto flat = BuildSchedule(BundledTrace(), latency, ScheduleFormat::kSglang, ReadmeOptions());
+  ASSERT_TRUE(flat.ok());
+  EXPECT_FALSE(flat->sglang_drafting);
+  EXPECT_GE(flat->points.front().setting, s->points.front().setting);
+  // A hook that fails names the setting.
+  o.sglang_drafter = [](const SglangTree&) -> absl::StatusOr<costmodel::DrafterCost> {
+    return absl::InvalidArgumentError("topk = 99: must be in [1, 64]");
+  };
+  EXPECT_THAT(BuildSchedule(BundledTrace(), latency, ScheduleFormat::kSglang, o).status().message(),
+              HasSubstr("sglang drafting of n = 1 (steps 1, topk 1): topk = 99"));
+}
+
 // The floor of TensorRT-LLM PR #16888: with min_chain 1 no range is 0 and the expected throughput
 // is that of the chosen K >= 1.
 TEST(Schedule, MinChainKeepsEveryRangeSpeculating) {
