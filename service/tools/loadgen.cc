@@ -75,10 +75,13 @@ class Client : public ClientBase<LoadConfig> {
   Client(const LoadConfig& config, int index)
       : ClientBase(config, index, NewClientStub(config.target, {}, config.channel_args)) {}
 
-  // One call; *server_us = the reply's plan_us (PlanTree).
-  grpc::Status Call(double* server_us) {
+  // One call; *server_us = the reply's plan_us (PlanTree). A warm-up call waits, within its
+  // deadline, for the channel to connect instead of failing at once when the first connection
+  // attempt does (a server still starting, or a loaded machine).
+  grpc::Status Call(double* server_us, bool warmup = false) {
     grpc::ClientContext ctx;
     SetDeadline(&ctx, config_.deadline_s);
+    ctx.set_wait_for_ready(warmup);
     if (config_.rpc == LoadRpc::kPing) {
       *server_us = 0;
       return stub_->Ping(&ctx, ping_req_, &ping_resp_);
@@ -91,7 +94,7 @@ class Client : public ClientBase<LoadConfig> {
   void Run(Phase* phase, ClientResult* out) {
     double server_us = 0;
     for (int i = 0; i < config_.warmup_per_client; ++i) {
-      grpc::Status st = Call(&server_us);
+      grpc::Status st = Call(&server_us, /*warmup=*/true);
       if (!st.ok()) {  // the server is unreachable or refuses the request: no point measuring
         out->warmup_status = absl::UnavailableError(
             absl::StrCat("--server ", config_.target, ": warm-up ", LoadRpcName(config_.rpc),
@@ -491,9 +494,11 @@ class SoakClient : public ClientBase<SoakConfig> {
     }
   }
 
-  grpc::Status Call(const SoakCase& c) {
+  // One call of case c; the first Ping waits for the channel as a warm-up call does (Client).
+  grpc::Status Call(const SoakCase& c, bool warmup = false) {
     grpc::ClientContext ctx;
     SetDeadline(&ctx, config_.deadline_s);
+    ctx.set_wait_for_ready(warmup);
     switch (c.method) {
       case SoakMethod::kPing:
         return stub_->Ping(&ctx, ping_req_, &ping_resp_);
@@ -512,7 +517,7 @@ class SoakClient : public ClientBase<SoakConfig> {
     out->as_expected.assign(config_.cases.size(), 0);
     {
       SoakCase ping;
-      const grpc::Status st = Call(ping);
+      const grpc::Status st = Call(ping, /*warmup=*/true);
       if (!st.ok()) {
         out->warmup_status = absl::UnavailableError(absl::StrCat(
             "--server ", config_.target, ": first Ping failed: ", GrpcCodeName(st.error_code()),
