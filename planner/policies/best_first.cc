@@ -1,5 +1,7 @@
 #include "planner/policies/best_first.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "planner/policies/best_first_engine.h"
 #include "util/check.h"
@@ -77,24 +79,33 @@ absl::Status BestFirstPlanner::Plan(const Marginals& marginals, const BestFirstO
     return absl::OkStatus();
   }
   // A depth-stepped cost: the best tree per depth cap d = 1..gamma, each priced at depth d, then
-  // the best over d (ties to the shallower cap); the chosen cap is run again unless it ran last.
+  // the best over d (ties to the shallower cap). Each cap runs into `run`; a run that beats the
+  // best so far is kept by swapping it with `kept` (no copy), and the kept run ends in *plan.
+  // Without a cap that pays, *plan holds the last cap's run (gamma), as before.
   plan->curve.reserve(options.n_max + 2);
+  spare_.curve.reserve(options.n_max + 2);
+  spare_.tree.Reserve(options.n_max + 1);
+  const PlanSearch search = plan->search;
   const int gamma = marginals.gamma;
   int best_cap = gamma;
   double best_s = 1.0;  // S(0): the plain step
+  depth_caps_.clear();
+  BestFirstPlan* run = plan;
+  BestFirstPlan* kept = &spare_;
   for (int d = 1; d <= gamma; ++d) {
     spec.price_depth = d;
-    RunOnce(frontier_, marginals, spec, d, plan);
-    plan->depth_caps.push_back({d, plan->n, plan->speedup});
-    if (plan->n > 0 && plan->speedup > best_s) {
-      best_s = plan->speedup;
+    RunOnce(frontier_, marginals, spec, d, run);
+    depth_caps_.push_back({d, run->n, run->speedup});
+    if (run->n > 0 && run->speedup > best_s) {
+      best_s = run->speedup;
       best_cap = d;
+      std::swap(run, kept);
     }
   }
-  if (best_cap != gamma) {
-    spec.price_depth = best_cap;
-    RunOnce(frontier_, marginals, spec, best_cap, plan);
-  }
+  // The best run is in `kept` when some cap paid; else the last run is in *plan (run == plan).
+  if (best_s > 1.0 && kept != plan) std::swap(*plan, spare_);
+  plan->search = search;
+  plan->depth_caps.swap(depth_caps_);
   plan->depth_cap = best_cap;
   internal::TruncateToSelected(plan);
   if (plan->n > 0) {  // priced at the tree's own depth (<= the cap)

@@ -173,6 +173,10 @@ class BestFirstPlanner {
 
  private:
   MarginalsFrontier frontier_;
+  // The search per depth cap: the best cap's run so far, kept while the next caps run (swapped
+  // with the caller's plan, so that the best cap is not run a second time), and the caps' points.
+  BestFirstPlan spare_;
+  std::vector<DepthCapPoint> depth_caps_;
 };
 
 // Number of nodes in the marginals lattice, root excluded (sum_{d=1..gamma} k^d), saturated at cap.
