@@ -99,6 +99,18 @@ std::vector<std::string> MetadataLines(const Schedule& s, const ScheduleSource& 
         r.drafter.t_net_s * 1e3, r.drafter.batch_growth, r.t_aux_s * 1e3,
         r.batch_scan ? "scan" : "controller", r.calibrate ? ", surrogate calibrated online" : "",
         min_len));
+    if (s.sglang_drafting) {
+      // The drafter above prices the batch planner's row; each tree setting pays its own.
+      std::vector<std::string> per;
+      const std::vector<int>& budgets = r.best_fixed_settings.sizes;
+      for (size_t i = 0; i < budgets.size() && i < s.sglang_draft_s.size(); ++i) {
+        per.push_back(absl::StrFormat("n = %d: %.3f", budgets[i], s.sglang_draft_s[i] * 1e3));
+      }
+      out.push_back(absl::StrCat(
+          "sglang drafting: each setting pays SGLang's own at every step (num_steps levels of topk "
+          "beams; the drafter above prices the batch planner), one request's, ms: ",
+          absl::StrJoin(per, ", ")));
+    }
   }
   out.push_back("choice: " + ChoiceRule(s));
   out.push_back(absl::StrCat("range rule: ", kRangeRule));

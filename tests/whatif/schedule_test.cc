@@ -386,10 +386,14 @@ TEST(Schedule, SglangSettingsPayTheDraftingSglangRunsForThem) {
   const nlohmann::json j = nlohmann::json::parse(RenderSchedule(*s, ScheduleSource{}));
   EXPECT_THAT(j["specplan"]["drafting_cost"].get<std::string>(), HasSubstr("eagle_worker.py"));
   EXPECT_EQ(j["specplan"]["drafting_per_setting"].size(), budgets.size());
+  EXPECT_THAT(FormatScheduleSummary(*s, ScheduleSource{}),
+              HasSubstr("sglang drafting: each setting pays SGLang's own at every step"));
   // Without the hook every budget pays replay.drafter (1 ms), whatever its levels and beams.
   auto flat = BuildSchedule(BundledTrace(), latency, ScheduleFormat::kSglang, ReadmeOptions());
   ASSERT_TRUE(flat.ok());
   EXPECT_FALSE(flat->sglang_drafting);
+  EXPECT_THAT(FormatScheduleSummary(*flat, ScheduleSource{}),
+              ::testing::Not(HasSubstr("sglang drafting")));
   EXPECT_GE(flat->points.front().setting, s->points.front().setting);
   // A hook that fails names the setting.
   o.sglang_drafter = [](const SglangTree&) -> absl::StatusOr<costmodel::DrafterCost> {
