@@ -77,6 +77,8 @@ TEST(ChainSchedule, SglangWritesTheAdaptiveConfigurationSglangReads) {
   EXPECT_EQ(j["64"]["steps"], nlohmann::json::parse("[1]"));
   EXPECT_EQ(j["128"]["candidate_steps"], nlohmann::json::parse("[0]"));
   EXPECT_EQ(j["128"]["steps"], nlohmann::json::parse("[1]"));
+  EXPECT_THAT(j["specplan"]["usage"].get<std::string>(),
+              ::testing::HasSubstr("--speculative-num-steps 3 --speculative-num-draft-tokens 4"));
   EXPECT_THAT(j["specplan"]["note"].get<std::string>(), ::testing::HasSubstr("128-4096"));
   for (const auto& [key, value] : j.items()) {
     if (key == "specplan") continue;
