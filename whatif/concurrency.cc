@@ -152,6 +152,14 @@ costmodel::DrafterCost BatchDrafter(const ConcurrencyOptions& o, int gamma) {
   return d;
 }
 
+// A drafter cost's batch_growth: a finite number >= 0; `field` names it in the error.
+absl::Status CheckBatchGrowth(const costmodel::DrafterCost& d, const char* field) {
+  if (!(d.batch_growth >= 0) || !std::isfinite(d.batch_growth)) {
+    return Invalid(absl::StrCat(field, " = ", d.batch_growth, ": must be a finite number >= 0"));
+  }
+  return absl::OkStatus();
+}
+
 // The options' batch sizes, checked, sorted and deduplicated (none for a recorded replay), after
 // the checks of the other options; errors name the field.
 absl::StatusOr<std::vector<int>> CheckedBatchSizes(const ConcurrencyOptions& o) {
@@ -182,20 +190,14 @@ absl::StatusOr<std::vector<int>> CheckedBatchSizes(const ConcurrencyOptions& o) 
     }
     for (const costmodel::DrafterCost& d : o.best_fixed_drafters) {
       SPECPLAN_RETURN_IF_ERROR(CheckDrafterSeconds(d));
-      if (!(d.batch_growth >= 0) || !std::isfinite(d.batch_growth)) {
-        return Invalid(absl::StrCat("best_fixed_drafters: batch_growth = ", d.batch_growth,
-                                    ": must be a finite number >= 0"));
-      }
+      SPECPLAN_RETURN_IF_ERROR(CheckBatchGrowth(d, "best_fixed_drafters: batch_growth"));
     }
   }
   if (o.context_offset < 0 || o.context_offset > kMaxContextOffset) {
     return Invalid(absl::StrCat("context_offset = ", o.context_offset, ": must be in [0, ",
                                 kMaxContextOffset, "] tokens"));
   }
-  if (!(o.drafter.batch_growth >= 0) || !std::isfinite(o.drafter.batch_growth)) {
-    return Invalid(absl::StrCat("drafter.batch_growth = ", o.drafter.batch_growth,
-                                ": must be a finite number >= 0"));
-  }
+  SPECPLAN_RETURN_IF_ERROR(CheckBatchGrowth(o.drafter, "drafter.batch_growth"));
   return sizes;
 }
 

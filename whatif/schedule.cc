@@ -81,9 +81,10 @@ namespace {
 
 // The choice (see the top of schedule.h) over s->report's plain-decoding rows and its
 // best-chain (chains) or best-fixed (trees) settings; `trace` gives SGLang's trees (nullptr for
-// chains).
+// chains), `trees` those already computed per budget (BuildSchedule's, for SGLang's drafting).
 absl::Status ChooseSettings(const Trace* trace, ScheduleFormat format,
-                            const ScheduleOptions& options, Schedule* s) {
+                            const ScheduleOptions& options, Schedule* s,
+                            std::map<int, SglangTree> trees = {}) {
   const ConcurrencyReport& r = s->report;
   const StaticSettings& settings = s->chains ? r.best_chain_settings : r.best_fixed_settings;
   if (options.min_chain > 0 &&
@@ -133,7 +134,6 @@ absl::Status ChooseSettings(const Trace* trace, ScheduleFormat format,
     for (size_t bi = 0; bi < nb; ++bi) sum += throughput(bi, c);
     if (sum > static_sum) static_c = c, static_sum = sum;
   }
-  std::map<int, SglangTree> trees;
   auto tree_of = [&](int n) -> absl::StatusOr<SglangTree> {
     if (s->chains || trace == nullptr) return SglangTree{};
     auto it = trees.find(n);
@@ -208,11 +208,13 @@ absl::StatusOr<Schedule> BuildSchedule(const Trace& trace, const costmodel::Late
   ConcurrencyOptions replay = options.replay;
   replay.best_chain = s.chains;
   replay.best_fixed = !s.chains;
+  std::map<int, SglangTree> trees;  // each budget's SGLang settings, reused by the choice
   if (format == ScheduleFormat::kSglang && options.sglang_drafter) {
     // Each budget drafts SGLang's own shape for it: num_steps levels of eagle_topk beams.
     replay.best_fixed_drafters.clear();
     for (int n : BestFixedBudgets(replay.n_max)) {
       SPECPLAN_ASSIGN_OR_RETURN(const SglangTree t, SglangTreeFor(trace, n));
+      trees.emplace(n, t);
       auto d = options.sglang_drafter(t);
       if (!d.ok()) {
         return absl::Status(d.status().code(),
@@ -225,7 +227,7 @@ absl::StatusOr<Schedule> BuildSchedule(const Trace& trace, const costmodel::Late
     s.sglang_drafting = true;
   }
   SPECPLAN_ASSIGN_OR_RETURN(s.report, RunConcurrency(trace, latency, replay));
-  SPECPLAN_RETURN_IF_ERROR(ChooseSettings(&trace, format, options, &s));
+  SPECPLAN_RETURN_IF_ERROR(ChooseSettings(&trace, format, options, &s, std::move(trees)));
   return s;
 }
 
