@@ -36,6 +36,12 @@ absl::StatusOr<CostFlags::Parsed> CostFlags::Parse(double t_draft_ms) const {
 }
 
 absl::Status CostFlags::CheckRemote() const {
+  if (cuda_graphs != "engine" || !cuda_graph_sizes.empty() || cuda_graph_max != 0 ||
+      eager_launch_us >= 0) {
+    return absl::InvalidArgumentError(
+        "--cuda-graphs, --cuda-graph-sizes, --cuda-graph-max and --eager-launch-us are local; with "
+        "--server the server prices the engine's default CUDA-graph ladder");
+  }
   if (profile.empty() && latency_model.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(
       "--profile and --latency-model are local; with --server the server's stored profile for "
@@ -175,6 +181,31 @@ CostFlagOptions AddCostFlags(CLI::App* cmd, CostFlags* f) {
       ->check(FiniteRange(0, 1000, "ms"));
   cmd->add_option("--t-aux-ms", f->t_aux_ms, "Tree construction/sampling overhead, ms")
       ->check(MsRange());
+  cmd->add_option("--cuda-graphs", f->cuda_graphs,
+                  "CUDA graphs of the target's pass (docs/step-model.md): engine (read each pass "
+                  "at the engine's captured size, eager above the largest), eager (no graphs: "
+                  "every pass pays its launches), off (price passes at their exact size)")
+      ->check(CLI::IsMember({"engine", "eager", "off"}))
+      ->capture_default_str();
+  cmd->add_flag_callback(
+      "--enforce-eager,--disable-cuda-graph", [f] { f->cuda_graphs = "eager"; },
+      "Same as --cuda-graphs eager (vLLM's and SGLang's names)");
+  cmd->add_option("--cuda-graph-sizes,--cudagraph-capture-sizes,--cuda-graph-bs",
+                  f->cuda_graph_sizes,
+                  "Captured sizes, ascending, comma-separated: vLLM's in tokens "
+                  "(cudagraph_capture_sizes), SGLang's in requests (cuda_graph_bs); default: the "
+                  "engine's ladder")
+      ->delimiter(',');
+  cmd->add_option("--cuda-graph-max,--max-cudagraph-capture-size,--cuda-graph-max-bs",
+                  f->cuda_graph_max,
+                  "Largest captured size: vLLM's max_cudagraph_capture_size (tokens; default "
+                  "min(max_num_seqs x (1 + K) x 2, 512)), SGLang's cuda_graph_max_bs (requests; "
+                  "default from the GPU's memory)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--eager-launch-us", f->eager_launch_us,
+                  "Host microseconds per launched op of a pass run without graphs (default 10, "
+                  "docs/step-model.md)")
+      ->check(FiniteRange(0, 1000, "us"));
   return o;
 }
 

@@ -43,7 +43,7 @@ void BM_OnlineSweep(benchmark::State& state) {
                                 &Vllm().drafters, "vllm", {});
   SPECPLAN_CHECK(step.ok());
   step->TabulateDraft();
-  const whatif::StepModelPricer pricer(&*step, Vllm().model.get());
+  const whatif::StepModelPricer pricer(&*step);
   std::vector<whatif::OnlineRequest> reqs(10000);
   std::mt19937_64 rng(1);
   for (whatif::OnlineRequest& q : reqs) {

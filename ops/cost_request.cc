@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "costmodel/step/host_fit.h"
 #include "costmodel/step/host_time.h"
@@ -38,6 +39,9 @@ const std::vector<costmodel::CostFieldName>& CostRequestFlagNames() {
       {"host_per_draft_ms", "--host-per-draft-ms"},
       {"sample_ms", "--sample-ms"},
       {"t_aux_ms", "--t-aux-ms"},
+      {"cuda_graphs", "--cuda-graphs"},
+      {"cuda_graph_max", "--cuda-graph-max"},
+      {"eager_launch_us", "--eager-launch-us"},
       {"s", "--s"},
       {"c", "--c"},
       {"b", "--b"},
@@ -137,10 +141,53 @@ absl::StatusOr<costmodel::StepOptions> CostRequest::StepOptionsFor(const std::st
   return o;
 }
 
+absl::StatusOr<std::optional<costmodel::CudaGraphs>> CostRequest::GraphsFor(
+    const std::string& engine, double gpu_mem_bytes) const {
+  if (cuda_graphs != "engine" && cuda_graphs != "eager" && cuda_graphs != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuda_graphs = '", cuda_graphs, "': must be engine, eager or off"));
+  }
+  if (!(eager_launch_us < 0) && !(eager_launch_us <= 1000)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("eager_launch_us = ", eager_launch_us, ": must be in [0, 1000] microseconds"));
+  }
+  costmodel::CudaGraphs g;
+  if (cuda_graphs == "off" || !costmodel::DefaultCudaGraphs(engine, gpu_mem_bytes, &g)) {
+    return std::optional<costmodel::CudaGraphs>();
+  }
+  g.enabled = cuda_graphs == "engine";
+  g.sizes = cuda_graph_sizes;
+  g.max_size = cuda_graph_max;
+  g.speculative = !drafter.empty() && !DrafterIsCostClass();
+  if (eager_launch_us >= 0) {
+    g.eager_launch_s = eager_launch_us * 1e-6;
+    g.provenance += absl::StrCat("; eager_launch_us = ", eager_launch_us, " given");
+  }
+  if (absl::Status st = costmodel::ValidateCudaGraphs(g); !st.ok()) {
+    // "cuda_graphs.sizes[1] = 0: ..." in the request's own words
+    std::string m(st.message());
+    if (absl::StartsWith(m, "cuda_graphs.sizes")) m = "cuda_graph_sizes" + m.substr(17);
+    if (absl::StartsWith(m, "cuda_graphs.max_size")) m = "cuda_graph_max" + m.substr(20);
+    return absl::InvalidArgumentError(m);
+  }
+  return std::optional<costmodel::CudaGraphs>(std::move(g));
+}
+
+std::optional<costmodel::CudaGraphs> DefaultGraphs(const std::string& engine, double gpu_mem_bytes,
+                                                   const costmodel::StepOptions& options) {
+  CostRequest req;
+  req.drafter = options.drafter;
+  auto g = req.GraphsFor(engine, gpu_mem_bytes);
+  return g.ok() ? *std::move(g) : std::nullopt;
+}
+
 absl::StatusOr<costmodel::StepModel> CostRequest::Step(
     const costmodel::ResolvedLatencyModel& resolved, double draft_s) const {
   auto o = StepOptionsFor(resolved.engine, draft_s);
   if (!o.ok()) return o.status();
+  auto graphs = GraphsFor(resolved.engine, resolved.gpu_spec.mem_bytes);
+  if (!graphs.ok()) return graphs.status();
+  o->graphs = *std::move(graphs);
   return costmodel::StepModel::Create(resolved.model.get(), resolved.model_spec, resolved.gpu_spec,
                                       &resolved.drafters, resolved.engine, *o);
 }

@@ -117,6 +117,15 @@ struct CostRequest {
   double host_step_ms = -1, host_per_seq_ms = -1, host_per_draft_ms = -1, sample_ms = -1;
   std::string host_file;  // host terms as `specplan step fit --out` writes them; "" = defaults
   double t_aux_ms = 0;    // per-cycle overhead, ms
+  // CUDA graphs (costmodel/step/cuda_graphs.h): "engine" (default) reads the target's pass at the
+  // engine's captured size, "eager" runs every pass without graphs (vLLM --enforce-eager, SGLang
+  // --disable-cuda-graph), "off" prices passes at their exact size (no graphs modelled). Engines
+  // without a modelled ladder (trtllm, specplan) are priced as "off" under "engine".
+  std::string cuda_graphs = "engine";
+  std::vector<int64_t> cuda_graph_sizes;  // vLLM cudagraph_capture_sizes / SGLang cuda_graph_bs
+  int64_t cuda_graph_max = 0;   // vLLM max_cudagraph_capture_size / SGLang cuda_graph_max_bs; 0 =
+                                // the engine's default
+  double eager_launch_us = -1;  // host microseconds per launched op without graphs; < 0 = 10
 
   // dtype and drafter parsed, drafter first. `drafter` is the drafter's cost with the drafter's
   // class (kParallelBlock for an architecture) and t_net = t_draft_ms (its other fields at their
@@ -134,7 +143,12 @@ struct CostRequest {
   // T_draft by hand when > 0.
   absl::StatusOr<costmodel::StepOptions> StepOptionsFor(const std::string& engine,
                                                         double draft_s) const;
-  // The step model over a resolved cost (which must outlive the result).
+  // The CUDA-graph ladder the fields above give for `engine` on a GPU of `gpu_mem_bytes`: nullopt
+  // for "off" and for an engine without a modelled ladder. INVALID_ARGUMENT naming the field
+  // ("cuda_graphs = 'x': must be engine, eager or off", "cuda_graph_sizes[1] = 0: ...").
+  absl::StatusOr<std::optional<costmodel::CudaGraphs>> GraphsFor(const std::string& engine,
+                                                                 double gpu_mem_bytes) const;
+  // The step model over a resolved cost (which must outlive the result), with GraphsFor.
   absl::StatusOr<costmodel::StepModel> Step(const costmodel::ResolvedLatencyModel& resolved,
                                             double draft_s) const;
   // PriceCycle over a resolved cost: with an architecture, the step model's terms for `gamma`
@@ -160,6 +174,12 @@ struct CostRequest {
   // once Parse(t_draft_ms) succeeds (bad dtype and drafter names are refused either way).
   absl::StatusOr<std::optional<ResolvedCost>> ResolveIfNeeded(bool needed, double t_draft_ms) const;
 };
+
+// The engine's default CUDA-graph ladder for a step model of `options` (CostRequest::GraphsFor with
+// no graph field given), for the front ends that build step options of their own (the service, the
+// Python module): every front end prices the same pass.
+std::optional<costmodel::CudaGraphs> DefaultGraphs(const std::string& engine, double gpu_mem_bytes,
+                                                   const costmodel::StepOptions& options);
 
 // The flags specplan's command lines (the specplan CLI, specplan-bench) name request fields
 // with: the one table of field -> flag ({"engine", "--engine"}), holding the CostSpec fields

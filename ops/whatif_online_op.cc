@@ -146,7 +146,7 @@ absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req,
     return Invalid("drafter: none; a chain needs a drafter to price");
   }
   out.scheduler_engine = SchedulerEngine(resolved.engine);
-  const whatif::StepModelPricer pricer(&step, resolved.verify);
+  const whatif::StepModelPricer pricer(&step);
 
   // SGLang's default running-request limit differs with and without speculation: replay plain
   // decoding and the chains under each one's own default.

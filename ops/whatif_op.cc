@@ -241,7 +241,7 @@ absl::StatusOr<WhatIfChainsResult> WhatIfChains(const WhatIfChainsRequest& req) 
   // target's grid (costmodel/step/step_model.h, within 0.033 % of forward by forward).
   step.TabulateDraft();
   whatif::ChainReplayOptions replay = req.replay;
-  const whatif::StepModelPricer pricer(&step, resolved.model.get());
+  const whatif::StepModelPricer pricer(&step);
   if (req.prefill) {
     const std::string engine = SchedulerEngine(resolved.engine);
     replay.prefill = &pricer;

@@ -104,6 +104,8 @@ void AttachStep(PyCost* c, const StepArgs& a) {
       ops::HostTermsFor(c->engine, a.host_file, given,
                         {"host_step_ms", "host_per_seq_ms", "host_per_draft_ms", "sample_ms"},
                         "given to specplan.Cost"));
+  // The engine's CUDA-graph ladder, as the CLI and the service price it.
+  o.graphs = ops::DefaultGraphs(c->engine, c->gpu_spec.mem_bytes, o);
   ThrowIfError(costmodel::ValidateStepOptions(o));
   c->step = std::make_shared<const costmodel::StepModel>(ValueOrThrow(costmodel::StepModel::Create(
       c->model.get(), c->model_spec, c->gpu_spec, c->drafters.get(), c->engine, o)));

@@ -20,6 +20,7 @@
 #include "costmodel/step/drafter_arch.h"
 #include "costmodel/step/host_time.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "ops/cost_request.h"
 #include "util/status_macros.h"
 
 namespace specplan::service {
@@ -152,9 +153,13 @@ absl::StatusOr<std::shared_ptr<const costmodel::StepModel>> StepModelFor(
   const std::string key = StepKey(options);
   std::lock_guard<std::mutex> lock(source.step_mu);
   if (auto it = source.steps.find(key); it != source.steps.end()) return it->second;
+  // The engine's CUDA-graph ladder, as the CLI and Python price it (ops::DefaultGraphs): a function
+  // of the source and the drafter, both in the key.
+  costmodel::StepOptions o = options;
+  if (!o.graphs) o.graphs = ops::DefaultGraphs(source.engine, source.gpu_spec.mem_bytes, o);
   absl::StatusOr<costmodel::StepModel> built = costmodel::StepModel::Create(
       source.latency.get(), source.model_spec, source.gpu_spec,
-      source.entry ? &source.entry->profile.drafters : nullptr, source.engine, options);
+      source.entry ? &source.entry->profile.drafters : nullptr, source.engine, o);
   if (!built.ok()) return StepErrorInFields(built.status(), field);
   auto step = std::make_shared<const costmodel::StepModel>(*std::move(built));
   if (source.steps.size() >= kStepModelsPerSource) source.steps.clear();

@@ -592,7 +592,7 @@ double StepModelPricer::StepSeconds(const BatchShape& decode, const BatchShape& 
   // one token each prefill chunk samples): a prefill chunk computes no logits for the rest, and
   // the term was fitted on decode passes of 4 to 256 tokens (costmodel/step/host_time.cc).
   r.verify_s =
-      verify_->VerifyBatchSeconds(all_) +
+      step_->VerifyPassSeconds(all_) +
       h.verify_per_token_s * (decode.totals().tokens + static_cast<double>(prefill.size()));
   const double prefills = static_cast<double>(prefill.size());
   if (decode.empty()) {

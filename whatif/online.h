@@ -35,10 +35,11 @@
 // verified, c = cached) and the prefill chunks (s = chunk tokens, c = tokens already prefilled)
 // go into one pass; StepModelPricer prices it from the step model (costmodel/step/step_model.h):
 // the decoding requests' step (Step for K > 0, ArStep for plain decoding) with its verify term
-// replaced by the target's ragged pass over decode and prefill sequences together, the host's
-// per-sequence work for every sequence, and for K > 0 one drafter forward over the step's prefill
-// chunks together (the drafter builds its own cache of the prompts). A decode batch in which no
-// request drafts (an n-gram matcher that found nothing) is priced as plain decoding. A
+// replaced by the target's ragged pass over decode and prefill sequences together (at its
+// CUDA-graph bucket when the step model has the engine's ladder: costmodel/step/cuda_graphs.h), the
+// host's per-sequence work for every sequence, and for K > 0 one drafter forward over the step's
+// prefill chunks together (the drafter builds its own cache of the prompts). A decode batch in
+// which no request drafts (an n-gram matcher that found nothing) is priced as plain decoding. A
 // prefill-only step pays one sampling call and the host's step work besides.
 //
 // Metrics per request (vllm bench serve's definitions): TTFT = first token's time - arrival;
@@ -138,18 +139,17 @@ class OnlineStepPricer {
                              const costmodel::BatchShape& prefill, int k) const = 0;
 };
 
-// Prices steps from the step model and the target's pass (see the top of this file). Both must
-// outlive it; `verify` must be the latency model the step model prices its verify pass with.
+// Prices steps from the step model (see the top of this file), which must outlive it: the
+// decoding requests' step, and the one pass over them and the prefill chunks at its CUDA-graph
+// bucket (StepModel::VerifyPassSeconds).
 class StepModelPricer : public OnlineStepPricer {
  public:
-  StepModelPricer(const costmodel::StepModel* step, const costmodel::LatencyModel* verify)
-      : step_(step), verify_(verify) {}
+  explicit StepModelPricer(const costmodel::StepModel* step) : step_(step) {}
   double StepSeconds(const costmodel::BatchShape& decode, const costmodel::BatchShape& prefill,
                      int k) const override;
 
  private:
   const costmodel::StepModel* step_;
-  const costmodel::LatencyModel* verify_;
   mutable costmodel::BatchShape all_;  // reused: decode and prefill in one pass
 };
 

@@ -89,6 +89,7 @@ absl::Status ValidateStepOptions(const StepOptions& o) {
         absl::StrCat("draft_s = ", *o.draft_s, ": must be in [0, 10] seconds"));
   }
   if (o.host) SPECPLAN_RETURN_IF_ERROR(ValidateHostTime(*o.host, "host."));
+  if (o.graphs) SPECPLAN_RETURN_IF_ERROR(ValidateCudaGraphs(*o.graphs));
   return absl::OkStatus();
 }
 
@@ -107,6 +108,8 @@ absl::StatusOr<StepModel> StepModel::Create(const LatencyModel* verify, const Mo
   m.verify_ = verify;
   m.options_ = options;
   m.engine_ = engine;
+  m.layers_ = target.layers;
+  if (options.graphs) m.graphs_ = std::make_shared<const GraphBuckets>(*options.graphs);
   if (options.host) {
     m.host_ = *options.host;
   } else {
@@ -208,7 +211,7 @@ StepBreakdown StepModel::Step(int64_t b, int64_t s, int64_t c) const {
   StepBreakdown r;
   TableLatency::GridPoint point;
   if (draft_table_ != nullptr && verify_table_->Locate(b, s, c, &point)) {
-    r.verify_s = TableLatency::ReadAt(verify_table_->table(), point) +
+    r.verify_s = Graphed(b, s, c, TableLatency::ReadAt(verify_table_->table(), point)) +
                  host_.verify_per_token_s * static_cast<double>(b * s);
     r.draft_s = TableLatency::ReadAt(*draft_table_, point);
     r.draft_forwards = DraftForwardCount(arch_, DraftStepsFor(s));
@@ -219,8 +222,10 @@ StepBreakdown StepModel::Step(int64_t b, int64_t s, int64_t c) const {
   // both price it.
   std::optional<BatchShape> uniform;
   if (b > 1) uniform = Uniform(b, s, c);
-  r.verify_s = (b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(*uniform)) +
-               host_.verify_per_token_s * static_cast<double>(b * s);
+  r.verify_s =
+      Graphed(b, s, c,
+              b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(*uniform)) +
+      host_.verify_per_token_s * static_cast<double>(b * s);
   const int d = DraftStepsFor(s);
   r.draft_s = DraftTime(*this, draft_.get(), arch_, b, s, c, d, uniform ? &*uniform : nullptr,
                         &r.draft_forwards);
@@ -231,8 +236,7 @@ StepBreakdown StepModel::Step(int64_t b, int64_t s, int64_t c) const {
 StepBreakdown StepModel::Step(const BatchShape& batch) const {
   SPECPLAN_CHECK(!batch.empty());
   StepBreakdown r;
-  r.verify_s =
-      verify_->VerifyBatchSeconds(batch) + host_.verify_per_token_s * batch.totals().tokens;
+  r.verify_s = VerifyPassSeconds(batch) + host_.verify_per_token_s * batch.totals().tokens;
   const int64_t b = batch.size();
   const PassTotals& t = batch.totals();
   // The drafter's forwards at the batch's mean sequence (its table prices a batch by its mean).
@@ -255,7 +259,7 @@ StepBreakdown StepModel::ArStep(int64_t b, int64_t c) const {
     r.verify_s =
         b == 1 ? verify_->VerifySeconds(1, c) : verify_->VerifyBatchSeconds(Uniform(b, 1, c));
   }
-  r.verify_s += host_.verify_per_token_s * static_cast<double>(b);
+  r.verify_s = Graphed(b, 1, c, r.verify_s) + host_.verify_per_token_s * static_cast<double>(b);
   r.sample_s = host_.sample_call_s;
   r.host_s = host_.step_s + host_.per_sequence_s * static_cast<double>(b);
   return r;
@@ -267,7 +271,7 @@ StepBreakdown StepModel::ArStep(const BatchShape& batch) const {
   plain.Reserve(static_cast<size_t>(batch.size()));
   for (const SequenceShape& q : batch.sequences()) plain.Add(1, q.c);
   StepBreakdown r;
-  r.verify_s = verify_->VerifyBatchSeconds(plain) + host_.verify_per_token_s * batch.size();
+  r.verify_s = VerifyPassSeconds(plain) + host_.verify_per_token_s * batch.size();
   r.sample_s = host_.sample_call_s;
   r.host_s = host_.step_s + host_.per_sequence_s * static_cast<double>(batch.size());
   return r;
@@ -281,8 +285,10 @@ StepBreakdown StepModel::TreeStep(int64_t b, int64_t n, int depth, int64_t c,
   const int64_t s = n + 1;
   std::optional<BatchShape> uniform;
   if (b > 1) uniform = Uniform(b, s, c);
-  r.verify_s = (b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(*uniform)) +
-               host_.verify_per_token_s * static_cast<double>(b * s);
+  r.verify_s =
+      Graphed(b, s, c,
+              b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(*uniform)) +
+      host_.verify_per_token_s * static_cast<double>(b * s);
   // A block drafter drafts its positions in one forward whatever the tree; a level drafter's
   // extend reads the depth + 1 tokens a tree of that depth can accept, then drafts level by level.
   const bool block = arch_.kind == DrafterKind::kBlock;
@@ -292,6 +298,42 @@ StepBreakdown StepModel::TreeStep(int64_t b, int64_t n, int depth, int64_t c,
                         uniform && s_draft == s ? &*uniform : nullptr, &r.draft_forwards);
   AddHost(b, d, &r);
   return r;
+}
+
+double StepModel::PassAtNoContext(int64_t b, int64_t s) const {
+  TableLatency::GridPoint point;
+  if (verify_table_ != nullptr && verify_table_->Locate(b, s, 0, &point))
+    return TableLatency::ReadAt(verify_table_->table(), point);
+  return b == 1 ? verify_->VerifySeconds(s, 0) : verify_->VerifyBatchSeconds(Uniform(b, s, 0));
+}
+
+double StepModel::Graphed(int64_t b, int64_t s, int64_t c, double exact) const {
+  if (graphs_ == nullptr) return exact;
+  const GraphPass p = graphs_->PadDecodeBatch(b, s);
+  if (!p.graphed) return std::max(exact, graphs_->EagerLaunchSeconds(layers_));
+  if (p.padded == b) return exact;
+  (void)c;  // the padded rows hold no context
+  return exact + PassAtNoContext(p.padded, s) - PassAtNoContext(b, s);
+}
+
+double StepModel::GraphedBatch(const BatchShape& batch, double exact) const {
+  if (graphs_ == nullptr || batch.empty()) return exact;
+  int64_t s_min = batch.sequences().front().s;
+  bool uniform = true;
+  for (const SequenceShape& q : batch.sequences()) {
+    uniform = uniform && q.s == s_min;
+    s_min = std::min(s_min, q.s);
+  }
+  if (uniform) return Graphed(batch.size(), s_min, 0, exact);
+  const int64_t tokens = static_cast<int64_t>(batch.totals().tokens + 0.5);
+  const GraphPass p = graphs_->PadRaggedPass(tokens, s_min);
+  if (!p.graphed) return std::max(exact, graphs_->EagerLaunchSeconds(layers_));
+  if (p.padded == tokens) return exact;
+  return exact + PassAtNoContext(1, p.padded) - PassAtNoContext(1, tokens);
+}
+
+double StepModel::VerifyPassSeconds(const BatchShape& batch) const {
+  return GraphedBatch(batch, verify_->VerifyBatchSeconds(batch));
 }
 
 bool DraftsByLevel(const StepOptions& o) {

@@ -1,6 +1,8 @@
 // The engine's whole speculative step, priced (DESIGN.md "Cycle cost"):
 //   T_step = T_verify + T_draft + T_sample + T_host
-//   T_verify  the target's ragged pass (the profile's latency model) + HostTime::verify_per_token_s
+//   T_verify  the target's ragged pass (the profile's latency model), read at the engine's
+//             CUDA-graph bucket when StepOptions::graphs is given (cuda_graphs.h: padded up to the
+//             smallest captured size, or eager above the largest), + HostTime::verify_per_token_s
 //             per token in the pass
 //   T_draft   the drafter's forwards (drafter_arch.h DraftForwards), each priced by the drafter's
 //             table composed from the same kernel tables as the target (Profile::drafters), or by
@@ -31,6 +33,7 @@
 #include "costmodel/latency/latency_model.h"
 #include "costmodel/latency/table_latency.h"
 #include "costmodel/profile/profile.h"
+#include "costmodel/step/cuda_graphs.h"
 #include "costmodel/step/drafter_arch.h"
 #include "costmodel/step/host_time.h"
 
@@ -43,6 +46,9 @@ struct StepOptions {
   DrafterOptions drafter_options;
   std::optional<double> draft_s;  // by hand: seconds of one step's drafting, replacing T_draft
   std::optional<HostTime> host;   // by hand or refitted: replaces the engine's defaults
+  // The engine's CUDA-graph ladder for the target's pass (cuda_graphs.h); nullopt = every pass
+  // priced at its exact size (the profile's tables alone).
+  std::optional<CudaGraphs> graphs;
 };
 // Validates the options; errors name the field and value.
 absl::Status ValidateStepOptions(const StepOptions& o);
@@ -97,6 +103,12 @@ class StepModel {
   // "host only" (ngram, suffix: no network; their proposal on the host is priced as
   // HostTime::ngram_verify_fraction of the step's T_verify), "none" (no drafter).
   const std::string& draft_priced_by() const { return draft_priced_by_; }
+  // Seconds of the target's pass over a ragged batch, at its CUDA-graph bucket (no host terms):
+  // what T_verify reads, for callers that build passes of their own (whatif/online.h, prefill
+  // chunks with decoding requests).
+  double VerifyPassSeconds(const BatchShape& batch) const;
+  // The resolved ladder; null when options().graphs is not given.
+  const GraphBuckets* graphs() const { return graphs_.get(); }
   // Seconds of one drafter forward of b sequences, each s new tokens over c cached.
   double DraftForwardSeconds(int64_t b, int64_t s, int64_t c) const;
   // Seconds of one drafter forward over a ragged batch (each sequence s_i new tokens over c_i).
@@ -128,6 +140,14 @@ class StepModel {
   // positions, the fraction of its verify term (which must be set).
   void AddHost(int64_t b, int d, StepBreakdown* r) const;
 
+  // The target's pass b x (s, c) whose exact price is `exact`, read at its CUDA-graph bucket
+  // (cuda_graphs.h); `exact` itself without graphs.
+  double Graphed(int64_t b, int64_t s, int64_t c, double exact) const;
+  // The same for a ragged batch.
+  double GraphedBatch(const BatchShape& batch, double exact) const;
+  // The target's pass of b x (s, 0): what padded rows add is priced at no context.
+  double PassAtNoContext(int64_t b, int64_t s) const;
+
   // D for a step verifying s tokens per sequence (the options' draft_steps, else s - 1).
   int DraftStepsFor(int64_t s) const {
     return options_.draft_steps >= 0 ? options_.draft_steps : static_cast<int>(s - 1);
@@ -143,6 +163,8 @@ class StepModel {
   HostTime host_;
   std::string engine_;
   std::string draft_priced_by_ = "none";
+  std::shared_ptr<const GraphBuckets> graphs_;  // options_.graphs resolved; null without
+  int64_t layers_ = 0;                          // the target's, for the eager fallback
 };
 
 // What a planner that prices a cycle as C(T) = T_draft(shape of T) + T_aux + T_verify(|T| + 1, c)

@@ -179,5 +179,34 @@ TEST(EstimateStep, AcceptanceGivesTheSpeedupOverThePlainStep) {
                    "tokens per step at K = 3 -> speedup "}});
 }
 
+// CUDA-graph buckets (costmodel/step/cuda_graphs.h): vLLM's ladder at K = 3 pads 65 requests (260
+// tokens) to the 272-token graph and leaves 64 (256) as it is; --cuda-graphs off prices the exact
+// pass; bad values are refused naming the flag.
+TEST(EstimateStep, CudaGraphBucketsPadTheVerifyPass) {
+  auto verify = [](const std::string& args) {
+    return Json("--drafter eagle3 --s 4 --c 1024 " + args)["step"]["verify_s"].get<double>();
+  };
+  EXPECT_EQ(verify("--b 64"), verify("--b 64 --cuda-graphs off"));
+  EXPECT_GT(verify("--b 65"), verify("--b 65 --cuda-graphs off"));
+  EXPECT_LT(verify("--b 65"), verify("--b 68"));  // the padded rows hold no context
+  EXPECT_EQ(verify("--b 68"), verify("--b 68 --cuda-graphs off"));
+  // Sizes given as the engine names them: 65 requests (260 tokens) above a 256-token ladder run
+  // eagerly, and with 100 us per launch the launches (32 layers x 10 x 100 us = 32 ms) bound the
+  // pass; the per-token host term still counts the real tokens.
+  const double per_token =
+      Json("--drafter eagle3 --s 4 --c 1024 --b 1")["step"]["host"]["verify_per_token_s"]
+          .get<double>();
+  EXPECT_NEAR(
+      verify("--b 65 --cudagraph-capture-sizes 64,128,256 --eager-launch-us 100") - per_token * 260,
+      0.032, 1e-9);
+  EXPECT_NEAR(verify("--b 1 --enforce-eager --eager-launch-us 100") - per_token * 4, 0.032, 1e-9);
+  // At the default 10 us the launches (3.2 ms) are below the pass: eager changes nothing.
+  EXPECT_EQ(verify("--b 1 --disable-cuda-graph"), verify("--b 1 --cuda-graphs off"));
+  ExpectRun(kBase + "--s 4 --c 1024 --cuda-graphs maybe", kAnyFailure, "--cuda-graphs");
+  ExpectRun(kBase + "--drafter eagle3 --s 4 --c 1024 --cuda-graph-sizes 8,4", kAnyFailure,
+            "cuda_graph_sizes[1] = 4: must be above the size before it (8)");
+  ExpectRun(kBase + "--s 4 --c 1024 --eager-launch-us -1", kAnyFailure, "--eager-launch-us");
+}
+
 }  // namespace
 }  // namespace specplan

@@ -192,6 +192,30 @@ TEST_F(RemoteTest, HostFileReachesTheServer) {
   EXPECT_NE(refused.output.find("--host-file"), std::string::npos) << refused.output;
 }
 
+// CUDA-graph buckets over the wire: the flags that change the ladder are local (the server prices
+// the engine's default ladder, ops::DefaultGraphs) and are refused with --server, not dropped.
+TEST_F(RemoteTest, CudaGraphFlagsAreRefusedWithServer) {
+  ServerProcess server({"--listen", "127.0.0.1:0", "--profiles-dir", SourcePath("calib")});
+  if (server.binary_missing()) GTEST_SKIP() << "built without the gRPC service";
+  ASSERT_FALSE(server.address().empty());
+  const std::string estimate =
+      "estimate --model llama-3.1-8b --gpu h100 --engine vllm --drafter eagle3 --s 4 --c 1024 "
+      "--json";
+  const auto local = RunSpecplan(estimate);
+  const auto remote = RunSpecplan(estimate + " --server " + server.address());
+  ASSERT_EQ(local.exit_code, 0) << local.output;
+  ASSERT_EQ(remote.exit_code, 0) << remote.output;
+  EXPECT_EQ(nlohmann::json::parse(local.output)["step"],
+            nlohmann::json::parse(remote.output)["step"]);
+  for (const char* flag : {"--cuda-graphs off", "--enforce-eager", "--cuda-graph-max 64",
+                           "--cuda-graph-bs 1,2,4", "--eager-launch-us 20"}) {
+    const auto refused = RunSpecplan(estimate + " " + flag + " --server " + server.address());
+    EXPECT_NE(refused.exit_code, 0) << flag;
+    EXPECT_NE(refused.output.find("are local; with --server"), std::string::npos)
+        << flag << ": " << refused.output;
+  }
+}
+
 // The bundled tensor-parallel profiles (glm-4.5-air at tp 4, qwen3-30b-a3b at tp 2) are found
 // over the wire as in-process: the CLI sends ProfileRef.tp instead of an inline roofline at that
 // tp (which it did before, so the remote plan was the roofline's), with --engine too.

@@ -399,7 +399,7 @@ TEST(ReplayChains, PrefillLowersTheCopiesSpeedup) {
   o.batch_sizes = {1, 16};
   o.chain_lengths = {0, 2};
   const ChainReplayReport decode_only = Replay(a, m, o);
-  const StepModelPricer pricer(&m, &Roofline());
+  const StepModelPricer pricer(&m);
   o.prefill = &pricer;
   o.prefill_limits.max_running = 64;
   o.prefill_limits.token_budget = 8192;
