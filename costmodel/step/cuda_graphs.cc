@@ -77,8 +77,8 @@ absl::Status ValidateCudaGraphs(const CudaGraphs& g) {
   auto bad = [](const std::string& what) { return absl::InvalidArgumentError(what); };
   for (size_t i = 0; i < g.sizes.size(); ++i) {
     if (g.sizes[i] < 1 || g.sizes[i] > (int64_t{1} << 20)) {
-      return bad(absl::StrCat("cuda_graphs.sizes[", i, "] = ", g.sizes[i],
-                              ": must be in [1, 1048576]"));
+      return bad(
+          absl::StrCat("cuda_graphs.sizes[", i, "] = ", g.sizes[i], ": must be in [1, 1048576]"));
     }
     if (i > 0 && g.sizes[i] <= g.sizes[i - 1]) {
       return bad(absl::StrCat("cuda_graphs.sizes[", i, "] = ", g.sizes[i],
@@ -118,7 +118,8 @@ GraphBuckets::GraphBuckets(const CudaGraphs& g) : g_(g) {
     return;
   }
   // The default ladder up to the largest maximum any query length can have; Max(q) cuts it.
-  const int64_t top = std::min<int64_t>(g.max_size > 0 ? g.max_size : 512, g.max_num_batched_tokens);
+  const int64_t top =
+      std::min<int64_t>(g.max_size > 0 ? g.max_size : 512, g.max_num_batched_tokens);
   for (int64_t v : {1, 2, 4})
     if (v <= top) base_.push_back(v);
   AddRange(8, std::min<int64_t>(top, 255), 8, &base_);
@@ -129,8 +130,7 @@ GraphBuckets::GraphBuckets(const CudaGraphs& g) : g_(g) {
 // sizes given, their largest.
 int64_t GraphBuckets::Max(int64_t q) const {
   if (!g_.sizes.empty()) return base_.empty() ? 0 : base_.back();
-  const int64_t m =
-      g_.max_size > 0 ? g_.max_size : std::min<int64_t>(g_.max_num_seqs * q * 2, 512);
+  const int64_t m = g_.max_size > 0 ? g_.max_size : std::min<int64_t>(g_.max_num_seqs * q * 2, 512);
   return std::min(m, g_.max_num_batched_tokens);
 }
 
