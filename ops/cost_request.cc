@@ -158,6 +158,8 @@ absl::StatusOr<std::optional<costmodel::CudaGraphs>> CostRequest::GraphsFor(
   g.enabled = cuda_graphs == "engine";
   g.sizes = cuda_graph_sizes;
   g.max_size = cuda_graph_max;
+  if (graph_max_num_seqs > 0) g.max_num_seqs = graph_max_num_seqs;
+  if (graph_max_num_batched_tokens > 0) g.max_num_batched_tokens = graph_max_num_batched_tokens;
   g.speculative = !drafter.empty() && !DrafterIsCostClass();
   if (eager_launch_us >= 0) {
     g.eager_launch_s = eager_launch_us * 1e-6;

@@ -126,6 +126,12 @@ struct CostRequest {
   int64_t cuda_graph_max = 0;   // vLLM max_cudagraph_capture_size / SGLang cuda_graph_max_bs; 0 =
                                 // the engine's default
   double eager_launch_us = -1;  // host microseconds per launched op without graphs; < 0 = 10
+  // The engine limits vLLM's ladder maximum follows (max_num_seqs, max_num_batched_tokens); 0 =
+  // 1024 and 8192, vLLM's defaults on an H100. Not flags of their own: the operations that take
+  // the engine's limits (whatif --online, --prefill) set them from --max-num-seqs and
+  // --max-num-batched-tokens.
+  int64_t graph_max_num_seqs = 0;
+  int64_t graph_max_num_batched_tokens = 0;
 
   // dtype and drafter parsed, drafter first. `drafter` is the drafter's cost with the drafter's
   // class (kParallelBlock for an architecture) and t_net = t_draft_ms (its other fields at their

@@ -38,6 +38,12 @@ std::string SchedulerEngine(const std::string& profile_engine) {
   return profile_engine == "sglang" ? "sglang" : "vllm";
 }
 
+CostRequest WithGraphLimits(CostRequest cost, const EngineLimitRequest& limits) {
+  if (limits.max_running) cost.graph_max_num_seqs = *limits.max_running;
+  if (limits.token_budget) cost.graph_max_num_batched_tokens = *limits.token_budget;
+  return cost;
+}
+
 absl::StatusOr<whatif::EngineLimits> ResolveEngineLimits(const EngineLimitRequest& req,
                                                          const std::string& engine,
                                                          const costmodel::ModelSpec& model,

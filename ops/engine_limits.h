@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "costmodel/hardware/gpu_spec.h"
 #include "costmodel/hardware/model_spec.h"
+#include "ops/cost_request.h"
 #include "whatif/online.h"
 
 namespace specplan::ops {
@@ -33,6 +34,10 @@ struct EngineLimitRequest {
 
 // Each limit given in its range; errors name the field and value.
 absl::Status Validate(const EngineLimitRequest& req);
+
+// `cost` with the limits vLLM's CUDA-graph ladder follows (max_num_seqs, max_num_batched_tokens:
+// CostRequest::graph_max_num_seqs, graph_max_num_batched_tokens) set from those `limits` gives.
+CostRequest WithGraphLimits(CostRequest cost, const EngineLimitRequest& limits);
 
 // The engine whose scheduler and defaults apply: SGLang's for an SGLang profile, else vLLM's.
 std::string SchedulerEngine(const std::string& profile_engine);

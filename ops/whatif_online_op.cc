@@ -120,7 +120,8 @@ absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req) 
   SPECPLAN_ASSIGN_OR_RETURN(const CostRequest::Parsed parsed, req.cost.Parse(0));
   SPECPLAN_ASSIGN_OR_RETURN(costmodel::ResolvedLatencyModel resolved,
                             req.cost.ResolveSpec(parsed.dtype));
-  SPECPLAN_ASSIGN_OR_RETURN(costmodel::StepModel step, req.cost.Step(resolved, 0));
+  SPECPLAN_ASSIGN_OR_RETURN(costmodel::StepModel step,
+                            WithGraphLimits(req.cost, req.limits).Step(resolved, 0));
   step.TabulateDraft();
   OnlineCost cost{resolved.model.get(), &step, resolved.model_spec, resolved.gpu_spec,
                   resolved.engine};

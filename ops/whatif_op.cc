@@ -236,7 +236,8 @@ absl::StatusOr<WhatIfChainsResult> WhatIfChains(const WhatIfChainsRequest& req) 
   SPECPLAN_ASSIGN_OR_RETURN(const CostRequest::Parsed parsed, req.cost.Parse(0));
   SPECPLAN_ASSIGN_OR_RETURN(costmodel::ResolvedLatencyModel resolved,
                             req.cost.ResolveSpec(parsed.dtype));
-  SPECPLAN_ASSIGN_OR_RETURN(costmodel::StepModel step, req.cost.Step(resolved, 0));
+  SPECPLAN_ASSIGN_OR_RETURN(costmodel::StepModel step,
+                            WithGraphLimits(req.cost, req.limits).Step(resolved, 0));
   // The replay prices a step per simulated step: read the drafting from a table laid on the
   // target's grid (costmodel/step/step_model.h, within 0.033 % of forward by forward).
   step.TabulateDraft();

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/cost_request.h"
+#include "ops/engine_limits.h"
 #include "ops/estimate.h"
 #include "ops/merge.h"
 #include "ops/plan_batch.h"
@@ -69,6 +70,55 @@ TEST(CostRequest, ErrorsNameTheRequestFields) {
   c.topk = 1;
   c.engine = "tgi";
   EXPECT_THAT(c.Resolve(0).status().message(), HasSubstr("engine = 'tgi': unknown"));
+}
+
+// CUDA graphs (ops::CostRequest::GraphsFor): the engine's ladder by default, none for "off" or an
+// engine without one, eager for "eager", the request's sizes and limits carried over, and errors
+// in the request's words.
+TEST(CostRequest, GraphsFollowTheRequestAndTheEngine) {
+  CostRequest req;
+  auto g = req.GraphsFor("vllm", 80e9);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_TRUE(g->has_value());
+  EXPECT_EQ((*g)->ladder, costmodel::GraphLadder::kVllmTokens);
+  EXPECT_TRUE((*g)->enabled);
+  EXPECT_TRUE((*g)->speculative);
+  g = req.GraphsFor("sglang", 80e9);
+  ASSERT_TRUE(g.ok() && g->has_value());
+  EXPECT_EQ((*g)->ladder, costmodel::GraphLadder::kSglangBatch);
+  g = req.GraphsFor("trtllm", 80e9);
+  ASSERT_TRUE(g.ok());
+  EXPECT_FALSE(g->has_value());
+  req.cuda_graphs = "off";
+  EXPECT_FALSE(req.GraphsFor("vllm", 80e9)->has_value());
+  req.cuda_graphs = "eager";
+  EXPECT_FALSE((*req.GraphsFor("vllm", 80e9))->enabled);
+  req.cuda_graphs = "sometimes";
+  EXPECT_THAT(std::string(req.GraphsFor("vllm", 80e9).status().message()),
+              HasSubstr("cuda_graphs = 'sometimes': must be engine, eager or off"));
+  req.cuda_graphs = "engine";
+  req.cuda_graph_sizes = {4, 2};
+  EXPECT_THAT(std::string(req.GraphsFor("vllm", 80e9).status().message()),
+              HasSubstr("cuda_graph_sizes[1] = 2"));
+  req.cuda_graph_sizes = {};
+  req.eager_launch_us = NAN;
+  EXPECT_THAT(std::string(req.GraphsFor("vllm", 80e9).status().message()),
+              HasSubstr("eager_launch_us = nan"));
+  req.eager_launch_us = 20;
+  EXPECT_DOUBLE_EQ((*req.GraphsFor("vllm", 80e9))->eager_launch_s, 20e-6);
+  // The engine's limits reach the vLLM ladder: a 256-token budget caps it at 256 tokens.
+  EngineLimitRequest limits;
+  limits.token_budget = 256;
+  limits.max_running = 100;
+  const CostRequest with = WithGraphLimits(req, limits);
+  const costmodel::CudaGraphs c = **with.GraphsFor("vllm", 80e9);
+  EXPECT_EQ(c.max_num_batched_tokens, 256);
+  EXPECT_EQ(c.max_num_seqs, 100);
+  EXPECT_EQ(costmodel::GraphBuckets(c).CapturedSizes(1).back(), 200);  // min(100 x 2, 512, 256)
+  // A cost class drafts nothing: SGLang's plain ladder.
+  CostRequest plain;
+  plain.drafter = "parallel";
+  EXPECT_FALSE((*plain.GraphsFor("sglang", 80e9))->speculative);
 }
 
 TEST(Estimate, ValidatorNamesFieldAndValue) {
