@@ -64,6 +64,12 @@ struct StepArgs {
   py::object host_step_ms = py::none(), host_per_seq_ms = py::none(),
              host_per_draft_ms = py::none(), sample_ms = py::none();
   std::string host_file;  // host terms as `specplan step fit --out` writes them; "" = defaults
+  // CUDA graphs (ops::CostRequest::GraphsFor): engine | eager | off, the captured sizes, the
+  // largest, the host microseconds per launch without graphs (None = 10).
+  std::string cuda_graphs = "engine";
+  std::vector<int64_t> cuda_graph_sizes;
+  int64_t cuda_graph_max = 0;
+  py::object eager_launch_us = py::none();
 };
 
 // A step-model error in Cost's keywords: "draft_s = X" is a planning call's t_draft_ms.
@@ -104,8 +110,16 @@ void AttachStep(PyCost* c, const StepArgs& a) {
       ops::HostTermsFor(c->engine, a.host_file, given,
                         {"host_step_ms", "host_per_seq_ms", "host_per_draft_ms", "sample_ms"},
                         "given to specplan.Cost"));
-  // The engine's CUDA-graph ladder, as the CLI and the service price it.
-  o.graphs = ops::DefaultGraphs(c->engine, c->gpu_spec.mem_bytes, o);
+  // The engine's CUDA-graph ladder: the CLI's rule (ops::CostRequest::GraphsFor) over these
+  // keywords.
+  ops::CostRequest graphs;
+  graphs.drafter = a.drafter;
+  graphs.cuda_graphs = a.cuda_graphs;
+  graphs.cuda_graph_sizes = a.cuda_graph_sizes;
+  graphs.cuda_graph_max = a.cuda_graph_max;
+  if (!a.eager_launch_us.is_none())
+    graphs.eager_launch_us = ReadFloat(a.eager_launch_us, "eager_launch_us");
+  o.graphs = ValueOrThrow(graphs.GraphsFor(c->engine, c->gpu_spec.mem_bytes));
   ThrowIfError(costmodel::ValidateStepOptions(o));
   c->step = std::make_shared<const costmodel::StepModel>(ValueOrThrow(costmodel::StepModel::Create(
       c->model.get(), c->model_spec, c->gpu_spec, c->drafters.get(), c->engine, o)));
@@ -222,7 +236,9 @@ PyCost Resolve(const std::string& gpu, const std::string& model, const std::stri
                const std::string& latency_model, const std::string& calib_dir,
                const std::string& drafter, int draft_steps, int topk, int64_t draft_vocab,
                py::object host_step_ms, py::object host_per_seq_ms, py::object host_per_draft_ms,
-               py::object sample_ms, const std::string& host_file) {
+               py::object sample_ms, const std::string& host_file, const std::string& cuda_graphs,
+               const std::vector<int64_t>& cuda_graph_sizes, int64_t cuda_graph_max,
+               py::object eager_launch_us) {
   ops::CostRequest req;  // the operations' cost request (ops/cost_request.h), as the CLI's
   req.gpu = gpu;
   req.model = model;
@@ -249,7 +265,8 @@ PyCost Resolve(const std::string& gpu, const std::string& model, const std::stri
   PyCost c = FromResolved(*std::move(resolved));
   AttachStep(&c, StepArgs{drafter, draft_steps, topk, draft_vocab, std::move(host_step_ms),
                           std::move(host_per_seq_ms), std::move(host_per_draft_ms),
-                          std::move(sample_ms), host_file});
+                          std::move(sample_ms), host_file, cuda_graphs, cuda_graph_sizes,
+                          cuda_graph_max, std::move(eager_launch_us)});
   return c;
 }
 
@@ -481,6 +498,8 @@ profile, InvalidArgumentError for a bad dtype, tp or engine name.)doc")
            py::arg("draft_vocab") = 0, py::arg("host_step_ms") = py::none(),
            py::arg("host_per_seq_ms") = py::none(), py::arg("host_per_draft_ms") = py::none(),
            py::arg("sample_ms") = py::none(), py::arg("host_file") = "",
+           py::arg("cuda_graphs") = "engine", py::arg("cuda_graph_sizes") = std::vector<int64_t>{},
+           py::arg("cuda_graph_max") = 0, py::arg("eager_launch_us") = py::none(),
            R"doc(Resolves a cost. gpu, model: registry names ("h100", "qwen3-8b") or JSON spec /
 HF config paths; engine: "" (default rule) or sglang|vllm|trtllm|specplan; dtype: bf16|fp16|fp32|fp8;
 tp: tensor parallelism (0 = the profile's, else 1); profile: explicit profile JSON; latency_model:
@@ -493,7 +512,10 @@ draft_vocab (eagle3's, 0 = 32000); host_step_ms, host_per_seq_ms, host_per_draft
 override the engine's host-time defaults (None = the engine's); host_file: host terms as
 `specplan step fit --out` writes them, in place of the engine's defaults (those four keywords
 still override single terms; NotFoundError / InvalidArgumentError "host_file = 'PATH': ..." when it
-cannot be read or is not such a file). Planning calls with this cost
+cannot be read or is not such a file). cuda_graphs: "engine" (the target's pass read at the
+engine's captured CUDA-graph size, eager above the largest), "eager" or "off" (exact sizes), with
+cuda_graph_sizes, cuda_graph_max and eager_launch_us as the CLI's --cuda-graph-sizes,
+--cuda-graph-max and --eager-launch-us (docs/step-model.md). Planning calls with this cost
 price their cycle through the step model (costmodel::PlannerTermsFor), as the CLI does.)doc")
       .def_property_readonly(
           "kind", [](const PyCost& c) { return c.model->Kind(); },

@@ -317,6 +317,10 @@ class Cost:
         host_per_draft_ms: _t.Optional[float] = None,
         sample_ms: _t.Optional[float] = None,
         host_file: str = "",
+        cuda_graphs: _t.Literal["engine", "eager", "off"] = "engine",
+        cuda_graph_sizes: _t.Sequence[int] = (),
+        cuda_graph_max: int = 0,
+        eager_launch_us: _t.Optional[float] = None,
     ) -> None: ...
     @property
     def kind(self) -> LatencyModelKind: ...

@@ -157,6 +157,37 @@ def test_a_given_l_ar_stands(marginals, cost):
     assert plan.l_ar_s == pytest.approx(0.05)
 
 
+@pytest.mark.parametrize("flags,kwargs", [
+    ([], {}),
+    (["--cuda-graphs", "off"], dict(cuda_graphs="off")),
+    (["--enforce-eager", "--eager-launch-us", "100"], dict(cuda_graphs="eager", eager_launch_us=100)),
+    (["--cuda-graph-sizes", "64,128,256"], dict(cuda_graph_sizes=[64, 128, 256])),
+    (["--cuda-graph-max", "64"], dict(cuda_graph_max=64)),
+])
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_cuda_graphs_match_cli(cli, flags, kwargs, engine):
+    # 65 requests fall between captured sizes on both ladders (vLLM: 260 -> 272 tokens; SGLang:
+    # 65 -> 72 requests), so the keywords change the step exactly as the CLI's flags do.
+    want = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine", engine,
+               "--s", 4, "--c", 1024, "--b", 65, *flags, "--json")
+    cost = specplan.Cost(gpu="h100", model="llama-3.1-8b", engine=engine, **kwargs)
+    _same_step(cost.step(65, 4, 1024), want["step"])
+    assert cost.ar_step(65, 1024).step_s == pytest.approx(want["ar_step_s"], rel=1e-12)
+
+
+def test_cuda_graphs_pad_and_are_checked():
+    graphed = specplan.Cost(gpu="h100", model="llama-3.1-8b", engine="vllm")
+    exact = specplan.Cost(gpu="h100", model="llama-3.1-8b", engine="vllm", cuda_graphs="off")
+    assert graphed.step(65, 4, 1024).verify_s > exact.step(65, 4, 1024).verify_s
+    assert graphed.step(64, 4, 1024).verify_s == exact.step(64, 4, 1024).verify_s
+    with pytest.raises(specplan.InvalidArgumentError, match="cuda_graphs = 'maybe'"):
+        specplan.Cost(gpu="h100", model="qwen3-8b", cuda_graphs="maybe")
+    with pytest.raises(specplan.InvalidArgumentError, match=r"cuda_graph_sizes\[1\] = 2"):
+        specplan.Cost(gpu="h100", model="qwen3-8b", cuda_graph_sizes=[4, 2])
+    with pytest.raises(specplan.InvalidArgumentError, match="eager_launch_us"):
+        specplan.Cost(gpu="h100", model="qwen3-8b", eager_launch_us=float("nan"))
+
+
 @pytest.mark.parametrize("kwargs,exc,words", [
     (dict(drafter="medusa"), specplan.InvalidArgumentError,
      ["drafter = 'medusa'", "unknown", "eagle3"]),
