@@ -153,6 +153,17 @@ void PrintText(const ops::EstimateRequest& req, const ops::EstimateResult& r) {
         step.draft_s * 1e3, step.draft_forwards, step.sample_s * 1e3, step.host_s * 1e3,
         total * 1e3, r.ar_step->step_s() * 1e3, 100 * step.verify_s / total,
         100 * step.draft_s / total, 100 * step.sample_s / total, 100 * step.host_s / total);
+    if (const std::optional<ops::EstimateGraph> g = ops::GraphOfEstimate(req, r)) {
+      std::cout << (g->graphed
+                        ? absl::StrFormat(
+                              "    cuda graph (%s ladder): %d x %d tokens run the graph of "
+                              "%d requests%s\n",
+                              g->ladder, req.b, req.s, g->padded_requests,
+                              g->padded_requests > req.b ? " (padded)" : "")
+                        : absl::StrFormat("    cuda graph (%s ladder): %d x %d tokens run without "
+                                          "graphs (above the largest captured size, or eager)\n",
+                                          g->ladder, req.b, req.s));
+    }
   }
   if (r.acceptance) {
     std::cout << absl::StrFormat("  acceptance (%s): %.3f tokens per step at K = %d",

@@ -154,6 +154,14 @@ absl::StatusOr<EstimateResult> Estimate(const EstimateRequest& req) {
   return r;
 }
 
+std::optional<EstimateGraph> GraphOfEstimate(const EstimateRequest& req, const EstimateResult& r) {
+  if (!r.step) return std::nullopt;
+  auto graphs = req.cost.GraphsFor(r.engine, r.gpu_spec.mem_bytes);
+  if (!graphs.ok() || !graphs->has_value()) return std::nullopt;
+  const costmodel::GraphPass p = costmodel::GraphBuckets(**graphs).PadDecodeBatch(req.b, req.s);
+  return EstimateGraph{costmodel::GraphLadderName((*graphs)->ladder), p.graphed, p.padded};
+}
+
 namespace {
 
 nlohmann::json StringOrNull(const std::string& s) {
@@ -192,6 +200,10 @@ nlohmann::json ToJson(const EstimateRequest& req, const EstimateResult& r) {
     j["step"]["host"] = costmodel::HostTimeToJson(r.host);
     j["ar_step"] = costmodel::StepBreakdownToJson(*r.ar_step);
     j["ar_step_s"] = r.ar_step->step_s();
+    if (const std::optional<EstimateGraph> g = GraphOfEstimate(req, r)) {
+      j["cuda_graph"] = {
+          {"ladder", g->ladder}, {"graphed", g->graphed}, {"padded_requests", g->padded_requests}};
+    }
   }
   if (r.acceptance) {
     j["acceptance"] = {{"source", r.acceptance->source},

@@ -75,6 +75,17 @@ struct EstimateResult {
   std::string memory_warning;  // warn_memory and the pass does not fit: the refusal's message
 };
 
+// How the step's verify pass (b requests of s tokens) runs under the engine's CUDA-graph ladder
+// (costmodel/step/cuda_graphs.h, the request's cuda_graphs fields over result.engine and the
+// GPU's memory): nullopt without a step or a modelled ladder. The same in-process and for a
+// server's answer (whose ladder is the engine's default).
+struct EstimateGraph {
+  std::string ladder;  // "vllm" | "sglang"
+  bool graphed = false;
+  int64_t padded_requests = 0;  // the requests the captured graph holds (b when eager)
+};
+std::optional<EstimateGraph> GraphOfEstimate(const EstimateRequest& req, const EstimateResult& r);
+
 // The request alone (no cost resolved): b, s, c, gamma, the by-hand times, dtype and drafter
 // names, and the acceptance's reach ("s = 5: a chain of 4 drafts, but acceptance SRC holds
 // positions up to 3 (pass s = 4 or less)"). Errors name the field and value.

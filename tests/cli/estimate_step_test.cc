@@ -202,6 +202,16 @@ TEST(EstimateStep, CudaGraphBucketsPadTheVerifyPass) {
   EXPECT_NEAR(verify("--b 1 --enforce-eager --eager-launch-us 100") - per_token * 4, 0.032, 1e-9);
   // At the default 10 us the launches (3.2 ms) are below the pass: eager changes nothing.
   EXPECT_EQ(verify("--b 1 --disable-cuda-graph"), verify("--b 1 --cuda-graphs off"));
+  // The JSON and the text say which graph ran.
+  const nlohmann::json padded = Json("--drafter eagle3 --s 4 --c 1024 --b 65");
+  EXPECT_EQ(padded["cuda_graph"]["ladder"], "vllm");
+  EXPECT_EQ(padded["cuda_graph"]["graphed"], true);
+  EXPECT_EQ(padded["cuda_graph"]["padded_requests"], 68);
+  EXPECT_EQ(Json("--drafter eagle3 --s 4 --c 1024 --b 129")["cuda_graph"]["graphed"], false);
+  EXPECT_FALSE(
+      Json("--drafter eagle3 --s 4 --c 1024 --b 65 --cuda-graphs off").contains("cuda_graph"));
+  ExpectRun(kBase + "--drafter eagle3 --s 4 --c 1024 --b 65", 0,
+            "cuda graph (vllm ladder): 65 x 4 tokens run the graph of 68 requests (padded)");
   ExpectRun(kBase + "--s 4 --c 1024 --cuda-graphs maybe", kAnyFailure, "--cuda-graphs");
   ExpectRun(kBase + "--drafter eagle3 --s 4 --c 1024 --cuda-graph-sizes 8,4", kAnyFailure,
             "cuda_graph_sizes[1] = 4: must be above the size before it (8)");
