@@ -76,6 +76,10 @@ absl::Status ValidateLimits(const ServiceLimits& l) {
     return Invalid(absl::StrCat("--max-batch-requests = ", l.max_batch_requests,
                                 ": must be in [1, ", planner::kMaxBatchRequests, "]"));
   }
+  if (l.max_sessions < 1 || l.max_sessions > kMaxSessions) {
+    return Invalid(
+        absl::StrCat("--max-sessions = ", l.max_sessions, ": must be in [1, ", kMaxSessions, "]"));
+  }
   if (l.max_batch_nodes < 0 || l.max_batch_nodes > planner::kMaxBatchNodes) {
     return Invalid(absl::StrCat("--max-batch-nodes = ", l.max_batch_nodes, ": must be in [0, ",
                                 planner::kMaxBatchNodes, "]"));

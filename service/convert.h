@@ -50,7 +50,14 @@ struct ServiceLimits {
   int max_whatif_budgets = 64;                  // WhatIf: budgets per request (each <= max_n)
   int max_batch_requests = planner::kMaxBatchRequests;  // PlanBatch: requests per call (B)
   int max_batch_nodes = planner::kMaxBatchNodes;        // PlanBatch: n_max, total draft nodes
+  // PlanSession streams open at once. Each open stream holds one server thread (PlanSession runs
+  // on gRPC's synchronous API, a thread per stream, idle or not), so this bounds the threads
+  // clients can pin; a stream past it is refused with RESOURCE_EXHAUSTED.
+  int max_sessions = 256;
 };
+
+// The largest --max-sessions (threads one server may give to streams).
+inline constexpr int kMaxSessions = 4096;
 
 // Checks the limits themselves (flags): each within the planner's own bounds.
 absl::Status ValidateLimits(const ServiceLimits& limits);

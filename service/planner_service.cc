@@ -376,6 +376,19 @@ grpc::Status PlannerService::PlanSession(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::SessionServerMessage, v1::SessionClientMessage>* stream) {
   return Serve(Method::kPlanSession, ctx, [&]() -> absl::Status {
+    // Each open stream holds this thread: past the limit the stream is refused before it reads.
+    struct Release {
+      std::atomic<int>* open;
+      ~Release() { open->fetch_sub(1); }
+    } release{&sessions_};
+    const int open = sessions_.fetch_add(1) + 1;
+    const int limit = options_.limits.max_sessions;
+    if (open > limit) {
+      return absl::ResourceExhaustedError(absl::StrCat("PlanSession: ", open - 1,
+                                                       " streams are open, the server's limit "
+                                                       "(--max-sessions ",
+                                                       limit, "); retry when one closes"));
+    }
     metrics_.SessionOpened();
     struct Close {
       ServiceMetrics* m;

@@ -159,6 +159,7 @@ class PlannerService final
   std::atomic<ServingState> state_{ServingState::kServing};
   std::atomic<uint64_t> next_request_id_{1};
   std::atomic<int> in_flight_{0};
+  std::atomic<int> sessions_{0};  // PlanSession streams open (ServiceLimits::max_sessions)
   std::atomic<std::chrono::steady_clock::rep> last_call_start_{0};
 };
 

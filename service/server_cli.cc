@@ -91,6 +91,10 @@ int ServerMain(int argc, char** argv, Env* env) {
   AddBounded(app, "--max-batch-requests", config.service.limits.max_batch_requests,
              "Max requests (B) one PlanBatch call may plan together", 1,
              planner::kMaxBatchRequests);
+  AddBounded(app, "--max-sessions", config.service.limits.max_sessions,
+             "Max PlanSession streams open at once (each holds a server thread); one more is "
+             "refused with RESOURCE_EXHAUSTED",
+             1, kMaxSessions);
   AddBounded(app, "--max-batch-nodes", config.service.limits.max_batch_nodes,
              "Max total draft nodes (n_max over the batch) of one PlanBatch call", 0,
              planner::kMaxBatchNodes);

@@ -936,6 +936,64 @@ TEST_F(ServiceTest, PlanSessionLinearAndPathConditionedBestFirstMatchInProcess) 
   }
 }
 
+// A server with --max-sessions 2: two open streams are served, a third is refused with
+// RESOURCE_EXHAUSTED naming the limit, and once one closes a new one is served again.
+class SessionLimitTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir("sessions");
+    ServerConfig config;
+    config.service.limits.max_sessions = 2;
+    StartServer(config);
+  }
+};
+
+struct OpenSession {
+  grpc::ClientContext ctx;
+  std::unique_ptr<Stream> stream;
+};
+
+// Opens a stream and starts a fixed-tree session; true when the server answered its first step.
+bool Open(v1::Planner::Stub& stub, OpenSession* s) {
+  s->stream = stub.PlanSession(&s->ctx);
+  v1::SessionClientMessage start;
+  start.mutable_start()->set_root_token(42);
+  start.mutable_start()->set_context_tokens(100);
+  auto* fixed = start.mutable_start()->mutable_fixed();
+  fixed->set_depth(2);
+  fixed->set_branch(2);
+  fixed->set_max_nodes(4);
+  if (!s->stream->Write(start)) return false;
+  v1::SessionServerMessage first;
+  return s->stream->Read(&first);
+}
+
+TEST_F(SessionLimitTest, StreamsPastTheLimitAreRefused) {
+  OpenSession a, b, c;
+  ASSERT_TRUE(Open(stub(), &a));
+  ASSERT_TRUE(Open(stub(), &b));
+  EXPECT_FALSE(Open(stub(), &c));
+  const grpc::Status refused = c.stream->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("2 streams are open"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("--max-sessions 2"));
+  a.stream->WritesDone();
+  EXPECT_TRUE(a.stream->Finish().ok());
+  OpenSession d;
+  EXPECT_TRUE(Open(stub(), &d));
+  for (OpenSession* s : {&b, &d}) {
+    s->stream->WritesDone();
+    EXPECT_TRUE(s->stream->Finish().ok());
+  }
+}
+
+TEST(ServiceLimits, MaxSessionsIsChecked) {
+  ServiceLimits l;
+  EXPECT_TRUE(ValidateLimits(l).ok());
+  l.max_sessions = 0;
+  EXPECT_THAT(std::string(ValidateLimits(l).message()), HasSubstr("--max-sessions = 0"));
+}
+
 TEST_F(ServiceTest, PlanSessionRejectsBadMessagesNamingTheField) {
   using Message = v1::SessionClientMessage;
   // Each case writes one bad message (after a valid fixed-tree start where `after_start`, whose
