@@ -211,7 +211,7 @@ StepBreakdown StepModel::Step(int64_t b, int64_t s, int64_t c) const {
   StepBreakdown r;
   TableLatency::GridPoint point;
   if (draft_table_ != nullptr && verify_table_->Locate(b, s, c, &point)) {
-    r.verify_s = Graphed(b, s, c, TableLatency::ReadAt(verify_table_->table(), point)) +
+    r.verify_s = Graphed(b, s, TableLatency::ReadAt(verify_table_->table(), point)) +
                  host_.verify_per_token_s * static_cast<double>(b * s);
     r.draft_s = TableLatency::ReadAt(*draft_table_, point);
     r.draft_forwards = DraftForwardCount(arch_, DraftStepsFor(s));
@@ -223,8 +223,7 @@ StepBreakdown StepModel::Step(int64_t b, int64_t s, int64_t c) const {
   std::optional<BatchShape> uniform;
   if (b > 1) uniform = Uniform(b, s, c);
   r.verify_s =
-      Graphed(b, s, c,
-              b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(*uniform)) +
+      Graphed(b, s, b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(*uniform)) +
       host_.verify_per_token_s * static_cast<double>(b * s);
   const int d = DraftStepsFor(s);
   r.draft_s = DraftTime(*this, draft_.get(), arch_, b, s, c, d, uniform ? &*uniform : nullptr,
@@ -259,7 +258,7 @@ StepBreakdown StepModel::ArStep(int64_t b, int64_t c) const {
     r.verify_s =
         b == 1 ? verify_->VerifySeconds(1, c) : verify_->VerifyBatchSeconds(Uniform(b, 1, c));
   }
-  r.verify_s = Graphed(b, 1, c, r.verify_s) + host_.verify_per_token_s * static_cast<double>(b);
+  r.verify_s = Graphed(b, 1, r.verify_s) + host_.verify_per_token_s * static_cast<double>(b);
   r.sample_s = host_.sample_call_s;
   r.host_s = host_.step_s + host_.per_sequence_s * static_cast<double>(b);
   return r;
@@ -286,8 +285,7 @@ StepBreakdown StepModel::TreeStep(int64_t b, int64_t n, int depth, int64_t c,
   std::optional<BatchShape> uniform;
   if (b > 1) uniform = Uniform(b, s, c);
   r.verify_s =
-      Graphed(b, s, c,
-              b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(*uniform)) +
+      Graphed(b, s, b == 1 ? verify_->VerifySeconds(s, c) : verify_->VerifyBatchSeconds(*uniform)) +
       host_.verify_per_token_s * static_cast<double>(b * s);
   // A block drafter drafts its positions in one forward whatever the tree; a level drafter's
   // extend reads the depth + 1 tokens a tree of that depth can accept, then drafts level by level.
@@ -307,12 +305,11 @@ double StepModel::PassAtNoContext(int64_t b, int64_t s) const {
   return b == 1 ? verify_->VerifySeconds(s, 0) : verify_->VerifyBatchSeconds(Uniform(b, s, 0));
 }
 
-double StepModel::Graphed(int64_t b, int64_t s, int64_t c, double exact) const {
+double StepModel::Graphed(int64_t b, int64_t s, double exact) const {
   if (graphs_ == nullptr) return exact;
   const GraphPass p = graphs_->PadDecodeBatch(b, s);
   if (!p.graphed) return std::max(exact, graphs_->EagerLaunchSeconds(layers_));
   if (p.padded == b) return exact;
-  (void)c;  // the padded rows hold no context
   return exact + PassAtNoContext(p.padded, s) - PassAtNoContext(b, s);
 }
 
@@ -324,7 +321,7 @@ double StepModel::GraphedBatch(const BatchShape& batch, double exact) const {
     uniform = uniform && q.s == s_min;
     s_min = std::min(s_min, q.s);
   }
-  if (uniform) return Graphed(batch.size(), s_min, 0, exact);
+  if (uniform) return Graphed(batch.size(), s_min, exact);
   const int64_t tokens = static_cast<int64_t>(batch.totals().tokens + 0.5);
   const GraphPass p = graphs_->PadRaggedPass(tokens, s_min);
   if (!p.graphed) return std::max(exact, graphs_->EagerLaunchSeconds(layers_));

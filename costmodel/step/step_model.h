@@ -140,9 +140,10 @@ class StepModel {
   // positions, the fraction of its verify term (which must be set).
   void AddHost(int64_t b, int d, StepBreakdown* r) const;
 
-  // The target's pass b x (s, c) whose exact price is `exact`, read at its CUDA-graph bucket
-  // (cuda_graphs.h); `exact` itself without graphs.
-  double Graphed(int64_t b, int64_t s, int64_t c, double exact) const;
+  // The target's pass of b uniform sequences of s tokens whose exact price is `exact`, read at its
+  // CUDA-graph bucket (cuda_graphs.h: the padded rows priced at no context); `exact` itself
+  // without graphs.
+  double Graphed(int64_t b, int64_t s, double exact) const;
   // The same for a ragged batch.
   double GraphedBatch(const BatchShape& batch, double exact) const;
   // The target's pass of b x (s, 0): what padded rows add is priced at no context.
