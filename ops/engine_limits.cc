@@ -38,6 +38,17 @@ std::string SchedulerEngine(const std::string& profile_engine) {
   return profile_engine == "sglang" ? "sglang" : "vllm";
 }
 
+bool ApplyGraphLimits(const EngineLimitRequest& limits, costmodel::CudaGraphs* graphs) {
+  const CostRequest given = WithGraphLimits(CostRequest(), limits);
+  const costmodel::CudaGraphs before = *graphs;
+  if (given.graph_max_num_seqs > 0) graphs->max_num_seqs = given.graph_max_num_seqs;
+  if (given.graph_max_num_batched_tokens > 0) {
+    graphs->max_num_batched_tokens = given.graph_max_num_batched_tokens;
+  }
+  return graphs->max_num_seqs != before.max_num_seqs ||
+         graphs->max_num_batched_tokens != before.max_num_batched_tokens;
+}
+
 CostRequest WithGraphLimits(CostRequest cost, const EngineLimitRequest& limits) {
   if (limits.max_running) cost.graph_max_num_seqs = *limits.max_running;
   if (limits.token_budget) cost.graph_max_num_batched_tokens = *limits.token_budget;

@@ -38,6 +38,9 @@ absl::Status Validate(const EngineLimitRequest& req);
 // `cost` with the limits vLLM's CUDA-graph ladder follows (max_num_seqs, max_num_batched_tokens:
 // CostRequest::graph_max_num_seqs, graph_max_num_batched_tokens) set from those `limits` gives.
 CostRequest WithGraphLimits(CostRequest cost, const EngineLimitRequest& limits);
+// The same on a ladder already resolved (a step model built before the limits were known: the
+// Python module's Cost): *graphs with the limits given. Whether it changed.
+bool ApplyGraphLimits(const EngineLimitRequest& limits, costmodel::CudaGraphs* graphs);
 
 // The engine whose scheduler and defaults apply: SGLang's for an SGLang profile, else vLLM's.
 std::string SchedulerEngine(const std::string& profile_engine);

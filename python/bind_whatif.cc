@@ -93,9 +93,17 @@ py::object WhatIfOnline(py::handle cost_obj, const std::string& acceptance,
   req.limits.kv_cache_tokens = Optional<int64_t>(kv_cache_tokens);
   req.limits.memory_fraction = Optional<double>(gpu_memory_utilization);
 
+  // vLLM's CUDA-graph ladder follows the limits given, as the CLI's (ops::ApplyGraphLimits).
+  std::optional<costmodel::StepModel> limited;
+  costmodel::StepOptions options = cost->step->options();
+  if (options.graphs && ops::ApplyGraphLimits(req.limits, &*options.graphs)) {
+    limited.emplace(ValueOrThrow(costmodel::StepModel::Create(cost->model.get(), cost->model_spec,
+                                                              cost->gpu_spec, cost->drafters.get(),
+                                                              cost->engine, options)));
+  }
   ops::OnlineCost online;
   online.verify = cost->model.get();
-  online.step = cost->step.get();
+  online.step = limited ? &*limited : cost->step.get();
   online.model_spec = cost->model_spec;
   online.gpu_spec = cost->gpu_spec;
   online.engine = cost->engine;

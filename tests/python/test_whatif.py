@@ -42,6 +42,23 @@ def test_equals_the_cli_json(cli, vllm_log):
         assert row["goodput"] <= row["throughput"] * (1 + 1e-12)
 
 
+def test_engine_limits_reach_the_cuda_graph_ladder_as_in_the_cli(cli, vllm_log):
+    # With 8 running requests vLLM captures up to min(8 x 4 x 2, 512) = 64 tokens at K = 3, so a
+    # mixed pass of decoding requests and a prefill chunk runs without graphs: Python's Cost,
+    # built before the limits are known, must price it as the CLI does.
+    cost = specplan.Cost(gpu="h100", model="llama-3.1-8b", engine="vllm")
+    kwargs = dict(rates=[16], chains=[0, 3], prompt_tokens=(256, 1024), output_tokens=(128, 256),
+                  num_prompts=100)
+    got = specplan.whatif_online(cost, vllm_log, max_num_seqs=8, **kwargs)
+    want = cli("whatif", "--online", "--model", "llama-3.1-8b", "--gpu", "h100", "--engine",
+               "vllm", "--acceptance", vllm_log, "--rates", "16", "--chains", "0,3",
+               "--prompt-tokens", "256:1024", "--output-tokens", "128:256", "--num-prompts",
+               "100", "--max-num-seqs", "8", "--json")
+    assert got["rows"] == want["rows"]
+    default = specplan.whatif_online(cost, vllm_log, **kwargs)
+    assert default["rows"] != got["rows"]
+
+
 def test_ngram_trace_with_the_matcher(tmp_path):
     trace = tmp_path / "t.jsonl"
     trace.write_text(TRACE)
