@@ -1,6 +1,7 @@
 // The online replay (whatif/online.h) at scale: 10,000 requests at each of 8 Poisson rates
 // (1 .. 48 requests/s), chains of K = 3 on the bundled H100 Llama-3.1-8B vLLM profile (composed
-// kernel tables, EAGLE-3 drafter, drafting tabulated as the operation does), vLLM's default limits
+// kernel tables, EAGLE-3 drafter, drafting tabulated as the operation does, vLLM's CUDA-graph
+// ladder on the target's pass: costmodel/step/cuda_graphs.h), vLLM's default limits
 // for an 80 GB GPU (1024 running requests, 8192 tokens per step, chunked prefill) and the KV cache
 // that gpu_memory_utilization 0.9 leaves. Prompts 128..1024 tokens, outputs 64..256, acceptance
 // drawn from per-position rates 0.8, 0.6, 0.45. The budget (issue 53): <= 10 s on the 2-core VM
@@ -39,8 +40,14 @@ const ResolvedLatencyModel& Vllm() {
 }
 
 void BM_OnlineSweep(benchmark::State& state) {
+  // The step as `whatif --online` builds it: vLLM's CUDA-graph ladder on the target's pass.
+  specplan::costmodel::StepOptions options;
+  specplan::costmodel::CudaGraphs graphs;
+  SPECPLAN_CHECK(
+      specplan::costmodel::DefaultCudaGraphs("vllm", Vllm().gpu_spec.mem_bytes, &graphs));
+  options.graphs = graphs;
   auto step = StepModel::Create(Vllm().model.get(), Vllm().model_spec, Vllm().gpu_spec,
-                                &Vllm().drafters, "vllm", {});
+                                &Vllm().drafters, "vllm", options);
   SPECPLAN_CHECK(step.ok());
   step->TabulateDraft();
   const whatif::StepModelPricer pricer(&*step);
