@@ -1,12 +1,12 @@
 #include "ops/cost_request.h"
 
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <system_error>
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "costmodel/step/host_fit.h"
 #include "costmodel/step/host_time.h"
@@ -147,7 +147,7 @@ absl::StatusOr<std::optional<costmodel::CudaGraphs>> CostRequest::GraphsFor(
     return absl::InvalidArgumentError(
         absl::StrCat("cuda_graphs = '", cuda_graphs, "': must be engine, eager or off"));
   }
-  if (!(eager_launch_us < 0) && !(eager_launch_us <= 1000)) {
+  if (std::isnan(eager_launch_us) || eager_launch_us > 1000) {  // < 0 = the default
     return absl::InvalidArgumentError(
         absl::StrCat("eager_launch_us = ", eager_launch_us, ": must be in [0, 1000] microseconds"));
   }
@@ -161,17 +161,9 @@ absl::StatusOr<std::optional<costmodel::CudaGraphs>> CostRequest::GraphsFor(
   if (graph_max_num_seqs > 0) g.max_num_seqs = graph_max_num_seqs;
   if (graph_max_num_batched_tokens > 0) g.max_num_batched_tokens = graph_max_num_batched_tokens;
   g.speculative = !drafter.empty() && !DrafterIsCostClass();
-  if (eager_launch_us >= 0) {
-    g.eager_launch_s = eager_launch_us * 1e-6;
-    g.provenance += absl::StrCat("; eager_launch_us = ", eager_launch_us, " given");
-  }
-  if (absl::Status st = costmodel::ValidateCudaGraphs(g); !st.ok()) {
-    // "cuda_graphs.sizes[1] = 0: ..." in the request's own words
-    std::string m(st.message());
-    if (absl::StartsWith(m, "cuda_graphs.sizes")) m = "cuda_graph_sizes" + m.substr(17);
-    if (absl::StartsWith(m, "cuda_graphs.max_size")) m = "cuda_graph_max" + m.substr(20);
-    return absl::InvalidArgumentError(m);
-  }
+  if (eager_launch_us >= 0) g.eager_launch_s = eager_launch_us * 1e-6;
+  // Errors in the request's own words: "cuda_graph_sizes[1] = 0: ...".
+  SPECPLAN_RETURN_IF_ERROR(costmodel::ValidateCudaGraphs(g, "cuda_graph_sizes", "cuda_graph_max"));
   return std::optional<costmodel::CudaGraphs>(std::move(g));
 }
 

@@ -1,7 +1,6 @@
 #include "costmodel/step/cuda_graphs.h"
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 
@@ -21,6 +20,9 @@ int64_t SglangDefaultMaxBs(double gpu_mem_bytes) {
   if (gib < 160) return 256;
   return 512;
 }
+
+// v rounded up to a multiple of q (vLLM's adjust_cudagraph_sizes_for_spec_decode).
+int64_t RoundUp(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
 
 void AddRange(int64_t from, int64_t to_inclusive, int64_t step, std::vector<int64_t>* out) {
   for (int64_t v = from; v <= to_inclusive; v += step) out->push_back(v);
@@ -54,39 +56,30 @@ bool DefaultCudaGraphs(const std::string& engine, double gpu_mem_bytes, CudaGrap
   g.gpu_mem_bytes = gpu_mem_bytes;
   if (engine == "sglang") {
     g.ladder = GraphLadder::kSglangBatch;
-    g.provenance =
-        "SGLang's default ladder (python/sglang/srt/server_args.py "
-        "_generate_cuda_graph_batch_sizes; cuda_graph_max_bs from the GPU's memory, "
-        "_handle_gpu_memory_settings)";
   } else if (engine == "vllm" || engine.empty()) {
     g.ladder = GraphLadder::kVllmTokens;
-    g.provenance =
-        "vLLM's default ladder (vllm/config/vllm.py _set_cudagraph_sizes; "
-        "vllm/config/compilation.py adjust_cudagraph_sizes_for_spec_decode)";
   } else {
     return false;
   }
-  g.provenance +=
-      "; eager fallback: 10 launches per layer x 10 us of host time each (costmodel/step/"
-      "cuda_graphs.h)";
   *out = std::move(g);
   return true;
 }
 
-absl::Status ValidateCudaGraphs(const CudaGraphs& g) {
+absl::Status ValidateCudaGraphs(const CudaGraphs& g, absl::string_view sizes_field,
+                                absl::string_view max_field) {
   auto bad = [](const std::string& what) { return absl::InvalidArgumentError(what); };
   for (size_t i = 0; i < g.sizes.size(); ++i) {
     if (g.sizes[i] < 1 || g.sizes[i] > (int64_t{1} << 20)) {
       return bad(
-          absl::StrCat("cuda_graphs.sizes[", i, "] = ", g.sizes[i], ": must be in [1, 1048576]"));
+          absl::StrCat(sizes_field, "[", i, "] = ", g.sizes[i], ": must be in [1, 1048576]"));
     }
     if (i > 0 && g.sizes[i] <= g.sizes[i - 1]) {
-      return bad(absl::StrCat("cuda_graphs.sizes[", i, "] = ", g.sizes[i],
+      return bad(absl::StrCat(sizes_field, "[", i, "] = ", g.sizes[i],
                               ": must be above the size before it (", g.sizes[i - 1], ")"));
     }
   }
   if (g.max_size < 0 || g.max_size > (int64_t{1} << 20)) {
-    return bad(absl::StrCat("cuda_graphs.max_size = ", g.max_size,
+    return bad(absl::StrCat(max_field, " = ", g.max_size,
                             ": must be in [0, 1048576] (0 = the engine's default)"));
   }
   if (g.max_num_seqs < 1) {
@@ -139,14 +132,12 @@ int64_t GraphBuckets::Max(int64_t q) const {
 // rounded size >= tokens comes from the first base size above ceil(tokens / q) x q - q.
 GraphPass GraphBuckets::VllmSmallest(int64_t tokens, int64_t q) const {
   const int64_t cap = Max(q);
-  auto round = [q](int64_t v) { return (v + q - 1) / q * q; };
-  if (base_.empty() || round(base_.front()) > cap) {  // nothing left after rounding
+  if (base_.empty() || RoundUp(base_.front(), q) > cap) {  // nothing left after rounding
     return q <= cap && tokens <= q ? GraphPass{q, true} : GraphPass{tokens, false};
   }
-  const int64_t want = round(tokens);
-  const auto it = std::lower_bound(base_.begin(), base_.end(), want - q + 1);
-  if (it == base_.end() || round(*it) > cap) return {tokens, false};
-  return {round(*it), true};
+  const auto it = std::lower_bound(base_.begin(), base_.end(), RoundUp(tokens, q) - q + 1);
+  if (it == base_.end() || RoundUp(*it, q) > cap) return {tokens, false};
+  return {RoundUp(*it, q), true};
 }
 
 std::vector<int64_t> GraphBuckets::CapturedSizes(int64_t q) const {
@@ -156,7 +147,7 @@ std::vector<int64_t> GraphBuckets::CapturedSizes(int64_t q) const {
   std::vector<int64_t> out;
   const int64_t cap = Max(q);
   for (int64_t v : base_) {
-    const int64_t r = (v + q - 1) / q * q;
+    const int64_t r = RoundUp(v, q);
     if (r <= cap && (out.empty() || out.back() != r)) out.push_back(r);
   }
   if (out.empty() && q <= cap) out.push_back(q);
@@ -188,23 +179,6 @@ double GraphBuckets::EagerLaunchSeconds(int64_t layers) const {
 
 const char* GraphLadderName(GraphLadder l) {
   return l == GraphLadder::kSglangBatch ? "sglang" : "vllm";
-}
-
-nlohmann::json CudaGraphsToJson(const CudaGraphs& g) {
-  nlohmann::json j = {{"ladder", GraphLadderName(g.ladder)},
-                      {"enabled", g.enabled},
-                      {"max_size", g.max_size},
-                      {"eager_launch_s", g.eager_launch_s},
-                      {"launches_per_layer", g.launches_per_layer},
-                      {"provenance", g.provenance}};
-  if (!g.sizes.empty()) j["sizes"] = g.sizes;
-  if (g.ladder == GraphLadder::kVllmTokens) {
-    j["max_num_seqs"] = g.max_num_seqs;
-    j["max_num_batched_tokens"] = g.max_num_batched_tokens;
-  } else {
-    j["captured_batch_sizes"] = GraphBuckets(g).CapturedSizes(1);
-  }
-  return j;
 }
 
 }  // namespace specplan::costmodel

@@ -46,11 +46,11 @@
 #define SPECPLAN_COSTMODEL_STEP_CUDA_GRAPHS_H_
 
 #include <cstdint>
-#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace specplan::costmodel {
 
@@ -72,7 +72,6 @@ struct CudaGraphs {
   double gpu_mem_bytes = 0;               // SGLang: cuda_graph_max_bs's default; 0 = unknown (160)
   double eager_launch_s = 10e-6;          // host seconds per launched op without graphs
   int launches_per_layer = 10;
-  std::string provenance;  // where the ladder and its limits come from
 };
 
 // The engine's defaults: SGLang's ladder for "sglang", vLLM's for "vllm" and "" (the bare
@@ -82,8 +81,11 @@ bool DefaultCudaGraphs(const std::string& engine, double gpu_mem_bytes, CudaGrap
 
 // Each size >= 1 and ascending, max_size >= 0, the vLLM limits >= 1, eager_launch_s in [0, 1e-3]
 // seconds, launches_per_layer in [0, 1000]; INVALID_ARGUMENT naming the field and value
-// ("cuda_graphs.sizes[2] = 0: must be >= 1").
-absl::Status ValidateCudaGraphs(const CudaGraphs& g);
+// ("cuda_graphs.sizes[2] = 0: must be in [1, 1048576]"); sizes and max_size go by the names a
+// caller gives them (its request's own fields).
+absl::Status ValidateCudaGraphs(const CudaGraphs& g,
+                                absl::string_view sizes_field = "cuda_graphs.sizes",
+                                absl::string_view max_field = "cuda_graphs.max_size");
 
 // How a pass runs: graphed at `padded` (requests for a uniform decode batch, tokens for a ragged
 // vLLM pass), or eagerly (padded = the pass's own size).
@@ -119,7 +121,6 @@ class GraphBuckets {
 };
 
 const char* GraphLadderName(GraphLadder l);  // "vllm", "sglang"
-nlohmann::json CudaGraphsToJson(const CudaGraphs& g);
 
 }  // namespace specplan::costmodel
 
