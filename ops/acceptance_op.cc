@@ -36,10 +36,10 @@ absl::Status Validate(const AcceptanceRequest& req) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<planner::EngineAcceptance> LoadAcceptance(const AcceptanceRequest& req) {
-  SPECPLAN_RETURN_IF_ERROR(Validate(req));
-  std::optional<planner::AcceptanceFormat> format;
-  if (!req.format.empty()) format = *planner::ParseAcceptanceFormat(req.format);
+namespace {
+
+// The parser's options from a validated request.
+planner::EngineAcceptanceOptions ParseOptions(const AcceptanceRequest& req) {
   planner::EngineAcceptanceOptions options;
   options.drafter = req.drafter;
   options.k_max = req.k_max;
@@ -50,7 +50,28 @@ absl::StatusOr<planner::EngineAcceptance> LoadAcceptance(const AcceptanceRequest
     p.max_n = req.prompt_lookup_max > 0 ? req.prompt_lookup_max : req.prompt_lookup_min;
     options.prompt_lookup = p;
   }
-  return planner::LoadEngineAcceptance(req.path, format, options);
+  return options;
+}
+
+std::optional<planner::AcceptanceFormat> Format(const AcceptanceRequest& req) {
+  if (req.format.empty()) return std::nullopt;
+  return *planner::ParseAcceptanceFormat(req.format);
+}
+
+}  // namespace
+
+absl::StatusOr<planner::EngineAcceptance> LoadAcceptance(const AcceptanceRequest& req) {
+  SPECPLAN_RETURN_IF_ERROR(Validate(req));
+  return planner::LoadEngineAcceptance(req.path, Format(req), ParseOptions(req));
+}
+
+absl::StatusOr<planner::EngineAcceptance> ParseAcceptance(const AcceptanceRequest& req,
+                                                          const std::string& text,
+                                                          const std::string& source) {
+  AcceptanceRequest named = req;
+  named.path = source;  // Validate's other checks
+  SPECPLAN_RETURN_IF_ERROR(Validate(named));
+  return planner::ParseEngineAcceptance(text, source, Format(req), ParseOptions(req));
 }
 
 absl::StatusOr<AcceptanceResult> Acceptance(const AcceptanceRequest& req) {

@@ -46,6 +46,11 @@ struct AcceptanceResult {
 absl::Status Validate(const AcceptanceRequest& req);
 // Validate, then the file read and parsed (errors name the file's line and column).
 absl::StatusOr<planner::EngineAcceptance> LoadAcceptance(const AcceptanceRequest& req);
+// The same on the file's text already read (the gRPC service's bytes); req.path is not read and
+// `source` names the text in errors ("run.jsonl:3:1: ...").
+absl::StatusOr<planner::EngineAcceptance> ParseAcceptance(const AcceptanceRequest& req,
+                                                          const std::string& text,
+                                                          const std::string& source);
 // LoadAcceptance and the tokens per step for k = 0 .. k_max.
 absl::StatusOr<AcceptanceResult> Acceptance(const AcceptanceRequest& req);
 

@@ -143,6 +143,21 @@ absl::StatusOr<WhatIfOnlineResult> WhatIfOnline(const WhatIfOnlineRequest& req,
   WhatIfOnlineResult out;
   SPECPLAN_RETURN_IF_ERROR(BuildRequests(req, &requests, &work, &out.requests_from));
   const std::vector<int>& ks = req.online.chain_lengths;
+  if (req.max_replayed_tokens > 0) {
+    double tokens = 0;  // double: no overflow on hostile lengths
+    for (const whatif::OnlineRequest& r : requests) tokens += static_cast<double>(r.output_tokens);
+    const double replays =
+        static_cast<double>(ks.size()) *
+        static_cast<double>(std::max<size_t>(1, req.online.arrivals.rates.size()));
+    if (tokens * replays > static_cast<double>(req.max_replayed_tokens)) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "%d requests of %.0f output tokens in all, replayed for %d settings x %d loads = %.0f "
+          "tokens: exceeds the server limit %d (--max-online-tokens); send fewer requests "
+          "(num_prompts), settings or rates",
+          requests.size(), tokens, ks.size(), std::max<size_t>(1, req.online.arrivals.rates.size()),
+          tokens * replays, req.max_replayed_tokens));
+    }
+  }
   if (!step.has_drafter() && std::any_of(ks.begin(), ks.end(), [](int k) { return k > 0; })) {
     return Invalid("drafter: none; a chain needs a drafter to price");
   }

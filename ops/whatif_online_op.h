@@ -53,6 +53,10 @@ struct WhatIfOnlineRequest {
   whatif::OnlineOptions online;
   // The engine's limits (ops/engine_limits.h); each not given = the engine's default.
   EngineLimitRequest limits;
+  // A bound on the work, checked once the requests are built and before any replay: the output
+  // tokens replayed (the requests' output tokens x settings x loads); more is RESOURCE_EXHAUSTED.
+  // 0 = no bound (the CLI and Python); the gRPC service sets its --max-online-tokens.
+  int64_t max_replayed_tokens = 0;
 };
 
 struct WhatIfOnlineResult {

@@ -48,6 +48,10 @@ struct ServiceLimits {
   int max_report_steps = 1 << 16;               // ReportAcceptance steps per call
   int64_t max_whatif_steps = 1 << 17;           // WhatIf: trace steps per request
   int max_whatif_budgets = 64;                  // WhatIf: budgets per request (each <= max_n)
+  // WhatIfOnline: output tokens replayed per request (requests x settings x loads). 2^26 (67 M) is
+  // about 5x microbench/online_bench's sweep (10,000 requests of 64-256 output tokens at 8 rates,
+  // 12.8 M tokens, 0.66-0.68 s on the 2-core Intel Xeon VM): a few seconds of one server thread.
+  int64_t max_online_tokens = int64_t{1} << 26;
   int max_batch_requests = planner::kMaxBatchRequests;  // PlanBatch: requests per call (B)
   int max_batch_nodes = planner::kMaxBatchNodes;        // PlanBatch: n_max, total draft nodes
   // PlanSession streams open at once. Each open stream holds one server thread (PlanSession runs

@@ -25,10 +25,13 @@
 #include "absl/time/time.h"
 #include "costmodel/latency/roofline.h"
 #include "costmodel/profile/profile_json.h"
+#include "ops/acceptance_op.h"
+#include "ops/engine_limits.h"
 #include "ops/merge.h"
 #include "ops/plan_batch.h"
 #include "ops/plan_tree.h"
 #include "ops/validate.h"
+#include "ops/whatif_online_op.h"
 #include "ops/whatif_op.h"
 #include "planner/batch/batch_plan.h"
 #include "planner/tree/engine_layouts.h"
@@ -598,6 +601,117 @@ absl::Status PlannerService::DoWhatIf(const v1::WhatIfRequest& req, v1::WhatIfRe
 grpc::Status PlannerService::WhatIf(grpc::ServerContext* ctx, const v1::WhatIfRequest* req,
                                     v1::WhatIfResponse* resp) {
   return Serve(Method::kWhatIf, ctx, [&] { return DoWhatIf(*req, resp); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// WhatIfOnline
+
+namespace {
+
+ops::LengthRange LengthsFromProto(const v1::TokenRange& r) { return {r.lo(), r.hi()}; }
+
+// 0 / "" = not given; a value given, in or out of range, is passed on for the operation's checks
+// (ops::Validate(EngineLimitRequest)), so a negative one is refused as the CLI refuses it.
+absl::StatusOr<ops::EngineLimitRequest> LimitsFromProto(const v1::EngineLimits& in) {
+  ops::EngineLimitRequest out;
+  if (in.max_num_seqs() != 0) out.max_running = in.max_num_seqs();
+  if (in.max_num_batched_tokens() != 0) out.token_budget = in.max_num_batched_tokens();
+  if (in.kv_cache_tokens() != 0) out.kv_cache_tokens = in.kv_cache_tokens();
+  if (in.gpu_memory_utilization() != 0) out.memory_fraction = in.gpu_memory_utilization();
+  const std::string& chunked = in.enable_chunked_prefill();
+  if (chunked == "true" || chunked == "false") {
+    out.chunked_prefill = chunked == "true";
+  } else if (!chunked.empty()) {
+    return Invalid(absl::StrCat("limits.enable_chunked_prefill = '", absl::CHexEscape(chunked),
+                                "': must be 'true', 'false' or '' (the engine's default)"));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status PlannerService::DoWhatIfOnline(const v1::WhatIfOnlineRequest& req,
+                                            v1::WhatIfOnlineResponse* resp) {
+  const Clock::time_point t0 = Clock::now();
+  // The request as the CLI's flags and Python's keywords give it; the operation validates it.
+  SPECPLAN_RETURN_IF_ERROR(ops::CheckMs("slo_ttft_ms", req.slo_ttft_ms()));
+  SPECPLAN_RETURN_IF_ERROR(ops::CheckMs("slo_tpot_ms", req.slo_tpot_ms()));
+  if (req.rates().empty() == (req.max_concurrency() == 0)) {
+    return Invalid(
+        "rates, max_concurrency: give one (arrival rates in requests/s, or N in flight)");
+  }
+  if (req.acceptance().empty()) {
+    return Invalid("acceptance: empty (the file `specplan acceptance` reads, as bytes)");
+  }
+  if (!req.has_cost() || req.cost().source_case() == v1::CostSpec::SOURCE_NOT_SET) {
+    return Invalid("cost: required (set cost.profile or cost.inline_model)");
+  }
+  if (req.cost().drafter().architecture().empty()) {
+    return Invalid(
+        "cost.drafter.architecture = '': the online replay prices the engine's whole step; name "
+        "the drafter (eagle3, eagle, mtp, ngram, draft:MODEL)");
+  }
+  ops::AcceptanceRequest areq;
+  areq.format = req.acceptance_format();
+  areq.drafter = req.acceptance_drafter();
+  areq.k_max = req.acceptance_k_max();
+  areq.prompt_lookup_min = req.prompt_lookup_min();
+  areq.prompt_lookup_max = req.prompt_lookup_max();
+  const std::string source =
+      req.acceptance_name().empty()
+          ? std::string("acceptance")
+          : absl::StrCat("acceptance (", SanitizeTraceName(req.acceptance_name()), ")");
+
+  ops::WhatIfOnlineRequest op;
+  SPECPLAN_ASSIGN_OR_RETURN(op.acceptance, ops::ParseAcceptance(areq, req.acceptance(), source));
+  op.independent = req.independent();
+  op.prompt_tokens = LengthsFromProto(req.prompt_tokens());
+  op.output_tokens = LengthsFromProto(req.output_tokens());
+  op.num_prompts = req.num_prompts();
+  op.seed = req.seed();
+  if (!req.chains().empty())
+    op.online.chain_lengths.assign(req.chains().begin(), req.chains().end());
+  op.online.arrivals.rates.assign(req.rates().begin(), req.rates().end());
+  op.online.arrivals.in_flight = req.max_concurrency();
+  op.online.arrivals.seed = req.seed();
+  op.online.arrivals.constant = req.constant_arrivals();
+  op.online.slo.ttft_s = req.slo_ttft_ms() / 1e3;
+  op.online.slo.tpot_s = req.slo_tpot_ms() / 1e3;
+  SPECPLAN_ASSIGN_OR_RETURN(op.limits, LimitsFromProto(req.limits()));
+  op.max_replayed_tokens = options_.limits.max_online_tokens;
+  SPECPLAN_RETURN_IF_ERROR(ops::ValidateLoad(op));
+
+  SPECPLAN_ASSIGN_OR_RETURN(ResolvedCost cost,
+                            costs_.Resolve(req.cost(), costmodel::DrafterCost().gamma, "cost"));
+  // vLLM's CUDA-graph ladder follows the limits given, as in the CLI and Python
+  // (ops::ApplyGraphLimits); the shared step model is kept when they do not change it.
+  std::optional<costmodel::StepModel> limited;
+  costmodel::StepOptions step_options = cost.step->options();
+  if (step_options.graphs && ops::ApplyGraphLimits(op.limits, &*step_options.graphs)) {
+    const CostSource& src = *cost.source;
+    SPECPLAN_ASSIGN_OR_RETURN(
+        limited, costmodel::StepModel::Create(src.latency.get(), src.model_spec, src.gpu_spec,
+                                              src.entry ? &src.entry->profile.drafters : nullptr,
+                                              src.engine, step_options));
+    limited->TabulateDraft();
+  }
+  ops::OnlineCost online{cost.source->latency.get(), limited ? &*limited : cost.step.get(),
+                         cost.source->model_spec, cost.source->gpu_spec, cost.source->engine};
+  SPECPLAN_ASSIGN_OR_RETURN(ops::WhatIfOnlineResult result, ops::WhatIfOnline(op, online));
+  // Named as the CLI names a bundled profile: by its id.
+  result.source.profile = cost.profile_id();
+  if (cost.source->entry) result.source.engine_version = cost.source->entry->profile.engine_version;
+  resp->set_json(ops::ToJson(result).dump());
+  resp->set_table(ops::OnlineTable(result));
+  resp->set_profile_id(cost.profile_id());
+  resp->set_run_us(MicrosSince(t0));
+  return absl::OkStatus();
+}
+
+grpc::Status PlannerService::WhatIfOnline(grpc::ServerContext* ctx,
+                                          const v1::WhatIfOnlineRequest* req,
+                                          v1::WhatIfOnlineResponse* resp) {
+  return Serve(Method::kWhatIfOnline, ctx, [&] { return DoWhatIfOnline(*req, resp); });
 }
 
 // ---------------------------------------------------------------------------------------------

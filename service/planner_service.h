@@ -92,6 +92,7 @@ class PlannerService final
   SPECPLAN_SYNC_RPC(ReportAcceptance);
   SPECPLAN_SYNC_RPC(GetStats);
   SPECPLAN_SYNC_RPC(WhatIf);
+  SPECPLAN_SYNC_RPC(WhatIfOnline);
 #undef SPECPLAN_CALLBACK_RPC
 #undef SPECPLAN_SYNC_RPC
   grpc::Status PlanSession(grpc::ServerContext* ctx,
@@ -113,6 +114,12 @@ class PlannerService final
   // An empty trace_jsonl reads the bundled trace (whatif::DefaultTracePath()) on every call;
   // FAILED_PRECONDITION when it cannot be read.
   absl::Status DoWhatIf(const v1::WhatIfRequest& req, v1::WhatIfResponse* resp);
+  // WhatIfOnline: translates the request into ops::WhatIfOnlineRequest (the acceptance bytes
+  // parsed by ops::ParseAcceptance, errors naming acceptance_name's line and column), resolves
+  // the cost through CostResolver (cost.drafter.architecture required), bounds the work at
+  // limits.max_online_tokens (RESOURCE_EXHAUSTED) and runs ops::WhatIfOnline; the reply is its
+  // JSON and table.
+  absl::Status DoWhatIfOnline(const v1::WhatIfOnlineRequest& req, v1::WhatIfOnlineResponse* resp);
 
   // Resolves request costs (cost_resolver.h); PlanSession streams share it.
   const CostResolver& costs() const { return costs_; }

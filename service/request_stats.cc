@@ -21,7 +21,8 @@ constexpr EnumEntry<Method> kMethodNames[] = {{Method::kPlanTree, "PlanTree"},
                                               {Method::kGetStats, "GetStats"},
                                               {Method::kPing, "Ping"},
                                               {Method::kWhatIf, "WhatIf"},
-                                              {Method::kPlanBatch, "PlanBatch"}};
+                                              {Method::kPlanBatch, "PlanBatch"},
+                                              {Method::kWhatIfOnline, "WhatIfOnline"}};
 
 }  // namespace
 

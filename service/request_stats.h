@@ -26,6 +26,7 @@ enum class Method : int {
   kPing,
   kWhatIf,
   kPlanBatch,
+  kWhatIfOnline,
   kCount,  // number of methods
 };
 const char* MethodName(Method m);

@@ -88,6 +88,9 @@ int ServerMain(int argc, char** argv, Env* env) {
              "Max trace steps one WhatIf request may replay", int64_t{1}, int64_t{1} << 24);
   AddBounded(app, "--max-whatif-budgets", config.service.limits.max_whatif_budgets,
              "Max budgets one WhatIf request may sweep", 1, 1024);
+  AddBounded(app, "--max-online-tokens", config.service.limits.max_online_tokens,
+             "Max output tokens one WhatIfOnline request may replay (requests x settings x loads)",
+             int64_t{1}, int64_t{1} << 34);
   AddBounded(app, "--max-batch-requests", config.service.limits.max_batch_requests,
              "Max requests (B) one PlanBatch call may plan together", 1,
              planner::kMaxBatchRequests);
