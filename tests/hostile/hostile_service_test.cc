@@ -1,9 +1,9 @@
 // Hostile input against the real specplan-server binary on a loopback port (issue 55's gRPC
 // probes): a 200 KB WhatIf whose trace line nests 100,000 deep (it used to kill the server with
-// a stack overflow), the same nesting in PutProfile, ReportAcceptance without the write token,
-// 20,000 absurd acceptance reports with it (the EMA correction stays within its clamp), and a
-// nested profile dropped into the watched profiles directory (refused; the old one keeps
-// serving). The server answers Ping after every probe.
+// a stack overflow), the same nesting in a WhatIfOnline acceptance and in PutProfile,
+// ReportAcceptance without the write token, 20,000 absurd acceptance reports with it (the EMA
+// correction stays within its clamp), and a nested profile dropped into the watched profiles
+// directory (refused; the old one keeps serving). The server answers Ping after every probe.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -114,6 +114,21 @@ TEST_F(HostileService, NestedJsonIsANamedErrorNotACrash) {
   grpc::Status st = stub_->WhatIf(Context().get(), whatif, &wr);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(st.error_message(), HasSubstr("JSON nested deeper than 64 levels (the limit)"));
+  ExpectAlive();
+
+  // The same nesting as a WhatIfOnline request's step-trace acceptance.
+  v1::WhatIfOnlineRequest online;
+  online.set_acceptance("{\"id\": \"a\", \"acc_len\": " + Nested(100000) + "}\n");
+  online.set_acceptance_name("run.jsonl");
+  online.set_acceptance_format("step-trace");
+  *online.mutable_cost() = InlineCost(1024);
+  online.mutable_cost()->mutable_drafter()->set_architecture("eagle3");
+  online.add_rates(1);
+  v1::WhatIfOnlineResponse or_;
+  st = stub_->WhatIfOnline(Context().get(), online, &or_);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("acceptance (run.jsonl):1"));
+  EXPECT_THAT(st.error_message(), HasSubstr("nested deeper than"));
   ExpectAlive();
 
   v1::PutProfileRequest put;
