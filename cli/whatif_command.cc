@@ -297,7 +297,12 @@ int RunWhatIf(const WhatIfArgs& a) {
          {"--concurrency", "--server", "--context", "--batching", "--max-requests", "--best-fixed",
           "--best-chain", "--prefill", "--max-tokens"}) {
       if (Given(a, flag)) {
-        std::cerr << kCmd << flag << " does not apply with --online\n";
+        std::cerr << kCmd << flag << " does not apply with --online"
+                  << (std::string(flag) == "--server"
+                          ? " (the CLI replays in-process; a client calls the server's "
+                            "WhatIfOnline RPC, docs/online.md)"
+                          : "")
+                  << "\n";
         return 1;
       }
     }
